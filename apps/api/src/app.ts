@@ -1,0 +1,43 @@
+import express, { type Express } from 'express';
+import type { Db } from '../../core/src/db';
+import { DASHBOARD_PATH, dashboardRouter } from './dashboard';
+import { requireAdmin } from './middleware/admin';
+import { KeyAuthenticator } from './middleware/auth';
+import { errorHandler, unknownRoute } from './middleware/errors';
+import { accessLog, requestId, requireJsonBody } from './middleware/request';
+import { adminRouter } from './routes/admin';
+import { healthRouter } from './routes/health';
+import { pagesRouter } from './routes/pages';
+import { v1Router } from './routes/v1';
+
+/** Request bodies above this answer 413 (spec section 8: the email is at most 1 MB). */
+export const BODY_LIMIT_BYTES = 1024 * 1024;
+
+export interface ApiApp {
+  app: Express;
+  /** subscribes to key revocations; call before serving */
+  start(): Promise<void>;
+  stop(): Promise<void>;
+}
+
+export function createApp(db: Db): ApiApp {
+  const auth = new KeyAuthenticator(db);
+  const app = express();
+  app.disable('x-powered-by');
+  app.set('trust proxy', 'loopback, linklocal, uniquelocal');
+  app.set('query parser', 'simple');
+  app.use(requestId, accessLog);
+  app.use(healthRouter(db));
+  app.use(DASHBOARD_PATH, requireAdmin({ challenge: true }), dashboardRouter());
+  app.use(express.json({ limit: BODY_LIMIT_BYTES, strict: false }));
+  app.use('/admin/api', requireAdmin(), requireJsonBody, adminRouter(db));
+  app.use('/api/v1', v1Router(db, auth));
+  app.use(pagesRouter(db));
+  app.use(unknownRoute);
+  app.use(errorHandler);
+  return {
+    app,
+    start: () => auth.start(),
+    stop: () => auth.stop(),
+  };
+}

@@ -1,0 +1,27 @@
+import type { RequestHandler } from 'express';
+import { config } from '../../../core/src/config';
+import { safeEqual } from '../../../core/src/crypto';
+import { Unauthorized } from '../../../core/src/errors';
+
+/** The admin token as `Authorization: Bearer <token>`, or as the password of basic auth (for the dashboard in a browser). */
+function presentedToken(header: string | undefined): string | undefined {
+  if (!header) return undefined;
+  const bearer = /^Bearer\s+(\S+)\s*$/i.exec(header);
+  if (bearer) return bearer[1];
+  const basic = /^Basic\s+([A-Za-z0-9+/=]+)\s*$/i.exec(header);
+  if (basic) {
+    const decoded = Buffer.from(basic[1]!, 'base64').toString('utf8');
+    const colon = decoded.indexOf(':');
+    return colon >= 0 ? decoded.slice(colon + 1) : undefined;
+  }
+  return undefined;
+}
+
+export function requireAdmin(options: { challenge?: boolean } = {}): RequestHandler {
+  return (req, res, next) => {
+    const token = presentedToken(req.get('authorization'));
+    if (token && safeEqual(token, config().adminToken)) return next();
+    if (options.challenge) res.set('WWW-Authenticate', 'Basic realm="mailservice admin", charset="UTF-8"');
+    throw new Unauthorized(token ? 'the admin token is wrong' : 'the admin token is missing: send Authorization: Bearer <ADMIN_TOKEN>');
+  };
+}

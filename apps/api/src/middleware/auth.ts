@@ -1,0 +1,106 @@
+import type { Redis } from 'ioredis';
+import type { RequestHandler } from 'express';
+import type { ApiKey } from '../../../../generated/prisma/client';
+import { sha256, safeEqual } from '../../../core/src/crypto';
+import type { Db } from '../../../core/src/db';
+import { Forbidden, Unauthorized } from '../../../core/src/errors';
+import { logger } from '../../../core/src/logger';
+import { createRedis } from '../../../core/src/redis';
+import { findActiveKey, revocationChannel } from '../../../core/src/services/keys';
+
+declare global {
+  // eslint-disable-next-line @typescript-eslint/no-namespace
+  namespace Express {
+    interface Locals {
+      key: ApiKey;
+      requestId: string;
+    }
+  }
+}
+
+const CACHE_TTL_MS = 60_000;
+const CACHE_MAX = 10_000;
+/** last_used_at is written at most this often per key and process, not on every request. */
+const LAST_USED_EVERY_MS = 60_000;
+
+/**
+ * Finds the key behind a bearer token. Live keys are cached in memory by fingerprint; a revocation is announced on
+ * Redis pub/sub and drops the entry on every API process at once. While the subscription is down the cache is bypassed,
+ * so a missed announcement can never keep a revoked key alive.
+ */
+export class KeyAuthenticator {
+  private readonly cache = new Map<string, { key: ApiKey; until: number }>();
+  private subscriber?: Redis;
+
+  constructor(private readonly db: Db) {}
+
+  async start(): Promise<void> {
+    const subscriber = createRedis({ maxRetriesPerRequest: null });
+    subscriber.on('error', (err) => logger.warn({ err: err.message }, 'key revocation subscription error'));
+    // anything may have been revoked while we were not listening
+    subscriber.on('ready', () => this.cache.clear());
+    subscriber.on('message', (_channel, fingerprint: string) => this.cache.delete(fingerprint));
+    await subscriber.subscribe(revocationChannel());
+    this.subscriber = subscriber;
+  }
+
+  async stop(): Promise<void> {
+    const subscriber = this.subscriber;
+    this.subscriber = undefined;
+    this.cache.clear();
+    if (subscriber) await subscriber.quit().catch(() => subscriber.disconnect());
+  }
+
+  private get listening(): boolean {
+    return this.subscriber?.status === 'ready';
+  }
+
+  async authenticate(token: string): Promise<ApiKey | null> {
+    const fingerprint = sha256(token);
+    const now = Date.now();
+    const cached = this.listening ? this.cache.get(fingerprint) : undefined;
+    let key: ApiKey | null;
+    if (cached && cached.until > now && safeEqual(cached.key.fingerprint, fingerprint)) {
+      key = cached.key;
+    } else {
+      key = await findActiveKey(this.db, token);
+      if (!key) return null;
+      if (this.listening) {
+        if (this.cache.size >= CACHE_MAX) this.cache.delete(this.cache.keys().next().value as string);
+        this.cache.set(fingerprint, { key, until: now + CACHE_TTL_MS });
+      }
+    }
+    this.touch(key, now);
+    return key;
+  }
+
+  private touch(key: ApiKey, now: number): void {
+    if (key.lastUsedAt && now - key.lastUsedAt.getTime() < LAST_USED_EVERY_MS) return;
+    key.lastUsedAt = new Date(now);
+    this.db.apiKey
+      .update({ where: { id: key.id }, data: { lastUsedAt: key.lastUsedAt } })
+      .catch((err: Error) => logger.warn({ err: err.message, key: key.id }, 'could not record last use of a key'));
+  }
+}
+
+/** Spec section 5: `Authorization: Bearer <key>`; missing, malformed, unknown or revoked answers 401. */
+export function requireKey(auth: KeyAuthenticator): RequestHandler {
+  return async (req, res, next) => {
+    const header = req.get('authorization');
+    if (!header) throw new Unauthorized('the Authorization header is missing: send Authorization: Bearer <API key>');
+    const match = /^Bearer\s+(\S+)\s*$/i.exec(header);
+    if (!match) throw new Unauthorized('the Authorization header must be "Bearer <API key>"');
+    const key = await auth.authenticate(match[1]!);
+    if (!key) throw new Unauthorized('the API key is unknown or revoked');
+    res.locals.key = key;
+    next();
+  };
+}
+
+/** Spec section 5.6: campaign and prospect requests need "May add prospects to campaigns". */
+export const requireProspectsPermission: RequestHandler = (_req, res, next) => {
+  if (!res.locals.key.prospects) {
+    throw new Forbidden('this API key may not work with campaigns and prospects (it lacks the prospects permission)');
+  }
+  next();
+};

@@ -1,0 +1,49 @@
+import type { ErrorRequestHandler, RequestHandler } from 'express';
+import { AppError, MethodNotAllowed, NotFound } from '../../../core/src/errors';
+import { logger } from '../../../core/src/logger';
+
+/** Unknown routes answer JSON too. */
+export const unknownRoute: RequestHandler = (req) => {
+  throw new NotFound(`no route ${req.method} ${req.path}`);
+};
+
+/** For `router.route(path).get(...).all(methodNotAllowed)`. */
+export const methodNotAllowed: RequestHandler = (req) => {
+  throw new MethodNotAllowed(`${req.method} is not allowed on ${req.path}`);
+};
+
+interface BodyParserError {
+  type?: string;
+  status?: number;
+}
+
+/** The one place refusals are written: `{ok:false, error}` with the error's status; faults become 500 with a request id. */
+export const errorHandler: ErrorRequestHandler = (err, req, res, _next) => {
+  const requestId = String(res.locals.requestId ?? '');
+  let status = 500;
+  let message = `internal error (request id ${requestId})`;
+  let headers: Record<string, string> = {};
+  const parserError = err as BodyParserError;
+  if (err instanceof AppError) {
+    status = err.status;
+    message = err.message;
+    headers = err.headers;
+  } else if (parserError.type === 'entity.too.large') {
+    status = 413;
+    message = 'the request body is over the limit of 1 MB';
+  } else if (parserError.type === 'entity.parse.failed') {
+    status = 400;
+    message = 'the body is not valid JSON';
+  } else if (parserError.type === 'encoding.unsupported' || parserError.type === 'charset.unsupported') {
+    status = 415;
+    message = 'the body must be UTF-8 JSON';
+  } else if (parserError.type === 'request.aborted') {
+    status = 400;
+    message = 'the request was aborted';
+  }
+  if (status >= 500) {
+    logger.error({ err, requestId, method: req.method, path: req.path }, 'request failed');
+  }
+  if (res.headersSent) return;
+  res.set(headers).status(status).json({ ok: false, error: message });
+};

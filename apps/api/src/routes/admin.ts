@@ -1,0 +1,95 @@
+import { Router } from 'express';
+import * as schemas from '../../../core/src/admin-schemas';
+import type { Db } from '../../../core/src/db';
+import { redis } from '../../../core/src/redis';
+import { createAccount, listAccounts } from '../../../core/src/services/accounts';
+import { createCampaign, updateCampaign } from '../../../core/src/services/campaigns';
+import { createKey, listKeys, revokeKey, revocationChannel } from '../../../core/src/services/keys';
+import { createList } from '../../../core/src/services/lists';
+import { createMailbox, listMailboxes } from '../../../core/src/services/mailboxes';
+import { listMessages } from '../../../core/src/services/messages';
+import { validate } from '../../../core/src/validate';
+import { methodNotAllowed } from '../middleware/errors';
+
+/** The control plane of DESIGN section 3: what the dashboard and `npm run admin` use. */
+export function adminRouter(db: Db): Router {
+  const router = Router();
+
+  router
+    .route('/accounts')
+    .post(async (req, res) => {
+      const account = await createAccount(db, validate(schemas.accountInput, req.body));
+      res.status(201).json({ ok: true, account });
+    })
+    .get(async (_req, res) => {
+      res.json({ ok: true, accounts: await listAccounts(db) });
+    })
+    .all(methodNotAllowed);
+
+  router
+    .route('/mailboxes')
+    .post(async (req, res) => {
+      const mailbox = await createMailbox(db, validate(schemas.mailboxInput, req.body));
+      res.status(201).json({ ok: true, mailbox });
+    })
+    .get(async (_req, res) => {
+      res.json({ ok: true, mailboxes: await listMailboxes(db) });
+    })
+    .all(methodNotAllowed);
+
+  router
+    .route('/keys')
+    .post(async (req, res) => {
+      const { key, token } = await createKey(db, validate(schemas.keyInput, req.body));
+      res.status(201).json({ ok: true, key: { ...key, token } });
+    })
+    .get(async (_req, res) => {
+      res.json({ ok: true, keys: await listKeys(db) });
+    })
+    .all(methodNotAllowed);
+
+  router
+    .route('/keys/:id')
+    .delete(async (req, res) => {
+      const { key, fingerprint } = await revokeKey(db, validate(schemas.idParam, req.params.id));
+      // every API process drops the key from its cache; the database already refuses it
+      await redis().publish(revocationChannel(), fingerprint);
+      res.json({ ok: true, key });
+    })
+    .all(methodNotAllowed);
+
+  router
+    .route('/lists')
+    .post(async (req, res) => {
+      const list = await createList(db, validate(schemas.listInput, req.body));
+      res.status(201).json({ ok: true, list });
+    })
+    .all(methodNotAllowed);
+
+  router
+    .route('/campaigns')
+    .post(async (req, res) => {
+      const campaign = await createCampaign(db, validate(schemas.campaignInput, req.body));
+      res.status(201).json({ ok: true, campaign });
+    })
+    .all(methodNotAllowed);
+
+  router
+    .route('/campaigns/:id')
+    .patch(async (req, res) => {
+      const id = validate(schemas.idParam, req.params.id);
+      const changes = validate(schemas.campaignChanges, req.body);
+      const { after } = await db.$transaction((tx) => updateCampaign(tx, id, changes));
+      res.json({ ok: true, campaign: after });
+    })
+    .all(methodNotAllowed);
+
+  router
+    .route('/messages')
+    .get(async (req, res) => {
+      res.json({ ok: true, messages: await listMessages(db, validate(schemas.messagesQuery, req.query)) });
+    })
+    .all(methodNotAllowed);
+
+  return router;
+}

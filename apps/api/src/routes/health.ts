@@ -1,0 +1,22 @@
+import { Router } from 'express';
+import type { Db } from '../../../core/src/db';
+import { redis } from '../../../core/src/redis';
+
+const within = <T>(ms: number, work: Promise<T>) =>
+  Promise.race([work, new Promise<never>((_, reject) => setTimeout(() => reject(new Error('timeout')), ms).unref())]);
+
+export function healthRouter(db: Db): Router {
+  const router = Router();
+  router.get('/healthz', (_req, res) => {
+    res.json({ ok: true });
+  });
+  router.get('/readyz', async (_req, res) => {
+    const [postgres, redisUp] = await Promise.all([
+      within(2000, db.$queryRaw`SELECT 1`).then(() => true, () => false),
+      within(2000, redis().ping()).then(() => true, () => false),
+    ]);
+    const ok = postgres && redisUp;
+    res.status(ok ? 200 : 503).json(ok ? { ok, postgres, redis: redisUp } : { ok, error: 'not ready', postgres, redis: redisUp });
+  });
+  return router;
+}

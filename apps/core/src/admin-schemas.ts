@@ -1,0 +1,66 @@
+import { email, Joi } from './validate';
+import { CAMPAIGN_STATUSES, GOALS } from './services/campaigns';
+
+/** Inputs of the admin API (DESIGN section 3), shared by the HTTP routes and the CLI. */
+const id = () => Joi.number().integer().positive();
+const name = () => Joi.string().trim().min(1).max(200);
+
+export const accountInput = Joi.object({ name: name().required() });
+
+export const mailboxInput = Joi.object({
+  account: id().required(),
+  address: email().required(),
+  name: Joi.string().trim().max(200).allow(''),
+  smtp: Joi.string().trim().max(2000).required(),
+  daily_limit: Joi.number().integer().min(0).max(100_000),
+  gap_seconds: Joi.number().integer().min(0).max(86_400),
+});
+
+export const keyInput = Joi.object({
+  account: id().required(),
+  name: name().required(),
+  mailbox: id().required(),
+  daily_limit: Joi.number().integer().min(0).max(10_000_000).required(),
+  prospects: Joi.boolean().default(false),
+});
+
+export const listInput = Joi.object({
+  account: id().required(),
+  name: name().required(),
+  confirm: Joi.boolean().required(),
+  mailbox: id().required(),
+});
+
+const step = Joi.object({
+  subject: Joi.string().trim().min(1).max(300).required(),
+  body: Joi.string().min(1).max(100_000).required(),
+  delay_hours: Joi.number().min(0).max(24 * 365).required(),
+});
+
+const campaignFields = {
+  name: name(),
+  goal: Joi.string().valid(...GOALS),
+  mailbox: id(),
+  stages: Joi.array().items(Joi.string().trim().min(1).max(100)).max(50),
+  status: Joi.string().valid(...CAMPAIGN_STATUSES),
+  steps: Joi.array().items(step).min(1).max(20),
+};
+
+export const campaignInput = Joi.object({
+  ...campaignFields,
+  account: id().required(),
+  name: name().required(),
+  goal: campaignFields.goal.required(),
+  mailbox: id().required(),
+  steps: campaignFields.steps.required(),
+});
+
+export const campaignChanges = Joi.object(campaignFields).min(1).messages({ 'object.min': 'nothing to change' });
+
+export const messagesQuery = Joi.object({
+  to: Joi.string().trim().max(254),
+  limit: Joi.number().integer().min(1).max(500).default(50),
+  account: id(),
+});
+
+export const idParam = id().required().label('id');

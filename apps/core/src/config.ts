@@ -1,0 +1,124 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import crypto from 'node:crypto';
+
+export interface Config {
+  readonly env: string;
+  readonly port: number;
+  readonly databaseUrl: string;
+  readonly redisUrl: string;
+  /** every Redis key and BullMQ queue of this deployment starts with it */
+  readonly redisPrefix: string;
+  readonly publicUrl: string;
+  readonly adminToken: string;
+  /** 32 bytes that encrypt mailbox passwords at rest */
+  readonly secretKey: Buffer;
+  readonly workerConcurrency: number;
+  readonly logLevel: string;
+  readonly stateDir: string;
+}
+
+export class ConfigError extends Error {}
+
+function integer(name: string, fallback: number, min: number, max: number): number {
+  const raw = process.env[name];
+  if (raw === undefined || raw === '') return fallback;
+  const value = Number(raw);
+  if (!Number.isInteger(value) || value < min || value > max) {
+    throw new ConfigError(`${name} must be a whole number from ${min} to ${max}, got "${raw}"`);
+  }
+  return value;
+}
+
+function url(name: string, fallback: string, protocols: string[]): string {
+  const raw = process.env[name] || fallback;
+  let parsed: URL;
+  try {
+    parsed = new URL(raw);
+  } catch {
+    throw new ConfigError(`${name} is not a valid URL`);
+  }
+  if (!protocols.includes(parsed.protocol)) {
+    throw new ConfigError(`${name} must start with ${protocols.map((p) => p + '//').join(' or ')}`);
+  }
+  return raw;
+}
+
+/** SECRET_KEY: 64 hex characters or 44 base64 characters (32 bytes); any other text is stretched with SHA-256. */
+export function parseSecretKey(raw: string): Buffer {
+  if (/^[0-9a-fA-F]{64}$/.test(raw)) return Buffer.from(raw, 'hex');
+  const b64 = Buffer.from(raw, 'base64');
+  if (b64.length === 32 && /^[A-Za-z0-9+/]{43}=$/.test(raw)) return b64;
+  if (raw.length < 16) throw new ConfigError('SECRET_KEY is too short: use 32 random bytes as 64 hex characters');
+  return crypto.createHash('sha256').update(raw).digest();
+}
+
+interface LocalSecrets {
+  adminToken: string;
+  secretKey: string;
+}
+
+/** Secrets generated once for a machine without ADMIN_TOKEN/SECRET_KEY, kept in a mode-0600 file, never in the database. */
+function localSecrets(stateDir: string): { secrets: LocalSecrets; created: boolean } {
+  const file = path.join(stateDir, 'secrets.json');
+  if (fs.existsSync(file)) {
+    return { secrets: JSON.parse(fs.readFileSync(file, 'utf8')) as LocalSecrets, created: false };
+  }
+  const secrets: LocalSecrets = {
+    adminToken: 'adm_' + crypto.randomBytes(24).toString('base64url'),
+    secretKey: crypto.randomBytes(32).toString('hex'),
+  };
+  fs.mkdirSync(stateDir, { recursive: true, mode: 0o700 });
+  try {
+    fs.writeFileSync(file, JSON.stringify(secrets, null, 2) + '\n', { mode: 0o600, flag: 'wx' });
+    return { secrets, created: true };
+  } catch (err) {
+    // another process (api and worker start together) wrote it first
+    if ((err as NodeJS.ErrnoException).code === 'EEXIST') return localSecrets(stateDir);
+    throw err;
+  }
+}
+
+export function loadConfig(): Config {
+  const env = process.env.NODE_ENV || 'development';
+  const port = integer('PORT', 3000, 0, 65535);
+  const stateDir = path.resolve(process.env.STATE_DIR || '.mailservice');
+  if (env === 'production' && !process.env.SECRET_KEY) {
+    throw new ConfigError('SECRET_KEY is required when NODE_ENV=production');
+  }
+  let adminToken = process.env.ADMIN_TOKEN || '';
+  let secretKey = process.env.SECRET_KEY || '';
+  if (!adminToken || !secretKey) {
+    const { secrets } = localSecrets(stateDir);
+    adminToken ||= secrets.adminToken;
+    secretKey ||= secrets.secretKey;
+  }
+  if (adminToken.length < 16) throw new ConfigError('ADMIN_TOKEN must be at least 16 characters');
+  const publicUrl = url('PUBLIC_URL', `http://localhost:${port}`, ['http:', 'https:']).replace(/\/+$/, '');
+  return Object.freeze({
+    env,
+    port,
+    databaseUrl: url('DATABASE_URL', 'postgresql://postgres@127.0.0.1:5432/mailservice', ['postgresql:', 'postgres:']),
+    redisUrl: url('REDIS_URL', 'redis://127.0.0.1:6379', ['redis:', 'rediss:']),
+    redisPrefix: process.env.REDIS_PREFIX || 'ms',
+    publicUrl,
+    adminToken,
+    secretKey: parseSecretKey(secretKey),
+    workerConcurrency: integer('WORKER_CONCURRENCY', 20, 1, 1000),
+    logLevel: process.env.LOG_LEVEL || (env === 'test' ? 'silent' : 'info'),
+    stateDir,
+  });
+}
+
+let current: Config | undefined;
+
+/** The configuration, read and validated once. */
+export function config(): Config {
+  current ??= loadConfig();
+  return current;
+}
+
+/** Where the generated admin token lives, to tell the operator at start. */
+export function localSecretsFile(): string {
+  return path.join(config().stateDir, 'secrets.json');
+}

@@ -1,0 +1,78 @@
+import { Queue, type ConnectionOptions, type JobsOptions } from 'bullmq';
+import { config } from './config';
+
+/**
+ * Every queue and job name, one place. Renaming a queue strands the jobs already in Redis under the old name:
+ * drain it first, or let the reconciler re-queue from Postgres (it can, since the database row is the state).
+ */
+export const QUEUE = {
+  /** one job per Message row: deliver it over SMTP */
+  delivery: 'delivery',
+  /** one job per prospect and step: write the next email of an outreach sequence */
+  sequence: 'sequence',
+  /** repeatable housekeeping: re-queue stranded messages, claim due prospects, expire idempotency records */
+  maintenance: 'maintenance',
+} as const;
+export type QueueName = (typeof QUEUE)[keyof typeof QUEUE];
+
+/** Payloads carry ids only: the processor reloads the row and re-checks it. */
+export interface JobPayloads {
+  delivery: { messageId: string };
+  sequence: { prospectId: number; step: number };
+  maintenance: { task: 'reconcile' | 'schedule' | 'cleanup' };
+}
+
+/** Deterministic job ids (no ":" — BullMQ reserves it), never reused for different work. */
+export const jobId = {
+  delivery: (messageId: string) => `msg-${messageId}`,
+  sequence: (prospectId: number, step: number) => `seq-${prospectId}-${step}`,
+};
+
+/** Attempts, backoff and retention per queue. */
+export const JOB_OPTIONS: Record<QueueName, JobsOptions> = {
+  // SMTP outages last minutes to hours: 8 tries with exponential backoff from 10 s spans about 40 minutes;
+  // after that the row is marked failed. The row, not the job, is the record, so finished jobs are dropped soon.
+  delivery: {
+    attempts: 8,
+    backoff: { type: 'exponential', delay: 10_000 },
+    removeOnComplete: { age: 3600, count: 10_000 },
+    removeOnFail: { age: 7 * 24 * 3600 },
+  },
+  // A step job only claims the step and writes a Message row: failures are database hiccups, retried quickly.
+  sequence: {
+    attempts: 5,
+    backoff: { type: 'exponential', delay: 2_000 },
+    removeOnComplete: { age: 3600, count: 10_000 },
+    removeOnFail: { age: 7 * 24 * 3600 },
+  },
+  // Housekeeping runs again on its own schedule: no retries, keep little.
+  maintenance: { attempts: 1, removeOnComplete: { count: 50 }, removeOnFail: { count: 50 } },
+};
+
+/** BullMQ's connection options from REDIS_URL. */
+export function queueConnection(): ConnectionOptions {
+  return { url: config().redisUrl, maxRetriesPerRequest: null } as ConnectionOptions;
+}
+
+export function queuePrefix(): string {
+  return `${config().redisPrefix}:bull`;
+}
+
+const queues = new Map<QueueName, Queue>();
+
+/** The producer side of a queue, one per process and name. */
+export function queue<N extends QueueName>(name: N): Queue<JobPayloads[N]> {
+  let q = queues.get(name);
+  if (!q) {
+    q = new Queue(name, { connection: queueConnection(), prefix: queuePrefix(), defaultJobOptions: JOB_OPTIONS[name] });
+    q.on('error', () => undefined); // reported by callers that await queue calls
+    queues.set(name, q);
+  }
+  return q as unknown as Queue<JobPayloads[N]>;
+}
+
+export async function closeQueues(): Promise<void> {
+  const all = [...queues.values()];
+  queues.clear();
+  await Promise.all(all.map((q) => q.close()));
+}

@@ -1,0 +1,31 @@
+import { Redis, type RedisOptions } from 'ioredis';
+import { config } from './config';
+
+/**
+ * A new connection. BullMQ needs `maxRetriesPerRequest: null` on workers' connections;
+ * commands of the API fail fast instead (`enableOfflineQueue: false`) so a Redis outage answers 503 at once.
+ */
+export function createRedis(options: RedisOptions = {}): Redis {
+  return new Redis(config().redisUrl, { lazyConnect: false, ...options });
+}
+
+let shared: Redis | undefined;
+
+/** The process's general-purpose connection (counters, pub/sub publishing). */
+export function redis(): Redis {
+  shared ??= createRedis({ maxRetriesPerRequest: 2 });
+  return shared;
+}
+
+export async function closeRedis(): Promise<void> {
+  if (shared) {
+    const client = shared;
+    shared = undefined;
+    await client.quit().catch(() => client.disconnect());
+  }
+}
+
+/** A key in this deployment's namespace. */
+export function rkey(...parts: (string | number)[]): string {
+  return [config().redisPrefix, ...parts].join(':');
+}

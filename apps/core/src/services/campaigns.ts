@@ -1,0 +1,121 @@
+import type { Campaign, CampaignStep } from '../../../../generated/prisma/client';
+import type { CampaignGoal, CampaignStatus } from '../../../../generated/prisma/enums';
+import type { Tx } from '../db';
+import { NotFound } from '../errors';
+import { requireAccount } from './accounts';
+import { requireMailbox } from './mailboxes';
+
+export const GOALS = ['links', 'sales', 'partners', 'press', 'hiring', 'reviews', 'winback', 'plain'] as const;
+export const CAMPAIGN_STATUSES = ['draft', 'running', 'paused'] as const;
+
+export interface StepInput {
+  subject: string;
+  body: string;
+  delay_hours: number;
+}
+
+/** The Campaign of spec 2.3. */
+export interface CampaignView {
+  id: number;
+  name: string;
+  goal: string;
+  status: string;
+  prospects: number;
+  stages: string[];
+}
+
+export interface CampaignDetail extends CampaignView {
+  account: number;
+  mailbox: number;
+  steps: StepInput[];
+}
+
+export function campaignView(c: Campaign, prospects: number): CampaignView {
+  return { id: c.id, name: c.name, goal: c.goal, status: c.status, prospects, stages: c.stages };
+}
+
+function detail(c: Campaign & { steps: CampaignStep[] }, prospects: number): CampaignDetail {
+  return {
+    ...campaignView(c, prospects),
+    account: c.accountId,
+    mailbox: c.mailboxId,
+    steps: c.steps
+      .sort((a, b) => a.position - b.position)
+      .map((s) => ({ subject: s.subject, body: s.body, delay_hours: s.delayHours })),
+  };
+}
+
+export interface NewCampaign {
+  account: number;
+  name: string;
+  goal: CampaignGoal;
+  mailbox: number;
+  stages?: string[];
+  status?: CampaignStatus;
+  steps: StepInput[];
+}
+
+const stepRows = (steps: StepInput[]) =>
+  steps.map((s, i) => ({ position: i + 1, subject: s.subject, body: s.body, delayHours: s.delay_hours }));
+
+export async function createCampaign(db: Tx, input: NewCampaign): Promise<CampaignDetail> {
+  await requireAccount(db, input.account);
+  await requireMailbox(db, input.account, input.mailbox);
+  const campaign = await db.campaign.create({
+    data: {
+      accountId: input.account,
+      mailboxId: input.mailbox,
+      name: input.name,
+      goal: input.goal,
+      status: input.status ?? 'draft',
+      stages: input.stages ?? [],
+      steps: { create: stepRows(input.steps) },
+    },
+    include: { steps: true },
+  });
+  return detail(campaign, 0);
+}
+
+export interface CampaignChanges {
+  name?: string;
+  goal?: CampaignGoal;
+  mailbox?: number;
+  stages?: string[];
+  status?: CampaignStatus;
+  steps?: StepInput[];
+}
+
+/** Applies the changes; the caller runs it in a transaction with whatever a status change must also do. */
+export async function updateCampaign(db: Tx, id: number, changes: CampaignChanges): Promise<{ before: Campaign; after: CampaignDetail }> {
+  const before = await db.campaign.findUnique({ where: { id } });
+  if (!before) throw new NotFound(`no campaign with id ${id}`);
+  if (changes.mailbox !== undefined) await requireMailbox(db, before.accountId, changes.mailbox);
+  if (changes.steps) {
+    await db.campaignStep.deleteMany({ where: { campaignId: id } });
+    await db.campaignStep.createMany({ data: stepRows(changes.steps).map((s) => ({ ...s, campaignId: id })) });
+  }
+  const campaign = await db.campaign.update({
+    where: { id },
+    data: {
+      name: changes.name,
+      goal: changes.goal,
+      mailboxId: changes.mailbox,
+      stages: changes.stages,
+      status: changes.status,
+    },
+    include: { steps: true },
+  });
+  const prospects = await db.prospect.count({ where: { campaignId: id } });
+  return { before, after: detail(campaign, prospects) };
+}
+
+export async function listCampaigns(db: Tx, account: number): Promise<CampaignView[]> {
+  const campaigns = await db.campaign.findMany({ where: { accountId: account }, orderBy: { id: 'asc' } });
+  const counts = await db.prospect.groupBy({
+    by: ['campaignId'],
+    where: { campaignId: { in: campaigns.map((c) => c.id) } },
+    _count: { _all: true },
+  });
+  const byCampaign = new Map(counts.map((c) => [c.campaignId, c._count._all]));
+  return campaigns.map((c) => campaignView(c, byCampaign.get(c.id) ?? 0));
+}

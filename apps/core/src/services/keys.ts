@@ -1,0 +1,97 @@
+import type { ApiKey } from '../../../../generated/prisma/client';
+import { randomBase62, sha256 } from '../crypto';
+import type { Tx } from '../db';
+import { NotFound } from '../errors';
+import { rkey } from '../redis';
+import { requireAccount } from './accounts';
+import { requireMailbox } from './mailboxes';
+
+export const KEY_PREFIX = 'msk_';
+/** 32 base62 characters: about 190 random bits. */
+const KEY_RANDOM_LENGTH = 32;
+const KEY_PATTERN = /^msk_[0-9A-Za-z]{32}$/;
+
+/** Pub/sub channel on which revocations are announced to every API process. */
+export const revocationChannel = () => rkey('keys', 'revoked');
+
+export function isWellFormedKey(token: string): boolean {
+  return KEY_PATTERN.test(token);
+}
+
+export interface KeyView {
+  id: number;
+  account: number;
+  name: string;
+  mailbox: number;
+  daily_limit: number;
+  prospects: boolean;
+  hint: string;
+  revoked_at: string | null;
+  last_used_at: string | null;
+  created_at: string;
+}
+
+export function keyView(k: ApiKey): KeyView {
+  return {
+    id: k.id,
+    account: k.accountId,
+    name: k.name,
+    mailbox: k.mailboxId,
+    daily_limit: k.dailyLimit,
+    prospects: k.prospects,
+    hint: `${k.prefix}…${k.lastFour}`,
+    revoked_at: k.revokedAt?.toISOString() ?? null,
+    last_used_at: k.lastUsedAt?.toISOString() ?? null,
+    created_at: k.createdAt.toISOString(),
+  };
+}
+
+export interface NewKey {
+  account: number;
+  name: string;
+  mailbox: number;
+  daily_limit: number;
+  prospects?: boolean;
+}
+
+/** Creates a key; the token is in this answer only, the database keeps its SHA-256 fingerprint. */
+export async function createKey(db: Tx, input: NewKey): Promise<{ key: KeyView; token: string }> {
+  await requireAccount(db, input.account);
+  await requireMailbox(db, input.account, input.mailbox);
+  const token = KEY_PREFIX + randomBase62(KEY_RANDOM_LENGTH);
+  const key = await db.apiKey.create({
+    data: {
+      accountId: input.account,
+      mailboxId: input.mailbox,
+      name: input.name,
+      fingerprint: sha256(token),
+      prefix: token.slice(0, KEY_PREFIX.length + 4),
+      lastFour: token.slice(-4),
+      dailyLimit: input.daily_limit,
+      prospects: input.prospects ?? false,
+    },
+  });
+  return { key: keyView(key), token };
+}
+
+export async function listKeys(db: Tx, account?: number): Promise<KeyView[]> {
+  const keys = await db.apiKey.findMany({ where: account ? { accountId: account } : {}, orderBy: { id: 'asc' } });
+  return keys.map(keyView);
+}
+
+/** Marks the key revoked; returns its fingerprint so callers can announce it. Revoking twice is harmless. */
+export async function revokeKey(db: Tx, id: number): Promise<{ key: KeyView; fingerprint: string }> {
+  const existing = await db.apiKey.findUnique({ where: { id } });
+  if (!existing) throw new NotFound(`no key with id ${id}`);
+  const key = existing.revokedAt
+    ? existing
+    : await db.apiKey.update({ where: { id }, data: { revokedAt: new Date() } });
+  return { key: keyView(key), fingerprint: key.fingerprint };
+}
+
+/** The live key behind a token, or null (unknown or revoked). */
+export async function findActiveKey(db: Tx, token: string): Promise<ApiKey | null> {
+  if (!isWellFormedKey(token)) return null;
+  const key = await db.apiKey.findUnique({ where: { fingerprint: sha256(token) } });
+  return key && !key.revokedAt ? key : null;
+}

@@ -1,0 +1,44 @@
+import type { List } from '../../../../generated/prisma/client';
+import { randomBase62 } from '../crypto';
+import type { Tx } from '../db';
+import { requireAccount } from './accounts';
+import { requireMailbox } from './mailboxes';
+
+/** The List of spec 2.1. */
+export interface ListView {
+  key: string;
+  name: string;
+  confirm: boolean;
+  subscribers: number;
+}
+
+export function listView(list: List): ListView {
+  return { key: list.key, name: list.name, confirm: list.confirm, subscribers: list.subscriberCount };
+}
+
+export interface NewList {
+  account: number;
+  name: string;
+  confirm: boolean;
+  mailbox: number;
+}
+
+export async function createList(db: Tx, input: NewList): Promise<ListView & { id: number; mailbox: number }> {
+  await requireAccount(db, input.account);
+  await requireMailbox(db, input.account, input.mailbox);
+  const list = await db.list.create({
+    data: {
+      accountId: input.account,
+      mailboxId: input.mailbox,
+      name: input.name,
+      confirm: input.confirm,
+      key: randomBase62(20),
+    },
+  });
+  return { id: list.id, mailbox: list.mailboxId, ...listView(list) };
+}
+
+export async function listLists(db: Tx, account: number): Promise<ListView[]> {
+  const lists = await db.list.findMany({ where: { accountId: account }, orderBy: { id: 'asc' } });
+  return lists.map(listView);
+}

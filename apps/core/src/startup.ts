@@ -1,0 +1,55 @@
+import { config, ConfigError } from './config';
+import { migrate } from './migrate';
+import { createRedis } from './redis';
+
+/** postgresql://user:secret@host/db -> postgresql://user:***@host/db, for messages. */
+export function redactUrl(raw: string): string {
+  try {
+    const url = new URL(raw);
+    if (url.password) url.password = '***';
+    return url.toString();
+  } catch {
+    return '(unparseable URL)';
+  }
+}
+
+function fail(processName: string, line: string): never {
+  process.stderr.write(`${processName}: ${line}\n`);
+  process.exit(1);
+}
+
+export async function checkRedis(url: string, timeoutMs = 5000): Promise<void> {
+  const client = createRedis({ lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null, connectTimeout: timeoutMs });
+  client.on('error', () => undefined);
+  try {
+    await client.connect();
+    await client.ping();
+  } finally {
+    client.disconnect();
+  }
+  void url;
+}
+
+/**
+ * What both processes do before serving: validate the configuration, create and migrate the database, reach Redis.
+ * Any failure ends the process with one clear line instead of a stack trace.
+ */
+export async function preflight(processName: string): Promise<void> {
+  let cfg;
+  try {
+    cfg = config();
+  } catch (err) {
+    if (err instanceof ConfigError) fail(processName, `configuration error: ${err.message}`);
+    throw err;
+  }
+  try {
+    await migrate(cfg.databaseUrl);
+  } catch (err) {
+    fail(processName, `cannot prepare the database at ${redactUrl(cfg.databaseUrl)}: ${(err as Error).message || String(err)}`);
+  }
+  try {
+    await checkRedis(cfg.redisUrl);
+  } catch (err) {
+    fail(processName, `cannot reach Redis at ${redactUrl(cfg.redisUrl)}: ${(err as Error).message || String(err)}`);
+  }
+}

@@ -1,0 +1,30 @@
+import { closeDb } from '../../core/src/db';
+import { logger } from '../../core/src/logger';
+import { closeQueues } from '../../core/src/queues';
+import { closeRedis } from '../../core/src/redis';
+import { preflight } from '../../core/src/startup';
+import { createWorkers, scheduleMaintenance } from './workers';
+
+async function main(): Promise<void> {
+  await preflight('worker');
+  const workers = createWorkers();
+  await scheduleMaintenance();
+  logger.info({ queues: workers.map((w) => w.name) }, 'worker started');
+
+  let stopping = false;
+  // SIGTERM: take no new jobs, let the in-flight ones finish, close connections, exit 0.
+  const shutdown = async (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    logger.info({ signal }, 'worker stopping');
+    await Promise.all(workers.map((w) => w.close()));
+    await closeQueues();
+    await closeRedis();
+    await closeDb();
+    process.exit(0);
+  };
+  process.on('SIGTERM', () => void shutdown('SIGTERM'));
+  process.on('SIGINT', () => void shutdown('SIGINT'));
+}
+
+void main();

@@ -1,0 +1,164 @@
+/**
+ * `npm run admin -- <resource> <action> [--flags]`: the admin API's operations from a shell, over the same core services
+ * and validation. Answers are printed as JSON. Run without arguments for help.
+ */
+import fs from 'node:fs';
+import { parseArgs } from 'node:util';
+import * as schemas from '../apps/core/src/admin-schemas';
+import { closeDb, db } from '../apps/core/src/db';
+import { AppError } from '../apps/core/src/errors';
+import { closeRedis, redis } from '../apps/core/src/redis';
+import { createAccount, listAccounts } from '../apps/core/src/services/accounts';
+import { createCampaign, updateCampaign } from '../apps/core/src/services/campaigns';
+import { createKey, listKeys, revokeKey, revocationChannel } from '../apps/core/src/services/keys';
+import { createList } from '../apps/core/src/services/lists';
+import { createMailbox, listMailboxes } from '../apps/core/src/services/mailboxes';
+import { listMessages } from '../apps/core/src/services/messages';
+import { migrate } from '../apps/core/src/migrate';
+import { config } from '../apps/core/src/config';
+import { validate } from '../apps/core/src/validate';
+
+const HELP = `usage: npm run admin -- <command> [options]
+
+  account create --name NAME
+  account list
+  mailbox create --account ID --address ADDRESS --smtp smtp://user:pass@host:587 [--name NAME] [--daily-limit N] [--gap-seconds N]
+  mailbox list
+  key create --account ID --name NAME --mailbox ID --daily-limit N [--prospects]     (prints the token once)
+  key list
+  key revoke ID
+  list create --account ID --name NAME --mailbox ID [--no-confirm]
+  campaign create --account ID --name NAME --goal GOAL --mailbox ID --steps FILE.json [--stages a,b,c] [--status draft|running|paused]
+  campaign set ID [--status S] [--name NAME] [--steps FILE.json] [--stages a,b,c]
+  messages [--to ADDRESS] [--limit N]
+`;
+
+const options = {
+  name: { type: 'string' },
+  account: { type: 'string' },
+  address: { type: 'string' },
+  smtp: { type: 'string' },
+  mailbox: { type: 'string' },
+  'daily-limit': { type: 'string' },
+  'gap-seconds': { type: 'string' },
+  prospects: { type: 'boolean' },
+  'no-confirm': { type: 'boolean' },
+  goal: { type: 'string' },
+  steps: { type: 'string' },
+  stages: { type: 'string' },
+  status: { type: 'string' },
+  to: { type: 'string' },
+  limit: { type: 'string' },
+  help: { type: 'boolean', short: 'h' },
+} as const;
+
+type Flags = Partial<Record<keyof typeof options, string | boolean>>;
+
+const stepsFrom = (file: unknown) => (typeof file === 'string' ? JSON.parse(fs.readFileSync(file, 'utf8')) : undefined);
+const stagesFrom = (list: unknown) => (typeof list === 'string' ? list.split(',').map((s) => s.trim()).filter(Boolean) : undefined);
+
+async function run(command: string[], flags: Flags): Promise<unknown> {
+  const [resource, action, arg] = command;
+  const d = db();
+  switch (`${resource} ${action ?? ''}`.trim()) {
+    case 'account create':
+      return { account: await createAccount(d, validate(schemas.accountInput, { name: flags.name })) };
+    case 'account list':
+      return { accounts: await listAccounts(d) };
+    case 'mailbox create':
+      return {
+        mailbox: await createMailbox(
+          d,
+          validate(schemas.mailboxInput, {
+            account: flags.account,
+            address: flags.address,
+            name: flags.name,
+            smtp: flags.smtp,
+            daily_limit: flags['daily-limit'],
+            gap_seconds: flags['gap-seconds'],
+          }),
+        ),
+      };
+    case 'mailbox list':
+      return { mailboxes: await listMailboxes(d) };
+    case 'key create': {
+      const input = validate(schemas.keyInput, {
+        account: flags.account,
+        name: flags.name,
+        mailbox: flags.mailbox,
+        daily_limit: flags['daily-limit'],
+        prospects: flags.prospects ?? false,
+      });
+      const { key, token } = await createKey(d, input);
+      return { key: { ...key, token }, note: 'the token is shown once: store it now' };
+    }
+    case 'key list':
+      return { keys: await listKeys(d) };
+    case 'key revoke': {
+      const { key, fingerprint } = await revokeKey(d, validate(schemas.idParam, arg));
+      await redis().publish(revocationChannel(), fingerprint);
+      return { key };
+    }
+    case 'list create':
+      return {
+        list: await createList(
+          d,
+          validate(schemas.listInput, { account: flags.account, name: flags.name, mailbox: flags.mailbox, confirm: !flags['no-confirm'] }),
+        ),
+      };
+    case 'campaign create':
+      return {
+        campaign: await createCampaign(
+          d,
+          validate(schemas.campaignInput, {
+            account: flags.account,
+            name: flags.name,
+            goal: flags.goal,
+            mailbox: flags.mailbox,
+            steps: stepsFrom(flags.steps),
+            stages: stagesFrom(flags.stages),
+            status: flags.status,
+          }),
+        ),
+      };
+    case 'campaign set': {
+      const id = validate(schemas.idParam, arg);
+      const changes = validate(schemas.campaignChanges, {
+        status: flags.status,
+        name: flags.name,
+        steps: stepsFrom(flags.steps),
+        stages: stagesFrom(flags.stages),
+      });
+      const { after } = await d.$transaction((tx) => updateCampaign(tx, id, changes));
+      return { campaign: after };
+    }
+    case 'messages':
+      return { messages: await listMessages(d, validate(schemas.messagesQuery, { to: flags.to, limit: flags.limit })) };
+    default:
+      throw new AppError(`unknown command "${command.join(' ')}"\n\n${HELP}`);
+  }
+}
+
+async function main(): Promise<void> {
+  const { values, positionals } = parseArgs({ options, allowPositionals: true, strict: true });
+  if (values.help || positionals.length === 0) {
+    process.stdout.write(HELP);
+    return;
+  }
+  await migrate(config().databaseUrl);
+  try {
+    const answer = await run(positionals, values as Flags);
+    process.stdout.write(JSON.stringify({ ok: true, ...(answer as object) }, null, 2) + '\n');
+  } catch (err) {
+    process.stderr.write(JSON.stringify({ ok: false, error: (err as Error).message }) + '\n');
+    process.exitCode = 1;
+  } finally {
+    await closeRedis();
+    await closeDb();
+  }
+}
+
+main().catch((err: Error) => {
+  process.stderr.write(`admin: ${err.message}\n`);
+  process.exit(1);
+});

@@ -1,0 +1,13 @@
+import crypto from 'node:crypto';
+import { databaseUrl, runId } from './shared';
+
+/** Before each test file loads: its own database and Redis prefix, fixed secrets, quiet logs. */
+const file = crypto.randomBytes(4).toString('hex');
+process.env.NODE_ENV = 'test';
+process.env.MS_TEST_DATABASE = `ms_test_${runId()}_${file}`;
+process.env.DATABASE_URL = databaseUrl(process.env.MS_TEST_DATABASE);
+process.env.REDIS_PREFIX = `mstest:${runId()}:${file}`;
+process.env.ADMIN_TOKEN = 'test-admin-token-0123456789';
+process.env.SECRET_KEY = crypto.randomBytes(32).toString('hex');
+process.env.PUBLIC_URL = 'http://mail.test';
+process.env.LOG_LEVEL = process.env.LOG_LEVEL ?? 'silent';
