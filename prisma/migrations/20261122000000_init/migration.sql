@@ -8,7 +8,7 @@ CREATE TYPE "SubscriberStatus" AS ENUM ('pending', 'active', 'unsubscribed', 'bo
 CREATE TYPE "MessageKind" AS ENUM ('transactional', 'confirmation', 'sequence');
 
 -- CreateEnum
-CREATE TYPE "MessageStatus" AS ENUM ('queued', 'sending', 'sent', 'deferred', 'failed', 'bounced');
+CREATE TYPE "MessageStatus" AS ENUM ('queued', 'sending', 'sent', 'deferred', 'failed', 'bounced', 'cancelled');
 
 -- CreateEnum
 CREATE TYPE "CampaignGoal" AS ENUM ('links', 'sales', 'partners', 'press', 'hiring', 'reviews', 'winback', 'plain');
