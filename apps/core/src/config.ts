@@ -20,6 +20,10 @@ export interface Config {
 
 export class ConfigError extends Error {}
 
+export function logLevel(): string {
+  return process.env.LOG_LEVEL || (process.env.NODE_ENV === 'test' ? 'silent' : 'info');
+}
+
 function integer(name: string, fallback: number, min: number, max: number): number {
   const raw = process.env[name];
   if (raw === undefined || raw === '') return fallback;
@@ -105,7 +109,7 @@ export function loadConfig(): Config {
     adminToken,
     secretKey: parseSecretKey(secretKey),
     workerConcurrency: integer('WORKER_CONCURRENCY', 20, 1, 1000),
-    logLevel: process.env.LOG_LEVEL || (env === 'test' ? 'silent' : 'info'),
+    logLevel: logLevel(),
     stateDir,
   });
 }

@@ -1,9 +1,10 @@
 import pino from 'pino';
-import { config } from './config';
+import { logLevel } from './config';
 
 /** Structured logs; anything that could carry a secret is redacted by path. */
 export const logger = pino({
-  level: config().logLevel,
+  // only the level, not the whole config: a config error must reach preflight's one-line report
+  level: logLevel(),
   redact: {
     paths: [
       'req.headers.authorization',

@@ -1,0 +1,49 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import net from 'node:net';
+import path from 'node:path';
+import { waitFor } from './wait';
+
+export const ROOT = path.resolve(__dirname, '../..');
+const TSX = require.resolve('tsx/cli');
+
+export interface Proc {
+  child: ChildProcess;
+  stdout: () => string;
+  stderr: () => string;
+  exited: Promise<number | null>;
+}
+
+/** Runs a TypeScript entry of the project as a real process (as `npm start` does), capturing its output. */
+export function runTs(entry: string, args: string[] = [], env: NodeJS.ProcessEnv = {}): Proc {
+  const child = spawn(process.execPath, [TSX, path.join(ROOT, entry), ...args], {
+    cwd: ROOT,
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  let err = '';
+  child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
+  child.stderr!.on('data', (d: Buffer) => (err += d.toString()));
+  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+  return { child, stdout: () => out, stderr: () => err, exited };
+}
+
+export async function freePort(): Promise<number> {
+  const server = net.createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const port = (server.address() as net.AddressInfo).port;
+  await new Promise((resolve) => server.close(resolve));
+  return port;
+}
+
+/** Waits until the process answers GET url with 200 (or dies). */
+export async function waitForHttp(proc: Proc, url: string, timeout = 30_000): Promise<void> {
+  await waitFor(
+    async () => {
+      if (proc.child.exitCode !== null) throw new Error(`process exited: ${proc.stderr()}`);
+      const res = await fetch(url).catch(() => undefined);
+      return res?.status === 200;
+    },
+    { timeout, interval: 100, what: url },
+  );
+}
