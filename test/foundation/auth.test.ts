@@ -87,6 +87,31 @@ describe('public API authentication (spec section 5)', () => {
   });
 });
 
+describe('the prospects permission (spec 5.6)', () => {
+  it.each(['/api/v1/campaigns', '/api/v1/prospects?campaign=1&email=a@example.com'])('answers 403 on GET %s for a key without it', async (path) => {
+    const tenant = await makeTenant({ prospects: false });
+    const res = await as(ctx.api, tenant.token).get(path);
+    expect(res.status).toBe(403);
+    expect(res.body).toEqual({ ok: false, error: expect.stringContaining('prospects permission') });
+  });
+
+  it.each(['/api/v1/prospects', '/api/v1/prospects/state'])('answers 403 on POST %s for a key without it', async (path) => {
+    const tenant = await makeTenant({ prospects: false });
+    const res = await as(ctx.api, tenant.token).post(path).send({ campaign: 1, email: 'a@example.com', state: 'agreed', prospects: [] });
+    expect(res.status).toBe(403);
+  });
+
+  it('answers 401, not 403, when the key is missing', async () => {
+    expect((await request(ctx.api.app).get('/api/v1/campaigns')).status).toBe(401);
+  });
+
+  it('lets a key with the permission through the guard', async () => {
+    const tenant = await makeTenant({ prospects: true });
+    const res = await as(ctx.api, tenant.token).get('/api/v1/campaigns/nowhere/at/all');
+    expect(res.status).toBe(404);
+  });
+});
+
 describe('refusals are JSON', () => {
   it('answers 404 JSON for an unknown route without a key', async () => {
     const res = await request(ctx.api.app).get('/nope');

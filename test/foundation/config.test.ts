@@ -1,0 +1,66 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { ConfigError, loadConfig, parseSecretKey } from '../../apps/core/src/config';
+
+/** loadConfig() reads process.env: each case sets what it needs and restores the rest. */
+function withEnv<T>(env: Record<string, string | undefined>, run: () => T): T {
+  const saved = { ...process.env };
+  for (const [name, value] of Object.entries(env)) {
+    if (value === undefined) delete process.env[name];
+    else process.env[name] = value;
+  }
+  try {
+    return run();
+  } finally {
+    process.env = saved;
+  }
+}
+
+describe('configuration', () => {
+  it('has the defaults of DESIGN section 2', () => {
+    const cfg = withEnv({ PORT: undefined, DATABASE_URL: undefined, REDIS_URL: undefined, PUBLIC_URL: undefined, WORKER_CONCURRENCY: undefined }, loadConfig);
+    expect(cfg).toMatchObject({
+      port: 3000,
+      databaseUrl: 'postgresql://postgres@127.0.0.1:5432/mailservice',
+      redisUrl: 'redis://127.0.0.1:6379',
+      publicUrl: 'http://localhost:3000',
+      workerConcurrency: 20,
+    });
+    expect(Object.isFrozen(cfg)).toBe(true);
+  });
+
+  it('derives PUBLIC_URL from PORT', () => {
+    expect(withEnv({ PORT: '8080', PUBLIC_URL: undefined }, loadConfig).publicUrl).toBe('http://localhost:8080');
+  });
+
+  it('generates the admin token and secret key once into a file of mode 0600 and reuses them', () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ms-state-'));
+    const env = { ADMIN_TOKEN: undefined, SECRET_KEY: undefined, STATE_DIR: dir };
+    const first = withEnv(env, loadConfig);
+    const second = withEnv(env, loadConfig);
+    expect(first.adminToken).toMatch(/^adm_/);
+    expect(second.adminToken).toBe(first.adminToken);
+    expect(second.secretKey.equals(first.secretKey)).toBe(true);
+    expect(fs.statSync(path.join(dir, 'secrets.json')).mode & 0o777).toBe(0o600);
+  });
+
+  it('refuses to start in production without SECRET_KEY', () => {
+    expect(() => withEnv({ NODE_ENV: 'production', SECRET_KEY: undefined }, loadConfig)).toThrow(ConfigError);
+  });
+
+  it.each([
+    ['WORKER_CONCURRENCY', '0'],
+    ['PORT', '70000'],
+    ['REDIS_URL', 'http://x'],
+    ['PUBLIC_URL', 'ftp://x'],
+    ['ADMIN_TOKEN', 'short'],
+  ])('refuses %s=%s', (name, value) => {
+    expect(() => withEnv({ [name]: value }, loadConfig)).toThrow(ConfigError);
+  });
+
+  it('accepts a SECRET_KEY of 64 hex characters as its 32 bytes', () => {
+    expect(parseSecretKey('ab'.repeat(32))).toEqual(Buffer.alloc(32, 0xab));
+    expect(() => parseSecretKey('short')).toThrow(ConfigError);
+  });
+});
