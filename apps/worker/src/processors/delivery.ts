@@ -1,7 +1,19 @@
-import type { Job } from 'bullmq';
+import { DelayedError, type Job } from 'bullmq';
+import { db } from '../../../core/src/db';
+import { deliverMessage, type DeliveryOutcome } from '../../../core/src/delivery/deliver';
 import type { JobPayloads } from '../../../core/src/queues';
 
-// Issue 3 (Sending): deliver one Message row over SMTP. Not built yet.
-export async function processDelivery(job: Job<JobPayloads['delivery']>): Promise<void> {
-  throw new Error(`delivery of ${job.data.messageId} is not built yet`);
+/**
+ * Delivers one Message row (the row is the state; the job carries its id). Temporary SMTP failures throw, so BullMQ
+ * retries with the backoff of JOB_OPTIONS.delivery; the last attempt marks the row failed.
+ */
+export async function processDelivery(job: Job<JobPayloads['delivery']>, token?: string): Promise<DeliveryOutcome['kind']> {
+  const lastAttempt = job.attemptsMade + 1 >= (job.opts.attempts ?? 1);
+  const outcome = await deliverMessage(db(), job.data.messageId, { lastAttempt });
+  if ((outcome.kind === 'busy' || outcome.kind === 'early') && token) {
+    // come back when the other worker's lease ends or send_at arrives, without spending an attempt
+    await job.moveToDelayed(outcome.until.getTime() + 100, token);
+    throw new DelayedError();
+  }
+  return outcome.kind;
 }

@@ -1,0 +1,69 @@
+import type Mail from 'nodemailer/lib/mailer';
+import type { Mailbox, Message, Send } from '../../../../generated/prisma/client';
+
+/** An attachment as stored on a Send: the content stays base64 until it is written to the wire. */
+export interface StoredAttachment {
+  filename: string;
+  content: string;
+  content_type?: string;
+}
+
+const ENTITIES: Record<string, string> = { amp: '&', lt: '<', gt: '>', quot: '"', apos: "'", nbsp: ' ' };
+
+/** A readable plain-text part for html-only mail: block tags become line breaks, links keep their address. */
+export function htmlToText(html: string): string {
+  return html
+    .replace(/<(script|style|head)[^>]*>[\s\S]*?<\/\1>/gi, '')
+    .replace(/<a\s[^>]*href\s*=\s*["']([^"']+)["'][^>]*>([\s\S]*?)<\/a>/gi, (_m, href: string, label: string) => {
+      const text = label.replace(/<[^>]+>/g, '').trim();
+      return text && text !== href ? `${text} (${href})` : href;
+    })
+    .replace(/<br\s*\/?>/gi, '\n')
+    .replace(/<li[^>]*>/gi, '\n- ')
+    .replace(/<\/(p|div|h[1-6]|tr|table|ul|ol|blockquote)>/gi, '\n\n')
+    .replace(/<[^>]+>/g, '')
+    .replace(/&(#x?[0-9a-f]+|\w+);/gi, (whole, name: string) => {
+      if (name[0] === '#') {
+        const code = name[1]?.toLowerCase() === 'x' ? parseInt(name.slice(2), 16) : parseInt(name.slice(1), 10);
+        return Number.isFinite(code) ? String.fromCodePoint(code) : whole;
+      }
+      return ENTITIES[name.toLowerCase()] ?? whole;
+    })
+    .replace(/[ \t]+\n/g, '\n')
+    .replace(/[ \t]{2,}/g, ' ')
+    .replace(/\n{3,}/g, '\n\n')
+    .trim();
+}
+
+/**
+ * The email of one Message row, as nodemailer takes it: one recipient in To and in the envelope, the row's own
+ * Message-ID. Copies of a Send take the content from the Send; confirmation and sequence emails carry their own.
+ */
+export function composeMail(message: Message, mailbox: Mailbox, send: Send | null): Mail.Options {
+  const html = send ? send.html : message.html;
+  const text = (send ? send.text : message.text) ?? (html ? htmlToText(html) : undefined);
+  const mail: Mail.Options = {
+    from: { name: (send?.fromName || mailbox.name) ?? '', address: mailbox.address },
+    to: message.to,
+    envelope: { from: mailbox.address, to: [message.to] },
+    subject: send ? send.subject : message.subject,
+    text: text ?? undefined,
+    html: html ?? undefined,
+    messageId: message.messageIdHeader,
+    date: new Date(),
+  };
+  if (send) {
+    if (send.replyTo) mail.replyTo = send.replyTo;
+    mail.headers = send.headers as Record<string, string>;
+    mail.attachments = (send.attachments as unknown as StoredAttachment[]).map((a) => ({
+      filename: a.filename,
+      content: a.content,
+      encoding: 'base64',
+      contentType: a.content_type,
+    }));
+  } else {
+    if (message.inReplyTo) mail.inReplyTo = message.inReplyTo;
+    if (message.references) mail.references = message.references;
+  }
+  return mail;
+}

@@ -1,0 +1,123 @@
+import type { Mailbox, Message, Send } from '../../../../generated/prisma/client';
+import type { Db } from '../db';
+import { logger } from '../logger';
+import { suppressBounced } from '../sending/suppression';
+import { composeMail } from './compose';
+import { preSendRefusal } from './guards';
+import { transportFor } from './transport';
+
+/**
+ * How long a worker holds a claimed row while it talks SMTP. Longer than the transport's own timeouts, so a live
+ * worker never loses its row; after it, a row left in `sending` (the worker died) may be claimed again.
+ */
+export function deliveryLeaseMs(): number {
+  const seconds = Number(process.env.DELIVERY_LEASE_SECONDS);
+  return Number.isFinite(seconds) && seconds > 0 ? seconds * 1000 : 5 * 60_000;
+}
+
+export type DeliveryOutcome =
+  | { kind: 'sent'; response: string }
+  /** nothing to do: the row is gone or already final (a job that ran twice) */
+  | { kind: 'finished'; status: string }
+  /** another worker holds the row until then; look again after */
+  | { kind: 'busy'; until: Date }
+  /** send_at is still ahead */
+  | { kind: 'early'; until: Date }
+  | { kind: 'cancelled'; reason: string }
+  | { kind: 'rejected'; status: 'failed' | 'bounced'; response: string };
+
+/** A failure worth retrying (connection refused, timeout, SMTP 4xx): the job must throw it so BullMQ retries. */
+export class TemporaryDeliveryError extends Error {
+  override name = 'TemporaryDeliveryError';
+}
+
+interface SmtpError extends Error {
+  code?: string;
+  command?: string;
+  response?: string;
+  responseCode?: number;
+}
+
+/** Permanent when the server refused for good (5xx) at a step about this message, or nodemailer refused it itself. */
+function permanence(err: SmtpError): { status: 'failed' | 'bounced'; suppress: boolean } | null {
+  const code = err.responseCode ?? 0;
+  if (code >= 500 && code < 600) {
+    if (err.command === 'RCPT TO') return { status: 'bounced', suppress: true };
+    if (err.command === 'DATA') return { status: 'failed', suppress: true };
+    if (err.command === 'MAIL FROM') return { status: 'failed', suppress: false };
+    // 5xx on AUTH or EHLO is the mailbox's set-up, not this message: retry while the operator fixes it
+    return null;
+  }
+  if (err.command === 'API' && (err.code === 'EENVELOPE' || err.code === 'EMESSAGE')) return { status: 'failed', suppress: false };
+  return null;
+}
+
+type Claimed = Message & { mailbox: Mailbox; send: Send | null };
+type Claim = { kind: 'claimed'; message: Claimed } | Exclude<DeliveryOutcome, { kind: 'sent' } | { kind: 'rejected' }>;
+
+const FINAL = new Set(['sent', 'failed', 'bounced', 'cancelled']);
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/** Takes the row for this worker under a row lock, after the pre-send guards had their say. */
+async function claim(db: Db, messageId: string): Promise<Claim> {
+  if (!UUID.test(messageId)) return { kind: 'finished', status: 'missing' };
+  return db.$transaction(async (tx) => {
+    const locked = await tx.$queryRaw<{ id: string }[]>`SELECT id FROM messages WHERE id = ${messageId}::uuid FOR UPDATE`;
+    if (!locked.length) return { kind: 'finished', status: 'missing' };
+    const message = await tx.message.findUniqueOrThrow({ where: { id: messageId }, include: { mailbox: true, send: true } });
+    const now = new Date();
+    if (FINAL.has(message.status)) return { kind: 'finished', status: message.status };
+    if (message.status === 'sending' && message.lockedUntil && message.lockedUntil > now) return { kind: 'busy', until: message.lockedUntil };
+    if (message.notBefore && message.notBefore > now) return { kind: 'early', until: message.notBefore };
+    const refusal = await preSendRefusal(tx, message);
+    if (refusal) {
+      await tx.message.update({ where: { id: messageId }, data: { status: 'cancelled', lastError: refusal, lockedUntil: null } });
+      return { kind: 'cancelled', reason: refusal };
+    }
+    await tx.message.update({
+      where: { id: messageId },
+      data: { status: 'sending', lockedUntil: new Date(now.getTime() + deliveryLeaseMs()), attempts: { increment: 1 } },
+    });
+    return { kind: 'claimed', message };
+  });
+}
+
+/**
+ * Delivers one Message row over its mailbox's SMTP server, at most once per claim: a row already sent, or held by a
+ * live worker, is left alone, so a job that runs twice sends once. Temporary failures mark the row deferred (failed on
+ * the last attempt) and throw; permanent ones mark it failed or bounced, suppress the address, and return.
+ */
+export async function deliverMessage(db: Db, messageId: string, options: { lastAttempt: boolean }): Promise<DeliveryOutcome> {
+  const claimed = await claim(db, messageId);
+  if (claimed.kind !== 'claimed') return claimed;
+  const message = claimed.message;
+  try {
+    const info = await transportFor(message.mailbox).sendMail(composeMail(message, message.mailbox, message.send));
+    const response = String(info.response ?? '');
+    await db.message.updateMany({
+      where: { id: message.id, status: 'sending' },
+      data: { status: 'sent', sentAt: new Date(), smtpResponse: response, lastError: null, lockedUntil: null },
+    });
+    return { kind: 'sent', response };
+  } catch (caught) {
+    const err = caught as SmtpError;
+    const answer = err.response ?? null;
+    const permanent = permanence(err);
+    if (permanent) {
+      await db.$transaction(async (tx) => {
+        await tx.message.update({
+          where: { id: message.id },
+          data: { status: permanent.status, lastError: err.message, smtpResponse: answer, lockedUntil: null },
+        });
+        if (permanent.suppress) await suppressBounced(tx, message.accountId, message.to, answer ?? err.message);
+      });
+      logger.info({ message: message.id, status: permanent.status, response: answer }, 'delivery refused for good');
+      return { kind: 'rejected', status: permanent.status, response: answer ?? err.message };
+    }
+    await db.message.update({
+      where: { id: message.id },
+      data: { status: options.lastAttempt ? 'failed' : 'deferred', lastError: err.message, smtpResponse: answer, lockedUntil: null },
+    });
+    throw new TemporaryDeliveryError(`delivery of ${message.id} failed for now: ${err.message}`);
+  }
+}

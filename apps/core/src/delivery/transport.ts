@@ -1,0 +1,40 @@
+import nodemailer, { type Transporter } from 'nodemailer';
+import type SMTPPool from 'nodemailer/lib/smtp-pool';
+import type { Mailbox } from '../../../../generated/prisma/client';
+import { smtpSettings } from '../services/mailboxes';
+
+/** Connections kept open per mailbox; more jobs than this wait for a free connection inside nodemailer. */
+const MAX_CONNECTIONS_PER_MAILBOX = 5;
+
+type Pool = Transporter<SMTPPool.SentMessageInfo, SMTPPool.Options>;
+
+/** One pooled transport per mailbox, keyed by id and rebuilt when the mailbox row changes (new host or password). */
+const pools = new Map<number, { version: number; transport: Pool }>();
+
+export function transportFor(mailbox: Mailbox): Pool {
+  const version = mailbox.updatedAt.getTime();
+  const cached = pools.get(mailbox.id);
+  if (cached && cached.version === version) return cached.transport;
+  cached?.transport.close();
+  const smtp = smtpSettings(mailbox);
+  const transport = nodemailer.createTransport({
+    pool: true,
+    maxConnections: MAX_CONNECTIONS_PER_MAILBOX,
+    host: smtp.host,
+    port: smtp.port,
+    secure: smtp.secure,
+    auth: smtp.user ? { user: smtp.user, pass: smtp.password } : undefined,
+    // bounded waits: a hung server turns into a temporary failure well inside the delivery lease
+    connectionTimeout: 30_000,
+    greetingTimeout: 30_000,
+    socketTimeout: 60_000,
+  });
+  pools.set(mailbox.id, { version, transport });
+  return transport;
+}
+
+/** Closes every pooled connection (worker shutdown, tests). */
+export function closeTransports(): void {
+  for (const { transport } of pools.values()) transport.close();
+  pools.clear();
+}

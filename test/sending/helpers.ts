@@ -1,0 +1,54 @@
+import type { Worker } from 'bullmq';
+import { db } from '../../apps/core/src/db';
+import { enqueueDelivery, storeMessages, type OutgoingEmail } from '../../apps/core/src/delivery/outbox';
+import { closeTransports } from '../../apps/core/src/delivery/transport';
+import { createWorkers } from '../../apps/worker/src/workers';
+import type { Tenant } from '../helpers/factories';
+import { waitFor } from '../helpers/wait';
+
+/** A delivery worker in this process for the file's tests, closed (with its SMTP pools) afterwards. */
+export function useDeliveryWorker(concurrency = 5): void {
+  let workers: Worker[] = [];
+  beforeAll(() => {
+    workers = createWorkers({ queues: ['delivery'], concurrency });
+  });
+  afterAll(async () => {
+    await Promise.all(workers.map((w) => w.close()));
+    closeTransports();
+  });
+}
+
+/** One email written and queued the way other features do it (storeMessages + enqueueDelivery). */
+export async function queueEmail(tenant: Tenant, overrides: Partial<OutgoingEmail> = {}): Promise<string> {
+  const email: OutgoingEmail = {
+    accountId: tenant.account.id,
+    mailboxId: tenant.mailbox.id,
+    fromAddress: tenant.mailbox.address,
+    kind: 'confirmation',
+    to: 'reader@example.org',
+    subject: 'Please confirm',
+    text: 'Follow the link',
+    ...overrides,
+  };
+  const [row] = await db().$transaction((tx) => storeMessages(tx, [email]));
+  await enqueueDelivery(db(), [{ id: row!.id, notBefore: email.notBefore }]);
+  return row!.id;
+}
+
+/** A message row written but not queued, for tests that queue or run it themselves. */
+export async function insertMessage(tenant: Tenant, to: string) {
+  const [row] = await db().$transaction((tx) =>
+    storeMessages(tx, [{ accountId: tenant.account.id, mailboxId: tenant.mailbox.id, fromAddress: tenant.mailbox.address, kind: 'confirmation', to, subject: 'Hello', text: 'Hi' }]),
+  );
+  return { id: row!.id };
+}
+
+export async function waitForStatus(messageId: string, statuses: string[], timeout = 15_000) {
+  return waitFor(
+    async () => {
+      const row = await db().message.findUniqueOrThrow({ where: { id: messageId } });
+      return statuses.includes(row.status) ? row : null;
+    },
+    { timeout, what: `message ${messageId} to be ${statuses.join(' or ')}` },
+  );
+}
