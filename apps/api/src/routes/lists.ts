@@ -1,9 +1,16 @@
 import { Router } from 'express';
 import type { Db } from '../../../core/src/db';
+import { listLists } from '../../../core/src/services/lists';
+import { methodNotAllowed } from '../middleware/errors';
 
-// Issue 4: GET /lists. Not built yet.
+/** Spec 4.2: the key's account's lists, each with its active subscriber count. */
 export function listsRouter(db: Db): Router {
   const router = Router();
-  void db;
+  router
+    .route('/lists')
+    .get(async (_req, res) => {
+      res.json({ ok: true, lists: await listLists(db, res.locals.key.accountId) });
+    })
+    .all(methodNotAllowed);
   return router;
 }

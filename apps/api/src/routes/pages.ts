@@ -1,9 +1,83 @@
-import { Router } from 'express';
+import express, { Router, type ErrorRequestHandler, type Response } from 'express';
 import type { Db } from '../../../core/src/db';
+import { AppError, LimitReached } from '../../../core/src/errors';
+import { logger } from '../../../core/src/logger';
+import { addSubscriber, confirmByLink, findListByKey, formInput, inspectLink } from '../../../core/src/subscribers';
+import * as html from '../../../core/src/subscribers/html';
 
-// Issue 4: HTML pages under PUBLIC_URL (confirmation /confirm/<token>, hosted form /f/<list key>). Not built yet.
+/**
+ * The public HTML pages under PUBLIC_URL: the confirmation link (GET asks, POST confirms) and the list's hosted form.
+ * Nothing here needs a key; every answer is a small HTML page, including refusals.
+ */
 export function pagesRouter(db: Db): Router {
   const router = Router();
-  void db;
+  const form = express.urlencoded({ extended: false, limit: '16kb', parameterLimit: 20 });
+
+  router.get('/confirm/:token', async (req, res) => {
+    const { state, listName } = await inspectLink(db, req.params.token);
+    if (state === 'valid') return send(res, 200, html.confirmPage(listName));
+    return send(res, ...linkProblem(state));
+  });
+
+  router.post('/confirm/:token', async (req, res) => {
+    const { result, listName } = await confirmByLink(db, req.params.token);
+    if (result === 'confirmed') return send(res, 200, html.confirmedPage(listName));
+    if (result === 'already') return send(res, 200, html.alreadyConfirmedPage(listName));
+    return send(res, ...linkProblem(result === 'gone' ? 'used' : result));
+  });
+
+  router.get('/f/:key', async (req, res) => {
+    const list = await findListByKey(db, req.params.key);
+    if (!list) return send(res, 404, html.notFoundPage());
+    send(res, 200, html.subscribeFormPage(list.name));
+  });
+
+  router.post('/f/:key', form, async (req, res) => {
+    const list = await findListByKey(db, req.params.key);
+    if (!list) return send(res, 404, html.notFoundPage());
+    const body = (req.body ?? {}) as Record<string, unknown>;
+    // a bot filled the hidden field: the same answer as a person gets, and nothing stored or sent
+    if (typeof body[html.HONEYPOT_FIELD] === 'string' && body[html.HONEYPOT_FIELD] !== '') {
+      return send(res, 200, html.checkInboxPage(list.name));
+    }
+    const { error, value } = formInput.validate(body, { abortEarly: true, errors: { wrap: { label: false } } });
+    if (error) {
+      const state = { email: String(body.email ?? ''), name: String(body.name ?? ''), error: error.details[0]?.message ?? 'Please check the form' };
+      return send(res, 400, html.subscribeFormPage(list.name, state));
+    }
+    await addSubscriber(db, list, { email: value.email, name: value.name }, 'form');
+    send(res, 200, html.checkInboxPage(list.name));
+  });
+
+  router.use(pageErrors);
   return router;
 }
+
+function linkProblem(state: 'used' | 'expired' | 'unknown'): [number, string] {
+  if (state === 'used') return [410, html.usedLinkPage()];
+  if (state === 'expired') return [410, html.expiredLinkPage()];
+  return [404, html.unknownLinkPage()];
+}
+
+function send(res: Response, status: number, page: string): void {
+  res
+    .status(status)
+    .set({
+      'Content-Type': 'text/html; charset=utf-8',
+      'Cache-Control': 'no-store',
+      // the token is in the address: never hand it to another site
+      'Referrer-Policy': 'no-referrer',
+      'Content-Security-Policy': "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; base-uri 'none'",
+      'X-Content-Type-Options': 'nosniff',
+    })
+    .send(page);
+}
+
+/** Faults on these pages answer a page too, never JSON or a stack trace. */
+const pageErrors: ErrorRequestHandler = (err, req, res, _next) => {
+  const status = err instanceof AppError ? err.status : typeof err?.status === 'number' && err.status < 500 ? err.status : 500;
+  if (status >= 500) logger.error({ err, requestId: res.locals.requestId, method: req.method, path: req.path }, 'page failed');
+  if (res.headersSent) return;
+  if (err instanceof AppError) res.set(err.headers);
+  send(res, status, err instanceof LimitReached ? html.tooManyPage() : status === 404 ? html.notFoundPage() : html.errorPage());
+};

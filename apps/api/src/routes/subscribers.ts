@@ -1,9 +1,27 @@
 import { Router } from 'express';
 import type { Db } from '../../../core/src/db';
+import { addSubscriber, removeSubscriber, requireAccountList, subscriberInput, unsubscribeInput } from '../../../core/src/subscribers';
+import { validate } from '../../../core/src/validate';
+import { methodNotAllowed } from '../middleware/errors';
 
-// Issue 4: POST and DELETE /subscribers. Not built yet.
+const isObject = (value: unknown): value is object => typeof value === 'object' && value !== null && !Array.isArray(value);
+
+/** Spec 4.3 and 4.4: add a subscriber (double opt-in), unsubscribe one. */
 export function subscribersRouter(db: Db): Router {
   const router = Router();
-  void db;
+  router
+    .route('/subscribers')
+    .post(async (req, res) => {
+      const { list: key, ...person } = validate(subscriberInput, req.body ?? {});
+      const list = await requireAccountList(db, res.locals.key.accountId, key);
+      res.json({ ok: true, status: await addSubscriber(db, list, person, 'api') });
+    })
+    .delete(async (req, res) => {
+      // many HTTP clients drop DELETE bodies: the same fields are accepted as query parameters
+      const { list: key, email } = validate(unsubscribeInput, isObject(req.body) ? { ...req.query, ...req.body } : req.body ?? { ...req.query });
+      const list = await requireAccountList(db, res.locals.key.accountId, key);
+      res.json({ ok: true, status: await removeSubscriber(db, list, email) });
+    })
+    .all(methodNotAllowed);
   return router;
 }

@@ -1,0 +1,61 @@
+import crypto from 'node:crypto';
+import { ServiceUnavailable } from '../errors';
+import { logger } from '../logger';
+import { redis, rkey } from '../redis';
+
+/** Spec section 8: new subscribers per list per rolling hour through the API. */
+export const NEW_SUBSCRIBERS_PER_HOUR = 600;
+export const WINDOW_MS = 3_600_000;
+
+/** The API and the hosted form count in separate windows of the same size (docs/lists.md). */
+export type Channel = 'api' | 'form';
+
+export function windowKey(listId: number, channel: Channel): string {
+  return rkey('subscribers', 'hourly', channel, listId);
+}
+
+/**
+ * A sliding window as a sorted set of reservations scored by time (Redis's clock, the same for every API process).
+ * Drops the entries older than the window, then takes a slot only when fewer than `limit` remain: a refused request
+ * takes nothing. Answers {1, 0} when taken, {0, ms until the oldest entry leaves the window} when full.
+ */
+const RESERVE = `
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local window = tonumber(ARGV[1])
+local limit = tonumber(ARGV[2])
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - window)
+if redis.call('ZCARD', KEYS[1]) >= limit then
+  local oldest = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
+  if oldest[2] then return {0, tonumber(oldest[2]) + window - now} end
+  return {0, window}
+end
+redis.call('ZADD', KEYS[1], now, ARGV[3])
+redis.call('PEXPIRE', KEYS[1], window)
+return {1, 0}
+`;
+
+export type Reservation = { taken: true; release(): Promise<void> } | { taken: false; retryAfterMs: number };
+
+/** Takes one slot of the list's hourly window for a person who may be new. */
+export async function reserveNewSubscriber(listId: number, channel: Channel, limit = NEW_SUBSCRIBERS_PER_HOUR): Promise<Reservation> {
+  const key = windowKey(listId, channel);
+  const member = crypto.randomUUID();
+  let answer: [number, number];
+  try {
+    answer = (await redis().eval(RESERVE, 1, key, WINDOW_MS, limit, member)) as [number, number];
+  } catch (err) {
+    logger.error({ err: (err as Error).message }, 'the subscriber rate limit could not reach Redis');
+    throw new ServiceUnavailable('the service cannot check its limits right now; try again shortly');
+  }
+  if (answer[0] !== 1) return { taken: false, retryAfterMs: Math.max(1000, answer[1]) };
+  return {
+    taken: true,
+    // the request did not add a new person after all (exists, gone, suppressed, or it failed): give the slot back
+    release: async () => {
+      await redis()
+        .zrem(key, member)
+        .catch((err: Error) => logger.warn({ err: err.message, key }, 'could not give back a subscriber rate-limit slot'));
+    },
+  };
+}

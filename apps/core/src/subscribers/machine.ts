@@ -1,0 +1,212 @@
+import type { List, Mailbox, Prisma, Subscriber } from '../../../../generated/prisma/client';
+import type { Db, Tx } from '../db';
+import { enqueueDelivery, storeMessages } from '../delivery/outbox';
+import { LimitReached, NotFound } from '../errors';
+import { logger } from '../logger';
+import { renderConfirmationEmail } from './email';
+import { NEW_SUBSCRIBERS_PER_HOUR, reserveNewSubscriber, type Channel } from './limit';
+import { FIELDS_MAX, TAGS_MAX, type FieldValue, type SubscriberInput } from './schema';
+import { confirmationLink, issueToken } from './tokens';
+
+/**
+ * The subscriber state machine of DESIGN section 4. Internal states: pending, active, unsubscribed, bounced, complained.
+ * Every transition into or out of `active` moves List.subscriberCount in the same transaction, so the count is exact.
+ * Lock order everywhere: the subscriber row, then the list row (no deadlocks between adds, confirmations and removals).
+ */
+export type AddStatus = 'pending' | 'active' | 'exists' | 'gone' | 'suppressed';
+export type RemoveStatus = 'unsubscribed' | 'gone' | 'absent';
+
+/** A pending person gets the confirmation email again at most this often. */
+export const RESEND_AFTER_MS = 3_600_000;
+
+export type ListWithMailbox = List & { mailbox: Mailbox };
+
+/** A list of the account by its key; another account's list is as unknown as a missing one. */
+export async function requireAccountList(db: Tx, accountId: number, key: string): Promise<ListWithMailbox> {
+  const list = await db.list.findFirst({ where: { key, accountId }, include: { mailbox: true } });
+  if (!list) throw new NotFound(`no list with key "${key}"`);
+  return list;
+}
+
+/** A list by its public key, for the hosted form. */
+export function findListByKey(db: Tx, key: string): Promise<ListWithMailbox | null> {
+  return db.list.findUnique({ where: { key }, include: { mailbox: true } });
+}
+
+export type NewSubscriber = Omit<SubscriberInput, 'list'>;
+
+interface AddOutcome {
+  status: AddStatus;
+  /** a person new to the list was added: only this uses a slot of the hourly limit */
+  created: boolean;
+  messages: { id: string }[];
+}
+
+/**
+ * Adds a person to a list. A person not yet on the list takes a slot of the list's hourly window first (refused: 429,
+ * nothing written); the slot is given back when the answer turns out not to be a new person or the transaction fails.
+ * The hosted form (`channel: 'form'`) always asks for confirmation: it cannot know who typed the address.
+ */
+export async function addSubscriber(db: Db, list: ListWithMailbox, input: NewSubscriber, channel: Channel): Promise<AddStatus> {
+  const known = await db.subscriber.findUnique({ where: { listId_email: { listId: list.id, email: input.email } }, select: { id: true } });
+  const reservation = known ? undefined : await reserveNewSubscriber(list.id, channel);
+  if (reservation && !reservation.taken) {
+    throw new LimitReached(
+      `the list took ${NEW_SUBSCRIBERS_PER_HOUR} new subscribers in the last hour; try again later`,
+      reservation.retryAfterMs / 1000,
+    );
+  }
+  let outcome: AddOutcome;
+  try {
+    outcome = await db.$transaction((tx) => applyAdd(tx, list, input, channel, new Date()));
+  } catch (err) {
+    if (reservation?.taken) await reservation.release();
+    throw err;
+  }
+  if (reservation?.taken && !outcome.created) await reservation.release();
+  await deliverAfterCommit(db, outcome.messages);
+  return outcome.status;
+}
+
+async function applyAdd(tx: Tx, list: ListWithMailbox, input: NewSubscriber, channel: Channel, now: Date): Promise<AddOutcome> {
+  if (await isSuppressed(tx, list.accountId, input.email)) return { status: 'suppressed', created: false, messages: [] };
+  const needsConfirmation = channel === 'form' || (list.confirm && input.confirmed !== true);
+  const inserted = await tx.$queryRaw<{ id: number }[]>`
+    INSERT INTO subscribers (list_id, email, status) VALUES (${list.id}, ${input.email}, 'pending')
+    ON CONFLICT (list_id, email) DO NOTHING RETURNING id`;
+  if (inserted[0]) {
+    const fresh = { name: input.name ?? '', tags: unique(input.tags ?? []), fields: input.fields ?? {} };
+    if (needsConfirmation) {
+      const subscriber = await tx.subscriber.update({ where: { id: inserted[0].id }, data: fresh });
+      return { status: 'pending', created: true, messages: await sendConfirmation(tx, list, subscriber, now) };
+    }
+    await tx.subscriber.update({ where: { id: inserted[0].id }, data: { ...fresh, status: 'active', confirmedAt: now } });
+    await countActive(tx, list.id, 1);
+    return { status: 'active', created: true, messages: [] };
+  }
+
+  const current = await lockSubscriber(tx, list.id, input.email);
+  switch (current.status) {
+    case 'unsubscribed':
+      return { status: 'gone', created: false, messages: [] };
+    case 'bounced':
+    case 'complained':
+      return { status: 'suppressed', created: false, messages: [] };
+    case 'active':
+      await tx.subscriber.update({ where: { id: current.id }, data: merged(current, input) });
+      return { status: 'exists', created: false, messages: [] };
+    case 'pending': {
+      if (!needsConfirmation) {
+        await tx.subscriber.update({ where: { id: current.id }, data: { ...merged(current, input), status: 'active', confirmedAt: now } });
+        await countActive(tx, list.id, 1);
+        return { status: 'active', created: false, messages: [] };
+      }
+      const subscriber = await tx.subscriber.update({ where: { id: current.id }, data: merged(current, input) });
+      const due = !current.confirmationSentAt || now.getTime() - current.confirmationSentAt.getTime() >= RESEND_AFTER_MS;
+      return { status: 'pending', created: false, messages: due ? await sendConfirmation(tx, list, subscriber, now) : [] };
+    }
+  }
+}
+
+/** Unsubscribes: active or pending -> unsubscribed; already left (or bounced) -> gone; not on the list -> absent. */
+export async function removeSubscriber(db: Db, list: List, email: string): Promise<RemoveStatus> {
+  return db.$transaction(async (tx) => {
+    const rows = await tx.$queryRaw<{ id: number }[]>`
+      SELECT id FROM subscribers WHERE list_id = ${list.id} AND email = ${email} FOR UPDATE`;
+    if (!rows[0]) return 'absent';
+    const current = await tx.subscriber.findUniqueOrThrow({ where: { id: rows[0].id } });
+    if (current.status !== 'active' && current.status !== 'pending') return 'gone';
+    await tx.subscriber.update({ where: { id: current.id }, data: { status: 'unsubscribed', unsubscribedAt: new Date() } });
+    if (current.status === 'active') await countActive(tx, list.id, -1);
+    return 'unsubscribed';
+  });
+}
+
+/**
+ * For bounce and complaint handling: puts the address on the account's suppression list and moves its pending and
+ * active subscriptions in every list of the account to `reason`, keeping the counts exact.
+ */
+export async function suppressAddress(tx: Tx, accountId: number, email: string, reason: 'bounced' | 'complained', detail = ''): Promise<void> {
+  const address = email.trim().toLowerCase();
+  await tx.suppression.upsert({
+    where: { accountId_email: { accountId, email: address } },
+    create: { accountId, email: address, reason, detail },
+    update: {},
+  });
+  const rows = await tx.$queryRaw<{ id: number; list_id: number; status: string }[]>`
+    SELECT s.id, s.list_id, s.status::text AS status FROM subscribers s JOIN lists l ON l.id = s.list_id
+    WHERE l.account_id = ${accountId} AND s.email = ${address} AND s.status IN ('pending', 'active')
+    ORDER BY s.id FOR UPDATE OF s`;
+  if (!rows.length) return;
+  await tx.subscriber.updateMany({ where: { id: { in: rows.map((r) => r.id) } }, data: { status: reason } });
+  for (const row of rows.filter((r) => r.status === 'active')) await countActive(tx, row.list_id, -1);
+}
+
+/** Bounced or complained anywhere in the account: the suppression list, or a subscription in any of its lists. */
+export async function isSuppressed(tx: Tx, accountId: number, email: string): Promise<boolean> {
+  const [row] = await tx.$queryRaw<{ suppressed: boolean }[]>`
+    SELECT EXISTS (SELECT 1 FROM suppressions WHERE account_id = ${accountId} AND email = ${email})
+        OR EXISTS (SELECT 1 FROM subscribers s JOIN lists l ON l.id = s.list_id
+                   WHERE l.account_id = ${accountId} AND s.email = ${email} AND s.status IN ('bounced', 'complained'))
+        AS suppressed`;
+  return row?.suppressed === true;
+}
+
+async function lockSubscriber(tx: Tx, listId: number, email: string): Promise<Subscriber> {
+  const rows = await tx.$queryRaw<{ id: number }[]>`SELECT id FROM subscribers WHERE list_id = ${listId} AND email = ${email} FOR UPDATE`;
+  return tx.subscriber.findUniqueOrThrow({ where: { id: rows[0]!.id } });
+}
+
+function countActive(tx: Tx, listId: number, by: 1 | -1) {
+  return tx.list.update({ where: { id: listId }, data: { subscriberCount: { increment: by } } });
+}
+
+async function sendConfirmation(tx: Tx, list: ListWithMailbox, subscriber: Subscriber, now: Date): Promise<{ id: string }[]> {
+  const token = await issueToken(tx, subscriber.id, now);
+  const content = renderConfirmationEmail({ listName: list.name, name: subscriber.name, link: confirmationLink(token) });
+  await tx.subscriber.update({ where: { id: subscriber.id }, data: { confirmationSentAt: now } });
+  const rows = await storeMessages(tx, [
+    {
+      accountId: list.accountId,
+      mailboxId: list.mailboxId,
+      fromAddress: list.mailbox.address,
+      kind: 'confirmation',
+      to: subscriber.email,
+      subscriberId: subscriber.id,
+      ...content,
+    },
+  ]);
+  return rows.map((row) => ({ id: row.id! }));
+}
+
+/** The rows are committed: a Redis hiccup here only delays the email (the reconciler re-queues rows never enqueued). */
+async function deliverAfterCommit(db: Db, messages: { id: string }[]): Promise<void> {
+  try {
+    await enqueueDelivery(db, messages);
+  } catch (err) {
+    logger.warn({ err: (err as Error).message, messages: messages.map((m) => m.id) }, 'confirmation email left for the reconciler');
+  }
+}
+
+const unique = (values: string[]) => [...new Set(values)];
+
+/**
+ * What a repeated add changes: a non-empty name replaces the old one; tags are the union and fields are merged with
+ * the request's values winning. When the union passes the limits, the request's tags and fields are kept first.
+ */
+function merged(current: Subscriber, input: NewSubscriber): Prisma.SubscriberUpdateInput {
+  const data: Prisma.SubscriberUpdateInput = {};
+  if (input.name) data.name = input.name;
+  if (input.tags?.length) {
+    const given = unique(input.tags);
+    const kept = current.tags.filter((t) => !given.includes(t)).slice(0, Math.max(0, TAGS_MAX - given.length));
+    data.tags = [...kept, ...given];
+  }
+  if (input.fields && Object.keys(input.fields).length) {
+    const old = (current.fields ?? {}) as Record<string, FieldValue>;
+    const room = FIELDS_MAX - Object.keys(input.fields).length;
+    const kept = Object.entries(old).filter(([k]) => !(k in input.fields!)).slice(0, Math.max(0, room));
+    data.fields = { ...Object.fromEntries(kept), ...input.fields };
+  }
+  return data;
+}

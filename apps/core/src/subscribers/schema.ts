@@ -1,0 +1,83 @@
+import { email, Joi } from '../validate';
+
+/** Spec section 8 and 2.2. */
+export const NAME_MAX = 200;
+export const TAGS_MAX = 20;
+export const FIELDS_MAX = 30;
+/** Not in the spec: bounds that keep one subscriber row small (docs/lists.md). */
+export const TAG_LENGTH_MAX = 100;
+export const FIELD_NAME_MAX = 100;
+export const FIELD_VALUE_MAX = 5000;
+
+export type FieldValue = string | number | boolean;
+
+export interface SubscriberInput {
+  list: string;
+  email: string;
+  name?: string;
+  tags?: string[];
+  fields?: Record<string, FieldValue>;
+  confirmed?: boolean;
+}
+
+export interface UnsubscribeInput {
+  list: string;
+  email: string;
+}
+
+/** Counts characters as people do (code points), so an emoji is one character, not two. */
+const name = () =>
+  Joi.string()
+    .trim()
+    .allow('')
+    .custom((value: string, helpers) => ([...value].length > NAME_MAX ? helpers.error('string.max', { limit: NAME_MAX }) : value));
+
+/** `tags` as an array, or one string split on whitespace. */
+const tagsType = Joi.extend((joi) => ({
+  type: 'tags',
+  base: joi.array(),
+  coerce: {
+    from: 'string',
+    method: (value: string) => ({ value: value.split(/\s+/).filter(Boolean) }),
+  },
+}));
+
+const tags = () =>
+  tagsType
+    .tags()
+    .items(Joi.string().trim().min(1).max(TAG_LENGTH_MAX))
+    .max(TAGS_MAX)
+    .messages({ 'array.max': '{{#label}} must hold at most {{#limit}} tags' });
+
+const fields = () =>
+  Joi.object()
+    .pattern(
+      Joi.string().min(1).max(FIELD_NAME_MAX),
+      Joi.alternatives()
+        .try(Joi.string().max(FIELD_VALUE_MAX), Joi.number(), Joi.boolean())
+        .messages({ 'alternatives.types': '{{#label}} must be a string, a number or a boolean' }),
+    )
+    .max(FIELDS_MAX)
+    .messages({ 'object.max': '{{#label}} must hold at most {{#limit}} fields' });
+
+const listKey = () => Joi.string().trim().min(1).max(100);
+
+export const subscriberInput = Joi.object<SubscriberInput>({
+  list: listKey().required(),
+  email: email().required(),
+  name: name(),
+  tags: tags(),
+  fields: fields(),
+  confirmed: Joi.boolean(),
+});
+
+export const unsubscribeInput = Joi.object<UnsubscribeInput>({
+  list: listKey().required(),
+  email: email().required(),
+});
+
+/** The hosted form: email and name only (the honeypot is checked before validation). */
+export const formInput = Joi.object<{ email: string; name?: string }>({
+  email: email().required().messages({ 'any.required': 'Please enter your email address', 'string.empty': 'Please enter your email address', 'string.email': 'Please enter a valid email address' }),
+  name: name().messages({ 'string.max': `Please keep your name to ${NAME_MAX} characters` }),
+}).unknown(true);

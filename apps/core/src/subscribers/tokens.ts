@@ -1,0 +1,73 @@
+import { config } from '../config';
+import { randomBase62, sha256 } from '../crypto';
+import type { Db, Tx } from '../db';
+
+/** Confirmation links work for 7 days (DESIGN section 4). */
+export const TOKEN_TTL_MS = 7 * 24 * 3600 * 1000;
+const TOKEN_LENGTH = 32; // base62: about 190 random bits
+
+export const confirmationLink = (token: string) => `${config().publicUrl}/confirm/${token}`;
+
+/** Cheap shape check before any database work on a token from a URL. */
+export const looksLikeToken = (value: string) => /^[0-9A-Za-z]{32}$/.test(value);
+
+/** A new single-use token for the subscriber; only its SHA-256 is stored. */
+export async function issueToken(tx: Tx, subscriberId: number, now: Date): Promise<string> {
+  const token = randomBase62(TOKEN_LENGTH);
+  await tx.confirmationToken.create({
+    data: { subscriberId, tokenHash: sha256(token), expiresAt: new Date(now.getTime() + TOKEN_TTL_MS), createdAt: now },
+  });
+  return token;
+}
+
+export type LinkState = 'valid' | 'used' | 'expired' | 'unknown';
+
+export interface LinkLookup {
+  state: LinkState;
+  listName: string;
+}
+
+/** What a confirmation link is now, read only: GET must not change anything. */
+export async function inspectLink(db: Tx, token: string, now = new Date()): Promise<LinkLookup> {
+  if (!looksLikeToken(token)) return { state: 'unknown', listName: '' };
+  const row = await db.confirmationToken.findUnique({
+    where: { tokenHash: sha256(token) },
+    include: { subscriber: { include: { list: true } } },
+  });
+  if (!row) return { state: 'unknown', listName: '' };
+  const listName = row.subscriber.list.name;
+  if (row.usedAt) return { state: 'used', listName };
+  if (row.expiresAt <= now) return { state: 'expired', listName };
+  return { state: 'valid', listName };
+}
+
+export type ConfirmResult = 'confirmed' | 'already' | 'gone' | Exclude<LinkState, 'valid'>;
+
+/**
+ * POST /confirm/<token>: spends the token (atomically: of two simultaneous posts one wins) and moves the pending
+ * subscriber to active, counting it, in one transaction. Every other token of the subscriber is spent too.
+ */
+export async function confirmByLink(db: Db, token: string, now = new Date()): Promise<{ result: ConfirmResult; listName: string }> {
+  if (!looksLikeToken(token)) return { result: 'unknown', listName: '' };
+  const hash = sha256(token);
+  return db.$transaction(async (tx) => {
+    const spent = await tx.$queryRaw<{ subscriber_id: number }[]>`
+      UPDATE confirmation_tokens SET used_at = ${now}
+      WHERE token_hash = ${hash} AND used_at IS NULL AND expires_at > ${now}
+      RETURNING subscriber_id`;
+    if (!spent[0]) {
+      const { state, listName } = await inspectLink(tx, token, now);
+      return { result: state === 'valid' ? 'used' : state, listName };
+    }
+    const subscriberId = spent[0].subscriber_id;
+    await tx.$queryRaw`SELECT id FROM subscribers WHERE id = ${subscriberId} FOR UPDATE`;
+    const subscriber = await tx.subscriber.findUniqueOrThrow({ where: { id: subscriberId }, include: { list: true } });
+    const listName = subscriber.list.name;
+    if (subscriber.status === 'active') return { result: 'already', listName };
+    if (subscriber.status !== 'pending') return { result: 'gone', listName };
+    await tx.subscriber.update({ where: { id: subscriberId }, data: { status: 'active', confirmedAt: now } });
+    await tx.list.update({ where: { id: subscriber.listId }, data: { subscriberCount: { increment: 1 } } });
+    await tx.confirmationToken.updateMany({ where: { subscriberId, usedAt: null }, data: { usedAt: now } });
+    return { result: 'confirmed', listName };
+  });
+}
