@@ -1,9 +1,16 @@
 import { Router } from 'express';
 import type { Db } from '../../../core/src/db';
+import { listCampaigns } from '../../../core/src/services/campaigns';
+import { methodNotAllowed } from '../middleware/errors';
 
-// Issue 5: GET /campaigns. Not built yet.
+/** Spec 4.5: the key's account's campaigns (the prospects permission is checked in v1.ts). */
 export function campaignsRouter(db: Db): Router {
   const router = Router();
-  void db;
+  router
+    .route('/campaigns')
+    .get(async (_req, res) => {
+      res.json({ ok: true, campaigns: await listCampaigns(db, res.locals.key.accountId) });
+    })
+    .all(methodNotAllowed);
   return router;
 }

@@ -1,9 +1,37 @@
 import { Router } from 'express';
 import type { Db } from '../../../core/src/db';
+import { reportOutcome, type OutcomeReport } from '../../../core/src/outreach/outcomes';
+import { addProspects, lookupProspect, type ProspectInput } from '../../../core/src/outreach/prospects';
+import { kickSchedule } from '../../../core/src/outreach/scheduler';
+import { addProspectsInput, outcomeInput, prospectQuery } from '../../../core/src/outreach/schemas';
+import { validate } from '../../../core/src/validate';
+import { methodNotAllowed } from '../middleware/errors';
 
-// Issue 5: POST and GET /prospects, POST /prospects/state. Not built yet.
+/** Spec 4.6-4.8 (the prospects permission is checked in v1.ts). Answers 200, never 201. */
 export function prospectsRouter(db: Db): Router {
   const router = Router();
-  void db;
+
+  router
+    .route('/prospects')
+    .post(async (req, res) => {
+      const input = validate<{ campaign: number; prospects: ProspectInput[] }>(addProspectsInput, req.body);
+      const answer = await addProspects(db, res.locals.key.accountId, input.campaign, input.prospects);
+      if (answer.added || answer.updated) await kickSchedule(db, input.campaign);
+      res.json({ ok: true, ...answer });
+    })
+    .get(async (req, res) => {
+      const query = validate<{ campaign: number; email?: string; site?: string }>(prospectQuery, req.query);
+      res.json({ ok: true, prospect: await lookupProspect(db, res.locals.key.accountId, query) });
+    })
+    .all(methodNotAllowed);
+
+  router
+    .route('/prospects/state')
+    .post(async (req, res) => {
+      const report = validate<OutcomeReport>(outcomeInput, req.body);
+      res.json({ ok: true, prospect: await reportOutcome(db, res.locals.key.accountId, report) });
+    })
+    .all(methodNotAllowed);
+
   return router;
 }

@@ -4,6 +4,7 @@ import type { Tx } from '../db';
 import { NotFound } from '../errors';
 import { requireAccount } from './accounts';
 import { requireMailbox } from './mailboxes';
+import { startCampaignProspects } from '../outreach/scheduler';
 
 export const GOALS = ['links', 'sales', 'partners', 'press', 'hiring', 'reviews', 'winback', 'plain'] as const;
 export const CAMPAIGN_STATUSES = ['draft', 'running', 'paused'] as const;
@@ -105,6 +106,9 @@ export async function updateCampaign(db: Tx, id: number, changes: CampaignChange
     },
     include: { steps: true },
   });
+  // running: new prospects get step 1 scheduled (the schedule task sends what is due). paused: the scheduler, the
+  // step writer and the pre-send guard all stop at once. Resuming: prospects under way continue where they stopped.
+  if (campaign.status === 'running' && before.status !== 'running') await startCampaignProspects(db, id);
   const prospects = await db.prospect.count({ where: { campaignId: id } });
   return { before, after: detail(campaign, prospects) };
 }

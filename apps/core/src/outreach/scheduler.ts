@@ -1,0 +1,93 @@
+import type { Db, Tx } from '../db';
+import { logger } from '../logger';
+import { JOB_OPTIONS, QUEUE, jobId, queue } from '../queues';
+import { firstStepAt } from './timing';
+
+/**
+ * DB-driven scheduling: `next_at` is the truth. The periodic `schedule` task (and a kick right after adds) claims due
+ * prospects with FOR UPDATE SKIP LOCKED, so two schedulers never queue the same rows, and queues one job per prospect
+ * and step. Job ids are deterministic, so a job already waiting or delayed is not queued twice; a job that finished
+ * without moving the prospect on (it found the campaign paused, say) is replaced, since the row says the step is due.
+ * Losing Redis loses nothing: the rows are still due and the next tick queues them again.
+ */
+export interface DueStep {
+  prospectId: number;
+  /** the step to write: prospect.step + 1 (one past the last step means "close as no_reply") */
+  step: number;
+  nextAt: Date | null;
+}
+
+const BATCH = 500;
+
+export async function claimDueSteps(db: Db, options: { campaignId?: number; limit?: number } = {}): Promise<DueStep[]> {
+  const limit = options.limit ?? BATCH;
+  const campaignId = options.campaignId ?? null;
+  return db.$transaction(async (tx) => {
+    const rows = await tx.$queryRaw<{ id: number; step: number; next_at: Date }[]>`
+      SELECT p.id, p.step, p.next_at FROM prospects p
+      JOIN campaigns c ON c.id = p.campaign_id
+      WHERE p.status IN ('ready', 'writing') AND p.next_at <= now() AND c.status = 'running'
+        AND (${campaignId}::int IS NULL OR p.campaign_id = ${campaignId}::int)
+      ORDER BY p.next_at
+      LIMIT ${limit}
+      FOR UPDATE OF p SKIP LOCKED`;
+    return rows.map((r) => ({ prospectId: r.id, step: r.step + 1, nextAt: r.next_at }));
+  });
+}
+
+/** Queues step jobs, each delayed until its `next_at`. Safe to call for a step already queued. */
+export async function queueSteps(steps: DueStep[]): Promise<void> {
+  if (!steps.length) return;
+  const q = queue(QUEUE.sequence);
+  const now = Date.now();
+  await Promise.all(
+    steps.map(async (s) => {
+      const id = jobId.sequence(s.prospectId, s.step);
+      const existing = await q.getJob(id);
+      if (existing) {
+        const state = await existing.getState();
+        if (state !== 'completed' && state !== 'failed') return;
+        await existing.remove().catch(() => undefined);
+      }
+      await q.add(QUEUE.sequence, { prospectId: s.prospectId, step: s.step }, {
+        ...JOB_OPTIONS.sequence,
+        jobId: id,
+        delay: s.nextAt ? Math.max(0, s.nextAt.getTime() - now) : undefined,
+      });
+    }),
+  );
+}
+
+/** The `schedule` maintenance task: claims and queues every due step, batch by batch. Returns how many it queued. */
+export async function scheduleDueSteps(db: Db, options: { campaignId?: number } = {}): Promise<number> {
+  let total = 0;
+  for (;;) {
+    const due = await claimDueSteps(db, { ...options, limit: BATCH });
+    await queueSteps(due);
+    total += due.length;
+    if (due.length < BATCH) return total;
+  }
+}
+
+/** After a request changed prospects: queue what became due now; the periodic task is the safety net if this fails. */
+export async function kickSchedule(db: Db, campaignId: number): Promise<void> {
+  try {
+    await scheduleDueSteps(db, { campaignId });
+  } catch (err) {
+    logger.warn({ err: (err as Error).message, campaignId }, 'could not queue due steps; the schedule task will');
+  }
+}
+
+/**
+ * A campaign starts (or resumes) running: its new prospects with an address become ready with step 1 scheduled,
+ * site-only ones wait in hold. Prospects already under way keep their place and continue where they stopped.
+ */
+export async function startCampaignProspects(tx: Tx, campaignId: number, now = new Date()): Promise<void> {
+  const first = await tx.campaignStep.findFirst({ where: { campaignId }, orderBy: { position: 'asc' } });
+  if (!first) return;
+  await tx.prospect.updateMany({
+    where: { campaignId, status: 'new', email: { not: null } },
+    data: { status: 'ready', nextAt: firstStepAt(now, first.delayHours) },
+  });
+  await tx.prospect.updateMany({ where: { campaignId, status: 'new', email: null }, data: { status: 'hold', nextAt: null } });
+}

@@ -1,0 +1,48 @@
+import { Joi } from '../validate';
+import { LOST_REASONS, OUTCOME_STATES } from './outcomes';
+
+/** Inputs of the public prospect requests (spec 2.5, 4.6-4.8). Contact problems of one item answer `invalid`, not 400. */
+const campaignId = () => Joi.number().integer().positive().required();
+export const MAX_PROSPECTS_PER_REQUEST = 100;
+
+const contactText = () => Joi.string().allow('', null).max(2000);
+const fieldValue = Joi.alternatives(Joi.string().allow('').max(10_000), Joi.number(), Joi.boolean(), Joi.valid(null));
+
+export const prospectInput = Joi.object({
+  email: contactText(),
+  site: contactText(),
+  name: Joi.string().allow('', null).max(200),
+  fields: Joi.object().pattern(/^[\w-]{1,100}$/, fieldValue).max(50),
+});
+
+export const addProspectsInput = Joi.object({
+  campaign: campaignId(),
+  prospects: Joi.array()
+    .items(prospectInput)
+    .min(1)
+    .max(MAX_PROSPECTS_PER_REQUEST)
+    .required()
+    .messages({ 'array.max': `at most ${MAX_PROSPECTS_PER_REQUEST} prospects per request` }),
+});
+
+export const prospectQuery = Joi.object({
+  campaign: campaignId(),
+  email: Joi.string().trim().min(1).max(254),
+  site: Joi.string().trim().min(1).max(2000),
+})
+  .xor('email', 'site')
+  .messages({ 'object.missing': 'give email or site', 'object.xor': 'give email or site, not both' });
+
+export const outcomeInput = Joi.object({
+  campaign: campaignId(),
+  email: Joi.string().trim().min(1).max(254).required(),
+  state: Joi.string().valid(...OUTCOME_STATES),
+  reason: Joi.string().valid(...LOST_REASONS),
+  value: Joi.number().min(0).max(1e12),
+})
+  .or('state', 'value')
+  .messages({ 'object.missing': 'give a state, a value or both' })
+  .when(Joi.object({ state: Joi.valid('lost') }).unknown(), {
+    then: Joi.object({ reason: Joi.required().messages({ 'any.required': `lost needs a reason: one of ${LOST_REASONS.join(', ')}` }) }),
+    otherwise: Joi.object({ reason: Joi.forbidden().messages({ 'any.unknown': 'reason goes only with state lost' }) }),
+  });

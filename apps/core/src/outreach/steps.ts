@@ -1,0 +1,117 @@
+import type { Db, Tx } from '../db';
+import { Prisma } from '../db';
+import { enqueueDelivery, storeMessages } from '../delivery/outbox';
+import { logger } from '../logger';
+import { isStopListed } from './contacts';
+import { claimMailboxSlot } from './limits';
+import { followUpSubject, renderSubject, renderTemplate, type TemplateContext } from './render';
+import { queueSteps } from './scheduler';
+import { afterHours, noReplyWaitHours } from './timing';
+
+/**
+ * The step writer: one job = one step of one prospect, decided and written in ONE transaction with the prospect row
+ * locked. Re-checks status, campaign and step number, claims a mailbox slot, renders, writes the Message row and moves
+ * the prospect on. A second run of the same job (or a second worker) waits for the lock, then finds the step already
+ * written and does nothing; the unique (prospect_id, step) of messages makes a double write impossible regardless.
+ */
+export type StepOutcome =
+  | { kind: 'written'; messageId: string; next: { step: number; at: Date } }
+  | { kind: 'closed' }
+  | { kind: 'deferred'; until: Date; why: 'not_due' | 'daily_limit' | 'gap' }
+  | { kind: 'skipped'; why: string };
+
+interface LockedProspect {
+  id: number;
+  campaign_id: number;
+  email: string | null;
+  site: string | null;
+  name: string;
+  fields: unknown;
+  status: string;
+  step: number;
+  next_at: Date | null;
+  thread_id: string | null;
+}
+
+async function decideAndWrite(tx: Tx, prospectId: number, step: number): Promise<StepOutcome> {
+  const [p] = await tx.$queryRaw<LockedProspect[]>`
+    SELECT id, campaign_id, email, site, name, fields, status, step, next_at, thread_id
+    FROM prospects WHERE id = ${prospectId} FOR UPDATE`;
+  if (!p) return { kind: 'skipped', why: 'prospect gone' };
+  if (p.status !== 'ready' && p.status !== 'writing') return { kind: 'skipped', why: `prospect is ${p.status}` };
+  if (p.step + 1 !== step) return { kind: 'skipped', why: `prospect is at step ${p.step}` };
+  const campaign = await tx.campaign.findUniqueOrThrow({ where: { id: p.campaign_id }, include: { steps: { orderBy: { position: 'asc' } }, mailbox: true } });
+  if (campaign.status !== 'running') return { kind: 'skipped', why: `campaign is ${campaign.status}` };
+  const now = new Date();
+  if (!p.next_at || p.next_at.getTime() > now.getTime()) return { kind: 'deferred', until: p.next_at ?? now, why: 'not_due' };
+
+  const steps = campaign.steps;
+  if (step > steps.length) {
+    // the wait after the last step is over without an answer
+    await tx.prospect.update({ where: { id: p.id }, data: { status: 'lost', reason: 'no_reply', nextAt: null, closedAt: now } });
+    return { kind: 'closed' };
+  }
+  if (!p.email || (await isStopListed(tx, campaign.accountId, { email: p.email, site: p.site }))) {
+    await tx.prospect.update({ where: { id: p.id }, data: { status: 'lost', reason: 'stopped', nextAt: null, closedAt: now } });
+    return { kind: 'skipped', why: 'address is on the stop list' };
+  }
+  const slot = await claimMailboxSlot(tx, campaign.mailboxId);
+  if (!slot.claimed) {
+    await tx.prospect.update({ where: { id: p.id }, data: { nextAt: slot.until } });
+    return { kind: 'deferred', until: slot.until, why: slot.why };
+  }
+
+  const current = steps[step - 1]!;
+  const ctx: TemplateContext = { name: p.name, email: p.email, site: p.site, fields: p.fields };
+  const subject = step === 1 ? renderSubject(current.subject, ctx) : followUpSubject(current.subject, steps[0]!.subject, ctx);
+  // a step cancelled by a pause left its row behind: it was never sent, so it gives way to the rewrite
+  await tx.message.deleteMany({ where: { prospectId: p.id, step, status: 'cancelled' } });
+  const [row] = await storeMessages(tx, [
+    {
+      accountId: campaign.accountId,
+      mailboxId: campaign.mailboxId,
+      fromAddress: campaign.mailbox.address,
+      kind: 'sequence',
+      to: p.email,
+      subject,
+      text: renderTemplate(current.body, ctx),
+      prospectId: p.id,
+      step,
+      inReplyTo: step > 1 && p.thread_id ? p.thread_id : undefined,
+      references: step > 1 && p.thread_id ? p.thread_id : undefined,
+    },
+  ]);
+  const following = steps[step];
+  const nextAt = afterHours(now, following ? following.delayHours : noReplyWaitHours(current.delayHours));
+  await tx.prospect.update({
+    where: { id: p.id },
+    data: { status: 'writing', step, nextAt, threadId: step === 1 ? row!.messageIdHeader : undefined },
+  });
+  return { kind: 'written', messageId: row!.id as string, next: { step: step + 1, at: nextAt } };
+}
+
+/** Queues the delivery of a step already written whose queueing was lost (Redis down right after the commit). */
+async function requeueWritten(db: Db, prospectId: number, step: number): Promise<void> {
+  const message = await db.message.findUnique({ where: { prospectId_step: { prospectId, step } } });
+  if (message && message.status === 'queued' && !message.enqueuedAt) await enqueueDelivery(db, [message]);
+}
+
+export async function runSequenceStep(db: Db, prospectId: number, step: number): Promise<StepOutcome> {
+  let outcome: StepOutcome;
+  try {
+    outcome = await db.$transaction((tx) => decideAndWrite(tx, prospectId, step), { timeout: 20_000, maxWait: 15_000 });
+  } catch (err) {
+    // the unique (prospect_id, step): another writer got there first
+    if (err instanceof Prisma.PrismaClientKnownRequestError && err.code === 'P2002') return { kind: 'skipped', why: 'step already written' };
+    throw err;
+  }
+  if (outcome.kind === 'written') {
+    await enqueueDelivery(db, [{ id: outcome.messageId }]);
+    await queueSteps([{ prospectId, step: outcome.next.step, nextAt: outcome.next.at }]).catch((err: Error) =>
+      logger.warn({ err: err.message, prospectId }, 'could not queue the next step; the schedule task will'),
+    );
+  } else if (outcome.kind === 'skipped') {
+    await requeueWritten(db, prospectId, step);
+  }
+  return outcome;
+}
