@@ -42,7 +42,7 @@ export const outcomeInput = Joi.object({
 })
   .or('state', 'value')
   .messages({ 'object.missing': 'give a state, a value or both' })
-  .when(Joi.object({ state: Joi.valid('lost') }).unknown(), {
+  .when(Joi.object({ state: Joi.valid('lost').required() }).unknown(), {
     then: Joi.object({ reason: Joi.required().messages({ 'any.required': `lost needs a reason: one of ${LOST_REASONS.join(', ')}` }) }),
     otherwise: Joi.object({ reason: Joi.forbidden().messages({ 'any.unknown': 'reason goes only with state lost' }) }),
   });
