@@ -1,0 +1,2 @@
+-- AlterTable
+ALTER TABLE "sends" ADD COLUMN     "skipped" JSONB NOT NULL DEFAULT '[]';
