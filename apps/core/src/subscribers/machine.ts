@@ -49,6 +49,8 @@ interface AddOutcome {
  */
 export async function addSubscriber(db: Db, list: ListWithMailbox, input: NewSubscriber, channel: Channel): Promise<AddStatus> {
   const known = await db.subscriber.findUnique({ where: { listId_email: { listId: list.id, email: input.email } }, select: { id: true } });
+  // a suppressed address is not a new person: it answers `suppressed` even when the window is full
+  if (!known && (await isSuppressed(db, list.accountId, input.email))) return 'suppressed';
   const reservation = known ? undefined : await reserveNewSubscriber(list.id, channel);
   if (reservation && !reservation.taken) {
     throw new LimitReached(
