@@ -1,0 +1,35 @@
+import type { Job } from 'bullmq';
+import { db } from '../../apps/core/src/db';
+import { deliverMessage } from '../../apps/core/src/delivery/deliver';
+import { addProspects, type ProspectInput } from '../../apps/core/src/outreach/prospects';
+import type { JobPayloads } from '../../apps/core/src/queues';
+import type { StepInput } from '../../apps/core/src/services/campaigns';
+import { makeCampaign, makeTenant } from '../helpers/factories';
+
+/** An account whose mailbox writes to `smtp`, with a campaign (running unless told otherwise). */
+export async function outreach(options: { smtp: string; steps?: StepInput[]; status?: 'draft' | 'running' | 'paused'; mailbox?: { daily_limit?: number; gap_seconds?: number } }) {
+  const tenant = await makeTenant({ prospects: true, smtp: options.smtp, mailbox: { daily_limit: 1000, gap_seconds: 0, ...options.mailbox } });
+  const campaign = await makeCampaign(tenant.account.id, tenant.mailbox.id, {
+    status: options.status ?? 'running',
+    steps: options.steps ?? [
+      { subject: 'Hello {{name}}', body: 'Hi {{name}}', delay_hours: 0 },
+      { subject: 'Hello {{name}}', body: 'Any news, {{name}}?', delay_hours: 1 },
+    ],
+  });
+  return { tenant, campaign };
+}
+
+/** Adds through the core service (no API kick: nothing is queued, the test drives the engine). */
+export async function addProspect(accountId: number, campaignId: number, input: ProspectInput): Promise<number> {
+  const answer = await addProspects(db(), accountId, campaignId, [input]);
+  const id = answer.prospects[0]!.id;
+  if (id === null) throw new Error(`not added: ${answer.prospects[0]!.result}`);
+  return id;
+}
+
+/** A stand-in for BullMQ's job, as a test calling a processor directly needs it. */
+export const fakeJob = <T extends keyof JobPayloads>(data: JobPayloads[T]) => ({ id: 'test', data, attemptsMade: 0, opts: { attempts: 1 } }) as unknown as Job<JobPayloads[T]>;
+
+export const deliver = (messageId: string) => deliverMessage(db(), messageId, { lastAttempt: false });
+
+export const stepMessage = (prospectId: number, step: number) => db().message.findUnique({ where: { prospectId_step: { prospectId, step } } });
