@@ -1,0 +1,44 @@
+import type { Worker } from 'bullmq';
+import { db } from '../../apps/core/src/db';
+import { closeTransports } from '../../apps/core/src/delivery/transport';
+import { registerConfirmationGuard } from '../../apps/core/src/subscribers/guard';
+import { createWorkers } from '../../apps/worker/src/workers';
+import { useApi } from '../helpers/api';
+import { SmtpSink } from '../helpers/smtp-sink';
+import { waitFor } from '../helpers/wait';
+import { address, confirmationMessages, listFixture } from './support';
+
+const ctx = useApi();
+const sink = new SmtpSink();
+let workers: Worker[] = [];
+
+beforeAll(async () => {
+  await sink.start();
+  registerConfirmationGuard();
+});
+
+afterAll(async () => {
+  await Promise.all(workers.map((w) => w.close()));
+  closeTransports();
+  await sink.stop();
+});
+
+describe('the confirmation email\'s pre-send guard', () => {
+  it('cancels a queued confirmation whose person left or was confirmed meanwhile, and sends the others', async () => {
+    const f = await listFixture(ctx.api, { smtp: sink.url });
+    const [left, confirmedMeanwhile, waiting] = [address(), address(), address()];
+    for (const email of [left, confirmedMeanwhile, waiting]) expect((await f.subscribe({ email })).body.status).toBe('pending');
+    await f.unsubscribe({ email: left });
+    await f.subscribe({ email: confirmedMeanwhile, confirmed: true });
+    // only now does a worker pick up the three queued emails
+    workers = createWorkers({ queues: ['delivery'], concurrency: 5 });
+    await waitFor(() => sink.to(waiting)[0], { timeout: 15_000, what: 'the waiting person\'s email' });
+    const status = async (email: string) => (await confirmationMessages(email))[0]!.status;
+    await waitFor(async () => (await status(left)) === 'cancelled' && (await status(confirmedMeanwhile)) === 'cancelled');
+    const cancelled = await confirmationMessages(left);
+    expect(cancelled[0]!.lastError).toBe('the subscriber is unsubscribed');
+    expect(sink.to(left)).toHaveLength(0);
+    expect(sink.to(confirmedMeanwhile)).toHaveLength(0);
+    expect(await db().message.count({ where: { subscriberId: { not: null }, status: 'sent' } })).toBe(1);
+  });
+});
