@@ -1,0 +1,289 @@
+/**
+ * `npm run bench`: accept, delivery, subscriber and prospect throughput plus peak memory, each against a baseline
+ * measured in the same run (absolute figures on a shared 2-core machine vary; ratios travel). Starts its own API,
+ * worker, SMTP sink and baselines on loopback, against the local Postgres and Redis, in a database and Redis prefix of
+ * its own that it removes afterwards. Prints a table and writes bench/results.json.
+ *
+ * BENCH_SECONDS (default 15) sets each load phase's length; BENCH_MESSAGES (default 5000) the delivery batch.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import autocannon from 'autocannon';
+import nodemailer from 'nodemailer';
+import { Redis } from 'ioredis';
+import { Client } from 'pg';
+
+const ROOT = path.resolve(__dirname, '..');
+const SECONDS = Number(process.env.BENCH_SECONDS ?? 15);
+const MESSAGES = Number(process.env.BENCH_MESSAGES ?? 5000);
+const CONNECTIONS = 50;
+const PG_SERVER = process.env.BENCH_DATABASE_SERVER ?? 'postgresql://postgres@127.0.0.1:5432';
+const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
+const STAMP = Date.now().toString(36);
+const ADMIN_TOKEN = `bench-admin-${STAMP}-0123456789`;
+const SECRET_KEY = 'ab'.repeat(32);
+const PORTS = { api: 39100, baseline: 39101, sinkSmtp: 39102, sinkHttp: 39103 };
+
+const children: ChildProcess[] = [];
+
+function start(entry: string, env: Record<string, string>): ChildProcess {
+  // node --import tsx: one process per service, so /proc/<pid> is the service itself
+  const child = spawn(process.execPath, ['--import', 'tsx', path.join(ROOT, entry)], {
+    cwd: ROOT,
+    env: { ...process.env, LOG_LEVEL: 'warn', NODE_ENV: 'production', ...env },
+    stdio: ['ignore', 'ignore', 'inherit'],
+  });
+  children.push(child);
+  return child;
+}
+
+async function stop(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null) return;
+  const exited = new Promise((resolve) => child.once('exit', resolve));
+  child.kill('SIGTERM');
+  await exited;
+}
+
+/** Peak resident set size of a live process, in MB (VmHWM). */
+function peakRssMb(child: ChildProcess): number {
+  const status = fs.readFileSync(`/proc/${child.pid}/status`, 'utf8');
+  const kb = Number(/VmHWM:\s+(\d+)/.exec(status)?.[1] ?? 0);
+  return Math.round(kb / 1024);
+}
+
+async function until(check: () => Promise<boolean>, timeoutMs: number, what: string): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check().catch(() => false))) {
+    if (Date.now() > deadline) throw new Error(`bench: timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+const up = (port: number, p = '/healthz') => until(async () => (await fetch(`http://127.0.0.1:${port}${p}`)).ok, 60_000, `port ${port}`);
+
+async function admin<T>(pathname: string, body: unknown): Promise<T> {
+  const res = await fetch(`http://127.0.0.1:${PORTS.api}/admin/api${pathname}`, {
+    method: 'POST',
+    headers: { Authorization: `Bearer ${ADMIN_TOKEN}`, 'Content-Type': 'application/json' },
+    body: JSON.stringify(body),
+  });
+  if (res.status !== 201) throw new Error(`bench: admin ${pathname} answered ${res.status}: ${await res.text()}`);
+  return (await res.json()) as T;
+}
+
+interface Tenant {
+  token: string;
+  account: number;
+  mailbox: number;
+}
+
+async function makeTenant(): Promise<Tenant> {
+  const { account } = await admin<{ account: { id: number } }>('/accounts', { name: 'bench' });
+  const { mailbox } = await admin<{ mailbox: { id: number } }>('/mailboxes', {
+    account: account.id,
+    address: 'bench@example.com',
+    smtp: `smtp://127.0.0.1:${PORTS.sinkSmtp}`,
+    daily_limit: 1_000_000,
+    gap_seconds: 0,
+  });
+  const { key } = await admin<{ key: { token: string } }>('/keys', {
+    account: account.id,
+    name: 'bench',
+    mailbox: mailbox.id,
+    daily_limit: 10_000_000,
+    prospects: true,
+  });
+  return { token: key.token, account: account.id, mailbox: mailbox.id };
+}
+
+interface Load {
+  rps: number;
+  p50: number;
+  p99: number;
+  errors: number;
+  non2xx: number;
+  total2xx: number;
+}
+
+async function load(options: autocannon.Options): Promise<Load> {
+  const result = await autocannon({ connections: CONNECTIONS, duration: SECONDS, ...options });
+  return {
+    rps: Math.round(result.requests.average),
+    p50: result.latency.p50,
+    p99: result.latency.p99,
+    errors: result.errors + result.timeouts,
+    non2xx: result.non2xx,
+    total2xx: result['2xx'],
+  };
+}
+
+const sendBody = JSON.stringify({ to: 'reader@example.com', subject: 'Benchmark', text: 'Hello from the benchmark.' });
+const jsonHeaders = (token?: string) => ({ 'Content-Type': 'application/json', ...(token ? { Authorization: `Bearer ${token}` } : {}) });
+
+async function sinkCount(): Promise<number> {
+  return ((await (await fetch(`http://127.0.0.1:${PORTS.sinkHttp}/count`)).json()) as { count: number }).count;
+}
+
+async function main(): Promise<void> {
+  const databases: string[] = [];
+  const serviceEnv = (phase: string) => {
+    const database = `ms_bench_${STAMP}_${phase}`;
+    databases.push(database);
+    return {
+      DATABASE_URL: `${PG_SERVER}/${database}`,
+      REDIS_URL,
+      REDIS_PREFIX: `msbench:${STAMP}:${phase}`,
+      ADMIN_TOKEN,
+      SECRET_KEY,
+      PORT: String(PORTS.api),
+      PUBLIC_URL: `http://127.0.0.1:${PORTS.api}`,
+    };
+  };
+  const results: Record<string, unknown> = { date: new Date().toISOString(), machine: `${os.cpus().length} cores, ${Math.round(os.totalmem() / 2 ** 30)} GiB, node ${process.version}`, seconds: SECONDS, messages: MESSAGES };
+
+  const sink = start('bench/smtp-sink.ts', { SINK_SMTP_PORT: String(PORTS.sinkSmtp), SINK_HTTP_PORT: String(PORTS.sinkHttp) });
+  await up(PORTS.sinkHttp, '/count');
+
+  try {
+    // 1. accept: the API alone (no worker), against bare Express
+    const baseline = start('bench/baseline-express.ts', { PORT: String(PORTS.baseline) });
+    await until(async () => (await fetch(`http://127.0.0.1:${PORTS.baseline}/api/v1/send`, { method: 'POST', headers: jsonHeaders(), body: sendBody })).status === 202, 30_000, 'baseline');
+    const acceptBaseline = await load({ url: `http://127.0.0.1:${PORTS.baseline}/api/v1/send`, method: 'POST', headers: jsonHeaders(), body: sendBody });
+    await stop(baseline);
+
+    let api = start('apps/api/src/server.ts', serviceEnv('accept'));
+    await up(PORTS.api);
+    let tenant = await makeTenant();
+    await load({ url: `http://127.0.0.1:${PORTS.api}/api/v1/send`, method: 'POST', headers: jsonHeaders(tenant.token), body: sendBody, duration: 2 });
+    const accept = await load({ url: `http://127.0.0.1:${PORTS.api}/api/v1/send`, method: 'POST', headers: jsonHeaders(tenant.token), body: sendBody });
+    const acceptRss = peakRssMb(api);
+    await stop(api);
+    results.accept = { api: accept, baseline: acceptBaseline, ratio: +(accept.rps / acceptBaseline.rps).toFixed(2), apiPeakRssMb: acceptRss };
+
+    // 2. delivery: MESSAGES accepted sends drained by one worker, against nodemailer's pool straight to the sink
+    const env = serviceEnv('delivery');
+    api = start('apps/api/src/server.ts', env);
+    await up(PORTS.api);
+    tenant = await makeTenant();
+    const worker = start('apps/worker/src/main.ts', env);
+    await fetch(`http://127.0.0.1:${PORTS.sinkHttp}/reset`, { method: 'POST' });
+    const t0 = performance.now();
+    const accepted = await autocannon({ url: `http://127.0.0.1:${PORTS.api}/api/v1/send`, method: 'POST', headers: jsonHeaders(tenant.token), body: sendBody, connections: CONNECTIONS, amount: MESSAGES });
+    await until(async () => (await sinkCount()) >= MESSAGES, 10 * 60_000, `${MESSAGES} deliveries`);
+    const deliverySeconds = (performance.now() - t0) / 1000;
+    const workerRss = peakRssMb(worker);
+    const deliveryApiRss = peakRssMb(api);
+
+    await fetch(`http://127.0.0.1:${PORTS.sinkHttp}/reset`, { method: 'POST' });
+    const pool = nodemailer.createTransport({ pool: true, maxConnections: 5, host: '127.0.0.1', port: PORTS.sinkSmtp, secure: false, ignoreTLS: true });
+    const b0 = performance.now();
+    await Promise.all(
+      Array.from({ length: MESSAGES }, (_, i) =>
+        pool.sendMail({ from: 'bench@example.com', to: 'reader@example.com', subject: 'Benchmark', text: `Hello ${i}`, messageId: `<b${i}.${STAMP}@example.com>` }),
+      ),
+    );
+    const baselineSeconds = (performance.now() - b0) / 1000;
+    pool.close();
+    results.delivery = {
+      messages: MESSAGES,
+      acceptErrors: accepted.errors + accepted.non2xx,
+      perSecond: Math.round(MESSAGES / deliverySeconds),
+      baselinePerSecond: Math.round(MESSAGES / baselineSeconds),
+      ratio: +(baselineSeconds / deliverySeconds).toFixed(2),
+      workerPeakRssMb: workerRss,
+      apiPeakRssMb: deliveryApiRss,
+    };
+
+    // 3. subscribers: lists without confirmation; lists rotate so the 600-an-hour limit per list is not what is measured
+    const lists: string[] = [];
+    for (let i = 0; i < 100; i++) {
+      const { list } = await admin<{ list: { key: string } }>('/lists', { account: tenant.account, name: `bench ${i}`, confirm: false, mailbox: tenant.mailbox });
+      lists.push(list.key);
+    }
+    let n = 0;
+    const subscribers = await load({
+      url: `http://127.0.0.1:${PORTS.api}`,
+      requests: [
+        {
+          method: 'POST',
+          path: '/api/v1/subscribers',
+          headers: jsonHeaders(tenant.token),
+          setupRequest: (req) => ({ ...req, body: JSON.stringify({ list: lists[n % lists.length], email: `s${n++}@example.com`, name: 'Reader' }) }),
+        },
+      ],
+    });
+    results.subscribers = subscribers;
+
+    // 4. prospects: 100 per request into a draft campaign
+    const { campaign } = await admin<{ campaign: { id: number } }>('/campaigns', {
+      account: tenant.account,
+      name: 'bench',
+      goal: 'links',
+      mailbox: tenant.mailbox,
+      steps: [{ subject: 'Hi {{name}}', body: 'Hello', delay_hours: 1 }],
+    });
+    let p = 0;
+    const prospects = await load({
+      url: `http://127.0.0.1:${PORTS.api}`,
+      connections: 10,
+      requests: [
+        {
+          method: 'POST',
+          path: '/api/v1/prospects',
+          headers: jsonHeaders(tenant.token),
+          setupRequest: (req) => ({
+            ...req,
+            body: JSON.stringify({ campaign: campaign.id, prospects: Array.from({ length: 100 }, () => ({ email: `p${p++}@site${p % 997}.example`, name: 'Pat' })) }),
+          }),
+        },
+      ],
+    });
+    results.prospects = { ...prospects, prospectsPerSecond: Math.round((prospects.total2xx * 100) / SECONDS) };
+    results.memory = { apiPeakRssMb: Math.max(acceptRss, peakRssMb(api)), workerPeakRssMb: Math.max(workerRss, peakRssMb(worker)) };
+    await stop(worker);
+    await stop(api);
+  } finally {
+    for (const child of children) if (child.exitCode === null) child.kill('SIGKILL');
+    await cleanup(databases);
+  }
+
+  fs.writeFileSync(path.join(__dirname, 'results.json'), JSON.stringify(results, null, 2) + '\n');
+  print(results);
+  void sink;
+}
+
+async function cleanup(databases: string[]): Promise<void> {
+  const pg = new Client({ connectionString: `${PG_SERVER}/postgres` });
+  await pg.connect();
+  for (const db of databases) await pg.query(`DROP DATABASE IF EXISTS "${db}" WITH (FORCE)`);
+  await pg.end();
+  const redis = new Redis(REDIS_URL);
+  let cursor = '0';
+  do {
+    const [next, keys] = await redis.scan(cursor, 'MATCH', `msbench:${STAMP}:*`, 'COUNT', 1000);
+    cursor = next;
+    if (keys.length) await redis.unlink(...keys);
+  } while (cursor !== '0');
+  redis.disconnect();
+}
+
+function print(r: Record<string, any>): void {
+  const rows: [string, string, string][] = [
+    ['accept: POST /api/v1/send, 1 recipient, 50 connections', `${r.accept.api.rps} req/s, p50 ${r.accept.api.p50} ms, p99 ${r.accept.api.p99} ms, ${r.accept.api.errors + r.accept.api.non2xx} errors`, `bare Express ${r.accept.baseline.rps} req/s (p99 ${r.accept.baseline.p99} ms): ratio ${r.accept.ratio}`],
+    [`delivery: ${r.delivery.messages} sends, accept to last delivered, 1 worker`, `${r.delivery.perSecond} msg/s`, `nodemailer pool direct ${r.delivery.baselinePerSecond} msg/s: ratio ${r.delivery.ratio}`],
+    ['subscribers: POST /api/v1/subscribers, 50 connections', `${r.subscribers.rps} req/s, p99 ${r.subscribers.p99} ms, ${r.subscribers.errors + r.subscribers.non2xx} errors`, ''],
+    ['prospects: POST /api/v1/prospects, 100 per request, 10 connections', `${r.prospects.prospectsPerSecond} prospects/s (p99 ${r.prospects.p99} ms)`, ''],
+    ['memory: peak RSS', `API ${r.memory.apiPeakRssMb} MB, worker ${r.memory.workerPeakRssMb} MB`, 'target: under 250 MB each'],
+  ];
+  console.log(`\n${r.date}  ${r.machine}\n`);
+  console.log('| what | figure | baseline |\n|---|---|---|');
+  for (const row of rows) console.log(`| ${row.join(' | ')} |`);
+}
+
+main().catch((err) => {
+  console.error(`bench: ${(err as Error).message}`);
+  for (const child of children) if (child.exitCode === null) child.kill('SIGKILL');
+  process.exit(1);
+});
