@@ -108,6 +108,21 @@ describe('the list\'s hosted form: POST /f/<list key>', () => {
     expect(await confirmationMessages(pending)).toHaveLength(1);
   });
 
+  it('never rewrites what is stored about a person already on the list', async () => {
+    const f = await listFixture(ctx.api);
+    const email = address();
+    await f.subscribe({ email, confirmed: true, name: 'Ada' });
+    await submit(f.list.key, { email, name: 'Mallory' });
+    expect((await f.subscriber(email))?.name).toBe('Ada');
+  });
+
+  it('answers an oversized post with an HTML page, not JSON', async () => {
+    const f = await listFixture(ctx.api);
+    const res = await submit(f.list.key, { email: address(), name: 'n'.repeat(20_000) });
+    expect(res.status).toBe(413);
+    html(res);
+  });
+
   it('asks for confirmation even on a list that does not need it through the API', async () => {
     const f = await listFixture(ctx.api, { confirm: false });
     const email = address();

@@ -88,6 +88,8 @@ async function applyAdd(tx: Tx, list: ListWithMailbox, input: NewSubscriber, cha
   }
 
   const current = await lockSubscriber(tx, list.id, input.email);
+  // an anonymous form post never rewrites what is stored about a person already on the list
+  const changes = channel === 'api' ? merged(current, input) : {};
   switch (current.status) {
     case 'unsubscribed':
       return { status: 'gone', created: false, messages: [] };
@@ -95,15 +97,15 @@ async function applyAdd(tx: Tx, list: ListWithMailbox, input: NewSubscriber, cha
     case 'complained':
       return { status: 'suppressed', created: false, messages: [] };
     case 'active':
-      await tx.subscriber.update({ where: { id: current.id }, data: merged(current, input) });
+      await tx.subscriber.update({ where: { id: current.id }, data: changes });
       return { status: 'exists', created: false, messages: [] };
     case 'pending': {
       if (!needsConfirmation) {
-        await tx.subscriber.update({ where: { id: current.id }, data: { ...merged(current, input), status: 'active', confirmedAt: now } });
+        await tx.subscriber.update({ where: { id: current.id }, data: { ...changes, status: 'active', confirmedAt: now } });
         await countActive(tx, list.id, 1);
         return { status: 'active', created: false, messages: [] };
       }
-      const subscriber = await tx.subscriber.update({ where: { id: current.id }, data: merged(current, input) });
+      const subscriber = await tx.subscriber.update({ where: { id: current.id }, data: changes });
       const due = !current.confirmationSentAt || now.getTime() - current.confirmationSentAt.getTime() >= RESEND_AFTER_MS;
       return { status: 'pending', created: false, messages: due ? await sendConfirmation(tx, list, subscriber, now) : [] };
     }
