@@ -1,9 +1,34 @@
 import { Router } from 'express';
 import type { Db } from '../../../core/src/db';
+import { acceptSend, findSend, MAX_WAIT_SECONDS } from '../../../core/src/sending/accept';
+import { parseIdempotencyKey } from '../../../core/src/sending/idempotency';
+import { dailyQuota, rateLimitHeaders } from '../../../core/src/sending/quota';
 
-// Issue 3 (Sending): POST /send, GET /send/:id. Not built yet.
+/** `Prefer: wait=N` (RFC 7240): how long the caller will wait for the copies to be delivered; 0 when not asked. */
+function preferredWait(header: string | undefined): number {
+  const match = header ? /(?:^|[,;\s])wait\s*=\s*"?(\d{1,6})"?/i.exec(header) : null;
+  return match ? Number(match[1]) : 0;
+}
+
+/** Spec 4.1 and DESIGN section 4: POST /send, GET /send/:id. Every send answer carries the key's RateLimit-* headers. */
 export function sendRouter(db: Db): Router {
   const router = Router();
-  void db;
+
+  router.post('/send', async (req, res) => {
+    const key = res.locals.key;
+    res.set(rateLimitHeaders(await dailyQuota(db, key)));
+    const wait = preferredWait(req.get('prefer'));
+    const result = await acceptSend(db, key, req.body, { idempotencyKey: parseIdempotencyKey(req.get('idempotency-key')), waitSeconds: wait });
+    res.set(rateLimitHeaders(result.quota));
+    if (result.replayed) res.set('Idempotent-Replayed', 'true');
+    if (wait) res.set('Preference-Applied', `wait=${Math.min(wait, MAX_WAIT_SECONDS)}`);
+    res.set('Location', `/api/v1/send/${result.body.id}`);
+    res.status(result.status).json(result.body);
+  });
+
+  router.get('/send/:id', async (req, res) => {
+    res.json(await findSend(db, res.locals.key.accountId, req.params.id));
+  });
+
   return router;
 }

@@ -2,15 +2,17 @@ import type { Job } from 'bullmq';
 import type { JobPayloads } from '../../../core/src/queues';
 import { db } from '../../../core/src/db';
 import { scheduleDueSteps } from '../../../core/src/outreach/scheduler';
+import { reconcileDeliveries } from '../../../core/src/delivery/reconcile';
+import { deleteExpiredIdempotency } from '../../../core/src/sending/idempotency';
 
 /** Housekeeping, dispatched by task. Each task is idempotent: running it twice or on two workers is harmless. */
 export const maintenanceTasks: Record<JobPayloads['maintenance']['task'], () => Promise<unknown>> = {
-  // Issue 3: re-queue messages stored but never queued (Redis was down, or a crash between commit and enqueue).
-  reconcile: async () => undefined,
+  // re-queue messages stored but never queued (Redis was down, a crash between commit and enqueue, a dead worker)
+  reconcile: () => reconcileDeliveries(db()),
   // Issue 5: claim prospects whose next_at is due and queue their step.
   schedule: () => scheduleDueSteps(db()),
-  // Issue 3: drop idempotency records older than 24 hours.
-  cleanup: async () => undefined,
+  // drop idempotency records older than 24 hours
+  cleanup: () => deleteExpiredIdempotency(db()),
 };
 
 /** How often each task runs. */

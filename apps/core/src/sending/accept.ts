@@ -1,0 +1,170 @@
+import crypto from 'node:crypto';
+import type { ApiKey } from '../../../../generated/prisma/client';
+import type { Db, Tx } from '../db';
+import { enqueueDelivery, storeMessages } from '../delivery/outbox';
+import { NotFound, Unprocessable } from '../errors';
+import { logger } from '../logger';
+import { finishIdempotent, releaseIdempotent, requestFingerprint, startIdempotent } from './idempotency';
+import { dailyQuota, reserveDailyQuota, type DailyQuota } from './quota';
+import { parseSendRequest } from './schema';
+import { blockedRecipients, type SkipReason } from './suppression';
+
+export interface SendAnswer {
+  ok: true;
+  id: string;
+  status: string;
+  messages: { id: string; to: string; status: string }[];
+  skipped: { to: string; reason: SkipReason }[];
+}
+
+export interface AcceptedSend {
+  status: 200 | 202;
+  body: SendAnswer;
+  quota: DailyQuota;
+  /** the answer of an earlier request with the same Idempotency-Key */
+  replayed: boolean;
+}
+
+/** The longest `Prefer: wait` honoured; a larger N waits this long. */
+export const MAX_WAIT_SECONDS = 30;
+/** How long the API waits for Redis to take the jobs before leaving them to the reconciler. */
+const ENQUEUE_TIMEOUT_MS = 2_000;
+const FINAL = new Set(['sent', 'failed', 'bounced', 'cancelled']);
+
+/**
+ * The send's own status from its copies: queued until any copy was tried, sending while some are unfinished; once all
+ * are finished: sent when at least one was delivered, bounced when all bounced, failed otherwise.
+ */
+export function sendStatus(statuses: string[]): string {
+  if (statuses.every((s) => s === 'queued')) return 'queued';
+  if (!statuses.every((s) => FINAL.has(s))) return 'sending';
+  if (statuses.some((s) => s === 'sent')) return 'sent';
+  return statuses.every((s) => s === 'bounced') ? 'bounced' : 'failed';
+}
+
+async function withTimeout<T>(work: Promise<T>, ms: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`no answer from Redis within ${ms} ms`)), ms);
+  });
+  try {
+    return await Promise.race([work, timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** Polls the copies until all are finished or the time is up; null when some are still on their way. */
+async function waitForCopies(db: Tx, ids: string[], seconds: number): Promise<Map<string, string> | null> {
+  const deadline = Date.now() + seconds * 1000;
+  for (;;) {
+    const rows = await db.message.findMany({ where: { id: { in: ids } }, select: { id: true, status: true } });
+    if (rows.every((r) => FINAL.has(r.status))) return new Map(rows.map((r) => [r.id, r.status]));
+    if (Date.now() + 100 > deadline) return null;
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
+
+/**
+ * POST /api/v1/send: validates, then in one transaction drops suppressed and stop-listed recipients, counts the copies
+ * against the key's daily limit (all or nothing), writes the Send and one Message per recipient and, with an
+ * Idempotency-Key, the answer to replay. After commit it queues delivery; if Redis cannot take the jobs the rows stay
+ * un-queued and the reconciler queues them, so the answer is still 202.
+ */
+export async function acceptSend(
+  db: Db,
+  key: ApiKey,
+  body: unknown,
+  options: { idempotencyKey: string | null; waitSeconds: number },
+): Promise<AcceptedSend> {
+  const mailbox = await db.mailbox.findUniqueOrThrow({ where: { id: key.mailboxId } });
+  const request = parseSendRequest(body, mailbox.address);
+  const idempotent = options.idempotencyKey ? await startIdempotent(db, key.id, options.idempotencyKey, requestFingerprint(body)) : null;
+  if (idempotent?.kind === 'replay') {
+    return { status: idempotent.status as 200 | 202, body: idempotent.body as SendAnswer, quota: await dailyQuota(db, key), replayed: true };
+  }
+  const recordId = idempotent?.recordId;
+  let accepted: { answer: SendAnswer; quota: DailyQuota; rows: { id: string; notBefore?: Date | null }[] };
+  try {
+    accepted = await db.$transaction(
+      async (tx) => {
+        const blocked = await blockedRecipients(tx, key.accountId, request.to);
+        const skipped = request.to.filter((to) => blocked.has(to)).map((to) => ({ to, reason: blocked.get(to)! }));
+        const recipients = request.to.filter((to) => !blocked.has(to));
+        if (!recipients.length) throw new Unprocessable('nobody to write to: every recipient is suppressed or on the stop list');
+        const quota = await reserveDailyQuota(tx, key, recipients.length);
+        const sendId = crypto.randomUUID();
+        await tx.send.create({
+          data: {
+            id: sendId,
+            accountId: key.accountId,
+            apiKeyId: key.id,
+            fromName: request.fromName ?? mailbox.name,
+            replyTo: request.replyTo,
+            subject: request.subject,
+            text: request.text,
+            html: request.html,
+            headers: request.headers,
+            attachments: request.attachments as object[],
+            metadata: request.metadata as object,
+            skipped,
+            sendAt: request.sendAt,
+          },
+        });
+        const rows = await storeMessages(
+          tx,
+          recipients.map((to) => ({
+            accountId: key.accountId,
+            mailboxId: mailbox.id,
+            fromAddress: mailbox.address,
+            kind: 'transactional' as const,
+            sendId,
+            to,
+            subject: request.subject,
+            notBefore: request.sendAt,
+          })),
+        );
+        const answer: SendAnswer = { ok: true, id: sendId, status: 'queued', messages: rows.map((r) => ({ id: r.id!, to: r.to, status: 'queued' })), skipped };
+        if (recordId !== undefined) await finishIdempotent(tx, recordId, 202, answer);
+        return { answer, quota, rows: rows.map((r) => ({ id: r.id!, notBefore: r.notBefore as Date | null })) };
+      },
+      { maxWait: 15_000, timeout: 20_000 },
+    );
+  } catch (err) {
+    if (recordId !== undefined) await releaseIdempotent(db, recordId);
+    throw err;
+  }
+
+  try {
+    await withTimeout(enqueueDelivery(db, accepted.rows), ENQUEUE_TIMEOUT_MS);
+  } catch (err) {
+    logger.warn({ send: accepted.answer.id, err: (err as Error).message }, 'could not queue delivery now; the reconciler will');
+  }
+
+  const waitSeconds = Math.min(options.waitSeconds, MAX_WAIT_SECONDS);
+  if (waitSeconds > 0 && !accepted.rows.some((r) => r.notBefore)) {
+    const finished = await waitForCopies(db, accepted.rows.map((r) => r.id), waitSeconds);
+    if (finished) {
+      const messages = accepted.answer.messages.map((m) => ({ ...m, status: finished.get(m.id) ?? m.status }));
+      const answer: SendAnswer = { ...accepted.answer, status: sendStatus(messages.map((m) => m.status)), messages };
+      if (recordId !== undefined) await finishIdempotent(db, recordId, 200, answer);
+      return { status: 200, body: answer, quota: accepted.quota, replayed: false };
+    }
+  }
+  return { status: 202, body: accepted.answer, quota: accepted.quota, replayed: false };
+}
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/** GET /api/v1/send/:id: the same shape as the POST answer with current statuses, for the key's own account only. */
+export async function findSend(db: Tx, accountId: number, id: string): Promise<SendAnswer> {
+  const send = UUID.test(id)
+    ? await db.send.findFirst({
+        where: { id, accountId },
+        include: { messages: { select: { id: true, to: true, status: true }, orderBy: [{ createdAt: 'asc' }, { id: 'asc' }] } },
+      })
+    : null;
+  if (!send) throw new NotFound(`no send with id ${id}`);
+  const messages = send.messages.map((m) => ({ id: m.id, to: m.to, status: m.status as string }));
+  return { ok: true, id: send.id, status: sendStatus(messages.map((m) => m.status)), messages, skipped: send.skipped as SendAnswer['skipped'] };
+}

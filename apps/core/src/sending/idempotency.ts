@@ -1,0 +1,87 @@
+import crypto from 'node:crypto';
+import type { Prisma } from '../../../../generated/prisma/client';
+import type { Tx } from '../db';
+import { BadRequest, Conflict, Unprocessable } from '../errors';
+
+/** Spec section 7: a key's answer is replayed for 24 hours. */
+export const IDEMPOTENCY_TTL_MS = 24 * 3600 * 1000;
+/**
+ * A record still `processing` after this long belongs to a request that died before its transaction committed
+ * (the record turns `done` in that same transaction), so nothing was sent: a new request may take the key over.
+ */
+const ABANDONED_AFTER_MS = 60_000;
+
+/** `Idempotency-Key`: 1 to 200 printable ASCII characters, or absent. */
+export function parseIdempotencyKey(header: string | undefined): string | null {
+  if (header === undefined) return null;
+  if (!/^[\x20-\x7e]{1,200}$/.test(header)) throw new BadRequest('Idempotency-Key must be 1 to 200 printable ASCII characters');
+  return header;
+}
+
+/** JSON with object keys sorted at every level, so key order and whitespace do not change the fingerprint. */
+function canonical(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(canonical).join(',')}]`;
+  if (value && typeof value === 'object') {
+    const entries = Object.entries(value as Record<string, unknown>).filter(([, v]) => v !== undefined);
+    entries.sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+    return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonical(v)}`).join(',')}}`;
+  }
+  return JSON.stringify(value) ?? 'null';
+}
+
+/** SHA-256 of the canonical request body. */
+export function requestFingerprint(body: unknown): string {
+  return crypto.createHash('sha256').update(canonical(body ?? null)).digest('hex');
+}
+
+export type IdempotentStart = { kind: 'new'; recordId: number } | { kind: 'replay'; status: number; body: unknown };
+
+/**
+ * Takes the key for this request (an insert that only one of many parallel requests wins), or answers from an earlier
+ * one: the stored answer for the same body, 422 for another body, 409 while the first is still being processed.
+ */
+export async function startIdempotent(db: Tx, apiKeyId: number, key: string, fingerprint: string): Promise<IdempotentStart> {
+  for (let round = 0; round < 3; round++) {
+    const taken = await db.$queryRaw<{ id: number }[]>`
+      INSERT INTO idempotency_records (api_key_id, key, fingerprint, state, expires_at)
+      VALUES (${apiKeyId}, ${key}, ${fingerprint}, 'processing', ${new Date(Date.now() + IDEMPOTENCY_TTL_MS)})
+      ON CONFLICT (api_key_id, key) DO NOTHING
+      RETURNING id`;
+    if (taken.length) return { kind: 'new', recordId: taken[0]!.id };
+    const earlier = await db.idempotencyRecord.findUnique({ where: { apiKeyId_key: { apiKeyId, key } } });
+    if (!earlier) continue;
+    const now = Date.now();
+    const abandoned = earlier.state === 'processing' && now - earlier.createdAt.getTime() > ABANDONED_AFTER_MS;
+    if (earlier.expiresAt.getTime() <= now || abandoned) {
+      await db.idempotencyRecord.deleteMany({ where: { id: earlier.id, state: earlier.state } });
+      continue;
+    }
+    if (earlier.fingerprint !== fingerprint) {
+      throw new Unprocessable('this Idempotency-Key was already used with a different request');
+    }
+    if (earlier.state === 'processing') {
+      throw new Conflict('a request with this Idempotency-Key is still being processed; repeat it in a moment');
+    }
+    return { kind: 'replay', status: earlier.responseStatus ?? 202, body: earlier.responseBody };
+  }
+  throw new Conflict('the Idempotency-Key is changing hands; repeat the request in a moment');
+}
+
+/** Stores the accepted answer; call in the transaction that writes the messages, so both commit or neither. */
+export async function finishIdempotent(db: Tx, recordId: number, status: number, body: unknown): Promise<void> {
+  await db.idempotencyRecord.updateMany({
+    where: { id: recordId },
+    data: { state: 'done', responseStatus: status, responseBody: body as Prisma.InputJsonValue },
+  });
+}
+
+/** Frees the key after a refusal: only accepted sends are remembered. */
+export async function releaseIdempotent(db: Tx, recordId: number): Promise<void> {
+  await db.idempotencyRecord.deleteMany({ where: { id: recordId, state: 'processing' } });
+}
+
+/** Maintenance: forget answers older than 24 hours. */
+export async function deleteExpiredIdempotency(db: Tx, now = new Date()): Promise<number> {
+  const { count } = await db.idempotencyRecord.deleteMany({ where: { expiresAt: { lt: now } } });
+  return count;
+}
