@@ -24,6 +24,8 @@ export class SmtpSink {
   /** every connection attempt, accepted or not */
   connections = 0;
   rule: SinkRule | undefined;
+  /** hold every DATA answer this long (a slow server, for in-flight tests) */
+  dataDelayMs = 0;
   private server: SMTPServer;
   private port = 0;
 
@@ -58,7 +60,8 @@ export class SmtpSink {
           const refusal = this.rule?.('data', to.join(','), session);
           if (refusal) return callback(Object.assign(new Error(refusal.message), { responseCode: refusal.code }));
           const raw = Buffer.concat(chunks);
-          simpleParser(raw).then(
+          const held = new Promise((resolve) => setTimeout(resolve, this.dataDelayMs));
+          held.then(() => simpleParser(raw)).then(
             (parsed) => {
               const from = session.envelope.mailFrom ? session.envelope.mailFrom.address : '';
               this.messages.push({ envelope: { from, to }, raw, parsed, user: session.user as string | undefined });

@@ -1,4 +1,5 @@
 import { closeDb } from '../../core/src/db';
+import { closeTransports } from '../../core/src/delivery/transport';
 import { logger } from '../../core/src/logger';
 import { closeQueues } from '../../core/src/queues';
 import { closeRedis } from '../../core/src/redis';
@@ -18,6 +19,7 @@ async function main(): Promise<void> {
     stopping = true;
     logger.info({ signal }, 'worker stopping');
     await Promise.all(workers.map((w) => w.close()));
+    closeTransports();
     await closeQueues();
     await closeRedis();
     await closeDb();
