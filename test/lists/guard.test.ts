@@ -1,7 +1,6 @@
 import type { Worker } from 'bullmq';
 import { db } from '../../apps/core/src/db';
 import { closeTransports } from '../../apps/core/src/delivery/transport';
-import { registerConfirmationGuard } from '../../apps/core/src/subscribers/guard';
 import { createWorkers } from '../../apps/worker/src/workers';
 import { useApi } from '../helpers/api';
 import { SmtpSink } from '../helpers/smtp-sink';
@@ -13,8 +12,8 @@ const sink = new SmtpSink();
 let workers: Worker[] = [];
 
 beforeAll(async () => {
+  // no manual registration: createWorkers registers the guards a worker process needs
   await sink.start();
-  registerConfirmationGuard();
 });
 
 afterAll(async () => {

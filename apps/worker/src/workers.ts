@@ -1,6 +1,8 @@
 import { Worker, type Processor } from 'bullmq';
 import { config } from '../../core/src/config';
 import { logger } from '../../core/src/logger';
+import { registerSequenceGuard } from '../../core/src/outreach/guard';
+import { registerConfirmationGuard } from '../../core/src/subscribers/guard';
 import { QUEUE, queue, queueConnection, queuePrefix, type JobPayloads, type QueueName } from '../../core/src/queues';
 import { processDelivery } from './processors/delivery';
 import { MAINTENANCE_EVERY_MS, processMaintenance } from './processors/maintenance';
@@ -19,6 +21,9 @@ export interface WorkerOptions {
 
 /** One BullMQ worker per queue. Used by main.ts and by tests that want a worker in-process. */
 export function createWorkers(options: WorkerOptions = {}): Worker[] {
+  // what the delivery processor asks right before SMTP: is this email still wanted?
+  registerConfirmationGuard();
+  registerSequenceGuard();
   const concurrency = options.concurrency ?? config().workerConcurrency;
   return (options.queues ?? Object.values(QUEUE)).map((name) => {
     const worker = new Worker(name, processors[name] as Processor, {
