@@ -60,8 +60,9 @@ async function waitForCopies(db: Tx, ids: string[], seconds: number): Promise<Ma
   for (;;) {
     const rows = await db.message.findMany({ where: { id: { in: ids } }, select: { id: true, status: true } });
     if (rows.every((r) => FINAL.has(r.status))) return new Map(rows.map((r) => [r.id, r.status]));
-    if (Date.now() + 100 > deadline) return null;
-    await new Promise((resolve) => setTimeout(resolve, 100));
+    const left = deadline - Date.now();
+    if (left <= 0) return null;
+    await new Promise((resolve) => setTimeout(resolve, Math.min(100, left)));
   }
 }
 
