@@ -19,7 +19,15 @@ export interface DueStep {
 
 const BATCH = 500;
 
-export async function claimDueSteps(db: Db, options: { campaignId?: number; limit?: number } = {}): Promise<DueStep[]> {
+/**
+ * Claims due prospects and hands them to `whileClaimed` before the claim's transaction ends: while it runs (queueing
+ * the jobs), another scheduler skips these rows instead of queueing them too.
+ */
+export async function claimDueSteps(
+  db: Db,
+  options: { campaignId?: number; limit?: number } = {},
+  whileClaimed: (due: DueStep[]) => Promise<void> = async () => undefined,
+): Promise<DueStep[]> {
   const limit = options.limit ?? BATCH;
   const campaignId = options.campaignId ?? null;
   return db.$transaction(async (tx) => {
@@ -31,8 +39,10 @@ export async function claimDueSteps(db: Db, options: { campaignId?: number; limi
       ORDER BY p.next_at
       LIMIT ${limit}
       FOR UPDATE OF p SKIP LOCKED`;
-    return rows.map((r) => ({ prospectId: r.id, step: r.step + 1, nextAt: r.next_at }));
-  });
+    const due = rows.map((r) => ({ prospectId: r.id, step: r.step + 1, nextAt: r.next_at }));
+    await whileClaimed(due);
+    return due;
+  }, { timeout: 30_000, maxWait: 10_000 });
 }
 
 /** Queues step jobs, each delayed until its `next_at`. Safe to call for a step already queued. */
@@ -62,8 +72,7 @@ export async function queueSteps(steps: DueStep[]): Promise<void> {
 export async function scheduleDueSteps(db: Db, options: { campaignId?: number } = {}): Promise<number> {
   let total = 0;
   for (;;) {
-    const due = await claimDueSteps(db, { ...options, limit: BATCH });
-    await queueSteps(due);
+    const due = await claimDueSteps(db, { ...options, limit: BATCH }, queueSteps);
     total += due.length;
     if (due.length < BATCH) return total;
   }

@@ -79,6 +79,8 @@ async function decideAndWrite(tx: Tx, prospectId: number, step: number): Promise
       step,
       inReplyTo: step > 1 && p.thread_id ? p.thread_id : undefined,
       references: step > 1 && p.thread_id ? p.thread_id : undefined,
+      // the mailbox slot this step took: a record of the spacing, and never later than now, so it holds nothing up
+      notBefore: slot.at,
     },
   ]);
   const following = steps[step];
