@@ -118,6 +118,15 @@ describe('the step writer', () => {
     expect(await db().prospect.findUniqueOrThrow({ where: { id } })).toMatchObject({ status: 'lost', reason: 'stopped' });
     expect(await db().message.count({ where: { prospectId: id } })).toBe(0);
   });
+
+  it('closes a prospect whose address bounced or complained before, instead of writing to it', async () => {
+    const { tenant, campaign } = await setup();
+    const id = await addProspect(tenant.account.id, campaign.id, { email: 'bounced@ex.org' });
+    await db().suppression.create({ data: { accountId: tenant.account.id, email: 'bounced@ex.org', reason: 'bounced' } });
+    expect(await runSequenceStep(db(), id, 1)).toMatchObject({ kind: 'skipped' });
+    expect(await db().prospect.findUniqueOrThrow({ where: { id } })).toMatchObject({ status: 'lost', reason: 'bounced' });
+    expect(await db().message.count({ where: { prospectId: id } })).toBe(0);
+  });
 });
 
 describe('the pre-send guard', () => {

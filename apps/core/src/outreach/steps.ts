@@ -55,6 +55,10 @@ async function decideAndWrite(tx: Tx, prospectId: number, step: number): Promise
     await tx.prospect.update({ where: { id: p.id }, data: { status: 'lost', reason: 'stopped', nextAt: null, closedAt: now } });
     return { kind: 'skipped', why: 'address is on the stop list' };
   }
+  if (await tx.suppression.findUnique({ where: { accountId_email: { accountId: campaign.accountId, email: p.email } } })) {
+    await tx.prospect.update({ where: { id: p.id }, data: { status: 'lost', reason: 'bounced', nextAt: null, closedAt: now } });
+    return { kind: 'skipped', why: 'address bounced or complained before' };
+  }
   const slot = await claimMailboxSlot(tx, campaign.mailboxId);
   if (!slot.claimed) {
     await tx.prospect.update({ where: { id: p.id }, data: { nextAt: slot.until } });
@@ -98,10 +102,18 @@ async function requeueWritten(db: Db, prospectId: number, step: number): Promise
   if (message && message.status === 'queued' && !message.enqueuedAt) await enqueueDelivery(db, [message]);
 }
 
-export async function runSequenceStep(db: Db, prospectId: number, step: number): Promise<StepOutcome> {
+/** `beforeCommit` is a seam for tests that kill a worker mid-step (after the write, before the commit). */
+export async function runSequenceStep(db: Db, prospectId: number, step: number, options: { beforeCommit?: (outcome: StepOutcome) => Promise<void> } = {}): Promise<StepOutcome> {
   let outcome: StepOutcome;
   try {
-    outcome = await db.$transaction((tx) => decideAndWrite(tx, prospectId, step), { timeout: 20_000, maxWait: 15_000 });
+    outcome = await db.$transaction(
+      async (tx) => {
+        const decided = await decideAndWrite(tx, prospectId, step);
+        await options.beforeCommit?.(decided);
+        return decided;
+      },
+      { timeout: 20_000, maxWait: 15_000 },
+    );
   } catch (err) {
     // the unique (prospect_id, step): another writer got there first
     if (err instanceof Prisma.PrismaClientKnownRequestError && err.code === 'P2002') return { kind: 'skipped', why: 'step already written' };
