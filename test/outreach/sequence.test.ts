@@ -87,6 +87,19 @@ describe('sequences on the wire', () => {
     expect(sink.to('ann@reader.org')).toHaveLength(3);
   });
 
+  it('waits step 1\'s own delay from the moment the prospect was added to a running campaign', async () => {
+    const { campaign, client } = await start([{ subject: 'Later', body: 'x', delay_hours: SHORT }]);
+    const before = Date.now();
+    const added = await client.post('/api/v1/prospects').send({ campaign: campaign.id, prospects: [{ email: 'fay@reader.org' }] });
+    const id = added.body.prospects[0].id as number;
+    const ready = await client.get('/api/v1/prospects').query({ campaign: campaign.id, email: 'fay@reader.org' });
+    expect(ready.body.prospect).toMatchObject({ status: 'ready', step: 0 });
+    expect(Date.parse(ready.body.prospect.next_at) - before).toBeGreaterThanOrEqual(1800);
+    await waitFor(() => sink.to('fay@reader.org').length === 1, { what: 'step 1' });
+    const row = (await db().message.findFirstOrThrow({ where: { prospectId: id } }))!;
+    expect(row.notBefore!.getTime() - before).toBeGreaterThanOrEqual(1800);
+  });
+
   it('stops the sequence when the prospect replied', async () => {
     const { campaign, client } = await start([
       { subject: 'Hello', body: 'one', delay_hours: 0 },

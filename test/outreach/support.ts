@@ -21,7 +21,7 @@ export async function outreach(options: { smtp: string; steps?: StepInput[]; sta
 
 /** Adds through the core service (no API kick: nothing is queued, the test drives the engine). */
 export async function addProspect(accountId: number, campaignId: number, input: ProspectInput): Promise<number> {
-  const answer = await addProspects(db(), accountId, campaignId, [input]);
+  const { answer } = await addProspects(db(), accountId, campaignId, [input]);
   const id = answer.prospects[0]!.id;
   if (id === null) throw new Error(`not added: ${answer.prospects[0]!.result}`);
   return id;

@@ -2,7 +2,7 @@ import { Router } from 'express';
 import type { Db } from '../../../core/src/db';
 import { reportOutcome, type OutcomeReport } from '../../../core/src/outreach/outcomes';
 import { addProspects, lookupProspect, type ProspectInput } from '../../../core/src/outreach/prospects';
-import { kickSchedule } from '../../../core/src/outreach/scheduler';
+import { queueStepsSoon } from '../../../core/src/outreach/scheduler';
 import { addProspectsInput, outcomeInput, prospectQuery } from '../../../core/src/outreach/schemas';
 import { validate } from '../../../core/src/validate';
 import { methodNotAllowed } from '../middleware/errors';
@@ -15,8 +15,8 @@ export function prospectsRouter(db: Db): Router {
     .route('/prospects')
     .post(async (req, res) => {
       const input = validate<{ campaign: number; prospects: ProspectInput[] }>(addProspectsInput, req.body);
-      const answer = await addProspects(db, res.locals.key.accountId, input.campaign, input.prospects);
-      if (answer.added || answer.updated) await kickSchedule(db, input.campaign);
+      const { answer, ready } = await addProspects(db, res.locals.key.accountId, input.campaign, input.prospects);
+      await queueStepsSoon(ready);
       res.json({ ok: true, ...answer });
     })
     .get(async (req, res) => {

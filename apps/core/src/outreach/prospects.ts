@@ -4,6 +4,7 @@ import type { Db, Tx } from '../db';
 import { NotFound } from '../errors';
 import { iso } from '../validate';
 import { isStopListed, normaliseEmail, normaliseSite } from './contacts';
+import type { DueStep } from './scheduler';
 import { firstStepAt } from './timing';
 
 /** The Prospect of spec 2.4: every string a string, `value` a number, timestamps ISO 8601 UTC or null. */
@@ -104,13 +105,15 @@ const sameJson = (a: unknown, b: unknown) => JSON.stringify(a) === JSON.stringif
  * take turns and the same address can never be added twice. Items are handled in input order; a duplicate inside one
  * request meets the row its first occurrence made (same, or updated when it brings a new name or fields).
  */
-export async function addProspects(db: Db, accountId: number, campaignId: number, items: ProspectInput[]): Promise<AddAnswer> {
+export async function addProspects(db: Db, accountId: number, campaignId: number, items: ProspectInput[]): Promise<{ answer: AddAnswer; ready: DueStep[] }> {
   return db.$transaction(
     async (tx) => {
       const campaign = await requireCampaign(tx, accountId, campaignId, true);
       const first = await tx.campaignStep.findFirst({ where: { campaignId }, orderBy: { position: 'asc' } });
       const answer: AddAnswer = { campaign: campaignId, added: 0, updated: 0, same: 0, stopped: 0, invalid: 0, prospects: [] };
       const now = new Date();
+      /** prospects whose step 1 is now scheduled: the caller queues their jobs after the commit */
+      const ready: DueStep[] = [];
       for (const item of items) {
         const email = normaliseEmail(item.email);
         const site = normaliseSite(item.site);
@@ -145,6 +148,7 @@ export async function addProspects(db: Db, accountId: number, campaignId: number
         if (!existing) {
           const start = startingState(campaign, email !== null, first ? first.delayHours : null, now);
           const created = await tx.prospect.create({ data: { campaignId, email, site, name, fields: fields as object, ...start } });
+          if (start.status === 'ready') ready.push({ prospectId: created.id, step: 1, nextAt: start.nextAt });
           answer.added++;
           answer.prospects.push({ contact, result: 'added', id: created.id });
           continue;
@@ -161,6 +165,7 @@ export async function addProspects(db: Db, accountId: number, campaignId: number
           if (existing.status === 'hold' && campaign.status === 'running' && first) {
             changes.status = 'ready';
             changes.nextAt = firstStepAt(now, first.delayHours);
+            ready.push({ prospectId: existing.id, step: 1, nextAt: changes.nextAt as Date });
           }
         }
         const changed = Object.keys(changes).length > 0;
@@ -168,7 +173,7 @@ export async function addProspects(db: Db, accountId: number, campaignId: number
         answer[changed ? 'updated' : 'same']++;
         answer.prospects.push({ contact, result: changed ? 'updated' : 'same', id: existing.id });
       }
-      return answer;
+      return { answer, ready };
     },
     { timeout: 20_000, maxWait: 10_000 },
   );

@@ -78,12 +78,12 @@ export async function scheduleDueSteps(db: Db, options: { campaignId?: number } 
   }
 }
 
-/** After a request changed prospects: queue what became due now; the periodic task is the safety net if this fails. */
-export async function kickSchedule(db: Db, campaignId: number): Promise<void> {
+/** After a request scheduled steps: queue their jobs now (delayed to their next_at); the periodic task is the safety net. */
+export async function queueStepsSoon(steps: DueStep[]): Promise<void> {
   try {
-    await scheduleDueSteps(db, { campaignId });
+    await queueSteps(steps);
   } catch (err) {
-    logger.warn({ err: (err as Error).message, campaignId }, 'could not queue due steps; the schedule task will');
+    logger.warn({ err: (err as Error).message, steps: steps.length }, 'could not queue steps; the schedule task will');
   }
 }
 

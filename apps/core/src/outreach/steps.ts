@@ -1,11 +1,10 @@
 import type { Db, Tx } from '../db';
 import { Prisma } from '../db';
 import { enqueueDelivery, storeMessages } from '../delivery/outbox';
-import { logger } from '../logger';
 import { isStopListed } from './contacts';
 import { claimMailboxSlot } from './limits';
 import { followUpSubject, renderSubject, renderTemplate, type TemplateContext } from './render';
-import { queueSteps } from './scheduler';
+import { queueStepsSoon } from './scheduler';
 import { afterHours, noReplyWaitHours } from './timing';
 
 /**
@@ -121,9 +120,7 @@ export async function runSequenceStep(db: Db, prospectId: number, step: number, 
   }
   if (outcome.kind === 'written') {
     await enqueueDelivery(db, [{ id: outcome.messageId }]);
-    await queueSteps([{ prospectId, step: outcome.next.step, nextAt: outcome.next.at }]).catch((err: Error) =>
-      logger.warn({ err: err.message, prospectId }, 'could not queue the next step; the schedule task will'),
-    );
+    await queueStepsSoon([{ prospectId, step: outcome.next.step, nextAt: outcome.next.at }]);
   } else if (outcome.kind === 'skipped') {
     await requeueWritten(db, prospectId, step);
   }
