@@ -29,6 +29,15 @@ describe('GET /api/v1/campaigns (spec 4.5)', () => {
     });
   });
 
+  it('answers an empty list for an account without campaigns, and 405 for other methods', async () => {
+    const tenant = await makeTenant({ prospects: true });
+    const res = await as(ctx.api, tenant.token).get('/api/v1/campaigns');
+    expect(res.body).toEqual({ ok: true, campaigns: [] });
+    const post = await as(ctx.api, tenant.token).post('/api/v1/campaigns').send({ name: 'x' });
+    expect(post.status).toBe(405);
+    expect(post.body.ok).toBe(false);
+  });
+
   it('answers 403 for a key without the prospects permission', async () => {
     const tenant = await makeTenant({ prospects: false });
     const res = await as(ctx.api, tenant.token).get('/api/v1/campaigns');
