@@ -144,6 +144,15 @@ describe('POST /api/v1/prospects/state (spec 4.8, 3.2)', () => {
     expect(await db().stopEntry.count({ where: { accountId: tenant.account.id, value: 'stop@x.org' } })).toBe(1);
   });
 
+  it('stop applies to a won prospect too: it ends lost/stopped', async () => {
+    const { add, report } = await setup();
+    await add({ email: 'won@x.org' });
+    await report({ email: 'won@x.org', state: 'agreed', value: 10 });
+    const res = await report({ email: 'won@x.org', state: 'stop' });
+    expect(res.status).toBe(200);
+    expect(res.body.prospect).toMatchObject({ status: 'lost', reason: 'stopped', value: 10, closed_at: expect.any(String) });
+  });
+
   it('value alone only sets the value', async () => {
     const { add, report } = await setup();
     const id = await add({ email: 'v@x.org' });

@@ -50,8 +50,7 @@ function transition(p: Prospect, state: OutcomeState, reason: LostReason | undef
       return { status: 'lost', reason: reason!, nextAt: null, closedAt: now };
     case 'stop':
       if (p.status === 'lost' && p.reason === 'stopped') return null;
-      // a won prospect stays won; its address still goes on the stop list
-      if (p.status === 'agreed' || p.status === 'placed') return {};
+      // DESIGN: stop closes the prospect as lost/stopped whatever it was, a won one included
       return { status: 'lost', reason: 'stopped', nextAt: null, closedAt: p.closedAt ?? now };
   }
 }
