@@ -128,6 +128,16 @@ describe('POST /api/v1/prospects (spec 4.6)', () => {
     expect(stopped).toMatchObject({ status: 'lost', reason: 'stopped' });
   });
 
+  it('does not close a site-only prospect because a stop-listed address of its site was added', async () => {
+    const { tenant, campaign, client } = await tenantWithCampaign();
+    await db().stopEntry.create({ data: { accountId: tenant.account.id, value: 'boss@acme.org' } });
+    const site = await client.post('/api/v1/prospects').send({ campaign: campaign.id, prospects: [{ site: 'acme.org' }] });
+    const res = await client.post('/api/v1/prospects').send({ campaign: campaign.id, prospects: [{ email: 'boss@acme.org', site: 'acme.org' }] });
+    expect(res.body.prospects[0]).toEqual({ contact: 'boss@acme.org', result: 'stopped', id: expect.any(Number) });
+    expect(res.body.prospects[0].id).not.toBe(site.body.prospects[0].id);
+    expect(await db().prospect.findUniqueOrThrow({ where: { id: site.body.prospects[0].id } })).toMatchObject({ status: 'new', email: null });
+  });
+
   it('sets the starting status by campaign status: new in draft and paused, ready or hold when running', async () => {
     const { tenant, client } = await tenantWithCampaign();
     const steps = [{ subject: 's', body: 'b', delay_hours: 2 }];

@@ -123,11 +123,7 @@ export async function addProspects(db: Db, accountId: number, campaignId: number
           continue;
         }
         const contact = email ?? site!;
-        // an address not yet in the campaign may complete a site-only prospect of the same site
         let existing = await findProspect(tx, campaignId, { email, site: email ? null : site });
-        if (!existing && email && site) {
-          existing = await tx.prospect.findFirst({ where: { campaignId, site, email: null }, orderBy: { id: 'asc' } });
-        }
         const name = item.name?.trim() ?? '';
         const fields = item.fields ?? {};
 
@@ -145,6 +141,10 @@ export async function addProspects(db: Db, accountId: number, campaignId: number
           continue;
         }
 
+        // an address not yet in the campaign may complete a site-only prospect of the same site
+        if (!existing && email && site) {
+          existing = await tx.prospect.findFirst({ where: { campaignId, site, email: null }, orderBy: { id: 'asc' } });
+        }
         if (!existing) {
           const start = startingState(campaign, email !== null, first ? first.delayHours : null, now);
           const created = await tx.prospect.create({ data: { campaignId, email, site, name, fields: fields as object, ...start } });

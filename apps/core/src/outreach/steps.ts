@@ -42,7 +42,8 @@ async function decideAndWrite(tx: Tx, prospectId: number, step: number): Promise
   const campaign = await tx.campaign.findUniqueOrThrow({ where: { id: p.campaign_id }, include: { steps: { orderBy: { position: 'asc' } }, mailbox: true } });
   if (campaign.status !== 'running') return { kind: 'skipped', why: `campaign is ${campaign.status}` };
   const now = new Date();
-  if (!p.next_at || p.next_at.getTime() > now.getTime()) return { kind: 'deferred', until: p.next_at ?? now, why: 'not_due' };
+  if (!p.next_at) return { kind: 'skipped', why: 'no step is scheduled' };
+  if (p.next_at.getTime() > now.getTime()) return { kind: 'deferred', until: p.next_at, why: 'not_due' };
 
   const steps = campaign.steps;
   if (step > steps.length) {
@@ -50,7 +51,11 @@ async function decideAndWrite(tx: Tx, prospectId: number, step: number): Promise
     await tx.prospect.update({ where: { id: p.id }, data: { status: 'lost', reason: 'no_reply', nextAt: null, closedAt: now } });
     return { kind: 'closed' };
   }
-  if (!p.email || (await isStopListed(tx, campaign.accountId, { email: p.email, site: p.site }))) {
+  if (!p.email) {
+    await tx.prospect.update({ where: { id: p.id }, data: { status: 'hold', nextAt: null } });
+    return { kind: 'skipped', why: 'no address to write to' };
+  }
+  if (await isStopListed(tx, campaign.accountId, { email: p.email, site: p.site })) {
     await tx.prospect.update({ where: { id: p.id }, data: { status: 'lost', reason: 'stopped', nextAt: null, closedAt: now } });
     return { kind: 'skipped', why: 'address is on the stop list' };
   }
