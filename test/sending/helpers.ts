@@ -1,3 +1,5 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import path from 'node:path';
 import type { Worker } from 'bullmq';
 import { db } from '../../apps/core/src/db';
 import { enqueueDelivery, storeMessages, type OutgoingEmail } from '../../apps/core/src/delivery/outbox';
@@ -51,4 +53,24 @@ export async function waitForStatus(messageId: string, statuses: string[], timeo
     },
     { timeout, what: `message ${messageId} to be ${statuses.join(' or ')}` },
   );
+}
+
+export interface OwnProcess {
+  child: ChildProcess;
+  stdout: () => string;
+  exited: Promise<number | null>;
+}
+
+/**
+ * A TypeScript file of the project run as ONE node process (`node --import tsx`), so that killing it kills the code
+ * itself (the tsx CLI would leave its child running after a SIGKILL).
+ */
+export function runProcess(entry: string, env: NodeJS.ProcessEnv = {}): OwnProcess {
+  const root = path.resolve(__dirname, '../..');
+  const child = spawn(process.execPath, ['--import', 'tsx', path.join(root, entry)], { cwd: root, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
+  child.stderr!.on('data', (d: Buffer) => (out += d.toString()));
+  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+  return { child, stdout: () => out, exited };
 }

@@ -1,0 +1,111 @@
+import net from 'node:net';
+import { Worker } from 'bullmq';
+import { db } from '../../apps/core/src/db';
+import { closeTransports } from '../../apps/core/src/delivery/transport';
+import { QUEUE, jobId, queue, queueConnection, queuePrefix } from '../../apps/core/src/queues';
+import { processDelivery } from '../../apps/worker/src/processors/delivery';
+import { maintenanceTasks } from '../../apps/worker/src/processors/maintenance';
+import { makeTenant } from '../helpers/factories';
+import { freePort } from '../helpers/processes';
+import { SmtpSink } from '../helpers/smtp-sink';
+import { waitFor } from '../helpers/wait';
+import { insertMessage, runProcess, waitForStatus, type OwnProcess } from './helpers';
+
+jest.setTimeout(60_000);
+
+const sink = new SmtpSink();
+const children: OwnProcess[] = [];
+const workers: Worker[] = [];
+beforeAll(() => sink.start());
+// each test starts its own workers and processes, so no job of one test is taken by another's
+afterEach(async () => {
+  for (const proc of children.splice(0)) if (proc.child.exitCode === null) proc.child.kill('SIGKILL');
+  await Promise.all(workers.splice(0).map((w) => w.close()));
+});
+afterAll(async () => {
+  closeTransports();
+  await sink.stop();
+});
+
+/** A delivery worker in this process, as after a restart; checks for stalled jobs every second. */
+function startWorker(): Worker {
+  const worker = new Worker(QUEUE.delivery, processDelivery, { connection: queueConnection(), prefix: queuePrefix(), stalledInterval: 1000 });
+  workers.push(worker);
+  return worker;
+}
+
+describe('nothing accepted is lost', () => {
+  it('accepts a send while Redis is unreachable, and the reconciler queues it once Redis is back', async () => {
+    const tenant = await makeTenant({ smtp: sink.url });
+    const closedPort = await freePort();
+    const port = await freePort();
+    const api = runProcess('test/sending/fixtures/api-process.ts', { PORT: String(port), REDIS_URL: `redis://127.0.0.1:${closedPort}` });
+    children.push(api);
+    await waitFor(() => api.stdout().includes('listening') || api.child.exitCode !== null, { timeout: 30_000, what: 'the API process' });
+
+    const res = await fetch(`http://127.0.0.1:${port}/api/v1/send`, {
+      method: 'POST',
+      headers: { Authorization: `Bearer ${tenant.token}`, 'Content-Type': 'application/json' },
+      body: JSON.stringify({ to: 'kept@example.org', subject: 'Kept', text: 'x' }),
+    });
+    expect(res.status).toBe(202);
+    const answer = (await res.json()) as { messages: { id: string }[] };
+    const id = answer.messages[0]!.id;
+    const row = await db().message.findUniqueOrThrow({ where: { id } });
+    expect(row).toMatchObject({ status: 'queued', enqueuedAt: null });
+    expect(await queue(QUEUE.delivery).getJob(jobId.delivery(id))).toBeUndefined();
+    api.child.kill('SIGTERM');
+
+    startWorker();
+    expect(await maintenanceTasks.reconcile()).toMatchObject({ requeued: 1 });
+    await waitForStatus(id, ['sent']);
+    expect(sink.to('kept@example.org')).toHaveLength(1);
+    expect(await maintenanceTasks.reconcile()).toMatchObject({ requeued: 0 });
+  });
+
+  it('delivers a message whose worker was killed mid-job, once, after a worker starts again', async () => {
+    // an SMTP server that accepts the connection and never greets: the worker hangs inside the job
+    const hanging = net.createServer(() => undefined);
+    await new Promise<void>((resolve) => hanging.listen(0, '127.0.0.1', resolve));
+    try {
+      const port = (hanging.address() as net.AddressInfo).port;
+      const tenant = await makeTenant({ smtp: `smtp://127.0.0.1:${port}` });
+      const worker = runProcess('test/sending/fixtures/delivery-worker.ts', { DELIVERY_LEASE_SECONDS: '2' });
+      children.push(worker);
+      await waitFor(() => worker.stdout().includes('ready'), { timeout: 30_000, what: 'the worker process' });
+      const { id } = await insertMessage(tenant, 'survivor@example.org');
+      await queue(QUEUE.delivery).add(QUEUE.delivery, { messageId: id }, { jobId: jobId.delivery(id), attempts: 8 });
+      await waitForStatus(id, ['sending']);
+      worker.child.kill('SIGKILL');
+      await worker.exited;
+
+      // the mailbox is fixed meanwhile; the restarted worker picks the stalled job up after the lease
+      await db().mailbox.update({ where: { id: tenant.mailbox.id }, data: { smtpPort: sink.portNumber } });
+      startWorker();
+      const sent = await waitForStatus(id, ['sent'], 20_000);
+      expect(sent.attempts).toBe(2);
+      expect(sink.to('survivor@example.org')).toHaveLength(1);
+    } finally {
+      await new Promise((resolve) => hanging.close(resolve));
+    }
+  });
+
+  it('re-queues a row left sending by a dead worker whose job is gone, and one whose job finished without it', async () => {
+    const tenant = await makeTenant({ smtp: sink.url });
+    const orphan = await insertMessage(tenant, 'orphan@example.org');
+    await db().message.update({ where: { id: orphan.id }, data: { status: 'sending', lockedUntil: new Date(Date.now() - 1000), enqueuedAt: new Date(Date.now() - 3600_000) } });
+    // a job that completed while its row said there was nothing to do, and the row later reads unfinished
+    // (as when a worker's last write to the row was lost)
+    const finished = await insertMessage(tenant, 'finished@example.org');
+    await db().message.update({ where: { id: finished.id }, data: { status: 'cancelled' } });
+    const job = await queue(QUEUE.delivery).add(QUEUE.delivery, { messageId: finished.id }, { jobId: jobId.delivery(finished.id) });
+    startWorker();
+    await waitFor(async () => (await job.getState()) === 'completed');
+    await db().message.update({ where: { id: finished.id }, data: { status: 'queued', enqueuedAt: new Date(Date.now() - 3600_000) } });
+
+    expect(await maintenanceTasks.reconcile()).toMatchObject({ requeued: 2 });
+    await waitForStatus(orphan.id, ['sent']);
+    await waitForStatus(finished.id, ['sent']);
+    expect(sink.to('orphan@example.org')).toHaveLength(1);
+  });
+});
