@@ -53,6 +53,20 @@ describe('delivery worker', () => {
     expect(sink.to('race@example.org')).toHaveLength(1);
   });
 
+  it("waits for another worker's lease to end instead of sending alongside it", async () => {
+    const tenant = await makeTenant({ smtp: sink.url });
+    const { id } = await insertMessage(tenant, 'leased@example.org');
+    const leaseEnd = new Date(Date.now() + 1500);
+    await db().message.update({ where: { id }, data: { status: 'sending', lockedUntil: leaseEnd } });
+    await queue(QUEUE.delivery).add(QUEUE.delivery, { messageId: id }, { ...JOB_OPTIONS.delivery, jobId: jobId.delivery(id) });
+    const job = await Job.fromId(queue(QUEUE.delivery), jobId.delivery(id));
+    await waitFor(async () => (await job!.getState()) === 'delayed');
+    expect(sink.to('leased@example.org')).toHaveLength(0);
+    const row = await waitForStatus(id, ['sent']);
+    expect(row.sentAt!.getTime()).toBeGreaterThanOrEqual(leaseEnd.getTime());
+    expect(sink.to('leased@example.org')).toHaveLength(1);
+  });
+
   it('defers on a 4xx answer and delivers on a later attempt', async () => {
     const tenant = await makeTenant({ smtp: sink.url });
     let refusals = 0;
