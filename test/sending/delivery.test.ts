@@ -113,12 +113,14 @@ describe('delivery worker', () => {
     await waitFor(async () => (await job!.getState()) === 'completed');
   });
 
-  it('fails at once on a 5xx answer to the message data', async () => {
+  it('fails at once on a 5xx answer to the message data and suppresses the address', async () => {
     const tenant = await makeTenant({ smtp: sink.url });
     sink.rule = (stage, address) => (stage === 'data' && address === 'spamtrap@example.org' ? { code: 554, message: 'rejected as spam' } : undefined);
     const id = await queueEmail(tenant, { to: 'spamtrap@example.org' });
     const row = await waitForStatus(id, ['failed']);
     expect(row).toMatchObject({ attempts: 1, smtpResponse: expect.stringMatching(/^554/) });
+    const suppression = await db().suppression.findUniqueOrThrow({ where: { accountId_email: { accountId: tenant.account.id, email: 'spamtrap@example.org' } } });
+    expect(suppression).toMatchObject({ reason: 'bounced', detail: expect.stringMatching(/^554/) });
   });
 
   it('cancels without sending when a pre-send guard refuses', async () => {

@@ -79,7 +79,7 @@ async function claim(db: Db, messageId: string): Promise<Claim> {
       data: { status: 'sending', lockedUntil: new Date(now.getTime() + deliveryLeaseMs()), attempts: { increment: 1 } },
     });
     return { kind: 'claimed', message };
-  });
+  }, { maxWait: 10_000, timeout: 10_000 });
 }
 
 /**
