@@ -9,7 +9,7 @@ import { closeDb, db } from '../apps/core/src/db';
 import { AppError } from '../apps/core/src/errors';
 import { closeRedis, redis } from '../apps/core/src/redis';
 import { createAccount, listAccounts } from '../apps/core/src/services/accounts';
-import { createCampaign, updateCampaign } from '../apps/core/src/services/campaigns';
+import { changeCampaign, createCampaign } from '../apps/core/src/services/campaigns';
 import { createKey, listKeys, revokeKey, revocationChannel } from '../apps/core/src/services/keys';
 import { createList } from '../apps/core/src/services/lists';
 import { createMailbox, listMailboxes } from '../apps/core/src/services/mailboxes';
@@ -129,8 +129,7 @@ async function run(command: string[], flags: Flags): Promise<unknown> {
         steps: stepsFrom(flags.steps),
         stages: stagesFrom(flags.stages),
       });
-      const { after } = await d.$transaction((tx) => updateCampaign(tx, id, changes));
-      return { campaign: after };
+      return { campaign: await changeCampaign(d, id, changes) };
     }
     case 'messages':
       return { messages: await listMessages(d, validate(schemas.messagesQuery, { to: flags.to, limit: flags.limit })) };

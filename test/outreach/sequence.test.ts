@@ -132,8 +132,8 @@ describe('sequences on the wire', () => {
     const during = await client.get('/api/v1/prospects').query({ campaign: campaign.id, email: 'cy@reader.org' });
     expect(during.body.prospect).toMatchObject({ status: 'writing', step: 1 });
 
+    // the resume itself queues what is due: no scheduler tick runs in this test
     await asAdmin(ctx.api).patch(`/admin/api/campaigns/${campaign.id}`).send({ status: 'running' });
-    await scheduleDueSteps(db()); // what the periodic schedule task does
     await waitFor(() => sink.to('cy@reader.org').length + sink.to('di@reader.org').length === 4, { what: 'both second steps' });
     const [cyFirst, cySecond] = sink.to('cy@reader.org').map((m) => m.parsed);
     expect(cySecond!.subject).toBe('Re: Hi Cy');

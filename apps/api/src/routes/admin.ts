@@ -3,7 +3,7 @@ import * as schemas from '../../../core/src/admin-schemas';
 import type { Db } from '../../../core/src/db';
 import { redis } from '../../../core/src/redis';
 import { createAccount, listAccounts } from '../../../core/src/services/accounts';
-import { createCampaign, updateCampaign } from '../../../core/src/services/campaigns';
+import { changeCampaign, createCampaign } from '../../../core/src/services/campaigns';
 import { createKey, listKeys, revokeKey, revocationChannel } from '../../../core/src/services/keys';
 import { createList } from '../../../core/src/services/lists';
 import { createMailbox, listMailboxes } from '../../../core/src/services/mailboxes';
@@ -79,8 +79,7 @@ export function adminRouter(db: Db): Router {
     .patch(async (req, res) => {
       const id = validate(schemas.idParam, req.params.id);
       const changes = validate(schemas.campaignChanges, req.body);
-      const { after } = await db.$transaction((tx) => updateCampaign(tx, id, changes));
-      res.json({ ok: true, campaign: after });
+      res.json({ ok: true, campaign: await changeCampaign(db, id, changes) });
     })
     .all(methodNotAllowed);
 

@@ -1,10 +1,11 @@
 import type { Campaign, CampaignStep } from '../../../../generated/prisma/client';
 import type { CampaignGoal, CampaignStatus } from '../../../../generated/prisma/enums';
-import type { Tx } from '../db';
+import type { Db, Tx } from '../db';
 import { NotFound } from '../errors';
 import { requireAccount } from './accounts';
 import { requireMailbox } from './mailboxes';
-import { startCampaignProspects } from '../outreach/scheduler';
+import { logger } from '../logger';
+import { scheduleDueSteps, startCampaignProspects } from '../outreach/scheduler';
 
 export const GOALS = ['links', 'sales', 'partners', 'press', 'hiring', 'reviews', 'winback', 'plain'] as const;
 export const CAMPAIGN_STATUSES = ['draft', 'running', 'paused'] as const;
@@ -111,6 +112,20 @@ export async function updateCampaign(db: Tx, id: number, changes: CampaignChange
   if (campaign.status === 'running' && before.status !== 'running') await startCampaignProspects(db, id);
   const prospects = await db.prospect.count({ where: { campaignId: id } });
   return { before, after: detail(campaign, prospects) };
+}
+
+/**
+ * The admin change of a campaign: the update in one transaction, then, when it starts or resumes running, its due steps
+ * are queued at once rather than at the next tick of the schedule task (which stays the safety net if Redis is away).
+ */
+export async function changeCampaign(db: Db, id: number, changes: CampaignChanges): Promise<CampaignDetail> {
+  const { before, after } = await db.$transaction((tx) => updateCampaign(tx, id, changes));
+  if (after.status === 'running' && before.status !== 'running') {
+    await scheduleDueSteps(db, { campaignId: id }).catch((err: Error) =>
+      logger.warn({ err: err.message, campaign: id }, 'could not queue due steps now; the schedule task will'),
+    );
+  }
+  return after;
 }
 
 export async function listCampaigns(db: Tx, account: number): Promise<CampaignView[]> {

@@ -1,12 +1,8 @@
 import { DelayedError, type Job } from 'bullmq';
 import { db } from '../../../core/src/db';
 import { logger } from '../../../core/src/logger';
-import { registerSequenceGuard } from '../../../core/src/outreach/guard';
 import { runSequenceStep, type StepOutcome } from '../../../core/src/outreach/steps';
 import type { JobPayloads } from '../../../core/src/queues';
-
-// Every process that delivers mail runs the workers, and so registers the check that stops a step at send time.
-registerSequenceGuard();
 
 /**
  * Writes step `step` of a prospect's sequence (the payload is ids only; the row is reloaded and re-checked).
