@@ -4,7 +4,7 @@ import { deliverMessage } from '../../apps/core/src/delivery/deliver';
 import { closeTransports } from '../../apps/core/src/delivery/transport';
 import { QUEUE, jobId, queue } from '../../apps/core/src/queues';
 import { as, useApi } from '../helpers/api';
-import { makeTenant, type Tenant } from '../helpers/factories';
+import { makeList, makeTenant, type Tenant } from '../helpers/factories';
 import { SmtpSink } from '../helpers/smtp-sink';
 import { waitFor } from '../helpers/wait';
 import { useDeliveryWorker, waitForStatus } from './helpers';
@@ -158,6 +158,21 @@ describe('POST /api/v1/send on the wire', () => {
     expect(row.smtpResponse).toMatch(/^550 user unknown/);
     const next = await send(tenant, { to: ['nobody@example.org', 'fine@example.org'], subject: 'Again', text: 'x' });
     expect(next.body.skipped).toEqual([{ to: 'nobody@example.org', reason: 'bounced' }]);
+  });
+
+  it('a bounce turns the address\'s subscriptions in the account to bounced and lowers the lists\' counts', async () => {
+    const tenant = await makeTenant({ smtp: sink.url });
+    const list = await makeList(tenant.account.id, tenant.mailbox.id, { confirm: false });
+    const client = as(ctx.api, tenant.token);
+    expect((await client.post('/api/v1/subscribers').send({ list: list.key, email: 'gone-away@example.org' })).body.status).toBe('active');
+    expect((await client.get('/api/v1/lists')).body.lists[0].subscribers).toBe(1);
+    sink.rule = (stage, address) => (stage === 'rcpt' && address === 'gone-away@example.org' ? { code: 550, message: 'mailbox gone' } : undefined);
+    const res = await send(tenant, { to: 'gone-away@example.org', subject: 'Hi', text: 'x' }).set('Prefer', 'wait=10');
+    expect(res.body.messages[0].status).toBe('bounced');
+    const subscriber = await db().subscriber.findUniqueOrThrow({ where: { listId_email: { listId: list.id, email: 'gone-away@example.org' } } });
+    expect(subscriber.status).toBe('bounced');
+    expect((await client.get('/api/v1/lists')).body.lists[0].subscribers).toBe(0);
+    expect((await client.post('/api/v1/subscribers').send({ list: list.key, email: 'gone-away@example.org' })).body.status).toBe('suppressed');
   });
 
   it('replays the 200 answer of a Prefer: wait request', async () => {

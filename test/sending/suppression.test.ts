@@ -21,14 +21,19 @@ describe('suppressed and stop-listed recipients', () => {
         { accountId, value: 'blocked.example', kind: 'domain' },
       ],
     });
-    const res = await send(tenant, ['Bounced@example.org', 'ok@example.org', 'complained@example.org', 'stopped@example.org', 'anyone@blocked.example']);
+    const res = await send(tenant, ['Bounced@example.org', 'ok@example.org', 'complained@example.org', 'stopped@example.org', 'anyone@blocked.example', 'sales@eu.blocked.example', 'x@notblocked.example']);
     expect(res.status).toBe(202);
-    expect(res.body.messages).toEqual([{ id: expect.any(String), to: 'ok@example.org', status: 'queued' }]);
+    expect(res.body.messages).toEqual([
+      { id: expect.any(String), to: 'ok@example.org', status: 'queued' },
+      { id: expect.any(String), to: 'x@notblocked.example', status: 'queued' },
+    ]);
     expect(res.body.skipped).toEqual([
       { to: 'bounced@example.org', reason: 'bounced' },
       { to: 'complained@example.org', reason: 'complained' },
       { to: 'stopped@example.org', reason: 'stopped' },
       { to: 'anyone@blocked.example', reason: 'stopped' },
+      // a stop-listed domain covers its subdomains, as it does for prospects
+      { to: 'sales@eu.blocked.example', reason: 'stopped' },
     ]);
     const again = await as(ctx.api, tenant.token).get(`/api/v1/send/${res.body.id}`);
     expect(again.body.skipped).toEqual(res.body.skipped);

@@ -1,7 +1,7 @@
 import type { Mailbox, Message, Send } from '../../../../generated/prisma/client';
 import type { Db } from '../db';
 import { logger } from '../logger';
-import { suppressBounced } from '../sending/suppression';
+import { suppressAddress } from '../subscribers/machine';
 import { composeMail } from './compose';
 import { preSendRefusal } from './guards';
 import { transportFor } from './transport';
@@ -109,7 +109,7 @@ export async function deliverMessage(db: Db, messageId: string, options: { lastA
           where: { id: message.id },
           data: { status: permanent.status, lastError: err.message, smtpResponse: answer, lockedUntil: null },
         });
-        if (permanent.suppress) await suppressBounced(tx, message.accountId, message.to, answer ?? err.message);
+        if (permanent.suppress) await suppressAddress(tx, message.accountId, message.to, 'bounced', (answer ?? err.message).slice(0, 1000));
       });
       logger.info({ message: message.id, status: permanent.status, response: answer }, 'delivery refused for good');
       return { kind: 'rejected', status: permanent.status, response: answer ?? err.message };

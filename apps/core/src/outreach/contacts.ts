@@ -32,7 +32,7 @@ export function normaliseSite(raw: unknown): string | null {
 export const domainOf = (email: string): string => email.slice(email.lastIndexOf('@') + 1);
 
 /** `mail.acme.co.uk` -> [mail.acme.co.uk, acme.co.uk, co.uk]: a stop-listed domain covers its subdomains too. */
-function domainAndParents(host: string): string[] {
+export function domainAndParents(host: string): string[] {
   const labels = host.split('.');
   const out: string[] = [];
   for (let i = 0; i < labels.length - 1; i++) out.push(labels.slice(i).join('.'));
