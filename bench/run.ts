@@ -85,7 +85,7 @@ async function makeTenant(): Promise<Tenant> {
     account: account.id,
     address: 'bench@example.com',
     smtp: `smtp://127.0.0.1:${PORTS.sinkSmtp}`,
-    daily_limit: 1_000_000,
+    daily_limit: 100_000,
     gap_seconds: 0,
   });
   const { key } = await admin<{ key: { token: string } }>('/keys', {
@@ -283,7 +283,7 @@ function print(r: Record<string, any>): void {
 }
 
 main().catch((err) => {
-  console.error(`bench: ${(err as Error).message}`);
+  console.error(`bench: ${(err as Error).message.replace(/^bench: /, '')}`);
   for (const child of children) if (child.exitCode === null) child.kill('SIGKILL');
   process.exit(1);
 });

@@ -1,4 +1,5 @@
 import { PrismaPg } from '@prisma/adapter-pg';
+import { Pool } from 'pg';
 import { PrismaClient } from '../../../generated/prisma/client';
 import { config } from './config';
 
@@ -6,8 +7,26 @@ export type Db = PrismaClient;
 /** A client or the client of an interactive transaction: domain functions accept either. */
 export type Tx = Omit<PrismaClient, '$connect' | '$disconnect' | '$on' | '$transaction' | '$extends'>;
 
+/** The pg pool under each client: Prisma and the hot raw statements share its connections. */
+const pools = new WeakMap<Db, Pool>();
+
 export function createDb(url = config().databaseUrl, max = 10): Db {
-  return new PrismaClient({ adapter: new PrismaPg({ connectionString: url, max }) });
+  const pool = new Pool({ connectionString: url, max });
+  pool.on('error', () => undefined); // an idle connection dropped by the server; the pool replaces it
+  const client = new PrismaClient({ adapter: new PrismaPg(pool) });
+  pools.set(client, pool);
+  return client;
+}
+
+/**
+ * A parameterised statement ($1, $2...) straight on the pool, for the few statements on the send path where Prisma's
+ * own cost per query shows (about 0.7 ms of CPU against 0.1 ms; bench/README.md). Given a transaction client, it runs
+ * inside that transaction through Prisma instead.
+ */
+export async function rawQuery<T>(db: Tx, text: string, values: unknown[] = []): Promise<T[]> {
+  const pool = pools.get(db as Db);
+  if (pool) return (await pool.query(text, values)).rows as T[];
+  return db.$queryRawUnsafe<T[]>(text, ...values);
 }
 
 let shared: Db | undefined;
@@ -23,6 +42,7 @@ export async function closeDb(): Promise<void> {
     const client = shared;
     shared = undefined;
     await client.$disconnect();
+    await pools.get(client)?.end();
   }
 }
 

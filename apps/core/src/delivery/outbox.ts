@@ -1,7 +1,7 @@
 import crypto from 'node:crypto';
 import type { Prisma } from '../../../../generated/prisma/client';
 import type { MessageKind } from '../../../../generated/prisma/enums';
-import type { Tx } from '../db';
+import { rawQuery, type Tx } from '../db';
 import { JOB_OPTIONS, QUEUE, jobId, queue } from '../queues';
 
 /**
@@ -62,23 +62,35 @@ export async function storeMessages(db: Tx, emails: OutgoingEmail[]): Promise<Pr
   return rows;
 }
 
+/** Puts delivery jobs on the queue; job ids are deterministic, so queueing a message twice yields one job. */
+export async function addDeliveryJobs(messages: { id: string; notBefore?: Date | null }[]): Promise<void> {
+  if (!messages.length) return;
+  const now = Date.now();
+  const jobs = messages.map((m) => ({
+    name: QUEUE.delivery,
+    data: { messageId: m.id },
+    opts: {
+      ...JOB_OPTIONS.delivery,
+      jobId: jobId.delivery(m.id),
+      delay: m.notBefore ? Math.max(0, m.notBefore.getTime() - now) : undefined,
+    },
+  }));
+  // addBulk wraps its jobs in MULTI/EXEC: worth it for many, a cost for the common single copy
+  if (jobs.length === 1) await queue(QUEUE.delivery).add(jobs[0]!.name, jobs[0]!.data, jobs[0]!.opts);
+  else await queue(QUEUE.delivery).addBulk(jobs);
+}
+
 /**
- * Puts delivery jobs on the queue (one addBulk) and marks the rows enqueued. Job ids are deterministic, so queueing a
- * message twice (the reconciler and the API racing) yields one job. Call after the rows are committed.
+ * Puts delivery jobs on the queue and marks the rows enqueued (the reconciler re-queues rows left without the mark).
+ * Call after the rows are committed.
  */
 export async function enqueueDelivery(db: Tx, messages: { id: string; notBefore?: Date | null }[]): Promise<void> {
   if (!messages.length) return;
-  const now = Date.now();
-  await queue(QUEUE.delivery).addBulk(
-    messages.map((m) => ({
-      name: QUEUE.delivery,
-      data: { messageId: m.id },
-      opts: {
-        ...JOB_OPTIONS.delivery,
-        jobId: jobId.delivery(m.id),
-        delay: m.notBefore ? Math.max(0, m.notBefore.getTime() - now) : undefined,
-      },
-    })),
-  );
-  await db.message.updateMany({ where: { id: { in: messages.map((m) => m.id) } }, data: { enqueuedAt: new Date() } });
+  await addDeliveryJobs(messages);
+  await rawQuery(db, 'UPDATE messages SET enqueued_at = now() WHERE id = ANY($1::uuid[])', [messages.map((m) => m.id)]);
+}
+
+/** Clears the enqueued mark of rows whose jobs Redis did not take, so the reconciler queues them on its next run. */
+export async function markNotEnqueued(db: Tx, ids: string[]): Promise<void> {
+  await rawQuery(db, 'UPDATE messages SET enqueued_at = NULL WHERE id = ANY($1::uuid[])', [ids]);
 }

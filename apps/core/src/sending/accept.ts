@@ -1,11 +1,13 @@
 import crypto from 'node:crypto';
 import type { ApiKey } from '../../../../generated/prisma/client';
 import type { Db, Tx } from '../db';
-import { enqueueDelivery, storeMessages } from '../delivery/outbox';
+import { addDeliveryJobs, markNotEnqueued } from '../delivery/outbox';
 import { NotFound, Unprocessable } from '../errors';
 import { logger } from '../logger';
 import { finishIdempotent, releaseIdempotent, requestFingerprint, startIdempotent } from './idempotency';
-import { dailyQuota, reserveDailyQuota, type DailyQuota } from './quota';
+import { sendingMailbox } from './mailbox';
+import { dailyQuota, refuseOverLimit, secondsToNextUtcMidnight, type DailyQuota } from './quota';
+import { writeAcceptedSend } from './write';
 import { parseSendRequest } from './schema';
 import { blockedRecipients, type SkipReason } from './suppression';
 
@@ -78,7 +80,7 @@ export async function acceptSend(
   body: unknown,
   options: { idempotencyKey: string | null; waitSeconds: number },
 ): Promise<AcceptedSend> {
-  const mailbox = await db.mailbox.findUniqueOrThrow({ where: { id: key.mailboxId } });
+  const mailbox = await sendingMailbox(db, key.mailboxId);
   const request = parseSendRequest(body, mailbox.address);
   const idempotent = options.idempotencyKey ? await startIdempotent(db, key.id, options.idempotencyKey, requestFingerprint(body)) : null;
   if (idempotent?.kind === 'replay') {
@@ -87,59 +89,41 @@ export async function acceptSend(
   const recordId = idempotent?.recordId;
   let accepted: { answer: SendAnswer; quota: DailyQuota; rows: { id: string; notBefore?: Date | null }[] };
   try {
-    accepted = await db.$transaction(
-      async (tx) => {
-        const blocked = await blockedRecipients(tx, key.accountId, request.to);
-        const skipped = request.to.filter((to) => blocked.has(to)).map((to) => ({ to, reason: blocked.get(to)! }));
-        const recipients = request.to.filter((to) => !blocked.has(to));
-        if (!recipients.length) throw new Unprocessable('nobody to write to: every recipient is suppressed or on the stop list');
-        const quota = await reserveDailyQuota(tx, key, recipients.length);
-        const sendId = crypto.randomUUID();
-        await tx.send.create({
-          data: {
-            id: sendId,
-            accountId: key.accountId,
-            apiKeyId: key.id,
-            fromName: request.fromName ?? mailbox.name,
-            replyTo: request.replyTo,
-            subject: request.subject,
-            text: request.text,
-            html: request.html,
-            headers: request.headers,
-            attachments: request.attachments as object[],
-            metadata: request.metadata as object,
-            skipped,
-            sendAt: request.sendAt,
-          },
-        });
-        const rows = await storeMessages(
-          tx,
-          recipients.map((to) => ({
-            accountId: key.accountId,
-            mailboxId: mailbox.id,
-            fromAddress: mailbox.address,
-            kind: 'transactional' as const,
-            sendId,
-            to,
-            subject: request.subject,
-            notBefore: request.sendAt,
-          })),
-        );
-        const answer: SendAnswer = { ok: true, id: sendId, status: 'queued', messages: rows.map((r) => ({ id: r.id!, to: r.to, status: 'queued' })), skipped };
-        if (recordId !== undefined) await finishIdempotent(tx, recordId, 202, answer);
-        return { answer, quota, rows: rows.map((r) => ({ id: r.id!, notBefore: r.notBefore as Date | null })) };
-      },
-      { maxWait: 15_000, timeout: 20_000 },
-    );
+    const blocked = await blockedRecipients(db, key.accountId, request.to);
+    const skipped = request.to.filter((to) => blocked.has(to)).map((to) => ({ to, reason: blocked.get(to)! }));
+    const recipients = request.to.filter((to) => !blocked.has(to));
+    if (!recipients.length) throw new Unprocessable('nobody to write to: every recipient is suppressed or on the stop list');
+    const sendId = crypto.randomUUID();
+    const answerFor = (messages: { id: string; to: string }[]): SendAnswer => ({
+      ok: true,
+      id: sendId,
+      status: 'queued',
+      messages: messages.map((m) => ({ ...m, status: 'queued' })),
+      skipped,
+    });
+    const written = await writeAcceptedSend(db, key, mailbox, { ...request, fromName: request.fromName ?? mailbox.name }, {
+      sendId,
+      skipped,
+      recipients,
+      answer: answerFor,
+      idempotencyRecord: recordId,
+    });
+    if (written.used === null) await refuseOverLimit(db, key, recipients.length);
+    accepted = {
+      answer: answerFor(written.messages),
+      quota: { limit: key.dailyLimit, used: written.used!, resetSeconds: secondsToNextUtcMidnight() },
+      rows: written.messages.map((m) => ({ id: m.id, notBefore: request.sendAt })),
+    };
   } catch (err) {
     if (recordId !== undefined) await releaseIdempotent(db, recordId);
     throw err;
   }
 
   try {
-    await withTimeout(enqueueDelivery(db, accepted.rows), ENQUEUE_TIMEOUT_MS);
+    await withTimeout(addDeliveryJobs(accepted.rows), ENQUEUE_TIMEOUT_MS);
   } catch (err) {
     logger.warn({ send: accepted.answer.id, err: (err as Error).message }, 'could not queue delivery now; the reconciler will');
+    await markNotEnqueued(db, accepted.rows.map((r) => r.id)).catch(() => undefined);
   }
 
   const waitSeconds = Math.min(options.waitSeconds, MAX_WAIT_SECONDS);

@@ -31,29 +31,12 @@ export async function dailyQuota(db: Tx, key: { id: number; dailyLimit: number }
   return { limit: key.dailyLimit, used: usage?.count ?? 0, resetSeconds: secondsToNextUtcMidnight(now) };
 }
 
-/**
- * Counts `copies` against the key's limit for today, all or nothing: one conditional upsert, so parallel requests
- * serialise on the usage row and never overshoot. Call in the transaction that writes the messages, so a refusal or
- * a rollback takes the count back with them. Throws 429 with Retry-After (next UTC midnight) when over.
- */
-export async function reserveDailyQuota(db: Tx, key: { id: number; dailyLimit: number }, copies: number, now = new Date()): Promise<DailyQuota> {
-  const day = utcDay(now);
-  const resetSeconds = secondsToNextUtcMidnight(now);
-  const rows =
-    copies <= key.dailyLimit
-      ? await db.$queryRaw<{ count: number }[]>`
-          INSERT INTO key_daily_usage (api_key_id, day, count) VALUES (${key.id}, ${day.toISOString().slice(0, 10)}::date, ${copies})
-          ON CONFLICT (api_key_id, day) DO UPDATE SET count = key_daily_usage.count + EXCLUDED.count
-          WHERE key_daily_usage.count + EXCLUDED.count <= ${key.dailyLimit}
-          RETURNING count`
-      : [];
-  if (!rows.length) {
-    const current = await dailyQuota(db, key, now);
-    throw new LimitReached(
-      `the key's daily limit of ${key.dailyLimit} emails would be passed: ${current.used} sent today, this request has ${copies}`,
-      resetSeconds,
-      rateLimitHeaders(current),
-    );
-  }
-  return { limit: key.dailyLimit, used: rows[0]!.count, resetSeconds };
+/** The 429 for a send of `copies` that would pass the key's limit for today (nothing was written). */
+export async function refuseOverLimit(db: Tx, key: { id: number; dailyLimit: number }, copies: number, now = new Date()): Promise<never> {
+  const current = await dailyQuota(db, key, now);
+  throw new LimitReached(
+    `the key's daily limit of ${key.dailyLimit} emails would be passed: ${current.used} sent today, this request has ${copies}`,
+    current.resetSeconds,
+    rateLimitHeaders(current),
+  );
 }
