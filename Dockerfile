@@ -4,7 +4,7 @@ ENV NODE_ENV=production
 COPY package.json package-lock.json ./
 RUN npm ci --include=dev --no-audit --no-fund
 COPY . .
-RUN npx tsx scripts/generate.ts
+RUN npm run build
 USER node
 EXPOSE 3000
-CMD ["node_modules/.bin/tsx", "apps/api/src/server.ts"]
+CMD ["node", "dist/apps/api/src/server.js"]

@@ -29,8 +29,11 @@ const PORTS = { api: 39100, baseline: 39101, sinkSmtp: 39102, sinkHttp: 39103 };
 const children: ChildProcess[] = [];
 
 function start(entry: string, env: Record<string, string>): ChildProcess {
-  // node --import tsx: one process per service, so /proc/<pid> is the service itself
-  const child = spawn(process.execPath, ['--import', 'tsx', path.join(ROOT, entry)], {
+  // the services run compiled, as `npm start` runs them (npm run bench builds first); the bench's own helpers through
+  // tsx. One process per service, so /proc/<pid> is the service itself.
+  const compiled = entry.startsWith('apps/');
+  const args = compiled ? [path.join(ROOT, 'dist', entry.replace(/\.ts$/, '.js'))] : ['--import', 'tsx', path.join(ROOT, entry)];
+  const child = spawn(process.execPath, args, {
     cwd: ROOT,
     env: { ...process.env, LOG_LEVEL: 'warn', NODE_ENV: 'production', ...env },
     stdio: ['ignore', 'ignore', 'inherit'],

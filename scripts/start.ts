@@ -1,22 +1,27 @@
 /**
  * `npm start`: everything a fresh clone needs, then the API and one worker as child processes.
- * Generate the Prisma client, migrate once (each process would too, under an advisory lock, but one line of output is
- * nicer), then run both, forwarding SIGINT/SIGTERM so each can shut down gracefully. If either dies, stop the other.
+ * Generate the Prisma client, compile to dist/ (plain node uses about 50 MB less per process than running the sources
+ * through tsx), migrate once (each process would too, under an advisory lock, but one line of output is nicer), then
+ * run both, forwarding SIGINT/SIGTERM so each can shut down gracefully. If either dies, stop the other.
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
 
 const root = path.resolve(__dirname, '..');
 const tsx = require.resolve('tsx/cli');
-const run = (script: string) => spawnSync(process.execPath, [tsx, path.join(root, script)], { cwd: root, stdio: 'inherit' });
-
-for (const step of ['scripts/generate.ts', 'scripts/migrate.ts']) {
-  const result = run(step);
+const tsc = require.resolve('typescript/bin/tsc');
+const steps = [
+  [tsx, path.join(root, 'scripts/generate.ts')],
+  [tsc, '-p', path.join(root, 'tsconfig.build.json')],
+  [path.join(root, 'dist/scripts/migrate.js')],
+];
+for (const args of steps) {
+  const result = spawnSync(process.execPath, args, { cwd: root, stdio: 'inherit' });
   if (result.status !== 0) process.exit(result.status ?? 1);
 }
 
-const children: ChildProcess[] = ['apps/api/src/server.ts', 'apps/worker/src/main.ts'].map((entry) =>
-  spawn(process.execPath, [tsx, path.join(root, entry)], { cwd: root, stdio: 'inherit' }),
+const children: ChildProcess[] = ['dist/apps/api/src/server.js', 'dist/apps/worker/src/main.js'].map((entry) =>
+  spawn(process.execPath, [path.join(root, entry)], { cwd: root, stdio: 'inherit' }),
 );
 
 let exiting = false;

@@ -8,7 +8,15 @@ import { Client } from 'pg';
  * `prisma migrate deploy` does (same table, checksum = SHA-256 of the file, same advisory lock key), so either
  * tool can take over from the other. Why not Prisma's own: docs/DEVELOPERS.md.
  */
-export const MIGRATIONS_DIR = path.resolve(__dirname, '../../../prisma/migrations');
+/** The project root: the nearest folder above this file with a package.json (sources run from apps/, builds from dist/apps/). */
+function projectRoot(from = __dirname): string {
+  for (let dir = from; ; dir = path.dirname(dir)) {
+    if (fs.existsSync(path.join(dir, 'package.json'))) return dir;
+    if (path.dirname(dir) === dir) throw new Error(`no package.json above ${from}`);
+  }
+}
+
+export const MIGRATIONS_DIR = path.join(projectRoot(), 'prisma/migrations');
 
 // Prisma Migrate's advisory lock key: holding the same one keeps our runner and Prisma's from racing too.
 const ADVISORY_LOCK_KEY = 72707369;

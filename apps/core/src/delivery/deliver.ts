@@ -3,6 +3,7 @@ import type { Db } from '../db';
 import { logger } from '../logger';
 import { suppressAddress } from '../subscribers/machine';
 import { composeMail } from './compose';
+import { claimUnguarded, markSent } from './fast-claim';
 import { preSendRefusal } from './guards';
 import { transportFor } from './transport';
 
@@ -61,6 +62,9 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 /** Takes the row for this worker under a row lock, after the pre-send guards had their say. */
 async function claim(db: Db, messageId: string): Promise<Claim> {
   if (!UUID.test(messageId)) return { kind: 'finished', status: 'missing' };
+  // the common case in one statement; everything else (guarded kinds, held, early, final rows) below
+  const taken = await claimUnguarded(db, messageId, deliveryLeaseMs());
+  if (taken) return { kind: 'claimed', message: taken };
   return db.$transaction(async (tx) => {
     const locked = await tx.$queryRaw<{ id: string }[]>`SELECT id FROM messages WHERE id = ${messageId}::uuid FOR UPDATE`;
     if (!locked.length) return { kind: 'finished', status: 'missing' };
@@ -94,10 +98,7 @@ export async function deliverMessage(db: Db, messageId: string, options: { lastA
   try {
     const info = await transportFor(message.mailbox).sendMail(composeMail(message, message.mailbox, message.send));
     const response = String(info.response ?? '');
-    await db.message.updateMany({
-      where: { id: message.id, status: 'sending' },
-      data: { status: 'sent', sentAt: new Date(), smtpResponse: response, lastError: null, lockedUntil: null },
-    });
+    await markSent(db, message.id, response);
     return { kind: 'sent', response };
   } catch (caught) {
     const err = caught as SmtpError;

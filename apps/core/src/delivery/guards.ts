@@ -19,3 +19,8 @@ export async function preSendRefusal(tx: Tx, message: Message): Promise<string |
   const guard = guards.get(message.kind);
   return guard ? guard(tx, message) : null;
 }
+
+/** The kinds a guard watches: their claim must run the guard inside the transaction that takes the row. */
+export function guardedKinds(): MessageKind[] {
+  return [...guards.keys()];
+}
