@@ -1,28 +1,13 @@
-import type { Worker } from 'bullmq';
 import request from 'supertest';
 import { sha256 } from '../../apps/core/src/crypto';
 import { db } from '../../apps/core/src/db';
-import { closeTransports } from '../../apps/core/src/delivery/transport';
-import { createWorkers } from '../../apps/worker/src/workers';
 import { useApi } from '../helpers/api';
-import { SmtpSink } from '../helpers/smtp-sink';
+import { useMail } from '../helpers/mail';
 import { waitFor } from '../helpers/wait';
 import { activeRows, address, confirmationMessages, listFixture, tokenFrom } from './support';
 
 const ctx = useApi();
-const sink = new SmtpSink();
-let workers: Worker[] = [];
-
-beforeAll(async () => {
-  await sink.start();
-  workers = createWorkers({ queues: ['delivery'], concurrency: 5 });
-});
-
-afterAll(async () => {
-  await Promise.all(workers.map((w) => w.close()));
-  closeTransports();
-  await sink.stop();
-});
+const sink = useMail({ queues: ['delivery'] });
 
 /** A pending person and the token of their confirmation email (read from the stored message). */
 async function pendingPerson(options: { name?: string } = {}) {

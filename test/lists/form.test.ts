@@ -1,29 +1,14 @@
-import type { Worker } from 'bullmq';
 import request from 'supertest';
 import { db } from '../../apps/core/src/db';
-import { closeTransports } from '../../apps/core/src/delivery/transport';
 import { redis } from '../../apps/core/src/redis';
 import { windowKey } from '../../apps/core/src/subscribers/limit';
-import { createWorkers } from '../../apps/worker/src/workers';
 import { useApi } from '../helpers/api';
-import { SmtpSink } from '../helpers/smtp-sink';
+import { useMail } from '../helpers/mail';
 import { waitFor } from '../helpers/wait';
 import { address, confirmationMessages, listFixture, tokenFrom } from './support';
 
 const ctx = useApi();
-const sink = new SmtpSink();
-let workers: Worker[] = [];
-
-beforeAll(async () => {
-  await sink.start();
-  workers = createWorkers({ queues: ['delivery'], concurrency: 5 });
-});
-
-afterAll(async () => {
-  await Promise.all(workers.map((w) => w.close()));
-  closeTransports();
-  await sink.stop();
-});
+const sink = useMail({ queues: ['delivery'] });
 
 const open = (key: string) => request(ctx.api.app).get(`/f/${key}`);
 const submit = (key: string, fields: Record<string, string>) => request(ctx.api.app).post(`/f/${key}`).type('form').send(fields);

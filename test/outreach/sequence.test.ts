@@ -1,28 +1,17 @@
 import type { Worker } from 'bullmq';
 import { db } from '../../apps/core/src/db';
-import { closeTransports } from '../../apps/core/src/delivery/transport';
 import { scheduleDueSteps } from '../../apps/core/src/outreach/scheduler';
 import { QUEUE, jobId, queue } from '../../apps/core/src/queues';
 import { createWorkers } from '../../apps/worker/src/workers';
 import { as, asAdmin, useApi } from '../helpers/api';
 import { makeCampaign } from '../helpers/factories';
-import { SmtpSink } from '../helpers/smtp-sink';
+import { useMail } from '../helpers/mail';
 import { waitFor } from '../helpers/wait';
 import { outreach } from './support';
 
 /** The whole engine on the wire: API -> scheduler -> step jobs -> delivery -> SMTP sink, with workers in this process. */
 const ctx = useApi();
-const sink = new SmtpSink();
-let workers: Worker[] = [];
-beforeAll(async () => {
-  await sink.start();
-  workers = createWorkers({ queues: ['delivery', 'sequence'], concurrency: 5 });
-});
-afterAll(async () => {
-  await Promise.all(workers.map((w) => w.close()));
-  closeTransports();
-  await sink.stop();
-});
+const sink = useMail({ queues: ['delivery', 'sequence'] });
 
 /** 0.0005 hours = 1.8 seconds. */
 const SHORT = 0.0005;

@@ -6,17 +6,12 @@ import { closeTransports } from '../../apps/core/src/delivery/transport';
 import { JOB_OPTIONS, QUEUE, jobId, queue } from '../../apps/core/src/queues';
 import { processDelivery } from '../../apps/worker/src/processors/delivery';
 import { makeTenant } from '../helpers/factories';
+import { useMail } from '../helpers/mail';
 import { SmtpSink } from '../helpers/smtp-sink';
 import { waitFor } from '../helpers/wait';
-import { insertMessage, queueEmail, useDeliveryWorker, waitForStatus } from './helpers';
+import { insertMessage, queueEmail, waitForStatus } from './helpers';
 
-const sink = new SmtpSink();
-useDeliveryWorker();
-beforeAll(() => sink.start());
-afterAll(async () => {
-  closeTransports();
-  await sink.stop();
-});
+const sink = useMail({ queues: ['delivery'] });
 beforeEach(() => {
   sink.rule = undefined;
 });

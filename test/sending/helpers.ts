@@ -3,22 +3,8 @@ import path from 'node:path';
 import type { Worker } from 'bullmq';
 import { db } from '../../apps/core/src/db';
 import { enqueueDelivery, storeMessages, type OutgoingEmail } from '../../apps/core/src/delivery/outbox';
-import { closeTransports } from '../../apps/core/src/delivery/transport';
-import { createWorkers } from '../../apps/worker/src/workers';
 import type { Tenant } from '../helpers/factories';
 import { waitFor } from '../helpers/wait';
-
-/** A delivery worker in this process for the file's tests, closed (with its SMTP pools) afterwards. */
-export function useDeliveryWorker(concurrency = 5): void {
-  let workers: Worker[] = [];
-  beforeAll(() => {
-    workers = createWorkers({ queues: ['delivery'], concurrency });
-  });
-  afterAll(async () => {
-    await Promise.all(workers.map((w) => w.close()));
-    closeTransports();
-  });
-}
 
 /** One email written and queued the way other features do it (storeMessages + enqueueDelivery). */
 export async function queueEmail(tenant: Tenant, overrides: Partial<OutgoingEmail> = {}): Promise<string> {

@@ -1,21 +1,13 @@
 import { db } from '../../apps/core/src/db';
-import { closeTransports } from '../../apps/core/src/delivery/transport';
 import { startIdempotent, requestFingerprint } from '../../apps/core/src/sending/idempotency';
 import { maintenanceTasks } from '../../apps/worker/src/processors/maintenance';
 import { as, useApi } from '../helpers/api';
 import { makeKey, makeTenant, type Tenant } from '../helpers/factories';
-import { SmtpSink } from '../helpers/smtp-sink';
+import { useMail } from '../helpers/mail';
 import { waitFor } from '../helpers/wait';
-import { useDeliveryWorker } from './helpers';
 
 const ctx = useApi();
-const sink = new SmtpSink();
-useDeliveryWorker();
-beforeAll(() => sink.start());
-afterAll(async () => {
-  closeTransports();
-  await sink.stop();
-});
+const sink = useMail({ queues: ['delivery'] });
 
 const post = (token: string, key: string, body: object) => as(ctx.api, token).post('/api/v1/send').set('Idempotency-Key', key).send(body);
 const sendsOf = (tenant: Tenant) => db().send.count({ where: { accountId: tenant.account.id } });

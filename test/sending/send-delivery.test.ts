@@ -1,22 +1,15 @@
 import crypto from 'node:crypto';
 import { db } from '../../apps/core/src/db';
 import { deliverMessage } from '../../apps/core/src/delivery/deliver';
-import { closeTransports } from '../../apps/core/src/delivery/transport';
 import { QUEUE, jobId, queue } from '../../apps/core/src/queues';
 import { as, useApi } from '../helpers/api';
 import { makeList, makeTenant, type Tenant } from '../helpers/factories';
-import { SmtpSink } from '../helpers/smtp-sink';
+import { useMail } from '../helpers/mail';
 import { waitFor } from '../helpers/wait';
-import { useDeliveryWorker, waitForStatus } from './helpers';
+import { waitForStatus } from './helpers';
 
 const ctx = useApi();
-const sink = new SmtpSink();
-useDeliveryWorker(10);
-beforeAll(() => sink.start());
-afterAll(async () => {
-  closeTransports();
-  await sink.stop();
-});
+const sink = useMail({ queues: ['delivery'], concurrency: 10 });
 beforeEach(() => {
   sink.rule = undefined;
 });
