@@ -1,5 +1,6 @@
 import { Router } from 'express';
 import type { Db } from '../../../core/src/db';
+import { AppError } from '../../../core/src/errors';
 import { acceptSend, findSend, MAX_WAIT_SECONDS } from '../../../core/src/sending/accept';
 import { parseIdempotencyKey } from '../../../core/src/sending/idempotency';
 import { dailyQuota, rateLimitHeaders } from '../../../core/src/sending/quota';
@@ -16,9 +17,15 @@ export function sendRouter(db: Db): Router {
 
   router.post('/send', async (req, res) => {
     const key = res.locals.key;
-    res.set(rateLimitHeaders(await dailyQuota(db, key)));
     const wait = preferredWait(req.get('prefer'));
-    const result = await acceptSend(db, key, req.body, { idempotencyKey: parseIdempotencyKey(req.get('idempotency-key')), waitSeconds: wait });
+    let result;
+    try {
+      result = await acceptSend(db, key, req.body, { idempotencyKey: parseIdempotencyKey(req.get('idempotency-key')), waitSeconds: wait });
+    } catch (err) {
+      // a refusal carries the key's RateLimit-* headers too; they are read here, not before every accepted send
+      if (err instanceof AppError) res.set(rateLimitHeaders(await dailyQuota(db, key)));
+      throw err;
+    }
     res.set(rateLimitHeaders(result.quota));
     if (result.replayed) res.set('Idempotent-Replayed', 'true');
     if (wait) res.set('Preference-Applied', `wait=${Math.min(wait, MAX_WAIT_SECONDS)}`);
