@@ -1,10 +1,12 @@
 import net from 'node:net';
 import { Worker } from 'bullmq';
+import { createApp } from '../../apps/api/src/app';
 import { db } from '../../apps/core/src/db';
 import { closeTransports } from '../../apps/core/src/delivery/transport';
 import { QUEUE, jobId, queue, queueConnection, queuePrefix } from '../../apps/core/src/queues';
 import { processDelivery } from '../../apps/worker/src/processors/delivery';
 import { maintenanceTasks } from '../../apps/worker/src/processors/maintenance';
+import { as } from '../helpers/api';
 import { makeTenant } from '../helpers/factories';
 import { freePort } from '../helpers/processes';
 import { SmtpSink } from '../helpers/smtp-sink';
@@ -87,6 +89,27 @@ describe('nothing accepted is lost', () => {
       expect(sink.to('survivor@example.org')).toHaveLength(1);
     } finally {
       await new Promise((resolve) => hanging.close(resolve));
+    }
+  });
+
+  it('queues an accepted send whose job never reached Redis (the API died after commit) once its mark is stale', async () => {
+    const tenant = await makeTenant({ smtp: sink.url });
+    const api = createApp(db());
+    await api.start();
+    try {
+      const res = await as(api, tenant.token).post('/api/v1/send').send({ to: 'crash@example.org', subject: 'Hi', text: 'x' });
+      expect(res.status).toBe(202);
+      const id = res.body.messages[0].id as string;
+      // as if the process died between the commit and queueing: the row is marked, the job is not there
+      await (await queue(QUEUE.delivery).getJob(jobId.delivery(id)))!.remove();
+      expect(await maintenanceTasks.reconcile()).toMatchObject({ requeued: 0 });
+      await db().message.update({ where: { id }, data: { enqueuedAt: new Date(Date.now() - 10 * 60_000) } });
+      expect(await maintenanceTasks.reconcile()).toMatchObject({ requeued: 1 });
+      startWorker();
+      await waitForStatus(id, ['sent']);
+      expect(sink.to('crash@example.org')).toHaveLength(1);
+    } finally {
+      await api.stop();
     }
   });
 
