@@ -39,22 +39,29 @@ export function domainAndParents(host: string): string[] {
   return out;
 }
 
-/** True when the address, its domain or the site is on the account's stop list. */
+/** True when the address, its domain or the site (or a parent domain of either) is on the account's stop list. */
 export async function isStopListed(db: Tx, accountId: number, contact: { email: string | null; site: string | null }): Promise<boolean> {
-  const domains = new Set<string>();
-  if (contact.email) domainAndParents(domainOf(contact.email)).forEach((d) => domains.add(d));
-  if (contact.site) domainAndParents(contact.site).forEach((d) => domains.add(d));
-  const hit = await db.stopEntry.findFirst({
-    where: {
-      accountId,
-      OR: [
-        ...(contact.email ? [{ kind: 'email' as const, value: contact.email }] : []),
-        ...(domains.size ? [{ kind: 'domain' as const, value: { in: [...domains] } }] : []),
-      ],
-    },
-    select: { id: true },
+  return (await loadStopList(db, accountId, [contact])).covers(contact);
+}
+
+/** The account's stop-list entries that can touch these contacts, read once for a whole request. */
+export async function loadStopList(db: Tx, accountId: number, contacts: { email: string | null; site: string | null }[]) {
+  const domainsOf = (c: { email: string | null; site: string | null }) => [
+    ...(c.email ? domainAndParents(domainOf(c.email)) : []),
+    ...(c.site ? domainAndParents(c.site) : []),
+  ];
+  const emails = contacts.flatMap((c) => (c.email ? [c.email] : []));
+  const domains = [...new Set(contacts.flatMap(domainsOf))];
+  const entries = await db.stopEntry.findMany({
+    where: { accountId, OR: [{ kind: 'email', value: { in: emails } }, { kind: 'domain', value: { in: domains } }] },
+    select: { kind: true, value: true },
   });
-  return hit !== null;
+  const stoppedEmails = new Set(entries.filter((e) => e.kind === 'email').map((e) => e.value));
+  const stoppedDomains = new Set(entries.filter((e) => e.kind === 'domain').map((e) => e.value));
+  return {
+    covers: (c: { email: string | null; site: string | null }) =>
+      (c.email !== null && stoppedEmails.has(c.email)) || domainsOf(c).some((d) => stoppedDomains.has(d)),
+  };
 }
 
 /** Puts an address on the account's stop list (idempotent). */

@@ -3,7 +3,7 @@ import type { ProspectStatus } from '../../../../generated/prisma/enums';
 import type { Db, Tx } from '../db';
 import { NotFound } from '../errors';
 import { iso } from '../validate';
-import { isStopListed, normaliseEmail, normaliseSite } from './contacts';
+import { loadStopList, normaliseEmail, normaliseSite } from './contacts';
 import type { DueStep } from './scheduler';
 import { firstStepAt } from './timing';
 
@@ -101,6 +101,37 @@ const OPEN: ProspectStatus[] = ['new', 'ready', 'writing', 'hold', 'later'];
 const sameJson = (a: unknown, b: unknown) => JSON.stringify(a) === JSON.stringify(b);
 
 /**
+ * The campaign's prospects an add request can meet, read once, then kept current as the request creates and changes
+ * rows: the same matching as findProspect, without a query per item.
+ */
+class KnownProspects {
+  constructor(private readonly rows: Prospect[]) {}
+
+  static async load(tx: Tx, campaignId: number, emails: string[], sites: string[]): Promise<KnownProspects> {
+    if (!emails.length && !sites.length) return new KnownProspects([]);
+    return new KnownProspects(await tx.prospect.findMany({ where: { campaignId, OR: [{ email: { in: emails } }, { site: { in: sites } }] } }));
+  }
+
+  /** By email, else by site: a site-only prospect first, then by email descending, then the oldest. */
+  find(contact: { email: string | null; site: string | null }): Prospect | null {
+    if (contact.email) return this.rows.find((p) => p.email === contact.email) ?? null;
+    if (!contact.site) return null;
+    const bySite = this.rows.filter((p) => p.site === contact.site);
+    bySite.sort((a, b) => (a.email === b.email ? 0 : a.email === null ? -1 : b.email === null ? 1 : a.email < b.email ? 1 : -1) || a.id - b.id);
+    return bySite[0] ?? null;
+  }
+
+  /** The oldest site-only prospect of a site, which an address of that site completes. */
+  siteOnly(site: string): Prospect | null {
+    return this.rows.filter((p) => p.site === site && p.email === null).sort((a, b) => a.id - b.id)[0] ?? null;
+  }
+
+  add(prospect: Prospect): void {
+    this.rows.push(prospect);
+  }
+}
+
+/**
  * POST /api/v1/prospects, in one transaction. The campaign row is locked first, so concurrent adds to one campaign
  * take turns and the same address can never be added twice. Items are handled in input order; a duplicate inside one
  * request meets the row its first occurrence made (same, or updated when it brings a new name or fields).
@@ -114,27 +145,36 @@ export async function addProspects(db: Db, accountId: number, campaignId: number
       const now = new Date();
       /** prospects whose step 1 is now scheduled: the caller queues their jobs after the commit */
       const ready: DueStep[] = [];
-      for (const item of items) {
-        const email = normaliseEmail(item.email);
-        const site = normaliseSite(item.site);
+      const contacts = items.map((item) => ({ email: normaliseEmail(item.email), site: normaliseSite(item.site) }));
+      const known = await KnownProspects.load(
+        tx,
+        campaignId,
+        contacts.flatMap((c) => (c.email ? [c.email] : [])),
+        contacts.flatMap((c) => (c.site ? [c.site] : [])),
+      );
+      const stopList = await loadStopList(tx, accountId, contacts);
+      for (const [i, item] of items.entries()) {
+        const { email, site } = contacts[i]!;
         if (!email && !site) {
           answer.invalid++;
           answer.prospects.push({ contact: String(item.email || item.site || ''), result: 'invalid', id: null });
           continue;
         }
         const contact = email ?? site!;
-        let existing = await findProspect(tx, campaignId, { email, site: email ? null : site });
+        let existing = known.find({ email, site: email ? null : site });
         const name = item.name?.trim() ?? '';
         const fields = item.fields ?? {};
 
-        if (await isStopListed(tx, accountId, { email, site })) {
+        if (stopList.covers({ email, site })) {
           const stopped = { status: 'lost' as const, reason: 'stopped', nextAt: null, closedAt: now };
           let id: number;
           if (!existing) {
-            id = (await tx.prospect.create({ data: { campaignId, email, site, name, fields: fields as object, ...stopped } })).id;
+            const created = await tx.prospect.create({ data: { campaignId, email, site, name, fields: fields as object, ...stopped } });
+            known.add(created);
+            id = created.id;
           } else {
             id = existing.id;
-            if (OPEN.includes(existing.status)) await tx.prospect.update({ where: { id }, data: stopped });
+            if (OPEN.includes(existing.status)) Object.assign(existing, await tx.prospect.update({ where: { id }, data: stopped }));
           }
           answer.stopped++;
           answer.prospects.push({ contact, result: 'stopped', id });
@@ -143,11 +183,12 @@ export async function addProspects(db: Db, accountId: number, campaignId: number
 
         // an address not yet in the campaign may complete a site-only prospect of the same site
         if (!existing && email && site) {
-          existing = await tx.prospect.findFirst({ where: { campaignId, site, email: null }, orderBy: { id: 'asc' } });
+          existing = known.siteOnly(site);
         }
         if (!existing) {
           const start = startingState(campaign, email !== null, first ? first.delayHours : null, now);
           const created = await tx.prospect.create({ data: { campaignId, email, site, name, fields: fields as object, ...start } });
+          known.add(created);
           if (start.status === 'ready') ready.push({ prospectId: created.id, step: 1, nextAt: start.nextAt });
           answer.added++;
           answer.prospects.push({ contact, result: 'added', id: created.id });
@@ -169,7 +210,7 @@ export async function addProspects(db: Db, accountId: number, campaignId: number
           }
         }
         const changed = Object.keys(changes).length > 0;
-        if (changed) await tx.prospect.update({ where: { id: existing.id }, data: changes });
+        if (changed) Object.assign(existing, await tx.prospect.update({ where: { id: existing.id }, data: changes }));
         answer[changed ? 'updated' : 'same']++;
         answer.prospects.push({ contact, result: changed ? 'updated' : 'same', id: existing.id });
       }
