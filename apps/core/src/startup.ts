@@ -18,7 +18,7 @@ function fail(processName: string, line: string): never {
   process.exit(1);
 }
 
-export async function checkRedis(url: string, timeoutMs = 5000): Promise<void> {
+export async function checkRedis(timeoutMs = 5000): Promise<void> {
   const client = createRedis({ lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null, connectTimeout: timeoutMs });
   client.on('error', () => undefined);
   try {
@@ -27,7 +27,6 @@ export async function checkRedis(url: string, timeoutMs = 5000): Promise<void> {
   } finally {
     client.disconnect();
   }
-  void url;
 }
 
 /**
@@ -48,7 +47,7 @@ export async function preflight(processName: string): Promise<void> {
     fail(processName, `cannot prepare the database at ${redactUrl(cfg.databaseUrl)}: ${(err as Error).message || String(err)}`);
   }
   try {
-    await checkRedis(cfg.redisUrl);
+    await checkRedis();
   } catch (err) {
     fail(processName, `cannot reach Redis at ${redactUrl(cfg.redisUrl)}: ${(err as Error).message || String(err)}`);
   }

@@ -1,7 +1,7 @@
 import type { Redis } from 'ioredis';
 import type { RequestHandler } from 'express';
 import type { ApiKey } from '../../../../generated/prisma/client';
-import { sha256, safeEqual } from '../../../core/src/crypto';
+import { sha256 } from '../../../core/src/crypto';
 import type { Db } from '../../../core/src/db';
 import { Forbidden, Unauthorized } from '../../../core/src/errors';
 import { logger } from '../../../core/src/logger';
@@ -60,7 +60,7 @@ export class KeyAuthenticator {
     const now = Date.now();
     const cached = this.listening ? this.cache.get(fingerprint) : undefined;
     let key: ApiKey | null;
-    if (cached && cached.until > now && safeEqual(cached.key.fingerprint, fingerprint)) {
+    if (cached && cached.until > now) {
       key = cached.key;
     } else {
       key = await findActiveKey(this.db, token);
