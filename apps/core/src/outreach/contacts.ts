@@ -44,7 +44,7 @@ export async function isStopListed(db: Tx, accountId: number, contact: { email: 
   return (await loadStopList(db, accountId, [contact])).covers(contact);
 }
 
-/** The account's stop-list entries that can touch these contacts, read once for a whole request. */
+/** The account's stop-list entries that can touch these contacts, read once for a whole request (sending/write.ts applies the same rule in SQL). */
 export async function loadStopList(db: Tx, accountId: number, contacts: { email: string | null; site: string | null }[]) {
   const domainsOf = (c: { email: string | null; site: string | null }) => [
     ...(c.email ? domainAndParents(domainOf(c.email)) : []),

@@ -7,9 +7,8 @@ import { logger } from '../logger';
 import { finishIdempotent, releaseIdempotent, requestFingerprint, startIdempotent } from './idempotency';
 import { sendingMailbox } from './mailbox';
 import { dailyQuota, refuseOverLimit, secondsToNextUtcMidnight, type DailyQuota } from './quota';
-import { writeAcceptedSend } from './write';
+import { writeAcceptedSend, type SkipReason } from './write';
 import { parseSendRequest } from './schema';
-import { blockedRecipients, type SkipReason } from './suppression';
 
 export interface SendAnswer {
   ok: true;
@@ -89,30 +88,14 @@ export async function acceptSend(
   const recordId = idempotent?.recordId;
   let accepted: { answer: SendAnswer; quota: DailyQuota; rows: { id: string; notBefore?: Date | null }[] };
   try {
-    const blocked = await blockedRecipients(db, key.accountId, request.to);
-    const skipped = request.to.filter((to) => blocked.has(to)).map((to) => ({ to, reason: blocked.get(to)! }));
-    const recipients = request.to.filter((to) => !blocked.has(to));
-    if (!recipients.length) throw new Unprocessable('nobody to write to: every recipient is suppressed or on the stop list');
     const sendId = crypto.randomUUID();
-    const answerFor = (messages: { id: string; to: string }[]): SendAnswer => ({
-      ok: true,
-      id: sendId,
-      status: 'queued',
-      messages: messages.map((m) => ({ ...m, status: 'queued' })),
-      skipped,
-    });
-    const written = await writeAcceptedSend(db, key, mailbox, { ...request, fromName: request.fromName ?? mailbox.name }, {
-      sendId,
-      skipped,
-      recipients,
-      answer: answerFor,
-      idempotencyRecord: recordId,
-    });
-    if (written.used === null) await refuseOverLimit(db, key, recipients.length);
+    const written = await writeAcceptedSend(db, key, mailbox, { ...request, fromName: request.fromName ?? mailbox.name }, sendId, recordId);
+    if (!written.kept.length) throw new Unprocessable('nobody to write to: every recipient is suppressed or on the stop list');
+    if (written.used === null) await refuseOverLimit(db, key, written.kept.length);
     accepted = {
-      answer: answerFor(written.messages),
+      answer: { ok: true, id: sendId, status: 'queued', messages: written.kept.map((m) => ({ ...m, status: 'queued' })), skipped: written.skipped },
       quota: { limit: key.dailyLimit, used: written.used!, resetSeconds: secondsToNextUtcMidnight() },
-      rows: written.messages.map((m) => ({ id: m.id, notBefore: request.sendAt })),
+      rows: written.kept.map((m) => ({ id: m.id, notBefore: request.sendAt })),
     };
   } catch (err) {
     if (recordId !== undefined) await releaseIdempotent(db, recordId);
