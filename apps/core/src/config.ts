@@ -14,7 +14,6 @@ export interface Config {
   /** 32 bytes that encrypt mailbox passwords at rest */
   readonly secretKey: Buffer;
   readonly workerConcurrency: number;
-  readonly logLevel: string;
   readonly stateDir: string;
 }
 
@@ -109,7 +108,6 @@ export function loadConfig(): Config {
     adminToken,
     secretKey: parseSecretKey(secretKey),
     workerConcurrency: integer('WORKER_CONCURRENCY', 20, 1, 1000),
-    logLevel: logLevel(),
     stateDir,
   });
 }

@@ -9,7 +9,7 @@ import { deleteExpiredIdempotency } from '../../../core/src/sending/idempotency'
 export const maintenanceTasks: Record<JobPayloads['maintenance']['task'], () => Promise<unknown>> = {
   // re-queue messages stored but never queued (Redis was down, a crash between commit and enqueue, a dead worker)
   reconcile: () => reconcileDeliveries(db()),
-  // Issue 5: claim prospects whose next_at is due and queue their step.
+  // claim prospects whose next_at is due and queue their step
   schedule: () => scheduleDueSteps(db()),
   // drop idempotency records older than 24 hours
   cleanup: () => deleteExpiredIdempotency(db()),
