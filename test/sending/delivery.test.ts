@@ -127,6 +127,20 @@ describe('delivery worker', () => {
     expect(sink.to('replied@example.org')).toHaveLength(0);
   });
 
+  it.each(['transactional', 'confirmation'] as const)(
+    'cancels a queued %s email whose address was suppressed after it was queued',
+    async (kind) => {
+      const tenant = await makeTenant({ smtp: sink.url });
+      const to = `late-bounce-${kind}@example.org`;
+      // the bounce of another email lands while this one waits in the queue (accept-time filtering is long past)
+      await db().suppression.create({ data: { accountId: tenant.account.id, email: to, reason: 'bounced' } });
+      const id = await queueEmail(tenant, { kind, to });
+      const row = await waitForStatus(id, ['cancelled']);
+      expect(row.lastError).toBe('the address is suppressed (bounced)');
+      expect(sink.to(to)).toHaveLength(0);
+    },
+  );
+
   it('rebuilds the pooled transport when the mailbox changes', async () => {
     const tenant = await makeTenant({ smtp: sink.url });
     await waitForStatus(await queueEmail(tenant, { to: 'first@example.org' }), ['sent']);

@@ -73,7 +73,9 @@ async function claim(db: Db, messageId: string): Promise<Claim> {
     if (FINAL.has(message.status)) return { kind: 'finished', status: message.status };
     if (message.status === 'sending' && message.lockedUntil && message.lockedUntil > now) return { kind: 'busy', until: message.lockedUntil };
     if (message.notBefore && message.notBefore > now) return { kind: 'early', until: message.notBefore };
-    const refusal = await preSendRefusal(tx, message);
+    // an address that bounced or complained after this email was queued gets nothing more from the account
+    const suppressed = await tx.suppression.findUnique({ where: { accountId_email: { accountId: message.accountId, email: message.to } } });
+    const refusal = suppressed ? `the address is suppressed (${suppressed.reason})` : await preSendRefusal(tx, message);
     if (refusal) {
       await tx.message.update({ where: { id: messageId }, data: { status: 'cancelled', lastError: refusal, lockedUntil: null } });
       return { kind: 'cancelled', reason: refusal };

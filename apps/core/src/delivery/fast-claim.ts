@@ -16,7 +16,7 @@ function fromRow<T>(row: Record<string, unknown> | null): T | null {
 /**
  * The claim of a message no pre-send guard watches (transactional copies), as one statement: take the row if it is
  * due and nobody holds it, and read its mailbox and Send with it. Returns null when the row is not claimable this way
- * (guarded kind, final, held, early, missing): the caller's full claim then decides what to answer.
+ * (guarded kind, final, held, early, suppressed, missing): the caller's full claim then decides what to answer.
  */
 export async function claimUnguarded(db: Db, messageId: string, leaseMs: number): Promise<(Message & { mailbox: Mailbox; send: Send | null }) | null> {
   const [row] = await rawQuery<{ message: Record<string, unknown>; mailbox: Record<string, unknown>; send: Record<string, unknown> | null }>(
@@ -26,6 +26,7 @@ export async function claimUnguarded(db: Db, messageId: string, leaseMs: number)
        WHERE id = $1::uuid AND kind::text <> ALL($3::text[])
          AND (status IN ('queued', 'deferred') OR (status = 'sending' AND locked_until < now()))
          AND (not_before IS NULL OR not_before <= now())
+         AND NOT EXISTS (SELECT 1 FROM suppressions s WHERE s.account_id = messages.account_id AND s.email = messages."to")
        RETURNING *
      )
      SELECT row_to_json(c) AS message, row_to_json(mb) AS mailbox, row_to_json(s) AS send
