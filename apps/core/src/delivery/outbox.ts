@@ -1,6 +1,7 @@
 import crypto from 'node:crypto';
 import type { Prisma } from '../../../../generated/prisma/client';
 import type { MessageKind } from '../../../../generated/prisma/enums';
+import { Batcher } from '../batch';
 import { rawQuery, type Tx } from '../db';
 import { JOB_OPTIONS, QUEUE, jobId, queue } from '../queues';
 
@@ -62,9 +63,9 @@ export async function storeMessages(db: Tx, emails: OutgoingEmail[]): Promise<Pr
   return rows;
 }
 
-/** Puts delivery jobs on the queue; job ids are deterministic, so queueing a message twice yields one job. */
-export async function addDeliveryJobs(messages: { id: string; notBefore?: Date | null }[]): Promise<void> {
-  if (!messages.length) return;
+type DeliveryJob = { id: string; notBefore?: Date | null };
+
+async function addJobs(messages: DeliveryJob[]): Promise<void> {
   const now = Date.now();
   const jobs = messages.map((m) => ({
     name: QUEUE.delivery,
@@ -78,6 +79,38 @@ export async function addDeliveryJobs(messages: { id: string; notBefore?: Date |
   // addBulk wraps its jobs in MULTI/EXEC: worth it for many, a cost for the common single copy
   if (jobs.length === 1) await queue(QUEUE.delivery).add(jobs[0]!.name, jobs[0]!.data, jobs[0]!.opts);
   else await queue(QUEUE.delivery).addBulk(jobs);
+}
+
+/** How long a caller waits for Redis to take its jobs (then it leaves them to the reconciler: see markNotEnqueued). */
+const ENQUEUE_TIMEOUT_MS = 2_000;
+
+async function withTimeout<T>(work: Promise<T>, ms: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`no answer from Redis within ${ms} ms`)), ms);
+  });
+  try {
+    return await Promise.race([work, timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** Job adds of concurrent callers go to Redis together: one round trip and one timer for a batch (see batch.ts). */
+const jobBatcher = new Batcher<DeliveryJob[], void>(
+  async (lists) => {
+    await withTimeout(addJobs(lists.flat()), ENQUEUE_TIMEOUT_MS);
+    return lists.map(() => undefined);
+  },
+  { maxInFlight: 2, maxBatch: 100 },
+);
+
+/**
+ * Puts delivery jobs on the queue; job ids are deterministic, so queueing a message twice yields one job. Rejects when
+ * Redis did not take them within two seconds.
+ */
+export async function addDeliveryJobs(messages: DeliveryJob[]): Promise<void> {
+  if (messages.length) await jobBatcher.submit(messages);
 }
 
 /**

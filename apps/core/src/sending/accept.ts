@@ -28,8 +28,6 @@ export interface AcceptedSend {
 
 /** The longest `Prefer: wait` honoured; a larger N waits this long. */
 export const MAX_WAIT_SECONDS = 30;
-/** How long the API waits for Redis to take the jobs before leaving them to the reconciler. */
-const ENQUEUE_TIMEOUT_MS = 2_000;
 const FINAL = new Set(['sent', 'failed', 'bounced', 'cancelled']);
 
 /**
@@ -41,18 +39,6 @@ export function sendStatus(statuses: string[]): string {
   if (!statuses.every((s) => FINAL.has(s))) return 'sending';
   if (statuses.some((s) => s === 'sent')) return 'sent';
   return statuses.every((s) => s === 'bounced') ? 'bounced' : 'failed';
-}
-
-async function withTimeout<T>(work: Promise<T>, ms: number): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`no answer from Redis within ${ms} ms`)), ms);
-  });
-  try {
-    return await Promise.race([work, timeout]);
-  } finally {
-    clearTimeout(timer);
-  }
 }
 
 /** Polls the copies until all are finished or the time is up; null when some are still on their way. */
@@ -89,7 +75,7 @@ export async function acceptSend(
   let accepted: { answer: SendAnswer; quota: DailyQuota; rows: { id: string; notBefore?: Date | null }[] };
   try {
     const sendId = crypto.randomUUID();
-    const written = await writeAcceptedSend(db, key, mailbox, { ...request, fromName: request.fromName ?? mailbox.name }, sendId, recordId);
+    const written = await writeAcceptedSend(db, { key, mailbox, request: { ...request, fromName: request.fromName ?? mailbox.name }, sendId, idempotencyRecord: recordId });
     if (!written.kept.length) throw new Unprocessable('nobody to write to: every recipient is suppressed or on the stop list');
     if (written.used === null) await refuseOverLimit(db, key, written.kept.length);
     accepted = {
@@ -103,7 +89,7 @@ export async function acceptSend(
   }
 
   try {
-    await withTimeout(addDeliveryJobs(accepted.rows), ENQUEUE_TIMEOUT_MS);
+    await addDeliveryJobs(accepted.rows);
   } catch (err) {
     logger.warn({ send: accepted.answer.id, err: (err as Error).message }, 'could not queue delivery now; the reconciler will');
     await markNotEnqueued(db, accepted.rows.map((r) => r.id)).catch(() => undefined);

@@ -1,3 +1,4 @@
+import { Batcher } from '../batch';
 import { rawQuery, type Db } from '../db';
 import { messageRow } from '../delivery/outbox';
 import { utcDay } from './quota';
@@ -13,98 +14,155 @@ export interface AcceptedWrite {
   skipped: { to: string; reason: SkipReason }[];
 }
 
+export interface SendToWrite {
+  key: { id: number; accountId: number; dailyLimit: number };
+  mailbox: { id: number; address: string };
+  request: SendRequest & { fromName: string };
+  sendId: string;
+  idempotencyRecord: number | undefined;
+}
+
 /**
- * Everything an accepted send does to Postgres, as ONE statement, so one round trip and one atomic commit:
- * 1. each recipient is checked against the account's suppression list (bounced, complained) and stop list (the address,
- *    or its domain or a parent domain: the rule of outreach/contacts.ts loadStopList, in SQL): those go to `skipped`,
- *    in request order;
- * 2. the kept copies are counted against the key's usage for today, only while they stay within the limit;
+ * Everything accepted sends do to Postgres, as ONE statement for a whole batch of sends, so one round trip and one
+ * atomic commit:
+ * 1. each recipient is checked against its account's suppression list (bounced, complained) and stop list (the
+ *    address, or its domain or a parent domain: the rule of outreach/contacts.ts loadStopList, in SQL): those go to the
+ *    send's `skipped`, in request order;
+ * 2. per key, the kept copies of all its sends in the batch are counted against the key's usage for today, only if
+ *    they all stay within the limit (the usage rows are locked in key order, so two batches cannot deadlock);
  * 3. the Send, one Message per kept recipient, and the answer an Idempotency-Key will replay.
- * Each step reads the one before it, so with nobody kept or over the limit nothing at all is written. One statement
- * instead of a transaction of seven is what makes accepting cheap (bench/README.md); the usage row, which every send of
- * the key updates, is locked only for this statement and its commit. The copies are written already marked enqueued
- * (the caller queues them right after); if Redis refuses the jobs the caller clears the mark, and a crash in between
- * leaves a mark the reconciler treats as stale after five minutes.
+ * Each step reads the one before it, so a send with nobody kept, or whose key's sends would pass the limit, writes
+ * nothing at all. `used` is each send's count as if its key's sends had been written one by one in batch order.
+ * The copies are written already marked enqueued (the caller queues them right after); if Redis refuses the jobs the
+ * caller clears the mark, and a crash in between leaves a mark the reconciler treats as stale after five minutes.
  */
-export async function writeAcceptedSend(
-  db: Db,
-  key: { id: number; accountId: number; dailyLimit: number },
-  mailbox: { id: number; address: string },
-  request: SendRequest & { fromName: string },
-  sendId: string,
-  idempotencyRecord: number | undefined,
-): Promise<AcceptedWrite> {
-  const rows = request.to.map((to) =>
-    messageRow({ accountId: key.accountId, mailboxId: mailbox.id, fromAddress: mailbox.address, kind: 'transactional', sendId, to, subject: request.subject }),
+const WRITE_SENDS = `
+WITH s AS (
+  SELECT * FROM unnest($2::uuid[], $3::int[], $4::int[], $5::int[], $6::int[], $7::text[], $8::text[], $9::text[],
+                       $10::text[], $11::text[], $12::text[], $13::text[], $14::text[], $15::timestamptz[], $16::int[])
+    WITH ORDINALITY AS s(id, account_id, key_id, daily_limit, mailbox_id, from_name, reply_to, subject, text, html,
+                         headers, attachments, metadata, send_at, idempotency_id, ord)
+), verdict AS (
+  SELECT c.*, COALESCE(
+    (SELECT sp.reason::text FROM suppressions sp WHERE sp.account_id = s.account_id AND sp.email = c.recipient),
+    (SELECT 'stopped' FROM stop_list st WHERE st.account_id = s.account_id AND (
+       (st.kind = 'email' AND st.value = c.recipient)
+       OR (st.kind = 'domain' AND (c.domain = st.value OR right(c.domain, length(st.value) + 1) = '.' || st.value)))
+     LIMIT 1)) AS reason
+  FROM (SELECT c.*, split_part(c.recipient, '@', 2) AS domain
+        FROM unnest($17::int[], $18::uuid[], $19::text[], $20::text[]) WITH ORDINALITY AS c(send_ord, id, recipient, header, ord)) c
+  JOIN s ON s.ord = c.send_ord
+), skipped AS (
+  SELECT send_ord, json_agg(json_build_object('to', recipient, 'reason', reason) ORDER BY ord) AS list
+  FROM verdict WHERE reason IS NOT NULL GROUP BY send_ord
+), wanted AS (
+  SELECT s.ord, s.key_id, count(*)::int AS n
+  FROM s JOIN verdict v ON v.send_ord = s.ord AND v.reason IS NULL
+  GROUP BY s.ord, s.key_id
+), per_key AS (
+  SELECT w.key_id, min(s.daily_limit) AS daily_limit, sum(w.n)::int AS n FROM wanted w JOIN s ON s.ord = w.ord GROUP BY w.key_id
+), usage AS (
+  INSERT INTO key_daily_usage (api_key_id, day, count)
+  SELECT key_id, $1::date, n FROM per_key WHERE n <= daily_limit ORDER BY key_id
+  ON CONFLICT (api_key_id, day) DO UPDATE SET count = key_daily_usage.count + EXCLUDED.count
+  WHERE key_daily_usage.count + EXCLUDED.count <= (SELECT k.daily_limit FROM per_key k WHERE k.key_id = EXCLUDED.api_key_id)
+  RETURNING api_key_id, count
+), accepted AS (
+  SELECT w.ord, (u.count - (sum(w.n) OVER (PARTITION BY w.key_id ORDER BY w.ord DESC) - w.n))::int AS used
+  FROM wanted w JOIN usage u ON u.api_key_id = w.key_id
+), send AS (
+  INSERT INTO sends (id, account_id, api_key_id, from_name, reply_to, subject, text, html, headers, attachments, metadata, skipped, send_at)
+  SELECT s.id, s.account_id, s.key_id, s.from_name, s.reply_to, s.subject, s.text, s.html, s.headers::jsonb,
+         s.attachments::jsonb, s.metadata::jsonb, coalesce(sk.list, '[]'::json)::jsonb, s.send_at
+  FROM s JOIN accepted a ON a.ord = s.ord LEFT JOIN skipped sk ON sk.send_ord = s.ord
+  RETURNING 1
+), copies AS (
+  INSERT INTO messages (id, account_id, mailbox_id, kind, send_id, "to", subject, message_id_header, not_before, enqueued_at)
+  SELECT v.id, s.account_id, s.mailbox_id, 'transactional', s.id, v.recipient, s.subject, v.header, s.send_at, now()
+  FROM verdict v JOIN s ON s.ord = v.send_ord JOIN accepted a ON a.ord = s.ord
+  WHERE v.reason IS NULL
+  RETURNING 1
+), answered AS (
+  UPDATE idempotency_records r SET state = 'done', response_status = 202, response_body = json_build_object(
+    'ok', true, 'id', s.id::text, 'status', 'queued',
+    'messages', (SELECT json_agg(json_build_object('id', v.id::text, 'to', v.recipient, 'status', 'queued') ORDER BY v.ord)
+                 FROM verdict v WHERE v.send_ord = s.ord AND v.reason IS NULL),
+    'skipped', coalesce(sk.list, '[]'::json))::jsonb
+  FROM s JOIN accepted a ON a.ord = s.ord LEFT JOIN skipped sk ON sk.send_ord = s.ord
+  WHERE r.id = s.idempotency_id
+  RETURNING 1
+)
+SELECT s.ord::int, a.used, coalesce(sk.list, '[]'::json) AS skipped
+FROM s LEFT JOIN accepted a ON a.ord = s.ord LEFT JOIN skipped sk ON sk.send_ord = s.ord
+ORDER BY s.ord`;
+
+async function writeBatch(db: Db, sends: SendToWrite[]): Promise<AcceptedWrite[]> {
+  const rows = sends.map(({ key, mailbox, request, sendId }) =>
+    request.to.map((to) =>
+      messageRow({ accountId: key.accountId, mailboxId: mailbox.id, fromAddress: mailbox.address, kind: 'transactional', sendId, to, subject: request.subject }),
+    ),
   );
-  const [result] = await rawQuery<{ used: number | null; skipped: { to: string; reason: SkipReason }[] }>(
+  const column = <T>(pick: (send: SendToWrite) => T) => sends.map(pick);
+  const copies = rows.flatMap((list, i) => list.map((row) => ({ send: i + 1, row })));
+  const result = await rawQuery<{ ord: number; used: number | null; skipped: { to: string; reason: SkipReason }[] }>(
     db,
-    `WITH input AS (
-      SELECT m.id, m.recipient, m.header, m.ord, split_part(m.recipient, '@', 2) AS domain
-      FROM unnest($16::uuid[], $17::text[], $18::text[]) WITH ORDINALITY AS m(id, recipient, header, ord)
-    ), verdict AS (
-      SELECT i.*, COALESCE(
-        (SELECT s.reason::text FROM suppressions s WHERE s.account_id = $5 AND s.email = i.recipient),
-        (SELECT 'stopped' FROM stop_list st WHERE st.account_id = $5 AND (
-           (st.kind = 'email' AND st.value = i.recipient)
-           OR (st.kind = 'domain' AND (i.domain = st.value OR right(i.domain, length(st.value) + 1) = '.' || st.value)))
-         LIMIT 1)) AS reason
-      FROM input i
-    ), kept AS (
-      SELECT * FROM verdict WHERE reason IS NULL
-    ), skipped AS (
-      SELECT coalesce(json_agg(json_build_object('to', recipient, 'reason', reason) ORDER BY ord), '[]'::json) AS list
-      FROM verdict WHERE reason IS NOT NULL
-    ), usage AS (
-      INSERT INTO key_daily_usage (api_key_id, day, count)
-      SELECT $1, $2::date, k.n FROM (SELECT count(*)::int AS n FROM kept) k WHERE k.n > 0 AND k.n <= $3
-      ON CONFLICT (api_key_id, day) DO UPDATE SET count = key_daily_usage.count + EXCLUDED.count
-      WHERE key_daily_usage.count + EXCLUDED.count <= $3
-      RETURNING count
-    ), send AS (
-      INSERT INTO sends (id, account_id, api_key_id, from_name, reply_to, subject, text, html, headers, attachments, metadata, skipped, send_at)
-      SELECT $4::uuid, $5, $1, $6, $7, $8, $9, $10, $11::jsonb, $12::jsonb, $13::jsonb, (SELECT list FROM skipped)::jsonb, $14::timestamptz
-      FROM usage
-      RETURNING id
-    ), copies AS (
-      INSERT INTO messages (id, account_id, mailbox_id, kind, send_id, "to", subject, message_id_header, not_before, enqueued_at)
-      SELECT k.id, $5, $15, 'transactional', send.id, k.recipient, $8, k.header, $14::timestamptz, now()
-      FROM send, kept k
-      RETURNING 1
-    ), answered AS (
-      UPDATE idempotency_records SET state = 'done', response_status = 202, response_body = json_build_object(
-        'ok', true, 'id', $4::text, 'status', 'queued',
-        'messages', (SELECT coalesce(json_agg(json_build_object('id', k.id::text, 'to', k.recipient, 'status', 'queued') ORDER BY k.ord), '[]'::json) FROM kept k),
-        'skipped', (SELECT list FROM skipped))::jsonb
-      WHERE id = $19::int AND EXISTS (SELECT 1 FROM send)
-      RETURNING 1
-    )
-    SELECT (SELECT count FROM usage) AS used, (SELECT list FROM skipped) AS skipped,
-           (SELECT count(*)::int FROM copies) AS written, (SELECT count(*)::int FROM answered) AS answered`,
+    WRITE_SENDS,
     [
-      key.id,
       utcDay().toISOString().slice(0, 10),
-      key.dailyLimit,
-      sendId,
-      key.accountId,
-      request.fromName,
-      request.replyTo ?? null,
-      request.subject,
-      request.text ?? null,
-      request.html ?? null,
-      JSON.stringify(request.headers ?? {}),
-      JSON.stringify(request.attachments ?? []),
-      JSON.stringify(request.metadata ?? {}),
-      request.sendAt ?? null,
-      mailbox.id,
-      rows.map((r) => r.id),
-      rows.map((r) => r.to),
-      rows.map((r) => r.messageIdHeader),
-      idempotencyRecord ?? null,
+      column((s) => s.sendId),
+      column((s) => s.key.accountId),
+      column((s) => s.key.id),
+      column((s) => s.key.dailyLimit),
+      column((s) => s.mailbox.id),
+      column((s) => s.request.fromName),
+      column((s) => s.request.replyTo ?? null),
+      column((s) => s.request.subject),
+      column((s) => s.request.text ?? null),
+      column((s) => s.request.html ?? null),
+      column((s) => JSON.stringify(s.request.headers ?? {})),
+      column((s) => JSON.stringify(s.request.attachments ?? [])),
+      column((s) => JSON.stringify(s.request.metadata ?? {})),
+      column((s) => s.request.sendAt ?? null),
+      column((s) => s.idempotencyRecord ?? null),
+      copies.map((c) => c.send),
+      copies.map((c) => c.row.id),
+      copies.map((c) => c.row.to),
+      copies.map((c) => c.row.messageIdHeader),
     ],
+    'write-sends',
   );
-  const skipped = result?.skipped ?? [];
-  const skippedSet = new Set(skipped.map((s) => s.to));
-  const kept = rows.filter((r) => !skippedSet.has(r.to)).map((r) => ({ id: r.id!, to: r.to }));
-  return { used: result?.used ?? null, kept, skipped };
+  return result.map(({ used, skipped }, i) => {
+    const skippedSet = new Set(skipped.map((s) => s.to));
+    const kept = rows[i]!.filter((r) => !skippedSet.has(r.to)).map((r) => ({ id: r.id!, to: r.to }));
+    return { used, kept, skipped };
+  });
+}
+
+/**
+ * A batch, then, for each send its key's limit refused inside a batch of several, that send again alone and in order:
+ * the limit answers exactly as if every send had come by itself.
+ */
+export async function writeSends(db: Db, sends: SendToWrite[]): Promise<AcceptedWrite[]> {
+  const written = await writeBatch(db, sends);
+  if (sends.length > 1) {
+    for (let i = 0; i < sends.length; i++) {
+      if (written[i]!.used === null && written[i]!.kept.length) written[i] = (await writeBatch(db, [sends[i]!]))[0]!;
+    }
+  }
+  return written;
+}
+
+/**
+ * Sends accepted at the same moment share one statement and one commit (bench/README.md: the commit and the statement,
+ * not the rows, were most of Postgres's cost per send). The answer comes once that commit is done.
+ */
+const batchers = new WeakMap<Db, Batcher<SendToWrite, AcceptedWrite>>();
+
+export function writeAcceptedSend(db: Db, send: SendToWrite): Promise<AcceptedWrite> {
+  let batcher = batchers.get(db);
+  if (!batcher) {
+    batcher = new Batcher((sends) => writeSends(db, sends), { maxInFlight: 2, maxBatch: 50 });
+    batchers.set(db, batcher);
+  }
+  return batcher.submit(send);
 }

@@ -1,0 +1,47 @@
+/**
+ * Group commit for a hot path. A call made while `maxInFlight` batches are already running waits, and all such calls go
+ * together in the next batch: under load, many concurrent callers share one round trip (one statement, one commit,
+ * one Redis pipeline), while a lone caller runs at once, with no timer to wait for.
+ *
+ * `run` answers its items in order. When a batch of several fails, each item runs again alone, so one bad item fails
+ * only its own caller.
+ */
+export class Batcher<In, Out> {
+  private waiting: { item: In; resolve: (out: Out) => void; reject: (err: unknown) => void }[] = [];
+  private running = 0;
+
+  constructor(
+    private readonly run: (items: In[]) => Promise<Out[]>,
+    private readonly options: { maxInFlight: number; maxBatch: number },
+  ) {}
+
+  submit(item: In): Promise<Out> {
+    return new Promise<Out>((resolve, reject) => {
+      this.waiting.push({ item, resolve, reject });
+      this.pump();
+    });
+  }
+
+  private pump(): void {
+    while (this.running < this.options.maxInFlight && this.waiting.length) {
+      const batch = this.waiting.splice(0, this.options.maxBatch);
+      this.running++;
+      void this.execute(batch).finally(() => {
+        this.running--;
+        this.pump();
+      });
+    }
+  }
+
+  private async execute(batch: Batcher<In, Out>['waiting']): Promise<void> {
+    let outs: Out[];
+    try {
+      outs = await this.run(batch.map((b) => b.item));
+    } catch (err) {
+      if (batch.length === 1) return batch[0]!.reject(err);
+      await Promise.all(batch.map((b) => this.run([b.item]).then(([out]) => b.resolve(out!), b.reject)));
+      return;
+    }
+    batch.forEach((b, i) => b.resolve(outs[i]!));
+  }
+}

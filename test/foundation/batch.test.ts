@@ -1,0 +1,55 @@
+import { Batcher } from '../../apps/core/src/batch';
+
+/** A run whose batches the test finishes by hand, recording what each batch held. */
+function manualRun() {
+  const batches: number[][] = [];
+  const pending: (() => void)[] = [];
+  const run = (items: number[]) =>
+    new Promise<string[]>((resolve, reject) => {
+      batches.push(items);
+      pending.push(() => (items.includes(13) && items.length ? reject(new Error('unlucky')) : resolve(items.map((i) => `done ${i}`))));
+    });
+  const finishAll = async () => {
+    while (pending.length) {
+      pending.shift()!();
+      await new Promise((r) => setImmediate(r));
+    }
+  };
+  return { batches, run, finishAll };
+}
+
+describe('Batcher (group commit)', () => {
+  it('runs a lone call at once, and groups the calls that arrive while the batches in flight run', async () => {
+    const m = manualRun();
+    const batcher = new Batcher(m.run, { maxInFlight: 1, maxBatch: 10 });
+    const first = batcher.submit(1);
+    expect(m.batches).toEqual([[1]]);
+    const rest = [2, 3, 4].map((i) => batcher.submit(i));
+    expect(m.batches).toEqual([[1]]);
+    await m.finishAll();
+    expect(m.batches).toEqual([[1], [2, 3, 4]]);
+    expect(await first).toBe('done 1');
+    expect(await Promise.all(rest)).toEqual(['done 2', 'done 3', 'done 4']);
+  });
+
+  it('keeps at most maxInFlight batches running and at most maxBatch items in one', async () => {
+    const m = manualRun();
+    const batcher = new Batcher(m.run, { maxInFlight: 2, maxBatch: 3 });
+    const all = Array.from({ length: 9 }, (_, i) => batcher.submit(i));
+    expect(m.batches).toEqual([[0], [1]]);
+    await m.finishAll();
+    expect(m.batches).toEqual([[0], [1], [2, 3, 4], [5, 6, 7], [8]]);
+    expect(await Promise.all(all)).toEqual(Array.from({ length: 9 }, (_, i) => `done ${i}`));
+  });
+
+  it('fails only the caller of a bad item: a failed batch runs again item by item', async () => {
+    const m = manualRun();
+    const batcher = new Batcher(m.run, { maxInFlight: 1, maxBatch: 10 });
+    const first = batcher.submit(1);
+    const group = [12, 13, 14].map((i) => batcher.submit(i).catch((err: Error) => err.message));
+    await m.finishAll();
+    expect(await first).toBe('done 1');
+    expect(await Promise.all(group)).toEqual(['done 12', 'unlucky', 'done 14']);
+    expect(m.batches).toEqual([[1], [12, 13, 14], [12], [13], [14]]);
+  });
+});
