@@ -4,7 +4,7 @@ import { DASHBOARD_PATH, dashboardRouter } from './dashboard';
 import { requireAdmin } from './middleware/admin';
 import { KeyAuthenticator } from './middleware/auth';
 import { errorHandler, unknownRoute } from './middleware/errors';
-import { accessLog, requestId, requireJsonBody } from './middleware/request';
+import { requestContext, requireJsonBody } from './middleware/request';
 import { adminRouter } from './routes/admin';
 import { healthRouter } from './routes/health';
 import { pagesRouter } from './routes/pages';
@@ -26,12 +26,14 @@ export function createApp(db: Db): ApiApp {
   app.disable('x-powered-by');
   app.set('trust proxy', 'loopback, linklocal, uniquelocal');
   app.set('query parser', 'simple');
-  app.use(requestId, accessLog);
+  const json = express.json({ limit: BODY_LIMIT_BYTES, strict: false });
+  app.use(requestContext);
+  // the public API first: it carries the load, and every router passed on the way costs each request
+  app.use('/api/v1', json, v1Router(db, auth));
   app.use(healthRouter(db));
   app.use(DASHBOARD_PATH, requireAdmin({ challenge: true }), dashboardRouter());
-  app.use(express.json({ limit: BODY_LIMIT_BYTES, strict: false }));
+  app.use(json);
   app.use('/admin/api', requireAdmin(), requireJsonBody, adminRouter(db));
-  app.use('/api/v1', v1Router(db, auth));
   app.use(pagesRouter(db));
   app.use(unknownRoute);
   app.use(errorHandler);

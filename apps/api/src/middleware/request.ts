@@ -3,25 +3,20 @@ import type { RequestHandler } from 'express';
 import { BadRequest } from '../../../core/src/errors';
 import { logger } from '../../../core/src/logger';
 
-/** A request id (the caller's X-Request-Id when sane), echoed back and put on the log line. */
-export const requestId: RequestHandler = (req, res, next) => {
+/**
+ * A request id (the caller's X-Request-Id when sane), echoed back and put on the log line; then one structured line
+ * per request: method, path, status, duration. Never headers or bodies.
+ */
+export const requestContext: RequestHandler = (req, res, next) => {
+  const started = process.hrtime.bigint();
   const given = req.get('x-request-id');
   const id = given && /^[\w.-]{1,100}$/.test(given) ? given : crypto.randomUUID();
   res.locals.requestId = id;
-  res.set('X-Request-Id', id);
-  next();
-};
-
-/** One structured line per request: method, path, status, duration. Never headers or bodies. */
-export const accessLog: RequestHandler = (req, res, next) => {
-  const started = process.hrtime.bigint();
+  res.setHeader('X-Request-Id', id);
   res.on('finish', () => {
     const ms = Number(process.hrtime.bigint() - started) / 1e6;
     const level = res.statusCode >= 500 ? 'error' : req.path === '/healthz' ? 'debug' : 'info';
-    logger[level](
-      { requestId: res.locals.requestId, method: req.method, path: req.path, status: res.statusCode, ms: Math.round(ms * 10) / 10 },
-      'request',
-    );
+    logger[level]({ requestId: id, method: req.method, path: req.path, status: res.statusCode, ms: Math.round(ms * 10) / 10 }, 'request');
   });
   next();
 };

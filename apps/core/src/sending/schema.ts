@@ -21,13 +21,15 @@ function splitNamed(raw: string): { name: string; address: string } {
   return match ? { name: (match[1] ?? '').trim(), address: match[2]!.trim() } : { name: '', address: raw.trim() };
 }
 
+const address = email();
+
 /** An address field that may carry a display name: validated on the address, converted to `{name, address}`. */
 const namedAddress = () =>
   Joi.string()
     .max(400)
     .custom((raw: string, helpers) => {
-      const { name, address } = splitNamed(raw);
-      const { error, value } = email().validate(address);
+      const { name, address: bare } = splitNamed(raw);
+      const { error, value } = address.validate(bare);
       if (error) return helpers.error('string.email', { value: raw });
       return { name, address: value as string };
     });
