@@ -1,4 +1,5 @@
 import type { Mailbox, Message, Send } from '../../../../generated/prisma/client';
+import { Batcher } from '../batch';
 import { rawQuery, type Db } from '../db';
 import { guardedKinds } from './guards';
 
@@ -13,36 +14,79 @@ function fromRow<T>(row: Record<string, unknown> | null): T | null {
   return out as T;
 }
 
+type ClaimedRow = Message & { mailbox: Mailbox; send: Send | null };
+
 /**
- * The claim of a message no pre-send guard watches (transactional copies), as one statement: take the row if it is
- * due and nobody holds it, and read its mailbox and Send with it. Returns null when the row is not claimable this way
- * (guarded kind, final, held, early, suppressed, missing): the caller's full claim then decides what to answer.
+ * The claims of concurrent deliveries in one statement: take each row that is due and nobody holds, and read its
+ * mailbox and Send with it.
  */
-export async function claimUnguarded(db: Db, messageId: string, leaseMs: number): Promise<(Message & { mailbox: Mailbox; send: Send | null }) | null> {
-  const [row] = await rawQuery<{ message: Record<string, unknown>; mailbox: Record<string, unknown>; send: Record<string, unknown> | null }>(
+async function claimBatch(db: Db, ids: string[], leaseMs: number): Promise<(ClaimedRow | null)[]> {
+  const rows = await rawQuery<{ id: string; message: Record<string, unknown>; mailbox: Record<string, unknown>; send: Record<string, unknown> | null }>(
     db,
     `WITH claimed AS (
        UPDATE messages SET status = 'sending', locked_until = now() + $2 * interval '1 millisecond', attempts = attempts + 1, updated_at = now()
-       WHERE id = $1::uuid AND kind::text <> ALL($3::text[])
+       WHERE id = ANY($1::uuid[]) AND kind::text <> ALL($3::text[])
          AND (status IN ('queued', 'deferred') OR (status = 'sending' AND locked_until < now()))
          AND (not_before IS NULL OR not_before <= now())
          AND NOT EXISTS (SELECT 1 FROM suppressions s WHERE s.account_id = messages.account_id AND s.email = messages."to")
        RETURNING *
      )
-     SELECT row_to_json(c) AS message, row_to_json(mb) AS mailbox, row_to_json(s) AS send
+     SELECT c.id::text AS id, row_to_json(c) AS message, row_to_json(mb) AS mailbox, row_to_json(s) AS send
      FROM claimed c JOIN mailboxes mb ON mb.id = c.mailbox_id LEFT JOIN sends s ON s.id = c.send_id`,
-    [messageId, leaseMs, guardedKinds()],
+    [ids, leaseMs, guardedKinds()],
+    'claim-unguarded',
   );
-  if (!row) return null;
-  return { ...fromRow<Message>(row.message)!, mailbox: fromRow<Mailbox>(row.mailbox)!, send: fromRow<Send>(row.send) };
+  const byId = new Map(rows.map((row) => [row.id, { ...fromRow<Message>(row.message)!, mailbox: fromRow<Mailbox>(row.mailbox)!, send: fromRow<Send>(row.send) }]));
+  return ids.map((id) => {
+    const claimed = byId.get(id) ?? null;
+    byId.delete(id); // the same row asked twice in one batch is claimed once: the second asker finds it held
+    return claimed;
+  });
 }
 
-/** The row is delivered; only the worker holding it may say so. */
-export async function markSent(db: Db, messageId: string, response: string): Promise<void> {
+/** "Delivered" for several rows at once; only the worker holding a row may say so. */
+async function markSentBatch(db: Db, sent: { id: string; response: string }[]): Promise<void[]> {
   await rawQuery(
     db,
-    `UPDATE messages SET status = 'sent', sent_at = now(), smtp_response = $2, last_error = NULL, locked_until = NULL, updated_at = now()
-     WHERE id = $1::uuid AND status = 'sending'`,
-    [messageId, response],
+    `UPDATE messages m SET status = 'sent', sent_at = now(), smtp_response = v.response, last_error = NULL, locked_until = NULL, updated_at = now()
+     FROM unnest($1::uuid[], $2::text[]) AS v(id, response)
+     WHERE m.id = v.id AND m.status = 'sending'`,
+    [sent.map((s) => s.id), sent.map((s) => s.response)],
+    'mark-sent',
   );
+  return sent.map(() => undefined);
+}
+
+/**
+ * A worker's concurrent deliveries share their claim and their "sent" statements (group commit: see batch.ts). One
+ * statement in flight at a time: a worker's jobs start one after another, so only waiting makes batches worth having
+ * (measured: 1.6 rows a statement with two in flight, 2.5 with one, and 640 -> 737 msg/s).
+ */
+const batchers = new WeakMap<Db, { claim: Batcher<{ id: string; leaseMs: number }, ClaimedRow | null>; sent: Batcher<{ id: string; response: string }, void> }>();
+
+function batchersOf(db: Db) {
+  let found = batchers.get(db);
+  if (!found) {
+    found = {
+      // one lease for the whole batch: the first caller's (every caller passes the same configured lease)
+      claim: new Batcher((items) => claimBatch(db, items.map((i) => i.id), items[0]!.leaseMs), { maxInFlight: 1, maxBatch: 100 }),
+      sent: new Batcher((items) => markSentBatch(db, items), { maxInFlight: 1, maxBatch: 100 }),
+    };
+    batchers.set(db, found);
+  }
+  return found;
+}
+
+/**
+ * The claim of a message no pre-send guard watches (transactional copies): take the row if it is due and nobody
+ * holds it, and read its mailbox and Send with it. Returns null when the row is not claimable this way (guarded kind,
+ * final, held, early, suppressed, missing): the caller's full claim then decides what to answer.
+ */
+export function claimUnguarded(db: Db, messageId: string, leaseMs: number): Promise<ClaimedRow | null> {
+  return batchersOf(db).claim.submit({ id: messageId, leaseMs });
+}
+
+/** The row is delivered; only the worker holding it may say so. Resolves once that is committed. */
+export function markSent(db: Db, messageId: string, response: string): Promise<void> {
+  return batchersOf(db).sent.submit({ id: messageId, response });
 }

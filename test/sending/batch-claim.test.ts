@@ -1,0 +1,56 @@
+import crypto from 'node:crypto';
+import { db } from '../../apps/core/src/db';
+import { claimUnguarded, markSent } from '../../apps/core/src/delivery/fast-claim';
+import { writeSends } from '../../apps/core/src/sending/write';
+import { makeTenant } from '../helpers/factories';
+
+async function queuedMessages(n: number): Promise<string[]> {
+  const tenant = await makeTenant();
+  const [written] = await writeSends(db(), [
+    {
+      key: { id: tenant.keyId, accountId: tenant.account.id, dailyLimit: 1000 },
+      mailbox: { id: tenant.mailbox.id, address: tenant.mailbox.address },
+      request: {
+        to: Array.from({ length: n }, (_, i) => `c${i}@example.org`),
+        subject: 'Claim',
+        text: 'x',
+        html: null,
+        fromName: 'Sender',
+        replyTo: null,
+        headers: {},
+        attachments: [],
+        sendAt: null,
+        metadata: {},
+      },
+      sendId: crypto.randomUUID(),
+      idempotencyRecord: undefined,
+    },
+  ]);
+  return written!.kept.map((k) => k.id);
+}
+
+describe('delivery claims and "sent" marks shared by concurrent deliveries', () => {
+  it('gives a row asked for twice in one batch to one asker only', async () => {
+    const [filler, contested] = await queuedMessages(2);
+    // the first call runs alone; the two that arrive while it runs share the next statement
+    const [first, a, b] = await Promise.all([claimUnguarded(db(), filler!, 60_000), claimUnguarded(db(), contested!, 60_000), claimUnguarded(db(), contested!, 60_000)]);
+    expect(first?.id).toBe(filler);
+    expect([a?.id ?? null, b?.id ?? null].filter(Boolean)).toEqual([contested]);
+    const row = await db().message.findUniqueOrThrow({ where: { id: contested! } });
+    expect(row.status).toBe('sending');
+    expect(row.attempts).toBe(1);
+  });
+
+  it('claims many rows at once, each with its mailbox and Send, and marks each sent with its own answer', async () => {
+    const ids = await queuedMessages(12);
+    const claimed = await Promise.all(ids.map((id) => claimUnguarded(db(), id, 60_000)));
+    expect(claimed.map((c) => c?.id)).toEqual(ids);
+    expect(claimed.every((c) => c!.mailbox.address.startsWith('sender-') && c!.send?.subject === 'Claim')).toBe(true);
+    expect(await Promise.all(ids.map((id) => claimUnguarded(db(), id, 60_000)))).toEqual(ids.map(() => null));
+
+    await Promise.all(ids.map((id, i) => markSent(db(), id, `250 ok ${i}`)));
+    const rows = await db().message.findMany({ where: { id: { in: ids } } });
+    expect(rows.every((r) => r.status === 'sent' && r.lockedUntil === null && r.sentAt)).toBe(true);
+    expect(new Map(rows.map((r) => [r.id, r.smtpResponse]))).toEqual(new Map(ids.map((id, i) => [id, `250 ok ${i}`])));
+  });
+});
