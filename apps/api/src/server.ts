@@ -3,10 +3,12 @@ import { closeDb, db } from '../../core/src/db';
 import { logger } from '../../core/src/logger';
 import { closeQueues } from '../../core/src/queues';
 import { closeRedis } from '../../core/src/redis';
+import { tuneRuntime } from '../../core/src/runtime';
 import { preflight } from '../../core/src/startup';
 import { createApp } from './app';
 
 async function main(): Promise<void> {
+  tuneRuntime();
   await preflight('api');
   const cfg = config();
   const api = createApp(db());

@@ -3,10 +3,12 @@ import { closeTransports } from '../../core/src/delivery/transport';
 import { logger } from '../../core/src/logger';
 import { closeQueues } from '../../core/src/queues';
 import { closeRedis } from '../../core/src/redis';
+import { tuneRuntime } from '../../core/src/runtime';
 import { preflight } from '../../core/src/startup';
 import { createWorkers, scheduleMaintenance } from './workers';
 
 async function main(): Promise<void> {
+  tuneRuntime();
   await preflight('worker');
   const workers = createWorkers();
   await scheduleMaintenance();
