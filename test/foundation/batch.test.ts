@@ -53,3 +53,22 @@ describe('Batcher (group commit)', () => {
     expect(m.batches).toEqual([[1], [12, 13, 14], [12], [13], [14]]);
   });
 });
+
+describe('Batcher with lingerMs', () => {
+  it('waits that long for company before a batch starts, and starts a full batch at once', async () => {
+    const m = manualRun();
+    const batcher = new Batcher(m.run, { maxInFlight: 1, maxBatch: 3, lingerMs: 30 });
+    const first = batcher.submit(1);
+    expect(m.batches).toEqual([]);
+    const second = batcher.submit(2);
+    await new Promise((r) => setTimeout(r, 60));
+    expect(m.batches).toEqual([[1, 2]]);
+    await m.finishAll();
+    expect(await Promise.all([first, second])).toEqual(['done 1', 'done 2']);
+
+    const full = [3, 4, 5].map((i) => batcher.submit(i));
+    expect(m.batches).toEqual([[1, 2], [3, 4, 5]]);
+    await m.finishAll();
+    expect(await Promise.all(full)).toEqual(['done 3', 'done 4', 'done 5']);
+  });
+});

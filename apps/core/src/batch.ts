@@ -3,16 +3,20 @@
  * together in the next batch: under load, many concurrent callers share one round trip (one statement, one commit,
  * one Redis pipeline), while a lone caller runs at once, with no timer to wait for.
  *
+ * With `lingerMs`, a batch also waits that long for company before it starts (unless it is full already): for callers
+ * who start one after another, where latency matters less than the round trips saved.
+ *
  * `run` answers its items in order. When a batch of several fails, each item runs again alone, so one bad item fails
  * only its own caller.
  */
 export class Batcher<In, Out> {
   private waiting: { item: In; resolve: (out: Out) => void; reject: (err: unknown) => void }[] = [];
   private running = 0;
+  private lingering?: NodeJS.Timeout;
 
   constructor(
     private readonly run: (items: In[]) => Promise<Out[]>,
-    private readonly options: { maxInFlight: number; maxBatch: number },
+    private readonly options: { maxInFlight: number; maxBatch: number; lingerMs?: number },
   ) {}
 
   submit(item: In): Promise<Out> {
@@ -22,8 +26,18 @@ export class Batcher<In, Out> {
     });
   }
 
-  private pump(): void {
+  private pump(lingered = false): void {
     while (this.running < this.options.maxInFlight && this.waiting.length) {
+      if (this.options.lingerMs && !lingered && this.waiting.length < this.options.maxBatch) {
+        this.lingering ??= setTimeout(() => {
+          this.lingering = undefined;
+          this.pump(true);
+        }, this.options.lingerMs);
+        return;
+      }
+      clearTimeout(this.lingering);
+      this.lingering = undefined;
+      lingered = false;
       const batch = this.waiting.splice(0, this.options.maxBatch);
       this.running++;
       void this.execute(batch).finally(() => {
