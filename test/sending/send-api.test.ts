@@ -1,7 +1,8 @@
 import { db } from '../../apps/core/src/db';
 import { PayloadTooLarge } from '../../apps/core/src/errors';
 import { parseSendRequest } from '../../apps/core/src/sending/schema';
-import { QUEUE, jobId, queue } from '../../apps/core/src/queues';
+import { DISPATCH, QUEUE, jobId, queue } from '../../apps/core/src/queues';
+import { processDelivery } from '../../apps/worker/src/processors/delivery';
 import { as, useApi } from '../helpers/api';
 import { makeTenant, type Tenant } from '../helpers/factories';
 
@@ -35,8 +36,29 @@ describe('POST /api/v1/send: acceptance', () => {
     const rows = await db().message.findMany({ where: { sendId: res.body.id } });
     expect(rows.map((r) => r.to).sort()).toEqual(['a@example.org', 'b@example.org']);
     expect(rows.every((r) => r.kind === 'transactional' && r.enqueuedAt)).toBe(true);
-    const job = await queue(QUEUE.delivery).getJob(jobId.delivery(rows[0]!.id));
-    expect(job?.data).toEqual({ messageId: rows[0]!.id });
+  });
+
+  it('queues a lone copy as its delivery job, and several as one dispatch job that a worker fans out, send_at kept', async () => {
+    const tenant = await makeTenant();
+    const one = await send(tenant, { to: 'solo@example.org', subject: 'Hi', text: 'Hello' });
+    const soloId = one.body.messages[0].id as string;
+    expect((await queue(QUEUE.delivery).getJob(jobId.delivery(soloId)))?.data).toEqual({ messageId: soloId });
+
+    const sendAt = new Date(Date.now() + 3_600_000);
+    const many = await send(tenant, { to: ['m1@example.org', 'm2@example.org', 'm3@example.org'], subject: 'Hi', text: 'Hello', send_at: sendAt.toISOString() });
+    const ids = (many.body.messages as { id: string }[]).map((m) => m.id);
+    const fan = await queue(QUEUE.delivery).getJob(jobId.dispatch(ids[0]!));
+    expect(fan?.name).toBe(DISPATCH);
+    expect(fan?.data).toEqual({ messages: ids.map((id) => ({ id, notBefore: sendAt.getTime() })) });
+    expect(await Promise.all(ids.map((id) => queue(QUEUE.delivery).getJob(jobId.delivery(id))))).toEqual(ids.map(() => undefined));
+
+    expect(await processDelivery(fan!)).toBe('dispatched');
+    for (const id of ids) {
+      const job = await queue(QUEUE.delivery).getJob(jobId.delivery(id));
+      expect(job?.data).toEqual({ messageId: id });
+      expect(job!.opts.delay).toBeGreaterThan(3_500_000);
+      expect(await job!.getState()).toBe('delayed');
+    }
   });
 
   it('counts a recipient listed twice once', async () => {

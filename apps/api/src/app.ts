@@ -24,6 +24,8 @@ export function createApp(db: Db): ApiApp {
   const auth = new KeyAuthenticator(db);
   const app = express();
   app.disable('x-powered-by');
+  // answers are fresh state, mostly to writes: an ETag (a hash of every body) would cost each request for no use
+  app.set('etag', false);
   app.set('trust proxy', 'loopback, linklocal, uniquelocal');
   app.set('query parser', 'simple');
   const json = express.json({ limit: BODY_LIMIT_BYTES, strict: false });

@@ -6,7 +6,10 @@ import { config } from './config';
  * drain it first, or let the reconciler re-queue from Postgres (it can, since the database row is the state).
  */
 export const QUEUE = {
-  /** one job per Message row: deliver it over SMTP */
+  /**
+   * one job per Message row: deliver it over SMTP. The API may instead queue one `dispatch` job for a whole batch of
+   * rows, which a worker fans out into their delivery jobs (DISPATCH).
+   */
   delivery: 'delivery',
   /** one job per prospect and step: write the next email of an outreach sequence */
   sequence: 'sequence',
@@ -17,14 +20,24 @@ export type QueueName = (typeof QUEUE)[keyof typeof QUEUE];
 
 /** Payloads carry ids only: the processor reloads the row and re-checks it. */
 export interface JobPayloads {
-  delivery: { messageId: string };
+  delivery: { messageId: string } | DispatchPayload;
   sequence: { prospectId: number; step: number };
   maintenance: { task: 'reconcile' | 'schedule' | 'cleanup' };
 }
 
+/** A batch of rows to put on the delivery queue; `notBefore` in epoch milliseconds (send_at), or null. */
+export interface DispatchPayload {
+  messages: { id: string; notBefore: number | null }[];
+}
+
+/** The name of the fan-out jobs on the delivery queue (delivery jobs themselves are named after the queue). */
+export const DISPATCH = 'dispatch';
+
 /** Deterministic job ids (no ":" — BullMQ reserves it), never reused for different work. */
 export const jobId = {
   delivery: (messageId: string) => `msg-${messageId}`,
+  /** named after the batch's first row: a row is accepted once, so no two batches share it */
+  dispatch: (firstMessageId: string) => `fan-${firstMessageId}`,
   sequence: (prospectId: number, step: number) => `seq-${prospectId}-${step}`,
 };
 

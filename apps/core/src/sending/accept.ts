@@ -1,7 +1,7 @@
 import crypto from 'node:crypto';
 import type { ApiKey } from '../../../../generated/prisma/client';
 import type { Db, Tx } from '../db';
-import { addDeliveryJobs, markNotEnqueued } from '../delivery/outbox';
+import { markNotEnqueued, queueDelivery } from '../delivery/outbox';
 import { NotFound, Unprocessable } from '../errors';
 import { logger } from '../logger';
 import { finishIdempotent, releaseIdempotent, requestFingerprint, startIdempotent } from './idempotency';
@@ -89,7 +89,7 @@ export async function acceptSend(
   }
 
   try {
-    await addDeliveryJobs(accepted.rows);
+    await queueDelivery(accepted.rows);
   } catch (err) {
     logger.warn({ send: accepted.answer.id, err: (err as Error).message }, 'could not queue delivery now; the reconciler will');
     await markNotEnqueued(db, accepted.rows.map((r) => r.id)).catch(() => undefined);

@@ -1,13 +1,19 @@
 import { DelayedError, type Job } from 'bullmq';
 import { db } from '../../../core/src/db';
 import { deliverMessage, type DeliveryOutcome } from '../../../core/src/delivery/deliver';
+import { fanOut } from '../../../core/src/delivery/outbox';
 import type { JobPayloads } from '../../../core/src/queues';
 
 /**
  * Delivers one Message row (the row is the state; the job carries its id). Temporary SMTP failures throw, so BullMQ
- * retries with the backoff of JOB_OPTIONS.delivery; the last attempt marks the row failed.
+ * retries with the backoff of JOB_OPTIONS.delivery; the last attempt marks the row failed. A `dispatch` job carries a
+ * batch of rows instead: it puts their delivery jobs on the queue.
  */
-export async function processDelivery(job: Job<JobPayloads['delivery']>, token?: string): Promise<DeliveryOutcome['kind']> {
+export async function processDelivery(job: Job<JobPayloads['delivery']>, token?: string): Promise<DeliveryOutcome['kind'] | 'dispatched'> {
+  if ('messages' in job.data) {
+    await fanOut(job.data);
+    return 'dispatched';
+  }
   const lastAttempt = job.attemptsMade + 1 >= (job.opts.attempts ?? 1);
   const outcome = await deliverMessage(db(), job.data.messageId, { lastAttempt });
   if ((outcome.kind === 'busy' || outcome.kind === 'early') && token) {
