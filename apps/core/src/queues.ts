@@ -8,7 +8,7 @@ import { config } from './config';
 export const QUEUE = {
   /**
    * one job per Message row: deliver it over SMTP. The API may instead queue one `dispatch` job for a whole batch of
-   * rows, which a worker fans out into their delivery jobs (DISPATCH).
+   * rows, which a worker delivers together, giving a row it cannot send at once its own job (DISPATCH).
    */
   delivery: 'delivery',
   /** one job per prospect and step: write the next email of an outreach sequence */
@@ -30,7 +30,7 @@ export interface DispatchPayload {
   messages: { id: string; notBefore: number | null }[];
 }
 
-/** The name of the fan-out jobs on the delivery queue (delivery jobs themselves are named after the queue). */
+/** The name of the batch jobs on the delivery queue (delivery jobs themselves are named after the queue). */
 export const DISPATCH = 'dispatch';
 
 /** Deterministic job ids (no ":" — BullMQ reserves it), never reused for different work. */

@@ -1,10 +1,12 @@
 import type { Mailbox, Message, Send } from '../../../../generated/prisma/client';
 import type { Db } from '../db';
 import { logger } from '../logger';
+import { JOB_OPTIONS } from '../queues';
 import { suppressAddress } from '../subscribers/machine';
 import { composeMail } from './compose';
-import { claimUnguarded, markSent } from './fast-claim';
+import { claimBatch, claimUnguarded, markSent } from './fast-claim';
 import { preSendRefusal } from './guards';
+import { addDeliveryJobs } from './outbox';
 import { transportFor } from './transport';
 
 /**
@@ -14,6 +16,12 @@ import { transportFor } from './transport';
 export function deliveryLeaseMs(): number {
   const seconds = Number(process.env.DELIVERY_LEASE_SECONDS);
   return Number.isFinite(seconds) && seconds > 0 ? seconds * 1000 : 5 * 60_000;
+}
+
+/** The wait before a delivery's first retry (the backoff of JOB_OPTIONS.delivery). */
+function firstRetryDelayMs(): number {
+  const backoff = JOB_OPTIONS.delivery.backoff;
+  return typeof backoff === 'object' && backoff.delay ? backoff.delay : 10_000;
 }
 
 export type DeliveryOutcome =
@@ -96,7 +104,11 @@ async function claim(db: Db, messageId: string): Promise<Claim> {
 export async function deliverMessage(db: Db, messageId: string, options: { lastAttempt: boolean }): Promise<DeliveryOutcome> {
   const claimed = await claim(db, messageId);
   if (claimed.kind !== 'claimed') return claimed;
-  const message = claimed.message;
+  return sendClaimed(db, claimed.message, options);
+}
+
+/** The SMTP conversation for a row this worker holds, and what its answer makes of the row. */
+async function sendClaimed(db: Db, message: Claimed, options: { lastAttempt: boolean }): Promise<Extract<DeliveryOutcome, { kind: 'sent' | 'rejected' }>> {
   try {
     const info = await transportFor(message.mailbox).sendMail(composeMail(message, message.mailbox, message.send));
     const response = String(info.response ?? '');
@@ -123,4 +135,35 @@ export async function deliverMessage(db: Db, messageId: string, options: { lastA
     });
     throw new TemporaryDeliveryError(`delivery of ${message.id} failed for now: ${err.message}`);
   }
+}
+
+/**
+ * Delivers a batch of rows in one job (the API's `dispatch` jobs), without a queue job per row: the rows that can be
+ * claimed at once (one statement) go out concurrently over their mailboxes' pools. Every other row gets its own
+ * delivery job, which decides and retries exactly as for any row: one not due yet (delayed to `send_at`), one the
+ * quick claim leaves alone (a guarded kind, held, suppressed, already final), and one that failed for now (after the
+ * first retry's wait; it has the usual attempts still ahead).
+ */
+export async function deliverBatch(db: Db, rows: { id: string; notBefore: Date | null }[]): Promise<{ sent: number; handedOn: number }> {
+  const now = Date.now();
+  const due: typeof rows = [];
+  const handOn: typeof rows = [];
+  for (const row of rows) (!row.notBefore || row.notBefore.getTime() <= now ? due : handOn).push(row);
+  const claimed = due.length ? await claimBatch(db, due.map((r) => r.id), deliveryLeaseMs()) : [];
+  claimed.forEach((message, i) => {
+    if (!message) handOn.push(due[i]!);
+  });
+  const retryAt = new Date(now + firstRetryDelayMs());
+  const outcomes = await Promise.all(
+    claimed.filter((m): m is Claimed => m !== null).map((message) =>
+      sendClaimed(db, message, { lastAttempt: false }).catch((err: unknown) => {
+        if (!(err instanceof TemporaryDeliveryError)) throw err;
+        logger.info({ message: message.id, err: err.message }, 'delivery deferred');
+        handOn.push({ id: message.id, notBefore: retryAt });
+        return null;
+      }),
+    ),
+  );
+  await addDeliveryJobs(handOn);
+  return { sent: outcomes.filter((o) => o?.kind === 'sent').length, handedOn: handOn.length };
 }

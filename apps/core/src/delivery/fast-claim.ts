@@ -14,13 +14,13 @@ function fromRow<T>(row: Record<string, unknown> | null): T | null {
   return out as T;
 }
 
-type ClaimedRow = Message & { mailbox: Mailbox; send: Send | null };
+export type ClaimedRow = Message & { mailbox: Mailbox; send: Send | null };
 
 /**
  * The claims of concurrent deliveries in one statement: take each row that is due and nobody holds, and read its
  * mailbox and Send with it.
  */
-async function claimBatch(db: Db, ids: string[], leaseMs: number): Promise<(ClaimedRow | null)[]> {
+export async function claimBatch(db: Db, ids: string[], leaseMs: number): Promise<(ClaimedRow | null)[]> {
   const rows = await rawQuery<{ id: string; message: Record<string, unknown>; mailbox: Record<string, unknown>; send: Record<string, unknown> | null }>(
     db,
     `WITH claimed AS (

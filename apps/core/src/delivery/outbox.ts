@@ -1,9 +1,9 @@
 import crypto from 'node:crypto';
+import type { JobsOptions } from 'bullmq';
 import type { Prisma } from '../../../../generated/prisma/client';
 import type { MessageKind } from '../../../../generated/prisma/enums';
 import { Batcher } from '../batch';
 import { rawQuery, type Tx } from '../db';
-import type { JobsOptions } from 'bullmq';
 import { DISPATCH, JOB_OPTIONS, QUEUE, jobId, queue, type DispatchPayload } from '../queues';
 
 /**
@@ -88,19 +88,14 @@ export async function addDeliveryJobs(messages: DeliveryJob[]): Promise<void> {
 const DISPATCH_OPTIONS: JobsOptions = { ...JOB_OPTIONS.delivery, backoff: { type: 'exponential', delay: 1_000 } };
 
 /**
- * The rows of a batch on the delivery queue: one row directly, several as one `dispatch` job that a worker fans out.
- * BullMQ's client spends about 70 us of CPU on each job it adds; on the API, a job per row was a quarter of the cost of
- * accepting a send (bench/README.md), while a worker adds them off the request path.
+ * The rows of a batch on the delivery queue: one row directly, several as one `dispatch` job that a worker delivers
+ * as a batch (deliverBatch). BullMQ costs about 70 us of the API's CPU for each job it adds (a quarter of accepting a
+ * send, bench/README.md), and as much again in the worker and in Redis to run it.
  */
 async function dispatch(messages: DeliveryJob[]): Promise<void> {
   if (messages.length === 1) return addDeliveryJobs(messages);
   const payload: DispatchPayload = { messages: messages.map((m) => ({ id: m.id, notBefore: m.notBefore ? m.notBefore.getTime() : null })) };
   await queue(QUEUE.delivery).add(DISPATCH, payload, { ...DISPATCH_OPTIONS, jobId: jobId.dispatch(messages[0]!.id) });
-}
-
-/** The fan-out: the delivery jobs of a `dispatch` job's rows (worker side). */
-export async function fanOut(payload: DispatchPayload): Promise<void> {
-  await addDeliveryJobs(payload.messages.map((m) => ({ id: m.id, notBefore: m.notBefore === null ? null : new Date(m.notBefore) })));
 }
 
 /** How long a caller waits for Redis to take its jobs (then it leaves them to the reconciler: see markNotEnqueued). */

@@ -1,17 +1,16 @@
 import { DelayedError, type Job } from 'bullmq';
 import { db } from '../../../core/src/db';
-import { deliverMessage, type DeliveryOutcome } from '../../../core/src/delivery/deliver';
-import { fanOut } from '../../../core/src/delivery/outbox';
+import { deliverBatch, deliverMessage, type DeliveryOutcome } from '../../../core/src/delivery/deliver';
 import type { JobPayloads } from '../../../core/src/queues';
 
 /**
  * Delivers one Message row (the row is the state; the job carries its id). Temporary SMTP failures throw, so BullMQ
  * retries with the backoff of JOB_OPTIONS.delivery; the last attempt marks the row failed. A `dispatch` job carries a
- * batch of rows instead: it puts their delivery jobs on the queue.
+ * batch of rows instead: it delivers them together (deliverBatch).
  */
 export async function processDelivery(job: Job<JobPayloads['delivery']>, token?: string): Promise<DeliveryOutcome['kind'] | 'dispatched'> {
   if ('messages' in job.data) {
-    await fanOut(job.data);
+    await deliverBatch(db(), job.data.messages.map((m) => ({ id: m.id, notBefore: m.notBefore === null ? null : new Date(m.notBefore) })));
     return 'dispatched';
   }
   const lastAttempt = job.attemptsMade + 1 >= (job.opts.attempts ?? 1);

@@ -1,0 +1,87 @@
+import crypto from 'node:crypto';
+import { db } from '../../apps/core/src/db';
+import { deliverBatch } from '../../apps/core/src/delivery/deliver';
+import { QUEUE, jobId, queue } from '../../apps/core/src/queues';
+import { writeSends } from '../../apps/core/src/sending/write';
+import { processDelivery } from '../../apps/worker/src/processors/delivery';
+import { makeTenant, type Tenant } from '../helpers/factories';
+import { useMail } from '../helpers/mail';
+
+// no worker: the test runs the batch itself and looks at the jobs it leaves
+const sink = useMail();
+beforeEach(() => {
+  sink.rule = undefined;
+});
+
+async function acceptedRows(tenant: Tenant, to: string[]): Promise<Map<string, string>> {
+  const [written] = await writeSends(db(), [
+    {
+      key: { id: tenant.keyId, accountId: tenant.account.id, dailyLimit: 1000 },
+      mailbox: { id: tenant.mailbox.id, address: tenant.mailbox.address },
+      request: { to, subject: 'Batch', text: 'Hello', html: null, fromName: 'Sender', replyTo: null, headers: {}, attachments: [], sendAt: null, metadata: {} },
+      sendId: crypto.randomUUID(),
+      idempotencyRecord: undefined,
+    },
+  ]);
+  return new Map(written!.kept.map((k) => [k.to, k.id]));
+}
+
+const deliveryJob = (id: string) => queue(QUEUE.delivery).getJob(jobId.delivery(id));
+const row = (id: string) => db().message.findUniqueOrThrow({ where: { id } });
+
+describe('dispatch jobs: a batch of accepted copies delivered in one job', () => {
+  it('sends every row it can claim at once, and gives each other row its own delivery job', async () => {
+    const tenant = await makeTenant({ smtp: sink.url });
+    const ids = await acceptedRows(tenant, ['ok1@example.org', 'ok2@example.org', 'busy@example.org', 'gone@example.org', 'later@example.org', 'soft@example.org', 'hard@example.org']);
+    const id = (to: string) => ids.get(to)!;
+    sink.rule = (stage, address) =>
+      stage === 'rcpt' && address === 'soft@example.org' ? { code: 451, message: 'try later' } : stage === 'rcpt' && address === 'hard@example.org' ? { code: 550, message: 'no such user' } : undefined;
+    // after acceptance: one address complained, one row is held by another worker
+    await db().suppression.create({ data: { accountId: tenant.account.id, email: 'gone@example.org', reason: 'complained' } });
+    await db().message.update({ where: { id: id('busy@example.org') }, data: { status: 'sending', lockedUntil: new Date(Date.now() + 60_000) } });
+    const later = new Date(Date.now() + 3_600_000);
+
+    const result = await deliverBatch(
+      db(),
+      [...ids].map(([to, messageId]) => ({ id: messageId, notBefore: to === 'later@example.org' ? later : null })),
+    );
+
+    expect(result).toEqual({ sent: 2, handedOn: 4 });
+    for (const to of ['ok1@example.org', 'ok2@example.org']) {
+      expect(sink.to(to)).toHaveLength(1);
+      expect(sink.to(to)[0]!.parsed.messageId).toBe((await row(id(to))).messageIdHeader);
+      expect(await row(id(to))).toMatchObject({ status: 'sent', attempts: 1, lockedUntil: null });
+      expect(await deliveryJob(id(to))).toBeUndefined();
+    }
+    expect(await row(id('hard@example.org'))).toMatchObject({ status: 'bounced' });
+    expect(await db().suppression.findFirst({ where: { accountId: tenant.account.id, email: 'hard@example.org' } })).toMatchObject({ reason: 'bounced' });
+    expect(await deliveryJob(id('hard@example.org'))).toBeUndefined();
+
+    // a temporary failure: deferred, its own job after the first retry's wait, with every attempt still ahead
+    expect(await row(id('soft@example.org'))).toMatchObject({ status: 'deferred', lastError: expect.stringMatching(/try later/) });
+    const soft = await deliveryJob(id('soft@example.org'));
+    expect(await soft!.getState()).toBe('delayed');
+    expect(soft!.opts.delay).toBeGreaterThan(8_000);
+    expect(soft!.attemptsMade).toBe(0);
+    // not due yet: delayed to send_at, untouched
+    const delayed = await deliveryJob(id('later@example.org'));
+    expect(delayed!.opts.delay).toBeGreaterThan(3_500_000);
+    expect(await row(id('later@example.org'))).toMatchObject({ status: 'queued', attempts: 0 });
+    // left to the full claim of their own jobs: it cancels the suppressed one and waits out the other worker's lease
+    for (const to of ['gone@example.org', 'busy@example.org']) expect(await (await deliveryJob(id(to)))!.getState()).toBe('waiting');
+    expect(await processDelivery((await deliveryJob(id('gone@example.org')))!)).toBe('cancelled');
+    expect(sink.to('gone@example.org')).toHaveLength(0);
+    expect(sink.to('busy@example.org')).toHaveLength(0);
+  });
+
+  it('sends once when the same batch runs again (a retried or stalled dispatch job)', async () => {
+    const tenant = await makeTenant({ smtp: sink.url });
+    const ids = [...(await acceptedRows(tenant, ['again1@example.org', 'again2@example.org'])).values()];
+    const batch = ids.map((id) => ({ id, notBefore: null }));
+    expect(await deliverBatch(db(), batch)).toEqual({ sent: 2, handedOn: 0 });
+    expect(await deliverBatch(db(), batch)).toEqual({ sent: 0, handedOn: 2 });
+    for (const id of ids) expect(await processDelivery((await deliveryJob(id))!)).toBe('finished');
+    expect(sink.to('again1@example.org')).toHaveLength(1);
+    expect(sink.to('again2@example.org')).toHaveLength(1);
+  });
+});
