@@ -1,4 +1,4 @@
-import { Router } from 'express';
+import type { Router } from 'express';
 import type { Db } from '../../../core/src/db';
 import { reportOutcome, type OutcomeReport } from '../../../core/src/outreach/outcomes';
 import { addProspects, lookupProspect, type ProspectInput } from '../../../core/src/outreach/prospects';
@@ -8,9 +8,7 @@ import { validate } from '../../../core/src/validate';
 import { methodNotAllowed } from '../middleware/errors';
 
 /** Spec 4.6-4.8 (the prospects permission is checked in v1.ts). Answers 200, never 201. */
-export function prospectsRouter(db: Db): Router {
-  const router = Router();
-
+export function prospectsRoutes(router: Router, db: Db): void {
   router
     .route('/prospects')
     .post(async (req, res) => {
@@ -32,6 +30,4 @@ export function prospectsRouter(db: Db): Router {
       res.json({ ok: true, prospect: await reportOutcome(db, res.locals.key.accountId, report) });
     })
     .all(methodNotAllowed);
-
-  return router;
 }

@@ -1,4 +1,4 @@
-import { Router } from 'express';
+import type { Router } from 'express';
 import type { Db } from '../../../core/src/db';
 import { AppError } from '../../../core/src/errors';
 import { acceptSend, findSend, MAX_WAIT_SECONDS } from '../../../core/src/sending/accept';
@@ -12,9 +12,7 @@ function preferredWait(header: string | undefined): number {
 }
 
 /** Spec 4.1 and DESIGN section 4: POST /send, GET /send/:id. Every send answer carries the key's RateLimit-* headers. */
-export function sendRouter(db: Db): Router {
-  const router = Router();
-
+export function sendRoutes(router: Router, db: Db): void {
   router.post('/send', async (req, res) => {
     const key = res.locals.key;
     const wait = preferredWait(req.get('prefer'));
@@ -36,6 +34,4 @@ export function sendRouter(db: Db): Router {
   router.get('/send/:id', async (req, res) => {
     res.json(await findSend(db, res.locals.key.accountId, req.params.id));
   });
-
-  return router;
 }

@@ -1,4 +1,4 @@
-import { Router } from 'express';
+import type { Router } from 'express';
 import type { Db } from '../../../core/src/db';
 import { addSubscriber, removeSubscriber, requireAccountList, subscriberInput, unsubscribeInput } from '../../../core/src/subscribers';
 import { validate } from '../../../core/src/validate';
@@ -7,8 +7,7 @@ import { methodNotAllowed } from '../middleware/errors';
 const isObject = (value: unknown): value is object => typeof value === 'object' && value !== null && !Array.isArray(value);
 
 /** Spec 4.3 and 4.4: add a subscriber (double opt-in), unsubscribe one. */
-export function subscribersRouter(db: Db): Router {
-  const router = Router();
+export function subscribersRoutes(router: Router, db: Db): void {
   router
     .route('/subscribers')
     .post(async (req, res) => {
@@ -23,5 +22,4 @@ export function subscribersRouter(db: Db): Router {
       res.json({ ok: true, status: await removeSubscriber(db, list, email) });
     })
     .all(methodNotAllowed);
-  return router;
 }
