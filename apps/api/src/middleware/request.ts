@@ -23,6 +23,8 @@ export const requestContext: RequestHandler = (req, res, next) => {
 
 /** A body on a JSON endpoint must be declared as JSON; otherwise it would silently read as empty. */
 export const requireJsonBody: RequestHandler = (req, _res, next) => {
+  // the JSON parser ran before and took the body: it was declared as JSON
+  if (req.body !== undefined) return next();
   const hasBody = Number(req.get('content-length') ?? 0) > 0 || req.get('transfer-encoding') !== undefined;
   if (hasBody && !req.is('application/json')) {
     throw new BadRequest('send the body as JSON with Content-Type: application/json');
