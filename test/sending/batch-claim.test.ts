@@ -32,7 +32,7 @@ async function queuedMessages(n: number): Promise<string[]> {
 describe('delivery claims and "sent" marks shared by concurrent deliveries', () => {
   it('gives a row asked for twice in one batch to one asker only', async () => {
     const [filler, contested] = await queuedMessages(2);
-    // the first call runs alone; the two that arrive while it runs share the next statement
+    // the three calls arrive within the claim's wait for company and share one statement
     const [first, a, b] = await Promise.all([claimUnguarded(db(), filler!, 60_000), claimUnguarded(db(), contested!, 60_000), claimUnguarded(db(), contested!, 60_000)]);
     expect(first?.id).toBe(filler);
     expect([a?.id ?? null, b?.id ?? null].filter(Boolean)).toEqual([contested]);

@@ -154,7 +154,7 @@ export async function deliverBatch(db: Db, rows: { id: string; notBefore: Date |
     if (!message) handOn.push(due[i]!);
   });
   const retryAt = new Date(now + firstRetryDelayMs());
-  const outcomes = await Promise.all(
+  const settled = await Promise.allSettled(
     claimed.filter((m): m is Claimed => m !== null).map((message) =>
       sendClaimed(db, message, { lastAttempt: false }).catch((err: unknown) => {
         if (!(err instanceof TemporaryDeliveryError)) throw err;
@@ -165,5 +165,9 @@ export async function deliverBatch(db: Db, rows: { id: string; notBefore: Date |
     ),
   );
   await addDeliveryJobs(handOn);
+  // anything else (Postgres gone while marking a row): the job fails and BullMQ runs it again; its rows are final or held
+  const failed = settled.find((s): s is PromiseRejectedResult => s.status === 'rejected');
+  if (failed) throw failed.reason;
+  const outcomes = settled.map((s) => (s.status === 'fulfilled' ? s.value : null));
   return { sent: outcomes.filter((o) => o?.kind === 'sent').length, handedOn: handOn.length };
 }

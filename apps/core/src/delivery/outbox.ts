@@ -84,7 +84,7 @@ export async function addDeliveryJobs(messages: DeliveryJob[]): Promise<void> {
   else await queue(QUEUE.delivery).addBulk(jobs);
 }
 
-/** Fan-out jobs are retried quickly: they fail only while Redis does. */
+/** Dispatch jobs are retried quickly: they fail only while Postgres or Redis does (an SMTP failure is the row's own). */
 const DISPATCH_OPTIONS: JobsOptions = { ...JOB_OPTIONS.delivery, backoff: { type: 'exponential', delay: 1_000 } };
 
 /**
