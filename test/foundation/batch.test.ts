@@ -1,4 +1,4 @@
-import { Batcher } from '../../apps/core/src/batch';
+import { Batcher, Semaphore } from '../../apps/core/src/batch';
 
 /** A run whose batches the test finishes by hand, recording what each batch held. */
 function manualRun() {
@@ -70,5 +70,23 @@ describe('Batcher with lingerMs', () => {
     expect(m.batches).toEqual([[1, 2], [3, 4, 5]]);
     await m.finishAll();
     expect(await Promise.all(full)).toEqual(['done 3', 'done 4', 'done 5']);
+  });
+});
+
+describe('Semaphore', () => {
+  it('lets at most capacity units in, in arrival order, a large request waiting its turn', async () => {
+    const slots = new Semaphore(3);
+    const order: string[] = [];
+    await slots.acquire(2);
+    const big = slots.acquire(3).then(() => order.push('big'));
+    const small = slots.acquire(1).then(() => order.push('small'));
+    await new Promise((r) => setImmediate(r));
+    expect(order).toEqual([]); // one unit is free, but the big request came first
+    slots.release(2);
+    await big;
+    expect(order).toEqual(['big']);
+    slots.release(3);
+    await small;
+    expect(order).toEqual(['big', 'small']);
   });
 });

@@ -1,6 +1,6 @@
 import crypto from 'node:crypto';
 import { db } from '../../apps/core/src/db';
-import { deliverBatch } from '../../apps/core/src/delivery/deliver';
+import { batchRowsOnTheWire, deliverBatch } from '../../apps/core/src/delivery/deliver';
 import { QUEUE, jobId, queue } from '../../apps/core/src/queues';
 import { writeSends } from '../../apps/core/src/sending/write';
 import { processDelivery } from '../../apps/worker/src/processors/delivery';
@@ -83,5 +83,34 @@ describe('dispatch jobs: a batch of accepted copies delivered in one job', () =>
     for (const id of ids) expect(await processDelivery((await deliveryJob(id))!)).toBe('finished');
     expect(sink.to('again1@example.org')).toHaveLength(1);
     expect(sink.to('again2@example.org')).toHaveLength(1);
+  });
+
+  it('has at most batchRowsOnTheWire() rows claimed and on the wire at once, however many rows the batch holds', async () => {
+    const tenant = await makeTenant({ smtp: sink.url });
+    const bound = batchRowsOnTheWire();
+    const to = Array.from({ length: bound + 20 }, (_, i) => `many${i}@example.org`);
+    const ids: string[] = [];
+    for (let i = 0; i < to.length; i += 50) ids.push(...(await acceptedRows(tenant, to.slice(i, i + 50))).values());
+    sink.dataDelayMs = 10;
+    let most = 0;
+    let done = false;
+    const watching = (async () => {
+      while (!done) {
+        // claimed and not yet at the sink; read in this order, so the figure can only err low
+        const claimed = await db().message.count({ where: { id: { in: ids }, attempts: { gt: 0 } } });
+        const received = sink.messages.filter((m) => m.envelope.to[0]!.startsWith('many')).length;
+        most = Math.max(most, claimed - received);
+        await new Promise((r) => setTimeout(r, 10));
+      }
+    })();
+    try {
+      expect(await deliverBatch(db(), ids.map((id) => ({ id, notBefore: null })))).toEqual({ sent: ids.length, handedOn: 0 });
+    } finally {
+      done = true;
+      sink.dataDelayMs = 0;
+      await watching;
+    }
+    expect(most).toBeGreaterThan(bound / 2);
+    expect(most).toBeLessThanOrEqual(bound);
   });
 });

@@ -59,3 +59,32 @@ export class Batcher<In, Out> {
     batch.forEach((b, i) => b.resolve(outs[i]!));
   }
 }
+
+/**
+ * At most `capacity` units in use at once; `acquire(n)` waits, in arrival order, until n are free. For bounding work
+ * that batches would otherwise multiply (the rows a worker sends at once).
+ */
+export class Semaphore {
+  private used = 0;
+  private readonly waiting: { n: number; resolve: () => void }[] = [];
+
+  constructor(readonly capacity: number) {}
+
+  acquire(n = 1): Promise<void> {
+    const want = Math.min(n, this.capacity);
+    if (!this.waiting.length && this.used + want <= this.capacity) {
+      this.used += want;
+      return Promise.resolve();
+    }
+    return new Promise((resolve) => this.waiting.push({ n: want, resolve }));
+  }
+
+  release(n = 1): void {
+    this.used -= n;
+    while (this.waiting.length && this.used + this.waiting[0]!.n <= this.capacity) {
+      const next = this.waiting.shift()!;
+      this.used += next.n;
+      next.resolve();
+    }
+  }
+}

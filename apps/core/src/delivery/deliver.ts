@@ -1,4 +1,7 @@
+import type SMTPPool from 'nodemailer/lib/smtp-pool';
 import type { Mailbox, Message, Send } from '../../../../generated/prisma/client';
+import { Semaphore } from '../batch';
+import { config } from '../config';
 import type { Db } from '../db';
 import { logger } from '../logger';
 import { JOB_OPTIONS } from '../queues';
@@ -107,67 +110,116 @@ export async function deliverMessage(db: Db, messageId: string, options: { lastA
   return sendClaimed(db, claimed.message, options);
 }
 
-/** The SMTP conversation for a row this worker holds, and what its answer makes of the row. */
-async function sendClaimed(db: Db, message: Claimed, options: { lastAttempt: boolean }): Promise<Extract<DeliveryOutcome, { kind: 'sent' | 'rejected' }>> {
+/**
+ * The SMTP conversation for a row this worker holds, and what its answer makes of the row. `afterWire` is called once
+ * the conversation is over, before the row is updated.
+ */
+async function sendClaimed(
+  db: Db,
+  message: Claimed,
+  options: { lastAttempt: boolean; afterWire?: () => void },
+): Promise<Extract<DeliveryOutcome, { kind: 'sent' | 'rejected' }>> {
+  let info: SMTPPool.SentMessageInfo;
   try {
-    const info = await transportFor(message.mailbox).sendMail(composeMail(message, message.mailbox, message.send));
-    const response = String(info.response ?? '');
-    await markSent(db, message.id, response);
-    return { kind: 'sent', response };
+    info = await transportFor(message.mailbox).sendMail(composeMail(message, message.mailbox, message.send));
   } catch (caught) {
-    const err = caught as SmtpError;
-    const answer = err.response ?? null;
-    const permanent = permanence(err);
-    if (permanent) {
-      await db.$transaction(async (tx) => {
-        await tx.message.update({
-          where: { id: message.id },
-          data: { status: permanent.status, lastError: err.message, smtpResponse: answer, lockedUntil: null },
-        });
-        if (permanent.suppress) await suppressAddress(tx, message.accountId, message.to, 'bounced', (answer ?? err.message).slice(0, 1000));
-      });
-      logger.info({ message: message.id, status: permanent.status, response: answer }, 'delivery refused for good');
-      return { kind: 'rejected', status: permanent.status, response: answer ?? err.message };
-    }
-    await db.message.update({
-      where: { id: message.id },
-      data: { status: options.lastAttempt ? 'failed' : 'deferred', lastError: err.message, smtpResponse: answer, lockedUntil: null },
-    });
-    throw new TemporaryDeliveryError(`delivery of ${message.id} failed for now: ${err.message}`);
+    options.afterWire?.();
+    return recordFailure(db, message, caught as SmtpError, options);
   }
+  options.afterWire?.();
+  const response = String(info.response ?? '');
+  await markSent(db, message.id, response);
+  return { kind: 'sent', response };
+}
+
+/** A refused or failed SMTP conversation: permanent answers close the row (and suppress), temporary ones throw. */
+async function recordFailure(db: Db, message: Claimed, err: SmtpError, options: { lastAttempt: boolean }): Promise<Extract<DeliveryOutcome, { kind: 'rejected' }>> {
+  const answer = err.response ?? null;
+  const permanent = permanence(err);
+  if (permanent) {
+    await db.$transaction(async (tx) => {
+      await tx.message.update({
+        where: { id: message.id },
+        data: { status: permanent.status, lastError: err.message, smtpResponse: answer, lockedUntil: null },
+      });
+      if (permanent.suppress) await suppressAddress(tx, message.accountId, message.to, 'bounced', (answer ?? err.message).slice(0, 1000));
+    });
+    logger.info({ message: message.id, status: permanent.status, response: answer }, 'delivery refused for good');
+    return { kind: 'rejected', status: permanent.status, response: answer ?? err.message };
+  }
+  await db.message.update({
+    where: { id: message.id },
+    data: { status: options.lastAttempt ? 'failed' : 'deferred', lastError: err.message, smtpResponse: answer, lockedUntil: null },
+  });
+  throw new TemporaryDeliveryError(`delivery of ${message.id} failed for now: ${err.message}`);
 }
 
 /**
- * Delivers a batch of rows in one job (the API's `dispatch` jobs), without a queue job per row: the rows that can be
- * claimed at once (one statement) go out concurrently over their mailboxes' pools. Every other row gets its own
- * delivery job, which decides and retries exactly as for any row: one not due yet (delayed to `send_at`), one the
- * quick claim leaves alone (a guarded kind, held, suppressed, already final), and one that failed for now (after the
- * first retry's wait; it has the usual attempts still ahead).
+ * The rows a worker process has on the wire at once from `dispatch` jobs, however many such jobs run: five times
+ * WORKER_CONCURRENCY (100 by default). Each such row holds its email, attachments included, in memory, so memory stays
+ * bounded; the SMTP pools stay busy (with WORKER_CONCURRENCY itself as the bound, rows waited on each other's claims
+ * and throughput fell from 1,100 to 650 msg/s; bench/README.md). A slot is held from the claim to the end of the SMTP
+ * conversation, not during the "sent" mark after it.
+ */
+export function batchRowsOnTheWire(): number {
+  return config().workerConcurrency * 5;
+}
+
+let rowSlots: Semaphore | undefined;
+
+/**
+ * Delivers a batch of rows in one job (the API's `dispatch` jobs), without a queue job per row: the due rows are
+ * claimed a slice at a time (one statement each) and go out concurrently over their mailboxes' pools. Every other row
+ * gets its own delivery job, which decides and retries exactly as for any row: one not due yet (delayed to `send_at`),
+ * one the quick claim leaves alone (a guarded kind, held, suppressed, already final), and one that failed for now
+ * (after the first retry's wait; it has the usual attempts still ahead).
  */
 export async function deliverBatch(db: Db, rows: { id: string; notBefore: Date | null }[]): Promise<{ sent: number; handedOn: number }> {
+  const slots = (rowSlots ??= new Semaphore(batchRowsOnTheWire()));
   const now = Date.now();
   const due: typeof rows = [];
   const handOn: typeof rows = [];
   for (const row of rows) (!row.notBefore || row.notBefore.getTime() <= now ? due : handOn).push(row);
-  const claimed = due.length ? await claimBatch(db, due.map((r) => r.id), deliveryLeaseMs()) : [];
-  claimed.forEach((message, i) => {
-    if (!message) handOn.push(due[i]!);
-  });
   const retryAt = new Date(now + firstRetryDelayMs());
-  const settled = await Promise.allSettled(
-    claimed.filter((m): m is Claimed => m !== null).map((message) =>
-      sendClaimed(db, message, { lastAttempt: false }).catch((err: unknown) => {
-        if (!(err instanceof TemporaryDeliveryError)) throw err;
-        logger.info({ message: message.id, err: err.message }, 'delivery deferred');
-        handOn.push({ id: message.id, notBefore: retryAt });
-        return null;
-      }),
-    ),
-  );
+  const sends: Promise<DeliveryOutcome | null>[] = [];
+  const sendSlice = async (slice: typeof rows) => {
+    await slots.acquire(slice.length);
+    let claimed: (Claimed | null)[];
+    try {
+      claimed = await claimBatch(db, slice.map((r) => r.id), deliveryLeaseMs());
+    } catch (err) {
+      slots.release(slice.length);
+      throw err;
+    }
+    claimed.forEach((message, j) => {
+      if (message) {
+        // the slot is the email in memory and on the wire: free once the SMTP conversation is over
+        const sending = sendClaimed(db, message, { lastAttempt: false, afterWire: () => slots.release() }).catch((err: unknown) => {
+          if (!(err instanceof TemporaryDeliveryError)) throw err;
+          logger.info({ message: message.id, err: err.message }, 'delivery deferred');
+          handOn.push({ id: message.id, notBefore: retryAt });
+          return null;
+        });
+        sends.push(sending);
+      } else {
+        handOn.push(slice[j]!);
+        slots.release();
+      }
+    });
+  };
+  const errors: unknown[] = [];
+  try {
+    for (let i = 0; i < due.length; i += slots.capacity) await sendSlice(due.slice(i, i + slots.capacity));
+  } catch (err) {
+    errors.push(err);
+  }
+  // whatever happened, the rows in flight finish and the rows handed on get their jobs before the job reports
+  const settled = await Promise.allSettled(sends);
   await addDeliveryJobs(handOn);
-  // anything else (Postgres gone while marking a row): the job fails and BullMQ runs it again; its rows are final or held
-  const failed = settled.find((s): s is PromiseRejectedResult => s.status === 'rejected');
-  if (failed) throw failed.reason;
-  const outcomes = settled.map((s) => (s.status === 'fulfilled' ? s.value : null));
-  return { sent: outcomes.filter((o) => o?.kind === 'sent').length, handedOn: handOn.length };
+  // anything else (Postgres gone while claiming or marking): the job fails and BullMQ runs it again; its rows are
+  // final, held (and then handed on) or still claimable
+  for (const s of settled) if (s.status === 'rejected') errors.push(s.reason);
+  if (errors.length) throw errors[0];
+  const sent = settled.filter((s) => s.status === 'fulfilled' && s.value?.kind === 'sent').length;
+  return { sent, handedOn: handOn.length };
 }
