@@ -56,12 +56,30 @@ describe('nothing accepted is lost', () => {
     const row = await db().message.findUniqueOrThrow({ where: { id } });
     expect(row).toMatchObject({ status: 'queued', enqueuedAt: null });
     expect(await queue(QUEUE.delivery).getJob(jobId.delivery(id))).toBeUndefined();
+
+    // concurrent sends share one Redis attempt: each waits out one 2 s timeout for its batch, not one more alone
+    const started = Date.now();
+    const parallel = await Promise.all(
+      Array.from({ length: 6 }, (_, i) =>
+        fetch(`http://127.0.0.1:${port}/api/v1/send`, {
+          method: 'POST',
+          headers: { Authorization: `Bearer ${tenant.token}`, 'Content-Type': 'application/json' },
+          body: JSON.stringify({ to: [`p${i}a@example.org`, `p${i}b@example.org`], subject: 'Kept', text: 'x' }),
+        }),
+      ),
+    );
+    expect(parallel.map((r) => r.status)).toEqual(parallel.map(() => 202));
+    expect(Date.now() - started).toBeLessThan(5_500);
+    const ids = [id];
+    for (const res of parallel) ids.push(...((await res.json()) as { messages: { id: string }[] }).messages.map((m) => m.id));
+    expect(await db().message.count({ where: { id: { in: ids }, enqueuedAt: null } })).toBe(13);
     api.child.kill('SIGTERM');
 
     startWorker();
-    expect(await maintenanceTasks.reconcile()).toMatchObject({ requeued: 1 });
-    await waitForStatus(id, ['sent']);
+    expect(await maintenanceTasks.reconcile()).toMatchObject({ requeued: 13 });
+    for (const messageId of ids) await waitForStatus(messageId, ['sent']);
     expect(sink.to('kept@example.org')).toHaveLength(1);
+    expect(sink.to('p5b@example.org')).toHaveLength(1);
     expect(await maintenanceTasks.reconcile()).toMatchObject({ requeued: 0 });
   });
 

@@ -113,11 +113,18 @@ async function withTimeout<T>(work: Promise<T>, ms: number): Promise<T> {
   }
 }
 
-/** The rows of concurrent callers go to Redis together: one job, one round trip and one timer for a batch (batch.ts). */
-const dispatcher = new Batcher<DeliveryJob[], void>(
+/**
+ * The rows of concurrent callers go to Redis together: one job, one round trip and one timer for a batch (batch.ts).
+ * A failure is Redis's, not one caller's: every caller of the batch gets it at once (the Batcher would otherwise run
+ * each again alone, and a request would wait out the timeout twice while Redis is down).
+ */
+const dispatcher = new Batcher<DeliveryJob[], Error | undefined>(
   async (lists) => {
-    await withTimeout(dispatch(lists.flat()), ENQUEUE_TIMEOUT_MS);
-    return lists.map(() => undefined);
+    const failure = await withTimeout(dispatch(lists.flat()), ENQUEUE_TIMEOUT_MS).then(
+      () => undefined,
+      (err: unknown) => (err instanceof Error ? err : new Error(String(err))),
+    );
+    return lists.map(() => failure);
   },
   { maxInFlight: 2, maxBatch: 100 },
 );
@@ -127,7 +134,9 @@ const dispatcher = new Batcher<DeliveryJob[], void>(
  * Redis did not take them within two seconds.
  */
 export async function queueDelivery(messages: DeliveryJob[]): Promise<void> {
-  if (messages.length) await dispatcher.submit(messages);
+  if (!messages.length) return;
+  const failure = await dispatcher.submit(messages);
+  if (failure) throw failure;
 }
 
 /**
