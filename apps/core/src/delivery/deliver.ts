@@ -1,5 +1,4 @@
 import type SMTPPool from 'nodemailer/lib/smtp-pool';
-import type { Mailbox, Message, Send } from '../../../../generated/prisma/client';
 import { Semaphore } from '../batch';
 import { config } from '../config';
 import type { Db } from '../db';
@@ -7,7 +6,7 @@ import { logger } from '../logger';
 import { JOB_OPTIONS } from '../queues';
 import { suppressAddress } from '../subscribers/machine';
 import { composeMail } from './compose';
-import { claimBatch, claimUnguarded, markSent } from './fast-claim';
+import { claimBatch, claimUnguarded, markSent, type ClaimedRow } from './fast-claim';
 import { preSendRefusal } from './guards';
 import { addDeliveryJobs } from './outbox';
 import { transportFor } from './transport';
@@ -64,8 +63,7 @@ function permanence(err: SmtpError): { status: 'failed' | 'bounced'; suppress: b
   return null;
 }
 
-type Claimed = Message & { mailbox: Mailbox; send: Send | null };
-type Claim = { kind: 'claimed'; message: Claimed } | Exclude<DeliveryOutcome, { kind: 'sent' } | { kind: 'rejected' }>;
+type Claim = { kind: 'claimed'; message: ClaimedRow } | Exclude<DeliveryOutcome, { kind: 'sent' } | { kind: 'rejected' }>;
 
 const FINAL = new Set(['sent', 'failed', 'bounced', 'cancelled']);
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
@@ -116,7 +114,7 @@ export async function deliverMessage(db: Db, messageId: string, options: { lastA
  */
 async function sendClaimed(
   db: Db,
-  message: Claimed,
+  message: ClaimedRow,
   options: { lastAttempt: boolean; afterWire?: () => void },
 ): Promise<Extract<DeliveryOutcome, { kind: 'sent' | 'rejected' }>> {
   let info: SMTPPool.SentMessageInfo;
@@ -133,7 +131,7 @@ async function sendClaimed(
 }
 
 /** A refused or failed SMTP conversation: permanent answers close the row (and suppress), temporary ones throw. */
-async function recordFailure(db: Db, message: Claimed, err: SmtpError, options: { lastAttempt: boolean }): Promise<Extract<DeliveryOutcome, { kind: 'rejected' }>> {
+async function recordFailure(db: Db, message: ClaimedRow, err: SmtpError, options: { lastAttempt: boolean }): Promise<Extract<DeliveryOutcome, { kind: 'rejected' }>> {
   const answer = err.response ?? null;
   const permanent = permanence(err);
   if (permanent) {
@@ -184,7 +182,7 @@ export async function deliverBatch(db: Db, rows: { id: string; notBefore: Date |
   const sends: Promise<DeliveryOutcome | null>[] = [];
   const sendSlice = async (slice: typeof rows) => {
     await slots.acquire(slice.length);
-    let claimed: (Claimed | null)[];
+    let claimed: (ClaimedRow | null)[];
     try {
       claimed = await claimBatch(db, slice.map((r) => r.id), deliveryLeaseMs());
     } catch (err) {

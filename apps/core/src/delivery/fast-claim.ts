@@ -67,7 +67,6 @@ async function markSentBatch(db: Db, sent: { id: string; response: string }[]): 
 const LINGER_MS = 3;
 const batchers = new WeakMap<Db, { claim: Batcher<{ id: string; leaseMs: number }, ClaimedRow | null>; sent: Batcher<{ id: string; response: string }, void> }>();
 
-
 function batchersOf(db: Db) {
   let found = batchers.get(db);
   if (!found) {
