@@ -1,32 +1,11 @@
-import crypto from 'node:crypto';
 import { db } from '../../apps/core/src/db';
 import { claimUnguarded, markSent } from '../../apps/core/src/delivery/fast-claim';
-import { writeSends } from '../../apps/core/src/sending/write';
 import { makeTenant } from '../helpers/factories';
+import { writtenCopies } from './helpers';
 
 async function queuedMessages(n: number): Promise<string[]> {
   const tenant = await makeTenant();
-  const [written] = await writeSends(db(), [
-    {
-      key: { id: tenant.keyId, accountId: tenant.account.id, dailyLimit: 1000 },
-      mailbox: { id: tenant.mailbox.id, address: tenant.mailbox.address },
-      request: {
-        to: Array.from({ length: n }, (_, i) => `c${i}@example.org`),
-        subject: 'Claim',
-        text: 'x',
-        html: null,
-        fromName: 'Sender',
-        replyTo: null,
-        headers: {},
-        attachments: [],
-        sendAt: null,
-        metadata: {},
-      },
-      sendId: crypto.randomUUID(),
-      idempotencyRecord: undefined,
-    },
-  ]);
-  return written!.kept.map((k) => k.id);
+  return [...(await writtenCopies(tenant, Array.from({ length: n }, (_, i) => `c${i}@example.org`))).values()];
 }
 
 describe('delivery claims and "sent" marks shared by concurrent deliveries', () => {
@@ -45,7 +24,7 @@ describe('delivery claims and "sent" marks shared by concurrent deliveries', () 
     const ids = await queuedMessages(12);
     const claimed = await Promise.all(ids.map((id) => claimUnguarded(db(), id, 60_000)));
     expect(claimed.map((c) => c?.id)).toEqual(ids);
-    expect(claimed.every((c) => c!.mailbox.address.startsWith('sender-') && c!.send?.subject === 'Claim')).toBe(true);
+    expect(claimed.every((c) => c!.mailbox.address.startsWith('sender-') && c!.send?.subject === 'Batch')).toBe(true);
     expect(await Promise.all(ids.map((id) => claimUnguarded(db(), id, 60_000)))).toEqual(ids.map(() => null));
 
     await Promise.all(ids.map((id, i) => markSent(db(), id, `250 ok ${i}`)));

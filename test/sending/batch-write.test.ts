@@ -1,22 +1,14 @@
-import crypto from 'node:crypto';
 import { db } from '../../apps/core/src/db';
 import { requestFingerprint, startIdempotent } from '../../apps/core/src/sending/idempotency';
 import { utcDay } from '../../apps/core/src/sending/quota';
-import { writeSends, type SendToWrite } from '../../apps/core/src/sending/write';
+import { writeSends } from '../../apps/core/src/sending/write';
 import { as, useApi } from '../helpers/api';
 import { makeTenant, type Tenant } from '../helpers/factories';
+import { sendToWrite } from './helpers';
 
 const ctx = useApi();
 
-function sendOf(tenant: Tenant, dailyLimit: number, to: string[], idempotencyRecord?: number): SendToWrite {
-  return {
-    key: { id: tenant.keyId, accountId: tenant.account.id, dailyLimit },
-    mailbox: { id: tenant.mailbox.id, address: tenant.mailbox.address },
-    request: { to, subject: 'Batch', text: 'x', html: null, fromName: 'Sender', replyTo: null, headers: {}, attachments: [], sendAt: null, metadata: {} },
-    sendId: crypto.randomUUID(),
-    idempotencyRecord,
-  };
-}
+const sendOf = (tenant: Tenant, dailyLimit: number, to: string[], idempotencyRecord?: number) => sendToWrite(tenant, to, { dailyLimit, idempotencyRecord });
 const addresses = (prefix: string, n: number) => Array.from({ length: n }, (_, i) => `${prefix}${i}@example.org`);
 const usage = async (tenant: Tenant) =>
   (await db().keyDailyUsage.findUnique({ where: { apiKeyId_day: { apiKeyId: tenant.keyId, day: utcDay() } } }))?.count ?? 0;

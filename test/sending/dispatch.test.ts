@@ -1,11 +1,10 @@
-import crypto from 'node:crypto';
 import { db } from '../../apps/core/src/db';
 import { batchRowsOnTheWire, deliverBatch } from '../../apps/core/src/delivery/deliver';
 import { QUEUE, jobId, queue } from '../../apps/core/src/queues';
-import { writeSends } from '../../apps/core/src/sending/write';
 import { processDelivery } from '../../apps/worker/src/processors/delivery';
-import { makeTenant, type Tenant } from '../helpers/factories';
+import { makeTenant } from '../helpers/factories';
 import { useMail } from '../helpers/mail';
+import { writtenCopies } from './helpers';
 
 // no worker: the test runs the batch itself and looks at the jobs it leaves
 const sink = useMail();
@@ -13,26 +12,13 @@ beforeEach(() => {
   sink.rule = undefined;
 });
 
-async function acceptedRows(tenant: Tenant, to: string[]): Promise<Map<string, string>> {
-  const [written] = await writeSends(db(), [
-    {
-      key: { id: tenant.keyId, accountId: tenant.account.id, dailyLimit: 1000 },
-      mailbox: { id: tenant.mailbox.id, address: tenant.mailbox.address },
-      request: { to, subject: 'Batch', text: 'Hello', html: null, fromName: 'Sender', replyTo: null, headers: {}, attachments: [], sendAt: null, metadata: {} },
-      sendId: crypto.randomUUID(),
-      idempotencyRecord: undefined,
-    },
-  ]);
-  return new Map(written!.kept.map((k) => [k.to, k.id]));
-}
-
 const deliveryJob = (id: string) => queue(QUEUE.delivery).getJob(jobId.delivery(id));
 const row = (id: string) => db().message.findUniqueOrThrow({ where: { id } });
 
 describe('dispatch jobs: a batch of accepted copies delivered in one job', () => {
   it('sends every row it can claim at once, and gives each other row its own delivery job', async () => {
     const tenant = await makeTenant({ smtp: sink.url });
-    const ids = await acceptedRows(tenant, ['ok1@example.org', 'ok2@example.org', 'busy@example.org', 'gone@example.org', 'later@example.org', 'soft@example.org', 'hard@example.org']);
+    const ids = await writtenCopies(tenant, ['ok1@example.org', 'ok2@example.org', 'busy@example.org', 'gone@example.org', 'later@example.org', 'soft@example.org', 'hard@example.org']);
     const id = (to: string) => ids.get(to)!;
     sink.rule = (stage, address) =>
       stage === 'rcpt' && address === 'soft@example.org' ? { code: 451, message: 'try later' } : stage === 'rcpt' && address === 'hard@example.org' ? { code: 550, message: 'no such user' } : undefined;
@@ -76,7 +62,7 @@ describe('dispatch jobs: a batch of accepted copies delivered in one job', () =>
 
   it('sends once when the same batch runs again (a retried or stalled dispatch job)', async () => {
     const tenant = await makeTenant({ smtp: sink.url });
-    const ids = [...(await acceptedRows(tenant, ['again1@example.org', 'again2@example.org'])).values()];
+    const ids = [...(await writtenCopies(tenant, ['again1@example.org', 'again2@example.org'])).values()];
     const batch = ids.map((id) => ({ id, notBefore: null }));
     expect(await deliverBatch(db(), batch)).toEqual({ sent: 2, handedOn: 0 });
     expect(await deliverBatch(db(), batch)).toEqual({ sent: 0, handedOn: 2 });
@@ -90,7 +76,7 @@ describe('dispatch jobs: a batch of accepted copies delivered in one job', () =>
     const bound = batchRowsOnTheWire();
     const to = Array.from({ length: bound + 20 }, (_, i) => `many${i}@example.org`);
     const ids: string[] = [];
-    for (let i = 0; i < to.length; i += 50) ids.push(...(await acceptedRows(tenant, to.slice(i, i + 50))).values());
+    for (let i = 0; i < to.length; i += 50) ids.push(...(await writtenCopies(tenant, to.slice(i, i + 50))).values());
     sink.dataDelayMs = 10;
     let most = 0;
     let done = false;

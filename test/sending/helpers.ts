@@ -1,8 +1,10 @@
 import { spawn, type ChildProcess } from 'node:child_process';
+import crypto from 'node:crypto';
 import path from 'node:path';
 import type { Worker } from 'bullmq';
 import { db } from '../../apps/core/src/db';
 import { enqueueDelivery, storeMessages, type OutgoingEmail } from '../../apps/core/src/delivery/outbox';
+import { writeSends, type SendToWrite } from '../../apps/core/src/sending/write';
 import type { Tenant } from '../helpers/factories';
 import { waitFor } from '../helpers/wait';
 
@@ -21,6 +23,23 @@ export async function queueEmail(tenant: Tenant, overrides: Partial<OutgoingEmai
   const [row] = await db().$transaction((tx) => storeMessages(tx, [email]));
   await enqueueDelivery(db(), [{ id: row!.id, notBefore: email.notBefore }]);
   return row!.id;
+}
+
+/** A send as the accept path hands it to writeSends: subject "Batch", text only, the key's limit as given. */
+export function sendToWrite(tenant: Tenant, to: string[], options: { dailyLimit?: number; idempotencyRecord?: number } = {}): SendToWrite {
+  return {
+    key: { id: tenant.keyId, accountId: tenant.account.id, dailyLimit: options.dailyLimit ?? 1000 },
+    mailbox: { id: tenant.mailbox.id, address: tenant.mailbox.address },
+    request: { to, subject: 'Batch', text: 'Hello', html: null, fromName: 'Sender', replyTo: null, headers: {}, attachments: [], sendAt: null, metadata: {} },
+    sendId: crypto.randomUUID(),
+    idempotencyRecord: options.idempotencyRecord,
+  };
+}
+
+/** Transactional copies written as the API writes them, not queued: recipient -> message id. */
+export async function writtenCopies(tenant: Tenant, to: string[]): Promise<Map<string, string>> {
+  const [written] = await writeSends(db(), [sendToWrite(tenant, to)]);
+  return new Map(written!.kept.map((k) => [k.to, k.id]));
 }
 
 /** A message row written but not queued, for tests that queue or run it themselves. */
