@@ -71,12 +71,12 @@ export class Semaphore {
   constructor(readonly capacity: number) {}
 
   acquire(n = 1): Promise<void> {
-    const want = Math.min(n, this.capacity);
-    if (!this.waiting.length && this.used + want <= this.capacity) {
-      this.used += want;
+    if (n > this.capacity) throw new RangeError(`cannot take ${n} of ${this.capacity} units at once`);
+    if (!this.waiting.length && this.used + n <= this.capacity) {
+      this.used += n;
       return Promise.resolve();
     }
-    return new Promise((resolve) => this.waiting.push({ n: want, resolve }));
+    return new Promise((resolve) => this.waiting.push({ n, resolve }));
   }
 
   release(n = 1): void {
