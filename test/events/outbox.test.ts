@@ -11,7 +11,7 @@ describe('event outbox', () => {
     const events = await db().event.findMany({ where: { accountId: account.id } });
     expect(events).toHaveLength(1);
     expect(events[0]).toMatchObject({ type: 'subscriber.confirmed', data: { list: 'abc', email: 'a@example.com' }, dispatchedAt: null });
-    expect(events[0].id).toMatch(/^[0-9a-f-]{36}$/);
+    expect(events[0]!.id).toMatch(/^[0-9a-f-]{36}$/);
   });
 
   it('emits nothing for a change that rolled back', async () => {
@@ -26,5 +26,25 @@ describe('event outbox', () => {
       }),
     ).rejects.toThrow('the change failed');
     expect(await db().event.count({ where: { accountId: account.id } })).toBe(0);
+  });
+});
+
+describe('prospect change events', () => {
+  it('emits state_changed with previous, and replied when the prospect replied', async () => {
+    const { emitProspectChange } = await import('../../apps/core/src/events/prospects');
+    const account = await makeAccount();
+    const campaign = { id: 7, accountId: account.id, stages: ['new', 'talking'] };
+    const prospect = {
+      id: 3, campaignId: 7, email: 'p@example.com', site: null, name: 'P', fields: {}, status: 'replied', reason: '', step: 1,
+      stage: 1, value: 0, reply: 'human', repliedAt: new Date('2026-01-02T03:04:05Z'), nextAt: null, closedAt: null, threadId: null,
+      createdAt: new Date(), updatedAt: new Date(),
+    } as const;
+    await db().$transaction(async (tx) => {
+      await emitProspectChange(tx, campaign, 'writing', prospect as never);
+      await emitProspectChange(tx, campaign, 'replied', prospect as never); // no change: nothing
+    });
+    const events = await db().event.findMany({ where: { accountId: account.id }, orderBy: { type: 'asc' } });
+    expect(events.map((e) => e.type)).toEqual(['prospect.replied', 'prospect.state_changed']);
+    expect(events[1]!.data).toMatchObject({ id: 3, email: 'p@example.com', site: '', status: 'replied', previous: 'writing', campaign: 7, stage_name: 'talking', replied_at: '2026-01-02T03:04:05.000Z' });
   });
 });
