@@ -4,6 +4,7 @@ import { DASHBOARD_PATH, dashboardRouter } from './dashboard';
 import { requireAdmin } from './middleware/admin';
 import { KeyAuthenticator } from './middleware/auth';
 import { errorHandler, unknownRoute } from './middleware/errors';
+import { mcpRouter } from './mcp/router';
 import { requestContext, requireJsonBody } from './middleware/request';
 import { adminRouter } from './routes/admin';
 import { healthRouter } from './routes/health';
@@ -32,6 +33,7 @@ export function createApp(db: Db): ApiApp {
   app.use(requestContext);
   // the public API first: it carries the load, and every router passed on the way costs each request
   app.use('/api/v1', json, v1Router(db, auth));
+  app.use('/mcp', mcpRouter(db, auth, json));
   app.use(healthRouter(db));
   app.use(DASHBOARD_PATH, requireAdmin({ challenge: true }), dashboardRouter());
   app.use(json);

@@ -3,7 +3,8 @@ import type { RequestHandler } from 'express';
 import type { ApiKey } from '../../../../generated/prisma/client';
 import { sha256 } from '../../../core/src/crypto';
 import type { Db } from '../../../core/src/db';
-import { Forbidden, Unauthorized } from '../../../core/src/errors';
+import { requireProspects } from '../../../core/src/api/operations';
+import { Unauthorized } from '../../../core/src/errors';
 import { logger } from '../../../core/src/logger';
 import { createRedis } from '../../../core/src/redis';
 import { findActiveKey, revocationChannel } from '../../../core/src/services/keys';
@@ -83,15 +84,18 @@ export class KeyAuthenticator {
   }
 }
 
+/** RFC 6750: a 401 names the scheme it wants. */
+const CHALLENGE = { 'WWW-Authenticate': 'Bearer' };
+
 /** Spec section 5: `Authorization: Bearer <key>`; missing, malformed, unknown or revoked answers 401. */
 export function requireKey(auth: KeyAuthenticator): RequestHandler {
   return async (req, res, next) => {
     const header = req.get('authorization');
-    if (!header) throw new Unauthorized('the Authorization header is missing: send Authorization: Bearer <API key>');
+    if (!header) throw new Unauthorized('the Authorization header is missing: send Authorization: Bearer <API key>', CHALLENGE);
     const match = /^Bearer\s+(\S+)\s*$/i.exec(header);
-    if (!match) throw new Unauthorized('the Authorization header must be "Bearer <API key>"');
+    if (!match) throw new Unauthorized('the Authorization header must be "Bearer <API key>"', CHALLENGE);
     const key = await auth.authenticate(match[1]!);
-    if (!key) throw new Unauthorized('the API key is unknown or revoked');
+    if (!key) throw new Unauthorized('the API key is unknown or revoked', CHALLENGE);
     res.locals.key = key;
     next();
   };
@@ -99,8 +103,6 @@ export function requireKey(auth: KeyAuthenticator): RequestHandler {
 
 /** Spec section 5.6: campaign and prospect requests need "May add prospects to campaigns". */
 export const requireProspectsPermission: RequestHandler = (_req, res, next) => {
-  if (!res.locals.key.prospects) {
-    throw new Forbidden('this API key may not work with campaigns and prospects (it lacks the prospects permission)');
-  }
+  requireProspects(res.locals.key);
   next();
 };

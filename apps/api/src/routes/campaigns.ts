@@ -1,14 +1,14 @@
 import type { Router } from 'express';
+import { listCampaignsOf } from '../../../core/src/api/operations';
 import type { Db } from '../../../core/src/db';
-import { listCampaigns } from '../../../core/src/services/campaigns';
 import { methodNotAllowed } from '../middleware/errors';
 
-/** Spec 4.5: the key's account's campaigns (the prospects permission is checked in v1.ts). */
+/** Spec 4.5: the key's account's campaigns (the prospects permission is checked in v1.ts, then again by the operation). */
 export function campaignsRoutes(router: Router, db: Db): void {
   router
     .route('/campaigns')
     .get(async (_req, res) => {
-      res.json({ ok: true, campaigns: await listCampaigns(db, res.locals.key.accountId) });
+      res.json(await listCampaignsOf(db, res.locals.key));
     })
     .all(methodNotAllowed);
 }

@@ -1,6 +1,6 @@
 import type { Router } from 'express';
+import { listListsOf } from '../../../core/src/api/operations';
 import type { Db } from '../../../core/src/db';
-import { listLists } from '../../../core/src/services/lists';
 import { methodNotAllowed } from '../middleware/errors';
 
 /** Spec 4.2: the key's account's lists, each with its active subscriber count. */
@@ -8,7 +8,7 @@ export function listsRoutes(router: Router, db: Db): void {
   router
     .route('/lists')
     .get(async (_req, res) => {
-      res.json({ ok: true, lists: await listLists(db, res.locals.key.accountId) });
+      res.json(await listListsOf(db, res.locals.key));
     })
     .all(methodNotAllowed);
 }

@@ -1,10 +1,6 @@
 import type { Router } from 'express';
+import { addProspectsTo, findProspect, reportProspectState } from '../../../core/src/api/operations';
 import type { Db } from '../../../core/src/db';
-import { reportOutcome, type OutcomeReport } from '../../../core/src/outreach/outcomes';
-import { addProspects, lookupProspect, type ProspectInput } from '../../../core/src/outreach/prospects';
-import { queueStepsSoon } from '../../../core/src/outreach/scheduler';
-import { addProspectsInput, outcomeInput, prospectQuery } from '../../../core/src/outreach/schemas';
-import { validate } from '../../../core/src/validate';
 import { methodNotAllowed } from '../middleware/errors';
 
 /** Spec 4.6-4.8 (the prospects permission is checked in v1.ts). Answers 200, never 201. */
@@ -12,22 +8,17 @@ export function prospectsRoutes(router: Router, db: Db): void {
   router
     .route('/prospects')
     .post(async (req, res) => {
-      const input = validate<{ campaign: number; prospects: ProspectInput[] }>(addProspectsInput, req.body);
-      const { answer, ready } = await addProspects(db, res.locals.key.accountId, input.campaign, input.prospects);
-      await queueStepsSoon(ready);
-      res.json({ ok: true, ...answer });
+      res.json(await addProspectsTo(db, res.locals.key, req.body));
     })
     .get(async (req, res) => {
-      const query = validate<{ campaign: number; email?: string; site?: string }>(prospectQuery, req.query);
-      res.json({ ok: true, prospect: await lookupProspect(db, res.locals.key.accountId, query) });
+      res.json(await findProspect(db, res.locals.key, req.query));
     })
     .all(methodNotAllowed);
 
   router
     .route('/prospects/state')
     .post(async (req, res) => {
-      const report = validate<OutcomeReport>(outcomeInput, req.body);
-      res.json({ ok: true, prospect: await reportOutcome(db, res.locals.key.accountId, report) });
+      res.json(await reportProspectState(db, res.locals.key, req.body));
     })
     .all(methodNotAllowed);
 }

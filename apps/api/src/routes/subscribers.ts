@@ -1,7 +1,6 @@
 import type { Router } from 'express';
+import { subscribe, unsubscribe } from '../../../core/src/api/operations';
 import type { Db } from '../../../core/src/db';
-import { addSubscriber, removeSubscriber, requireAccountList, subscriberInput, unsubscribeInput } from '../../../core/src/subscribers';
-import { validate } from '../../../core/src/validate';
 import { methodNotAllowed } from '../middleware/errors';
 
 const isObject = (value: unknown): value is object => typeof value === 'object' && value !== null && !Array.isArray(value);
@@ -11,15 +10,11 @@ export function subscribersRoutes(router: Router, db: Db): void {
   router
     .route('/subscribers')
     .post(async (req, res) => {
-      const { list: key, ...person } = validate(subscriberInput, req.body ?? {});
-      const list = await requireAccountList(db, res.locals.key.accountId, key);
-      res.json({ ok: true, status: await addSubscriber(db, list, person, 'api') });
+      res.json(await subscribe(db, res.locals.key, req.body));
     })
     .delete(async (req, res) => {
       // many HTTP clients drop DELETE bodies: the same fields are accepted as query parameters
-      const { list: key, email } = validate(unsubscribeInput, isObject(req.body) ? { ...req.query, ...req.body } : req.body ?? { ...req.query });
-      const list = await requireAccountList(db, res.locals.key.accountId, key);
-      res.json({ ok: true, status: await removeSubscriber(db, list, email) });
+      res.json(await unsubscribe(db, res.locals.key, isObject(req.body) ? { ...req.query, ...req.body } : req.body ?? { ...req.query }));
     })
     .all(methodNotAllowed);
 }

@@ -1,0 +1,226 @@
+import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { z } from 'zod';
+import type { ApiKey } from '../../../../generated/prisma/client';
+import {
+  addProspectsTo,
+  findProspect,
+  listCampaignsOf,
+  listListsOf,
+  reportProspectState,
+  subscribe,
+  unsubscribe,
+} from '../../../core/src/api/operations';
+import type { Db } from '../../../core/src/db';
+import { AppError } from '../../../core/src/errors';
+import { logger } from '../../../core/src/logger';
+import { LOST_REASONS, OUTCOME_STATES } from '../../../core/src/outreach/outcomes';
+import { acceptSend, findSend, MAX_WAIT_SECONDS } from '../../../core/src/sending/accept';
+import { parseIdempotencyKey } from '../../../core/src/sending/idempotency';
+
+/**
+ * The MCP tools of DESIGN section 8. Each calls the operation its HTTP route calls, with the same arguments as the
+ * request's body or query, so limits, quotas, idempotency and permissions are the API's own. The zod shapes describe
+ * the fields for a model (and check their JSON types); every other rule is the API's validation, with its words.
+ */
+
+const address = 'an email address, optionally with a display name: "Ann <ann@example.com>"';
+
+const sendShape = {
+  to: z
+    .union([z.string(), z.array(z.string())])
+    .describe(`the recipient: ${address}; or an array of 1 to 50 of them (duplicates count once). Each gets a separate copy.`),
+  subject: z.string().describe('the subject line, 1 to 300 characters'),
+  text: z.string().optional().describe('the plain-text body; give text, html or both'),
+  html: z.string().optional().describe('the HTML body; give text, html or both'),
+  from: z.string().optional().describe("the sender; its address must be this key's mailbox, the display name may be anything"),
+  reply_to: z.string().optional().describe(`where replies go: ${address}`),
+  headers: z.record(z.string()).optional().describe('custom headers, names starting with X- only, one line each'),
+  attachments: z
+    .array(z.object({ filename: z.string(), content: z.string().describe('the file, base64'), content_type: z.string().optional() }))
+    .optional()
+    .describe('files to attach; the whole email (bodies and attachments) must stay under 1 MB'),
+  send_at: z.string().optional().describe('ISO 8601 time to send at, up to 30 days ahead; omit to send now'),
+  metadata: z.record(z.unknown()).optional().describe('your own data kept with the send (at most 50 keys)'),
+  idempotency_key: z
+    .string()
+    .optional()
+    .describe('1 to 200 printable ASCII characters; retrying with the same key and arguments within 24 h returns the first answer and sends nothing again'),
+  wait_seconds: z
+    .number()
+    .int()
+    .min(0)
+    .optional()
+    .describe(`wait up to this many seconds (at most ${MAX_WAIT_SECONDS}) for every copy to be delivered or fail, then answer final statuses (HTTP Prefer: wait=N)`),
+};
+
+const listKey = z.string().describe("the list's key, as list_lists shows it");
+const email = z.string().describe('the email address');
+const campaign = z.number().int().describe("the campaign's id, as list_campaigns shows it");
+const fieldValue = z.union([z.string(), z.number(), z.boolean(), z.null()]);
+
+const prospect = z.object({
+  email: z.string().nullable().optional().describe('the contact address; prospects are matched by email (lower-cased)'),
+  site: z.string().nullable().optional().describe('the website; used to match a prospect without email (host name, no www.)'),
+  name: z.string().nullable().optional().describe('the person or organisation, up to 200 characters'),
+  fields: z.record(fieldValue).optional().describe('values for {{fields.X}} in the campaign steps (at most 50)'),
+});
+
+type Answer = Record<string, unknown>;
+type Args = Record<string, unknown>;
+interface ToolConfig {
+  title: string;
+  description: string;
+  inputSchema: Record<string, z.ZodTypeAny>;
+}
+
+/**
+ * registerTool without its generic inference: inferring the handler's argument type from the zod shapes costs the
+ * type checker gigabytes (the SDK's zod v3/v4 compatibility types); the arguments are validated by the API anyway.
+ */
+function tool(server: McpServer, name: string, config: ToolConfig, handler: (args: Args) => Promise<CallToolResult>): void {
+  (server.registerTool as unknown as (name: string, config: ToolConfig, handler: (args: Args) => Promise<CallToolResult>) => void).call(
+    server,
+    name,
+    config,
+    handler,
+  );
+}
+
+/** A result: the HTTP answer as structured content and as text; a refusal is an isError result with the same words. */
+async function answer(work: () => Promise<Answer>): Promise<CallToolResult> {
+  try {
+    const body = await work();
+    return { structuredContent: body, content: [{ type: 'text', text: JSON.stringify(body) }] };
+  } catch (err) {
+    let refusal = { ok: false, error: 'internal error', status: 500 };
+    if (err instanceof AppError) refusal = { ok: false, error: err.message, status: err.status };
+    else logger.error({ err }, 'MCP tool failed');
+    return { isError: true, structuredContent: refusal, content: [{ type: 'text', text: refusal.error }] };
+  }
+}
+
+/** The server for one request of one key: campaign and prospect tools only when the key has the prospects permission. */
+export function mcpServer(db: Db, key: ApiKey): McpServer {
+  const server = new McpServer({ name: 'mailservice', version: '1.0.0' });
+
+  tool(
+    server,
+    'send_email',
+    {
+      title: 'Send an email',
+      description: "Sends an email from this key's mailbox, one copy per recipient (POST /api/v1/send). Counts against the key's daily limit; suppressed and stop-listed recipients are skipped.",
+      inputSchema: sendShape,
+    },
+    ({ idempotency_key, wait_seconds, ...body }) =>
+      answer(async () => {
+        const idempotencyKey = parseIdempotencyKey(idempotency_key === undefined ? undefined : String(idempotency_key));
+        const result = await acceptSend(db, key, body, { idempotencyKey, waitSeconds: Number(wait_seconds ?? 0) });
+        return { ...result.body, replayed: result.replayed } as unknown as Answer;
+      }),
+  );
+
+  tool(
+    server,
+    'get_send_status',
+    {
+      title: 'Status of a send',
+      description: 'The current status of a send and each of its copies: queued, sending, sent, deferred, failed or bounced (GET /api/v1/send/:id).',
+      inputSchema: { id: z.string().describe('the send id that send_email answered') },
+    },
+    ({ id }) => answer(async () => (await findSend(db, key.accountId, String(id))) as unknown as Answer),
+  );
+
+  tool(
+    server,
+    'list_lists',
+    { title: 'Newsletter lists', description: "The account's lists with their keys and active subscriber counts (GET /api/v1/lists).", inputSchema: {} },
+    () => answer(() => listListsOf(db, key)),
+  );
+
+  tool(
+    server,
+    'add_subscriber',
+    {
+      title: 'Add a subscriber',
+      description:
+        'Adds a person to a list (POST /api/v1/subscribers). Answers status: pending (a confirmation email went out), active, exists, gone (they unsubscribed before) or suppressed.',
+      inputSchema: {
+        list: listKey,
+        email,
+        name: z.string().optional().describe('their name, up to 200 characters'),
+        tags: z.union([z.array(z.string()), z.string()]).optional().describe('up to 20 tags; a string is split on whitespace'),
+        fields: z.record(z.union([z.string(), z.number(), z.boolean()])).optional().describe('custom fields used in the list\'s emails, up to 30'),
+        confirmed: z.boolean().optional().describe('true when the person already confirmed elsewhere: skips the confirmation email'),
+      },
+    },
+    (args) => answer(() => subscribe(db, key, args)),
+  );
+
+  tool(
+    server,
+    'remove_subscriber',
+    {
+      title: 'Unsubscribe a person',
+      description: 'Unsubscribes a person from a list (DELETE /api/v1/subscribers). Answers status: unsubscribed, gone or absent.',
+      inputSchema: { list: listKey, email },
+    },
+    (args) => answer(() => unsubscribe(db, key, args)),
+  );
+
+  if (!key.prospects) return server;
+
+  tool(
+    server,
+    'list_campaigns',
+    { title: 'Outreach campaigns', description: "The account's outreach campaigns (GET /api/v1/campaigns).", inputSchema: {} },
+    () => answer(() => listCampaignsOf(db, key)),
+  );
+
+  tool(
+    server,
+    'add_prospects',
+    {
+      title: 'Add prospects to a campaign',
+      description:
+        'Adds 1 to 100 prospects to a campaign; a running campaign starts writing to them (POST /api/v1/prospects). Answers counts and, per item, added, updated, same, stopped or invalid.',
+      inputSchema: { campaign, prospects: z.array(prospect).describe('1 to 100 prospects, each with an email or a site') },
+    },
+    (args) => answer(() => addProspectsTo(db, key, args)),
+  );
+
+  tool(
+    server,
+    'get_prospect',
+    {
+      title: 'Look up a prospect',
+      description: "A prospect's status, step, stage and reply (GET /api/v1/prospects). Give email or site, not both.",
+      inputSchema: {
+        campaign,
+        email: z.string().optional().describe("the prospect's email address"),
+        site: z.string().optional().describe("the prospect's website, for prospects without email"),
+      },
+    },
+    (args) => answer(() => findProspect(db, key, args)),
+  );
+
+  tool(
+    server,
+    'report_prospect_state',
+    {
+      title: 'Report what a prospect did',
+      description:
+        'Tells the service an outcome (POST /api/v1/prospects/state): replied, agreed, lost (with a reason) or stop (never write again). No further step goes out after any of them. Give a state, a value or both.',
+      inputSchema: {
+        campaign,
+        email: z.string().describe("the prospect's email address"),
+        state: z.enum(OUTCOME_STATES).optional().describe('replied, agreed, lost or stop'),
+        reason: z.enum(LOST_REASONS).optional().describe('with lost only, and then required'),
+        value: z.number().optional().describe('what the deal is worth, 0 to 1e12'),
+      },
+    },
+    (args) => answer(() => reportProspectState(db, key, args)),
+  );
+
+  return server;
+}

@@ -1,0 +1,63 @@
+import type { ApiKey } from '../../../../generated/prisma/client';
+import type { Db } from '../db';
+import { Forbidden } from '../errors';
+import { reportOutcome, type OutcomeReport } from '../outreach/outcomes';
+import { addProspects, lookupProspect, type ProspectInput } from '../outreach/prospects';
+import { queueStepsSoon } from '../outreach/scheduler';
+import { addProspectsInput, outcomeInput, prospectQuery } from '../outreach/schemas';
+import { listCampaigns } from '../services/campaigns';
+import { listLists } from '../services/lists';
+import { addSubscriber, removeSubscriber, requireAccountList, subscriberInput, unsubscribeInput } from '../subscribers';
+import { validate } from '../validate';
+
+/**
+ * The public API's operations past authentication: validate the input, call the domain, give the answer's body. The HTTP
+ * routes (apps/api/src/routes) and the MCP tools (apps/api/src/mcp) both call these, so every rule has one copy.
+ * Sending is `acceptSend`/`findSend` (sending/accept.ts), which both call directly.
+ */
+
+/** Spec section 5.6: campaign and prospect operations need "May add prospects to campaigns". */
+export function requireProspects(key: ApiKey): void {
+  if (!key.prospects) throw new Forbidden('this API key may not work with campaigns and prospects (it lacks the prospects permission)');
+}
+
+export async function listListsOf(db: Db, key: ApiKey) {
+  return { ok: true as const, lists: await listLists(db, key.accountId) };
+}
+
+export async function subscribe(db: Db, key: ApiKey, body: unknown) {
+  const { list: listKey, ...person } = validate(subscriberInput, body ?? {});
+  const list = await requireAccountList(db, key.accountId, listKey);
+  return { ok: true as const, status: await addSubscriber(db, list, person, 'api') };
+}
+
+export async function unsubscribe(db: Db, key: ApiKey, body: unknown) {
+  const { list: listKey, email } = validate(unsubscribeInput, body);
+  const list = await requireAccountList(db, key.accountId, listKey);
+  return { ok: true as const, status: await removeSubscriber(db, list, email) };
+}
+
+export async function listCampaignsOf(db: Db, key: ApiKey) {
+  requireProspects(key);
+  return { ok: true as const, campaigns: await listCampaigns(db, key.accountId) };
+}
+
+export async function addProspectsTo(db: Db, key: ApiKey, body: unknown) {
+  requireProspects(key);
+  const input = validate<{ campaign: number; prospects: ProspectInput[] }>(addProspectsInput, body);
+  const { answer, ready } = await addProspects(db, key.accountId, input.campaign, input.prospects);
+  await queueStepsSoon(ready);
+  return { ok: true as const, ...answer };
+}
+
+export async function findProspect(db: Db, key: ApiKey, query: unknown) {
+  requireProspects(key);
+  const input = validate<{ campaign: number; email?: string; site?: string }>(prospectQuery, query);
+  return { ok: true as const, prospect: await lookupProspect(db, key.accountId, input) };
+}
+
+export async function reportProspectState(db: Db, key: ApiKey, body: unknown) {
+  requireProspects(key);
+  const report = validate<OutcomeReport>(outcomeInput, body);
+  return { ok: true as const, prospect: await reportOutcome(db, key.accountId, report) };
+}
