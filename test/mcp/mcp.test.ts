@@ -84,7 +84,7 @@ describe('MCP at /mcp: connecting', () => {
     const post = (headers: Record<string, string>) =>
       fetch(`${base}/mcp`, { method: 'POST', headers: { 'Content-Type': 'application/json', Accept: 'application/json, text/event-stream', ...headers }, body: JSON.stringify(initialize) });
     const tenant = await makeTenant();
-    for (const headers of [{}, { Authorization: 'Bearer msk_notakey' }, { Authorization: 'Basic abc' }]) {
+    for (const headers of [{}, { Authorization: 'Bearer msk_notakey' }, { Authorization: 'Basic abc' }] as Record<string, string>[]) {
       const res = await post(headers);
       expect(res.status).toBe(401);
       expect(res.headers.get('www-authenticate')).toBe('Bearer');
@@ -102,7 +102,7 @@ describe('MCP at /mcp: connecting', () => {
     const tenant = await makeTenant();
     const res = await fetch(`${base}/mcp`, { headers: { Authorization: `Bearer ${tenant.token}`, Accept: 'text/event-stream' } });
     expect(res.status).toBe(405);
-    expect((await res.json()).ok).toBe(false);
+    expect(((await res.json()) as { ok: boolean }).ok).toBe(false);
   });
 });
 
