@@ -154,7 +154,7 @@ describe('the list\'s hosted form: POST /f/<list key>', () => {
 
   it('has its own hourly window: a full form window answers a 429 page, the API is not affected', async () => {
     const f = await listFixture(ctx.api);
-    const key = windowKey(f.list.id, 'form');
+    const key = windowKey(f.list.key, 'form');
     const now = Date.now();
     const seed: (string | number)[] = [];
     for (let i = 0; i < 600; i++) seed.push(now - i * 1000, `seed-${i}`);

@@ -9,19 +9,19 @@ import { address, listFixture } from './support';
 const ctx = useApi();
 
 /** Fills the list's API window with `count` earlier reservations, the oldest `oldestAgoMs` ago. */
-async function seedWindow(listId: number, count: number, oldestAgoMs = 600_000) {
+async function seedWindow(listKey: string, count: number, oldestAgoMs = 600_000) {
   const now = Date.now();
   const args: (string | number)[] = [];
   for (let i = 0; i < count; i++) args.push(now - oldestAgoMs + Math.floor((i * oldestAgoMs) / Math.max(1, count)), `seed-${i}`);
-  if (args.length) await redis().zadd(windowKey(listId, 'api'), ...args);
+  if (args.length) await redis().zadd(windowKey(listKey, 'api'), ...args);
 }
 
-const slotsTaken = (listId: number) => redis().zcard(windowKey(listId, 'api'));
+const slotsTaken = (listKey: string) => redis().zcard(windowKey(listKey, 'api'));
 
 describe('600 new subscribers per list per rolling hour through the API (spec 8)', () => {
   it('accepts the 600th new person and refuses the 601st with 429 and Retry-After, taking no slot for it', async () => {
     const f = await listFixture(ctx.api);
-    await seedWindow(f.list.id, 599, 1_800_000);
+    await seedWindow(f.list.key, 599, 1_800_000);
     const sixHundredth = await f.subscribe({ email: address() });
     expect(sixHundredth.status).toBe(200);
     expect(sixHundredth.body.status).toBe('pending');
@@ -34,9 +34,9 @@ describe('600 new subscribers per list per rolling hour through the API (spec 8)
     expect(retryAfter).toBeGreaterThan(1790);
     expect(retryAfter).toBeLessThanOrEqual(1800);
     expect(await f.subscriber(email)).toBeNull();
-    expect(await slotsTaken(f.list.id)).toBe(600);
+    expect(await slotsTaken(f.list.key)).toBe(600);
     expect((await f.subscribe({ email: address() })).status).toBe(429);
-    expect(await slotsTaken(f.list.id)).toBe(600);
+    expect(await slotsTaken(f.list.key)).toBe(600);
   });
 
   it('still answers exists, gone, suppressed and pending-again when the window is full', async () => {
@@ -47,7 +47,7 @@ describe('600 new subscribers per list per rolling hour through the API (spec 8)
     await f.subscribe({ email: gone, confirmed: true });
     await f.unsubscribe({ email: gone });
     await db().suppression.create({ data: { accountId: f.tenant.account.id, email: suppressed, reason: 'complained' } });
-    await seedWindow(f.list.id, 600 - (await slotsTaken(f.list.id)));
+    await seedWindow(f.list.key, 600 - (await slotsTaken(f.list.key)));
     expect((await f.subscribe({ email: address() })).status).toBe(429);
     expect((await f.subscribe({ email: active })).body).toEqual({ ok: true, status: 'exists' });
     expect((await f.subscribe({ email: pending })).body).toEqual({ ok: true, status: 'pending' });
@@ -55,7 +55,7 @@ describe('600 new subscribers per list per rolling hour through the API (spec 8)
     expect((await f.unsubscribe({ email: active })).body).toEqual({ ok: true, status: 'unsubscribed' });
     // an address on the suppression list is not a new person: the full window does not stop its answer
     expect((await f.subscribe({ email: suppressed })).body).toEqual({ ok: true, status: 'suppressed' });
-    expect(await slotsTaken(f.list.id)).toBe(600);
+    expect(await slotsTaken(f.list.key)).toBe(600);
     expect((await f.subscribe({ email: pending, confirmed: true })).body).toEqual({ ok: true, status: 'active' });
   });
 
@@ -63,14 +63,14 @@ describe('600 new subscribers per list per rolling hour through the API (spec 8)
     const f = await listFixture(ctx.api);
     const email = address();
     await f.subscribe({ email, confirmed: true });
-    expect(await slotsTaken(f.list.id)).toBe(1);
+    expect(await slotsTaken(f.list.key)).toBe(1);
     for (let i = 0; i < 5; i++) expect((await f.subscribe({ email })).body.status).toBe('exists');
     await f.unsubscribe({ email });
     expect((await f.subscribe({ email })).body.status).toBe('gone');
     const suppressed = address();
     await db().suppression.create({ data: { accountId: f.tenant.account.id, email: suppressed, reason: 'bounced' } });
     expect((await f.subscribe({ email: suppressed })).body.status).toBe('suppressed');
-    expect(await slotsTaken(f.list.id)).toBe(1);
+    expect(await slotsTaken(f.list.key)).toBe(1);
   });
 
   it('gives back the extra slots when simultaneous requests add the same new person', async () => {
@@ -78,12 +78,12 @@ describe('600 new subscribers per list per rolling hour through the API (spec 8)
     const email = address();
     const answers = await Promise.all(Array.from({ length: 10 }, () => f.subscribe({ email, confirmed: true })));
     expect(answers.map((a) => a.body.status).filter((s) => s === 'active')).toHaveLength(1);
-    expect(await slotsTaken(f.list.id)).toBe(1);
+    expect(await slotsTaken(f.list.key)).toBe(1);
   });
 
   it('lets exactly the remaining 15 of 30 simultaneous new people in at the boundary', async () => {
     const f = await listFixture(ctx.api);
-    await seedWindow(f.list.id, 585);
+    await seedWindow(f.list.key, 585);
     const people = Array.from({ length: 30 }, () => address());
     const answers = await Promise.all(people.map((email) => f.subscribe({ email, confirmed: true })));
     const accepted = answers.filter((a) => a.status === 200);
@@ -94,16 +94,16 @@ describe('600 new subscribers per list per rolling hour through the API (spec 8)
     expect(refused.every((a) => Number(a.headers['retry-after']) > 0)).toBe(true);
     expect(await db().subscriber.count({ where: { listId: f.list.id } })).toBe(15);
     expect(await f.count()).toBe(15);
-    expect(await slotsTaken(f.list.id)).toBe(600);
+    expect(await slotsTaken(f.list.key)).toBe(600);
   });
 
   it('lets in exactly 1 of 30 simultaneous new people when one slot is left', async () => {
     const f = await listFixture(ctx.api);
-    await seedWindow(f.list.id, 599);
+    await seedWindow(f.list.key, 599);
     const answers = await Promise.all(Array.from({ length: 30 }, () => f.subscribe({ email: address() })));
     expect(answers.filter((a) => a.status === 200)).toHaveLength(1);
     expect(answers.filter((a) => a.status === 429)).toHaveLength(29);
-    expect(await slotsTaken(f.list.id)).toBe(600);
+    expect(await slotsTaken(f.list.key)).toBe(600);
   });
 
   it('rolls: reservations older than an hour no longer count', async () => {
@@ -111,15 +111,15 @@ describe('600 new subscribers per list per rolling hour through the API (spec 8)
     const now = Date.now();
     const args: (string | number)[] = [];
     for (let i = 0; i < 600; i++) args.push(now - WINDOW_MS - 1000 - i, `old-${i}`);
-    await redis().zadd(windowKey(f.list.id, 'api'), ...args);
+    await redis().zadd(windowKey(f.list.key, 'api'), ...args);
     expect((await f.subscribe({ email: address() })).status).toBe(200);
-    expect(await slotsTaken(f.list.id)).toBe(1);
+    expect(await slotsTaken(f.list.key)).toBe(1);
   });
 
   it('counts per list: a full list does not hold back another list of the account', async () => {
     const f = await listFixture(ctx.api);
     const other = await makeList(f.tenant.account.id, f.tenant.mailbox.id);
-    await seedWindow(f.list.id, 600);
+    await seedWindow(f.list.key, 600);
     expect((await f.subscribe({ email: address() })).status).toBe(429);
     const res = await f.client.post('/api/v1/subscribers').send({ list: other.key, email: address() });
     expect(res.status).toBe(200);
@@ -130,7 +130,7 @@ describe('600 new subscribers per list per rolling hour through the API (spec 8)
     await f.subscribe({ email: 'not-an-address' });
     await f.subscribe({ email: address(), name: 'n'.repeat(201) });
     await f.client.post('/api/v1/subscribers').send({ list: 'nope', email: address() });
-    expect(await slotsTaken(f.list.id)).toBe(0);
+    expect(await slotsTaken(f.list.key)).toBe(0);
   });
 
   it('gives the slot back when the add fails after taking it', async () => {
@@ -139,6 +139,6 @@ describe('600 new subscribers per list per rolling hour through the API (spec 8)
     // a list row that is gone by the time the subscriber is written: the insert fails on its foreign key
     const vanished = { ...list, id: 2_000_000_000 };
     await expect(addSubscriber(db(), vanished, { email: address() }, 'api')).rejects.toThrow(/foreign key/i);
-    expect(await slotsTaken(vanished.id)).toBe(0);
+    expect(await slotsTaken(vanished.key)).toBe(0);
   });
 });

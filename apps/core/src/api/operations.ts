@@ -7,7 +7,7 @@ import { queueStepsSoon } from '../outreach/scheduler';
 import { addProspectsInput, outcomeInput, prospectQuery } from '../outreach/schemas';
 import { listCampaigns } from '../services/campaigns';
 import { listLists } from '../services/lists';
-import { addSubscriber, removeSubscriber, requireAccountList, subscriberInput, unsubscribeInput } from '../subscribers';
+import { addSubscriberByKey, removeSubscriber, requireAccountList, subscriberInput, unsubscribeInput } from '../subscribers';
 import { validate } from '../validate';
 
 /**
@@ -27,8 +27,7 @@ export async function listListsOf(db: Db, key: ApiKey) {
 
 export async function subscribe(db: Db, key: ApiKey, body: unknown) {
   const { list: listKey, ...person } = validate(subscriberInput, body ?? {});
-  const list = await requireAccountList(db, key.accountId, listKey);
-  return { ok: true as const, status: await addSubscriber(db, list, person, 'api') };
+  return { ok: true as const, status: await addSubscriberByKey(db, key.accountId, listKey, person) };
 }
 
 export async function unsubscribe(db: Db, key: ApiKey, body: unknown) {

@@ -10,8 +10,9 @@ export const WINDOW_MS = 3_600_000;
 /** The API and the hosted form count in separate windows of the same size (docs/lists.md). */
 export type Channel = 'api' | 'form';
 
-export function windowKey(listId: number, channel: Channel): string {
-  return rkey('subscribers', 'hourly', channel, listId);
+/** Keyed by the list's public key (unique and never changed), which the API knows before it reads the list. */
+export function windowKey(listKey: string, channel: Channel): string {
+  return rkey('subscribers', 'hourly', channel, listKey);
 }
 
 /**
@@ -38,8 +39,8 @@ return {1, 0}
 export type Reservation = { taken: true; release(): Promise<void> } | { taken: false; retryAfterMs: number };
 
 /** Takes one slot of the list's hourly window for a person who may be new. */
-export async function reserveNewSubscriber(listId: number, channel: Channel, limit = NEW_SUBSCRIBERS_PER_HOUR): Promise<Reservation> {
-  const key = windowKey(listId, channel);
+export async function reserveNewSubscriber(listKey: string, channel: Channel, limit = NEW_SUBSCRIBERS_PER_HOUR): Promise<Reservation> {
+  const key = windowKey(listKey, channel);
   const member = crypto.randomUUID();
   let answer: [number, number];
   try {
