@@ -20,6 +20,57 @@ export interface DueStep {
 const BATCH = 500;
 
 /**
+ * The due steps that can go out now, claimed in one statement whose cost follows that work, not the backlog:
+ * - a mailbox's free sequence slots are read once (0 at its daily cap or inside its gap; 1 when it has a gap; else
+ *   what is left of its day), so a mailbox that cannot send is passed over in one step, not row by row;
+ * - each running campaign gives at most its mailbox's free slots of its due prospects, oldest first, and the campaigns
+ *   of one mailbox share those slots;
+ * - a step that closes a prospect (the wait after the last step is over) needs no slot and is always taken.
+ * The step job claims its slot for real (limits.ts): this only keeps the scheduler from queueing what would be deferred.
+ * Rows another scheduler holds are skipped where they are read, so two schedulers share the due work between them.
+ */
+const CLAIM_DUE = `
+WITH running AS (
+  SELECT c.id, c.mailbox_id, (SELECT count(*)::int FROM campaign_steps s WHERE s.campaign_id = c.id) AS steps
+  FROM campaigns c WHERE c.status = 'running' AND ($1::int IS NULL OR c.id = $1::int)
+), free AS (
+  SELECT m.id, CASE
+      WHEN m.daily_limit <= 0 THEN 0
+      WHEN m.sequence_day = (now() AT TIME ZONE 'UTC')::date AND m.sequence_count >= m.daily_limit THEN 0
+      WHEN m.gap_seconds > 0 AND m.sequence_last_at > now() - make_interval(secs => m.gap_seconds) THEN 0
+      WHEN m.gap_seconds > 0 THEN 1
+      ELSE m.daily_limit - CASE WHEN m.sequence_day = (now() AT TIME ZONE 'UTC')::date THEN m.sequence_count ELSE 0 END
+    END AS slots
+  FROM mailboxes m WHERE m.id IN (SELECT mailbox_id FROM running)
+), candidates AS (
+  SELECT p.id, p.next_at, r.mailbox_id, false AS closing
+  FROM running r JOIN free f ON f.id = r.mailbox_id AND f.slots > 0
+  CROSS JOIN LATERAL (
+    SELECT p.id, p.next_at FROM prospects p
+    WHERE p.campaign_id = r.id AND p.status IN ('ready', 'writing') AND p.next_at <= now() AND p.step < r.steps
+    ORDER BY p.next_at LIMIT least(f.slots, $2::int)
+    FOR UPDATE SKIP LOCKED
+  ) p
+  UNION ALL
+  SELECT p.id, p.next_at, r.mailbox_id, true
+  FROM running r
+  CROSS JOIN LATERAL (
+    SELECT p.id, p.next_at FROM prospects p
+    WHERE p.campaign_id = r.id AND p.status IN ('ready', 'writing') AND p.next_at <= now() AND p.step >= r.steps
+    ORDER BY p.next_at LIMIT $2::int
+    FOR UPDATE SKIP LOCKED
+  ) p
+), ranked AS (
+  SELECT c.id, c.closing, c.mailbox_id, row_number() OVER (PARTITION BY c.mailbox_id, c.closing ORDER BY c.next_at, c.id) AS rank
+  FROM candidates c
+)
+SELECT p.id, p.step, p.next_at FROM prospects p
+JOIN ranked k ON k.id = p.id JOIN free f ON f.id = k.mailbox_id
+WHERE k.closing OR k.rank <= f.slots
+ORDER BY p.next_at LIMIT $2::int
+FOR UPDATE OF p SKIP LOCKED`;
+
+/**
  * Claims due prospects and hands them to `whileClaimed` before the claim's transaction ends: while it runs (queueing
  * the jobs), another scheduler skips these rows instead of queueing them too.
  */
@@ -31,14 +82,7 @@ export async function claimDueSteps(
   const limit = options.limit ?? BATCH;
   const campaignId = options.campaignId ?? null;
   return db.$transaction(async (tx) => {
-    const rows = await tx.$queryRaw<{ id: number; step: number; next_at: Date }[]>`
-      SELECT p.id, p.step, p.next_at FROM prospects p
-      JOIN campaigns c ON c.id = p.campaign_id
-      WHERE p.status IN ('ready', 'writing') AND p.next_at <= now() AND c.status = 'running'
-        AND (${campaignId}::int IS NULL OR p.campaign_id = ${campaignId}::int)
-      ORDER BY p.next_at
-      LIMIT ${limit}
-      FOR UPDATE OF p SKIP LOCKED`;
+    const rows = await tx.$queryRawUnsafe<{ id: number; step: number; next_at: Date }[]>(CLAIM_DUE, campaignId, limit);
     const due = rows.map((r) => ({ prospectId: r.id, step: r.step + 1, nextAt: r.next_at }));
     await whileClaimed(due);
     return due;
