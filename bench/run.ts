@@ -16,6 +16,7 @@ import autocannon from 'autocannon';
 import nodemailer from 'nodemailer';
 import { Redis } from 'ioredis';
 import { Client } from 'pg';
+import { schedulerPhase } from './scheduler';
 
 const ROOT = path.resolve(__dirname, '..');
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 15);
@@ -256,6 +257,18 @@ async function main(): Promise<void> {
     results.memory = { apiPeakRssMb: Math.max(acceptRss, peakRssMb(api)), workerPeakRssMb: Math.max(workerRss, peakRssMb(worker)) };
     await stop(worker);
     await stop(api);
+
+    // 5. the outreach scheduler: 100,000 due prospects, 200 running campaigns, 50 mailboxes (bench/scheduler.ts)
+    const schedulerEnv = serviceEnv('scheduler');
+    results.scheduler = await schedulerPhase({
+      databaseUrl: schedulerEnv.DATABASE_URL,
+      redisUrl: REDIS_URL,
+      redisPrefix: schedulerEnv.REDIS_PREFIX,
+      sinkSmtpPort: PORTS.sinkSmtp,
+      seconds: SECONDS,
+      startWorker: () => start('apps/worker/src/main.ts', schedulerEnv),
+      stop,
+    });
   } finally {
     for (const child of children) if (child.exitCode === null) child.kill('SIGKILL');
     await cleanup(databases);
@@ -288,6 +301,11 @@ function print(r: Record<string, any>): void {
     ['subscribers: POST /api/v1/subscribers, 50 connections', `${r.subscribers.rps} req/s, p99 ${r.subscribers.p99} ms, ${r.subscribers.errors + r.subscribers.non2xx} errors`, ''],
     ['prospects: POST /api/v1/prospects, 100 per request, 10 connections', `${r.prospects.prospectsPerSecond} prospects/s (p99 ${r.prospects.p99} ms)`, ''],
     ['memory: peak RSS', `API ${r.memory.apiPeakRssMb} MB, worker ${r.memory.workerPeakRssMb} MB`, 'target: under 250 MB each'],
+    [
+      `scheduler: ${r.scheduler.prospects} due prospects, 200 running campaigns, 50 mailboxes`,
+      `claim ${r.scheduler.tickAllFreeMs} ms a tick with every mailbox free (${r.scheduler.cpuPerMinuteAllFreeMs} ms a minute), ${r.scheduler.tickAllInGapMs} ms with every mailbox in its gap; ${r.scheduler.stepsPerSecond} steps/s written and delivered by 1 worker`,
+      `1,200 due on one mailbox with a 60 s gap: ${r.scheduler.oneGappedMailbox1200.tickMs} ms a tick, ${r.scheduler.oneGappedMailbox1200.claimed} queued, ${r.scheduler.oneGappedMailbox1200.cpuPerMinuteMs} ms a minute (before: 4,700-5,300 ms a minute)`,
+    ],
   ];
   console.log(`\n${r.date}  ${r.machine}\n`);
   console.log('| what | figure | baseline |\n|---|---|---|');

@@ -27,7 +27,8 @@ const BATCH = 500;
  *   of one mailbox share those slots;
  * - a step that closes a prospect (the wait after the last step is over) needs no slot and is always taken.
  * The step job claims its slot for real (limits.ts): this only keeps the scheduler from queueing what would be deferred.
- * Rows another scheduler holds are skipped where they are read, so two schedulers share the due work between them.
+ * Only the rows finally taken are locked (SKIP LOCKED): another scheduler at the same moment never gets them, and takes
+ * what is left of the candidates (locking every candidate would write to each of them: seconds on a big backlog).
  */
 const CLAIM_DUE = `
 WITH running AS (
@@ -49,7 +50,6 @@ WITH running AS (
     SELECT p.id, p.next_at FROM prospects p
     WHERE p.campaign_id = r.id AND p.status IN ('ready', 'writing') AND p.next_at <= now() AND p.step < r.steps
     ORDER BY p.next_at LIMIT least(f.slots, $2::int)
-    FOR UPDATE SKIP LOCKED
   ) p
   UNION ALL
   SELECT p.id, p.next_at, r.mailbox_id, true
@@ -58,7 +58,6 @@ WITH running AS (
     SELECT p.id, p.next_at FROM prospects p
     WHERE p.campaign_id = r.id AND p.status IN ('ready', 'writing') AND p.next_at <= now() AND p.step >= r.steps
     ORDER BY p.next_at LIMIT $2::int
-    FOR UPDATE SKIP LOCKED
   ) p
 ), ranked AS (
   SELECT c.id, c.closing, c.mailbox_id, row_number() OVER (PARTITION BY c.mailbox_id, c.closing ORDER BY c.next_at, c.id) AS rank

@@ -1,0 +1,123 @@
+/**
+ * The outreach scheduler's phase of `npm run bench`: 100,000 due prospects in 200 running campaigns on 50 mailboxes.
+ * - the scheduler's cost per tick (claim + queueing the step jobs), with every mailbox free and with every mailbox
+ *   inside its gap, and per minute at the worker's 5-second schedule;
+ * - the issue's own case: 1,200 due prospects on one mailbox with a 60-second gap (the old scheduler re-claimed and
+ *   re-queued all 1,200 every tick, 4.7-5.3 s of work a minute);
+ * - the steps a worker writes and delivers per second from that backlog, over `seconds`.
+ * Runs in the bench's process against a database of its own (the services' code, imported once the env is set).
+ */
+import type { ChildProcess } from 'node:child_process';
+import { Client } from 'pg';
+
+export interface SchedulerFigures {
+  prospects: number;
+  tickAllFreeMs: number;
+  tickAllInGapMs: number;
+  cpuPerMinuteAllFreeMs: number;
+  oneGappedMailbox1200: { tickMs: number; claimed: number; cpuPerMinuteMs: number };
+  stepsPerSecond: number;
+}
+
+const MAILBOXES = 50;
+const CAMPAIGNS_PER_MAILBOX = 4;
+const PROSPECTS_PER_CAMPAIGN = 500;
+const EVERY_MS = 5_000;
+
+/** Mean wall time of `runs` calls after one warm-up call. */
+async function timed<T>(runs: number, work: () => Promise<T>): Promise<{ ms: number; last: T }> {
+  let last = await work();
+  const t0 = performance.now();
+  for (let i = 0; i < runs; i++) last = await work();
+  return { ms: +((performance.now() - t0) / runs).toFixed(1), last };
+}
+
+export async function schedulerPhase(options: {
+  databaseUrl: string;
+  redisUrl: string;
+  redisPrefix: string;
+  sinkSmtpPort: number;
+  seconds: number;
+  startWorker: () => ChildProcess;
+  stop: (child: ChildProcess) => Promise<void>;
+}): Promise<SchedulerFigures> {
+  const { migrate } = await import('../apps/core/src/migrate');
+  await migrate(options.databaseUrl);
+  const pg = new Client({ connectionString: options.databaseUrl });
+  await pg.connect();
+  const { rows: [account] } = await pg.query<{ id: number }>(`INSERT INTO accounts (name) VALUES ('bench scheduler') RETURNING id`);
+  await pg.query(
+    `INSERT INTO mailboxes (account_id, address, smtp_host, smtp_port, daily_limit, gap_seconds, updated_at)
+     SELECT $1, 'm' || i || '@bench.example', '127.0.0.1', $2, 100000, 0, now() FROM generate_series(1, $3) AS i`,
+    [account!.id, options.sinkSmtpPort, MAILBOXES],
+  );
+  await pg.query(
+    `INSERT INTO campaigns (account_id, mailbox_id, name, goal, status, updated_at)
+     SELECT $1, m.id, 'c' || m.id || '-' || j, 'links', 'running', now()
+     FROM mailboxes m CROSS JOIN generate_series(1, $2) AS j WHERE m.account_id = $1`,
+    [account!.id, CAMPAIGNS_PER_MAILBOX],
+  );
+  await pg.query(
+    `INSERT INTO campaign_steps (campaign_id, position, subject, body, delay_hours)
+     SELECT c.id, s.position, 'Step ' || s.position || ' for {{name}}', 'Hello {{name}}', s.delay
+     FROM campaigns c CROSS JOIN (VALUES (1, 0.0), (2, 24.0)) AS s(position, delay) WHERE c.account_id = $1`,
+    [account!.id],
+  );
+  await pg.query(
+    `INSERT INTO prospects (campaign_id, email, name, status, next_at, updated_at)
+     SELECT c.id, 'p' || c.id || '-' || i || '@reader.example', 'Reader', 'ready', now() - i * interval '1 millisecond', now()
+     FROM campaigns c CROSS JOIN generate_series(1, $2) AS i WHERE c.account_id = $1`,
+    [account!.id, PROSPECTS_PER_CAMPAIGN],
+  );
+  await pg.query('ANALYZE');
+  const prospects = MAILBOXES * CAMPAIGNS_PER_MAILBOX * PROSPECTS_PER_CAMPAIGN;
+
+  Object.assign(process.env, { DATABASE_URL: options.databaseUrl, REDIS_URL: options.redisUrl, REDIS_PREFIX: options.redisPrefix, LOG_LEVEL: 'warn' });
+  const { db, closeDb } = await import('../apps/core/src/db');
+  const { closeQueues } = await import('../apps/core/src/queues');
+  const { closeRedis } = await import('../apps/core/src/redis');
+  const { claimDueSteps } = await import('../apps/core/src/outreach/scheduler');
+  // claims only (no queueing): the statement's cost, with every mailbox free, then with every mailbox inside its gap
+  const allFree = await timed(5, () => claimDueSteps(db(), { limit: 500 }));
+  await pg.query(`UPDATE mailboxes SET gap_seconds = 60, sequence_last_at = now() WHERE account_id = $1`, [account!.id]);
+  const allInGap = await timed(5, () => claimDueSteps(db(), { limit: 500 }));
+
+  // the issue's case: one mailbox with a 60 s gap and 1,200 due prospects (its other campaigns closed), claim + queueing
+  const { rows: [gapped] } = await pg.query<{ id: number }>(`SELECT id FROM mailboxes WHERE account_id = $1 ORDER BY id LIMIT 1`, [account!.id]);
+  await pg.query(`UPDATE mailboxes SET sequence_last_at = NULL WHERE id = $1`, [gapped!.id]);
+  await pg.query(`UPDATE campaigns SET status = 'paused' WHERE account_id = $1 AND mailbox_id <> $2`, [account!.id, gapped!.id]);
+  await pg.query(
+    `UPDATE prospects SET status = 'lost', reason = 'bench', next_at = NULL WHERE id IN (
+       SELECT p.id FROM prospects p JOIN campaigns c ON c.id = p.campaign_id WHERE c.mailbox_id = $1 ORDER BY p.id OFFSET 1200)`,
+    [gapped!.id],
+  );
+  const { scheduleDueSteps } = await import('../apps/core/src/outreach/scheduler');
+  const oneGapped = await timed(5, () => scheduleDueSteps(db()));
+
+  // steps per second: a worker writes and delivers the backlog with every mailbox free again
+  await pg.query(`UPDATE mailboxes SET gap_seconds = 0, sequence_last_at = NULL WHERE account_id = $1`, [account!.id]);
+  await pg.query(`UPDATE campaigns SET status = 'running' WHERE account_id = $1`, [account!.id]);
+  await closeQueues();
+  await closeRedis();
+  await closeDb();
+  const worker = options.startWorker();
+  const sent = async () => Number((await pg.query(`SELECT count(*) FROM messages WHERE kind = 'sequence' AND status = 'sent'`)).rows[0].count);
+  const warmUntil = Date.now() + 60_000;
+  while ((await sent()) < 200 && Date.now() < warmUntil) await new Promise((r) => setTimeout(r, 250));
+  const before = await sent();
+  const t0 = performance.now();
+  await new Promise((r) => setTimeout(r, options.seconds * 1000));
+  const stepsPerSecond = Math.round(((await sent()) - before) / ((performance.now() - t0) / 1000));
+  await options.stop(worker);
+  await pg.end();
+
+  const perMinute = (ms: number) => Math.round((ms * 60_000) / EVERY_MS);
+  return {
+    prospects,
+    tickAllFreeMs: allFree.ms,
+    tickAllInGapMs: allInGap.ms,
+    cpuPerMinuteAllFreeMs: perMinute(allFree.ms),
+    oneGappedMailbox1200: { tickMs: oneGapped.ms, claimed: oneGapped.last, cpuPerMinuteMs: perMinute(oneGapped.ms) },
+    stepsPerSecond,
+  };
+}
