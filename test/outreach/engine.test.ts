@@ -187,7 +187,7 @@ describe('the pre-send guard', () => {
 
 describe('the scheduler', () => {
   it('claims only due prospects of running campaigns, and two schedulers never claim the same one', async () => {
-    const { tenant, campaign } = await setup({ steps: [{ subject: 's', body: 'b', delay_hours: 0 }] });
+    const { tenant, campaign } = await setup({ mailbox: { daily_limit: 100, gap_seconds: 0 }, steps: [{ subject: 's', body: 'b', delay_hours: 0 }] });
     const ids = await Promise.all(Array.from({ length: 30 }, (_, i) => addProspect(tenant.account.id, campaign.id, { email: `due${i}@ex.org` })));
     const later = await addProspect(tenant.account.id, campaign.id, { email: 'later@ex.org' });
     await db().prospect.update({ where: { id: later }, data: { nextAt: new Date(Date.now() + 60_000) } });
@@ -203,7 +203,10 @@ describe('the scheduler', () => {
     expect(first).toEqual(expect.arrayContaining(ids));
     expect(first).not.toContain(later);
     expect(meanwhile.filter((id) => first.includes(id))).toEqual([]);
-    // after the claim ends, the rows are still due (next_at is the truth) until a step job moves them on
+    // claimed rows are marked queued: the next tick passes them over while their jobs wait for a worker
+    expect(await claimDueSteps(db(), { campaignId: campaign.id, limit: 1000 })).toEqual([]);
+    // the rows are still due (next_at is the truth): once the mark is stale (a job Redis lost), they are claimed again
+    await db().prospect.updateMany({ where: { campaignId: campaign.id }, data: { queuedAt: new Date(Date.now() - 120_000) } });
     const again = (await claimDueSteps(db(), { campaignId: campaign.id, limit: 1000 })).map((d) => d.prospectId).sort((x, y) => x - y);
     expect(again).toEqual([...ids].sort((x, y) => x - y));
   });

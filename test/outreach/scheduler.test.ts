@@ -40,7 +40,12 @@ describe('the scheduler claims what can go out now, not the whole backlog', () =
     expect(due.map((d) => d.prospectId)).toContain(oldest.id);
     expect(due.find((d) => d.prospectId === oldest.id)!.step).toBe(2);
 
-    // inside its gap, and at its daily cap: the mailboxes give nothing to send, the closing steps still come
+    // claimed rows wait for their step jobs: the next tick does not claim or queue them again
+    expect(await claimDueSteps(db(), { limit: 500 })).toEqual([]);
+
+    // inside its gap, and at its daily cap: the mailboxes give nothing to send; marks older than a minute count as lost
+    // jobs, so the closing steps are claimed again
+    await db().prospect.updateMany({ where: { campaignId: { in: [a.id, b.id, c.id] } }, data: { queuedAt: new Date(Date.now() - 120_000) } });
     await db().mailbox.update({ where: { id: gapped.id }, data: { sequenceLastAt: new Date() } });
     await db().mailbox.update({ where: { id: open.id }, data: { sequenceDay: new Date(new Date().toISOString().slice(0, 10)), sequenceCount: 50 } });
     const capped = await claimDueSteps(db(), { limit: 500 });
@@ -62,7 +67,9 @@ describe('the scheduler claims what can go out now, not the whole backlog', () =
     const taken = new Set((await first).map((d) => d.prospectId));
     expect(taken.size).toBe(200);
     expect(second.filter((d) => taken.has(d.prospectId))).toEqual([]);
-    // once the first claim's transaction is over, its rows (still due: nothing wrote them) can be claimed again
-    expect((await claimDueSteps(db(), { limit: 300 })).length).toBe(300);
+    // the rest is claimed by the next claim; the first's rows are marked queued and not claimed again
+    const rest = await claimDueSteps(db(), { limit: 300 });
+    expect(rest.filter((d) => taken.has(d.prospectId))).toEqual([]);
+    expect(new Set([...taken, ...second.map((d) => d.prospectId), ...rest.map((d) => d.prospectId)]).size).toBe(300);
   });
 });

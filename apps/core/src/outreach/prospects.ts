@@ -151,7 +151,7 @@ class NewProspects {
     const id = this.ids.shift();
     if (id === undefined) throw new Error('more prospects created than reserved');
     const row: Prospect = {
-      id, step: 0, stage: 0, value: 0, reply: '', repliedAt: null, threadId: null, createdAt: now, updatedAt: now, ...data,
+      id, step: 0, stage: 0, value: 0, reply: '', repliedAt: null, threadId: null, queuedAt: null, createdAt: now, updatedAt: now, ...data,
       fields: data.fields as Prospect['fields'],
     };
     this.rows.set(id, row);

@@ -22,52 +22,61 @@ const BATCH = 500;
 /**
  * The due steps that can go out now, claimed in one statement whose cost follows that work, not the backlog:
  * - a mailbox's free sequence slots are read once (0 at its daily cap or inside its gap; 1 when it has a gap; else
- *   what is left of its day), so a mailbox that cannot send is passed over in one step, not row by row;
- * - each running campaign gives at most its mailbox's free slots of its due prospects, oldest first, and the campaigns
- *   of one mailbox share those slots;
+ *   what is left of its day), less the steps already queued for it and not yet written, so a mailbox that cannot
+ *   send is passed over in one step, not row by row;
+ * - each mailbox gives at most its free slots of its campaigns' due prospects, oldest first, and at most its share of
+ *   the batch, so one claim reads about a batch of rows however many campaigns are due;
  * - a step that closes a prospect (the wait after the last step is over) needs no slot and is always taken.
- * The step job claims its slot for real (limits.ts): this only keeps the scheduler from queueing what would be deferred.
- * Only the rows finally taken are locked (SKIP LOCKED): another scheduler at the same moment never gets them, and takes
- * what is left of the candidates (locking every candidate would write to each of them: seconds on a big backlog).
+ * A claimed row is marked `queued_at`; until its step job moves `next_at` on, the claim passes it over, so a backlog
+ * waiting for the workers is not claimed and queued again every tick. A mark older than QUEUED_FRESH is taken as
+ * lost (Redis lost the job) and the row is claimed again. The step job claims its mailbox slot for real (limits.ts).
+ * Only the rows finally taken are locked (SKIP LOCKED): another scheduler at the same moment never gets them.
  */
+const QUEUED_FRESH = "interval '60 seconds'";
+const UNQUEUED = `(p.queued_at IS NULL OR p.queued_at < p.next_at OR p.queued_at < now() - ${QUEUED_FRESH})`;
 const CLAIM_DUE = `
 WITH running AS (
   SELECT c.id, c.mailbox_id, (SELECT count(*)::int FROM campaign_steps s WHERE s.campaign_id = c.id) AS steps
   FROM campaigns c WHERE c.status = 'running' AND ($1::int IS NULL OR c.id = $1::int)
+), queued AS (
+  SELECT r.mailbox_id, count(*)::int AS n FROM prospects p JOIN running r ON r.id = p.campaign_id
+  WHERE p.status IN ('ready', 'writing') AND p.next_at <= now() AND p.step < r.steps AND NOT ${UNQUEUED}
+  GROUP BY r.mailbox_id
 ), free AS (
-  SELECT m.id, CASE
+  SELECT m.id, greatest(0, CASE
       WHEN m.daily_limit <= 0 THEN 0
       WHEN m.sequence_day = (now() AT TIME ZONE 'UTC')::date AND m.sequence_count >= m.daily_limit THEN 0
       WHEN m.gap_seconds > 0 AND m.sequence_last_at > now() - make_interval(secs => m.gap_seconds) THEN 0
       WHEN m.gap_seconds > 0 THEN 1
       ELSE m.daily_limit - CASE WHEN m.sequence_day = (now() AT TIME ZONE 'UTC')::date THEN m.sequence_count ELSE 0 END
-    END AS slots
-  FROM mailboxes m WHERE m.id IN (SELECT mailbox_id FROM running)
+    END - coalesce(q.n, 0)) AS slots
+  FROM mailboxes m LEFT JOIN queued q ON q.mailbox_id = m.id WHERE m.id IN (SELECT mailbox_id FROM running)
+), share AS (
+  SELECT $2::int / greatest(1, count(*) FILTER (WHERE slots > 0))::int + 1 AS rows FROM free
 ), candidates AS (
-  SELECT p.id, p.next_at, r.mailbox_id, false AS closing
-  FROM running r JOIN free f ON f.id = r.mailbox_id AND f.slots > 0
+  SELECT p.id, p.next_at, f.id AS mailbox_id, false AS closing
+  FROM free f CROSS JOIN share
   CROSS JOIN LATERAL (
-    SELECT p.id, p.next_at FROM prospects p
-    WHERE p.campaign_id = r.id AND p.status IN ('ready', 'writing') AND p.next_at <= now() AND p.step < r.steps
-    ORDER BY p.next_at LIMIT least(f.slots, $2::int)
+    SELECT p.id, p.next_at FROM prospects p JOIN running r ON r.id = p.campaign_id
+    WHERE r.mailbox_id = f.id AND p.status IN ('ready', 'writing') AND p.next_at <= now() AND p.step < r.steps AND ${UNQUEUED}
+    ORDER BY p.next_at LIMIT least(f.slots, share.rows)
   ) p
+  WHERE f.slots > 0
   UNION ALL
   SELECT p.id, p.next_at, r.mailbox_id, true
   FROM running r
   CROSS JOIN LATERAL (
     SELECT p.id, p.next_at FROM prospects p
-    WHERE p.campaign_id = r.id AND p.status IN ('ready', 'writing') AND p.next_at <= now() AND p.step >= r.steps
+    WHERE p.campaign_id = r.id AND p.status IN ('ready', 'writing') AND p.next_at <= now() AND p.step >= r.steps AND ${UNQUEUED}
     ORDER BY p.next_at LIMIT $2::int
   ) p
-), ranked AS (
-  SELECT c.id, c.closing, c.mailbox_id, row_number() OVER (PARTITION BY c.mailbox_id, c.closing ORDER BY c.next_at, c.id) AS rank
-  FROM candidates c
+), taken AS (
+  SELECT p.id FROM prospects p JOIN candidates c ON c.id = p.id
+  ORDER BY p.next_at LIMIT $2::int
+  FOR UPDATE OF p SKIP LOCKED
 )
-SELECT p.id, p.step, p.next_at FROM prospects p
-JOIN ranked k ON k.id = p.id JOIN free f ON f.id = k.mailbox_id
-WHERE k.closing OR k.rank <= f.slots
-ORDER BY p.next_at LIMIT $2::int
-FOR UPDATE OF p SKIP LOCKED`;
+UPDATE prospects p SET queued_at = now() FROM taken t WHERE p.id = t.id
+RETURNING p.id, p.step, p.next_at`;
 
 /**
  * Claims due prospects and hands them to `whileClaimed` before the claim's transaction ends: while it runs (queueing
@@ -82,6 +91,7 @@ export async function claimDueSteps(
   const campaignId = options.campaignId ?? null;
   return db.$transaction(async (tx) => {
     const rows = await tx.$queryRawUnsafe<{ id: number; step: number; next_at: Date }[]>(CLAIM_DUE, campaignId, limit);
+    rows.sort((a, b) => a.next_at.getTime() - b.next_at.getTime() || a.id - b.id);
     const due = rows.map((r) => ({ prospectId: r.id, step: r.step + 1, nextAt: r.next_at }));
     await whileClaimed(due);
     return due;
@@ -111,7 +121,10 @@ export async function queueSteps(steps: DueStep[]): Promise<void> {
   );
 }
 
-/** The `schedule` maintenance task: claims and queues every due step, batch by batch. Returns how many it queued. */
+/**
+ * The `schedule` maintenance task: claims and queues the due steps that can go out, batch by batch, until a claim
+ * comes back short. Returns how many it queued.
+ */
 export async function scheduleDueSteps(db: Db, options: { campaignId?: number } = {}): Promise<number> {
   let total = 0;
   for (;;) {
