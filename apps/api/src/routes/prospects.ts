@@ -6,12 +6,13 @@ import { queueStepsSoon } from '../../../core/src/outreach/scheduler';
 import { addProspectsInput, outcomeInput, prospectQuery } from '../../../core/src/outreach/schemas';
 import { validate } from '../../../core/src/validate';
 import { methodNotAllowed } from '../middleware/errors';
+import { idempotent } from '../middleware/idempotency';
 
 /** Spec 4.6-4.8 (the prospects permission is checked in v1.ts). Answers 200, never 201. */
 export function prospectsRoutes(router: Router, db: Db): void {
   router
     .route('/prospects')
-    .post(async (req, res) => {
+    .post(idempotent(db, 'POST /prospects'), async (req, res) => {
       const input = validate<{ campaign: number; prospects: ProspectInput[] }>(addProspectsInput, req.body);
       const { answer, ready } = await addProspects(db, res.locals.key.accountId, input.campaign, input.prospects);
       await queueStepsSoon(ready);
@@ -25,7 +26,7 @@ export function prospectsRoutes(router: Router, db: Db): void {
 
   router
     .route('/prospects/state')
-    .post(async (req, res) => {
+    .post(idempotent(db, 'POST /prospects/state'), async (req, res) => {
       const report = validate<OutcomeReport>(outcomeInput, req.body);
       res.json({ ok: true, prospect: await reportOutcome(db, res.locals.key.accountId, report) });
     })

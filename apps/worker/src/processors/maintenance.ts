@@ -3,7 +3,7 @@ import type { JobPayloads } from '../../../core/src/queues';
 import { db } from '../../../core/src/db';
 import { scheduleDueSteps } from '../../../core/src/outreach/scheduler';
 import { reconcileDeliveries } from '../../../core/src/delivery/reconcile';
-import { deleteExpiredIdempotency } from '../../../core/src/sending/idempotency';
+import { deleteExpiredIdempotency } from '../../../core/src/idempotency';
 
 /** Housekeeping, dispatched by task. Each task is idempotent: running it twice or on two workers is harmless. */
 export const maintenanceTasks: Record<JobPayloads['maintenance']['task'], () => Promise<unknown>> = {
