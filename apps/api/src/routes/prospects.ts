@@ -3,6 +3,7 @@ import type { Db } from '../../../core/src/db';
 import { reportOutcome, type OutcomeReport } from '../../../core/src/outreach/outcomes';
 import { addProspects, lookupProspect, type ProspectInput } from '../../../core/src/outreach/prospects';
 import { queueStepsSoon } from '../../../core/src/outreach/scheduler';
+import { checkLinkSoon } from '../../../core/src/links/check';
 import { addProspectsInput, outcomeInput, prospectQuery } from '../../../core/src/outreach/schemas';
 import { validate } from '../../../core/src/validate';
 import { methodNotAllowed } from '../middleware/errors';
@@ -28,7 +29,9 @@ export function prospectsRoutes(router: Router, db: Db): void {
     .route('/prospects/state')
     .post(idempotent(db, 'POST /prospects/state'), async (req, res) => {
       const report = validate<OutcomeReport>(outcomeInput, req.body);
-      res.json({ ok: true, prospect: await reportOutcome(db, res.locals.key.accountId, report) });
+      const prospect = await reportOutcome(db, res.locals.key.accountId, report);
+      if (report.url !== undefined) await checkLinkSoon(db, prospect.id);
+      res.json({ ok: true, prospect });
     })
     .all(methodNotAllowed);
 }

@@ -23,7 +23,25 @@ export interface ProspectView {
   replied_at: string | null;
   next_at: string | null;
   closed_at: string | null;
+  /** links campaigns (DESIGN 10): the page the prospect gave and what its last check found; null without a page */
+  link: LinkView | null;
 }
+
+export interface LinkView {
+  url: string;
+  found: boolean;
+  href: string;
+  anchor: string;
+  rel: string;
+  /** why the last check did not find the link ("" when it did, or before the first check) */
+  error: string;
+  checked_at: string | null;
+}
+
+const linkView = (p: Prospect): LinkView | null =>
+  p.linkUrl === null
+    ? null
+    : { url: p.linkUrl, found: p.linkFound, href: p.linkHref, anchor: p.linkAnchor, rel: p.linkRel, error: p.linkError, checked_at: iso(p.linkCheckedAt) };
 
 export function prospectView(p: Prospect, campaign: Pick<Campaign, 'stages'>): ProspectView {
   return {
@@ -41,6 +59,7 @@ export function prospectView(p: Prospect, campaign: Pick<Campaign, 'stages'>): P
     replied_at: iso(p.repliedAt),
     next_at: iso(p.nextAt),
     closed_at: iso(p.closedAt),
+    link: linkView(p),
   };
 }
 
