@@ -167,15 +167,28 @@ describe('a placed link that goes away', () => {
 describe('private addresses are refused when ALLOW_PRIVATE_FETCH is off', () => {
   const closed = () => ({ ...defaultFetchLimits(), allowPrivate: false });
 
-  it('is off unless set', () => {
-    const saved = process.env.ALLOW_PRIVATE_FETCH;
-    delete process.env.ALLOW_PRIVATE_FETCH;
+  /** loadConfig() with one variable changed for the call */
+  const configWith = (name: string, value: string | undefined) => {
+    const saved = process.env[name];
+    if (value === undefined) delete process.env[name];
+    else process.env[name] = value;
     try {
-      expect(loadConfig().allowPrivateFetch).toBe(false);
+      return loadConfig();
     } finally {
-      process.env.ALLOW_PRIVATE_FETCH = saved;
+      if (saved === undefined) delete process.env[name];
+      else process.env[name] = saved;
     }
-  });
+  };
+
+  it('is off unless set', () => expect(configWith('ALLOW_PRIVATE_FETCH', undefined).allowPrivateFetch).toBe(false));
+
+  it.each([
+    ['ALLOW_PRIVATE_FETCH', 'maybe', /ALLOW_PRIVATE_FETCH must be true or false/],
+    ['LINK_RECHECK_HOURS', '0', /LINK_RECHECK_HOURS must be a number above 0/],
+    ['LINK_RECHECK_HOURS', 'soon', /LINK_RECHECK_HOURS must be a number above 0/],
+  ])('refuses to start with %s=%s', (name, value, error) => expect(() => configWith(name, value)).toThrow(error));
+
+  it('reads a fractional LINK_RECHECK_HOURS', () => expect(configWith('LINK_RECHECK_HOURS', '0.001').linkRecheckHours).toBe(0.001));
 
   it.each([
     ['127.0.0.1', (port: number) => `http://127.0.0.1:${port}/open`, /127\.0\.0\.1 is a private or loopback address/],
