@@ -1,5 +1,6 @@
 import type { Response } from 'supertest';
 import { db } from '../../apps/core/src/db';
+import { requestFingerprint, startIdempotent } from '../../apps/core/src/idempotency';
 import { as, useApi } from '../helpers/api';
 import { makeCampaign, makeKey, makeList, makeTenant, type Tenant } from '../helpers/factories';
 
@@ -19,6 +20,7 @@ interface Write {
 let n = 0;
 const email = (label: string) => `${label}-${Date.now()}-${n++}@example.org`;
 
+/** The entries are named by the idempotency scope of their route. */
 const writes: Record<string, Write> = {
   'POST /api/v1/subscribers': {
     method: 'post',
@@ -88,7 +90,7 @@ const writes: Record<string, Write> = {
 const outcome = (res: Response): string =>
   res.body.status ?? res.body.prospect?.status ?? (res.body.prospects ? res.body.prospects[0].result : undefined);
 
-describe.each(Object.entries(writes))('Idempotency-Key on %s', (_name, write) => {
+describe.each(Object.entries(writes))('Idempotency-Key on %s', (name, write) => {
   let tenant: Tenant;
   beforeEach(async () => {
     tenant = await makeTenant({ prospects: true });
@@ -155,6 +157,17 @@ describe.each(Object.entries(writes))('Idempotency-Key on %s', (_name, write) =>
     const other = await call(body, 'scoped-1', token);
     expect(other.status).toBe(200);
     expect(other.headers['idempotent-replayed']).toBeUndefined();
+  });
+
+  it('answers 409 while the first request with the key is still in flight', async () => {
+    const { body, changes } = await write.prepare(tenant);
+    // the first request has taken the key and not finished (as it looks to a second one arriving meanwhile)
+    const route = name.replace('/api/v1', '');
+    await startIdempotent(db(), { apiKeyId: tenant.keyId, route, key: 'busy-1' }, requestFingerprint(body));
+    const res = await call(body, 'busy-1');
+    expect(res.status).toBe(409);
+    expect(res.body.error).toMatch(/still being processed/);
+    expect(await changes()).toBe(0);
   });
 
   it('answers 400 for a malformed Idempotency-Key', async () => {
