@@ -3,7 +3,7 @@ import type { Db } from '../../../core/src/db';
 import { reportOutcome, type OutcomeReport } from '../../../core/src/outreach/outcomes';
 import { addProspects, lookupProspect, type ProspectInput } from '../../../core/src/outreach/prospects';
 import { queueStepsSoon } from '../../../core/src/outreach/scheduler';
-import { checkLinkSoon } from '../../../core/src/links/check';
+import { checkLinkSoon } from '../../../core/src/links/schedule';
 import { addProspectsInput, outcomeInput, prospectQuery } from '../../../core/src/outreach/schemas';
 import { validate } from '../../../core/src/validate';
 import { methodNotAllowed } from '../middleware/errors';

@@ -1,7 +1,9 @@
 import type { Campaign, Prospect } from '../../../../generated/prisma/client';
 import type { ProspectStatus } from '../../../../generated/prisma/enums';
 import { Conflict } from '../errors';
-import { CHECKED_STATUSES } from './check';
+
+/** The statuses whose link is checked: agreed (waiting for the link) and placed (checking it stays). */
+export const CHECKED_STATUSES = ['agreed', 'placed'] as const;
 
 /**
  * The caller's `url` on POST /api/v1/prospects/state (DESIGN 10): the page where the prospect put or will put the

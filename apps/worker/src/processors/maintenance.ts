@@ -4,7 +4,7 @@ import { db } from '../../../core/src/db';
 import { scheduleDueSteps } from '../../../core/src/outreach/scheduler';
 import { reconcileDeliveries } from '../../../core/src/delivery/reconcile';
 import { deleteExpiredIdempotency } from '../../../core/src/idempotency';
-import { queueDueLinkChecks } from '../../../core/src/links/check';
+import { queueDueLinkChecks } from '../../../core/src/links/schedule';
 
 /** Housekeeping, dispatched by task. Each task is idempotent: running it twice or on two workers is harmless. */
 export const maintenanceTasks: Record<JobPayloads['maintenance']['task'], () => Promise<unknown>> = {
