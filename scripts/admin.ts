@@ -29,7 +29,8 @@ const HELP = `usage: npm run admin -- <command> [options]
   key revoke ID
   list create --account ID --name NAME --mailbox ID [--no-confirm]
   campaign create --account ID --name NAME --goal GOAL --mailbox ID --steps FILE.json [--stages a,b,c] [--status draft|running|paused]
-  campaign set ID [--status S] [--name NAME] [--steps FILE.json] [--stages a,b,c]
+           [--target URL [--anchor TEXT]]     (links campaigns: the page the placed link must point to)
+  campaign set ID [--status S] [--name NAME] [--steps FILE.json] [--stages a,b,c] [--target URL [--anchor TEXT] | --no-target]
   messages [--to ADDRESS] [--limit N]
 `;
 
@@ -49,12 +50,17 @@ const options = {
   status: { type: 'string' },
   to: { type: 'string' },
   limit: { type: 'string' },
+  target: { type: 'string' },
+  anchor: { type: 'string' },
+  'no-target': { type: 'boolean' },
   help: { type: 'boolean', short: 'h' },
 } as const;
 
 type Flags = Partial<Record<keyof typeof options, string | boolean>>;
 
 const stepsFrom = (file: unknown) => (typeof file === 'string' ? JSON.parse(fs.readFileSync(file, 'utf8')) : undefined);
+const targetFrom = (flags: Flags) =>
+  flags['no-target'] ? null : typeof flags.target === 'string' ? { url: flags.target, anchor: flags.anchor } : undefined;
 const stagesFrom = (list: unknown) => (typeof list === 'string' ? list.split(',').map((s) => s.trim()).filter(Boolean) : undefined);
 
 async function run(command: string[], flags: Flags): Promise<unknown> {
@@ -118,6 +124,7 @@ async function run(command: string[], flags: Flags): Promise<unknown> {
             steps: stepsFrom(flags.steps),
             stages: stagesFrom(flags.stages),
             status: flags.status,
+            target: targetFrom(flags),
           }),
         ),
       };
@@ -128,6 +135,7 @@ async function run(command: string[], flags: Flags): Promise<unknown> {
         name: flags.name,
         steps: stepsFrom(flags.steps),
         stages: stagesFrom(flags.stages),
+        target: targetFrom(flags),
       });
       return { campaign: await changeCampaign(d, id, changes) };
     }

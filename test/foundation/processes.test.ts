@@ -1,7 +1,7 @@
 import { Client } from 'pg';
 import { readMigrations } from '../../apps/core/src/migrate';
 import { databaseUrl, runId } from '../setup/shared';
-import { freePort, runTs, waitForHttp } from '../helpers/processes';
+import { freePort, runAdmin, runTs, waitForHttp } from '../helpers/processes';
 
 /** A database of this test run (the global teardown drops every ms_test_<run>_* database) that does not exist yet. */
 const freshDatabase = (label: string) => `ms_test_${runId()}_${label}${Math.floor(Math.random() * 1e6)}`;
@@ -89,23 +89,18 @@ describe('the API process', () => {
 
 describe('npm run admin', () => {
   it('creates an account, a mailbox and a key (token printed once), lists and revokes keys', async () => {
-    const cli = async (...args: string[]) => {
-      const proc = runTs('scripts/admin.ts', args);
-      const code = await proc.exited;
-      return { code, out: code === 0 ? JSON.parse(proc.stdout()) : undefined, err: proc.stderr() };
-    };
-    const account = await cli('account', 'create', '--name', 'CLI Co');
+    const account = await runAdmin('account', 'create', '--name', 'CLI Co');
     expect(account.out).toEqual({ ok: true, account: { id: expect.any(Number), name: 'CLI Co' } });
-    const mailbox = await cli('mailbox', 'create', '--account', String(account.out.account.id), '--address', 'cli@example.com', '--smtp', 'smtp://u:cli-pw-123@127.0.0.1:2525');
+    const mailbox = await runAdmin('mailbox', 'create', '--account', String(account.out.account.id), '--address', 'cli@example.com', '--smtp', 'smtp://u:cli-pw-123@127.0.0.1:2525');
     expect(mailbox.out.mailbox).toMatchObject({ address: 'cli@example.com', daily_limit: 50 });
     expect(JSON.stringify(mailbox.out)).not.toContain('cli-pw-123');
-    const key = await cli('key', 'create', '--account', String(account.out.account.id), '--name', 'site', '--mailbox', String(mailbox.out.mailbox.id), '--daily-limit', '100', '--prospects');
+    const key = await runAdmin('key', 'create', '--account', String(account.out.account.id), '--name', 'site', '--mailbox', String(mailbox.out.mailbox.id), '--daily-limit', '100', '--prospects');
     expect(key.out.key).toMatchObject({ token: expect.stringMatching(/^msk_/), prospects: true, daily_limit: 100 });
-    const listed = await cli('key', 'list');
+    const listed = await runAdmin('key', 'list');
     expect(JSON.stringify(listed.out)).not.toContain(key.out.key.token);
-    const revoked = await cli('key', 'revoke', String(key.out.key.id));
+    const revoked = await runAdmin('key', 'revoke', String(key.out.key.id));
     expect(revoked.out.key.revoked_at).toEqual(expect.any(String));
-    const bad = await cli('key', 'create', '--name', 'x');
+    const bad = await runAdmin('key', 'create', '--name', 'x');
     expect(bad.code).toBe(1);
     expect(JSON.parse(bad.err)).toEqual({ ok: false, error: expect.stringContaining('account') });
   }, 60_000);

@@ -46,6 +46,7 @@ export async function makeCampaign(account: number, mailbox: number, options: Pa
     goal: options.goal ?? 'links',
     status: options.status,
     stages: options.stages,
+    target: options.target,
     steps: options.steps ?? [
       { subject: 'Hello {{name}}', body: 'Hi {{name}}, about {{site}}', delay_hours: 0 },
       { subject: 'Following up', body: 'Any thoughts, {{name}}?', delay_hours: 48 },

@@ -28,6 +28,13 @@ export function runTs(entry: string, args: string[] = [], env: NodeJS.ProcessEnv
   return { child, stdout: () => out, stderr: () => err, exited };
 }
 
+/** `npm run admin -- ...args` as a real process: the exit code, the JSON it printed (on success) and its stderr. */
+export async function runAdmin(...args: string[]) {
+  const proc = runTs('scripts/admin.ts', args);
+  const code = await proc.exited;
+  return { code, out: code === 0 ? JSON.parse(proc.stdout()) : undefined, err: proc.stderr() };
+}
+
 export async function freePort(): Promise<number> {
   const server = net.createServer();
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));

@@ -44,6 +44,7 @@ describe('GET /api/v1/prospects (spec 4.7, the Prospect of 2.4)', () => {
         replied_at: null,
         next_at: null,
         closed_at: null,
+        link: null,
       },
     });
   });

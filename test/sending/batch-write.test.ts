@@ -1,6 +1,7 @@
 import { db } from '../../apps/core/src/db';
-import { requestFingerprint, startIdempotent } from '../../apps/core/src/sending/idempotency';
+import { requestFingerprint, startIdempotent } from '../../apps/core/src/idempotency';
 import { utcDay } from '../../apps/core/src/sending/quota';
+import { SEND_ROUTE } from '../../apps/core/src/sending/accept';
 import { writeSends } from '../../apps/core/src/sending/write';
 import { as, useApi } from '../helpers/api';
 import { makeTenant, type Tenant } from '../helpers/factories';
@@ -19,7 +20,7 @@ describe('accepted sends written together in one statement', () => {
     const b = await makeTenant();
     await db().keyDailyUsage.create({ data: { apiKeyId: a.keyId, day: utcDay(), count: 5 } });
     await db().suppression.create({ data: { accountId: b.account.id, email: 'gone@example.org', reason: 'complained' } });
-    const record = await startIdempotent(db(), b.keyId, 'batch-1', requestFingerprint({ n: 1 }));
+    const record = await startIdempotent(db(), { apiKeyId: b.keyId, route: SEND_ROUTE, key: 'batch-1' }, requestFingerprint({ n: 1 }));
     if (record.kind !== 'new') throw new Error('expected a new idempotency record');
 
     const sends = [

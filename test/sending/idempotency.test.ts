@@ -1,6 +1,7 @@
 import { db } from '../../apps/core/src/db';
-import { startIdempotent, requestFingerprint } from '../../apps/core/src/sending/idempotency';
+import { startIdempotent, requestFingerprint } from '../../apps/core/src/idempotency';
 import { maintenanceTasks } from '../../apps/worker/src/processors/maintenance';
+import { SEND_ROUTE } from '../../apps/core/src/sending/accept';
 import { as, useApi } from '../helpers/api';
 import { makeKey, makeTenant, type Tenant } from '../helpers/factories';
 import { useMail } from '../helpers/mail';
@@ -43,7 +44,7 @@ describe('Idempotency-Key on POST /api/v1/send', () => {
     const tenant = await makeTenant({ smtp: sink.url });
     const body = { to: 'a@example.org', subject: 'One', text: 'x' };
     // a request that took the key and has not committed yet
-    await startIdempotent(db(), tenant.keyId, 'busy', requestFingerprint(body));
+    await startIdempotent(db(), { apiKeyId: tenant.keyId, route: SEND_ROUTE, key: 'busy' }, requestFingerprint(body));
     const res = await post(tenant.token, 'busy', body);
     expect(res.status).toBe(409);
     expect(res.body.ok).toBe(false);
@@ -93,7 +94,7 @@ describe('Idempotency-Key on POST /api/v1/send', () => {
     const tenant = await makeTenant({ smtp: sink.url });
     const body = { to: 'a@example.org', subject: 'Hi', text: 'x' };
     const first = await post(tenant.token, 'old', body);
-    const record = await db().idempotencyRecord.findUniqueOrThrow({ where: { apiKeyId_key: { apiKeyId: tenant.keyId, key: 'old' } } });
+    const record = await db().idempotencyRecord.findUniqueOrThrow({ where: { apiKeyId_route_key: { apiKeyId: tenant.keyId, route: SEND_ROUTE, key: 'old' } } });
     expect(Math.abs(record.expiresAt.getTime() - record.createdAt.getTime() - 24 * 3600 * 1000)).toBeLessThan(1000);
     await db().idempotencyRecord.update({ where: { id: record.id }, data: { expiresAt: new Date(Date.now() - 1000) } });
     const later = await post(tenant.token, 'old', body);
@@ -108,7 +109,7 @@ describe('Idempotency-Key on POST /api/v1/send', () => {
   it('lets a new request take over a key whose first request died before committing', async () => {
     const tenant = await makeTenant({ smtp: sink.url });
     const body = { to: 'a@example.org', subject: 'Hi', text: 'x' };
-    await startIdempotent(db(), tenant.keyId, 'orphan', requestFingerprint(body));
+    await startIdempotent(db(), { apiKeyId: tenant.keyId, route: SEND_ROUTE, key: 'orphan' }, requestFingerprint(body));
     await db().idempotencyRecord.updateMany({ where: { apiKeyId: tenant.keyId }, data: { createdAt: new Date(Date.now() - 120_000) } });
     expect((await post(tenant.token, 'orphan', body)).status).toBe(202);
   });

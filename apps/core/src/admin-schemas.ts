@@ -44,6 +44,11 @@ const campaignFields = {
   stages: Joi.array().items(Joi.string().trim().min(1).max(100)).max(50),
   status: Joi.string().valid(...CAMPAIGN_STATUSES),
   steps: Joi.array().items(step).min(1).max(20),
+  /** links campaigns: the page the placed link must point to; null removes it */
+  target: Joi.object({
+    url: Joi.string().trim().max(2000).uri({ scheme: ['http', 'https'] }).required().messages({ 'string.uriCustomScheme': 'target.url must be an http or https URL' }),
+    anchor: Joi.string().trim().max(500).allow(''),
+  }).allow(null),
 };
 
 export const campaignInput = Joi.object({

@@ -15,6 +15,10 @@ export interface Config {
   readonly secretKey: Buffer;
   readonly workerConcurrency: number;
   readonly stateDir: string;
+  /** how often a placed (or agreed) link is checked again, in hours; may be fractional */
+  readonly linkRecheckHours: number;
+  /** the link checker may fetch loopback, private and link-local addresses (tests and LAN installs only) */
+  readonly allowPrivateFetch: boolean;
 }
 
 export class ConfigError extends Error {}
@@ -31,6 +35,22 @@ function integer(name: string, fallback: number, min: number, max: number): numb
     throw new ConfigError(`${name} must be a whole number from ${min} to ${max}, got "${raw}"`);
   }
   return value;
+}
+
+function positiveNumber(name: string, fallback: number, max: number): number {
+  const raw = process.env[name];
+  if (raw === undefined || raw === '') return fallback;
+  const value = Number(raw);
+  if (!Number.isFinite(value) || value <= 0 || value > max) throw new ConfigError(`${name} must be a number above 0 and at most ${max}, got "${raw}"`);
+  return value;
+}
+
+function flag(name: string, fallback: boolean): boolean {
+  const raw = (process.env[name] ?? '').trim().toLowerCase();
+  if (raw === '') return fallback;
+  if (['1', 'true', 'yes', 'on'].includes(raw)) return true;
+  if (['0', 'false', 'no', 'off'].includes(raw)) return false;
+  throw new ConfigError(`${name} must be true or false, got "${process.env[name]}"`);
 }
 
 function url(name: string, fallback: string, protocols: string[]): string {
@@ -109,6 +129,8 @@ export function loadConfig(): Config {
     secretKey: parseSecretKey(secretKey),
     workerConcurrency: integer('WORKER_CONCURRENCY', 20, 1, 1000),
     stateDir,
+    linkRecheckHours: positiveNumber('LINK_RECHECK_HOURS', 24, 24 * 365),
+    allowPrivateFetch: flag('ALLOW_PRIVATE_FETCH', false),
   });
 }
 

@@ -15,6 +15,8 @@ export const QUEUE = {
   sequence: 'sequence',
   /** repeatable housekeeping: re-queue stranded messages, claim due prospects, expire idempotency records */
   maintenance: 'maintenance',
+  /** one job per prospect and due check: fetch the page the prospect gave and look for the campaign's target link */
+  links: 'links',
 } as const;
 export type QueueName = (typeof QUEUE)[keyof typeof QUEUE];
 
@@ -22,7 +24,8 @@ export type QueueName = (typeof QUEUE)[keyof typeof QUEUE];
 export interface JobPayloads {
   delivery: { messageId: string } | DispatchPayload;
   sequence: { prospectId: number; step: number };
-  maintenance: { task: 'reconcile' | 'schedule' | 'cleanup' };
+  maintenance: { task: 'reconcile' | 'schedule' | 'cleanup' | 'links' };
+  links: { prospectId: number };
 }
 
 /** A batch of rows to put on the delivery queue; `notBefore` in epoch milliseconds (send_at), or null. */
@@ -39,6 +42,8 @@ export const jobId = {
   /** named after the batch's first row: a row is accepted once, so no two batches share it */
   dispatch: (firstMessageId: string) => `fan-${firstMessageId}`,
   sequence: (prospectId: number, step: number) => `seq-${prospectId}-${step}`,
+  /** named after the claim's lease end (epoch ms): each claim of a prospect is a new check */
+  link: (prospectId: number, claimedUntil: number) => `link-${prospectId}-${claimedUntil}`,
 };
 
 /** Attempts, backoff and retention per queue. */
@@ -60,6 +65,14 @@ export const JOB_OPTIONS: Record<QueueName, JobsOptions> = {
   },
   // Housekeeping runs again on its own schedule: no retries, keep little.
   maintenance: { attempts: 1, removeOnComplete: { count: 50 }, removeOnFail: { count: 50 } },
+  // A failed fetch is recorded by the check itself; a job fails only on a database hiccup, retried a few times. Past
+  // that the claim's lease runs out and the `links` task claims the prospect again.
+  links: {
+    attempts: 3,
+    backoff: { type: 'exponential', delay: 5_000 },
+    removeOnComplete: { age: 3600, count: 10_000 },
+    removeOnFail: { age: 7 * 24 * 3600 },
+  },
 };
 
 /** BullMQ's connection options from REDIS_URL. */

@@ -16,7 +16,7 @@ import { AppError } from '../../../core/src/errors';
 import { logger } from '../../../core/src/logger';
 import { LOST_REASONS, OUTCOME_STATES } from '../../../core/src/outreach/outcomes';
 import { acceptSend, findSend, MAX_WAIT_SECONDS } from '../../../core/src/sending/accept';
-import { parseIdempotencyKey } from '../../../core/src/sending/idempotency';
+import { parseIdempotencyKey } from '../../../core/src/idempotency';
 
 /**
  * The MCP tools of DESIGN section 8. Each calls the operation its HTTP route calls, with the same arguments as the
@@ -210,13 +210,17 @@ export function mcpServer(db: Db, key: ApiKey): McpServer {
     {
       title: 'Report what a prospect did',
       description:
-        'Tells the service an outcome (POST /api/v1/prospects/state): replied, agreed, lost (with a reason) or stop (never write again). No further step goes out after any of them. Give a state, a value or both.',
+        'Tells the service an outcome (POST /api/v1/prospects/state): replied, agreed, lost (with a reason) or stop (never write again). No further step goes out after any of them. Give a state, a value, a url or some of them.',
       inputSchema: {
         campaign,
         email: z.string().describe("the prospect's email address"),
         state: z.enum(OUTCOME_STATES).optional().describe('replied, agreed, lost or stop'),
         reason: z.enum(LOST_REASONS).optional().describe('with lost only, and then required'),
         value: z.number().optional().describe('what the deal is worth, 0 to 1e12'),
+        url: z
+          .string()
+          .optional()
+          .describe('links campaigns: the http(s) page where the prospect put (or will put) the link; with agreed, or alone on an agreed or placed prospect. The service checks the page and marks the prospect placed when the link is there'),
       },
     },
     (args) => answer(() => reportProspectState(db, key, args)),

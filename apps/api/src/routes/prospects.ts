@@ -2,12 +2,13 @@ import type { Router } from 'express';
 import { addProspectsTo, findProspect, reportProspectState } from '../../../core/src/api/operations';
 import type { Db } from '../../../core/src/db';
 import { methodNotAllowed } from '../middleware/errors';
+import { idempotent } from '../middleware/idempotency';
 
 /** Spec 4.6-4.8 (the prospects permission is checked in v1.ts). Answers 200, never 201. */
 export function prospectsRoutes(router: Router, db: Db): void {
   router
     .route('/prospects')
-    .post(async (req, res) => {
+    .post(idempotent(db, 'POST /prospects'), async (req, res) => {
       res.json(await addProspectsTo(db, res.locals.key, req.body));
     })
     .get(async (req, res) => {
@@ -17,7 +18,7 @@ export function prospectsRoutes(router: Router, db: Db): void {
 
   router
     .route('/prospects/state')
-    .post(async (req, res) => {
+    .post(idempotent(db, 'POST /prospects/state'), async (req, res) => {
       res.json(await reportProspectState(db, res.locals.key, req.body));
     })
     .all(methodNotAllowed);

@@ -2,7 +2,7 @@ import type { Router } from 'express';
 import type { Db } from '../../../core/src/db';
 import { AppError } from '../../../core/src/errors';
 import { acceptSend, findSend, MAX_WAIT_SECONDS } from '../../../core/src/sending/accept';
-import { parseIdempotencyKey } from '../../../core/src/sending/idempotency';
+import { parseIdempotencyKey } from '../../../core/src/idempotency';
 import { dailyQuota, rateLimitHeaders } from '../../../core/src/sending/quota';
 
 /** `Prefer: wait=N` (RFC 7240): how long the caller will wait for the copies to be delivered; 0 when not asked. */

@@ -1,20 +1,22 @@
-import type { Router } from 'express';
+import type { Request, Router } from 'express';
 import { subscribe, unsubscribe } from '../../../core/src/api/operations';
 import type { Db } from '../../../core/src/db';
 import { methodNotAllowed } from '../middleware/errors';
+import { idempotent } from '../middleware/idempotency';
 
 const isObject = (value: unknown): value is object => typeof value === 'object' && value !== null && !Array.isArray(value);
+// many HTTP clients drop DELETE bodies: the same fields are accepted as query parameters
+const unsubscribeRequest = (req: Request): unknown => (isObject(req.body) ? { ...req.query, ...req.body } : req.body ?? { ...req.query });
 
 /** Spec 4.3 and 4.4: add a subscriber (double opt-in), unsubscribe one. */
 export function subscribersRoutes(router: Router, db: Db): void {
   router
     .route('/subscribers')
-    .post(async (req, res) => {
+    .post(idempotent(db, 'POST /subscribers'), async (req, res) => {
       res.json(await subscribe(db, res.locals.key, req.body));
     })
-    .delete(async (req, res) => {
-      // many HTTP clients drop DELETE bodies: the same fields are accepted as query parameters
-      res.json(await unsubscribe(db, res.locals.key, isObject(req.body) ? { ...req.query, ...req.body } : req.body ?? { ...req.query }));
+    .delete(idempotent(db, 'DELETE /subscribers', unsubscribeRequest), async (req, res) => {
+      res.json(await unsubscribe(db, res.locals.key, unsubscribeRequest(req)));
     })
     .all(methodNotAllowed);
 }

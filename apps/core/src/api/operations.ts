@@ -1,6 +1,7 @@
 import type { ApiKey } from '../../../../generated/prisma/client';
 import type { Db } from '../db';
 import { Forbidden } from '../errors';
+import { checkLinkSoon } from '../links/schedule';
 import { reportOutcome, type OutcomeReport } from '../outreach/outcomes';
 import { addProspects, lookupProspect, type ProspectInput } from '../outreach/prospects';
 import { queueStepsSoon } from '../outreach/scheduler';
@@ -58,5 +59,8 @@ export async function findProspect(db: Db, key: ApiKey, query: unknown) {
 export async function reportProspectState(db: Db, key: ApiKey, body: unknown) {
   requireProspects(key);
   const report = validate<OutcomeReport>(outcomeInput, body);
-  return { ok: true as const, prospect: await reportOutcome(db, key.accountId, report) };
+  const prospect = await reportOutcome(db, key.accountId, report);
+  // a page where the link is (or will be): checked at once, then on the re-check schedule (docs/links.md)
+  if (report.url !== undefined) await checkLinkSoon(db, prospect.id);
+  return { ok: true as const, prospect };
 }

@@ -2,6 +2,7 @@ import type { Prospect } from '../../../../generated/prisma/client';
 import type { ProspectStatus } from '../../../../generated/prisma/enums';
 import type { Db, Tx } from '../db';
 import { Conflict, NotFound } from '../errors';
+import { linkPageChange } from '../links/report';
 import { addToStopList } from './contacts';
 import { prospectView, requireCampaign, type ProspectView } from './prospects';
 
@@ -20,6 +21,8 @@ export interface OutcomeReport {
   state?: OutcomeState;
   reason?: LostReason;
   value?: number;
+  /** links campaigns: the page where the prospect put (or will put) the link */
+  url?: string;
 }
 
 /** Statuses in which the service may still write to the prospect. */
@@ -70,6 +73,7 @@ export async function reportOutcome(db: Db, accountId: number, report: OutcomeRe
       const now = new Date();
       const change: Record<string, unknown> = report.state ? { ...(transition(prospect, report.state, report.reason, now) ?? {}) } : {};
       if (report.value !== undefined) change.value = report.value;
+      if (report.url !== undefined) Object.assign(change, linkPageChange(campaign, prospect, (change.status as ProspectStatus | undefined) ?? prospect.status, report.url, now));
       if (report.state === 'stop') {
         await addToStopList(tx, accountId, email);
         // never written to again by any campaign of the account: close its open prospects everywhere

@@ -23,7 +23,25 @@ export interface ProspectView {
   replied_at: string | null;
   next_at: string | null;
   closed_at: string | null;
+  /** links campaigns (DESIGN 10): the page the prospect gave and what its last check found; null without a page */
+  link: LinkView | null;
 }
+
+export interface LinkView {
+  url: string;
+  found: boolean;
+  href: string;
+  anchor: string;
+  rel: string;
+  /** why the last check did not find the link ("" when it did, or before the first check) */
+  error: string;
+  checked_at: string | null;
+}
+
+const linkView = (p: Prospect): LinkView | null =>
+  p.linkUrl === null
+    ? null
+    : { url: p.linkUrl, found: p.linkFound, href: p.linkHref, anchor: p.linkAnchor, rel: p.linkRel, error: p.linkError, checked_at: iso(p.linkCheckedAt) };
 
 export function prospectView(p: Prospect, campaign: Pick<Campaign, 'stages'>): ProspectView {
   return {
@@ -41,6 +59,7 @@ export function prospectView(p: Prospect, campaign: Pick<Campaign, 'stages'>): P
     replied_at: iso(p.repliedAt),
     next_at: iso(p.nextAt),
     closed_at: iso(p.closedAt),
+    link: linkView(p),
   };
 }
 
@@ -104,8 +123,11 @@ const sameJson = (a: unknown, b: unknown) => JSON.stringify(a) === JSON.stringif
  * The campaign's prospects an add request can meet, read once, then kept current as the request creates and changes
  * rows: the same matching as findProspect, without a query per item.
  */
+/** What an add request reads and changes of a prospect. */
+type KnownRow = Pick<Prospect, 'id' | 'campaignId' | 'email' | 'site' | 'name' | 'fields' | 'status' | 'reason' | 'nextAt' | 'closedAt'>;
+
 class KnownProspects {
-  constructor(private readonly rows: Prospect[]) {}
+  constructor(private readonly rows: KnownRow[]) {}
 
   static async load(tx: Tx, campaignId: number, emails: string[], sites: string[]): Promise<KnownProspects> {
     if (!emails.length && !sites.length) return new KnownProspects([]);
@@ -113,7 +135,7 @@ class KnownProspects {
   }
 
   /** By email, else by site: a site-only prospect first, then by email descending, then the oldest. */
-  find(contact: { email: string | null; site: string | null }): Prospect | null {
+  find(contact: { email: string | null; site: string | null }): KnownRow | null {
     if (contact.email) return this.rows.find((p) => p.email === contact.email) ?? null;
     if (!contact.site) return null;
     const bySite = this.rows.filter((p) => p.site === contact.site);
@@ -122,11 +144,11 @@ class KnownProspects {
   }
 
   /** The oldest site-only prospect of a site, which an address of that site completes. */
-  siteOnly(site: string): Prospect | null {
+  siteOnly(site: string): KnownRow | null {
     return this.rows.filter((p) => p.site === site && p.email === null).sort((a, b) => a.id - b.id)[0] ?? null;
   }
 
-  add(prospect: Prospect): void {
+  add(prospect: KnownRow): void {
     this.rows.push(prospect);
   }
 }
@@ -138,7 +160,7 @@ class KnownProspects {
  * changes a row still to be written in memory.
  */
 class NewProspects {
-  private readonly rows = new Map<number, Prospect>();
+  private readonly rows = new Map<number, KnownRow>();
 
   private constructor(private readonly ids: number[]) {}
 
@@ -147,18 +169,16 @@ class NewProspects {
     return new NewProspects(rows.map((r) => r.id));
   }
 
-  create(data: Pick<Prospect, 'campaignId' | 'email' | 'site' | 'name' | 'status' | 'reason' | 'nextAt' | 'closedAt'> & { fields: object }, now: Date): Prospect {
+  /** A row to write; the columns it does not name take their defaults from the table. */
+  create(data: Omit<KnownRow, 'id' | 'fields'> & { fields: object }): KnownRow {
     const id = this.ids.shift();
     if (id === undefined) throw new Error('more prospects created than reserved');
-    const row: Prospect = {
-      id, step: 0, stage: 0, value: 0, reply: '', repliedAt: null, threadId: null, queuedAt: null, createdAt: now, updatedAt: now, ...data,
-      fields: data.fields as Prospect['fields'],
-    };
+    const row: KnownRow = { id, ...data, fields: data.fields as Prospect['fields'] };
     this.rows.set(id, row);
     return row;
   }
 
-  has(prospect: Prospect): boolean {
+  has(prospect: KnownRow): boolean {
     return this.rows.has(prospect.id);
   }
 
@@ -192,7 +212,7 @@ export async function addProspects(db: Db, accountId: number, campaignId: number
       const stopList = await loadStopList(tx, accountId, contacts);
       const created = await NewProspects.reserve(tx, items.length);
       /** a row of this request is changed in memory before its one write; a stored row, now */
-      const change = async (prospect: Prospect, changes: Record<string, unknown>) => {
+      const change = async (prospect: KnownRow, changes: Record<string, unknown>) => {
         if (created.has(prospect)) Object.assign(prospect, changes);
         else Object.assign(prospect, await tx.prospect.update({ where: { id: prospect.id }, data: changes }));
       };
@@ -212,7 +232,7 @@ export async function addProspects(db: Db, accountId: number, campaignId: number
           const stopped = { status: 'lost' as const, reason: 'stopped', nextAt: null, closedAt: now };
           let id: number;
           if (!existing) {
-            const row = created.create({ campaignId, email, site, name, fields, ...stopped }, now);
+            const row = created.create({ campaignId, email, site, name, fields, ...stopped });
             known.add(row);
             id = row.id;
           } else {
@@ -230,7 +250,7 @@ export async function addProspects(db: Db, accountId: number, campaignId: number
         }
         if (!existing) {
           const start = startingState(campaign, email !== null, first ? first.delayHours : null, now);
-          const row = created.create({ campaignId, email, site, name, fields, reason: '', closedAt: null, ...start }, now);
+          const row = created.create({ campaignId, email, site, name, fields, reason: '', closedAt: null, ...start });
           known.add(row);
           if (start.status === 'ready') ready.push({ prospectId: row.id, step: 1, nextAt: start.nextAt });
           answer.added++;

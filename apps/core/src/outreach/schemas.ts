@@ -39,9 +39,13 @@ export const outcomeInput = Joi.object({
   state: Joi.string().valid(...OUTCOME_STATES),
   reason: Joi.string().valid(...LOST_REASONS),
   value: Joi.number().min(0).max(1e12),
+  url: Joi.string().trim().max(2000).uri({ scheme: ['http', 'https'] }).messages({ 'string.uriCustomScheme': 'url must be an http or https URL' }),
 })
-  .or('state', 'value')
-  .messages({ 'object.missing': 'give a state, a value or both' })
+  .or('state', 'value', 'url')
+  .messages({ 'object.missing': 'give a state, a value, a url or some of them' })
+  .when(Joi.object({ state: Joi.exist().invalid('agreed') }).unknown(), {
+    then: Joi.object({ url: Joi.forbidden().messages({ 'any.unknown': 'url goes only with state agreed, or alone' }) }),
+  })
   .when(Joi.object({ state: Joi.valid('lost').required() }).unknown(), {
     then: Joi.object({ reason: Joi.required().messages({ 'any.required': `lost needs a reason: one of ${LOST_REASONS.join(', ')}` }) }),
     otherwise: Joi.object({ reason: Joi.forbidden().messages({ 'any.unknown': 'reason goes only with state lost' }) }),

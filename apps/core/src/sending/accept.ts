@@ -4,7 +4,7 @@ import type { Db, Tx } from '../db';
 import { markNotEnqueued, queueDelivery } from '../delivery/outbox';
 import { NotFound, Unprocessable } from '../errors';
 import { logger } from '../logger';
-import { finishIdempotent, releaseIdempotent, requestFingerprint, startIdempotent } from './idempotency';
+import { finishIdempotent, releaseIdempotent, requestFingerprint, startIdempotent } from '../idempotency';
 import { sendingMailbox } from './mailbox';
 import { dailyQuota, refuseOverLimit, secondsToNextUtcMidnight, type DailyQuota } from './quota';
 import { writeAcceptedSend, type SkipReason } from './write';
@@ -25,6 +25,9 @@ export interface AcceptedSend {
   /** the answer of an earlier request with the same Idempotency-Key */
   replayed: boolean;
 }
+
+/** The idempotency scope of sends (records written before route scoping have it as their default). */
+export const SEND_ROUTE = 'POST /send';
 
 /** The longest `Prefer: wait` honoured; a larger N waits this long. */
 export const MAX_WAIT_SECONDS = 30;
@@ -67,7 +70,7 @@ export async function acceptSend(
 ): Promise<AcceptedSend> {
   const mailbox = await sendingMailbox(db, key.mailboxId);
   const request = parseSendRequest(body, mailbox.address);
-  const idempotent = options.idempotencyKey ? await startIdempotent(db, key.id, options.idempotencyKey, requestFingerprint(body)) : null;
+  const idempotent = options.idempotencyKey ? await startIdempotent(db, { apiKeyId: key.id, route: SEND_ROUTE, key: options.idempotencyKey }, requestFingerprint(body)) : null;
   if (idempotent?.kind === 'replay') {
     return { status: idempotent.status as 200 | 202, body: idempotent.body as SendAnswer, quota: await dailyQuota(db, key), replayed: true };
   }

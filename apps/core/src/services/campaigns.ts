@@ -1,7 +1,7 @@
 import type { Campaign, CampaignStep } from '../../../../generated/prisma/client';
 import type { CampaignGoal, CampaignStatus } from '../../../../generated/prisma/enums';
 import type { Db, Tx } from '../db';
-import { NotFound } from '../errors';
+import { BadRequest, NotFound } from '../errors';
 import { requireAccount } from './accounts';
 import { requireMailbox } from './mailboxes';
 import { logger } from '../logger';
@@ -26,10 +26,17 @@ export interface CampaignView {
   stages: string[];
 }
 
+/** A links campaign's target (DESIGN 10): the page the placed link must point to, and the anchor text wished for. */
+export interface CampaignTarget {
+  url: string;
+  anchor?: string;
+}
+
 export interface CampaignDetail extends CampaignView {
   account: number;
   mailbox: number;
   steps: StepInput[];
+  target: { url: string; anchor: string } | null;
 }
 
 export function campaignView(c: Campaign, prospects: number): CampaignView {
@@ -44,6 +51,7 @@ function detail(c: Campaign & { steps: CampaignStep[] }, prospects: number): Cam
     steps: c.steps
       .sort((a, b) => a.position - b.position)
       .map((s) => ({ subject: s.subject, body: s.body, delay_hours: s.delayHours })),
+    target: c.targetUrl === null ? null : { url: c.targetUrl, anchor: c.targetAnchor ?? '' },
   };
 }
 
@@ -55,6 +63,15 @@ export interface NewCampaign {
   stages?: string[];
   status?: CampaignStatus;
   steps: StepInput[];
+  target?: CampaignTarget | null;
+}
+
+/** The target's columns; only a links campaign has one (400 otherwise). */
+function targetColumns(goal: CampaignGoal, target: CampaignTarget | null | undefined): { targetUrl?: string | null; targetAnchor?: string | null } {
+  if (target === undefined) return {};
+  if (target === null) return { targetUrl: null, targetAnchor: null };
+  if (goal !== 'links') throw new BadRequest(`target: only a links campaign has a target, not a ${goal} campaign`);
+  return { targetUrl: target.url, targetAnchor: target.anchor ?? '' };
 }
 
 const stepRows = (steps: StepInput[]) =>
@@ -71,6 +88,7 @@ export async function createCampaign(db: Tx, input: NewCampaign): Promise<Campai
       goal: input.goal,
       status: input.status ?? 'draft',
       stages: input.stages ?? [],
+      ...targetColumns(input.goal, input.target),
       steps: { create: stepRows(input.steps) },
     },
     include: { steps: true },
@@ -85,6 +103,7 @@ export interface CampaignChanges {
   stages?: string[];
   status?: CampaignStatus;
   steps?: StepInput[];
+  target?: CampaignTarget | null;
 }
 
 /** Applies the changes; the caller runs it in a transaction with whatever a status change must also do. */
@@ -104,6 +123,7 @@ export async function updateCampaign(db: Tx, id: number, changes: CampaignChange
       mailboxId: changes.mailbox,
       stages: changes.stages,
       status: changes.status,
+      ...targetColumns(changes.goal ?? before.goal, changes.target),
     },
     include: { steps: true },
   });

@@ -3,7 +3,8 @@ import type { JobPayloads } from '../../../core/src/queues';
 import { db } from '../../../core/src/db';
 import { scheduleDueSteps } from '../../../core/src/outreach/scheduler';
 import { reconcileDeliveries } from '../../../core/src/delivery/reconcile';
-import { deleteExpiredIdempotency } from '../../../core/src/sending/idempotency';
+import { deleteExpiredIdempotency } from '../../../core/src/idempotency';
+import { queueDueLinkChecks } from '../../../core/src/links/schedule';
 
 /** Housekeeping, dispatched by task. Each task is idempotent: running it twice or on two workers is harmless. */
 export const maintenanceTasks: Record<JobPayloads['maintenance']['task'], () => Promise<unknown>> = {
@@ -13,6 +14,8 @@ export const maintenanceTasks: Record<JobPayloads['maintenance']['task'], () => 
   schedule: () => scheduleDueSteps(db()),
   // drop idempotency records older than 24 hours
   cleanup: () => deleteExpiredIdempotency(db()),
+  // queue the link checks that are due (a page given with agreed, a placed link's re-check)
+  links: () => queueDueLinkChecks(db()),
 };
 
 /** How often each task runs. */
@@ -20,6 +23,7 @@ export const MAINTENANCE_EVERY_MS: Record<JobPayloads['maintenance']['task'], nu
   reconcile: 30_000,
   schedule: 5_000,
   cleanup: 3_600_000,
+  links: 5_000,
 };
 
 export async function processMaintenance(job: Job<JobPayloads['maintenance']>): Promise<unknown> {

@@ -3,6 +3,13 @@ import type { Prisma } from '../../../../generated/prisma/client';
 import type { Tx } from '../db';
 import { BadRequest, Conflict, Unprocessable } from '../errors';
 
+/**
+ * Idempotency-Key on every write of the public API (DESIGN sections 4 and 11): one set of rules for /send and the
+ * subscriber and prospect writes. A key is scoped per API key AND per route, so the same key on two routes are two
+ * requests. /send folds the `done` marking into its one accept statement (sending/write.ts); the other writes go
+ * through the API's `idempotent` middleware, which calls the functions below.
+ */
+
 /** Spec section 7: a key's answer is replayed for 24 hours. */
 export const IDEMPOTENCY_TTL_MS = 24 * 3600 * 1000;
 /**
@@ -34,21 +41,29 @@ export function requestFingerprint(body: unknown): string {
   return crypto.createHash('sha256').update(canonical(body ?? null)).digest('hex');
 }
 
+/** Whose key it is: the API key, the write (method and path, e.g. `POST /send`), and the Idempotency-Key itself. */
+export interface IdempotencyScope {
+  apiKeyId: number;
+  route: string;
+  key: string;
+}
+
 export type IdempotentStart = { kind: 'new'; recordId: number } | { kind: 'replay'; status: number; body: unknown };
 
 /**
  * Takes the key for this request (an insert that only one of many parallel requests wins), or answers from an earlier
  * one: the stored answer for the same body, 422 for another body, 409 while the first is still being processed.
  */
-export async function startIdempotent(db: Tx, apiKeyId: number, key: string, fingerprint: string): Promise<IdempotentStart> {
+export async function startIdempotent(db: Tx, scope: IdempotencyScope, fingerprint: string): Promise<IdempotentStart> {
+  const { apiKeyId, route, key } = scope;
   for (let round = 0; round < 3; round++) {
     const taken = await db.$queryRaw<{ id: number }[]>`
-      INSERT INTO idempotency_records (api_key_id, key, fingerprint, state, expires_at)
-      VALUES (${apiKeyId}, ${key}, ${fingerprint}, 'processing', ${new Date(Date.now() + IDEMPOTENCY_TTL_MS)})
-      ON CONFLICT (api_key_id, key) DO NOTHING
+      INSERT INTO idempotency_records (api_key_id, route, key, fingerprint, state, expires_at)
+      VALUES (${apiKeyId}, ${route}, ${key}, ${fingerprint}, 'processing', ${new Date(Date.now() + IDEMPOTENCY_TTL_MS)})
+      ON CONFLICT (api_key_id, route, key) DO NOTHING
       RETURNING id`;
     if (taken.length) return { kind: 'new', recordId: taken[0]!.id };
-    const earlier = await db.idempotencyRecord.findUnique({ where: { apiKeyId_key: { apiKeyId, key } } });
+    const earlier = await db.idempotencyRecord.findUnique({ where: { apiKeyId_route_key: { apiKeyId, route, key } } });
     if (!earlier) continue;
     const now = Date.now();
     const abandoned = earlier.state === 'processing' && now - earlier.createdAt.getTime() > ABANDONED_AFTER_MS;
@@ -67,7 +82,7 @@ export async function startIdempotent(db: Tx, apiKeyId: number, key: string, fin
   throw new Conflict('the Idempotency-Key is changing hands; repeat the request in a moment');
 }
 
-/** Stores the accepted answer; call in the transaction that writes the messages, so both commit or neither. */
+/** Stores the accepted answer; /send calls it in the transaction that writes the messages, so both commit or neither. */
 export async function finishIdempotent(db: Tx, recordId: number, status: number, body: unknown): Promise<void> {
   await db.idempotencyRecord.updateMany({
     where: { id: recordId },
@@ -75,7 +90,7 @@ export async function finishIdempotent(db: Tx, recordId: number, status: number,
   });
 }
 
-/** Frees the key after a refusal: only accepted sends are remembered. */
+/** Frees the key after a refusal: only accepted requests are remembered. */
 export async function releaseIdempotent(db: Tx, recordId: number): Promise<void> {
   await db.idempotencyRecord.deleteMany({ where: { id: recordId, state: 'processing' } });
 }
