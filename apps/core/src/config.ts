@@ -15,6 +15,8 @@ export interface Config {
   readonly secretKey: Buffer;
   readonly workerConcurrency: number;
   readonly stateDir: string;
+  /** the worker serves GET /metrics on this port when set (DESIGN section 9) */
+  readonly workerMetricsPort: number | null;
 }
 
 export class ConfigError extends Error {}
@@ -109,6 +111,7 @@ export function loadConfig(): Config {
     secretKey: parseSecretKey(secretKey),
     workerConcurrency: integer('WORKER_CONCURRENCY', 20, 1, 1000),
     stateDir,
+    workerMetricsPort: process.env.WORKER_METRICS_PORT ? integer('WORKER_METRICS_PORT', 0, 0, 65535) : null,
   });
 }
 

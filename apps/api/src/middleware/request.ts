@@ -1,7 +1,15 @@
 import crypto from 'node:crypto';
-import type { RequestHandler } from 'express';
+import type { Request, RequestHandler } from 'express';
 import { BadRequest } from '../../../core/src/errors';
 import { logger } from '../../../core/src/logger';
+import { metrics } from '../../../core/src/metrics';
+
+/** The Express route pattern that answered (`/api/v1/send/:id`), never the raw path: ids would make a label per request. */
+function routeLabel(req: Request): string {
+  const route = req.route as { path?: string } | undefined;
+  if (!route?.path) return req.originalUrl.startsWith('/admin/queues') ? '/admin/queues/*' : 'unmatched';
+  return req.baseUrl + route.path;
+}
 
 /**
  * A request id (the caller's X-Request-Id when sane), echoed back and put on the log line; then one structured line
@@ -16,6 +24,7 @@ export const requestContext: RequestHandler = (req, res, next) => {
   res.on('finish', () => {
     const ms = Number(process.hrtime.bigint() - started) / 1e6;
     const level = res.statusCode >= 500 ? 'error' : req.path === '/healthz' ? 'debug' : 'info';
+    metrics.httpSeconds.observe({ method: req.method, route: routeLabel(req), status: res.statusCode }, ms / 1000);
     logger[level]({ requestId: id, method: req.method, path: req.path, status: res.statusCode, ms: Math.round(ms * 10) / 10 }, 'request');
   });
   next();

@@ -1,0 +1,45 @@
+import * as schemas from '../../../../core/src/admin-schemas';
+import { listAccounts } from '../../../../core/src/services/accounts';
+import { createMailbox, listMailboxes } from '../../../../core/src/services/mailboxes';
+import { validate } from '../../../../core/src/validate';
+import { CSRF_FIELD } from '../views';
+import { field, numberField, query, type ConsolePage } from '../page';
+
+export const mailboxesPage: ConsolePage = {
+  path: '/mailboxes',
+  title: 'Mailboxes',
+  templates: {
+    mailboxes: `<table><thead><tr><th>Id</th><th>Account</th><th>Address</th><th>SMTP</th><th>Daily limit</th><th>Gap (s)</th></tr></thead><tbody>
+<% it.mailboxes.forEach(function (m) { %><tr><td><%= m.id %></td><td><%= m.account %></td><td><%= m.address %></td><td><%= m.smtp.user %>@<%= m.smtp.host %>:<%= m.smtp.port %><%= m.smtp.secure ? ' (TLS)' : '' %></td><td><%= m.daily_limit %></td><td><%= m.gap_seconds %></td></tr><% }) %>
+</tbody></table>
+<form method="post" action="/admin/mailboxes" class="card">${CSRF_FIELD}
+<h2>New mailbox</h2>
+<label>Account <select name="account" required><% it.accounts.forEach(function (a) { %><option value="<%= a.id %>"<% if (String(a.id) === it.account) { %> selected<% } %>><%= a.id %> · <%= a.name %></option><% }) %></select></label>
+<label>Address <input name="address" type="email" required></label>
+<label>Name <input name="name" maxlength="200"></label>
+<label>SMTP URL <input name="smtp" required placeholder="smtp://user:password@host:587" size="50"></label>
+<label>Daily limit <input name="daily_limit" type="number" min="0"></label>
+<label>Gap between emails (seconds) <input name="gap_seconds" type="number" min="0"></label>
+<button>Create mailbox</button>
+</form>`,
+  },
+  routes(router, ctx) {
+    router.get('/mailboxes', async (req, res) => {
+      const account = query(req, 'account');
+      const [mailboxes, accounts] = await Promise.all([listMailboxes(ctx.db, account ? Number(account) || -1 : undefined), listAccounts(ctx.db)]);
+      ctx.render(req, res, 'mailboxes', 'Mailboxes', { mailboxes, accounts, account });
+    });
+    router.post('/mailboxes', async (req, res) => {
+      const input = {
+        account: numberField(req, 'account'),
+        address: field(req, 'address'),
+        name: field(req, 'name'),
+        smtp: field(req, 'smtp'),
+        ...(field(req, 'daily_limit') ? { daily_limit: numberField(req, 'daily_limit') } : {}),
+        ...(field(req, 'gap_seconds') ? { gap_seconds: numberField(req, 'gap_seconds') } : {}),
+      };
+      const mailbox = await createMailbox(ctx.db, validate(schemas.mailboxInput, input));
+      await ctx.redirect(req, res, '/admin/mailboxes', `Mailbox ${mailbox.id} ${mailbox.address} created.`);
+    });
+  },
+};
