@@ -4,11 +4,23 @@ import { BadRequest } from '../../../core/src/errors';
 import { logger } from '../../../core/src/logger';
 import { metrics } from '../../../core/src/metrics';
 
-/** The Express route pattern that answered (`/api/v1/send/:id`), never the raw path: ids would make a label per request. */
-function routeLabel(req: Request): string {
-  const route = req.route as { path?: string } | undefined;
-  if (!route?.path) return req.originalUrl.startsWith('/admin/queues') ? '/admin/queues/*' : 'unmatched';
-  return req.baseUrl + route.path;
+/**
+ * Notes the route pattern that answers (`/api/v1/send/:id`, never the raw path: ids would make a label per request) with
+ * the mount it was reached under: Express resets req.baseUrl when an error leaves the router, before the answer.
+ */
+function watchRoute(req: Request): () => string {
+  let route: { path?: string } | undefined;
+  let label = '';
+  Object.defineProperty(req, 'route', {
+    configurable: true,
+    enumerable: true,
+    get: () => route,
+    set(value: { path?: string } | undefined) {
+      route = value;
+      if (value?.path !== undefined) label = req.baseUrl + value.path;
+    },
+  });
+  return () => label || (req.originalUrl.startsWith('/admin/queues') ? '/admin/queues/*' : 'unmatched');
 }
 
 /**
@@ -17,6 +29,7 @@ function routeLabel(req: Request): string {
  */
 export const requestContext: RequestHandler = (req, res, next) => {
   const started = process.hrtime.bigint();
+  const routeLabel = watchRoute(req);
   const given = req.get('x-request-id');
   const id = given && /^[\w.-]{1,100}$/.test(given) ? given : crypto.randomUUID();
   res.locals.requestId = id;
@@ -24,7 +37,7 @@ export const requestContext: RequestHandler = (req, res, next) => {
   res.on('finish', () => {
     const ms = Number(process.hrtime.bigint() - started) / 1e6;
     const level = res.statusCode >= 500 ? 'error' : req.path === '/healthz' ? 'debug' : 'info';
-    metrics.httpSeconds.observe({ method: req.method, route: routeLabel(req), status: res.statusCode }, ms / 1000);
+    metrics.httpSeconds.observe({ method: req.method, route: routeLabel(), status: res.statusCode }, ms / 1000);
     logger[level]({ requestId: id, method: req.method, path: req.path, status: res.statusCode, ms: Math.round(ms * 10) / 10 }, 'request');
   });
   next();
