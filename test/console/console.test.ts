@@ -157,6 +157,14 @@ describe('the admin console', () => {
     expect(await db().account.count()).toBe(before);
   });
 
+  it('renders the API reference at /docs from the service alone', async () => {
+    await go('/docs');
+    await page.locator('.opblock').first().waitFor({ timeout: 20_000 });
+    expect(await page.locator('.opblock').count()).toBe(9);
+    expect(await page.locator('.opblock-summary-path', { hasText: '/prospects/state' }).count()).toBe(1);
+    if (process.env.CONSOLE_SCREENSHOT) await page.screenshot({ path: path.join(__dirname, '../../docs/api-docs.png') });
+  });
+
   it('fails on a request to another host (the guard itself works)', async () => {
     const probe = await page.context().newPage();
     await probe.setContent('<p>probe</p>');
