@@ -6,11 +6,15 @@ import { chromium, type Browser, type Page } from 'playwright-core';
 import { db } from '../../apps/core/src/db';
 import { ADMIN_TOKEN, useApi } from '../helpers/api';
 import { makeKey } from '../helpers/factories';
+import { SmtpSink } from '../helpers/smtp-sink';
 
 /**
  * The admin console in a real browser (Debian's chromium driven by playwright-core): every step goes through the forms.
  * Any request to a host other than this loopback server fails the test.
  */
+// a browser on a busy 2-core machine: steps of a few seconds each
+jest.setTimeout(90_000);
+
 const CHROMIUM = process.env.CHROMIUM_PATH || '/usr/bin/chromium';
 const ctx = useApi();
 let server: http.Server;
@@ -87,6 +91,21 @@ describe('the admin console', () => {
     await page.click('button:has-text("Create mailbox")');
     expect(await flash()).toMatch(/Mailbox \d+ hello@acme.test created/);
     expect(await page.content()).not.toContain('secret');
+
+    // "test connection": nothing listens on that port; then a real SMTP server that asks for the login
+    await page.click('button:has-text("Test SMTP")');
+    expect(await flash()).toMatch(/^SMTP failed for hello@acme\.test: 127\.0\.0\.1:2525: .*ECONNREFUSED/);
+    const sink = await new SmtpSink({ user: 'user', pass: 'secret' }).start();
+    try {
+      await go('/admin/mailboxes');
+      await page.fill('input[name=address]', 'sink@acme.test');
+      await page.fill('input[name=smtp]', sink.url);
+      await page.click('button:has-text("Create mailbox")');
+      await page.locator('tr', { hasText: 'sink@acme.test' }).locator('button:has-text("Test SMTP")').click();
+      expect(await flash()).toMatch(/^SMTP works for sink@acme\.test: .* accepted the connection and the login$/);
+    } finally {
+      await sink.stop();
+    }
   });
 
   it('creates a key, shows its token once, and revokes it', async () => {
@@ -111,7 +130,27 @@ describe('the admin console', () => {
     await page.fill('input[name=name]', 'Newsletter');
     await page.click('button:has-text("Create list")');
     expect(await flash()).toMatch(/List \d+ "Newsletter" created/);
-    expect(await db().list.count({ where: { name: 'Newsletter' } })).toBe(1);
+    const list = await db().list.findFirstOrThrow({ where: { name: 'Newsletter' } });
+
+    // thousands of rows are paged, filtered and exported
+    await db().subscriber.createMany({
+      data: Array.from({ length: 1200 }, (_, i) => ({ listId: list.id, email: `reader${String(i).padStart(4, '0')}@example.org`, name: i === 7 ? '=HYPERLINK("x")' : `Reader ${i}`, status: i % 3 ? 'active' : 'pending' })),
+    });
+    await go(`/admin/lists/${list.id}`);
+    expect(await page.locator('tbody tr').count()).toBe(50);
+    await page.click('a[rel=next]');
+    expect(await page.locator('tbody tr').first().innerText()).toMatch(/reader0050@example\.org/);
+    await page.fill('input[name=q]', 'reader011');
+    await page.selectOption('select[name=status]', 'pending');
+    await page.click('button:has-text("Filter")');
+    // reader0110..0119, every third pending: 0111, 0114, 0117
+    expect(await page.locator('tbody tr td:nth-child(2)').allInnerTexts()).toEqual(['reader0111@example.org', 'reader0114@example.org', 'reader0117@example.org']);
+    const csv = await page.request.get(`${base}/admin/lists/${list.id}/subscribers.csv`);
+    expect(csv.status()).toBe(200);
+    const lines = (await csv.text()).trim().split('\r\n');
+    expect(lines).toHaveLength(1201);
+    expect(lines[0]).toBe('email,name,status,created_at,confirmed_at');
+    expect(lines[8]).toMatch(/^reader0007@example\.org,"'=HYPERLINK\(""x""\)",active,/);
 
     await go('/admin/campaigns');
     await page.fill('input[name=name]', 'Outreach');

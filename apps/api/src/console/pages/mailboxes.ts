@@ -1,4 +1,6 @@
 import * as schemas from '../../../../core/src/admin-schemas';
+import { checkSmtp } from '../../../../core/src/delivery/check';
+import { NotFound } from '../../../../core/src/errors';
 import { listAccounts } from '../../../../core/src/services/accounts';
 import { createMailbox, listMailboxes } from '../../../../core/src/services/mailboxes';
 import { validate } from '../../../../core/src/validate';
@@ -9,8 +11,8 @@ export const mailboxesPage: ConsolePage = {
   path: '/mailboxes',
   title: 'Mailboxes',
   templates: {
-    mailboxes: `<table><thead><tr><th>Id</th><th>Account</th><th>Address</th><th>SMTP</th><th>Daily limit</th><th>Gap (s)</th></tr></thead><tbody>
-<% it.mailboxes.forEach(function (m) { %><tr><td><%= m.id %></td><td><%= m.account %></td><td><%= m.address %></td><td><%= m.smtp.user %>@<%= m.smtp.host %>:<%= m.smtp.port %><%= m.smtp.secure ? ' (TLS)' : '' %></td><td><%= m.daily_limit %></td><td><%= m.gap_seconds %></td></tr><% }) %>
+    mailboxes: `<table><thead><tr><th>Id</th><th>Account</th><th>Address</th><th>SMTP</th><th>Daily limit</th><th>Gap (s)</th><th></th></tr></thead><tbody>
+<% it.mailboxes.forEach(function (m) { %><tr><td><%= m.id %></td><td><%= m.account %></td><td><%= m.address %></td><td><%= m.smtp.user %>@<%= m.smtp.host %>:<%= m.smtp.port %><%= m.smtp.secure ? ' (TLS)' : '' %></td><td><%= m.daily_limit %></td><td><%= m.gap_seconds %></td><td><form method="post" action="/admin/mailboxes/<%= m.id %>/test" class="inline">${CSRF_FIELD}<button>Test SMTP</button></form></td></tr><% }) %>
 </tbody></table>
 <form method="post" action="/admin/mailboxes" class="card">${CSRF_FIELD}
 <h2>New mailbox</h2>
@@ -40,6 +42,13 @@ export const mailboxesPage: ConsolePage = {
       };
       const mailbox = await createMailbox(ctx.db, validate(schemas.mailboxInput, input));
       await ctx.redirect(req, res, '/admin/mailboxes', `Mailbox ${mailbox.id} ${mailbox.address} created.`);
+    });
+    router.post('/mailboxes/:id/test', async (req, res) => {
+      const id = validate(schemas.idParam, req.params.id);
+      const mailbox = await ctx.db.mailbox.findUnique({ where: { id } });
+      if (!mailbox) throw new NotFound(`no mailbox ${id}`);
+      const { ok, message } = await checkSmtp(mailbox);
+      await ctx.redirect(req, res, '/admin/mailboxes', `SMTP ${ok ? 'works' : 'failed'} for ${mailbox.address}: ${message}`);
     });
   },
 };
