@@ -204,6 +204,12 @@ describe('the admin console', () => {
     if (process.env.CONSOLE_SCREENSHOT) await page.screenshot({ path: path.join(__dirname, '../../docs/api-docs.png') });
   });
 
+  it('leaves the admin API its JSON answers', async () => {
+    const res = await page.request.get(`${base}/admin/api/nowhere`, { headers: { Authorization: `Bearer ${ADMIN_TOKEN}` } });
+    expect(res.status()).toBe(404);
+    expect(await res.json()).toEqual({ ok: false, error: 'no route GET /admin/api/nowhere' });
+  });
+
   it('fails on a request to another host (the guard itself works)', async () => {
     const probe = await page.context().newPage();
     await probe.setContent('<p>probe</p>');

@@ -82,6 +82,8 @@ export function consoleRouter(db: Db): Router {
   };
   const ctx: PageContext = { db, render, redirect };
 
+  // what falls through the admin API and the queue dashboard keeps their JSON 404, not a console page
+  router.use((req, _res, next) => next(/^\/(api|queues)(\/|$)/.test(req.path) ? 'router' : undefined));
   router.use(securityHeaders);
   router.get('/static/console.css', (_req, res) => {
     res.type('css').set('Cache-Control', 'public, max-age=3600').send(CSS);

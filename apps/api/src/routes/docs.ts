@@ -1,6 +1,5 @@
 import path from 'node:path';
 import express, { Router } from 'express';
-import { openApiDocument } from '../openapi/document';
 
 const SWAGGER_UI = path.dirname(require.resolve('swagger-ui-dist/package.json'));
 
@@ -31,8 +30,11 @@ const CSP = "default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inl
 /** DESIGN section 9: GET /api/v1/openapi.json (no key) and GET /docs rendering it from the installed swagger-ui-dist. */
 export function docsRouter(): Router {
   const router = Router();
-  router.get('/api/v1/openapi.json', (_req, res) => {
-    res.set('Cache-Control', 'no-cache').json(openApiDocument());
+  // built on the first request: the converter and the schemas' walk cost every API process start otherwise
+  let document: Promise<object> | undefined;
+  router.get('/api/v1/openapi.json', async (_req, res) => {
+    document ??= import('../openapi/document').then((m) => m.openApiDocument());
+    res.set('Cache-Control', 'no-cache').json(await document);
   });
   const headers: express.RequestHandler = (_req, res, next) => {
     res.set({ 'Content-Security-Policy': CSP, 'X-Content-Type-Options': 'nosniff', 'Referrer-Policy': 'no-referrer' });
