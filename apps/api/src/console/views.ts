@@ -66,6 +66,11 @@ export const TEMPLATES: Record<string, string> = {
 
 export const CSRF_FIELD = CSRF;
 
+/** The account and mailbox pickers of the create forms (`it.accounts`, `it.mailboxes`). */
+export const ACCOUNT_SELECT = `<label>Account <select name="account" required><% it.accounts.forEach(function (a) { %><option value="<%= a.id %>"<% if (String(a.id) === it.account) { %> selected<% } %>><%= a.id %> · <%= a.name %></option><% }) %></select></label>`;
+export const mailboxSelect = (label: string) =>
+  `<label>${label} <select name="mailbox" required><% it.mailboxes.forEach(function (m) { %><option value="<%= m.id %>"><%= m.address %> (account <%= m.account %>)</option><% }) %></select></label>`;
+
 export function createViews(pages: Record<string, string>): Eta {
   const eta = new Eta({ autoEscape: true, cache: true, useWith: false, varName: 'it' });
   eta.loadTemplate('@layout', LAYOUT);

@@ -4,7 +4,7 @@ import { browseCampaigns, prospectCounts } from '../../../../core/src/services/b
 import { changeCampaign, createCampaign, GOALS } from '../../../../core/src/services/campaigns';
 import { listMailboxes } from '../../../../core/src/services/mailboxes';
 import { validate } from '../../../../core/src/validate';
-import { CSRF_FIELD } from '../views';
+import { ACCOUNT_SELECT, CSRF_FIELD, mailboxSelect } from '../views';
 import { field, numberField, type ConsolePage } from '../page';
 
 export const campaignsPage: ConsolePage = {
@@ -17,10 +17,10 @@ export const campaignsPage: ConsolePage = {
 </tbody></table>
 <form method="post" action="/admin/campaigns" class="card">${CSRF_FIELD}
 <h2>New campaign</h2>
-<label>Account <select name="account" required><% it.accounts.forEach(function (a) { %><option value="<%= a.id %>"><%= a.id %> · <%= a.name %></option><% }) %></select></label>
+${ACCOUNT_SELECT}
 <label>Name <input name="name" required maxlength="200"></label>
 <label>Goal <select name="goal"><% it.goals.forEach(function (g) { %><option><%= g %></option><% }) %></select></label>
-<label>Mailbox <select name="mailbox" required><% it.mailboxes.forEach(function (m) { %><option value="<%= m.id %>"><%= m.address %> (account <%= m.account %>)</option><% }) %></select></label>
+${mailboxSelect('Mailbox')}
 <label>First step: subject <input name="subject" required maxlength="300" size="50"></label>
 <label>Body <textarea name="body" required></textarea></label>
 <label>Delay (hours) <input name="delay_hours" type="number" min="0" value="0" required></label>

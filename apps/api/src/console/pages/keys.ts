@@ -1,10 +1,9 @@
 import * as schemas from '../../../../core/src/admin-schemas';
-import { redis } from '../../../../core/src/redis';
 import { listAccounts } from '../../../../core/src/services/accounts';
-import { createKey, listKeys, revokeKey, revocationChannel } from '../../../../core/src/services/keys';
+import { createKey, listKeys, revokeKeyEverywhere } from '../../../../core/src/services/keys';
 import { listMailboxes } from '../../../../core/src/services/mailboxes';
 import { validate } from '../../../../core/src/validate';
-import { CSRF_FIELD } from '../views';
+import { ACCOUNT_SELECT, CSRF_FIELD, mailboxSelect } from '../views';
 import { field, numberField, query, type ConsolePage } from '../page';
 
 export const keysPage: ConsolePage = {
@@ -19,9 +18,9 @@ export const keysPage: ConsolePage = {
 </tbody></table>
 <form method="post" action="/admin/keys" class="card">${CSRF_FIELD}
 <h2>New key</h2>
-<label>Account <select name="account" required><% it.accounts.forEach(function (a) { %><option value="<%= a.id %>"><%= a.id %> · <%= a.name %></option><% }) %></select></label>
+${ACCOUNT_SELECT}
 <label>Name <input name="name" required maxlength="200"></label>
-<label>Mailbox <select name="mailbox" required><% it.mailboxes.forEach(function (m) { %><option value="<%= m.id %>"><%= m.address %> (account <%= m.account %>)</option><% }) %></select></label>
+${mailboxSelect('Mailbox')}
 <label>Daily limit <input name="daily_limit" type="number" min="0" value="1000" required></label>
 <label><input type="checkbox" name="prospects" value="yes"> May add prospects to campaigns</label>
 <button>Create key</button>
@@ -48,8 +47,7 @@ export const keysPage: ConsolePage = {
       await show(req, res, { token, created: key }, 201);
     });
     router.post('/keys/:id/revoke', async (req, res) => {
-      const { key, fingerprint } = await revokeKey(ctx.db, validate(schemas.idParam, req.params.id));
-      await redis().publish(revocationChannel(), fingerprint);
+      const key = await revokeKeyEverywhere(ctx.db, validate(schemas.idParam, req.params.id));
       await ctx.redirect(req, res, '/admin/keys', `Key ${key.id} "${key.name}" revoked.`);
     });
   },

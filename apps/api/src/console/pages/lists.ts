@@ -4,7 +4,7 @@ import { browseLists, browseSubscribers, findList } from '../../../../core/src/s
 import { createList } from '../../../../core/src/services/lists';
 import { listMailboxes } from '../../../../core/src/services/mailboxes';
 import { Joi, validate } from '../../../../core/src/validate';
-import { CSRF_FIELD } from '../views';
+import { ACCOUNT_SELECT, CSRF_FIELD, mailboxSelect } from '../views';
 import { field, numberField, type ConsolePage } from '../page';
 
 const SUBSCRIBER_STATUSES = ['pending', 'active', 'unsubscribed', 'bounced', 'complained'] as const;
@@ -29,9 +29,9 @@ export const listsPage: ConsolePage = {
 </tbody></table>
 <form method="post" action="/admin/lists" class="card">${CSRF_FIELD}
 <h2>New list</h2>
-<label>Account <select name="account" required><% it.accounts.forEach(function (a) { %><option value="<%= a.id %>"><%= a.id %> · <%= a.name %></option><% }) %></select></label>
+${ACCOUNT_SELECT}
 <label>Name <input name="name" required maxlength="200"></label>
-<label>Mailbox (sends the confirmation emails) <select name="mailbox" required><% it.mailboxes.forEach(function (m) { %><option value="<%= m.id %>"><%= m.address %> (account <%= m.account %>)</option><% }) %></select></label>
+${mailboxSelect('Mailbox (sends the confirmation emails)')}
 <label><input type="checkbox" name="confirm" value="yes" checked> Double opt-in</label>
 <button>Create list</button>
 </form>`,

@@ -4,7 +4,7 @@ import { NotFound } from '../../../../core/src/errors';
 import { listAccounts } from '../../../../core/src/services/accounts';
 import { createMailbox, listMailboxes } from '../../../../core/src/services/mailboxes';
 import { validate } from '../../../../core/src/validate';
-import { CSRF_FIELD } from '../views';
+import { ACCOUNT_SELECT, CSRF_FIELD } from '../views';
 import { field, numberField, query, type ConsolePage } from '../page';
 
 export const mailboxesPage: ConsolePage = {
@@ -16,7 +16,7 @@ export const mailboxesPage: ConsolePage = {
 </tbody></table>
 <form method="post" action="/admin/mailboxes" class="card">${CSRF_FIELD}
 <h2>New mailbox</h2>
-<label>Account <select name="account" required><% it.accounts.forEach(function (a) { %><option value="<%= a.id %>"<% if (String(a.id) === it.account) { %> selected<% } %>><%= a.id %> · <%= a.name %></option><% }) %></select></label>
+${ACCOUNT_SELECT}
 <label>Address <input name="address" type="email" required></label>
 <label>Name <input name="name" maxlength="200"></label>
 <label>SMTP URL <input name="smtp" required placeholder="smtp://user:password@host:587" size="50"></label>
