@@ -7,7 +7,7 @@ import { parseArgs } from 'node:util';
 import * as schemas from '../apps/core/src/admin-schemas';
 import { closeDb, db } from '../apps/core/src/db';
 import { AppError } from '../apps/core/src/errors';
-import { closeRedis, redis } from '../apps/core/src/redis';
+import { closeRedis } from '../apps/core/src/redis';
 import { createAccount, listAccounts } from '../apps/core/src/services/accounts';
 import { changeCampaign, createCampaign } from '../apps/core/src/services/campaigns';
 import { createKey, listKeys, revokeKeyEverywhere } from '../apps/core/src/services/keys';
