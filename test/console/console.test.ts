@@ -164,6 +164,11 @@ describe('the admin console', () => {
     await page.click('button:has-text("Pause")');
     expect(await flash()).toMatch(/"Outreach" is paused/);
     expect((await db().campaign.findFirstOrThrow({ where: { name: 'Outreach' } })).status).toBe('paused');
+    await page.click('a:has-text("Outreach")');
+    expect(await page.locator('h1').innerText()).toBe('Campaign Outreach');
+    expect(await page.locator('tbody tr').first().innerText()).toMatch(/1\s+0\s+Hello \{\{name\}\}\s+A short note\./);
+    await page.click('button:has-text("Resume")');
+    expect(await flash()).toMatch(/"Outreach" is running/);
   });
 
   it('finds a message by its recipient', async () => {

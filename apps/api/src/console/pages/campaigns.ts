@@ -1,7 +1,7 @@
 import * as schemas from '../../../../core/src/admin-schemas';
 import { listAccounts } from '../../../../core/src/services/accounts';
 import { browseCampaigns, prospectCounts } from '../../../../core/src/services/browse';
-import { changeCampaign, createCampaign, GOALS } from '../../../../core/src/services/campaigns';
+import { changeCampaign, createCampaign, findCampaign, GOALS } from '../../../../core/src/services/campaigns';
 import { listMailboxes } from '../../../../core/src/services/mailboxes';
 import { validate } from '../../../../core/src/validate';
 import { ACCOUNT_SELECT, CSRF_FIELD, mailboxSelect } from '../views';
@@ -27,6 +27,11 @@ ${mailboxSelect('Mailbox')}
 <button>Create campaign</button>
 </form>`,
     campaign: `<p><a href="/admin/campaigns">All campaigns</a> · <%= it.campaign.goal %> · <strong><%= it.campaign.status %></strong> · <%= it.campaign.prospects %> prospects</p>
+<form method="post" action="/admin/campaigns/<%= it.campaign.id %>/status" class="inline">${CSRF_FIELD}<input type="hidden" name="status" value="<%= it.campaign.status === 'running' ? 'paused' : 'running' %>"><button><%= it.campaign.status === 'running' ? 'Pause' : it.campaign.status === 'paused' ? 'Resume' : 'Start' %></button></form>
+<h2>Steps</h2>
+<table><thead><tr><th>#</th><th>After (hours)</th><th>Subject</th><th>Body</th></tr></thead><tbody>
+<% it.campaign.steps.forEach(function (s, i) { %><tr><td><%= i + 1 %></td><td><%= s.delay_hours %></td><td><%= s.subject %></td><td><%= s.body %></td></tr><% }) %>
+</tbody></table>
 <h2>Prospects by status and stage</h2>
 <table><thead><tr><th>Status</th><th>Stage</th><th>Prospects</th></tr></thead><tbody>
 <% it.counts.forEach(function (c) { %><tr><td><%= c.status %></td><td><%= it.campaign.stages[c.stage] || c.stage %></td><td><%= c.count %></td></tr><% }) %>
@@ -55,8 +60,7 @@ ${mailboxSelect('Mailbox')}
     });
     router.get('/campaigns/:id', async (req, res) => {
       const id = validate(schemas.idParam, req.params.id);
-      const campaign = (await browseCampaigns(ctx.db)).find((c) => c.id === id);
-      if (!campaign) return ctx.render(req, res, 'error', 'Not found', { error: `no campaign ${id}`, back: '/admin/campaigns' }, 404);
+      const campaign = await findCampaign(ctx.db, id);
       ctx.render(req, res, 'campaign', `Campaign ${campaign.name}`, { campaign, counts: await prospectCounts(ctx.db, id) });
     });
   },
