@@ -110,7 +110,10 @@ export function consoleRouter(db: Db): Router {
     }
     next();
   };
-  router.post('*splat', form, checkCsrf);
+  router.use((req, res, next) => {
+    if (req.method !== 'POST') return next();
+    form(req, res, (err?: unknown) => (err ? next(err) : checkCsrf(req, res, next)));
+  });
 
   router.post('/signin', async (req, res) => {
     const token = typeof req.body?.token === 'string' ? (req.body.token as string) : '';
