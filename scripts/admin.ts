@@ -7,10 +7,10 @@ import { parseArgs } from 'node:util';
 import * as schemas from '../apps/core/src/admin-schemas';
 import { closeDb, db } from '../apps/core/src/db';
 import { AppError } from '../apps/core/src/errors';
-import { closeRedis, redis } from '../apps/core/src/redis';
+import { closeRedis } from '../apps/core/src/redis';
 import { createAccount, listAccounts } from '../apps/core/src/services/accounts';
 import { changeCampaign, createCampaign } from '../apps/core/src/services/campaigns';
-import { createKey, listKeys, revokeKey, revocationChannel } from '../apps/core/src/services/keys';
+import { createKey, listKeys, revokeKeyEverywhere } from '../apps/core/src/services/keys';
 import { createList } from '../apps/core/src/services/lists';
 import { createMailbox, listMailboxes } from '../apps/core/src/services/mailboxes';
 import { listMessages } from '../apps/core/src/services/messages';
@@ -100,11 +100,8 @@ async function run(command: string[], flags: Flags): Promise<unknown> {
     }
     case 'key list':
       return { keys: await listKeys(d) };
-    case 'key revoke': {
-      const { key, fingerprint } = await revokeKey(d, validate(schemas.idParam, arg));
-      await redis().publish(revocationChannel(), fingerprint);
-      return { key };
-    }
+    case 'key revoke':
+      return { key: await revokeKeyEverywhere(d, validate(schemas.idParam, arg)) };
     case 'list create':
       return {
         list: await createList(

@@ -1,6 +1,7 @@
 import request from 'supertest';
 import { db } from '../../apps/core/src/db';
 import { createApp, type ApiApp } from '../../apps/api/src/app';
+import { recording } from './openapi';
 
 export const ADMIN_TOKEN = 'test-admin-token-0123456789';
 
@@ -8,7 +9,9 @@ export const ADMIN_TOKEN = 'test-admin-token-0123456789';
 export function useApi(): { readonly api: ApiApp } {
   const holder: { api?: ApiApp } = {};
   beforeAll(async () => {
-    holder.api = createApp(db());
+    const api = createApp(db());
+    // every answer of the public API is checked against the OpenAPI document when the file ends (per-file.ts)
+    holder.api = { ...api, app: recording(api.app) };
     await holder.api.start();
   });
   afterAll(async () => {

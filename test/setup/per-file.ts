@@ -2,6 +2,7 @@ import { Client } from 'pg';
 import { closeDb } from '../../apps/core/src/db';
 import { closeQueues } from '../../apps/core/src/queues';
 import { closeRedis } from '../../apps/core/src/redis';
+import { checkRecordedAnswers } from '../helpers/openapi';
 import { databaseUrl, runId, templateDatabase } from './shared';
 
 beforeAll(async () => {
@@ -25,4 +26,6 @@ afterAll(async () => {
   } finally {
     await admin.end();
   }
+  // last, so a failing check still leaves nothing behind
+  await checkRecordedAnswers();
 });

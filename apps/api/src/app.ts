@@ -1,5 +1,6 @@
 import express, { type Express } from 'express';
 import type { Db } from '../../core/src/db';
+import { consoleRouter } from './console';
 import { DASHBOARD_PATH, dashboardRouter } from './dashboard';
 import { requireAdmin } from './middleware/admin';
 import { KeyAuthenticator } from './middleware/auth';
@@ -7,6 +8,8 @@ import { errorHandler, unknownRoute } from './middleware/errors';
 import { mcpRouter } from './mcp/router';
 import { requestContext, requireJsonBody } from './middleware/request';
 import { adminRouter } from './routes/admin';
+import { docsRouter } from './routes/docs';
+import { metricsHandler } from './routes/metrics';
 import { healthRouter } from './routes/health';
 import { pagesRouter } from './routes/pages';
 import { v1Router } from './routes/v1';
@@ -31,6 +34,7 @@ export function createApp(db: Db): ApiApp {
   app.set('query parser', 'simple');
   const json = express.json({ limit: BODY_LIMIT_BYTES, strict: false });
   app.use(requestContext);
+  app.use(docsRouter());
   // the public API first: it carries the load, and every router passed on the way costs each request
   app.use('/api/v1', json, v1Router(db, auth));
   app.use('/mcp', mcpRouter(db, auth, json));
@@ -38,6 +42,8 @@ export function createApp(db: Db): ApiApp {
   app.use(DASHBOARD_PATH, requireAdmin({ challenge: true }), dashboardRouter());
   app.use(json);
   app.use('/admin/api', requireAdmin(), requireJsonBody, adminRouter(db));
+  app.get('/metrics', requireAdmin(), metricsHandler(db));
+  app.use('/admin', consoleRouter(db));
   app.use(pagesRouter(db));
   app.use(unknownRoute);
   app.use(errorHandler);

@@ -19,6 +19,8 @@ export interface Config {
   readonly linkRecheckHours: number;
   /** the link checker may fetch loopback, private and link-local addresses (tests and LAN installs only) */
   readonly allowPrivateFetch: boolean;
+  /** the worker serves GET /metrics on this port when set (DESIGN section 9) */
+  readonly workerMetricsPort: number | null;
 }
 
 export class ConfigError extends Error {}
@@ -131,6 +133,7 @@ export function loadConfig(): Config {
     stateDir,
     linkRecheckHours: positiveNumber('LINK_RECHECK_HOURS', 24, 24 * 365),
     allowPrivateFetch: flag('ALLOW_PRIVATE_FETCH', false),
+    workerMetricsPort: process.env.WORKER_METRICS_PORT ? integer('WORKER_METRICS_PORT', 0, 0, 65535) : null,
   });
 }
 

@@ -1,4 +1,6 @@
+import { config } from '../../core/src/config';
 import { closeDb } from '../../core/src/db';
+import { serveWorkerMetrics } from '../../core/src/metrics/worker-server';
 import { closeTransports } from '../../core/src/delivery/transport';
 import { logger } from '../../core/src/logger';
 import { closeQueues } from '../../core/src/queues';
@@ -12,7 +14,9 @@ async function main(): Promise<void> {
   await preflight('worker');
   const workers = createWorkers();
   await scheduleMaintenance();
-  logger.info({ queues: workers.map((w) => w.name) }, 'worker started');
+  const metricsPort = config().workerMetricsPort;
+  const metricsServer = metricsPort === null ? undefined : await serveWorkerMetrics(metricsPort);
+  logger.info({ queues: workers.map((w) => w.name), metricsPort }, 'worker started');
 
   let stopping = false;
   // SIGTERM: take no new jobs, let the in-flight ones finish, close connections, exit 0.
@@ -21,6 +25,7 @@ async function main(): Promise<void> {
     stopping = true;
     logger.info({ signal }, 'worker stopping');
     await Promise.all(workers.map((w) => w.close()));
+    metricsServer?.close();
     closeTransports();
     await closeQueues();
     await closeRedis();

@@ -1,7 +1,27 @@
 import crypto from 'node:crypto';
-import type { RequestHandler } from 'express';
+import type { Request, RequestHandler } from 'express';
 import { BadRequest } from '../../../core/src/errors';
 import { logger } from '../../../core/src/logger';
+import { metrics } from '../../../core/src/metrics';
+
+/**
+ * Notes the route pattern that answers (`/api/v1/send/:id`, never the raw path: ids would make a label per request) with
+ * the mount it was reached under: Express resets req.baseUrl when an error leaves the router, before the answer.
+ */
+function watchRoute(req: Request): () => string {
+  let route: { path?: string } | undefined;
+  let label = '';
+  Object.defineProperty(req, 'route', {
+    configurable: true,
+    enumerable: true,
+    get: () => route,
+    set(value: { path?: string } | undefined) {
+      route = value;
+      if (value?.path !== undefined) label = req.baseUrl + value.path;
+    },
+  });
+  return () => label || (req.originalUrl.startsWith('/admin/queues') ? '/admin/queues/*' : 'unmatched');
+}
 
 /**
  * A request id (the caller's X-Request-Id when sane), echoed back and put on the log line; then one structured line
@@ -9,6 +29,7 @@ import { logger } from '../../../core/src/logger';
  */
 export const requestContext: RequestHandler = (req, res, next) => {
   const started = process.hrtime.bigint();
+  const routeLabel = watchRoute(req);
   const given = req.get('x-request-id');
   const id = given && /^[\w.-]{1,100}$/.test(given) ? given : crypto.randomUUID();
   res.locals.requestId = id;
@@ -16,6 +37,7 @@ export const requestContext: RequestHandler = (req, res, next) => {
   res.on('finish', () => {
     const ms = Number(process.hrtime.bigint() - started) / 1e6;
     const level = res.statusCode >= 500 ? 'error' : req.path === '/healthz' ? 'debug' : 'info';
+    metrics.httpSeconds.observe({ method: req.method, route: routeLabel(), status: res.statusCode }, ms / 1000);
     logger[level]({ requestId: id, method: req.method, path: req.path, status: res.statusCode, ms: Math.round(ms * 10) / 10 }, 'request');
   });
   next();

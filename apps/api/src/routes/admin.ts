@@ -1,10 +1,9 @@
 import { Router } from 'express';
 import * as schemas from '../../../core/src/admin-schemas';
 import type { Db } from '../../../core/src/db';
-import { redis } from '../../../core/src/redis';
 import { createAccount, listAccounts } from '../../../core/src/services/accounts';
 import { changeCampaign, createCampaign } from '../../../core/src/services/campaigns';
-import { createKey, listKeys, revokeKey, revocationChannel } from '../../../core/src/services/keys';
+import { createKey, listKeys, revokeKeyEverywhere } from '../../../core/src/services/keys';
 import { createList } from '../../../core/src/services/lists';
 import { createMailbox, listMailboxes } from '../../../core/src/services/mailboxes';
 import { listMessages } from '../../../core/src/services/messages';
@@ -51,10 +50,7 @@ export function adminRouter(db: Db): Router {
   router
     .route('/keys/:id')
     .delete(async (req, res) => {
-      const { key, fingerprint } = await revokeKey(db, validate(schemas.idParam, req.params.id));
-      // every API process drops the key from its cache; the database already refuses it
-      await redis().publish(revocationChannel(), fingerprint);
-      res.json({ ok: true, key });
+      res.json({ ok: true, key: await revokeKeyEverywhere(db, validate(schemas.idParam, req.params.id)) });
     })
     .all(methodNotAllowed);
 

@@ -3,6 +3,7 @@ import { Semaphore } from '../batch';
 import { config } from '../config';
 import type { Db } from '../db';
 import { logger } from '../logger';
+import { metrics } from '../metrics';
 import { JOB_OPTIONS } from '../queues';
 import { suppressAddress } from '../subscribers/machine';
 import { composeMail } from './compose';
@@ -118,15 +119,27 @@ async function sendClaimed(
   options: { lastAttempt: boolean; afterWire?: () => void },
 ): Promise<Extract<DeliveryOutcome, { kind: 'sent' | 'rejected' }>> {
   let info: SMTPPool.SentMessageInfo;
+  const stopWatch = metrics.smtpSeconds.startTimer();
   try {
     info = await transportFor(message.mailbox).sendMail(composeMail(message, message.mailbox, message.send));
   } catch (caught) {
     options.afterWire?.();
-    return recordFailure(db, message, caught as SmtpError, options);
+    stopWatch({ outcome: 'error' });
+    let rejected: Awaited<ReturnType<typeof recordFailure>>;
+    try {
+      rejected = await recordFailure(db, message, caught as SmtpError, options);
+    } catch (temporary) {
+      metrics.deliveries.inc({ result: options.lastAttempt ? 'failed' : 'deferred' });
+      throw temporary;
+    }
+    metrics.deliveries.inc({ result: rejected.status });
+    return rejected;
   }
   options.afterWire?.();
+  stopWatch({ outcome: 'ok' });
   const response = String(info.response ?? '');
   await markSent(db, message.id, response);
+  metrics.deliveries.inc({ result: 'sent' });
   return { kind: 'sent', response };
 }
 

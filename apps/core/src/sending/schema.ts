@@ -36,7 +36,7 @@ const namedAddress = () =>
 
 const CUSTOM_HEADER = /^X-[A-Za-z0-9-]{1,70}$/;
 
-const sendSchema = Joi.object({
+export const sendSchema = Joi.object({
   to: Joi.alternatives().try(Joi.array().items(namedAddress()).max(500), namedAddress().allow('')).required(),
   subject: Joi.string().min(1).max(SEND_LIMITS.subject).required(),
   text: Joi.string().allow(''),

@@ -148,6 +148,13 @@ export async function changeCampaign(db: Db, id: number, changes: CampaignChange
   return after;
 }
 
+/** One campaign with its steps (the console's campaign page), or NotFound. */
+export async function findCampaign(db: Tx, id: number): Promise<CampaignDetail> {
+  const campaign = await db.campaign.findUnique({ where: { id }, include: { steps: true } });
+  if (!campaign) throw new NotFound(`no campaign with id ${id}`);
+  return detail(campaign, await db.prospect.count({ where: { campaignId: id } }));
+}
+
 export async function listCampaigns(db: Tx, account: number): Promise<CampaignView[]> {
   const campaigns = await db.campaign.findMany({ where: { accountId: account }, orderBy: { id: 'asc' } });
   const counts = await db.prospect.groupBy({

@@ -2,7 +2,7 @@ import type { ApiKey } from '../../../../generated/prisma/client';
 import { randomBase62, sha256 } from '../crypto';
 import type { Tx } from '../db';
 import { NotFound } from '../errors';
-import { rkey } from '../redis';
+import { redis, rkey } from '../redis';
 import { requireAccount } from './accounts';
 import { requireMailbox } from './mailboxes';
 
@@ -87,6 +87,13 @@ export async function revokeKey(db: Tx, id: number): Promise<{ key: KeyView; fin
     ? existing
     : await db.apiKey.update({ where: { id }, data: { revokedAt: new Date() } });
   return { key: keyView(key), fingerprint: key.fingerprint };
+}
+
+/** Revokes the key and announces it: every API process drops it from its cache (the database already refuses it). */
+export async function revokeKeyEverywhere(db: Tx, id: number): Promise<KeyView> {
+  const { key, fingerprint } = await revokeKey(db, id);
+  await redis().publish(revocationChannel(), fingerprint);
+  return key;
 }
 
 /** The live key behind a token, or null (unknown or revoked). */

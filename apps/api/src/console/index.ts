@@ -1,0 +1,159 @@
+import express, { Router, type ErrorRequestHandler, type Request, type RequestHandler, type Response } from 'express';
+import helmet from 'helmet';
+import { config } from '../../../core/src/config';
+import { safeEqual } from '../../../core/src/crypto';
+import type { Db } from '../../../core/src/db';
+import { AppError } from '../../../core/src/errors';
+import { logger } from '../../../core/src/logger';
+import type { ConsolePage, PageContext } from './page';
+import { accountsPage } from './pages/accounts';
+import { campaignsPage } from './pages/campaigns';
+import { keysPage } from './pages/keys';
+import { listsPage } from './pages/lists';
+import { mailboxesPage } from './pages/mailboxes';
+import { messagesPage } from './pages/messages';
+import { overviewPage } from './pages/overview';
+import { csrfMatches, endSession, loadSession, saveSession, startSession, type Session } from './session';
+import { CSS, createViews } from './views';
+
+/** The console's pages, in navigation order. A new page: a module in pages/ and one line here. */
+export const PAGES: ConsolePage[] = [overviewPage, accountsPage, mailboxesPage, keysPage, listsPage, campaignsPage, messagesPage];
+
+declare global {
+  // eslint-disable-next-line @typescript-eslint/no-namespace
+  namespace Express {
+    interface Locals {
+      session?: Session;
+    }
+  }
+}
+
+/** No script at all, no inline style, nothing from another origin; forms post only here. */
+const securityHeaders = helmet({
+  contentSecurityPolicy: {
+    useDefaults: false,
+    directives: {
+      defaultSrc: ["'none'"],
+      styleSrc: ["'self'"],
+      imgSrc: ["'self'"],
+      formAction: ["'self'"],
+      baseUri: ["'none'"],
+      frameAncestors: ["'none'"],
+    },
+  },
+  strictTransportSecurity: false,
+  referrerPolicy: { policy: 'same-origin' },
+});
+
+/**
+ * The admin console of DESIGN section 9 at /admin: server-rendered pages over the same core services as the admin API,
+ * behind a session started with the admin token. Every POST carries the session's CSRF token; pages work without
+ * JavaScript (there is none).
+ */
+export function consoleRouter(db: Db): Router {
+  const router = Router();
+  const views = createViews(Object.assign({}, ...PAGES.map((p) => p.templates)) as Record<string, string>);
+  const form = express.urlencoded({ extended: false, limit: '256kb', parameterLimit: 100 });
+
+  const render: PageContext['render'] = (req, res, template, title, data = {}, status = 200) => {
+    const session = res.locals.session;
+    const signedIn = session?.admin === true;
+    const flash = session?.flash;
+    if (flash && session) {
+      delete session.flash;
+      void saveSession(session).catch(() => undefined);
+    }
+    const page = { ...data, csrf: session?.csrf ?? '' };
+    const body = views.render(`@${template}`, page);
+    const nav = signedIn
+      ? PAGES.map((p) => ({ href: `/admin${p.path === '/' ? '' : p.path}`, title: p.title, current: req.path === p.path || (p.path !== '/' && req.path.startsWith(`${p.path}/`)) }))
+      : null;
+    res
+      .status(status)
+      .set({ 'Cache-Control': 'no-store' })
+      .type('html')
+      .send(views.render('@layout', { title, body, nav, flash, error: data.error, csrf: session?.csrf ?? '' }));
+  };
+  const redirect: PageContext['redirect'] = async (_req, res, to, flash) => {
+    const session = res.locals.session!;
+    session.flash = flash;
+    await saveSession(session);
+    res.redirect(303, to);
+  };
+  const ctx: PageContext = { db, render, redirect };
+
+  // what falls through the admin API and the queue dashboard keeps their JSON 404, not a console page
+  router.use((req, _res, next) => next(/^\/(api|queues)(\/|$)/.test(req.path) ? 'router' : undefined));
+  router.use(securityHeaders);
+  router.get('/static/console.css', (_req, res) => {
+    res.type('css').set('Cache-Control', 'public, max-age=3600').send(CSS);
+  });
+
+  const withSession: RequestHandler = async (req, res, next) => {
+    const session = await loadSession(req);
+    if (session) res.locals.session = session;
+    next();
+  };
+  router.use(withSession);
+
+  router.get('/signin', async (req, res) => {
+    res.locals.session ??= await startSession(req, res, false);
+    if (res.locals.session.admin) return res.redirect(303, '/admin');
+    render(req, res, 'signin', 'Sign in');
+  });
+
+  // every POST: the form's CSRF token must be the session's
+  const checkCsrf: RequestHandler = (req, res, next) => {
+    const session = res.locals.session;
+    if (!session || !csrfMatches(session, (req.body as Record<string, unknown> | undefined)?._csrf)) {
+      return render(req, res, 'error', 'Refused', { error: 'The form is stale or did not come from this console (CSRF token missing or wrong). Reload the page and try again.', back: req.get('referer')?.startsWith(config().publicUrl) ? req.get('referer') : '/admin' }, 403);
+    }
+    next();
+  };
+  router.use((req, res, next) => {
+    if (req.method !== 'POST') return next();
+    form(req, res, (err?: unknown) => (err ? next(err) : checkCsrf(req, res, next)));
+  });
+
+  router.post('/signin', async (req, res) => {
+    const token = typeof req.body?.token === 'string' ? (req.body.token as string) : '';
+    if (!safeEqual(token, config().adminToken)) {
+      return render(req, res, 'signin', 'Sign in', { error: 'That is not the admin token.' }, 401);
+    }
+    // a new session id on sign-in: a session planted before it is worth nothing after
+    const session = await startSession(req, res, true, res.locals.session);
+    res.locals.session = session;
+    await redirect(req, res, '/admin', 'Signed in.');
+  });
+
+  const signedIn: RequestHandler = (req, res, next) => {
+    if (res.locals.session?.admin) return next();
+    if (req.method === 'GET') return res.redirect(303, '/admin/signin');
+    render(req, res, 'error', 'Sign in first', { error: 'Your session has ended: sign in again.', back: '/admin/signin' }, 401);
+  };
+  router.use(signedIn);
+
+  router.post('/signout', async (_req, res) => {
+    await endSession(res, res.locals.session!);
+    res.redirect(303, '/admin/signin');
+  });
+
+  for (const page of PAGES) page.routes(router, ctx);
+
+  router.use(((err, req, res, _next) => {
+    const status = err instanceof AppError ? err.status : 500;
+    if (status >= 500) logger.error({ err, requestId: res.locals.requestId, path: req.path }, 'console page failed');
+    if (res.headersSent) return;
+    const message = err instanceof AppError ? err.message : `Something went wrong (request id ${res.locals.requestId}).`;
+    render(req, res, 'error', status === 404 ? 'Not found' : 'Refused', { error: message, back: consoleBack(req) }, status);
+  }) as ErrorRequestHandler);
+  return router;
+}
+
+/** Back to the page of the resource the failed request was about. */
+function consoleBack(req: Request): string {
+  const first = req.path.split('/')[1] ?? '';
+  return PAGES.some((p) => p.path === `/${first}`) ? `/admin/${first}` : '/admin';
+}
+
+export type { Response };

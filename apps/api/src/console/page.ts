@@ -1,0 +1,40 @@
+import type { Request, Response, Router } from 'express';
+import type { Db } from '../../../core/src/db';
+
+/**
+ * One page (or resource) of the console: its templates and its routes. A new page is a module exporting a ConsolePage
+ * and one line in PAGES (index.ts); its forms post to its own paths and carry `it.csrf` (checked for every POST).
+ */
+export interface ConsolePage {
+  /** under /admin: '/accounts' */
+  path: string;
+  title: string;
+  /** named templates, rendered as `@name` inside the layout */
+  templates: Record<string, string>;
+  routes(router: Router, ctx: PageContext): void;
+}
+
+export interface PageContext {
+  db: Db;
+  /** renders `@template` in the layout with the session's CSRF token, the navigation and any flash message */
+  render(req: Request, res: Response, template: string, title: string, data?: Record<string, unknown>, status?: number): void;
+  /** a message for the next page, then a redirect (POST, redirect, GET) */
+  redirect(req: Request, res: Response, to: string, flash: string): Promise<void>;
+}
+
+/** Form fields as strings: urlencoded bodies, one value per name. */
+export function field(req: Request, name: string): string {
+  const value = (req.body as Record<string, unknown> | undefined)?.[name];
+  return typeof value === 'string' ? value.trim() : '';
+}
+
+export const query = (req: Request, name: string): string => {
+  const value = req.query[name];
+  return typeof value === 'string' ? value.trim() : '';
+};
+
+/** A form number, or undefined when blank (so the joi schema names the missing field). */
+export const numberField = (req: Request, name: string): number | undefined => {
+  const raw = field(req, name);
+  return raw === '' ? undefined : Number(raw);
+};

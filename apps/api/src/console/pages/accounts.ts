@@ -1,0 +1,29 @@
+import * as schemas from '../../../../core/src/admin-schemas';
+import { createAccount, listAccounts } from '../../../../core/src/services/accounts';
+import { validate } from '../../../../core/src/validate';
+import { CSRF_FIELD } from '../views';
+import { field, type ConsolePage } from '../page';
+
+export const accountsPage: ConsolePage = {
+  path: '/accounts',
+  title: 'Accounts',
+  templates: {
+    accounts: `<table><thead><tr><th>Id</th><th>Name</th><th></th></tr></thead><tbody>
+<% it.accounts.forEach(function (a) { %><tr><td><%= a.id %></td><td><%= a.name %></td><td><a href="/admin/mailboxes?account=<%= a.id %>">mailboxes</a> · <a href="/admin/keys?account=<%= a.id %>">keys</a></td></tr><% }) %>
+</tbody></table>
+<form method="post" action="/admin/accounts" class="card">${CSRF_FIELD}
+<h2>New account</h2>
+<label>Name <input name="name" required maxlength="200"></label>
+<button>Create account</button>
+</form>`,
+  },
+  routes(router, ctx) {
+    router.get('/accounts', async (req, res) => {
+      ctx.render(req, res, 'accounts', 'Accounts', { accounts: await listAccounts(ctx.db) });
+    });
+    router.post('/accounts', async (req, res) => {
+      const account = await createAccount(ctx.db, validate(schemas.accountInput, { name: field(req, 'name') }));
+      await ctx.redirect(req, res, '/admin/accounts', `Account ${account.id} "${account.name}" created.`);
+    });
+  },
+};

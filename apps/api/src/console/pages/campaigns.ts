@@ -1,0 +1,67 @@
+import * as schemas from '../../../../core/src/admin-schemas';
+import { listAccounts } from '../../../../core/src/services/accounts';
+import { browseCampaigns, prospectCounts } from '../../../../core/src/services/browse';
+import { changeCampaign, createCampaign, findCampaign, GOALS } from '../../../../core/src/services/campaigns';
+import { listMailboxes } from '../../../../core/src/services/mailboxes';
+import { validate } from '../../../../core/src/validate';
+import { ACCOUNT_SELECT, CSRF_FIELD, mailboxSelect } from '../views';
+import { field, numberField, type ConsolePage } from '../page';
+
+export const campaignsPage: ConsolePage = {
+  path: '/campaigns',
+  title: 'Campaigns',
+  templates: {
+    campaigns: `<table><thead><tr><th>Id</th><th>Account</th><th>Name</th><th>Goal</th><th>Status</th><th>Prospects</th><th></th></tr></thead><tbody>
+<% it.campaigns.forEach(function (c) { %><tr><td><%= c.id %></td><td><%= c.account %></td><td><a href="/admin/campaigns/<%= c.id %>"><%= c.name %></a></td><td><%= c.goal %></td><td><%= c.status %></td><td><%= c.prospects %></td>
+<td><form method="post" action="/admin/campaigns/<%= c.id %>/status" class="inline">${CSRF_FIELD}<% if (c.status === 'running') { %><input type="hidden" name="status" value="paused"><button>Pause</button><% } else { %><input type="hidden" name="status" value="running"><button><%= c.status === 'paused' ? 'Resume' : 'Start' %></button><% } %></form></td></tr><% }) %>
+</tbody></table>
+<form method="post" action="/admin/campaigns" class="card">${CSRF_FIELD}
+<h2>New campaign</h2>
+${ACCOUNT_SELECT}
+<label>Name <input name="name" required maxlength="200"></label>
+<label>Goal <select name="goal"><% it.goals.forEach(function (g) { %><option><%= g %></option><% }) %></select></label>
+${mailboxSelect('Mailbox')}
+<label>First step: subject <input name="subject" required maxlength="300" size="50"></label>
+<label>Body <textarea name="body" required></textarea></label>
+<label>Delay (hours) <input name="delay_hours" type="number" min="0" value="0" required></label>
+<button>Create campaign</button>
+</form>`,
+    campaign: `<p><a href="/admin/campaigns">All campaigns</a> · <%= it.campaign.goal %> · <strong><%= it.campaign.status %></strong> · <%= it.campaign.prospects %> prospects</p>
+<form method="post" action="/admin/campaigns/<%= it.campaign.id %>/status" class="inline">${CSRF_FIELD}<input type="hidden" name="status" value="<%= it.campaign.status === 'running' ? 'paused' : 'running' %>"><button><%= it.campaign.status === 'running' ? 'Pause' : it.campaign.status === 'paused' ? 'Resume' : 'Start' %></button></form>
+<h2>Steps</h2>
+<table><thead><tr><th>#</th><th>After (hours)</th><th>Subject</th><th>Body</th></tr></thead><tbody>
+<% it.campaign.steps.forEach(function (s, i) { %><tr><td><%= i + 1 %></td><td><%= s.delay_hours %></td><td><%= s.subject %></td><td><%= s.body %></td></tr><% }) %>
+</tbody></table>
+<h2>Prospects by status and stage</h2>
+<table><thead><tr><th>Status</th><th>Stage</th><th>Prospects</th></tr></thead><tbody>
+<% it.counts.forEach(function (c) { %><tr><td><%= c.status %></td><td><%= it.campaign.stages[c.stage] || c.stage %></td><td><%= c.count %></td></tr><% }) %>
+</tbody></table>`,
+  },
+  routes(router, ctx) {
+    router.get('/campaigns', async (req, res) => {
+      const [campaigns, accounts, mailboxes] = await Promise.all([browseCampaigns(ctx.db), listAccounts(ctx.db), listMailboxes(ctx.db)]);
+      ctx.render(req, res, 'campaigns', 'Campaigns', { campaigns, accounts, mailboxes, goals: GOALS });
+    });
+    router.post('/campaigns', async (req, res) => {
+      const input = validate(schemas.campaignInput, {
+        account: numberField(req, 'account'),
+        name: field(req, 'name'),
+        goal: field(req, 'goal'),
+        mailbox: numberField(req, 'mailbox'),
+        steps: [{ subject: field(req, 'subject'), body: field(req, 'body'), delay_hours: numberField(req, 'delay_hours') }],
+      });
+      const campaign = await createCampaign(ctx.db, input);
+      await ctx.redirect(req, res, '/admin/campaigns', `Campaign ${campaign.id} "${campaign.name}" created (${campaign.status}).`);
+    });
+    router.post('/campaigns/:id/status', async (req, res) => {
+      const id = validate(schemas.idParam, req.params.id);
+      const campaign = await changeCampaign(ctx.db, id, validate(schemas.campaignChanges, { status: field(req, 'status') }));
+      await ctx.redirect(req, res, '/admin/campaigns', `Campaign ${campaign.id} "${campaign.name}" is ${campaign.status}.`);
+    });
+    router.get('/campaigns/:id', async (req, res) => {
+      const id = validate(schemas.idParam, req.params.id);
+      const campaign = await findCampaign(ctx.db, id);
+      ctx.render(req, res, 'campaign', `Campaign ${campaign.name}`, { campaign, counts: await prospectCounts(ctx.db, id) });
+    });
+  },
+};

@@ -1,0 +1,85 @@
+import * as schemas from '../../../../core/src/admin-schemas';
+import { listAccounts } from '../../../../core/src/services/accounts';
+import { browseLists, browseSubscribers, findList } from '../../../../core/src/services/browse';
+import { createList } from '../../../../core/src/services/lists';
+import { listMailboxes } from '../../../../core/src/services/mailboxes';
+import { Joi, validate } from '../../../../core/src/validate';
+import { ACCOUNT_SELECT, CSRF_FIELD, mailboxSelect } from '../views';
+import { field, numberField, type ConsolePage } from '../page';
+
+const SUBSCRIBER_STATUSES = ['pending', 'active', 'unsubscribed', 'bounced', 'complained'] as const;
+const subscribersQuery = Joi.object({
+  q: Joi.string().trim().max(254).allow(''),
+  status: Joi.string().valid(...SUBSCRIBER_STATUSES, ''),
+  after: Joi.number().integer().positive(),
+});
+
+/** RFC 4180 quoting; a leading = + - @ is prefixed with ' so a spreadsheet never runs a cell as a formula. */
+function csvCell(value: string): string {
+  const safe = /^[=+\-@\t\r]/.test(value) ? `'${value}` : value;
+  return /[",\r\n]/.test(safe) ? `"${safe.replace(/"/g, '""')}"` : safe;
+}
+
+export const listsPage: ConsolePage = {
+  path: '/lists',
+  title: 'Lists',
+  templates: {
+    lists: `<table><thead><tr><th>Id</th><th>Account</th><th>Name</th><th>Key</th><th>Double opt-in</th><th>Active subscribers</th></tr></thead><tbody>
+<% it.lists.forEach(function (l) { %><tr><td><%= l.id %></td><td><%= l.account %></td><td><a href="/admin/lists/<%= l.id %>"><%= l.name %></a></td><td><code><%= l.key %></code></td><td><%= l.confirm ? 'yes' : 'no' %></td><td><%= l.subscribers %></td></tr><% }) %>
+</tbody></table>
+<form method="post" action="/admin/lists" class="card">${CSRF_FIELD}
+<h2>New list</h2>
+${ACCOUNT_SELECT}
+<label>Name <input name="name" required maxlength="200"></label>
+${mailboxSelect('Mailbox (sends the confirmation emails)')}
+<label><input type="checkbox" name="confirm" value="yes" checked> Double opt-in</label>
+<button>Create list</button>
+</form>`,
+    list: `<p><a href="/admin/lists">All lists</a> · key <code><%= it.list.key %></code> · <%= it.list.subscribers %> active · <a href="/admin/lists/<%= it.list.id %>/subscribers.csv" download>Export CSV</a></p>
+<form method="get" action="/admin/lists/<%= it.list.id %>" class="card">
+<label>Search <input name="q" value="<%= it.q %>" placeholder="address or name"></label>
+<label>Status <select name="status"><option value="">any</option><% it.statuses.forEach(function (s) { %><option<% if (s === it.status) { %> selected<% } %>><%= s %></option><% }) %></select></label>
+<button>Filter</button>
+</form>
+<table><thead><tr><th>Id</th><th>Email</th><th>Name</th><th>Status</th><th>Added</th><th>Confirmed</th></tr></thead><tbody>
+<% it.page.rows.forEach(function (s) { %><tr><td><%= s.id %></td><td><%= s.email %></td><td><%= s.name %></td><td><%= s.status %></td><td><%= s.created_at %></td><td><%= s.confirmed_at || '-' %></td></tr><% }) %>
+</tbody></table>
+<% if (it.page.next) { %><p><a rel="next" href="/admin/lists/<%= it.list.id %>?q=<%= encodeURIComponent(it.q) %>&amp;status=<%= encodeURIComponent(it.status) %>&amp;after=<%= it.page.next %>">Next page</a></p><% } %>`,
+  },
+  routes(router, ctx) {
+    router.get('/lists', async (req, res) => {
+      const [lists, accounts, mailboxes] = await Promise.all([browseLists(ctx.db), listAccounts(ctx.db), listMailboxes(ctx.db)]);
+      ctx.render(req, res, 'lists', 'Lists', { lists, accounts, mailboxes });
+    });
+    router.post('/lists', async (req, res) => {
+      const input = validate(schemas.listInput, {
+        account: numberField(req, 'account'),
+        name: field(req, 'name'),
+        mailbox: numberField(req, 'mailbox'),
+        confirm: field(req, 'confirm') === 'yes',
+      });
+      const list = await createList(ctx.db, input);
+      await ctx.redirect(req, res, `/admin/lists/${list.id}`, `List ${list.id} "${list.name}" created.`);
+    });
+    // every subscriber as CSV, read a keyset page at a time and streamed: memory stays flat on big lists
+    router.get('/lists/:id/subscribers.csv', async (req, res) => {
+      const list = await findList(ctx.db, validate(schemas.idParam, req.params.id));
+      res.set({ 'Content-Type': 'text/csv; charset=utf-8', 'Content-Disposition': `attachment; filename="list-${list.id}.csv"`, 'Cache-Control': 'no-store' });
+      res.write('email,name,status,created_at,confirmed_at\r\n');
+      let after: number | undefined;
+      do {
+        const page = await browseSubscribers(ctx.db, list.id, { after, limit: 1000 });
+        if (page.rows.length) res.write(page.rows.map((s) => [s.email, s.name, s.status, s.created_at, s.confirmed_at ?? ''].map(csvCell).join(',')).join('\r\n') + '\r\n');
+        after = page.next ? Number(page.next) : undefined;
+      } while (after);
+      res.end();
+    });
+    router.get('/lists/:id', async (req, res) => {
+      const list = await findList(ctx.db, validate(schemas.idParam, req.params.id));
+      const filter = validate<{ q?: string; status?: string; after?: number }>(subscribersQuery, req.query);
+      const status = filter.status || undefined;
+      const page = await browseSubscribers(ctx.db, list.id, { search: filter.q || undefined, status: status as (typeof SUBSCRIBER_STATUSES)[number] | undefined, after: filter.after });
+      ctx.render(req, res, 'list', `List ${list.name}`, { list, page, q: filter.q ?? '', status: status ?? '', statuses: SUBSCRIBER_STATUSES });
+    });
+  },
+};

@@ -1,0 +1,54 @@
+import * as schemas from '../../../../core/src/admin-schemas';
+import { checkSmtp } from '../../../../core/src/delivery/check';
+import { NotFound } from '../../../../core/src/errors';
+import { listAccounts } from '../../../../core/src/services/accounts';
+import { createMailbox, listMailboxes } from '../../../../core/src/services/mailboxes';
+import { validate } from '../../../../core/src/validate';
+import { ACCOUNT_SELECT, CSRF_FIELD } from '../views';
+import { field, numberField, query, type ConsolePage } from '../page';
+
+export const mailboxesPage: ConsolePage = {
+  path: '/mailboxes',
+  title: 'Mailboxes',
+  templates: {
+    mailboxes: `<table><thead><tr><th>Id</th><th>Account</th><th>Address</th><th>SMTP</th><th>Daily limit</th><th>Gap (s)</th><th></th></tr></thead><tbody>
+<% it.mailboxes.forEach(function (m) { %><tr><td><%= m.id %></td><td><%= m.account %></td><td><%= m.address %></td><td><%= m.smtp.user %>@<%= m.smtp.host %>:<%= m.smtp.port %><%= m.smtp.secure ? ' (TLS)' : '' %></td><td><%= m.daily_limit %></td><td><%= m.gap_seconds %></td><td><form method="post" action="/admin/mailboxes/<%= m.id %>/test" class="inline">${CSRF_FIELD}<button>Test SMTP</button></form></td></tr><% }) %>
+</tbody></table>
+<form method="post" action="/admin/mailboxes" class="card">${CSRF_FIELD}
+<h2>New mailbox</h2>
+${ACCOUNT_SELECT}
+<label>Address <input name="address" type="email" required></label>
+<label>Name <input name="name" maxlength="200"></label>
+<label>SMTP URL <input name="smtp" required placeholder="smtp://user:password@host:587" size="50"></label>
+<label>Daily limit <input name="daily_limit" type="number" min="0"></label>
+<label>Gap between emails (seconds) <input name="gap_seconds" type="number" min="0"></label>
+<button>Create mailbox</button>
+</form>`,
+  },
+  routes(router, ctx) {
+    router.get('/mailboxes', async (req, res) => {
+      const account = query(req, 'account');
+      const [mailboxes, accounts] = await Promise.all([listMailboxes(ctx.db, account ? Number(account) || -1 : undefined), listAccounts(ctx.db)]);
+      ctx.render(req, res, 'mailboxes', 'Mailboxes', { mailboxes, accounts, account });
+    });
+    router.post('/mailboxes', async (req, res) => {
+      const input = {
+        account: numberField(req, 'account'),
+        address: field(req, 'address'),
+        name: field(req, 'name'),
+        smtp: field(req, 'smtp'),
+        ...(field(req, 'daily_limit') ? { daily_limit: numberField(req, 'daily_limit') } : {}),
+        ...(field(req, 'gap_seconds') ? { gap_seconds: numberField(req, 'gap_seconds') } : {}),
+      };
+      const mailbox = await createMailbox(ctx.db, validate(schemas.mailboxInput, input));
+      await ctx.redirect(req, res, '/admin/mailboxes', `Mailbox ${mailbox.id} ${mailbox.address} created.`);
+    });
+    router.post('/mailboxes/:id/test', async (req, res) => {
+      const id = validate(schemas.idParam, req.params.id);
+      const mailbox = await ctx.db.mailbox.findUnique({ where: { id } });
+      if (!mailbox) throw new NotFound(`no mailbox ${id}`);
+      const { ok, message } = await checkSmtp(mailbox);
+      await ctx.redirect(req, res, '/admin/mailboxes', `SMTP ${ok ? 'works' : 'failed'} for ${mailbox.address}: ${message}`);
+    });
+  },
+};

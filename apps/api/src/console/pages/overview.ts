@@ -1,0 +1,26 @@
+import { estimatedMessageCounts, liveMessageCounts, queueDepths } from '../../../../core/src/metrics';
+import type { ConsolePage } from '../page';
+
+export const overviewPage: ConsolePage = {
+  path: '/',
+  title: 'Overview',
+  templates: {
+    overview: `<h2>Queues</h2>
+<table><thead><tr><th>Queue</th><th>Waiting</th><th>Active</th><th>Delayed</th><th>Failed</th><th>Completed</th></tr></thead><tbody>
+<% it.queues.forEach(function (q) { %><tr><td><%= q.queue %></td><td><%= q.counts.waiting %></td><td><%= q.counts.active %></td><td><%= q.counts.delayed %></td><td><%= q.counts.failed %></td><td><%= q.counts.completed %></td></tr><% }) %>
+</tbody></table>
+<p><a href="/admin/queues">Open the queue dashboard</a></p>
+<h2>Messages on their way</h2>
+<table><tbody><% it.live.forEach(function (m) { %><tr><th><%= m.status %></th><td><%= m.count %></td></tr><% }) %></tbody></table>
+<h2>Messages by status <span class="muted">(Postgres's estimate, as of its last ANALYZE)</span></h2>
+<% if (it.estimate.length) { %><table><tbody><% it.estimate.forEach(function (m) { %><tr><th><%= m.status %></th><td><%= m.count %></td></tr><% }) %></tbody></table>
+<% } else { %><p class="muted">No statistics yet.</p><% } %>
+<p><a href="/admin/messages?status=failed">Failed messages</a> · <a href="/admin/messages?status=bounced">Bounced messages</a></p>`,
+  },
+  routes(router, ctx) {
+    router.get('/', async (req, res) => {
+      const [queues, live, estimate] = await Promise.all([queueDepths(), liveMessageCounts(ctx.db), estimatedMessageCounts(ctx.db)]);
+      ctx.render(req, res, 'overview', 'Overview', { queues, live, estimate });
+    });
+  },
+};

@@ -1,0 +1,79 @@
+import { Eta } from 'eta';
+
+/**
+ * The console's templates, kept in code (they ship with `tsc` builds as they are) and rendered by eta, which escapes
+ * every `<%= %>` output. `<%~ %>` (raw) is used only for `it.body`, the page the layout wraps.
+ * No template carries a script or an inline style: the CSP allows neither.
+ */
+const LAYOUT = `<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title><%= it.title %> · mailservice console</title>
+<link rel="stylesheet" href="/admin/static/console.css">
+</head>
+<body>
+<% if (it.nav) { %>
+<header>
+<strong>mailservice</strong>
+<nav>
+<% it.nav.forEach(function (item) { %><a href="<%= item.href %>"<% if (item.current) { %> aria-current="page"<% } %>><%= item.title %></a> <% }) %>
+<a href="/admin/queues">Queues</a> <a href="/docs">API docs</a>
+</nav>
+<form method="post" action="/admin/signout" class="inline"><input type="hidden" name="_csrf" value="<%= it.csrf %>"><button>Sign out</button></form>
+</header>
+<% } %>
+<main>
+<h1><%= it.title %></h1>
+<% if (it.flash) { %><p class="flash" role="status"><%= it.flash %></p><% } %>
+<% if (it.error) { %><p class="error" role="alert"><%= it.error %></p><% } %>
+<%~ it.body %>
+</main>
+</body>
+</html>
+`;
+
+/** Helpers for page templates: a CSRF field for every form. */
+const CSRF = `<input type="hidden" name="_csrf" value="<%= it.csrf %>">`;
+
+export const CSS = `
+body{font:15px/1.45 system-ui,sans-serif;margin:0;color:#1d232b;background:#f7f8fa}
+header{display:flex;gap:1.2em;align-items:center;padding:.6em 1.2em;background:#1d3557;color:#fff;flex-wrap:wrap}
+header a{color:#dfe8f5;margin-right:.7em}header a[aria-current]{color:#fff;font-weight:600}
+main{padding:1em 1.6em;max-width:1200px}
+table{border-collapse:collapse;width:100%;background:#fff;margin:.6em 0 1.2em}
+th,td{text-align:left;padding:.35em .6em;border-bottom:1px solid #e3e6ea;vertical-align:top}
+th{background:#eef1f5;font-weight:600}
+form.card,section.card{background:#fff;border:1px solid #e3e6ea;padding:.8em 1em;margin:.8em 0}
+form.card label{display:block;margin:.4em 0}
+input,select,textarea{font:inherit;padding:.25em .4em}
+textarea{width:100%;min-height:5em}
+form.inline{display:inline}
+.flash{background:#e6f4ea;border:1px solid #9ccfa8;padding:.5em .8em}
+.error{background:#fdecea;border:1px solid #f1a9a0;padding:.5em .8em}
+.token{font-family:monospace;font-size:1.1em;background:#fff8db;padding:.4em .6em;border:1px dashed #caa400;word-break:break-all}
+.muted{color:#66707a}
+`;
+
+export const TEMPLATES: Record<string, string> = {
+  signin: `<form method="post" action="/admin/signin" class="card">${CSRF}
+<label>Admin token <input type="password" name="token" autocomplete="current-password" required autofocus></label>
+<button>Sign in</button>
+</form>`,
+  error: `<p><a href="<%= it.back %>">Back</a></p>`,
+};
+
+export const CSRF_FIELD = CSRF;
+
+/** The account and mailbox pickers of the create forms (`it.accounts`, `it.mailboxes`). */
+export const ACCOUNT_SELECT = `<label>Account <select name="account" required><% it.accounts.forEach(function (a) { %><option value="<%= a.id %>"<% if (String(a.id) === it.account) { %> selected<% } %>><%= a.id %> · <%= a.name %></option><% }) %></select></label>`;
+export const mailboxSelect = (label: string) =>
+  `<label>${label} <select name="mailbox" required><% it.mailboxes.forEach(function (m) { %><option value="<%= m.id %>"><%= m.address %> (account <%= m.account %>)</option><% }) %></select></label>`;
+
+export function createViews(pages: Record<string, string>): Eta {
+  const eta = new Eta({ autoEscape: true, cache: true, useWith: false, varName: 'it' });
+  eta.loadTemplate('@layout', LAYOUT);
+  for (const [name, text] of Object.entries({ ...TEMPLATES, ...pages })) eta.loadTemplate(`@${name}`, text);
+  return eta;
+}

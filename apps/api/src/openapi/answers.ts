@@ -1,0 +1,106 @@
+import { Joi } from '../../../core/src/validate';
+
+/**
+ * The answers of the public API as joi schemas: documentation only (the routes build their answers from typed core
+ * views), converted to JSON Schema the same way as the request schemas. test/helpers/openapi.ts checks every answer the
+ * test suite receives against them, so a field added to a view without being added here fails the suite.
+ */
+const MESSAGE_STATUSES = ['queued', 'sending', 'sent', 'deferred', 'failed', 'bounced', 'cancelled'];
+const PROSPECT_STATUSES = ['new', 'ready', 'writing', 'hold', 'later', 'replied', 'agreed', 'placed', 'lost'];
+const isoOrNull = () => Joi.string().isoDate().allow(null).required();
+
+export const refusal = Joi.object({
+  ok: Joi.valid(false).required(),
+  error: Joi.string().required().description('what was wrong, in words'),
+}).label('Refusal');
+
+export const sendAnswer = Joi.object({
+  ok: Joi.valid(true).required(),
+  id: Joi.string().required(),
+  status: Joi.string().required().description('the send as a whole: the least advanced status of its messages'),
+  messages: Joi.array()
+    .items(Joi.object({ id: Joi.string().required(), to: Joi.string().required(), status: Joi.string().valid(...MESSAGE_STATUSES).required() }))
+    .required(),
+  skipped: Joi.array()
+    .items(Joi.object({ to: Joi.string().required(), reason: Joi.string().valid('bounced', 'complained', 'stopped').required() }))
+    .required(),
+}).label('SendAnswer');
+
+export const listsAnswer = Joi.object({
+  ok: Joi.valid(true).required(),
+  lists: Joi.array()
+    .items(
+      Joi.object({
+        key: Joi.string().required(),
+        name: Joi.string().allow('').required(),
+        confirm: Joi.boolean().required(),
+        subscribers: Joi.number().integer().min(0).required(),
+      }),
+    )
+    .required(),
+}).label('ListsAnswer');
+
+export const subscribeAnswer = Joi.object({
+  ok: Joi.valid(true).required(),
+  status: Joi.string().valid('pending', 'active', 'exists', 'gone', 'suppressed').required(),
+}).label('SubscribeAnswer');
+
+export const unsubscribeAnswer = Joi.object({
+  ok: Joi.valid(true).required(),
+  status: Joi.string().valid('unsubscribed', 'gone', 'absent').required(),
+}).label('UnsubscribeAnswer');
+
+export const campaignsAnswer = Joi.object({
+  ok: Joi.valid(true).required(),
+  campaigns: Joi.array()
+    .items(
+      Joi.object({
+        id: Joi.number().integer().required(),
+        name: Joi.string().allow('').required(),
+        goal: Joi.string().required(),
+        status: Joi.string().valid('draft', 'running', 'paused').required(),
+        prospects: Joi.number().integer().min(0).required(),
+        stages: Joi.array().items(Joi.string().allow('')).required(),
+      }),
+    )
+    .required(),
+}).label('CampaignsAnswer');
+
+const prospect = Joi.object({
+  id: Joi.number().integer().required(),
+  email: Joi.string().allow('').required(),
+  name: Joi.string().allow('').required(),
+  site: Joi.string().allow('').required(),
+  status: Joi.string().valid(...PROSPECT_STATUSES).required(),
+  reason: Joi.string().allow('').required(),
+  step: Joi.number().integer().min(0).required(),
+  stage: Joi.number().integer().min(0).required(),
+  stage_name: Joi.string().allow('').required(),
+  value: Joi.number().required(),
+  reply: Joi.string().allow('').required(),
+  replied_at: isoOrNull(),
+  next_at: isoOrNull(),
+  closed_at: isoOrNull(),
+});
+
+export const prospectAnswer = Joi.object({ ok: Joi.valid(true).required(), prospect: prospect.required() }).label('ProspectAnswer');
+
+const count = () => Joi.number().integer().min(0).required();
+export const addProspectsAnswer = Joi.object({
+  ok: Joi.valid(true).required(),
+  campaign: Joi.number().integer().required(),
+  added: count(),
+  updated: count(),
+  same: count(),
+  stopped: count(),
+  invalid: count(),
+  prospects: Joi.array()
+    .items(
+      Joi.object({
+        contact: Joi.string().allow('').required(),
+        result: Joi.string().valid('added', 'updated', 'same', 'stopped', 'invalid').required(),
+        id: Joi.number().integer().allow(null).required(),
+      }),
+    )
+    .required(),
+}).label('AddProspectsAnswer');

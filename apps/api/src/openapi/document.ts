@@ -1,0 +1,125 @@
+import parse from 'joi-to-json';
+import type Joi from 'joi';
+import { addProspectsInput, outcomeInput, prospectQuery } from '../../../core/src/outreach/schemas';
+import { sendSchema } from '../../../core/src/sending/schema';
+import { subscriberInput, unsubscribeInput } from '../../../core/src/subscribers/schema';
+import * as answers from './answers';
+
+type JsonSchema = Record<string, unknown>;
+
+/** One operation of the public API: the joi schemas that validate its request and describe each of its answers. */
+interface Operation {
+  method: 'get' | 'post' | 'delete';
+  path: string;
+  summary: string;
+  body?: Joi.Schema;
+  query?: Joi.Schema;
+  /** the prospects permission of the key (403 without it) */
+  prospects?: boolean;
+  answers: Record<number, Joi.Schema>;
+}
+
+const R = answers.refusal;
+/** Every operation may answer these: no or a bad key, and a fault (with a request id in the message). */
+const ALWAYS = { 401: R, 500: R };
+/** And every operation that takes a JSON body: malformed JSON, over 1 MB, not UTF-8. */
+const WITH_BODY = { 400: R, 413: R, 415: R };
+
+export const OPERATIONS: Operation[] = [
+  {
+    method: 'post', path: '/send', summary: 'Send an email (spec 4.1)', body: sendSchema,
+    answers: { 200: answers.sendAnswer, 202: answers.sendAnswer, ...WITH_BODY, 403: R, 409: R, 422: R, 429: R },
+  },
+  { method: 'get', path: '/send/{id}', summary: 'A send and its messages', answers: { 200: answers.sendAnswer, 404: R } },
+  { method: 'get', path: '/lists', summary: "The key's account's lists (spec 4.2)", answers: { 200: answers.listsAnswer } },
+  {
+    method: 'post', path: '/subscribers', summary: 'Add a subscriber, double opt-in (spec 4.3)', body: subscriberInput,
+    answers: { 200: answers.subscribeAnswer, ...WITH_BODY, 404: R, 429: R },
+  },
+  {
+    method: 'delete', path: '/subscribers', summary: 'Unsubscribe (spec 4.4); the fields as body or query', query: unsubscribeInput,
+    answers: { 200: answers.unsubscribeAnswer, ...WITH_BODY, 404: R },
+  },
+  { method: 'get', path: '/campaigns', summary: "The key's account's campaigns (spec 4.5)", prospects: true, answers: { 200: answers.campaignsAnswer } },
+  {
+    method: 'post', path: '/prospects', summary: 'Add prospects to a campaign (spec 4.6)', body: addProspectsInput, prospects: true,
+    answers: { 200: answers.addProspectsAnswer, ...WITH_BODY, 404: R },
+  },
+  {
+    method: 'get', path: '/prospects', summary: 'Look a prospect up (spec 4.7)', query: prospectQuery, prospects: true,
+    answers: { 200: answers.prospectAnswer, 400: R, 404: R },
+  },
+  {
+    method: 'post', path: '/prospects/state', summary: 'Report an outcome (spec 4.8)', body: outcomeInput, prospects: true,
+    answers: { 200: answers.prospectAnswer, ...WITH_BODY, 404: R, 409: R },
+  },
+];
+
+/** joi-to-json names joi extensions by their type: the tags type of subscribers is an array of strings or one string. */
+function fixExtensions(node: unknown): unknown {
+  if (Array.isArray(node)) return node.map(fixExtensions);
+  if (!node || typeof node !== 'object') return node;
+  const object = node as JsonSchema;
+  if (object.type === 'tags') {
+    const { type: _tags, ...rest } = object;
+    return { ...rest, anyOf: [{ type: 'array', items: { type: 'string' } }, { type: 'string', description: 'tags separated by spaces' }] };
+  }
+  return Object.fromEntries(Object.entries(object).map(([k, v]) => [k, fixExtensions(v)]));
+}
+
+export const toJsonSchema = (schema: Joi.Schema): JsonSchema => fixExtensions(parse(schema, 'open-api-3.1')) as JsonSchema;
+
+const STATUS_TEXT: Record<number, string> = {
+  200: 'OK', 202: 'Accepted: queued', 400: 'A field is malformed (named in error)', 401: 'The API key is missing, unknown or revoked',
+  403: 'Not allowed for this key', 404: 'Not found (or another account\'s)', 409: 'Conflict', 413: 'Over 1 MB', 415: 'Not UTF-8 JSON',
+  422: 'Nobody to write to, or an Idempotency-Key reused', 429: 'A limit is reached (Retry-After)', 500: 'Internal error',
+};
+
+function queryParameters(query: Joi.Schema): JsonSchema[] {
+  const schema = toJsonSchema(query) as { properties?: Record<string, JsonSchema>; required?: string[] };
+  return Object.entries(schema.properties ?? {}).map(([name, property]) => ({
+    name, in: 'query', required: schema.required?.includes(name) ?? false, schema: property,
+  }));
+}
+
+let built: JsonSchema | undefined;
+
+/** The OpenAPI 3.1 document of the public API (DESIGN section 9), built once from the schemas above. */
+export function openApiDocument(): JsonSchema {
+  if (built) return built;
+  const schemas: Record<string, JsonSchema> = {};
+  const ref = (schema: Joi.Schema): JsonSchema => {
+    const name = schema._flags.label as string | undefined;
+    if (!name) return toJsonSchema(schema);
+    schemas[name] ??= toJsonSchema(schema);
+    return { $ref: `#/components/schemas/${name}` };
+  };
+  const paths: Record<string, Record<string, JsonSchema>> = {};
+  for (const op of OPERATIONS) {
+    const all: Record<number, Joi.Schema> = { ...ALWAYS, ...op.answers };
+    if (op.prospects) all[403] = R;
+    const responses = Object.fromEntries(
+      Object.entries(all).map(([status, schema]) => [status, { description: STATUS_TEXT[Number(status)] ?? String(status), content: { 'application/json': { schema: ref(schema) } } }]),
+    );
+    const parameters: JsonSchema[] = [];
+    if (op.path.includes('{id}')) parameters.push({ name: 'id', in: 'path', required: true, schema: { type: 'string' } });
+    if (op.query) parameters.push(...queryParameters(op.query));
+    (paths[op.path] ??= {})[op.method] = {
+      summary: op.summary,
+      operationId: `${op.method}${op.path.replace(/\{(\w+)\}/g, 'By_$1').replace(/\/(\w)/g, (_, c: string) => c.toUpperCase()).replace(/\W/g, '')}`,
+      ...(parameters.length ? { parameters } : {}),
+      ...(op.body ? { requestBody: { required: true, content: { 'application/json': { schema: toJsonSchema(op.body) } } } } : {}),
+      ...(op.query && op.method !== 'get' ? { requestBody: { required: false, content: { 'application/json': { schema: toJsonSchema(op.query) } } } } : {}),
+      responses,
+    };
+  }
+  built = {
+    openapi: '3.1.0',
+    info: { title: 'mailservice public API', version: '1', description: 'Transactional sending, lists and outreach. Authenticate with `Authorization: Bearer <API key>`.' },
+    servers: [{ url: '/api/v1' }],
+    security: [{ bearer: [] }],
+    paths,
+    components: { schemas, securitySchemes: { bearer: { type: 'http', scheme: 'bearer' } } },
+  };
+  return built;
+}

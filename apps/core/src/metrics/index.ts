@@ -1,0 +1,136 @@
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import type { Db } from '../db';
+import { QUEUE, queue } from '../queues';
+
+/**
+ * The Prometheus metrics of DESIGN section 9, one registry per process. The API serves it at GET /metrics (admin
+ * token), a worker on WORKER_METRICS_PORT (worker-metrics.ts). Every metric is defined here, including those other
+ * features increment (webhooks, inbound): a feature imports `metrics` and calls `.inc()`, nothing registers itself.
+ */
+export const registry = new Registry();
+collectDefaultMetrics({ register: registry, prefix: 'mailservice_' });
+
+const QUEUE_STATES = ['waiting', 'active', 'delayed', 'failed', 'completed', 'prioritized', 'waiting-children'] as const;
+/** Live statuses are counted exactly up to this many rows each (an index range on (status, not_before)). */
+export const LIVE_COUNT_CAP = 100_000;
+const LIVE_STATUSES = ['queued', 'sending', 'deferred'] as const;
+
+/** Jobs per queue and state, straight from BullMQ (a few Redis calls per queue). */
+export async function queueDepths(): Promise<{ queue: string; counts: Record<string, number> }[]> {
+  return Promise.all(Object.values(QUEUE).map(async (name) => ({ queue: name as string, counts: await queue(name).getJobCounts(...QUEUE_STATES) })));
+}
+
+/** Exact counts of the messages still on their way (bounded: an index range per status, at most LIVE_COUNT_CAP rows each). */
+export async function liveMessageCounts(db: Db): Promise<{ status: string; count: number }[]> {
+  const rows = await db.$queryRawUnsafe<{ status: string; n: bigint }[]>(
+    LIVE_STATUSES.map((s) => `SELECT '${s}' AS status, count(*) AS n FROM (SELECT 1 FROM messages WHERE status = '${s}' LIMIT ${LIVE_COUNT_CAP}) x`).join(' UNION ALL '),
+  );
+  return rows.map((r) => ({ status: r.status, count: Number(r.n) }));
+}
+
+/** Messages by status as Postgres's statistics estimate them (reltuples x most-common-value frequencies): no scan at all. */
+export async function estimatedMessageCounts(db: Db): Promise<{ status: string; count: number }[]> {
+  const rows = await db.$queryRawUnsafe<{ status: string; n: number }[]>(
+    `SELECT v.status, round(greatest(c.reltuples, 0) * v.freq)::float8 AS n
+       FROM pg_class c,
+            LATERAL (SELECT unnest(s.most_common_vals::text::text[]) AS status, unnest(s.most_common_freqs) AS freq
+                       FROM pg_stats s WHERE s.schemaname = current_schema() AND s.tablename = 'messages' AND s.attname = 'status') v
+      WHERE c.oid = 'messages'::regclass`,
+  );
+  return rows.map((r) => ({ status: r.status, count: Number(r.n) }));
+}
+
+/** Set once by the process that can read them (the API): the gauges read Redis and Postgres at scrape time only. */
+let source: { db: Db } | undefined;
+
+export const metrics = {
+  httpSeconds: new Histogram({
+    name: 'mailservice_http_request_duration_seconds',
+    help: 'HTTP requests by method, route (the Express route pattern) and status',
+    labelNames: ['method', 'route', 'status'] as const,
+    buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+    registers: [registry],
+  }),
+  queueJobs: new Gauge({
+    name: 'mailservice_queue_jobs',
+    help: 'Jobs per BullMQ queue and state (getJobCounts at scrape time)',
+    labelNames: ['queue', 'state'] as const,
+    registers: [registry],
+    async collect() {
+      if (!source) return;
+      this.reset();
+      for (const { queue: name, counts } of await queueDepths()) {
+        for (const state of QUEUE_STATES) this.set({ queue: name, state }, counts[state] ?? 0);
+      }
+    },
+  }),
+  messagesLive: new Gauge({
+    name: 'mailservice_messages_live',
+    help: `Messages still on their way, exact up to ${LIVE_COUNT_CAP} per status (read through the (status, not_before) index)`,
+    labelNames: ['status'] as const,
+    registers: [registry],
+    async collect() {
+      if (!source) return;
+      for (const row of await liveMessageCounts(source.db)) this.set({ status: row.status }, row.count);
+    },
+  }),
+  messagesEstimate: new Gauge({
+    name: 'mailservice_messages_estimate',
+    help: "Messages by status, estimated from Postgres's statistics (pg_class.reltuples x pg_stats frequencies, as fresh as the last ANALYZE); no table scan",
+    labelNames: ['status'] as const,
+    registers: [registry],
+    async collect() {
+      if (!source) return;
+      const rows = await estimatedMessageCounts(source.db);
+      this.reset();
+      for (const row of rows) this.set({ status: row.status }, row.count);
+    },
+  }),
+  deliveries: new Counter({
+    name: 'mailservice_deliveries_total',
+    help: 'SMTP delivery attempts by result (sent, deferred, failed, bounced)',
+    labelNames: ['result'] as const,
+    registers: [registry],
+  }),
+  smtpSeconds: new Histogram({
+    name: 'mailservice_smtp_seconds',
+    help: 'Duration of one SMTP conversation, by outcome (ok, error)',
+    labelNames: ['outcome'] as const,
+    buckets: [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60],
+    registers: [registry],
+  }),
+  /** for the webhook deliverer: result is delivered, failed (will retry) or dead (gave up) */
+  webhookDeliveries: new Counter({
+    name: 'mailservice_webhook_deliveries_total',
+    help: 'Webhook delivery attempts by result (delivered, failed, dead)',
+    labelNames: ['result'] as const,
+    registers: [registry],
+  }),
+  webhookSeconds: new Histogram({
+    name: 'mailservice_webhook_seconds',
+    help: 'Duration of one webhook POST',
+    buckets: [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+    registers: [registry],
+  }),
+  /** for inbound mail: kind is reply, auto_reply, bounce, complaint or other */
+  inboundMessages: new Counter({
+    name: 'mailservice_inbound_messages_total',
+    help: 'Inbound emails read from mailboxes, by what they were classified as',
+    labelNames: ['kind'] as const,
+    registers: [registry],
+  }),
+  inboundPolls: new Counter({
+    name: 'mailservice_inbound_polls_total',
+    help: 'IMAP polls of a mailbox by result (ok, error)',
+    labelNames: ['result'] as const,
+    registers: [registry],
+  }),
+};
+
+/** The API process reads queue depths and message counts at scrape time; a worker only reports its own counters. */
+export function readStateFrom(db: Db): void {
+  source = { db };
+}
+
+export const scrape = () => registry.metrics();
+export const contentType = registry.contentType;

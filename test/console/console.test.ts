@@ -1,0 +1,226 @@
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import path from 'node:path';
+import request from 'supertest';
+import { chromium, type Browser, type Page } from 'playwright-core';
+import { db } from '../../apps/core/src/db';
+import { ADMIN_TOKEN, useApi } from '../helpers/api';
+import { makeKey } from '../helpers/factories';
+import { SmtpSink } from '../helpers/smtp-sink';
+
+/**
+ * The admin console in a real browser (Debian's chromium driven by playwright-core): every step goes through the forms.
+ * Any request to a host other than this loopback server fails the test.
+ */
+// a browser on a busy 2-core machine: steps of a few seconds each
+jest.setTimeout(90_000);
+
+const CHROMIUM = process.env.CHROMIUM_PATH || '/usr/bin/chromium';
+const ctx = useApi();
+let server: http.Server;
+let base: string;
+let browser: Browser;
+let page: Page;
+const external: string[] = [];
+const LOOPBACK = new Set(['127.0.0.1', 'localhost', '[::1]']);
+
+beforeAll(async () => {
+  server = http.createServer(ctx.api.app);
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  browser = await chromium.launch({
+    executablePath: CHROMIUM,
+    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+  });
+  const context = await browser.newContext();
+  // anything not loopback is noted (and never leaves the machine)
+  await context.route('**/*', (route) => {
+    const url = new URL(route.request().url());
+    if (url.protocol !== 'data:' && !LOOPBACK.has(url.hostname)) {
+      external.push(route.request().url());
+      return route.abort();
+    }
+    return route.continue();
+  });
+  page = await context.newPage();
+}, 60_000);
+
+afterAll(async () => {
+  await browser?.close();
+  await new Promise((resolve) => server?.close(resolve));
+});
+
+afterEach(() => {
+  expect(external).toEqual([]);
+});
+
+const flash = () => page.locator('.flash').innerText();
+const go = (p: string) => page.goto(base + p);
+
+describe('the admin console', () => {
+  let token = '';
+
+  it('asks for the admin token and signs in into an HttpOnly SameSite=Strict cookie', async () => {
+    await go('/admin');
+    expect(new URL(page.url()).pathname).toBe('/admin/signin');
+    await page.fill('input[name=token]', 'wrong-token-0123456789');
+    await page.click('button:has-text("Sign in")');
+    expect(await page.locator('.error').innerText()).toMatch(/not the admin token/);
+    await page.fill('input[name=token]', ADMIN_TOKEN);
+    await page.click('button:has-text("Sign in")');
+    expect(await flash()).toBe('Signed in.');
+    const [cookie] = await page.context().cookies();
+    expect(cookie).toMatchObject({ name: 'ms_console', httpOnly: true, sameSite: 'Strict', path: '/admin' });
+    const res = await page.request.get(`${base}/admin`);
+    expect(res.headers()['content-security-policy']).toMatch(/default-src 'none'/);
+    expect(res.headers()['content-security-policy']).not.toMatch(/script-src|unsafe-inline/);
+    expect(await res.text()).not.toMatch(/<script/i);
+  });
+
+  it('creates an account and a mailbox through the forms', async () => {
+    await go('/admin/accounts');
+    await page.fill('input[name=name]', 'Acme <b>Ltd</b>');
+    await page.click('button:has-text("Create account")');
+    expect(await flash()).toMatch(/^Account \d+ "Acme <b>Ltd<\/b>" created\.$/);
+    // escaped, not markup
+    expect(await page.locator('td', { hasText: 'Acme <b>Ltd</b>' }).count()).toBe(1);
+
+    await go('/admin/mailboxes');
+    await page.fill('input[name=address]', 'hello@acme.test');
+    await page.fill('input[name=smtp]', 'smtp://user:secret@127.0.0.1:2525');
+    await page.click('button:has-text("Create mailbox")');
+    expect(await flash()).toMatch(/Mailbox \d+ hello@acme.test created/);
+    expect(await page.content()).not.toContain('secret');
+
+    // "test connection": nothing listens on that port; then a real SMTP server that asks for the login
+    await page.click('button:has-text("Test SMTP")');
+    expect(await flash()).toMatch(/^SMTP failed for hello@acme\.test: 127\.0\.0\.1:2525: .*ECONNREFUSED/);
+    const sink = await new SmtpSink({ user: 'user', pass: 'secret' }).start();
+    try {
+      await go('/admin/mailboxes');
+      await page.fill('input[name=address]', 'sink@acme.test');
+      await page.fill('input[name=smtp]', sink.url);
+      await page.click('button:has-text("Create mailbox")');
+      await page.locator('tr', { hasText: 'sink@acme.test' }).locator('button:has-text("Test SMTP")').click();
+      expect(await flash()).toMatch(/^SMTP works for sink@acme\.test: .* accepted the connection and the login$/);
+    } finally {
+      await sink.stop();
+    }
+  });
+
+  it('creates a key, shows its token once, and revokes it', async () => {
+    await go('/admin/keys');
+    await page.fill('input[name=name]', 'website');
+    await page.click('button:has-text("Create key")');
+    token = await page.locator('#new-token').innerText();
+    expect(token).toMatch(/^msk_/);
+    const lists = await request(ctx.api.app).get('/api/v1/lists').set('Authorization', `Bearer ${token}`);
+    expect(lists.status).toBe(200);
+
+    await go('/admin/keys');
+    expect(await page.content()).not.toContain(token);
+    await page.click('button:has-text("Revoke")');
+    expect(await flash()).toMatch(/Key \d+ "website" revoked/);
+    const refused = await request(ctx.api.app).get('/api/v1/lists').set('Authorization', `Bearer ${token}`);
+    expect(refused.status).toBe(401);
+  });
+
+  it('creates a list and a campaign, starts and pauses the campaign', async () => {
+    await go('/admin/lists');
+    await page.fill('input[name=name]', 'Newsletter');
+    await page.click('button:has-text("Create list")');
+    expect(await flash()).toMatch(/List \d+ "Newsletter" created/);
+    const list = await db().list.findFirstOrThrow({ where: { name: 'Newsletter' } });
+
+    // thousands of rows are paged, filtered and exported
+    await db().subscriber.createMany({
+      data: Array.from({ length: 1200 }, (_, i) => ({ listId: list.id, email: `reader${String(i).padStart(4, '0')}@example.org`, name: i === 7 ? '=HYPERLINK("x")' : `Reader ${i}`, status: i % 3 ? 'active' : 'pending' })),
+    });
+    await go(`/admin/lists/${list.id}`);
+    expect(await page.locator('tbody tr').count()).toBe(50);
+    await page.click('a[rel=next]');
+    expect(await page.locator('tbody tr').first().innerText()).toMatch(/reader0050@example\.org/);
+    await page.fill('input[name=q]', 'reader011');
+    await page.selectOption('select[name=status]', 'pending');
+    await page.click('button:has-text("Filter")');
+    // reader0110..0119, every third pending: 0111, 0114, 0117
+    expect(await page.locator('tbody tr td:nth-child(2)').allInnerTexts()).toEqual(['reader0111@example.org', 'reader0114@example.org', 'reader0117@example.org']);
+    const csv = await page.request.get(`${base}/admin/lists/${list.id}/subscribers.csv`);
+    expect(csv.status()).toBe(200);
+    const lines = (await csv.text()).trim().split('\r\n');
+    expect(lines).toHaveLength(1201);
+    expect(lines[0]).toBe('email,name,status,created_at,confirmed_at');
+    expect(lines[8]).toMatch(/^reader0007@example\.org,"'=HYPERLINK\(""x""\)",active,/);
+
+    await go('/admin/campaigns');
+    await page.fill('input[name=name]', 'Outreach');
+    await page.selectOption('select[name=goal]', 'links');
+    await page.fill('input[name=subject]', 'Hello {{name}}');
+    await page.fill('textarea[name=body]', 'A short note.');
+    await page.click('button:has-text("Create campaign")');
+    expect(await flash()).toMatch(/Campaign \d+ "Outreach" created \(draft\)/);
+    await page.click('button:has-text("Start")');
+    expect(await flash()).toMatch(/"Outreach" is running/);
+    await page.click('button:has-text("Pause")');
+    expect(await flash()).toMatch(/"Outreach" is paused/);
+    expect((await db().campaign.findFirstOrThrow({ where: { name: 'Outreach' } })).status).toBe('paused');
+    await page.click('a:has-text("Outreach")');
+    expect(await page.locator('h1').innerText()).toBe('Campaign Outreach');
+    expect(await page.locator('tbody tr').first().innerText()).toMatch(/1\s+0\s+Hello \{\{name\}\}\s+A short note\./);
+    await page.click('button:has-text("Resume")');
+    expect(await flash()).toMatch(/"Outreach" is running/);
+  });
+
+  it('finds a message by its recipient', async () => {
+    const mailbox = await db().mailbox.findFirstOrThrow({ where: { address: 'hello@acme.test' } });
+    const { token: sender } = await makeKey(mailbox.accountId, mailbox.id);
+    for (const to of ['someone@example.test', 'other@example.test']) {
+      const sent = await request(ctx.api.app).post('/api/v1/send').set('Authorization', `Bearer ${sender}`).send({ to, subject: `For ${to}`, text: 'hi' });
+      expect(sent.status).toBe(202);
+    }
+    await go('/admin/messages');
+    await page.fill('input[name=to]', 'someone@example.test');
+    await page.click('button:has-text("Find")');
+    const rows = page.locator('tbody tr');
+    expect(await rows.count()).toBe(1);
+    expect(await rows.first().innerText()).toMatch(/someone@example\.test\s+For someone@example\.test\s+queued/);
+    if (process.env.CONSOLE_SCREENSHOT) {
+      await go('/admin/campaigns');
+      await page.setViewportSize({ width: 1200, height: 760 });
+      await page.screenshot({ path: path.join(__dirname, '../../docs/console.png') });
+    }
+  });
+
+  it('refuses a POST without the CSRF token, and changes nothing', async () => {
+    const before = await db().account.count();
+    const res = await page.request.post(`${base}/admin/accounts`, { form: { name: 'forged' } });
+    expect(res.status()).toBe(403);
+    expect(await res.text()).toMatch(/CSRF token missing or wrong/);
+    const wrong = await page.request.post(`${base}/admin/accounts`, { form: { name: 'forged', _csrf: 'guess' } });
+    expect(wrong.status()).toBe(403);
+    expect(await db().account.count()).toBe(before);
+  });
+
+  it('renders the API reference at /docs from the service alone', async () => {
+    await go('/docs');
+    await page.locator('.opblock').first().waitFor({ timeout: 20_000 });
+    expect(await page.locator('.opblock').count()).toBe(9);
+    expect(await page.locator('.opblock-summary-path', { hasText: '/prospects/state' }).count()).toBe(1);
+    if (process.env.CONSOLE_SCREENSHOT) await page.screenshot({ path: path.join(__dirname, '../../docs/api-docs.png') });
+  });
+
+  it('leaves the admin API its JSON answers', async () => {
+    const res = await page.request.get(`${base}/admin/api/nowhere`, { headers: { Authorization: `Bearer ${ADMIN_TOKEN}` } });
+    expect(res.status()).toBe(404);
+    expect(await res.json()).toEqual({ ok: false, error: 'no route GET /admin/api/nowhere' });
+  });
+
+  it('fails on a request to another host (the guard itself works)', async () => {
+    const probe = await page.context().newPage();
+    await probe.setContent('<p>probe</p>');
+    await probe.evaluate(() => fetch('https://cdn.example.com/x.js').catch(() => undefined));
+    await probe.close();
+    expect(external).toEqual(['https://cdn.example.com/x.js']);
+    external.length = 0;
+  });
+});
