@@ -81,6 +81,18 @@ const prospect = Joi.object({
   replied_at: isoOrNull(),
   next_at: isoOrNull(),
   closed_at: isoOrNull(),
+  /** links campaigns: the page given with `url` and the last check's findings (docs/links.md) */
+  link: Joi.object({
+    url: Joi.string().required(),
+    found: Joi.boolean().required(),
+    href: Joi.string().allow('').required(),
+    anchor: Joi.string().allow('').required(),
+    rel: Joi.string().allow('').required(),
+    error: Joi.string().allow('').required(),
+    checked_at: isoOrNull(),
+  })
+    .allow(null)
+    .required(),
 });
 
 export const prospectAnswer = Joi.object({ ok: Joi.valid(true).required(), prospect: prospect.required() }).label('ProspectAnswer');

@@ -16,6 +16,8 @@ interface Operation {
   query?: Joi.Schema;
   /** the prospects permission of the key (403 without it) */
   prospects?: boolean;
+  /** takes an Idempotency-Key (DESIGN section 11): 409 while the first request is in flight, 422 for another body */
+  idempotent?: boolean;
   answers: Record<number, Joi.Schema>;
 }
 
@@ -27,22 +29,22 @@ const WITH_BODY = { 400: R, 413: R, 415: R };
 
 export const OPERATIONS: Operation[] = [
   {
-    method: 'post', path: '/send', summary: 'Send an email (spec 4.1)', body: sendSchema,
+    method: 'post', path: '/send', summary: 'Send an email (spec 4.1)', body: sendSchema, idempotent: true,
     answers: { 200: answers.sendAnswer, 202: answers.sendAnswer, ...WITH_BODY, 403: R, 409: R, 422: R, 429: R },
   },
   { method: 'get', path: '/send/{id}', summary: 'A send and its messages', answers: { 200: answers.sendAnswer, 404: R } },
   { method: 'get', path: '/lists', summary: "The key's account's lists (spec 4.2)", answers: { 200: answers.listsAnswer } },
   {
-    method: 'post', path: '/subscribers', summary: 'Add a subscriber, double opt-in (spec 4.3)', body: subscriberInput,
+    method: 'post', path: '/subscribers', summary: 'Add a subscriber, double opt-in (spec 4.3)', body: subscriberInput, idempotent: true,
     answers: { 200: answers.subscribeAnswer, ...WITH_BODY, 404: R, 429: R },
   },
   {
-    method: 'delete', path: '/subscribers', summary: 'Unsubscribe (spec 4.4); the fields as body or query', query: unsubscribeInput,
+    method: 'delete', path: '/subscribers', summary: 'Unsubscribe (spec 4.4); the fields as body or query', query: unsubscribeInput, idempotent: true,
     answers: { 200: answers.unsubscribeAnswer, ...WITH_BODY, 404: R },
   },
   { method: 'get', path: '/campaigns', summary: "The key's account's campaigns (spec 4.5)", prospects: true, answers: { 200: answers.campaignsAnswer } },
   {
-    method: 'post', path: '/prospects', summary: 'Add prospects to a campaign (spec 4.6)', body: addProspectsInput, prospects: true,
+    method: 'post', path: '/prospects', summary: 'Add prospects to a campaign (spec 4.6)', body: addProspectsInput, prospects: true, idempotent: true,
     answers: { 200: answers.addProspectsAnswer, ...WITH_BODY, 404: R },
   },
   {
@@ -50,7 +52,7 @@ export const OPERATIONS: Operation[] = [
     answers: { 200: answers.prospectAnswer, 400: R, 404: R },
   },
   {
-    method: 'post', path: '/prospects/state', summary: 'Report an outcome (spec 4.8)', body: outcomeInput, prospects: true,
+    method: 'post', path: '/prospects/state', summary: 'Report an outcome (spec 4.8)', body: outcomeInput, prospects: true, idempotent: true,
     answers: { 200: answers.prospectAnswer, ...WITH_BODY, 404: R, 409: R },
   },
 ];
@@ -98,12 +100,19 @@ export function openApiDocument(): JsonSchema {
   for (const op of OPERATIONS) {
     const all: Record<number, Joi.Schema> = { ...ALWAYS, ...op.answers };
     if (op.prospects) all[403] = R;
+    if (op.idempotent) Object.assign(all, { 409: R, 422: R });
     const responses = Object.fromEntries(
       Object.entries(all).map(([status, schema]) => [status, { description: STATUS_TEXT[Number(status)] ?? String(status), content: { 'application/json': { schema: ref(schema) } } }]),
     );
     const parameters: JsonSchema[] = [];
     if (op.path.includes('{id}')) parameters.push({ name: 'id', in: 'path', required: true, schema: { type: 'string' } });
     if (op.query) parameters.push(...queryParameters(op.query));
+    if (op.idempotent) {
+      parameters.push({
+        name: 'Idempotency-Key', in: 'header', required: false, schema: { type: 'string', minLength: 1, maxLength: 200 },
+        description: 'replays the first answer (Idempotent-Replayed: true) for 24 h; see docs/idempotency.md',
+      });
+    }
     (paths[op.path] ??= {})[op.method] = {
       summary: op.summary,
       operationId: `${op.method}${op.path.replace(/\{(\w+)\}/g, 'By_$1').replace(/\/(\w)/g, (_, c: string) => c.toUpperCase()).replace(/\W/g, '')}`,
