@@ -17,6 +17,7 @@ import { listMessages } from '../apps/core/src/services/messages';
 import { migrate } from '../apps/core/src/migrate';
 import { config } from '../apps/core/src/config';
 import { validate } from '../apps/core/src/validate';
+import { WEBHOOK_HELP, webhookCommand, webhookOptions } from './admin-webhooks';
 
 const HELP = `usage: npm run admin -- <command> [options]
 
@@ -31,7 +32,7 @@ const HELP = `usage: npm run admin -- <command> [options]
   campaign create --account ID --name NAME --goal GOAL --mailbox ID --steps FILE.json [--stages a,b,c] [--status draft|running|paused]
   campaign set ID [--status S] [--name NAME] [--steps FILE.json] [--stages a,b,c]
   messages [--to ADDRESS] [--limit N]
-`;
+${WEBHOOK_HELP}`;
 
 const options = {
   name: { type: 'string' },
@@ -50,6 +51,7 @@ const options = {
   to: { type: 'string' },
   limit: { type: 'string' },
   help: { type: 'boolean', short: 'h' },
+  ...webhookOptions,
 } as const;
 
 type Flags = Partial<Record<keyof typeof options, string | boolean>>;
@@ -60,6 +62,7 @@ const stagesFrom = (list: unknown) => (typeof list === 'string' ? list.split(','
 async function run(command: string[], flags: Flags): Promise<unknown> {
   const [resource, action, arg] = command;
   const d = db();
+  if (resource === 'webhook') return webhookCommand(d, action, arg, flags);
   switch (`${resource} ${action ?? ''}`.trim()) {
     case 'account create':
       return { account: await createAccount(d, validate(schemas.accountInput, { name: flags.name })) };

@@ -15,6 +15,8 @@ export interface Config {
   readonly secretKey: Buffer;
   readonly workerConcurrency: number;
   readonly stateDir: string;
+  /** the first webhook retry's delay; each next one is 4 times longer */
+  readonly webhookRetryBaseMs: number;
 }
 
 export class ConfigError extends Error {}
@@ -109,6 +111,7 @@ export function loadConfig(): Config {
     secretKey: parseSecretKey(secretKey),
     workerConcurrency: integer('WORKER_CONCURRENCY', 20, 1, 1000),
     stateDir,
+    webhookRetryBaseMs: integer('WEBHOOK_RETRY_BASE_MS', 30_000, 1, 86_400_000),
   });
 }
 

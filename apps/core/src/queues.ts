@@ -15,6 +15,8 @@ export const QUEUE = {
   sequence: 'sequence',
   /** repeatable housekeeping: re-queue stranded messages, claim due prospects, expire idempotency records */
   maintenance: 'maintenance',
+  /** one job per (event, webhook): POST the event to the endpoint, signed */
+  webhook: 'webhook',
 } as const;
 export type QueueName = (typeof QUEUE)[keyof typeof QUEUE];
 
@@ -23,6 +25,7 @@ export interface JobPayloads {
   delivery: { messageId: string } | DispatchPayload;
   sequence: { prospectId: number; step: number };
   maintenance: { task: 'reconcile' | 'schedule' | 'cleanup' };
+  webhook: { eventId: string; webhookId: number };
 }
 
 /** A batch of rows to put on the delivery queue; `notBefore` in epoch milliseconds (send_at), or null. */
@@ -39,6 +42,7 @@ export const jobId = {
   /** named after the batch's first row: a row is accepted once, so no two batches share it */
   dispatch: (firstMessageId: string) => `fan-${firstMessageId}`,
   sequence: (prospectId: number, step: number) => `seq-${prospectId}-${step}`,
+  webhook: (eventId: string, webhookId: number) => `wh-${eventId}-${webhookId}`,
 };
 
 /** Attempts, backoff and retention per queue. */
@@ -60,7 +64,21 @@ export const JOB_OPTIONS: Record<QueueName, JobsOptions> = {
   },
   // Housekeeping runs again on its own schedule: no retries, keep little.
   maintenance: { attempts: 1, removeOnComplete: { count: 50 }, removeOnFail: { count: 50 } },
+  // Receivers go down for hours: 1 try + 7 retries at WEBHOOK_RETRY_BASE_MS x 4^n (30 s ... 8 h 32 min, about 1.9 days
+  // in all). Finished jobs stay a day so that a fan-out repeated after a crash finds their ids and adds nothing.
+  webhook: {
+    attempts: 8,
+    backoff: { type: 'webhook' },
+    removeOnComplete: { age: 24 * 3600 },
+    removeOnFail: { age: 7 * 24 * 3600 },
+  },
 };
+
+/** The wait before retry n (1-based) of a webhook job: WEBHOOK_RETRY_BASE_MS x 4^(n-1). Workers pass it to BullMQ. */
+export function retryDelayMs(attemptsMade: number, type?: string): number {
+  if (type !== 'webhook') throw new Error(`no backoff strategy named ${type}`);
+  return config().webhookRetryBaseMs * 4 ** Math.max(0, attemptsMade - 1);
+}
 
 /** BullMQ's connection options from REDIS_URL. */
 export function queueConnection(): ConnectionOptions {

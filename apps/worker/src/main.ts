@@ -1,10 +1,11 @@
-import { closeDb } from '../../core/src/db';
+import { closeDb, db } from '../../core/src/db';
 import { closeTransports } from '../../core/src/delivery/transport';
 import { logger } from '../../core/src/logger';
 import { closeQueues } from '../../core/src/queues';
 import { closeRedis } from '../../core/src/redis';
 import { tuneRuntime } from '../../core/src/runtime';
 import { preflight } from '../../core/src/startup';
+import { startDispatcher } from '../../core/src/webhooks/dispatch';
 import { createWorkers, scheduleMaintenance } from './workers';
 
 async function main(): Promise<void> {
@@ -12,6 +13,8 @@ async function main(): Promise<void> {
   await preflight('worker');
   const workers = createWorkers();
   await scheduleMaintenance();
+  // the event outbox's fan-out to webhook jobs
+  const dispatcher = startDispatcher(db());
   logger.info({ queues: workers.map((w) => w.name) }, 'worker started');
 
   let stopping = false;
@@ -20,6 +23,7 @@ async function main(): Promise<void> {
     if (stopping) return;
     stopping = true;
     logger.info({ signal }, 'worker stopping');
+    await dispatcher.stop();
     await Promise.all(workers.map((w) => w.close()));
     closeTransports();
     await closeQueues();

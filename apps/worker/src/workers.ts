@@ -3,15 +3,17 @@ import { config } from '../../core/src/config';
 import { logger } from '../../core/src/logger';
 import { registerSequenceGuard } from '../../core/src/outreach/guard';
 import { registerConfirmationGuard } from '../../core/src/subscribers/guard';
-import { QUEUE, queue, queueConnection, queuePrefix, type JobPayloads, type QueueName } from '../../core/src/queues';
+import { QUEUE, queue, queueConnection, queuePrefix, retryDelayMs, type JobPayloads, type QueueName } from '../../core/src/queues';
 import { processDelivery } from './processors/delivery';
 import { MAINTENANCE_EVERY_MS, processMaintenance } from './processors/maintenance';
 import { processSequenceStep } from './processors/sequence';
+import { processWebhook } from './processors/webhook';
 
 const processors: { [N in QueueName]: Processor<JobPayloads[N]> } = {
   delivery: processDelivery,
   sequence: processSequenceStep,
   maintenance: processMaintenance,
+  webhook: processWebhook,
 };
 
 export interface WorkerOptions {
@@ -30,6 +32,8 @@ export function createWorkers(options: WorkerOptions = {}): Worker[] {
       connection: queueConnection(),
       prefix: queuePrefix(),
       concurrency: name === QUEUE.maintenance ? 1 : concurrency,
+      // the backoffs that are not BullMQ's own (webhook: base x 4^n)
+      settings: { backoffStrategy: retryDelayMs },
     });
     worker.on('failed', (job, err) =>
       logger.warn({ queue: name, job: job?.id, attempt: job?.attemptsMade, err: err.message }, 'job failed'),
