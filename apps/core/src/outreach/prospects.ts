@@ -3,6 +3,7 @@ import type { ProspectStatus } from '../../../../generated/prisma/enums';
 import type { Db, Tx } from '../db';
 import { NotFound } from '../errors';
 import { iso } from '../validate';
+import { updateProspect } from './changes';
 import { loadStopList, normaliseEmail, normaliseSite } from './contacts';
 import type { DueStep } from './scheduler';
 import { firstStepAt } from './timing';
@@ -174,7 +175,7 @@ export async function addProspects(db: Db, accountId: number, campaignId: number
             id = created.id;
           } else {
             id = existing.id;
-            if (OPEN.includes(existing.status)) Object.assign(existing, await tx.prospect.update({ where: { id }, data: stopped }));
+            if (OPEN.includes(existing.status)) Object.assign(existing, await updateProspect(tx, campaign, existing.status, id, stopped));
           }
           answer.stopped++;
           answer.prospects.push({ contact, result: 'stopped', id });
@@ -210,7 +211,7 @@ export async function addProspects(db: Db, accountId: number, campaignId: number
           }
         }
         const changed = Object.keys(changes).length > 0;
-        if (changed) Object.assign(existing, await tx.prospect.update({ where: { id: existing.id }, data: changes }));
+        if (changed) Object.assign(existing, await updateProspect(tx, campaign, existing.status, existing.id, changes));
         answer[changed ? 'updated' : 'same']++;
         answer.prospects.push({ contact, result: changed ? 'updated' : 'same', id: existing.id });
       }
