@@ -3,7 +3,7 @@ import { config } from '../../core/src/config';
 import { logger } from '../../core/src/logger';
 import { registerSequenceGuard } from '../../core/src/outreach/guard';
 import { registerConfirmationGuard } from '../../core/src/subscribers/guard';
-import { QUEUE, queue, queueConnection, queuePrefix, retryDelayMs, type JobPayloads, type QueueName } from '../../core/src/queues';
+import { QUEUE, WEBHOOK_WORKER_LOCK, queue, queueConnection, queuePrefix, retryDelayMs, type JobPayloads, type QueueName } from '../../core/src/queues';
 import { processDelivery } from './processors/delivery';
 import { MAINTENANCE_EVERY_MS, processMaintenance } from './processors/maintenance';
 import { processSequenceStep } from './processors/sequence';
@@ -34,6 +34,7 @@ export function createWorkers(options: WorkerOptions = {}): Worker[] {
       concurrency: name === QUEUE.maintenance ? 1 : concurrency,
       // the backoffs that are not BullMQ's own (webhook: base x 4^n)
       settings: { backoffStrategy: retryDelayMs },
+      ...(name === QUEUE.webhook ? WEBHOOK_WORKER_LOCK : {}),
     });
     worker.on('failed', (job, err) =>
       logger.warn({ queue: name, job: job?.id, attempt: job?.attemptsMade, err: err.message }, 'job failed'),
