@@ -10,6 +10,16 @@ import { JOB_OPTIONS, QUEUE, jobId, queue } from '../queues';
  * rare). Redis down: the add fails, the transaction rolls back, the events wait in Postgres.
  */
 const BATCH = 500;
+const REDIS_WAIT_MS = 10_000;
+
+function within<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`${what} within ${ms / 1000} s`)), ms);
+  });
+  promise.catch(() => undefined); // its failure after the timeout has no one to tell
+  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
+}
 
 interface PendingRow {
   id: string;
@@ -34,13 +44,16 @@ export async function dispatchEvents(db: Db, limit = BATCH): Promise<number> {
         [ids],
       );
       if (pairs.length) {
-        await queue(QUEUE.webhook).addBulk(
+        const adding = queue(QUEUE.webhook).addBulk(
           pairs.map((p) => ({
             name: QUEUE.webhook,
             data: { eventId: p.event_id, webhookId: p.webhook_id },
             opts: { ...JOB_OPTIONS.webhook, jobId: jobId.webhook(p.event_id, p.webhook_id) },
           })),
         );
+        // Redis away: BullMQ would wait for it forever, holding the claim; give up and roll back instead (if the add
+        // still lands later, the next pass's add of the same job ids is ignored)
+        await within(adding, REDIS_WAIT_MS, 'Redis did not take the webhook jobs');
       }
       await rawQuery(tx, `UPDATE events SET dispatched_at = now() WHERE id = ANY($1::uuid[])`, [ids]);
       return events.length;
