@@ -12,10 +12,8 @@ async function main(): Promise<void> {
   tuneRuntime();
   await preflight('worker');
   const workers = createWorkers();
-  await scheduleMaintenance();
   // the event outbox's fan-out to webhook jobs
   const dispatcher = startDispatcher(db());
-  logger.info({ queues: workers.map((w) => w.name) }, 'worker started');
 
   let stopping = false;
   // SIGTERM: take no new jobs, let the in-flight ones finish, close connections, exit 0.
@@ -31,8 +29,11 @@ async function main(): Promise<void> {
     await closeDb();
     process.exit(0);
   };
+  // registered before anything else is awaited: jobs already run, and a SIGTERM now must let them finish too
   process.on('SIGTERM', () => void shutdown('SIGTERM'));
   process.on('SIGINT', () => void shutdown('SIGINT'));
+  await scheduleMaintenance();
+  logger.info({ queues: workers.map((w) => w.name) }, 'worker started');
 }
 
 void main();
