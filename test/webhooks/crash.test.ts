@@ -1,26 +1,15 @@
-import type { Worker } from 'bullmq';
 import { db } from '../../apps/core/src/db';
 import { emitEvent } from '../../apps/core/src/events';
-import { startDispatcher, type Dispatcher } from '../../apps/core/src/webhooks/dispatch';
-import { createWorkers } from '../../apps/worker/src/workers';
 import { useApi } from '../helpers/api';
 import { makeAccount } from '../helpers/factories';
 import { runTs } from '../helpers/processes';
 import { waitFor } from '../helpers/wait';
-import { Receiver } from './receiver';
-import { hook } from './support';
+import { hook, useLateWorker, useReceiver } from './support';
 
 /** A worker process killed (SIGKILL) while a receiver is still answering: the delivery is not lost. */
 const ctx = useApi();
-const receiver = new Receiver();
-let workers: Worker[] = [];
-let dispatcher: Dispatcher | undefined;
-beforeAll(() => receiver.start());
-afterAll(async () => {
-  await dispatcher?.stop();
-  await Promise.all(workers.map((w) => w.close()));
-  await receiver.stop();
-});
+const receiver = useReceiver();
+const live = useLateWorker();
 
 it('a worker killed mid-delivery still delivers: another worker sends the same webhook-id again', async () => {
   const account = await makeAccount();
@@ -36,8 +25,7 @@ it('a worker killed mid-delivery still delivers: another worker sends the same w
   receiver.hold = false;
 
   // the job was taken by the dead worker: a live one finds it stalled once its lock runs out, and runs it again
-  workers = createWorkers({ queues: ['webhook'], concurrency: 2 });
-  dispatcher = startDispatcher(db(), { everyMs: 100 });
+  live.start();
   const [delivered] = await waitFor(() => {
     const ok = receiver.accepted('subscriber.confirmed').filter((d) => d.id === first!.id && d.status === 200 && d !== first);
     return ok.length ? ok : undefined;

@@ -1,26 +1,15 @@
-import type { Worker } from 'bullmq';
 import { db } from '../../apps/core/src/db';
 import { emitEvent } from '../../apps/core/src/events';
-import { startDispatcher, type Dispatcher } from '../../apps/core/src/webhooks/dispatch';
-import { createWorkers } from '../../apps/worker/src/workers';
 import { useApi } from '../helpers/api';
 import { makeAccount } from '../helpers/factories';
 import { freePort, runTs } from '../helpers/processes';
 import { waitFor } from '../helpers/wait';
-import { Receiver } from './receiver';
-import { hook } from './support';
+import { hook, useLateWorker, useReceiver } from './support';
 
 /** Redis is only the queue: the outbox in Postgres keeps every event a fan-out could not hand over. */
 const ctx = useApi();
-const receiver = new Receiver();
-let workers: Worker[] = [];
-let dispatcher: Dispatcher | undefined;
-beforeAll(() => receiver.start());
-afterAll(async () => {
-  await dispatcher?.stop();
-  await Promise.all(workers.map((w) => w.close()));
-  await receiver.stop();
-});
+const receiver = useReceiver();
+const live = useLateWorker();
 
 it('events fanned out while Redis is away stay undispatched in Postgres and are delivered once a worker reaches Redis', async () => {
   const account = await makeAccount();
@@ -34,8 +23,7 @@ it('events fanned out while Redis is away stay undispatched in Postgres and are 
   expect(cut.stdout()).toMatch(/failed: Redis did not take the webhook jobs/);
   expect((await db().event.findUniqueOrThrow({ where: { id: event.id } })).dispatchedAt).toBeNull();
 
-  workers = createWorkers({ queues: ['webhook'], concurrency: 2 });
-  dispatcher = startDispatcher(db(), { everyMs: 50 });
+  live.start();
   const [delivered] = await waitFor(() => {
     const found = receiver.accepted('subscriber.pending');
     return found.length ? found : undefined;

@@ -1,6 +1,8 @@
+import type { Worker } from 'bullmq';
 import type { ApiApp } from '../../apps/api/src/app';
 import { db } from '../../apps/core/src/db';
 import { startDispatcher, type Dispatcher } from '../../apps/core/src/webhooks/dispatch';
+import { createWorkers } from '../../apps/worker/src/workers';
 import { asAdmin } from '../helpers/api';
 import { Receiver } from './receiver';
 
@@ -34,4 +36,23 @@ export async function hook(api: ApiApp, account: number, receiver: Receiver, eve
   if (res.status !== 201) throw new Error(`webhook not created: ${res.status} ${JSON.stringify(res.body)}`);
   receiver.secrets.push(res.body.webhook.secret);
   return { id: res.body.webhook.id, secret: res.body.webhook.secret };
+}
+
+/**
+ * An in-process worker on the webhook queue and a dispatcher, started only when the test calls `start` (after it has
+ * broken or killed another one), both stopped after the file's tests.
+ */
+export function useLateWorker(): { start: () => void } {
+  let workers: Worker[] = [];
+  let dispatcher: Dispatcher | undefined;
+  afterAll(async () => {
+    await dispatcher?.stop();
+    await Promise.all(workers.map((w) => w.close()));
+  });
+  return {
+    start: () => {
+      workers = createWorkers({ queues: ['webhook'], concurrency: 2 });
+      dispatcher = startDispatcher(db(), { everyMs: 50 });
+    },
+  };
 }
