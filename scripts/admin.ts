@@ -17,6 +17,7 @@ import { listMessages } from '../apps/core/src/services/messages';
 import { migrate } from '../apps/core/src/migrate';
 import { config } from '../apps/core/src/config';
 import { validate } from '../apps/core/src/validate';
+import { WEBHOOK_HELP, webhookCommand, webhookOptions } from './admin-webhooks';
 
 const HELP = `usage: npm run admin -- <command> [options]
 
@@ -32,7 +33,7 @@ const HELP = `usage: npm run admin -- <command> [options]
            [--target URL [--anchor TEXT]]     (links campaigns: the page the placed link must point to)
   campaign set ID [--status S] [--name NAME] [--steps FILE.json] [--stages a,b,c] [--target URL [--anchor TEXT] | --no-target]
   messages [--to ADDRESS] [--limit N]
-`;
+${WEBHOOK_HELP}`;
 
 const options = {
   name: { type: 'string' },
@@ -54,6 +55,7 @@ const options = {
   anchor: { type: 'string' },
   'no-target': { type: 'boolean' },
   help: { type: 'boolean', short: 'h' },
+  ...webhookOptions,
 } as const;
 
 type Flags = Partial<Record<keyof typeof options, string | boolean>>;
@@ -66,6 +68,7 @@ const stagesFrom = (list: unknown) => (typeof list === 'string' ? list.split(','
 async function run(command: string[], flags: Flags): Promise<unknown> {
   const [resource, action, arg] = command;
   const d = db();
+  if (resource === 'webhook') return webhookCommand(d, action, arg, flags);
   switch (`${resource} ${action ?? ''}`.trim()) {
     case 'account create':
       return { account: await createAccount(d, validate(schemas.accountInput, { name: flags.name })) };

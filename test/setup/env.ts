@@ -10,4 +10,5 @@ process.env.REDIS_PREFIX = `mstest:${runId()}:${file}`;
 process.env.ADMIN_TOKEN = 'test-admin-token-0123456789';
 process.env.SECRET_KEY = crypto.randomBytes(32).toString('hex');
 process.env.PUBLIC_URL = 'http://mail.test';
+process.env.WEBHOOK_RETRY_BASE_MS = '200';
 process.env.LOG_LEVEL = process.env.LOG_LEVEL ?? 'silent';

@@ -21,6 +21,8 @@ export interface Config {
   readonly allowPrivateFetch: boolean;
   /** the worker serves GET /metrics on this port when set (DESIGN section 9) */
   readonly workerMetricsPort: number | null;
+  /** the first webhook retry's delay; each next one is 4 times longer */
+  readonly webhookRetryBaseMs: number;
 }
 
 export class ConfigError extends Error {}
@@ -134,6 +136,7 @@ export function loadConfig(): Config {
     linkRecheckHours: positiveNumber('LINK_RECHECK_HOURS', 24, 24 * 365),
     allowPrivateFetch: flag('ALLOW_PRIVATE_FETCH', false),
     workerMetricsPort: process.env.WORKER_METRICS_PORT ? integer('WORKER_METRICS_PORT', 0, 0, 65535) : null,
+    webhookRetryBaseMs: integer('WEBHOOK_RETRY_BASE_MS', 30_000, 1, 86_400_000),
   });
 }
 

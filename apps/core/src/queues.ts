@@ -17,6 +17,8 @@ export const QUEUE = {
   maintenance: 'maintenance',
   /** one job per prospect and due check: fetch the page the prospect gave and look for the campaign's target link */
   links: 'links',
+  /** one job per (event, webhook): POST the event to the endpoint, signed */
+  webhook: 'webhook',
 } as const;
 export type QueueName = (typeof QUEUE)[keyof typeof QUEUE];
 
@@ -26,6 +28,7 @@ export interface JobPayloads {
   sequence: { prospectId: number; step: number };
   maintenance: { task: 'reconcile' | 'schedule' | 'cleanup' | 'links' };
   links: { prospectId: number };
+  webhook: { eventId: string; webhookId: number };
 }
 
 /** A batch of rows to put on the delivery queue; `notBefore` in epoch milliseconds (send_at), or null. */
@@ -44,6 +47,7 @@ export const jobId = {
   sequence: (prospectId: number, step: number) => `seq-${prospectId}-${step}`,
   /** named after the claim's lease end (epoch ms): each claim of a prospect is a new check */
   link: (prospectId: number, claimedUntil: number) => `link-${prospectId}-${claimedUntil}`,
+  webhook: (eventId: string, webhookId: number) => `wh-${eventId}-${webhookId}`,
 };
 
 /** Attempts, backoff and retention per queue. */
@@ -73,7 +77,27 @@ export const JOB_OPTIONS: Record<QueueName, JobsOptions> = {
     removeOnComplete: { age: 3600, count: 10_000 },
     removeOnFail: { age: 7 * 24 * 3600 },
   },
+  // Receivers go down for hours: 1 try + 7 retries at WEBHOOK_RETRY_BASE_MS x 4^n (30 s ... 8 h 32 min, about 1.9 days
+  // in all). Finished jobs stay a day so that a fan-out repeated after a crash finds their ids and adds nothing.
+  webhook: {
+    attempts: 8,
+    backoff: { type: 'webhook' },
+    removeOnComplete: { age: 24 * 3600 },
+    removeOnFail: { age: 7 * 24 * 3600 },
+  },
 };
+
+/**
+ * Worker lock settings of the webhook queue: a delivery lasts 10 s at most and is cheap to repeat, so a dead worker's
+ * jobs are taken over after 15 s (looked for every 5 s) rather than BullMQ's 30 s + 30 s.
+ */
+export const WEBHOOK_WORKER_LOCK = { lockDuration: 15_000, stalledInterval: 5_000 } as const;
+
+/** The wait before retry n (1-based) of a webhook job: WEBHOOK_RETRY_BASE_MS x 4^(n-1). Workers pass it to BullMQ. */
+export function retryDelayMs(attemptsMade: number, type?: string): number {
+  if (type !== 'webhook') throw new Error(`no backoff strategy named ${type}`);
+  return config().webhookRetryBaseMs * 4 ** Math.max(0, attemptsMade - 1);
+}
 
 /** BullMQ's connection options from REDIS_URL. */
 export function queueConnection(): ConnectionOptions {

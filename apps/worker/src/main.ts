@@ -1,5 +1,5 @@
 import { config } from '../../core/src/config';
-import { closeDb } from '../../core/src/db';
+import { closeDb, db } from '../../core/src/db';
 import { serveWorkerMetrics } from '../../core/src/metrics/worker-server';
 import { closeTransports } from '../../core/src/delivery/transport';
 import { logger } from '../../core/src/logger';
@@ -7,16 +7,16 @@ import { closeQueues } from '../../core/src/queues';
 import { closeRedis } from '../../core/src/redis';
 import { tuneRuntime } from '../../core/src/runtime';
 import { preflight } from '../../core/src/startup';
+import { startDispatcher } from '../../core/src/webhooks/dispatch';
 import { createWorkers, scheduleMaintenance } from './workers';
 
 async function main(): Promise<void> {
   tuneRuntime();
   await preflight('worker');
   const workers = createWorkers();
-  await scheduleMaintenance();
-  const metricsPort = config().workerMetricsPort;
-  const metricsServer = metricsPort === null ? undefined : await serveWorkerMetrics(metricsPort);
-  logger.info({ queues: workers.map((w) => w.name), metricsPort }, 'worker started');
+  // the event outbox's fan-out to webhook jobs
+  const dispatcher = startDispatcher(db());
+  let metricsServer: Awaited<ReturnType<typeof serveWorkerMetrics>> | undefined;
 
   let stopping = false;
   // SIGTERM: take no new jobs, let the in-flight ones finish, close connections, exit 0.
@@ -24,6 +24,7 @@ async function main(): Promise<void> {
     if (stopping) return;
     stopping = true;
     logger.info({ signal }, 'worker stopping');
+    await dispatcher.stop();
     await Promise.all(workers.map((w) => w.close()));
     metricsServer?.close();
     closeTransports();
@@ -32,8 +33,13 @@ async function main(): Promise<void> {
     await closeDb();
     process.exit(0);
   };
+  // registered before anything else is awaited: jobs already run, and a SIGTERM now must let them finish too
   process.on('SIGTERM', () => void shutdown('SIGTERM'));
   process.on('SIGINT', () => void shutdown('SIGINT'));
+  await scheduleMaintenance();
+  const metricsPort = config().workerMetricsPort;
+  if (metricsPort !== null) metricsServer = await serveWorkerMetrics(metricsPort);
+  logger.info({ queues: workers.map((w) => w.name), metricsPort }, 'worker started');
 }
 
 void main();

@@ -3,17 +3,19 @@ import { config } from '../../core/src/config';
 import { logger } from '../../core/src/logger';
 import { registerSequenceGuard } from '../../core/src/outreach/guard';
 import { registerConfirmationGuard } from '../../core/src/subscribers/guard';
-import { QUEUE, queue, queueConnection, queuePrefix, type JobPayloads, type QueueName } from '../../core/src/queues';
+import { QUEUE, WEBHOOK_WORKER_LOCK, queue, queueConnection, queuePrefix, retryDelayMs, type JobPayloads, type QueueName } from '../../core/src/queues';
 import { processDelivery } from './processors/delivery';
 import { processLinkCheck } from './processors/links';
 import { MAINTENANCE_EVERY_MS, processMaintenance } from './processors/maintenance';
 import { processSequenceStep } from './processors/sequence';
+import { processWebhook } from './processors/webhook';
 
 const processors: { [N in QueueName]: Processor<JobPayloads[N]> } = {
   delivery: processDelivery,
   sequence: processSequenceStep,
   maintenance: processMaintenance,
   links: processLinkCheck,
+  webhook: processWebhook,
 };
 
 export interface WorkerOptions {
@@ -32,6 +34,9 @@ export function createWorkers(options: WorkerOptions = {}): Worker[] {
       connection: queueConnection(),
       prefix: queuePrefix(),
       concurrency: name === QUEUE.maintenance ? 1 : concurrency,
+      // the backoffs that are not BullMQ's own (webhook: base x 4^n)
+      settings: { backoffStrategy: retryDelayMs },
+      ...(name === QUEUE.webhook ? WEBHOOK_WORKER_LOCK : {}),
     });
     worker.on('failed', (job, err) =>
       logger.warn({ queue: name, job: job?.id, attempt: job?.attemptsMade, err: err.message }, 'job failed'),

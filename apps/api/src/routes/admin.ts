@@ -9,6 +9,7 @@ import { createMailbox, listMailboxes } from '../../../core/src/services/mailbox
 import { listMessages } from '../../../core/src/services/messages';
 import { validate } from '../../../core/src/validate';
 import { methodNotAllowed } from '../middleware/errors';
+import { webhooksRouter } from './webhooks';
 
 /** The control plane of DESIGN section 3: what the dashboard and `npm run admin` use. */
 export function adminRouter(db: Db): Router {
@@ -85,6 +86,8 @@ export function adminRouter(db: Db): Router {
       res.json({ ok: true, messages: await listMessages(db, validate(schemas.messagesQuery, req.query)) });
     })
     .all(methodNotAllowed);
+
+  router.use(webhooksRouter(db));
 
   return router;
 }

@@ -2,6 +2,7 @@ import type SMTPPool from 'nodemailer/lib/smtp-pool';
 import { Semaphore } from '../batch';
 import { config } from '../config';
 import type { Db } from '../db';
+import { emitMessageEvent } from '../events/messages';
 import { logger } from '../logger';
 import { metrics } from '../metrics';
 import { JOB_OPTIONS } from '../queues';
@@ -154,14 +155,21 @@ async function recordFailure(db: Db, message: ClaimedRow, err: SmtpError, option
         data: { status: permanent.status, lastError: err.message, smtpResponse: answer, lockedUntil: null },
       });
       if (permanent.suppress) await suppressAddress(tx, message.accountId, message.to, 'bounced', (answer ?? err.message).slice(0, 1000));
+      await emitMessageEvent(tx, message.id, permanent.status === 'bounced' ? 'message.bounced' : 'message.failed');
     });
     logger.info({ message: message.id, status: permanent.status, response: answer }, 'delivery refused for good');
     return { kind: 'rejected', status: permanent.status, response: answer ?? err.message };
   }
-  await db.message.update({
-    where: { id: message.id },
-    data: { status: options.lastAttempt ? 'failed' : 'deferred', lastError: err.message, smtpResponse: answer, lockedUntil: null },
-  });
+  const data = { lastError: err.message, smtpResponse: answer, lockedUntil: null };
+  if (options.lastAttempt) {
+    // retries exhausted: the end without delivery, and its event, in one transaction
+    await db.$transaction(async (tx) => {
+      await tx.message.update({ where: { id: message.id }, data: { ...data, status: 'failed' } });
+      await emitMessageEvent(tx, message.id, 'message.failed');
+    });
+  } else {
+    await db.message.update({ where: { id: message.id }, data: { ...data, status: 'deferred' } });
+  }
   throw new TemporaryDeliveryError(`delivery of ${message.id} failed for now: ${err.message}`);
 }
 

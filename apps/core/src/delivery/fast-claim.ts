@@ -1,6 +1,7 @@
 import type { Mailbox, Message, Send } from '../../../../generated/prisma/client';
 import { Batcher } from '../batch';
 import { rawQuery, type Db } from '../db';
+import { MESSAGE_EVENT_DATA } from '../events/messages';
 import { guardedKinds } from './guards';
 
 /** snake_case row JSON (row_to_json) to the client's camelCase model, timestamps as Dates. */
@@ -44,13 +45,21 @@ export async function claimBatch(db: Db, ids: string[], leaseMs: number): Promis
   });
 }
 
-/** "Delivered" for several rows at once; only the worker holding a row may say so. */
+/**
+ * "Delivered" for several rows at once; only the worker holding a row may say so. The same statement writes each row's
+ * `message.sent` event into the outbox (no second round trip, and no event without its mark).
+ */
 async function markSentBatch(db: Db, sent: { id: string; response: string }[]): Promise<void[]> {
   await rawQuery(
     db,
-    `UPDATE messages m SET status = 'sent', sent_at = now(), smtp_response = v.response, last_error = NULL, locked_until = NULL, updated_at = now()
-     FROM unnest($1::uuid[], $2::text[]) AS v(id, response)
-     WHERE m.id = v.id AND m.status = 'sending'`,
+    `WITH marked AS (
+       UPDATE messages m SET status = 'sent', sent_at = now(), smtp_response = v.response, last_error = NULL, locked_until = NULL, updated_at = now()
+       FROM unnest($1::uuid[], $2::text[]) AS v(id, response)
+       WHERE m.id = v.id AND m.status = 'sending'
+       RETURNING m.*
+     )
+     INSERT INTO events (account_id, type, data)
+     SELECT m.account_id, 'message.sent', ${MESSAGE_EVENT_DATA} FROM marked m LEFT JOIN sends s ON s.id = m.send_id`,
     [sent.map((s) => s.id), sent.map((s) => s.response)],
     'mark-sent',
   );

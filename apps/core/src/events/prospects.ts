@@ -4,20 +4,22 @@ import type { Tx } from '../db';
 import { prospectView } from '../outreach/prospects';
 import { emitEvents, type PendingEvent } from './index';
 
+type CampaignRef = Pick<Campaign, 'id' | 'accountId' | 'stages'>;
+
+/** The events of one prospect's change (none when its status did not move); see emitProspectChange. */
+export function prospectChangeEvents(campaign: CampaignRef, previous: ProspectStatus, prospect: Prospect): PendingEvent[] {
+  if (previous === prospect.status) return [];
+  const data = { ...prospectView(prospect, campaign), campaign: campaign.id, previous };
+  const events: PendingEvent[] = [{ accountId: campaign.accountId, type: 'prospect.state_changed', data }];
+  if (prospect.status === 'replied') events.push({ accountId: campaign.accountId, type: 'prospect.replied', data });
+  return events;
+}
+
 /**
  * The events of one prospect's change, whoever made it (the caller, the sequence, inbound mail, the link check):
  * `prospect.state_changed` when the status moved (data: the Prospect of spec 2.4, its campaign and `previous`), and
  * `prospect.replied` too when it moved to replied. Call it in the transaction that wrote `prospect`'s new row.
  */
-export async function emitProspectChange(
-  tx: Tx,
-  campaign: Pick<Campaign, 'id' | 'accountId' | 'stages'>,
-  previous: ProspectStatus,
-  prospect: Prospect,
-): Promise<void> {
-  if (previous === prospect.status) return;
-  const data = { ...prospectView(prospect, campaign), campaign: campaign.id, previous };
-  const events: PendingEvent[] = [{ accountId: campaign.accountId, type: 'prospect.state_changed', data }];
-  if (prospect.status === 'replied') events.push({ accountId: campaign.accountId, type: 'prospect.replied', data });
-  await emitEvents(tx, events);
+export async function emitProspectChange(tx: Tx, campaign: CampaignRef, previous: ProspectStatus, prospect: Prospect): Promise<void> {
+  await emitEvents(tx, prospectChangeEvents(campaign, previous, prospect));
 }

@@ -1,6 +1,7 @@
 import type { Message } from '../../../../generated/prisma/client';
 import type { Tx } from '../db';
 import { registerPreSendGuard } from '../delivery/guards';
+import { emitProspectChange } from '../events/prospects';
 import { isStopListed } from './contacts';
 
 /**
@@ -38,6 +39,11 @@ export async function sequenceRefusal(tx: Tx, message: Message): Promise<string 
           status = CASE WHEN step - 1 = 0 THEN 'ready'::"ProspectStatus" ELSE status END,
           thread_id = CASE WHEN step - 1 = 0 THEN NULL ELSE thread_id END
         WHERE id = ${p.id}`;
+      if (p.step === 1) {
+        // back to ready: the first step never went out
+        const after = await tx.prospect.findUniqueOrThrow({ where: { id: p.id }, include: { campaign: true } });
+        await emitProspectChange(tx, after.campaign, 'writing', after);
+      }
     }
     return `the campaign is ${p.campaign_status}`;
   }

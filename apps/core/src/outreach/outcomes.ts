@@ -3,6 +3,7 @@ import type { ProspectStatus } from '../../../../generated/prisma/enums';
 import type { Db, Tx } from '../db';
 import { Conflict, NotFound } from '../errors';
 import { linkPageChange } from '../links/report';
+import { updateProspect, updateProspects } from './changes';
 import { addToStopList } from './contacts';
 import { prospectView, requireCampaign, type ProspectView } from './prospects';
 
@@ -77,12 +78,13 @@ export async function reportOutcome(db: Db, accountId: number, report: OutcomeRe
       if (report.state === 'stop') {
         await addToStopList(tx, accountId, email);
         // never written to again by any campaign of the account: close its open prospects everywhere
-        await tx.prospect.updateMany({
-          where: { email, id: { not: prospect.id }, status: { in: OPEN_STATUSES }, campaign: { accountId } },
-          data: { status: 'lost', reason: 'stopped', nextAt: null, closedAt: now },
-        });
+        await updateProspects(
+          tx,
+          { email, id: { not: prospect.id }, status: { in: OPEN_STATUSES }, campaign: { accountId } },
+          { status: 'lost', reason: 'stopped', nextAt: null, closedAt: now },
+        );
       }
-      const after = Object.keys(change).length ? await tx.prospect.update({ where: { id: prospect.id }, data: change }) : prospect;
+      const after = Object.keys(change).length ? await updateProspect(tx, campaign, prospect.status, prospect.id, change) : prospect;
       return prospectView(after, campaign);
     },
     { timeout: 15_000, maxWait: 10_000 },

@@ -3,6 +3,7 @@ import type { ProspectStatus } from '../../../../generated/prisma/enums';
 import type { Db, Tx } from '../db';
 import { NotFound } from '../errors';
 import { iso } from '../validate';
+import { updateProspect } from './changes';
 import { loadStopList, normaliseEmail, normaliseSite } from './contacts';
 import type { DueStep } from './scheduler';
 import { firstStepAt } from './timing';
@@ -214,7 +215,7 @@ export async function addProspects(db: Db, accountId: number, campaignId: number
       /** a row of this request is changed in memory before its one write; a stored row, now */
       const change = async (prospect: KnownRow, changes: Record<string, unknown>) => {
         if (created.has(prospect)) Object.assign(prospect, changes);
-        else Object.assign(prospect, await tx.prospect.update({ where: { id: prospect.id }, data: changes }));
+        else Object.assign(prospect, await updateProspect(tx, campaign, prospect.status, prospect.id, changes));
       };
       for (const [i, item] of items.entries()) {
         const { email, site } = contacts[i]!;

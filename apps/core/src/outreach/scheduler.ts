@@ -1,6 +1,7 @@
 import type { Db, Tx } from '../db';
 import { logger } from '../logger';
 import { JOB_OPTIONS, QUEUE, jobId, queue } from '../queues';
+import { updateProspects } from './changes';
 import { firstStepAt } from './timing';
 
 /**
@@ -150,9 +151,6 @@ export async function queueStepsSoon(steps: DueStep[]): Promise<void> {
 export async function startCampaignProspects(tx: Tx, campaignId: number, now = new Date()): Promise<void> {
   const first = await tx.campaignStep.findFirst({ where: { campaignId }, orderBy: { position: 'asc' } });
   if (!first) return;
-  await tx.prospect.updateMany({
-    where: { campaignId, status: 'new', email: { not: null } },
-    data: { status: 'ready', nextAt: firstStepAt(now, first.delayHours) },
-  });
-  await tx.prospect.updateMany({ where: { campaignId, status: 'new', email: null }, data: { status: 'hold', nextAt: null } });
+  await updateProspects(tx, { campaignId, status: 'new', email: { not: null } }, { status: 'ready', nextAt: firstStepAt(now, first.delayHours) });
+  await updateProspects(tx, { campaignId, status: 'new', email: null }, { status: 'hold', nextAt: null });
 }

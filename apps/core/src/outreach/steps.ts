@@ -1,6 +1,8 @@
 import type { Db, Tx } from '../db';
 import { Prisma } from '../db';
 import { enqueueDelivery, storeMessages } from '../delivery/outbox';
+import type { ProspectStatus } from '../../../../generated/prisma/enums';
+import { updateProspect } from './changes';
 import { isStopListed } from './contacts';
 import { claimMailboxSlot } from './limits';
 import { followUpSubject, renderSubject, renderTemplate, type TemplateContext } from './render';
@@ -42,25 +44,26 @@ async function decideAndWrite(tx: Tx, prospectId: number, step: number): Promise
   const campaign = await tx.campaign.findUniqueOrThrow({ where: { id: p.campaign_id }, include: { steps: { orderBy: { position: 'asc' } }, mailbox: true } });
   if (campaign.status !== 'running') return { kind: 'skipped', why: `campaign is ${campaign.status}` };
   const now = new Date();
+  const previous = p.status as ProspectStatus;
   if (!p.next_at) return { kind: 'skipped', why: 'no step is scheduled' };
   if (p.next_at.getTime() > now.getTime()) return { kind: 'deferred', until: p.next_at, why: 'not_due' };
 
   const steps = campaign.steps;
   if (step > steps.length) {
     // the wait after the last step is over without an answer
-    await tx.prospect.update({ where: { id: p.id }, data: { status: 'lost', reason: 'no_reply', nextAt: null, closedAt: now } });
+    await updateProspect(tx, campaign, previous, p.id, { status: 'lost', reason: 'no_reply', nextAt: null, closedAt: now });
     return { kind: 'closed' };
   }
   if (!p.email) {
-    await tx.prospect.update({ where: { id: p.id }, data: { status: 'hold', nextAt: null } });
+    await updateProspect(tx, campaign, previous, p.id, { status: 'hold', nextAt: null });
     return { kind: 'skipped', why: 'no address to write to' };
   }
   if (await isStopListed(tx, campaign.accountId, { email: p.email, site: p.site })) {
-    await tx.prospect.update({ where: { id: p.id }, data: { status: 'lost', reason: 'stopped', nextAt: null, closedAt: now } });
+    await updateProspect(tx, campaign, previous, p.id, { status: 'lost', reason: 'stopped', nextAt: null, closedAt: now });
     return { kind: 'skipped', why: 'address is on the stop list' };
   }
   if (await tx.suppression.findUnique({ where: { accountId_email: { accountId: campaign.accountId, email: p.email } } })) {
-    await tx.prospect.update({ where: { id: p.id }, data: { status: 'lost', reason: 'bounced', nextAt: null, closedAt: now } });
+    await updateProspect(tx, campaign, previous, p.id, { status: 'lost', reason: 'bounced', nextAt: null, closedAt: now });
     return { kind: 'skipped', why: 'address bounced or complained before' };
   }
   const slot = await claimMailboxSlot(tx, campaign.mailboxId);
@@ -93,10 +96,7 @@ async function decideAndWrite(tx: Tx, prospectId: number, step: number): Promise
   ]);
   const following = steps[step];
   const nextAt = afterHours(now, following ? following.delayHours : noReplyWaitHours(current.delayHours));
-  await tx.prospect.update({
-    where: { id: p.id },
-    data: { status: 'writing', step, nextAt, threadId: step === 1 ? row!.messageIdHeader : undefined },
-  });
+  await updateProspect(tx, campaign, previous, p.id, { status: 'writing', step, nextAt, threadId: step === 1 ? row!.messageIdHeader : undefined });
   return { kind: 'written', messageId: row!.id as string, next: { step: step + 1, at: nextAt } };
 }
 

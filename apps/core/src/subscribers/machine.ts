@@ -2,6 +2,7 @@ import type { List, Mailbox, Prisma, Subscriber } from '../../../../generated/pr
 import type { Db, Tx } from '../db';
 import { enqueueDelivery, storeMessages } from '../delivery/outbox';
 import { LimitReached, NotFound } from '../errors';
+import { emitSubscriberChange } from '../events/subscribers';
 import { logger } from '../logger';
 import { renderConfirmationEmail } from './email';
 import { NEW_SUBSCRIBERS_PER_HOUR, reserveNewSubscriber, type Channel } from './limit';
@@ -111,10 +112,12 @@ async function applyAdd(tx: Tx, list: ListWithMailbox, input: NewSubscriber, cha
     const fresh = { name: input.name ?? '', tags: unique(input.tags ?? []), fields: input.fields ?? {} };
     if (needsConfirmation) {
       const subscriber = await tx.subscriber.update({ where: { id: inserted[0].id }, data: fresh });
+      await emitSubscriberChange(tx, list, input.email, 'pending');
       return { status: 'pending', created: true, messages: await sendConfirmation(tx, list, subscriber, now) };
     }
     await tx.subscriber.update({ where: { id: inserted[0].id }, data: { ...fresh, status: 'active', confirmedAt: now } });
     await countActive(tx, list.id, 1);
+    await emitSubscriberChange(tx, list, input.email, 'active');
     return { status: 'active', created: true, messages: [] };
   }
 
@@ -134,6 +137,7 @@ async function applyAdd(tx: Tx, list: ListWithMailbox, input: NewSubscriber, cha
       if (!needsConfirmation) {
         await tx.subscriber.update({ where: { id: current.id }, data: { ...changes, status: 'active', confirmedAt: now } });
         await countActive(tx, list.id, 1);
+        await emitSubscriberChange(tx, list, current.email, 'active');
         return { status: 'active', created: false, messages: [] };
       }
       const subscriber = await tx.subscriber.update({ where: { id: current.id }, data: changes });
@@ -153,6 +157,7 @@ export async function removeSubscriber(db: Db, list: List, email: string): Promi
     if (current.status !== 'active' && current.status !== 'pending') return 'gone';
     await tx.subscriber.update({ where: { id: current.id }, data: { status: 'unsubscribed', unsubscribedAt: new Date() } });
     if (current.status === 'active') await countActive(tx, list.id, -1);
+    await emitSubscriberChange(tx, list, current.email, 'unsubscribed');
     return 'unsubscribed';
   });
 }

@@ -1,6 +1,7 @@
 import { config } from '../config';
 import { randomBase62, sha256 } from '../crypto';
 import type { Db, Tx } from '../db';
+import { emitSubscriberChange } from '../events/subscribers';
 
 /** Confirmation links work for 7 days (DESIGN section 4). */
 export const TOKEN_TTL_MS = 7 * 24 * 3600 * 1000;
@@ -68,6 +69,7 @@ export async function confirmByLink(db: Db, token: string, now = new Date()): Pr
     await tx.subscriber.update({ where: { id: subscriberId }, data: { status: 'active', confirmedAt: now } });
     await tx.list.update({ where: { id: subscriber.listId }, data: { subscriberCount: { increment: 1 } } });
     await tx.confirmationToken.updateMany({ where: { subscriberId, usedAt: null }, data: { usedAt: now } });
+    await emitSubscriberChange(tx, subscriber.list, subscriber.email, 'active');
     return { result: 'confirmed', listName };
   });
 }

@@ -1,0 +1,79 @@
+import { Webhook as Signer } from 'standardwebhooks';
+import type { Db } from '../db';
+import { signingSecrets } from './service';
+
+/** A receiver has this long to answer 2xx. */
+export const DELIVERY_TIMEOUT_MS = 10_000;
+/** An endpoint without a success for this long (and failing still) is disabled. */
+export const DISABLE_AFTER_MS = 3 * 24 * 3600_000;
+
+export type WebhookOutcome =
+  | { kind: 'delivered'; status: number }
+  /** nothing to send: the endpoint was deleted or disabled, or the event is gone */
+  | { kind: 'dropped'; why: string }
+  /** failed, and this failure disabled the endpoint: no retry */
+  | { kind: 'disabled'; error: string };
+
+/** A failed attempt: the job throws it so BullMQ retries (same event id, fresh timestamp and signature). */
+export class WebhookAttemptError extends Error {
+  override name = 'WebhookAttemptError';
+}
+
+/** The body of every delivery: `{type, timestamp, data}` (timestamp: when the event happened, ISO UTC). */
+export function webhookBody(event: { type: string; createdAt: Date; data: unknown }): string {
+  return JSON.stringify({ type: event.type, timestamp: event.createdAt.toISOString(), data: event.data });
+}
+
+/** Standard Webhooks headers: one `v1,<sig>` per live secret, space-separated. */
+export function signedHeaders(eventId: string, body: string, secrets: string[], now = new Date()): Record<string, string> {
+  const signature = secrets.map((secret) => new Signer(secret).sign(eventId, now, body)).join(' ');
+  return {
+    'content-type': 'application/json',
+    'user-agent': 'mailservice-webhooks/1',
+    'webhook-id': eventId,
+    'webhook-timestamp': String(Math.floor(now.getTime() / 1000)),
+    'webhook-signature': signature,
+  };
+}
+
+async function post(url: string, body: string, headers: Record<string, string>): Promise<{ status: number | null; error: string | null }> {
+  try {
+    const res = await fetch(url, { method: 'POST', body, headers, redirect: 'manual', signal: AbortSignal.timeout(DELIVERY_TIMEOUT_MS) });
+    await res.body?.cancel().catch(() => undefined);
+    return { status: res.status, error: res.ok ? null : `HTTP ${res.status}` };
+  } catch (err) {
+    const e = err as Error & { cause?: { code?: string; message?: string } };
+    const why = e.name === 'TimeoutError' ? `no answer within ${DELIVERY_TIMEOUT_MS / 1000} s` : e.cause?.code ?? e.cause?.message ?? e.message;
+    return { status: null, error: why };
+  }
+}
+
+/**
+ * One attempt to deliver one event to one endpoint (the job's payload is ids; both rows are reloaded). Every attempt is
+ * recorded; a 2xx clears the endpoint's failure record, anything else starts or extends it and throws, and a failure
+ * three days after the first one since the last success disables the endpoint instead.
+ */
+export async function deliverWebhook(db: Db, eventId: string, webhookId: number, attempt: number): Promise<WebhookOutcome> {
+  const [webhook, event] = await Promise.all([
+    db.webhook.findUnique({ where: { id: webhookId } }),
+    db.event.findUnique({ where: { id: eventId } }),
+  ]);
+  if (!webhook) return { kind: 'dropped', why: 'the webhook was deleted' };
+  if (!webhook.enabled) return { kind: 'dropped', why: 'the webhook is disabled' };
+  if (!event) return { kind: 'dropped', why: 'the event is gone' };
+  const body = webhookBody(event);
+  const { status, error } = await post(webhook.url, body, signedHeaders(event.id, body, signingSecrets(webhook)));
+  await db.webhookDelivery.create({ data: { webhookId, eventId, type: event.type, attempt, statusCode: status, error } });
+  if (!error) {
+    await db.webhook.update({ where: { id: webhookId }, data: { failingSince: null, lastSuccessAt: new Date() } });
+    return { kind: 'delivered', status: status! };
+  }
+  const [marked] = await db.$queryRaw<{ enabled: boolean }[]>`
+    UPDATE webhooks SET failing_since = COALESCE(failing_since, now()), updated_at = now(),
+      enabled = enabled AND COALESCE(failing_since, now()) > now() - ${DISABLE_AFTER_MS}::float8 * interval '1 millisecond',
+      disabled_reason = CASE WHEN COALESCE(failing_since, now()) > now() - ${DISABLE_AFTER_MS}::float8 * interval '1 millisecond'
+        THEN disabled_reason ELSE 'no successful delivery for 3 days' END
+    WHERE id = ${webhookId} RETURNING enabled`;
+  if (marked && !marked.enabled) return { kind: 'disabled', error };
+  throw new WebhookAttemptError(`webhook ${webhookId} refused event ${eventId}: ${error}`);
+}

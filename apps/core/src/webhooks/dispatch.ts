@@ -1,0 +1,104 @@
+import { rawQuery, type Db } from '../db';
+import { logger } from '../logger';
+import { JOB_OPTIONS, QUEUE, jobId, queue } from '../queues';
+
+/**
+ * The outbox's fan-out: events not yet dispatched become one `webhook` job per (event, enabled endpoint of its
+ * account subscribed to its type). Claimed with FOR UPDATE SKIP LOCKED, queued while the claim holds, and marked
+ * dispatched in the same transaction: a process that dies before the commit leaves the events undispatched for the
+ * next run, whose jobs carry the same deterministic ids, so BullMQ adds nothing it still has (at-least-once, duplicates
+ * rare). Redis down: the add fails, the transaction rolls back, the events wait in Postgres.
+ */
+const BATCH = 500;
+const REDIS_WAIT_MS = 10_000;
+
+function within<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`${what} within ${ms / 1000} s`)), ms);
+  });
+  promise.catch(() => undefined); // its failure after the timeout has no one to tell
+  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
+}
+
+interface PendingRow {
+  id: string;
+  account_id: number;
+}
+
+/** Fans out up to `limit` events; returns how many it took (a full batch means there may be more). */
+export async function dispatchEvents(db: Db, limit = BATCH): Promise<number> {
+  return db.$transaction(
+    async (tx) => {
+      const events = await tx.$queryRaw<PendingRow[]>`
+        SELECT id::text AS id, account_id FROM events WHERE dispatched_at IS NULL
+        ORDER BY created_at LIMIT ${limit} FOR UPDATE SKIP LOCKED`;
+      if (!events.length) return 0;
+      const ids = events.map((e) => e.id);
+      // the pairs in SQL: one statement whatever the number of endpoints; type filter and enabled flag in one place
+      const pairs = await rawQuery<{ event_id: string; webhook_id: number }>(
+        tx,
+        `SELECT e.id::text AS event_id, w.id AS webhook_id FROM events e
+         JOIN webhooks w ON w.account_id = e.account_id AND w.enabled AND ('*' = ANY(w.events) OR e.type = ANY(w.events))
+         WHERE e.id = ANY($1::uuid[])`,
+        [ids],
+      );
+      if (pairs.length) {
+        const adding = queue(QUEUE.webhook).addBulk(
+          pairs.map((p) => ({
+            name: QUEUE.webhook,
+            data: { eventId: p.event_id, webhookId: p.webhook_id },
+            opts: { ...JOB_OPTIONS.webhook, jobId: jobId.webhook(p.event_id, p.webhook_id) },
+          })),
+        );
+        // Redis away: BullMQ would wait for it forever, holding the claim; give up and roll back instead (if the add
+        // still lands later, the next pass's add of the same job ids is ignored)
+        await within(adding, REDIS_WAIT_MS, 'Redis did not take the webhook jobs');
+      }
+      await rawQuery(tx, `UPDATE events SET dispatched_at = now() WHERE id = ANY($1::uuid[])`, [ids]);
+      return events.length;
+    },
+    { timeout: 30_000, maxWait: 10_000 },
+  );
+}
+
+export interface Dispatcher {
+  /** runs a pass now instead of at the next tick (tests, or a caller that just wrote events) */
+  kick(): void;
+  stop(): Promise<void>;
+}
+
+/**
+ * Runs the fan-out in the worker: a pass every `everyMs` (and at once again while passes come back full). Postgres
+ * is the truth, so a pass that fails (Redis or Postgres away) is logged and simply tried again at the next tick.
+ */
+export function startDispatcher(db: Db, options: { everyMs?: number } = {}): Dispatcher {
+  const everyMs = options.everyMs ?? 250;
+  let stopped = false;
+  let timer: NodeJS.Timeout | undefined;
+  let wake: (() => void) | undefined;
+  const loop = (async () => {
+    while (!stopped) {
+      let full = false;
+      try {
+        full = (await dispatchEvents(db)) === BATCH;
+      } catch (err) {
+        logger.warn({ err: (err as Error).message }, 'event dispatch failed; trying again');
+      }
+      if (full || stopped) continue;
+      await new Promise<void>((resolve) => {
+        wake = resolve;
+        timer = setTimeout(resolve, everyMs);
+      });
+    }
+  })();
+  return {
+    kick: () => wake?.(),
+    stop: async () => {
+      stopped = true;
+      clearTimeout(timer);
+      wake?.();
+      await loop;
+    },
+  };
+}
