@@ -74,7 +74,8 @@ describe('url on POST /api/v1/prospects/state', () => {
     });
     expect(Date.parse(shown.body.prospect.link.checked_at)).toBeGreaterThan(Date.now() - 60_000);
     const events = await db().event.findMany({ where: { accountId: tenant.account.id, type: { in: ['link.placed', 'prospect.state_changed'] } } });
-    expect(events.map((e) => e.type).sort()).toEqual(['link.placed', 'prospect.state_changed']);
+    // the caller's agreed (new -> agreed), then the check's placed (agreed -> placed)
+    expect(events.map((e) => e.type).sort()).toEqual(['link.placed', 'prospect.state_changed', 'prospect.state_changed']);
     expect(events.find((e) => e.type === 'link.placed')!.data).toMatchObject({ id, campaign: campaign.id, status: 'placed', link: { found: true } });
   });
 
@@ -96,7 +97,7 @@ describe('url on POST /api/v1/prospects/state', () => {
     const row = await prospectRow(id);
     expect(row).toMatchObject({ status: 'agreed', reason: 'link_removed', linkFound: false });
     const types = (await db().event.findMany({ where: { accountId: tenant.account.id }, orderBy: { createdAt: 'asc' } })).map((e) => e.type);
-    expect(types).toEqual(['link.placed', 'prospect.state_changed', 'link.lost', 'prospect.state_changed']);
+    expect(types).toEqual(['prospect.state_changed', 'link.placed', 'prospect.state_changed', 'link.lost', 'prospect.state_changed']);
   });
 
   it('alone on a placed prospect: the new page is checked; alone on a prospect not agreed or placed: 409', async () => {

@@ -141,6 +141,7 @@ describe('a placed link that goes away', () => {
     expect(await prospectRow(id)).toMatchObject({ status: 'agreed', reason: 'link_removed', linkMisses: 0, linkFound: false, linkHref: 'http://target.example/blog/' });
     const events = await db().event.findMany({ where: { accountId: tenant.account.id }, orderBy: { createdAt: 'asc' } });
     expect(events.map((e) => [e.type, (e.data as { status: string; previous?: string }).status, (e.data as { previous?: string }).previous])).toEqual([
+      ['prospect.state_changed', 'agreed', 'new'],
       ['link.placed', 'placed', undefined],
       ['prospect.state_changed', 'placed', 'agreed'],
       ['link.lost', 'agreed', undefined],
