@@ -1,4 +1,5 @@
 import type { Worker } from 'bullmq';
+import { productionGuards } from '../../apps/core/src/delivery/production-guards';
 import { db } from '../../apps/core/src/db';
 import { closeTransports } from '../../apps/core/src/delivery/transport';
 import { scheduleDueSteps } from '../../apps/core/src/outreach/scheduler';
@@ -32,7 +33,7 @@ it('a worker killed mid-step leaves nothing behind: the step is written once, by
   await dying.exited;
   // the lock went with the connection: the row and the mailbox slot of the dead worker were rolled back, and the
   // prospect is still due, so the next scheduler run and a live worker write the step
-  workers = createWorkers({ queues: ['delivery', 'sequence'], concurrency: 5 });
+  workers = createWorkers({ guards: productionGuards(), queues: ['delivery', 'sequence'], concurrency: 5 });
   // the periodic schedule task, run by hand: until Postgres has noticed the dead connection the row is still locked
   // and the claim skips it; the next run takes it
   await waitFor(

@@ -1,10 +1,11 @@
 import net from 'node:net';
+import { productionGuards } from '../../apps/core/src/delivery/production-guards';
 import { Worker } from 'bullmq';
 import { createApp } from '../../apps/api/src/app';
 import { db } from '../../apps/core/src/db';
 import { closeTransports } from '../../apps/core/src/delivery/transport';
 import { QUEUE, jobId, queue, queueConnection, queuePrefix } from '../../apps/core/src/queues';
-import { processDelivery } from '../../apps/worker/src/processors/delivery';
+import { deliveryProcessor } from '../../apps/worker/src/processors/delivery';
 import { maintenanceTasks } from '../../apps/worker/src/processors/maintenance';
 import { as } from '../helpers/api';
 import { makeTenant } from '../helpers/factories';
@@ -31,7 +32,7 @@ afterAll(async () => {
 
 /** A delivery worker in this process, as after a restart; checks for stalled jobs every second. */
 function startWorker(): Worker {
-  const worker = new Worker(QUEUE.delivery, processDelivery, { connection: queueConnection(), prefix: queuePrefix(), stalledInterval: 1000 });
+  const worker = new Worker(QUEUE.delivery, deliveryProcessor(productionGuards()), { connection: queueConnection(), prefix: queuePrefix(), stalledInterval: 1000 });
   workers.push(worker);
   return worker;
 }

@@ -67,6 +67,14 @@ export function queueConnection(): ConnectionOptions {
   return { url: config().redisUrl, maxRetriesPerRequest: null } as ConnectionOptions;
 }
 
+/**
+ * The producer side's connection: no offline queue, so while Redis is down adding a job fails at once (the API then
+ * answers 202 from Postgres and leaves the rows to the reconciler) instead of waiting for a reconnection.
+ */
+export function producerConnection(): ConnectionOptions {
+  return { url: config().redisUrl, maxRetriesPerRequest: null, enableOfflineQueue: false } as ConnectionOptions;
+}
+
 export function queuePrefix(): string {
   return `${config().redisPrefix}:bull`;
 }
@@ -77,7 +85,7 @@ const queues = new Map<QueueName, Queue>();
 export function queue<N extends QueueName>(name: N): Queue<JobPayloads[N]> {
   let q = queues.get(name);
   if (!q) {
-    q = new Queue(name, { connection: queueConnection(), prefix: queuePrefix(), defaultJobOptions: JOB_OPTIONS[name] });
+    q = new Queue(name, { connection: producerConnection(), prefix: queuePrefix(), defaultJobOptions: JOB_OPTIONS[name] });
     q.on('error', () => undefined); // reported by callers that await queue calls
     queues.set(name, q);
   }

@@ -1,17 +1,19 @@
-import { closeDb } from '../../core/src/db';
+import { closeDb, db } from '../../core/src/db';
+import { productionGuards } from '../../core/src/delivery/production-guards';
 import { closeTransports } from '../../core/src/delivery/transport';
 import { logger } from '../../core/src/logger';
 import { closeQueues } from '../../core/src/queues';
 import { closeRedis } from '../../core/src/redis';
 import { tuneRuntime } from '../../core/src/runtime';
 import { preflight } from '../../core/src/startup';
-import { createWorkers, scheduleMaintenance } from './workers';
+import { createWorkers, startMaintenance } from './workers';
 
 async function main(): Promise<void> {
   tuneRuntime();
   await preflight('worker');
-  const workers = createWorkers();
-  await scheduleMaintenance();
+  // the pre-send guards, built once here and passed down (a test runs this file as a process: test/sending/wiring.test.ts)
+  const workers = createWorkers({ guards: productionGuards() });
+  const housekeeping = await startMaintenance(db());
   logger.info({ queues: workers.map((w) => w.name) }, 'worker started');
 
   let stopping = false;
@@ -20,7 +22,7 @@ async function main(): Promise<void> {
     if (stopping) return;
     stopping = true;
     logger.info({ signal }, 'worker stopping');
-    await Promise.all(workers.map((w) => w.close()));
+    await Promise.all([...workers.map((w) => w.close()), housekeeping.stop()]);
     closeTransports();
     await closeQueues();
     await closeRedis();
