@@ -10,6 +10,7 @@ import { createMailbox, listMailboxes } from '../../../core/src/services/mailbox
 import { listMessages } from '../../../core/src/services/messages';
 import { validate } from '../../../core/src/validate';
 import { methodNotAllowed } from '../middleware/errors';
+import { deliveryStatusRouter } from './delivery-status';
 
 /** The control plane of DESIGN section 3: what the dashboard and `npm run admin` use. */
 export function adminRouter(db: Db): Router {
@@ -90,5 +91,6 @@ export function adminRouter(db: Db): Router {
     })
     .all(methodNotAllowed);
 
+  router.use(deliveryStatusRouter(db));
   return router;
 }
