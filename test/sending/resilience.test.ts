@@ -3,6 +3,7 @@ import { productionGuards } from '../../apps/core/src/delivery/production-guards
 import { Worker } from 'bullmq';
 import { createApp } from '../../apps/api/src/app';
 import { db } from '../../apps/core/src/db';
+import { EXPIRED_GRACE_MS } from '../../apps/core/src/delivery/reconcile';
 import { closeTransports } from '../../apps/core/src/delivery/transport';
 import { QUEUE, jobId, queue, queueConnection, queuePrefix } from '../../apps/core/src/queues';
 import { deliveryProcessor } from '../../apps/worker/src/processors/delivery';
@@ -135,7 +136,7 @@ describe('nothing accepted is lost', () => {
   it('re-queues a row left sending by a dead worker whose job is gone, and one whose job finished without it', async () => {
     const tenant = await makeTenant({ smtp: sink.url });
     const orphan = await insertMessage(tenant, 'orphan@example.org');
-    await db().message.update({ where: { id: orphan.id }, data: { status: 'sending', lockedUntil: new Date(Date.now() - 1000), enqueuedAt: new Date(Date.now() - 3600_000) } });
+    await db().message.update({ where: { id: orphan.id }, data: { status: 'sending', lockedUntil: new Date(Date.now() - EXPIRED_GRACE_MS - 1000), enqueuedAt: new Date(Date.now() - 3600_000) } });
     // a job that completed while its row said there was nothing to do, and the row later reads unfinished
     // (as when a worker's last write to the row was lost)
     const finished = await insertMessage(tenant, 'finished@example.org');
