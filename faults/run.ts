@@ -423,10 +423,16 @@ const scenarios: Record<string, { apis: number; workers: number; run: Scenario }
       await sleep(Math.max(0, back + 45_000 - Date.now()));
       const d = await delivery(world.sink, ids);
       const outage = summarizeAnswers(during);
+      // the marks the worker could not write while Postgres was away, kept and written later (its log says which)
+      const keptMarks = new Set<string>();
+      for (const w of world.workers) {
+        const text = fs.readFileSync(path.join(LOGS, `${world.name}-worker-${w.child.pid}.log`), 'utf8');
+        for (const line of text.split('\n')) if (line.includes('could not write the sent mark')) keptMarks.add(/"message":"([^"]+)"/.exec(line)?.[1] ?? '');
+      }
       return {
         ...pick(d),
         drainSeconds: seconds(ms),
-        duringFault: { sendsWhilePostgresDown: outage, statusesAtEnd: await statusCounts(world) },
+        duringFault: { sendsWhilePostgresDown: outage, sentMarksKeptThroughTheOutage: keptMarks.size, statusesAtEnd: await statusCounts(world) },
         target: '0 duplicates, 0 lost; sends during the outage 503 with Retry-After',
         met: d.duplicates === 0 && d.lost === 0 && (outage.statuses['503'] ?? 0) === during.length && outage.retryAfter503.every((r) => r !== null),
       };
