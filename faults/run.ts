@@ -2,7 +2,7 @@
  * `npm run faults`: the fault suite (docs/reliability.md). Starts its OWN Redis and Postgres (Debian's redis-server
  * and PostgreSQL 15 binaries, on free loopback ports, in a temporary directory, Postgres as the `postgres` user when
  * run as root), the compiled API and worker (dist/, `npm run build` first) as separate processes, and an SMTP sink that
- * records every Message-ID (faults/sink.ts). Each scenario gets a fresh database, a fresh Redis and fresh processes,
+ * records every Message-ID (bench/smtp-sink.ts). Each scenario gets a fresh database, a fresh Redis and fresh processes,
  * injects its fault mid-drain, and reports accepted / delivered / duplicates / lost / time to drain / the answers seen
  * during the fault. Prints a table and writes faults/results.json. Not part of `npm test`.
  *
@@ -372,15 +372,21 @@ type Scenario = (world: World) => Promise<Omit<Result, 'scenario'>>;
 
 const seconds = (ms: number | null) => (ms === null ? null : Math.round(ms / 100) / 10);
 
+/** The scenario's sends, then a wait until `minDelivered` of them reached the sink (the drain is under way). */
+async function acceptAndStartDrain(world: World, minDelivered: number, interval = 20): Promise<{ answers: Answer[]; ids: string[] }> {
+  const answers = await load(world, SENDS);
+  const ids = accepted(answers);
+  await until(async () => (await deliveredCount(world.sink)) >= Math.min(minDelivered, ids.length / 4), 60_000, 'the first deliveries', interval);
+  return { answers, ids };
+}
+
 const scenarios: Record<string, { apis: number; workers: number; run: Scenario }> = {
   /** Redis killed mid-drain and restarted empty 5 s later; nothing restarted on our side. */
   'redis-lost': {
     apis: 1,
     workers: 1,
     async run(world) {
-      const answers = await load(world, SENDS);
-      const ids = accepted(answers);
-      await until(async () => (await deliveredCount(world.sink)) >= Math.min(500, ids.length / 4), 60_000, 'the first deliveries', 20);
+      const { answers, ids } = await acceptAndStartDrain(world, 500);
       await world.redis.kill();
       log('redis killed at', await deliveredCount(world.sink), 'delivered');
       await sleep(5_000);
@@ -405,9 +411,7 @@ const scenarios: Record<string, { apis: number; workers: number; run: Scenario }
     apis: 1,
     workers: 1,
     async run(world) {
-      const answers = await load(world, SENDS);
-      const ids = accepted(answers);
-      await until(async () => (await deliveredCount(world.sink)) >= Math.min(300, ids.length / 6), 60_000, 'the first deliveries', 20);
+      const { ids } = await acceptAndStartDrain(world, 300);
       world.pg.stop();
       const stoppedAt = Date.now();
       log('postgres stopped at', await deliveredCount(world.sink), 'delivered');
@@ -444,9 +448,7 @@ const scenarios: Record<string, { apis: number; workers: number; run: Scenario }
     apis: 1,
     workers: 2,
     async run(world) {
-      const answers = await load(world, SENDS);
-      const ids = accepted(answers);
-      await until(async () => (await deliveredCount(world.sink)) >= Math.min(600, ids.length / 3), 60_000, 'the first deliveries', 5);
+      const { answers, ids } = await acceptAndStartDrain(world, 600, 5);
       const held = await sendingRows(world);
       world.workers[0]!.child.kill('SIGKILL');
       const killedAt = Date.now();
@@ -536,7 +538,7 @@ async function main(): Promise<void> {
   log(`temp dir ${tmp}; postgres :${pg.port}, redis :${redis.port}, sink :${sink.smtpPort}`);
   pg.init();
   pg.start();
-  const sinkService = startNode('faults/sink.ts', { SINK_SMTP_PORT: String(sink.smtpPort), SINK_HTTP_PORT: String(sink.httpPort) });
+  const sinkService = startNode('bench/smtp-sink.ts', { SINK_SMTP_PORT: String(sink.smtpPort), SINK_HTTP_PORT: String(sink.httpPort) });
   await until(async () => (await fetch(`http://127.0.0.1:${sink.httpPort}/count`)).ok, 30_000, 'the sink');
 
   const results: Result[] = [];

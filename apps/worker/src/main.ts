@@ -13,8 +13,7 @@ async function main(): Promise<void> {
   await preflight('worker');
   // the pre-send guards, built once here and passed down (a test runs this file as a process: test/sending/wiring.test.ts)
   const workers = createWorkers({ guards: productionGuards() });
-  const housekeeping = await startMaintenance(db());
-  logger.info({ queues: workers.map((w) => w.name) }, 'worker started');
+  const housekeeping = startMaintenance(db());
 
   let stopping = false;
   // SIGTERM: take no new jobs, let the in-flight ones finish, close connections, exit 0.
@@ -31,6 +30,7 @@ async function main(): Promise<void> {
   };
   process.on('SIGTERM', () => void shutdown('SIGTERM'));
   process.on('SIGINT', () => void shutdown('SIGINT'));
+  logger.info({ queues: workers.map((w) => w.name) }, 'worker started');
 }
 
 void main();

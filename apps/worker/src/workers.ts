@@ -43,9 +43,9 @@ export function createWorkers(options: WorkerOptions): Worker[] {
  * records): in the process, under Postgres advisory locks, so they survive Redis losing its data. The repeatable
  * jobs earlier versions kept in Redis for the same tasks are removed (they would only run the tasks twice).
  */
-export async function startMaintenance(db: Db): Promise<Housekeeping> {
+export function startMaintenance(db: Db): Housekeeping {
   const maintenance = queue(QUEUE.maintenance);
-  for (const task of Object.keys(MAINTENANCE_EVERY_MS)) await maintenance.removeJobScheduler(task).catch(() => undefined);
+  void Promise.all(Object.keys(MAINTENANCE_EVERY_MS).map((task) => maintenance.removeJobScheduler(task))).catch(() => undefined);
   return startHousekeeping(
     db,
     Object.entries(MAINTENANCE_EVERY_MS).map(([name, everyMs]) => ({ name, everyMs, run: maintenanceTasks[name as JobPayloads['maintenance']['task']] })),
