@@ -89,6 +89,11 @@ class OwnPostgres {
     this.run('pg_ctl', ['-D', this.dir, '-m', 'fast', '-w', 'stop']);
   }
 
+  /** Immediate shutdown, for leaving in a hurry (Ctrl-C). */
+  stopNow(): void {
+    this.run('pg_ctl', ['-D', this.dir, '-m', 'immediate', '-w', 'stop']);
+  }
+
   url(database: string): string {
     return `postgresql://postgres@127.0.0.1:${this.port}/${database}`;
   }
@@ -119,6 +124,10 @@ class OwnRedis {
     const exited = new Promise((resolve) => child.once('exit', resolve));
     child.kill('SIGKILL');
     await exited;
+  }
+
+  killNow(): void {
+    if (this.child && this.child.exitCode === null) this.child.kill('SIGKILL');
   }
 
   get url(): string {
@@ -175,6 +184,8 @@ interface Sink {
 class World {
   apis: { service: Service; port: number }[] = [];
   workers: Service[] = [];
+  /** how many workers the scenario runs */
+  workerCount = 1;
   token = '';
   readonly env: Record<string, string>;
 
@@ -384,17 +395,23 @@ type Scenario = (world: World) => Promise<Omit<Result, 'scenario'>>;
 
 const seconds = (ms: number | null) => (ms === null ? null : Math.round(ms / 100) / 10);
 
-/** The scenario's sends, then a wait until `minDelivered` of them reached the sink (the drain is under way). */
+/**
+ * The scenario's sends, all accepted before the workers start (so the fault lands in the middle of a 2,000 drain, not
+ * at its tail while the machine is busy accepting), then a wait until `minDelivered` of them reached the sink.
+ */
 async function acceptAndStartDrain(world: World, minDelivered: number, interval = 20): Promise<{ answers: Answer[]; ids: string[] }> {
   const answers = await load(world, SENDS);
   const ids = accepted(answers);
+  for (let i = 0; i < world.workerCount; i++) world.startWorker();
   await until(async () => (await deliveredCount(world.sink)) >= Math.min(minDelivered, ids.length / 4), 60_000, 'the first deliveries', interval);
   return { answers, ids };
 }
 
-const scenarios: Record<string, { apis: number; workers: number; run: Scenario }> = {
+/** `drainFirst`: the scenario accepts its sends before starting the workers (acceptAndStartDrain). */
+const scenarios: Record<string, { apis: number; workers: number; drainFirst?: boolean; run: Scenario }> = {
   /** Redis killed mid-drain and restarted empty 5 s later; nothing restarted on our side. */
   'redis-lost': {
+    drainFirst: true,
     apis: 1,
     workers: 1,
     async run(world) {
@@ -420,6 +437,7 @@ const scenarios: Record<string, { apis: number; workers: number; run: Scenario }
 
   /** Postgres stopped for 20 s mid-drain; sends made meanwhile must answer 503 with Retry-After. */
   'postgres-stopped': {
+    drainFirst: true,
     apis: 1,
     workers: 1,
     async run(world) {
@@ -457,6 +475,7 @@ const scenarios: Record<string, { apis: number; workers: number; run: Scenario }
 
   /** One of two workers SIGKILLed mid-drain; the other goes on. */
   'worker-killed': {
+    drainFirst: true,
     apis: 1,
     workers: 2,
     async run(world) {
@@ -547,6 +566,7 @@ async function main(): Promise<void> {
   const pg = new OwnPostgres(await freePort());
   const redis = new OwnRedis(await freePort());
   const sink: Sink = { smtpPort: await freePort(), httpPort: await freePort() };
+  ownServers = { pg, redis };
   log(`temp dir ${tmp}; postgres :${pg.port}, redis :${redis.port}, sink :${sink.smtpPort}`);
   pg.init();
   pg.start();
@@ -565,7 +585,8 @@ async function main(): Promise<void> {
       try {
         for (let i = 0; i < scenario.apis; i++) await world.startApi();
         await world.tenant();
-        for (let i = 0; i < scenario.workers; i++) world.startWorker();
+        world.workerCount = scenario.workers;
+        if (!scenario.drainFirst) for (let i = 0; i < scenario.workers; i++) world.startWorker();
         const started = Date.now();
         const outcome = await scenario.run(world);
         results.push({ scenario: name, ...outcome });
@@ -599,8 +620,20 @@ async function main(): Promise<void> {
   process.exitCode = results.every((r) => r.met) ? 0 : 1;
 }
 
+/** On any exit: our service processes, our Redis and our Postgres go too (the run's own, never the machine's). */
+let ownServers: { pg: OwnPostgres; redis: OwnRedis } | undefined;
 const cleanup = () => {
   for (const child of children) child.kill('SIGKILL');
+  if (!ownServers) return;
+  ownServers.redis.killNow();
+  if (fs.existsSync(path.join(ownServers.pg.dir, 'postmaster.pid'))) {
+    try {
+      ownServers.pg.stopNow();
+    } catch {
+      // already gone
+    }
+  }
+  fs.rmSync(tmp, { recursive: true, force: true });
 };
 process.on('exit', cleanup);
 process.on('SIGINT', () => {
