@@ -480,21 +480,30 @@ const scenarios: Record<string, { apis: number; workers: number; drainFirst?: bo
     workers: 2,
     async run(world) {
       const { answers, ids } = await acceptAndStartDrain(world, 600, 5);
-      const held = await sendingRows(world);
+      const held = await sendingIds(world);
       world.workers[0]!.child.kill('SIGKILL');
       const killedAt = Date.now();
-      log('worker 1 killed with', held, 'rows sending');
+      log('worker 1 killed with', held.length, 'rows sending');
+      // the rows on the wire at the kill (the dead worker's among them): how long until each is delivered
+      const heldMs = await drained(world.sink, held, 180_000);
       const ms = await drained(world.sink, ids, 180_000);
+      const drainMs = ms === null ? null : Date.now() - killedAt;
       await sleep(3_000);
       const d = await delivery(world.sink, ids);
       // when did the first copy of each duplicate reach the sink, relative to the kill? (negative: before it)
       const window = d.duplicateIds.map((id) => d.received.get(id)![0]! - killedAt).sort((a, b) => a - b);
       return {
         ...pick(d),
-        drainSeconds: seconds(ms),
-        duringFault: { rowsSendingAtKill: held, firstCopyOfDuplicatesMsFromKill: window, answers: summarizeAnswers(answers), drainAfterKillSeconds: seconds(ms) },
+        drainSeconds: seconds(drainMs),
+        duringFault: {
+          rowsSendingAtKill: held.length,
+          thoseDeliveredWithinSeconds: seconds(heldMs),
+          firstCopyOfDuplicatesMsFromKill: window,
+          answers: summarizeAnswers(answers),
+          allDeliveredAfterKillSeconds: seconds(drainMs),
+        },
         target: "dead worker's rows delivered within 60 s of the kill; duplicates only sends completed in the last ms",
-        met: d.lost === 0 && ms !== null && ms <= 60_000 && window.every((t) => t > -1000),
+        met: d.lost === 0 && heldMs !== null && heldMs <= 60_000 && window.every((t) => t > -1000),
       };
     },
   },
@@ -555,8 +564,14 @@ function pick(d: Delivery) {
   return { accepted: d.accepted, delivered: d.delivered, duplicates: d.duplicates, lost: d.lost };
 }
 
-async function sendingRows(world: World): Promise<number> {
-  return (await statusCounts(world).catch(() => ({}) as Record<string, number>)).sending ?? 0;
+async function sendingIds(world: World): Promise<string[]> {
+  const client = new Client({ connectionString: world.env.DATABASE_URL });
+  await client.connect();
+  try {
+    return (await client.query<{ id: string }>("SELECT id::text FROM messages WHERE status = 'sending'")).rows.map((r) => r.id);
+  } finally {
+    await client.end();
+  }
 }
 
 // ---------------------------------------------------------------------------------------------------------------
