@@ -1,18 +1,30 @@
 /**
- * A counting SMTP sink for the benchmarks, run as its own process so it does not share a core with what is measured.
- * SMTP on SINK_SMTP_PORT; GET http://127.0.0.1:SINK_HTTP_PORT/count answers how many messages it accepted, POST /reset zeroes it.
+ * A counting SMTP sink for the benchmarks and the fault suite, run as its own process so it does not share a core
+ * with what is measured. It accepts every message and records, per Message-ID, when each copy's DATA ended (epoch ms).
+ * SMTP on SINK_SMTP_PORT; HTTP on SINK_HTTP_PORT: GET /count answers `{count, unique}` (copies, distinct
+ * Message-IDs), GET /ids `{ "<id@domain>": [t1, t2...] }`, POST /reset forgets everything.
  */
 import http from 'node:http';
 import { SMTPServer } from 'smtp-server';
 
+let received = new Map<string, number[]>();
 let count = 0;
+
 const smtp = new SMTPServer({
   disabledCommands: ['STARTTLS', 'AUTH'],
   authOptional: true,
   logger: false,
   onData(stream, _session, callback) {
-    stream.on('data', () => undefined);
+    let head = '';
+    stream.on('data', (chunk: Buffer) => {
+      if (head.length < 8192) head += chunk.toString('latin1');
+    });
     stream.on('end', () => {
+      const id = /^Message-ID:\s*(<[^>\r\n]+>)/im.exec(head)?.[1] ?? `<none-${count}>`;
+      const at = Date.now();
+      const list = received.get(id);
+      if (list) list.push(at);
+      else received.set(id, [at]);
       count++;
       callback();
     });
@@ -23,8 +35,13 @@ smtp.listen(Number(process.env.SINK_SMTP_PORT), '127.0.0.1');
 
 http
   .createServer((req, res) => {
-    if (req.method === 'POST' && req.url === '/reset') count = 0;
     res.setHeader('Content-Type', 'application/json');
-    res.end(JSON.stringify({ count }));
+    if (req.method === 'POST' && req.url === '/reset') {
+      received = new Map();
+      count = 0;
+      return res.end('{"ok":true}');
+    }
+    if (req.url === '/ids') return res.end(JSON.stringify(Object.fromEntries(received)));
+    res.end(JSON.stringify({ count, unique: received.size }));
   })
-  .listen(Number(process.env.SINK_HTTP_PORT), '127.0.0.1');
+  .listen(Number(process.env.SINK_HTTP_PORT), '127.0.0.1', () => console.log('sink ready'));

@@ -23,17 +23,17 @@ describe('when Postgres cannot be reached', () => {
     expect((await request(api.app).get('/healthz')).status).toBe(200);
   });
 
-  it('answers an internal fault with 500 JSON naming the request id, never the detail', async () => {
+  it('answers 503 with Retry-After (the request may be repeated as it is), never the detail', async () => {
     const res = await request(api.app).get('/api/v1/lists').set('Authorization', `Bearer msk_${'A'.repeat(32)}`);
-    expect(res.status).toBe(500);
-    const id = res.headers['x-request-id'];
-    expect(res.body).toEqual({ ok: false, error: `internal error (request id ${id})` });
+    expect(res.status).toBe(503);
+    expect(res.headers['retry-after']).toBe('5');
+    expect(res.body).toEqual({ ok: false, error: expect.stringMatching(/unavailable/) });
     expect(JSON.stringify(res.body)).not.toMatch(/ECONNREFUSED|127\.0\.0\.1|prisma/i);
   });
 
   it('keeps the caller\'s X-Request-Id when it is sane', async () => {
     const res = await request(api.app).get('/api/v1/lists').set('Authorization', `Bearer msk_${'A'.repeat(32)}`).set('X-Request-Id', 'trace-42');
     expect(res.headers['x-request-id']).toBe('trace-42');
-    expect(res.body.error).toBe('internal error (request id trace-42)');
+    expect(res.status).toBe(503);
   });
 });

@@ -1,4 +1,5 @@
 import type { Worker } from 'bullmq';
+import { productionGuards } from '../../apps/core/src/delivery/production-guards';
 import { closeTransports } from '../../apps/core/src/delivery/transport';
 import type { QueueName } from '../../apps/core/src/queues';
 import { createWorkers } from '../../apps/worker/src/workers';
@@ -13,7 +14,7 @@ export function useMail(options: { queues?: QueueName[]; concurrency?: number } 
   let workers: Worker[] = [];
   beforeAll(async () => {
     await sink.start();
-    if (options.queues?.length) workers = createWorkers({ queues: options.queues, concurrency: options.concurrency ?? 5 });
+    if (options.queues?.length) workers = createWorkers({ guards: productionGuards(), queues: options.queues, concurrency: options.concurrency ?? 5 });
   });
   afterAll(async () => {
     await Promise.all(workers.map((w) => w.close()));

@@ -1,3 +1,4 @@
+import { productionGuards } from '../../apps/core/src/delivery/production-guards';
 import type { Worker } from 'bullmq';
 import { db } from '../../apps/core/src/db';
 import { maintenanceTasks } from '../../apps/worker/src/processors/maintenance';
@@ -15,7 +16,7 @@ const ctx = useApi();
 const pages = usePages();
 let workers: Worker[] = [];
 beforeAll(() => {
-  workers = createWorkers({ queues: ['links'], concurrency: 5 });
+  workers = createWorkers({ guards: productionGuards(), queues: ['links'], concurrency: 5 });
 });
 afterAll(async () => {
   await Promise.all(workers.map((w) => w.close()));

@@ -1,4 +1,5 @@
 import type { Worker } from 'bullmq';
+import { productionGuards } from '../../apps/core/src/delivery/production-guards';
 import { db } from '../../apps/core/src/db';
 import { closeTransports } from '../../apps/core/src/delivery/transport';
 import { createWorkers } from '../../apps/worker/src/workers';
@@ -30,7 +31,7 @@ describe('the confirmation email\'s pre-send guard', () => {
     await f.unsubscribe({ email: left });
     await f.subscribe({ email: confirmedMeanwhile, confirmed: true });
     // only now does a worker pick up the three queued emails
-    workers = createWorkers({ queues: ['delivery'], concurrency: 5 });
+    workers = createWorkers({ guards: productionGuards(), queues: ['delivery'], concurrency: 5 });
     await waitFor(() => sink.to(waiting)[0], { timeout: 15_000, what: 'the waiting person\'s email' });
     const status = async (email: string) => (await confirmationMessages(email))[0]!.status;
     await waitFor(async () => (await status(left)) === 'cancelled' && (await status(confirmedMeanwhile)) === 'cancelled');

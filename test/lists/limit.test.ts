@@ -127,9 +127,16 @@ describe('600 new subscribers per list per rolling hour through the API (spec 8)
 
   it('does not count failed requests: a 400 or a 404 takes no slot', async () => {
     const f = await listFixture(ctx.api);
-    await f.subscribe({ email: 'not-an-address' });
-    await f.subscribe({ email: address(), name: 'n'.repeat(201) });
-    await f.client.post('/api/v1/subscribers').send({ list: 'nope', email: address() });
+    // each refused for the reason meant, not for another (a 500 would pass a slot count just as well)
+    const badAddress = await f.subscribe({ email: 'not-an-address' });
+    expect(badAddress.status).toBe(400);
+    expect(badAddress.body).toEqual({ ok: false, error: expect.any(String) });
+    const longName = await f.subscribe({ email: address(), name: 'n'.repeat(201) });
+    expect(longName.status).toBe(400);
+    expect(longName.body.ok).toBe(false);
+    const noList = await f.client.post('/api/v1/subscribers').send({ list: 'nope', email: address() });
+    expect(noList.status).toBe(404);
+    expect(noList.body.ok).toBe(false);
     expect(await slotsTaken(f.list.key)).toBe(0);
   });
 

@@ -1,4 +1,5 @@
 import type { Worker } from 'bullmq';
+import { productionGuards } from '../../apps/core/src/delivery/production-guards';
 import { db } from '../../apps/core/src/db';
 import { closeTransports } from '../../apps/core/src/delivery/transport';
 import { scheduleDueSteps } from '../../apps/core/src/outreach/scheduler';
@@ -24,7 +25,14 @@ it('a worker killed mid-step leaves nothing behind: the step is written once, by
   const id = await addProspect(tenant.account.id, campaign.id, { email: 'killed@reader.org' });
   await db().$transaction((tx) => updateCampaign(tx, campaign.id, { status: 'running' }));
   const dying = runTs('test/outreach/fixtures/die-mid-step.ts', [String(id), '1']);
-  await waitFor(() => dying.stdout().includes('written, not committed'), { timeout: 30_000, what: 'the step written in the dying worker' });
+  // a fresh tsx process compiles and loads the app first: on a loaded 2-core machine that alone took over 30 s once
+  let written = false;
+  await Promise.race([
+    waitFor(() => (written = dying.stdout().includes('written, not committed')), { timeout: 120_000, interval: 100, what: 'the step written in the dying worker' }),
+    dying.exited.then(() => {
+      if (!written) throw new Error(`the dying worker exited before writing: ${dying.stdout()}${dying.stderr()}`);
+    }),
+  ]);
   const [pid, lost] = dying.stdout().split(':') as [string, string];
   expect(lost).toMatch(/^[0-9a-f-]{36}$/);
   // tsx runs the script in a child of its own: kill that very process, as a crash or the OOM killer would
@@ -32,7 +40,7 @@ it('a worker killed mid-step leaves nothing behind: the step is written once, by
   await dying.exited;
   // the lock went with the connection: the row and the mailbox slot of the dead worker were rolled back, and the
   // prospect is still due, so the next scheduler run and a live worker write the step
-  workers = createWorkers({ queues: ['delivery', 'sequence'], concurrency: 5 });
+  workers = createWorkers({ guards: productionGuards(), queues: ['delivery', 'sequence'], concurrency: 5 });
   // the periodic schedule task, run by hand: until Postgres has noticed the dead connection the row is still locked
   // and the claim skips it; the next run takes it
   await waitFor(
@@ -48,4 +56,4 @@ it('a worker killed mid-step leaves nothing behind: the step is written once, by
   expect(await db().message.count({ where: { id: lost } })).toBe(0);
   expect((await db().mailbox.findUniqueOrThrow({ where: { id: tenant.mailbox.id } })).sequenceCount).toBe(1);
   expect(await db().prospect.findUniqueOrThrow({ where: { id } })).toMatchObject({ status: 'writing', step: 1 });
-}, 60_000);
+}, 180_000);

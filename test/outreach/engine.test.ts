@@ -1,6 +1,5 @@
 import { db } from '../../apps/core/src/db';
 import { closeTransports } from '../../apps/core/src/delivery/transport';
-import { registerSequenceGuard } from '../../apps/core/src/outreach/guard';
 import { claimMailboxSlot } from '../../apps/core/src/outreach/limits';
 import { reportOutcome } from '../../apps/core/src/outreach/outcomes';
 import { claimDueSteps } from '../../apps/core/src/outreach/scheduler';
@@ -13,8 +12,6 @@ import { addProspect, deliver, fakeJob, outreach, stepMessage } from './support'
 /** The step writer and the pre-send guard called directly (no workers): every outcome is observed row by row. */
 const sink = new SmtpSink();
 beforeAll(async () => {
-  // these tests call the processors directly, not through createWorkers, so they register the guard themselves
-  registerSequenceGuard();
   await sink.start();
 });
 afterAll(async () => {

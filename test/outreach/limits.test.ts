@@ -1,4 +1,5 @@
 import type { Worker } from 'bullmq';
+import { productionGuards } from '../../apps/core/src/delivery/production-guards';
 import { db } from '../../apps/core/src/db';
 import { closeTransports } from '../../apps/core/src/delivery/transport';
 import { createWorkers } from '../../apps/worker/src/workers';
@@ -24,7 +25,7 @@ beforeAll(async () => {
     if (child!.child.exitCode !== null) throw new Error(`worker exited: ${child!.stderr()}`);
     return child!.stdout().includes('worker started');
   }, { timeout: 30_000, what: 'the second worker process to start' });
-  workers = createWorkers({ queues: ['delivery', 'sequence'], concurrency: 5 });
+  workers = createWorkers({ guards: productionGuards(), queues: ['delivery', 'sequence'], concurrency: 5 });
 }, 40_000);
 
 afterAll(async () => {

@@ -1,4 +1,5 @@
 import type { Worker } from 'bullmq';
+import { productionGuards } from '../../apps/core/src/delivery/production-guards';
 import { db } from '../../apps/core/src/db';
 import { scheduleDueSteps } from '../../apps/core/src/outreach/scheduler';
 import { QUEUE, jobId, queue } from '../../apps/core/src/queues';
@@ -160,7 +161,7 @@ describe('sequences on the wire', () => {
   });
 
   it('with two sets of workers and a scheduler racing the API kick, every prospect gets each step once', async () => {
-    const more = createWorkers({ queues: ['delivery', 'sequence'], concurrency: 5 });
+    const more = createWorkers({ guards: productionGuards(), queues: ['delivery', 'sequence'], concurrency: 5 });
     try {
       const { campaign, client } = await start([{ subject: 'Once, {{name}}', body: 'only once', delay_hours: 0 }]);
       const prospects = Array.from({ length: 12 }, (_, i) => ({ email: `once${i}@reader.org`, name: `P${i}` }));

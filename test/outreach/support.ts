@@ -1,4 +1,5 @@
 import type { Job } from 'bullmq';
+import { productionGuards } from '../../apps/core/src/delivery/production-guards';
 import { db } from '../../apps/core/src/db';
 import { deliverMessage } from '../../apps/core/src/delivery/deliver';
 import { addProspects, type ProspectInput } from '../../apps/core/src/outreach/prospects';
@@ -30,6 +31,6 @@ export async function addProspect(accountId: number, campaignId: number, input: 
 /** A stand-in for BullMQ's job, as a test calling a processor directly needs it. */
 export const fakeJob = <T extends keyof JobPayloads>(data: JobPayloads[T]) => ({ id: 'test', data, attemptsMade: 0, opts: { attempts: 1 } }) as unknown as Job<JobPayloads[T]>;
 
-export const deliver = (messageId: string) => deliverMessage(db(), messageId, { lastAttempt: false });
+export const deliver = (messageId: string) => deliverMessage(db(), messageId, { lastAttempt: false, guards: productionGuards() });
 
 export const stepMessage = (prospectId: number, step: number) => db().message.findUnique({ where: { prospectId_step: { prospectId, step } } });

@@ -1,4 +1,6 @@
 import { db } from '../../apps/core/src/db';
+import { productionGuards } from '../../apps/core/src/delivery/production-guards';
+import { guardedKinds } from '../../apps/core/src/delivery/guards';
 import { claimUnguarded, markSent } from '../../apps/core/src/delivery/fast-claim';
 import { makeTenant } from '../helpers/factories';
 import { writtenCopies } from './helpers';
@@ -12,7 +14,7 @@ describe('delivery claims and "sent" marks shared by concurrent deliveries', () 
   it('gives a row asked for twice in one batch to one asker only', async () => {
     const [filler, contested] = await queuedMessages(2);
     // the three calls arrive within the claim's wait for company and share one statement
-    const [first, a, b] = await Promise.all([claimUnguarded(db(), filler!, 60_000), claimUnguarded(db(), contested!, 60_000), claimUnguarded(db(), contested!, 60_000)]);
+    const [first, a, b] = await Promise.all([claimUnguarded(db(), filler!, 60_000, guardedKinds(productionGuards())), claimUnguarded(db(), contested!, 60_000, guardedKinds(productionGuards())), claimUnguarded(db(), contested!, 60_000, guardedKinds(productionGuards()))]);
     expect(first?.id).toBe(filler);
     expect([a?.id ?? null, b?.id ?? null].filter(Boolean)).toEqual([contested]);
     const row = await db().message.findUniqueOrThrow({ where: { id: contested! } });
@@ -22,10 +24,10 @@ describe('delivery claims and "sent" marks shared by concurrent deliveries', () 
 
   it('claims many rows at once, each with its mailbox and Send, and marks each sent with its own answer', async () => {
     const ids = await queuedMessages(12);
-    const claimed = await Promise.all(ids.map((id) => claimUnguarded(db(), id, 60_000)));
+    const claimed = await Promise.all(ids.map((id) => claimUnguarded(db(), id, 60_000, guardedKinds(productionGuards()))));
     expect(claimed.map((c) => c?.id)).toEqual(ids);
     expect(claimed.every((c) => c!.mailbox.address.startsWith('sender-') && c!.send?.subject === 'Batch')).toBe(true);
-    expect(await Promise.all(ids.map((id) => claimUnguarded(db(), id, 60_000)))).toEqual(ids.map(() => null));
+    expect(await Promise.all(ids.map((id) => claimUnguarded(db(), id, 60_000, guardedKinds(productionGuards()))))).toEqual(ids.map(() => null));
 
     await Promise.all(ids.map((id, i) => markSent(db(), id, `250 ok ${i}`)));
     const rows = await db().message.findMany({ where: { id: { in: ids } } });

@@ -1,10 +1,12 @@
 import { Job } from 'bullmq';
+import { productionGuards } from '../../apps/core/src/delivery/production-guards';
 import { db } from '../../apps/core/src/db';
 import { deliverMessage } from '../../apps/core/src/delivery/deliver';
-import { registerPreSendGuard } from '../../apps/core/src/delivery/guards';
+import type { PreSendGuards } from '../../apps/core/src/delivery/guards';
+import { storeMessages } from '../../apps/core/src/delivery/outbox';
 import { closeTransports } from '../../apps/core/src/delivery/transport';
 import { JOB_OPTIONS, QUEUE, jobId, queue } from '../../apps/core/src/queues';
-import { processDelivery } from '../../apps/worker/src/processors/delivery';
+import { deliveryProcessor } from '../../apps/worker/src/processors/delivery';
 import { makeTenant } from '../helpers/factories';
 import { useMail } from '../helpers/mail';
 import { SmtpSink } from '../helpers/smtp-sink';
@@ -38,10 +40,10 @@ describe('delivery worker', () => {
     const id = await queueEmail(tenant, { to: 'twice@example.org' });
     await waitForStatus(id, ['sent']);
     const job = await Job.fromId(queue(QUEUE.delivery), jobId.delivery(id));
-    expect(await processDelivery(job!)).toBe('finished');
+    expect(await deliveryProcessor(productionGuards())(job!)).toBe('finished');
 
     const row = await insertMessage(tenant, 'race@example.org');
-    const outcomes = await Promise.all([1, 2, 3].map(() => deliverMessage(db(), row.id, { lastAttempt: false })));
+    const outcomes = await Promise.all([1, 2, 3].map(() => deliverMessage(db(), row.id, { lastAttempt: false, guards: productionGuards() })));
     expect(outcomes.map((o) => o.kind).sort()).toEqual(['busy', 'busy', 'sent']);
     await waitFor(() => sink.to('race@example.org').length === 1);
     expect(sink.to('twice@example.org')).toHaveLength(1);
@@ -120,10 +122,13 @@ describe('delivery worker', () => {
 
   it('cancels without sending when a pre-send guard refuses', async () => {
     const tenant = await makeTenant({ smtp: sink.url });
-    registerPreSendGuard('sequence', async (_tx, message) => (message.to === 'replied@example.org' ? 'the prospect replied' : null));
-    const id = await queueEmail(tenant, { kind: 'sequence', to: 'replied@example.org' });
-    const row = await waitForStatus(id, ['cancelled']);
-    expect(row.lastError).toBe('the prospect replied');
+    // a guard table of this test's own, passed to this delivery only: nothing stays installed for later tests
+    const guards: PreSendGuards = { sequence: async (_tx, message) => (message.to === 'replied@example.org' ? 'the prospect replied' : null) };
+    const [row] = await db().$transaction((tx) =>
+      storeMessages(tx, [{ accountId: tenant.account.id, mailboxId: tenant.mailbox.id, fromAddress: tenant.mailbox.address, kind: 'sequence', to: 'replied@example.org', subject: 'Hi', text: 'x' }]),
+    );
+    expect(await deliverMessage(db(), row!.id!, { lastAttempt: false, guards })).toEqual({ kind: 'cancelled', reason: 'the prospect replied' });
+    expect((await db().message.findUniqueOrThrow({ where: { id: row!.id! } })).lastError).toBe('the prospect replied');
     expect(sink.to('replied@example.org')).toHaveLength(0);
   });
 
@@ -158,8 +163,13 @@ describe('delivery worker', () => {
 
   it('keeps threading headers of sequence emails', async () => {
     const tenant = await makeTenant({ smtp: sink.url });
-    const id = await queueEmail(tenant, { kind: 'sequence', to: 'thread@example.org', inReplyTo: '<first@example.com>', references: '<first@example.com>' });
-    await waitForStatus(id, ['sent']);
+    // no prospect behind this row, so the production guard would cancel it: a guard table that lets it go, for this call
+    const [row] = await db().$transaction((tx) =>
+      storeMessages(tx, [
+        { accountId: tenant.account.id, mailboxId: tenant.mailbox.id, fromAddress: tenant.mailbox.address, kind: 'sequence', to: 'thread@example.org', subject: 'Re', text: 'x', inReplyTo: '<first@example.com>', references: '<first@example.com>' },
+      ]),
+    );
+    expect(await deliverMessage(db(), row!.id!, { lastAttempt: false, guards: { sequence: async () => null } })).toMatchObject({ kind: 'sent' });
     const [mail] = sink.to('thread@example.org');
     expect(mail!.parsed.inReplyTo).toBe('<first@example.com>');
     expect(mail!.parsed.references).toBe('<first@example.com>');

@@ -1,7 +1,8 @@
 import { db } from '../../apps/core/src/db';
+import { productionGuards } from '../../apps/core/src/delivery/production-guards';
 import { batchRowsOnTheWire, deliverBatch } from '../../apps/core/src/delivery/deliver';
 import { QUEUE, jobId, queue } from '../../apps/core/src/queues';
-import { processDelivery } from '../../apps/worker/src/processors/delivery';
+import { deliveryProcessor } from '../../apps/worker/src/processors/delivery';
 import { makeTenant } from '../helpers/factories';
 import { useMail } from '../helpers/mail';
 import { writtenCopies } from './helpers';
@@ -30,6 +31,7 @@ describe('dispatch jobs: a batch of accepted copies delivered in one job', () =>
     const result = await deliverBatch(
       db(),
       [...ids].map(([to, messageId]) => ({ id: messageId, notBefore: to === 'later@example.org' ? later : null })),
+      productionGuards(),
     );
 
     expect(result).toEqual({ sent: 2, handedOn: 4 });
@@ -55,7 +57,7 @@ describe('dispatch jobs: a batch of accepted copies delivered in one job', () =>
     expect(await row(id('later@example.org'))).toMatchObject({ status: 'queued', attempts: 0 });
     // left to the full claim of their own jobs: it cancels the suppressed one and waits out the other worker's lease
     for (const to of ['gone@example.org', 'busy@example.org']) expect(await (await deliveryJob(id(to)))!.getState()).toBe('waiting');
-    expect(await processDelivery((await deliveryJob(id('gone@example.org')))!)).toBe('cancelled');
+    expect(await deliveryProcessor(productionGuards())((await deliveryJob(id('gone@example.org')))!)).toBe('cancelled');
     expect(sink.to('gone@example.org')).toHaveLength(0);
     expect(sink.to('busy@example.org')).toHaveLength(0);
   });
@@ -64,9 +66,9 @@ describe('dispatch jobs: a batch of accepted copies delivered in one job', () =>
     const tenant = await makeTenant({ smtp: sink.url });
     const ids = [...(await writtenCopies(tenant, ['again1@example.org', 'again2@example.org'])).values()];
     const batch = ids.map((id) => ({ id, notBefore: null }));
-    expect(await deliverBatch(db(), batch)).toEqual({ sent: 2, handedOn: 0 });
-    expect(await deliverBatch(db(), batch)).toEqual({ sent: 0, handedOn: 2 });
-    for (const id of ids) expect(await processDelivery((await deliveryJob(id))!)).toBe('finished');
+    expect(await deliverBatch(db(), batch, productionGuards())).toEqual({ sent: 2, handedOn: 0 });
+    expect(await deliverBatch(db(), batch, productionGuards())).toEqual({ sent: 0, handedOn: 2 });
+    for (const id of ids) expect(await deliveryProcessor(productionGuards())((await deliveryJob(id))!)).toBe('finished');
     expect(sink.to('again1@example.org')).toHaveLength(1);
     expect(sink.to('again2@example.org')).toHaveLength(1);
   });
@@ -90,7 +92,7 @@ describe('dispatch jobs: a batch of accepted copies delivered in one job', () =>
       }
     })();
     try {
-      expect(await deliverBatch(db(), ids.map((id) => ({ id, notBefore: null })))).toEqual({ sent: ids.length, handedOn: 0 });
+      expect(await deliverBatch(db(), ids.map((id) => ({ id, notBefore: null })), productionGuards())).toEqual({ sent: ids.length, handedOn: 0 });
     } finally {
       done = true;
       sink.dataDelayMs = 0;

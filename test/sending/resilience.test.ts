@@ -1,10 +1,12 @@
 import net from 'node:net';
+import { productionGuards } from '../../apps/core/src/delivery/production-guards';
 import { Worker } from 'bullmq';
 import { createApp } from '../../apps/api/src/app';
 import { db } from '../../apps/core/src/db';
+import { EXPIRED_GRACE_MS } from '../../apps/core/src/delivery/reconcile';
 import { closeTransports } from '../../apps/core/src/delivery/transport';
 import { QUEUE, jobId, queue, queueConnection, queuePrefix } from '../../apps/core/src/queues';
-import { processDelivery } from '../../apps/worker/src/processors/delivery';
+import { deliveryProcessor } from '../../apps/worker/src/processors/delivery';
 import { maintenanceTasks } from '../../apps/worker/src/processors/maintenance';
 import { as } from '../helpers/api';
 import { makeTenant } from '../helpers/factories';
@@ -31,7 +33,7 @@ afterAll(async () => {
 
 /** A delivery worker in this process, as after a restart; checks for stalled jobs every second. */
 function startWorker(): Worker {
-  const worker = new Worker(QUEUE.delivery, processDelivery, { connection: queueConnection(), prefix: queuePrefix(), stalledInterval: 1000 });
+  const worker = new Worker(QUEUE.delivery, deliveryProcessor(productionGuards()), { connection: queueConnection(), prefix: queuePrefix(), stalledInterval: 1000 });
   workers.push(worker);
   return worker;
 }
@@ -134,7 +136,7 @@ describe('nothing accepted is lost', () => {
   it('re-queues a row left sending by a dead worker whose job is gone, and one whose job finished without it', async () => {
     const tenant = await makeTenant({ smtp: sink.url });
     const orphan = await insertMessage(tenant, 'orphan@example.org');
-    await db().message.update({ where: { id: orphan.id }, data: { status: 'sending', lockedUntil: new Date(Date.now() - 1000), enqueuedAt: new Date(Date.now() - 3600_000) } });
+    await db().message.update({ where: { id: orphan.id }, data: { status: 'sending', lockedUntil: new Date(Date.now() - EXPIRED_GRACE_MS - 1000), enqueuedAt: new Date(Date.now() - 3600_000) } });
     // a job that completed while its row said there was nothing to do, and the row later reads unfinished
     // (as when a worker's last write to the row was lost)
     const finished = await insertMessage(tenant, 'finished@example.org');

@@ -1,8 +1,9 @@
 import { db } from '../../apps/core/src/db';
+import { productionGuards } from '../../apps/core/src/delivery/production-guards';
 import { PayloadTooLarge } from '../../apps/core/src/errors';
 import { parseSendRequest } from '../../apps/core/src/sending/schema';
 import { DISPATCH, QUEUE, jobId, queue } from '../../apps/core/src/queues';
-import { processDelivery } from '../../apps/worker/src/processors/delivery';
+import { deliveryProcessor } from '../../apps/worker/src/processors/delivery';
 import { as, useApi } from '../helpers/api';
 import { makeTenant, type Tenant } from '../helpers/factories';
 
@@ -52,7 +53,7 @@ describe('POST /api/v1/send: acceptance', () => {
     expect(fan?.data).toEqual({ messages: ids.map((id) => ({ id, notBefore: sendAt.getTime() })) });
     expect(await Promise.all(ids.map((id) => queue(QUEUE.delivery).getJob(jobId.delivery(id))))).toEqual(ids.map(() => undefined));
 
-    expect(await processDelivery(fan!)).toBe('dispatched');
+    expect(await deliveryProcessor(productionGuards())(fan!)).toBe('dispatched');
     for (const id of ids) {
       const job = await queue(QUEUE.delivery).getJob(jobId.delivery(id));
       expect(job?.data).toEqual({ messageId: id });

@@ -1,4 +1,5 @@
 import crypto from 'node:crypto';
+import { productionGuards } from '../../apps/core/src/delivery/production-guards';
 import { db } from '../../apps/core/src/db';
 import { deliverMessage } from '../../apps/core/src/delivery/deliver';
 import { QUEUE, jobId, queue } from '../../apps/core/src/queues';
@@ -100,7 +101,7 @@ describe('POST /api/v1/send on the wire', () => {
     const job = await queue(QUEUE.delivery).getJob(jobId.delivery(id));
     expect(await job!.getState()).toBe('delayed');
     // a job that runs early (say, queued again without its delay) still waits for send_at
-    expect(await deliverMessage(db(), id, { lastAttempt: false })).toEqual({ kind: 'early', until: sendAt });
+    expect(await deliverMessage(db(), id, { lastAttempt: false, guards: productionGuards() })).toEqual({ kind: 'early', until: sendAt });
     expect(sink.to('later@example.org')).toHaveLength(0);
     await waitFor(() => sink.to('later@example.org').length === 1, { timeout: 15_000 });
     const sent = await waitForStatus(id, ['sent']);

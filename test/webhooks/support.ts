@@ -1,3 +1,4 @@
+import { productionGuards } from '../../apps/core/src/delivery/production-guards';
 import type { Worker } from 'bullmq';
 import type { ApiApp } from '../../apps/api/src/app';
 import { db } from '../../apps/core/src/db';
@@ -51,7 +52,7 @@ export function useLateWorker(): { start: () => void } {
   });
   return {
     start: () => {
-      workers = createWorkers({ queues: ['webhook'], concurrency: 2 });
+      workers = createWorkers({ guards: productionGuards(), queues: ['webhook'], concurrency: 2 });
       dispatcher = startDispatcher(db(), { everyMs: 50 });
     },
   };

@@ -99,9 +99,23 @@ export function retryDelayMs(attemptsMade: number, type?: string): number {
   return config().webhookRetryBaseMs * 4 ** Math.max(0, attemptsMade - 1);
 }
 
+/**
+ * Reconnect every 0.25 s to 2 s while Redis is away (BullMQ's own default grows to 20 s between attempts, so a worker
+ * noticed a restarted Redis up to 20 s late).
+ */
+const reconnectSoon = (attempt: number) => Math.min(250 * attempt, 2_000);
+
 /** BullMQ's connection options from REDIS_URL. */
 export function queueConnection(): ConnectionOptions {
-  return { url: config().redisUrl, maxRetriesPerRequest: null } as ConnectionOptions;
+  return { url: config().redisUrl, maxRetriesPerRequest: null, retryStrategy: reconnectSoon } as ConnectionOptions;
+}
+
+/**
+ * The producer side's connection: no offline queue, so while Redis is down adding a job fails at once (the API then
+ * answers 202 from Postgres and leaves the rows to the reconciler) instead of waiting for a reconnection.
+ */
+export function producerConnection(): ConnectionOptions {
+  return { url: config().redisUrl, maxRetriesPerRequest: null, enableOfflineQueue: false, retryStrategy: reconnectSoon } as ConnectionOptions;
 }
 
 export function queuePrefix(): string {
@@ -114,7 +128,7 @@ const queues = new Map<QueueName, Queue>();
 export function queue<N extends QueueName>(name: N): Queue<JobPayloads[N]> {
   let q = queues.get(name);
   if (!q) {
-    q = new Queue(name, { connection: queueConnection(), prefix: queuePrefix(), defaultJobOptions: JOB_OPTIONS[name] });
+    q = new Queue(name, { connection: producerConnection(), prefix: queuePrefix(), defaultJobOptions: JOB_OPTIONS[name] });
     q.on('error', () => undefined); // reported by callers that await queue calls
     queues.set(name, q);
   }

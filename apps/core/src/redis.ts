@@ -2,8 +2,8 @@ import { Redis, type RedisOptions } from 'ioredis';
 import { config } from './config';
 
 /**
- * A new connection. BullMQ needs `maxRetriesPerRequest: null` on workers' connections;
- * commands of the API fail fast instead (`enableOfflineQueue: false`) so a Redis outage answers 503 at once.
+ * A new connection. BullMQ needs `maxRetriesPerRequest: null` on workers' connections; the queues' producer side
+ * turns the offline queue off (queues.ts producerConnection), so adding a job while Redis is down fails at once.
  */
 export function createRedis(options: RedisOptions = {}): Redis {
   return new Redis(config().redisUrl, { lazyConnect: false, ...options });

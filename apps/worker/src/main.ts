@@ -1,5 +1,6 @@
 import { config } from '../../core/src/config';
 import { closeDb, db } from '../../core/src/db';
+import { productionGuards } from '../../core/src/delivery/production-guards';
 import { serveWorkerMetrics } from '../../core/src/metrics/worker-server';
 import { closeTransports } from '../../core/src/delivery/transport';
 import { logger } from '../../core/src/logger';
@@ -8,12 +9,14 @@ import { closeRedis } from '../../core/src/redis';
 import { tuneRuntime } from '../../core/src/runtime';
 import { preflight } from '../../core/src/startup';
 import { startDispatcher } from '../../core/src/webhooks/dispatch';
-import { createWorkers, scheduleMaintenance } from './workers';
+import { createWorkers, startMaintenance } from './workers';
 
 async function main(): Promise<void> {
   tuneRuntime();
   await preflight('worker');
-  const workers = createWorkers();
+  // the pre-send guards, built once here and passed down (a test runs this file as a process: test/sending/wiring.test.ts)
+  const workers = createWorkers({ guards: productionGuards() });
+  const housekeeping = startMaintenance(db());
   // the event outbox's fan-out to webhook jobs
   const dispatcher = startDispatcher(db());
   let metricsServer: Awaited<ReturnType<typeof serveWorkerMetrics>> | undefined;
@@ -25,7 +28,7 @@ async function main(): Promise<void> {
     stopping = true;
     logger.info({ signal }, 'worker stopping');
     await dispatcher.stop();
-    await Promise.all(workers.map((w) => w.close()));
+    await Promise.all([...workers.map((w) => w.close()), housekeeping.stop()]);
     metricsServer?.close();
     closeTransports();
     await closeQueues();
@@ -36,7 +39,6 @@ async function main(): Promise<void> {
   // registered before anything else is awaited: jobs already run, and a SIGTERM now must let them finish too
   process.on('SIGTERM', () => void shutdown('SIGTERM'));
   process.on('SIGINT', () => void shutdown('SIGINT'));
-  await scheduleMaintenance();
   const metricsPort = config().workerMetricsPort;
   if (metricsPort !== null) metricsServer = await serveWorkerMetrics(metricsPort);
   logger.info({ queues: workers.map((w) => w.name), metricsPort }, 'worker started');

@@ -1,33 +1,32 @@
 import { Worker, type Processor } from 'bullmq';
 import { config } from '../../core/src/config';
+import type { Db } from '../../core/src/db';
+import type { PreSendGuards } from '../../core/src/delivery/guards';
+import { startHousekeeping, type Housekeeping } from '../../core/src/housekeeping';
 import { logger } from '../../core/src/logger';
-import { registerSequenceGuard } from '../../core/src/outreach/guard';
-import { registerConfirmationGuard } from '../../core/src/subscribers/guard';
 import { QUEUE, WEBHOOK_WORKER_LOCK, queue, queueConnection, queuePrefix, retryDelayMs, type JobPayloads, type QueueName } from '../../core/src/queues';
-import { processDelivery } from './processors/delivery';
+import { deliveryProcessor } from './processors/delivery';
 import { processLinkCheck } from './processors/links';
-import { MAINTENANCE_EVERY_MS, processMaintenance } from './processors/maintenance';
+import { MAINTENANCE_EVERY_MS, maintenanceTasks, processMaintenance } from './processors/maintenance';
 import { processSequenceStep } from './processors/sequence';
 import { processWebhook } from './processors/webhook';
 
-const processors: { [N in QueueName]: Processor<JobPayloads[N]> } = {
-  delivery: processDelivery,
-  sequence: processSequenceStep,
-  maintenance: processMaintenance,
-  links: processLinkCheck,
-  webhook: processWebhook,
-};
-
 export interface WorkerOptions {
+  /** what the delivery processor asks right before SMTP: is this email still wanted? (productionGuards() in main) */
+  guards: PreSendGuards;
   concurrency?: number;
   queues?: QueueName[];
 }
 
 /** One BullMQ worker per queue. Used by main.ts and by tests that want a worker in-process. */
-export function createWorkers(options: WorkerOptions = {}): Worker[] {
-  // what the delivery processor asks right before SMTP: is this email still wanted?
-  registerConfirmationGuard();
-  registerSequenceGuard();
+export function createWorkers(options: WorkerOptions): Worker[] {
+  const processors: { [N in QueueName]: Processor<JobPayloads[N]> } = {
+    delivery: deliveryProcessor(options.guards),
+    sequence: processSequenceStep,
+    maintenance: processMaintenance,
+    links: processLinkCheck,
+    webhook: processWebhook,
+  };
   const concurrency = options.concurrency ?? config().workerConcurrency;
   return (options.queues ?? Object.values(QUEUE)).map((name) => {
     const worker = new Worker(name, processors[name] as Processor, {
@@ -46,10 +45,16 @@ export function createWorkers(options: WorkerOptions = {}): Worker[] {
   });
 }
 
-/** Registers the repeatable housekeeping jobs (idempotent: a scheduler id is one schedule, however many workers start). */
-export async function scheduleMaintenance(): Promise<void> {
+/**
+ * The housekeeping timers of a worker process (re-queue stranded messages, claim due prospects, expire idempotency
+ * records): in the process, under Postgres advisory locks, so they survive Redis losing its data. The repeatable
+ * jobs earlier versions kept in Redis for the same tasks are removed (they would only run the tasks twice).
+ */
+export function startMaintenance(db: Db): Housekeeping {
   const maintenance = queue(QUEUE.maintenance);
-  for (const [task, every] of Object.entries(MAINTENANCE_EVERY_MS)) {
-    await maintenance.upsertJobScheduler(task, { every }, { name: task, data: { task: task as JobPayloads['maintenance']['task'] } });
-  }
+  void Promise.all(Object.keys(MAINTENANCE_EVERY_MS).map((task) => maintenance.removeJobScheduler(task))).catch(() => undefined);
+  return startHousekeeping(
+    db,
+    Object.entries(MAINTENANCE_EVERY_MS).map(([name, everyMs]) => ({ name, everyMs, run: maintenanceTasks[name as JobPayloads['maintenance']['task']] })),
+  );
 }

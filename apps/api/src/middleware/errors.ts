@@ -1,6 +1,7 @@
 import type { ErrorRequestHandler, RequestHandler } from 'express';
 import { AppError, MethodNotAllowed, NotFound } from '../../../core/src/errors';
 import { logger } from '../../../core/src/logger';
+import { isDatabaseUnavailable, OUTAGE_RETRY_AFTER_SECONDS } from '../../../core/src/outage';
 
 /** Unknown routes answer JSON too. */
 export const unknownRoute: RequestHandler = (req) => {
@@ -17,7 +18,7 @@ interface BodyParserError {
   status?: number;
 }
 
-/** The one place refusals are written: `{ok:false, error}` with the error's status; faults become 500 with a request id. */
+/** The one place refusals are written: `{ok:false, error}` with the error's status; faults become 500 with a request id, an unreachable database 503 with Retry-After. */
 export const errorHandler: ErrorRequestHandler = (err, req, res, _next) => {
   const requestId = String(res.locals.requestId ?? '');
   let status = 500;
@@ -28,6 +29,11 @@ export const errorHandler: ErrorRequestHandler = (err, req, res, _next) => {
     status = err.status;
     message = err.message;
     headers = err.headers;
+  } else if (isDatabaseUnavailable(err)) {
+    // Postgres is stopped or restarting: nothing was accepted, the same request may simply be repeated
+    status = 503;
+    message = 'the service is briefly unavailable (database unreachable); repeat the request shortly';
+    headers = { 'Retry-After': String(OUTAGE_RETRY_AFTER_SECONDS) };
   } else if (parserError.type === 'entity.too.large') {
     status = 413;
     message = 'the request body is over the limit of 1 MB';

@@ -10,6 +10,7 @@ import { listMessages } from '../../../core/src/services/messages';
 import { validate } from '../../../core/src/validate';
 import { methodNotAllowed } from '../middleware/errors';
 import { webhooksRouter } from './webhooks';
+import { deliveryStatusRouter } from './delivery-status';
 
 /** The control plane of DESIGN section 3: what the dashboard and `npm run admin` use. */
 export function adminRouter(db: Db): Router {
@@ -89,5 +90,6 @@ export function adminRouter(db: Db): Router {
 
   router.use(webhooksRouter(db));
 
+  router.use(deliveryStatusRouter(db));
   return router;
 }

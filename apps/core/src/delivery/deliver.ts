@@ -5,22 +5,17 @@ import type { Db } from '../db';
 import { emitMessageEvent } from '../events/messages';
 import { logger } from '../logger';
 import { metrics } from '../metrics';
+import { isDatabaseUnavailable } from '../outage';
 import { JOB_OPTIONS } from '../queues';
 import { suppressAddress } from '../subscribers/machine';
 import { composeMail } from './compose';
 import { claimBatch, claimUnguarded, markSent, type ClaimedRow } from './fast-claim';
-import { preSendRefusal } from './guards';
+import { guardedKinds, preSendRefusal, type PreSendGuards } from './guards';
+import { deliveryLeaseMs, whileHeld } from './lease';
 import { addDeliveryJobs } from './outbox';
 import { transportFor } from './transport';
 
-/**
- * How long a worker holds a claimed row while it talks SMTP. Longer than the transport's own timeouts, so a live
- * worker never loses its row; after it, a row left in `sending` (the worker died) may be claimed again.
- */
-export function deliveryLeaseMs(): number {
-  const seconds = Number(process.env.DELIVERY_LEASE_SECONDS);
-  return Number.isFinite(seconds) && seconds > 0 ? seconds * 1000 : 5 * 60_000;
-}
+export { deliveryLeaseMs } from './lease';
 
 /** The wait before a delivery's first retry (the backoff of JOB_OPTIONS.delivery). */
 function firstRetryDelayMs(): number {
@@ -71,10 +66,10 @@ const FINAL = new Set(['sent', 'failed', 'bounced', 'cancelled']);
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /** Takes the row for this worker under a row lock, after the pre-send guards had their say. */
-async function claim(db: Db, messageId: string): Promise<Claim> {
+async function claim(db: Db, messageId: string, guards: PreSendGuards): Promise<Claim> {
   if (!UUID.test(messageId)) return { kind: 'finished', status: 'missing' };
   // the common case in one statement; everything else (guarded kinds, held, early, final rows) below
-  const taken = await claimUnguarded(db, messageId, deliveryLeaseMs());
+  const taken = await claimUnguarded(db, messageId, deliveryLeaseMs(), guardedKinds(guards));
   if (taken) return { kind: 'claimed', message: taken };
   return db.$transaction(async (tx) => {
     const locked = await tx.$queryRaw<{ id: string }[]>`SELECT id FROM messages WHERE id = ${messageId}::uuid FOR UPDATE`;
@@ -86,7 +81,7 @@ async function claim(db: Db, messageId: string): Promise<Claim> {
     if (message.notBefore && message.notBefore > now) return { kind: 'early', until: message.notBefore };
     // an address that bounced or complained after this email was queued gets nothing more from the account
     const suppressed = await tx.suppression.findUnique({ where: { accountId_email: { accountId: message.accountId, email: message.to } } });
-    const refusal = suppressed ? `the address is suppressed (${suppressed.reason})` : await preSendRefusal(tx, message);
+    const refusal = suppressed ? `the address is suppressed (${suppressed.reason})` : await preSendRefusal(guards, tx, message);
     if (refusal) {
       await tx.message.update({ where: { id: messageId }, data: { status: 'cancelled', lastError: refusal, lockedUntil: null } });
       return { kind: 'cancelled', reason: refusal };
@@ -104,8 +99,8 @@ async function claim(db: Db, messageId: string): Promise<Claim> {
  * live worker, is left alone, so a job that runs twice sends once. Temporary failures mark the row deferred (failed on
  * the last attempt) and throw; permanent ones mark it failed or bounced, suppress the address, and return.
  */
-export async function deliverMessage(db: Db, messageId: string, options: { lastAttempt: boolean }): Promise<DeliveryOutcome> {
-  const claimed = await claim(db, messageId);
+export async function deliverMessage(db: Db, messageId: string, options: { lastAttempt: boolean; guards: PreSendGuards }): Promise<DeliveryOutcome> {
+  const claimed = await claim(db, messageId, options.guards);
   if (claimed.kind !== 'claimed') return claimed;
   return sendClaimed(db, claimed.message, options);
 }
@@ -115,6 +110,15 @@ export async function deliverMessage(db: Db, messageId: string, options: { lastA
  * the conversation is over, before the row is updated.
  */
 async function sendClaimed(
+  db: Db,
+  message: ClaimedRow,
+  options: { lastAttempt: boolean; afterWire?: () => void },
+): Promise<Extract<DeliveryOutcome, { kind: 'sent' | 'rejected' }>> {
+  // the heartbeat renews the row's lease until it is marked, however long SMTP or an outage of Postgres lasts
+  return whileHeld(db, message.id, () => talkAndMark(db, message, options));
+}
+
+async function talkAndMark(
   db: Db,
   message: ClaimedRow,
   options: { lastAttempt: boolean; afterWire?: () => void },
@@ -139,9 +143,29 @@ async function sendClaimed(
   options.afterWire?.();
   stopWatch({ outcome: 'ok' });
   const response = String(info.response ?? '');
-  await markSent(db, message.id, response);
+  await markSentUntilWritten(db, message.id, response);
   metrics.deliveries.inc({ result: 'sent' });
   return { kind: 'sent', response };
+}
+
+/** The longest pause between two tries of a "sent" mark Postgres did not take. */
+const MARK_RETRY_MAX_MS = 1_000;
+
+/**
+ * The email is out: its mark must not be lost, or the row would be claimed and sent again once its lease ran out.
+ * While Postgres does not answer, the mark is kept (with the row's lease, renewed by the heartbeat as soon as Postgres
+ * is back) and tried again every 100 ms to 1 s until it is written.
+ */
+async function markSentUntilWritten(db: Db, id: string, response: string): Promise<void> {
+  for (let pause = 100; ; pause = Math.min(pause * 2, MARK_RETRY_MAX_MS)) {
+    try {
+      return await markSent(db, id, response);
+    } catch (err) {
+      if (!isDatabaseUnavailable(err)) throw err;
+      logger.warn({ message: id, err: (err as Error).message }, 'could not write the sent mark; keeping it and trying again');
+      await new Promise((resolve) => setTimeout(resolve, pause));
+    }
+  }
 }
 
 /** A refused or failed SMTP conversation: permanent answers close the row (and suppress), temporary ones throw. */
@@ -193,7 +217,12 @@ let rowSlots: Semaphore | undefined;
  * one the quick claim leaves alone (a guarded kind, held, suppressed, already final), and one that failed for now
  * (after the first retry's wait; it has the usual attempts still ahead).
  */
-export async function deliverBatch(db: Db, rows: { id: string; notBefore: Date | null }[]): Promise<{ sent: number; handedOn: number }> {
+export async function deliverBatch(
+  db: Db,
+  rows: { id: string; notBefore: Date | null }[],
+  guards: PreSendGuards,
+): Promise<{ sent: number; handedOn: number }> {
+  const skip = guardedKinds(guards);
   const slots = (rowSlots ??= new Semaphore(batchRowsOnTheWire()));
   const now = Date.now();
   const due: typeof rows = [];
@@ -205,7 +234,7 @@ export async function deliverBatch(db: Db, rows: { id: string; notBefore: Date |
     await slots.acquire(slice.length);
     let claimed: (ClaimedRow | null)[];
     try {
-      claimed = await claimBatch(db, slice.map((r) => r.id), deliveryLeaseMs());
+      claimed = await claimBatch(db, slice.map((r) => r.id), deliveryLeaseMs(), skip);
     } catch (err) {
       slots.release(slice.length);
       throw err;

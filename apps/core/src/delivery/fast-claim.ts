@@ -1,8 +1,8 @@
 import type { Mailbox, Message, Send } from '../../../../generated/prisma/client';
 import { Batcher } from '../batch';
 import { rawQuery, type Db } from '../db';
+import type { MessageKind } from '../../../../generated/prisma/enums';
 import { MESSAGE_EVENT_DATA } from '../events/messages';
-import { guardedKinds } from './guards';
 
 /** snake_case row JSON (row_to_json) to the client's camelCase model, timestamps as Dates. */
 function fromRow<T>(row: Record<string, unknown> | null): T | null {
@@ -19,9 +19,9 @@ export type ClaimedRow = Message & { mailbox: Mailbox; send: Send | null };
 
 /**
  * The claims of concurrent deliveries in one statement: take each row that is due and nobody holds, and read its
- * mailbox and Send with it.
+ * mailbox and Send with it. Rows of the `guarded` kinds are left to the full claim, which runs their guard.
  */
-export async function claimBatch(db: Db, ids: string[], leaseMs: number): Promise<(ClaimedRow | null)[]> {
+export async function claimBatch(db: Db, ids: string[], leaseMs: number, guarded: MessageKind[]): Promise<(ClaimedRow | null)[]> {
   const rows = await rawQuery<{ id: string; message: Record<string, unknown>; mailbox: Record<string, unknown>; send: Record<string, unknown> | null }>(
     db,
     `WITH claimed AS (
@@ -34,7 +34,7 @@ export async function claimBatch(db: Db, ids: string[], leaseMs: number): Promis
      )
      SELECT c.id::text AS id, row_to_json(c) AS message, row_to_json(mb) AS mailbox, row_to_json(s) AS send
      FROM claimed c JOIN mailboxes mb ON mb.id = c.mailbox_id LEFT JOIN sends s ON s.id = c.send_id`,
-    [ids, leaseMs, guardedKinds()],
+    [ids, leaseMs, guarded],
     'claim-unguarded',
   );
   const byId = new Map(rows.map((row) => [row.id, { ...fromRow<Message>(row.message)!, mailbox: fromRow<Mailbox>(row.mailbox)!, send: fromRow<Send>(row.send) }]));
@@ -74,14 +74,14 @@ async function markSentBatch(db: Db, sent: { id: string; response: string }[]): 
  * wait costs more in latency than it saves (8 ms: -20% msg/s).
  */
 const LINGER_MS = 3;
-const batchers = new WeakMap<Db, { claim: Batcher<{ id: string; leaseMs: number }, ClaimedRow | null>; sent: Batcher<{ id: string; response: string }, void> }>();
+const batchers = new WeakMap<Db, { claim: Batcher<{ id: string; leaseMs: number; guarded: MessageKind[] }, ClaimedRow | null>; sent: Batcher<{ id: string; response: string }, void> }>();
 
 function batchersOf(db: Db) {
   let found = batchers.get(db);
   if (!found) {
     found = {
-      // one lease for the whole batch: the first caller's (every caller passes the same configured lease)
-      claim: new Batcher((items) => claimBatch(db, items.map((i) => i.id), items[0]!.leaseMs), { maxInFlight: 1, maxBatch: 100, lingerMs: LINGER_MS }),
+      // one lease and guard list for the whole batch: the first caller's (every caller of a process passes the same)
+      claim: new Batcher((items) => claimBatch(db, items.map((i) => i.id), items[0]!.leaseMs, items[0]!.guarded), { maxInFlight: 1, maxBatch: 100, lingerMs: LINGER_MS }),
       sent: new Batcher((items) => markSentBatch(db, items), { maxInFlight: 1, maxBatch: 100, lingerMs: LINGER_MS }),
     };
     batchers.set(db, found);
@@ -94,8 +94,8 @@ function batchersOf(db: Db) {
  * holds it, and read its mailbox and Send with it. Returns null when the row is not claimable this way (guarded kind,
  * final, held, early, suppressed, missing): the caller's full claim then decides what to answer.
  */
-export function claimUnguarded(db: Db, messageId: string, leaseMs: number): Promise<ClaimedRow | null> {
-  return batchersOf(db).claim.submit({ id: messageId, leaseMs });
+export function claimUnguarded(db: Db, messageId: string, leaseMs: number, guarded: MessageKind[]): Promise<ClaimedRow | null> {
+  return batchersOf(db).claim.submit({ id: messageId, leaseMs, guarded });
 }
 
 /** The row is delivered; only the worker holding it may say so. Resolves once that is committed. */

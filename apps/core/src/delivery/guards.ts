@@ -9,18 +9,21 @@ import type { Tx } from '../db';
  */
 export type PreSendGuard = (tx: Tx, message: Message) => Promise<string | null>;
 
-const guards = new Map<MessageKind, PreSendGuard>();
+/**
+ * The guards of a worker, by message kind: built once and passed down explicitly (the worker's main passes
+ * productionGuards(), see production-guards.ts), never filled as a side effect.
+ */
+export type PreSendGuards = Readonly<Partial<Record<MessageKind, PreSendGuard>>>;
 
-export function registerPreSendGuard(kind: MessageKind, guard: PreSendGuard): void {
-  guards.set(kind, guard);
-}
+/** No guard at all: for tests of delivery mechanics that send only unguarded kinds. */
+export const NO_GUARDS: PreSendGuards = Object.freeze({});
 
-export async function preSendRefusal(tx: Tx, message: Message): Promise<string | null> {
-  const guard = guards.get(message.kind);
+export async function preSendRefusal(guards: PreSendGuards, tx: Tx, message: Message): Promise<string | null> {
+  const guard = guards[message.kind];
   return guard ? guard(tx, message) : null;
 }
 
 /** The kinds a guard watches: their claim must run the guard inside the transaction that takes the row. */
-export function guardedKinds(): MessageKind[] {
-  return [...guards.keys()];
+export function guardedKinds(guards: PreSendGuards): MessageKind[] {
+  return Object.keys(guards) as MessageKind[];
 }

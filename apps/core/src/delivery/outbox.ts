@@ -98,8 +98,11 @@ async function dispatch(messages: DeliveryJob[]): Promise<void> {
   await queue(QUEUE.delivery).add(DISPATCH, payload, { ...DISPATCH_OPTIONS, jobId: jobId.dispatch(messages[0]!.id) });
 }
 
-/** How long a caller waits for Redis to take its jobs (then it leaves them to the reconciler: see markNotEnqueued). */
-const ENQUEUE_TIMEOUT_MS = 2_000;
+/**
+ * How long a caller waits for Redis to take its jobs (then it leaves them to the reconciler: see markNotEnqueued). A
+ * Redis that is down fails at once (producerConnection has no offline queue); this bounds one that hangs.
+ */
+const ENQUEUE_TIMEOUT_MS = 500;
 
 async function withTimeout<T>(work: Promise<T>, ms: number): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
@@ -131,7 +134,7 @@ const dispatcher = new Batcher<DeliveryJob[], Error | undefined>(
 
 /**
  * Queues the delivery of rows just accepted (the API's path), together with those of concurrent callers. Rejects when
- * Redis did not take them within two seconds.
+ * Redis did not take them (at once when it is down, after ENQUEUE_TIMEOUT_MS when it hangs).
  */
 export async function queueDelivery(messages: DeliveryJob[]): Promise<void> {
   if (!messages.length) return;

@@ -3,47 +3,70 @@ import { logger } from '../logger';
 import { QUEUE, jobId, queue } from '../queues';
 import { enqueueDelivery } from './outbox';
 
-/** A row queued longer ago than this without being finished gets its job looked at. */
-const STALE_AFTER_MS = 5 * 60_000;
-const BATCH = 500;
+/**
+ * A queued row whose enqueued mark is older than this gets its job looked at: long enough for the API to queue what
+ * it just wrote (the rows are written marked), short enough that rows Redis lost go out within a minute.
+ */
+export const STALE_AFTER_MS = 30_000;
+/**
+ * A row left `sending` is looked at this long after its lease ran out: a live worker renews its leases every few
+ * seconds and writes a kept "sent" mark within a second of Postgres coming back, so it gets this head start.
+ */
+export const EXPIRED_GRACE_MS = 5_000;
+const PAGE = 1_000;
+/** One run looks at this many pages at most (a million rows behind would otherwise hold one run for long). */
+const MAX_PAGES = 100;
 
 /**
  * Re-queues messages Postgres holds but Redis does not: rows never queued (Redis was down at accept time, or the
- * process died between commit and enqueue), rows whose job vanished, and rows left `sending` by a worker that died
- * (lease expired). A row whose job is still waiting, delayed or running is left to it; a finished job whose row is
- * unfinished is replaced under the same deterministic id. Safe to run anywhere and often: a queued job finds a
- * finished row and does nothing.
+ * process died between commit and enqueue), rows whose job vanished (Redis lost its data), and rows left `sending` by
+ * a worker that died (lease expired). A row whose job is still waiting, delayed or running is left to it; a finished
+ * job whose row is unfinished is replaced under the same deterministic id. Goes through the whole backlog a page at a
+ * time, so catching up after Redis lost everything takes one run. Safe to run anywhere and often: a queued job finds
+ * a finished row and does nothing.
  */
 export async function reconcileDeliveries(db: Db, now = new Date()): Promise<{ requeued: number; onTheirWay: number }> {
-  const stranded = await db.message.findMany({
-    where: {
-      OR: [
-        { status: { in: ['queued', 'deferred'] }, OR: [{ enqueuedAt: null }, { enqueuedAt: { lt: new Date(now.getTime() - STALE_AFTER_MS) } }] },
-        { status: 'sending', lockedUntil: { lt: now } },
-      ],
-    },
-    select: { id: true, notBefore: true },
-    orderBy: { createdAt: 'asc' },
-    take: BATCH,
-  });
   const deliveries = queue(QUEUE.delivery);
-  const requeue: typeof stranded = [];
-  const onTheirWay: string[] = [];
-  for (const message of stranded) {
-    const job = await deliveries.getJob(jobId.delivery(message.id));
-    const state = job ? await job.getState() : 'unknown';
-    if (state === 'completed' || state === 'failed') {
-      const removed = await job!.remove().then(() => true, () => false);
-      if (removed) requeue.push(message);
-    } else if (state === 'unknown') {
-      requeue.push(message);
-    } else {
-      // waiting, delayed, prioritized, or active (a dead worker's job comes back through BullMQ's stalled check)
-      onTheirWay.push(message.id);
-    }
+  let requeued = 0;
+  let waiting = 0;
+  let after: { createdAt: Date; id: string } | undefined;
+  for (let page = 0; page < MAX_PAGES; page++) {
+    const stranded = await db.message.findMany({
+      where: {
+        AND: [
+          {
+            OR: [
+              { status: { in: ['queued', 'deferred'] }, OR: [{ enqueuedAt: null }, { enqueuedAt: { lt: new Date(now.getTime() - STALE_AFTER_MS) } }] },
+              { status: 'sending', lockedUntil: { lt: new Date(now.getTime() - EXPIRED_GRACE_MS) } },
+            ],
+          },
+          after ? { OR: [{ createdAt: { gt: after.createdAt } }, { createdAt: after.createdAt, id: { gt: after.id } }] } : {},
+        ],
+      },
+      select: { id: true, notBefore: true, createdAt: true },
+      orderBy: [{ createdAt: 'asc' }, { id: 'asc' }],
+      take: PAGE,
+    });
+    if (!stranded.length) break;
+    after = stranded[stranded.length - 1]!;
+    const states = await Promise.all(
+      stranded.map(async (message) => {
+        const job = await deliveries.getJob(jobId.delivery(message.id));
+        const state = job ? await job.getState() : 'unknown';
+        if (state === 'completed' || state === 'failed') return (await job!.remove().then(() => true, () => false)) ? 'requeue' : 'busy';
+        if (state === 'unknown') return 'requeue';
+        // waiting, delayed, prioritized, or active (a dead worker's job comes back through BullMQ's stalled check)
+        return 'busy';
+      }),
+    );
+    const requeue = stranded.filter((_, i) => states[i] === 'requeue');
+    const onTheirWay = stranded.filter((_, i) => states[i] === 'busy').map((m) => m.id);
+    await enqueueDelivery(db, requeue);
+    if (onTheirWay.length) await db.message.updateMany({ where: { id: { in: onTheirWay } }, data: { enqueuedAt: now } });
+    requeued += requeue.length;
+    waiting += onTheirWay.length;
+    if (stranded.length < PAGE) break;
   }
-  await enqueueDelivery(db, requeue);
-  if (onTheirWay.length) await db.message.updateMany({ where: { id: { in: onTheirWay } }, data: { enqueuedAt: now } });
-  if (requeue.length) logger.info({ requeued: requeue.length }, 'reconciler queued stranded messages');
-  return { requeued: requeue.length, onTheirWay: onTheirWay.length };
+  if (requeued) logger.info({ requeued }, 'reconciler queued stranded messages');
+  return { requeued, onTheirWay: waiting };
 }

@@ -16,7 +16,7 @@ export const IDEMPOTENCY_TTL_MS = 24 * 3600 * 1000;
  * A record still `processing` after this long belongs to a request that died before its transaction committed
  * (the record turns `done` in that same transaction), so nothing was sent: a new request may take the key over.
  */
-const ABANDONED_AFTER_MS = 60_000;
+const ABANDONED_AFTER_MS = 30_000;
 
 /** `Idempotency-Key`: 1 to 200 printable ASCII characters, or absent. */
 export function parseIdempotencyKey(header: string | undefined): string | null {

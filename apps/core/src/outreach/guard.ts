@@ -1,6 +1,5 @@
 import type { Message } from '../../../../generated/prisma/client';
 import type { Tx } from '../db';
-import { registerPreSendGuard } from '../delivery/guards';
 import { emitProspectChange } from '../events/prospects';
 import { isStopListed } from './contacts';
 
@@ -48,8 +47,4 @@ export async function sequenceRefusal(tx: Tx, message: Message): Promise<string 
     return `the campaign is ${p.campaign_status}`;
   }
   return null;
-}
-
-export function registerSequenceGuard(): void {
-  registerPreSendGuard('sequence', sequenceRefusal);
 }

@@ -1,6 +1,5 @@
 import type { Message } from '../../../../generated/prisma/client';
 import type { Tx } from '../db';
-import { registerPreSendGuard } from '../delivery/guards';
 
 /**
  * The last check before a confirmation email goes out: the person must still be pending. One who unsubscribed,
@@ -13,7 +12,3 @@ export async function confirmationRefusal(tx: Tx, message: Message): Promise<str
   return subscriber.status === 'pending' ? null : `the subscriber is ${subscriber.status}`;
 }
 
-/** Called once by the worker at start, next to the other pre-send guards. */
-export function registerConfirmationGuard(): void {
-  registerPreSendGuard('confirmation', confirmationRefusal);
-}

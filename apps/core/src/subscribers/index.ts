@@ -1,4 +1,4 @@
 export * from './machine';
 export * from './schema';
 export { confirmByLink, inspectLink } from './tokens';
-export { registerConfirmationGuard } from './guard';
+export { confirmationRefusal } from './guard';

@@ -18,9 +18,9 @@ export const maintenanceTasks: Record<JobPayloads['maintenance']['task'], () => 
   links: () => queueDueLinkChecks(db()),
 };
 
-/** How often each task runs. */
+/** How often each task runs (apps/core/src/housekeeping.ts: a timer in each worker, one at a time by advisory lock). */
 export const MAINTENANCE_EVERY_MS: Record<JobPayloads['maintenance']['task'], number> = {
-  reconcile: 30_000,
+  reconcile: 5_000,
   schedule: 5_000,
   cleanup: 3_600_000,
   links: 5_000,

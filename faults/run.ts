@@ -1,0 +1,663 @@
+/**
+ * `npm run faults`: the fault suite (docs/reliability.md). Starts its OWN Redis and Postgres (Debian's redis-server
+ * and PostgreSQL 15 binaries, on free loopback ports, in a temporary directory, Postgres as the `postgres` user when
+ * run as root), the compiled API and worker (dist/, `npm run build` first) as separate processes, and an SMTP sink that
+ * records every Message-ID (bench/smtp-sink.ts). Each scenario gets a fresh database, a fresh Redis and fresh processes,
+ * injects its fault mid-drain, and reports accepted / delivered / duplicates / lost / time to drain / the answers seen
+ * during the fault. Prints a table and writes faults/results.json. Not part of `npm test`.
+ *
+ * FAULTS_SENDS (default 2000) sets the sends of each scenario; FAULTS_ONLY=name1,name2 runs some scenarios only.
+ */
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { Client } from 'pg';
+
+const ROOT = path.resolve(__dirname, '..');
+const SENDS = Number(process.env.FAULTS_SENDS ?? 2000);
+const ONLY = process.env.FAULTS_ONLY?.split(',').filter(Boolean);
+const PG_BIN = '/usr/lib/postgresql/15/bin';
+const ADMIN_TOKEN = 'faults-admin-token-0123456789';
+const SECRET_KEY = 'cd'.repeat(32);
+const SEND_CONCURRENCY = 50;
+/** each process's output, for a look after a run (not committed) */
+const LOGS = path.join(__dirname, 'logs');
+fs.mkdirSync(LOGS, { recursive: true });
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+const log = (...parts: unknown[]) => console.log(`[faults ${new Date().toISOString().slice(11, 19)}]`, ...parts);
+
+async function freePort(): Promise<number> {
+  const server = net.createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const port = (server.address() as net.AddressInfo).port;
+  await new Promise((resolve) => server.close(resolve));
+  return port;
+}
+
+async function until<T>(check: () => Promise<T | false | null | undefined>, timeoutMs: number, what: string, interval = 100): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await check().catch(() => undefined);
+    if (value) return value;
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+    await sleep(interval);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Our own Postgres and Redis
+
+const asRoot = process.getuid?.() === 0;
+const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'msfaults-'));
+fs.chmodSync(tmp, 0o755);
+
+class OwnPostgres {
+  readonly dir = path.join(tmp, 'pg');
+  constructor(readonly port: number) {}
+
+  private run(bin: string, args: string[]): void {
+    const command = path.join(PG_BIN, bin);
+    if (asRoot) execFileSync('runuser', ['-u', 'postgres', '--', command, ...args], { stdio: 'ignore', cwd: tmp });
+    else execFileSync(command, args, { stdio: 'ignore', cwd: tmp });
+  }
+
+  init(): void {
+    fs.mkdirSync(this.dir);
+    if (asRoot) execFileSync('chown', ['postgres:postgres', this.dir]);
+    this.run('initdb', ['-D', this.dir, '-A', 'trust', '-U', 'postgres', '--no-sync']);
+  }
+
+  start(): void {
+    const options = `-p ${this.port} -k ${this.dir} -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off -c max_connections=200`;
+    this.run('pg_ctl', ['-D', this.dir, '-o', options, '-l', path.join(this.dir, 'log'), '-w', 'start']);
+  }
+
+  running(): boolean {
+    try {
+      this.run('pg_ctl', ['-D', this.dir, 'status']);
+      return true;
+    } catch {
+      return false;
+    }
+  }
+
+  /** Fast shutdown: connections are cut, as in a crash of the server's host from the clients' side. */
+  stop(): void {
+    this.run('pg_ctl', ['-D', this.dir, '-m', 'fast', '-w', 'stop']);
+  }
+
+  /** Immediate shutdown, for leaving in a hurry (Ctrl-C). */
+  stopNow(): void {
+    this.run('pg_ctl', ['-D', this.dir, '-m', 'immediate', '-w', 'stop']);
+  }
+
+  url(database: string): string {
+    return `postgresql://postgres@127.0.0.1:${this.port}/${database}`;
+  }
+}
+
+class OwnRedis {
+  private child?: ChildProcess;
+  constructor(readonly port: number) {}
+
+  async start(): Promise<void> {
+    // no persistence: a restart comes back empty, as after losing the instance
+    this.child = spawn('redis-server', ['--port', String(this.port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', tmp], { stdio: 'ignore' });
+    await until(() => this.ping(), 10_000, 'redis');
+  }
+
+  private ping(): Promise<boolean> {
+    return new Promise((resolve) => {
+      const socket = net.connect(this.port, '127.0.0.1');
+      socket.once('connect', () => socket.end('PING\r\n'));
+      socket.once('data', (d) => resolve(d.toString().startsWith('+PONG')));
+      socket.once('error', () => resolve(false));
+    });
+  }
+
+  async kill(): Promise<void> {
+    const child = this.child;
+    if (!child || child.exitCode !== null) return;
+    const exited = new Promise((resolve) => child.once('exit', resolve));
+    child.kill('SIGKILL');
+    await exited;
+  }
+
+  killNow(): void {
+    if (this.child && this.child.exitCode === null) this.child.kill('SIGKILL');
+  }
+
+  get url(): string {
+    return `redis://127.0.0.1:${this.port}`;
+  }
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// The service's processes
+
+const children = new Set<ChildProcess>();
+
+interface Service {
+  child: ChildProcess;
+  output: () => string;
+}
+
+function startNode(entry: string, env: Record<string, string>, logName?: string): Service {
+  const compiled = entry.startsWith('apps/');
+  const args = compiled ? [path.join(ROOT, 'dist', entry.replace(/\.ts$/, '.js'))] : ['--import', 'tsx', path.join(ROOT, entry)];
+  const child = spawn(process.execPath, args, { cwd: ROOT, env: { ...process.env, LOG_LEVEL: 'warn', NODE_ENV: 'production', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  const keep = (d: Buffer) => {
+    out += d.toString();
+    if (out.length > 200_000) out = out.slice(-100_000);
+  };
+  const file = fs.createWriteStream(path.join(LOGS, `${logName ?? path.basename(entry, '.ts')}-${child.pid}.log`));
+  child.stdout!.on('data', keep);
+  child.stderr!.on('data', keep);
+  child.stdout!.pipe(file);
+  child.stderr!.pipe(file);
+  children.add(child);
+  child.once('exit', () => children.delete(child));
+  return { child, output: () => out };
+}
+
+async function stopService(service: Service, signal: NodeJS.Signals = 'SIGTERM'): Promise<void> {
+  if (service.child.exitCode !== null || service.child.signalCode !== null) return;
+  const exited = new Promise((resolve) => service.child.once('exit', resolve));
+  service.child.kill(signal);
+  const timer = setTimeout(() => service.child.kill('SIGKILL'), 20_000);
+  await exited;
+  clearTimeout(timer);
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// One scenario's world: a database, a Redis, APIs, workers, a tenant, the sink
+
+interface Sink {
+  smtpPort: number;
+  httpPort: number;
+}
+
+class World {
+  apis: { service: Service; port: number }[] = [];
+  workers: Service[] = [];
+  /** how many workers the scenario runs */
+  workerCount = 1;
+  token = '';
+  readonly env: Record<string, string>;
+
+  constructor(
+    readonly name: string,
+    readonly pg: OwnPostgres,
+    readonly redis: OwnRedis,
+    readonly sink: Sink,
+  ) {
+    this.env = {
+      DATABASE_URL: pg.url(`faults_${name.replace(/\W/g, '_')}`),
+      REDIS_URL: redis.url,
+      REDIS_PREFIX: `faults:${name}`,
+      ADMIN_TOKEN,
+      SECRET_KEY,
+      PUBLIC_URL: 'http://127.0.0.1',
+    };
+  }
+
+  async startApi(): Promise<void> {
+    const port = await freePort();
+    const service = startNode('apps/api/src/server.ts', { ...this.env, PORT: String(port), PUBLIC_URL: `http://127.0.0.1:${port}` }, `${this.name}-api`);
+    await until(async () => {
+      if (service.child.exitCode !== null) throw new Error(`the API exited: ${service.output()}`);
+      return (await fetch(`http://127.0.0.1:${port}/healthz`)).ok;
+    }, 60_000, 'the API');
+    this.apis.push({ service, port });
+  }
+
+  startWorker(): Service {
+    const worker = startNode('apps/worker/src/main.ts', this.env, `${this.name}-worker`);
+    this.workers.push(worker);
+    return worker;
+  }
+
+  async tenant(): Promise<void> {
+    const admin = async <T>(p: string, body: unknown): Promise<T> => {
+      const res = await fetch(`http://127.0.0.1:${this.apis[0]!.port}/admin/api${p}`, {
+        method: 'POST',
+        headers: { Authorization: `Bearer ${ADMIN_TOKEN}`, 'Content-Type': 'application/json' },
+        body: JSON.stringify(body),
+      });
+      if (res.status !== 201) throw new Error(`admin ${p}: ${res.status} ${await res.text()}`);
+      return (await res.json()) as T;
+    };
+    const { account } = await admin<{ account: { id: number } }>('/accounts', { name: 'faults' });
+    const { mailbox } = await admin<{ mailbox: { id: number } }>('/mailboxes', {
+      account: account.id,
+      address: 'faults@example.com',
+      smtp: `smtp://127.0.0.1:${this.sink.smtpPort}`,
+      daily_limit: 100_000,
+      gap_seconds: 0,
+    });
+    const { key } = await admin<{ key: { token: string } }>('/keys', { account: account.id, name: 'faults', mailbox: mailbox.id, daily_limit: 10_000_000 });
+    this.token = key.token;
+  }
+
+  async stop(): Promise<void> {
+    await Promise.all([...this.workers, ...this.apis.map((a) => a.service)].map((s) => stopService(s)));
+  }
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Load and measurement
+
+interface Answer {
+  status: number;
+  ms: number;
+  retryAfter: string | null;
+  ids: string[];
+}
+
+/**
+ * One send; a request that got no answer at all (a kept-alive connection the server closed as it was reused) is
+ * repeated under the same Idempotency-Key, so it is accepted once whatever happened to the first.
+ */
+async function send(port: number, token: string, i: number): Promise<Answer> {
+  for (let attempt = 1; ; attempt++) {
+    const answer = await sendOnce(port, token, i);
+    if (answer.status !== 0 || attempt === 3) return answer;
+  }
+}
+
+async function sendOnce(port: number, token: string, i: number): Promise<Answer> {
+  const started = performance.now();
+  try {
+    const res = await fetch(`http://127.0.0.1:${port}/api/v1/send`, {
+      method: 'POST',
+      headers: { Authorization: `Bearer ${token}`, 'Content-Type': 'application/json', 'Idempotency-Key': `fault-${i}` },
+      body: JSON.stringify({ to: `reader${i}@example.org`, subject: `Fault ${i}`, text: 'Hello from the fault suite.' }),
+      signal: AbortSignal.timeout(30_000),
+    });
+    const body = (await res.json().catch(() => ({}))) as { messages?: { id: string }[] };
+    const ok = res.status === 202 || res.status === 200;
+    return { status: res.status, ms: performance.now() - started, retryAfter: res.headers.get('retry-after'), ids: ok ? (body.messages ?? []).map((m) => m.id) : [] };
+  } catch {
+    return { status: 0, ms: performance.now() - started, retryAfter: null, ids: [] };
+  }
+}
+
+/** `count` sends at SEND_CONCURRENCY at once, spread over the world's APIs; numbering starts at `from`. */
+async function load(world: World, count: number, from = 0, concurrency = SEND_CONCURRENCY): Promise<Answer[]> {
+  const answers: Answer[] = [];
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: concurrency }, async () => {
+      while (next < count) {
+        const i = next++;
+        answers.push(await send(world.apis[i % world.apis.length]!.port, world.token, from + i));
+      }
+    }),
+  );
+  return answers;
+}
+
+function summarizeAnswers(answers: Answer[]) {
+  const statuses: Record<string, number> = {};
+  for (const a of answers) statuses[a.status] = (statuses[a.status] ?? 0) + 1;
+  const sorted = answers.map((a) => a.ms).sort((x, y) => x - y);
+  const pct = (p: number) => (sorted.length ? Math.round(sorted[Math.min(sorted.length - 1, Math.floor(p * sorted.length))]! * 10) / 10 : null);
+  const retryAfter = [...new Set(answers.filter((a) => a.status === 503).map((a) => a.retryAfter))];
+  return { requests: answers.length, statuses, p50Ms: pct(0.5), p99Ms: pct(0.99), maxMs: pct(1), retryAfter503: retryAfter };
+}
+
+async function sinkIds(sink: Sink): Promise<Map<string, number[]>> {
+  const raw = (await (await fetch(`http://127.0.0.1:${sink.httpPort}/ids`)).json()) as Record<string, number[]>;
+  // <uuid@domain>: the row id is the uuid
+  return new Map(Object.entries(raw).map(([header, times]) => [header.slice(1).split('@')[0]!, times]));
+}
+
+async function sinkUnique(sink: Sink): Promise<number> {
+  return ((await (await fetch(`http://127.0.0.1:${sink.httpPort}/count`)).json()) as { unique: number }).unique;
+}
+
+interface Delivery {
+  accepted: number;
+  delivered: number;
+  duplicates: number;
+  lost: number;
+  duplicateIds: string[];
+  received: Map<string, number[]>;
+}
+
+async function delivery(sink: Sink, accepted: string[]): Promise<Delivery> {
+  const received = await sinkIds(sink);
+  const duplicateIds = [...received].filter(([, times]) => times.length > 1).map(([id]) => id);
+  return {
+    accepted: accepted.length,
+    delivered: accepted.filter((id) => received.has(id)).length,
+    duplicates: [...received.values()].reduce((n, times) => n + times.length - 1, 0),
+    lost: accepted.filter((id) => !received.has(id)).length,
+    duplicateIds,
+    received,
+  };
+}
+
+/** Waits until every accepted id reached the sink (or the timeout); answers the time it took, or null. */
+async function drained(sink: Sink, accepted: string[], timeoutMs: number): Promise<number | null> {
+  const started = Date.now();
+  const want = new Set(accepted);
+  try {
+    await until(async () => {
+      if ((await sinkUnique(sink)) < want.size) return false;
+      const got = await sinkIds(sink);
+      return [...want].every((id) => got.has(id));
+    }, timeoutMs, 'the drain', 250);
+    return Date.now() - started;
+  } catch {
+    return null;
+  }
+}
+
+const accepted = (answers: Answer[]) => answers.flatMap((a) => a.ids);
+
+async function statusCounts(world: World): Promise<Record<string, number>> {
+  const client = new Client({ connectionString: world.env.DATABASE_URL });
+  await client.connect();
+  try {
+    const { rows } = await client.query<{ status: string; n: number }>('SELECT status::text, count(*)::int AS n FROM messages GROUP BY status');
+    return Object.fromEntries(rows.map((r) => [r.status, r.n]));
+  } finally {
+    await client.end();
+  }
+}
+
+async function deliveredCount(sink: Sink): Promise<number> {
+  return sinkUnique(sink);
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Scenarios
+
+interface Result {
+  scenario: string;
+  accepted: number;
+  delivered: number;
+  duplicates: number;
+  lost: number;
+  drainSeconds: number | null;
+  duringFault: unknown;
+  target: string;
+  met: boolean;
+  notes?: unknown;
+}
+
+type Scenario = (world: World) => Promise<Omit<Result, 'scenario'>>;
+
+const seconds = (ms: number | null) => (ms === null ? null : Math.round(ms / 100) / 10);
+
+/**
+ * The scenario's sends, all accepted before the workers start (so the fault lands in the middle of a 2,000 drain, not
+ * at its tail while the machine is busy accepting), then a wait until `minDelivered` of them reached the sink.
+ */
+async function acceptAndStartDrain(world: World, minDelivered: number, interval = 20): Promise<{ answers: Answer[]; ids: string[] }> {
+  const answers = await load(world, SENDS);
+  const ids = accepted(answers);
+  for (let i = 0; i < world.workerCount; i++) world.startWorker();
+  await until(async () => (await deliveredCount(world.sink)) >= Math.min(minDelivered, ids.length / 4), 60_000, 'the first deliveries', interval);
+  return { answers, ids };
+}
+
+/** `drainFirst`: the scenario accepts its sends before starting the workers (acceptAndStartDrain). */
+const scenarios: Record<string, { apis: number; workers: number; drainFirst?: boolean; run: Scenario }> = {
+  /** Redis killed mid-drain and restarted empty 5 s later; nothing restarted on our side. */
+  'redis-lost': {
+    drainFirst: true,
+    apis: 1,
+    workers: 1,
+    async run(world) {
+      const { answers, ids } = await acceptAndStartDrain(world, 500);
+      await world.redis.kill();
+      log('redis killed at', await deliveredCount(world.sink), 'delivered');
+      await sleep(5_000);
+      await world.redis.start();
+      const back = Date.now();
+      log('redis back (empty)');
+      const ms = await drained(world.sink, ids, 120_000);
+      const d = await delivery(world.sink, ids);
+      const sinceBack = ms === null ? null : ms;
+      return {
+        ...pick(d),
+        drainSeconds: seconds(sinceBack),
+        duringFault: { answers: summarizeAnswers(answers), statusesAtEnd: await statusCounts(world), drainedAfterRedisBackSeconds: seconds(sinceBack), redisBackAt: new Date(back).toISOString() },
+        target: 'all delivered within 60 s of Redis back, no restart',
+        met: d.lost === 0 && sinceBack !== null && sinceBack <= 60_000,
+      };
+    },
+  },
+
+  /** Postgres stopped for 20 s mid-drain; sends made meanwhile must answer 503 with Retry-After. */
+  'postgres-stopped': {
+    drainFirst: true,
+    apis: 1,
+    workers: 1,
+    async run(world) {
+      const { ids } = await acceptAndStartDrain(world, 300);
+      world.pg.stop();
+      const stoppedAt = Date.now();
+      log('postgres stopped at', await deliveredCount(world.sink), 'delivered');
+      // sends during the outage (1 connection at a time, 100 of them): 503 with Retry-After, never 500
+      const during = await load(world, 100, SENDS, 5);
+      await sleep(Math.max(0, 20_000 - (Date.now() - stoppedAt)));
+      world.pg.start();
+      log('postgres back after', Math.round((Date.now() - stoppedAt) / 1000), 's');
+      const back = Date.now();
+      const ms = await drained(world.sink, ids, 240_000);
+      // a "sent" mark lost in the outage would show as a duplicate once the row's lease (30 s) and the reconciler's
+      // grace (5 s) ran out and the next reconcile (5 s) re-queued it: wait past that
+      await sleep(Math.max(0, back + 45_000 - Date.now()));
+      const d = await delivery(world.sink, ids);
+      const outage = summarizeAnswers(during);
+      // the marks the worker could not write while Postgres was away, kept and written later (its log says which)
+      const keptMarks = new Set<string>();
+      for (const w of world.workers) {
+        const text = fs.readFileSync(path.join(LOGS, `${world.name}-worker-${w.child.pid}.log`), 'utf8');
+        for (const line of text.split('\n')) if (line.includes('could not write the sent mark')) keptMarks.add(/"message":"([^"]+)"/.exec(line)?.[1] ?? '');
+      }
+      return {
+        ...pick(d),
+        drainSeconds: seconds(ms),
+        duringFault: { sendsWhilePostgresDown: outage, sentMarksKeptThroughTheOutage: keptMarks.size, statusesAtEnd: await statusCounts(world) },
+        target: '0 duplicates, 0 lost; sends during the outage 503 with Retry-After',
+        met: d.duplicates === 0 && d.lost === 0 && (outage.statuses['503'] ?? 0) === during.length && outage.retryAfter503.every((r) => r !== null),
+      };
+    },
+  },
+
+  /** One of two workers SIGKILLed mid-drain; the other goes on. */
+  'worker-killed': {
+    drainFirst: true,
+    apis: 1,
+    workers: 2,
+    async run(world) {
+      const { answers, ids } = await acceptAndStartDrain(world, 600, 5);
+      const held = await sendingIds(world);
+      world.workers[0]!.child.kill('SIGKILL');
+      const killedAt = Date.now();
+      log('worker 1 killed with', held.length, 'rows sending');
+      // the rows on the wire at the kill (the dead worker's among them): how long until each is delivered
+      const heldMs = await drained(world.sink, held, 180_000);
+      const ms = await drained(world.sink, ids, 180_000);
+      const drainMs = ms === null ? null : Date.now() - killedAt;
+      await sleep(3_000);
+      const d = await delivery(world.sink, ids);
+      // when did the first copy of each duplicate reach the sink, relative to the kill? (negative: before it)
+      const window = d.duplicateIds.map((id) => d.received.get(id)![0]! - killedAt).sort((a, b) => a - b);
+      return {
+        ...pick(d),
+        drainSeconds: seconds(drainMs),
+        duringFault: {
+          rowsSendingAtKill: held.length,
+          thoseDeliveredWithinSeconds: seconds(heldMs),
+          firstCopyOfDuplicatesMsFromKill: window,
+          answers: summarizeAnswers(answers),
+          allDeliveredAfterKillSeconds: seconds(drainMs),
+        },
+        target: "dead worker's rows delivered within 60 s of the kill; duplicates only sends completed in the last ms",
+        met: d.lost === 0 && heldMs !== null && heldMs <= 60_000 && window.every((t) => t > -1000),
+      };
+    },
+  },
+
+  /** Redis down, then sends: each must answer 202 at once; the rows go out once Redis is back. */
+  'redis-down-accept': {
+    apis: 1,
+    workers: 1,
+    async run(world) {
+      // warm-up, and the worker is up (its start needs Redis); then the same load with Redis up, as the baseline
+      const warm = accepted(await load(world, 200, 0, 2));
+      await until(async () => (await deliveredCount(world.sink)) >= warm.length, 60_000, 'the warm-up deliveries');
+      const baseline = summarizeAnswers(await load(world, 500, 1_000, 2));
+      await until(async () => (await deliveredCount(world.sink)) >= warm.length + 500, 60_000, 'the baseline deliveries');
+      await fetch(`http://127.0.0.1:${world.sink.httpPort}/reset`, { method: 'POST' });
+      await world.redis.kill();
+      log('redis killed');
+      const during = await load(world, Math.min(SENDS, 1000), 100_000, 2);
+      const ids = accepted(during);
+      await world.redis.start();
+      log('redis back (empty)');
+      const ms = await drained(world.sink, ids, 120_000);
+      const d = await delivery(world.sink, ids);
+      const summary = summarizeAnswers(during);
+      return {
+        ...pick(d),
+        drainSeconds: seconds(ms),
+        duringFault: { sendsWhileRedisDown: summary, sameLoadWithRedisUp: baseline },
+        target: '202 to every send while Redis is down, p99 < 50 ms; all delivered after',
+        met: (summary.statuses['202'] ?? 0) === during.length && (summary.p99Ms ?? Infinity) < 50 && d.lost === 0,
+      };
+    },
+  },
+
+  /** Two APIs and two workers on the same database and Redis: each accepted send delivered exactly once. */
+  'two-apis-two-workers': {
+    apis: 2,
+    workers: 2,
+    async run(world) {
+      const started = Date.now();
+      const answers = await load(world, SENDS);
+      const ids = accepted(answers);
+      const ms = await drained(world.sink, ids, 120_000);
+      await sleep(3_000);
+      const d = await delivery(world.sink, ids);
+      return {
+        ...pick(d),
+        drainSeconds: seconds(ms === null ? null : Date.now() - started - 3_000),
+        duringFault: { answers: summarizeAnswers(answers) },
+        target: 'exactly once',
+        met: d.duplicates === 0 && d.lost === 0 && d.accepted === SENDS,
+      };
+    },
+  },
+};
+
+function pick(d: Delivery) {
+  return { accepted: d.accepted, delivered: d.delivered, duplicates: d.duplicates, lost: d.lost };
+}
+
+async function sendingIds(world: World): Promise<string[]> {
+  const client = new Client({ connectionString: world.env.DATABASE_URL });
+  await client.connect();
+  try {
+    return (await client.query<{ id: string }>("SELECT id::text FROM messages WHERE status = 'sending'")).rows.map((r) => r.id);
+  } finally {
+    await client.end();
+  }
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+
+async function main(): Promise<void> {
+  if (!fs.existsSync(path.join(ROOT, 'dist/apps/api/src/server.js'))) throw new Error('run `npm run build` first (npm run faults does)');
+  const pg = new OwnPostgres(await freePort());
+  const redis = new OwnRedis(await freePort());
+  const sink: Sink = { smtpPort: await freePort(), httpPort: await freePort() };
+  ownServers = { pg, redis };
+  log(`temp dir ${tmp}; postgres :${pg.port}, redis :${redis.port}, sink :${sink.smtpPort}`);
+  pg.init();
+  pg.start();
+  const sinkService = startNode('bench/smtp-sink.ts', { SINK_SMTP_PORT: String(sink.smtpPort), SINK_HTTP_PORT: String(sink.httpPort) });
+  await until(async () => (await fetch(`http://127.0.0.1:${sink.httpPort}/count`)).ok, 30_000, 'the sink');
+
+  const results: Result[] = [];
+  try {
+    for (const [name, scenario] of Object.entries(scenarios)) {
+      if (ONLY && !ONLY.includes(name)) continue;
+      log(`--- ${name}`);
+      if (!pg.running()) pg.start();
+      await redis.start();
+      await fetch(`http://127.0.0.1:${sink.httpPort}/reset`, { method: 'POST' });
+      const world = new World(name, pg, redis, sink);
+      try {
+        for (let i = 0; i < scenario.apis; i++) await world.startApi();
+        await world.tenant();
+        world.workerCount = scenario.workers;
+        if (!scenario.drainFirst) for (let i = 0; i < scenario.workers; i++) world.startWorker();
+        const started = Date.now();
+        const outcome = await scenario.run(world);
+        results.push({ scenario: name, ...outcome });
+        log(`${name}: ${outcome.met ? 'MET' : 'NOT MET'} in ${Math.round((Date.now() - started) / 1000)} s`, JSON.stringify(outcome));
+      } catch (err) {
+        results.push({ scenario: name, accepted: 0, delivered: 0, duplicates: 0, lost: 0, drainSeconds: null, duringFault: null, target: '', met: false, notes: String(err) });
+        log(`${name} failed: ${String(err)}`);
+        for (const s of [...world.apis.map((a) => a.service), ...world.workers]) log(s.output().slice(-2000));
+      } finally {
+        await world.stop();
+        await redis.kill();
+      }
+    }
+  } finally {
+    await stopService(sinkService);
+    try {
+      pg.stop();
+    } catch {
+      // already stopped
+    }
+  }
+
+  console.log('\n| scenario | accepted | delivered | duplicates | lost | time to drain (s) | during the fault | target | met |');
+  console.log('|---|---|---|---|---|---|---|---|---|');
+  for (const r of results) {
+    console.log(`| ${r.scenario} | ${r.accepted} | ${r.delivered} | ${r.duplicates} | ${r.lost} | ${r.drainSeconds ?? '-'} | ${JSON.stringify(r.duringFault)} | ${r.target} | ${r.met ? 'yes' : 'NO'} |`);
+  }
+  const out = { date: new Date().toISOString(), machine: `${os.cpus().length} cores, node ${process.version}`, sends: SENDS, results };
+  fs.writeFileSync(path.join(__dirname, 'results.json'), `${JSON.stringify(out, null, 2)}\n`);
+  fs.rmSync(tmp, { recursive: true, force: true });
+  process.exitCode = results.every((r) => r.met) ? 0 : 1;
+}
+
+/** On any exit: our service processes, our Redis and our Postgres go too (the run's own, never the machine's). */
+let ownServers: { pg: OwnPostgres; redis: OwnRedis } | undefined;
+const cleanup = () => {
+  for (const child of children) child.kill('SIGKILL');
+  if (!ownServers) return;
+  ownServers.redis.killNow();
+  if (fs.existsSync(path.join(ownServers.pg.dir, 'postmaster.pid'))) {
+    try {
+      ownServers.pg.stopNow();
+    } catch {
+      // already gone
+    }
+  }
+  fs.rmSync(tmp, { recursive: true, force: true });
+};
+process.on('exit', cleanup);
+process.on('SIGINT', () => {
+  cleanup();
+  process.exit(130);
+});
+
+main().catch((err: unknown) => {
+  console.error(err);
+  cleanup();
+  process.exit(1);
+});

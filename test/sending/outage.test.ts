@@ -1,0 +1,117 @@
+import net from 'node:net';
+import request from 'supertest';
+import { createApp } from '../../apps/api/src/app';
+import { createDb, db, type Db } from '../../apps/core/src/db';
+import { deliverMessage } from '../../apps/core/src/delivery/deliver';
+import { productionGuards } from '../../apps/core/src/delivery/production-guards';
+import { closeTransports } from '../../apps/core/src/delivery/transport';
+import { logger } from '../../apps/core/src/logger';
+import { makeTenant } from '../helpers/factories';
+import { freePort } from '../helpers/processes';
+import { SmtpSink } from '../helpers/smtp-sink';
+import { waitFor } from '../helpers/wait';
+import { insertMessage } from './helpers';
+
+/** Postgres going away under the API and under a worker, through a TCP proxy the test can cut and restore. */
+class PgProxy {
+  private server = net.createServer((client) => this.accept(client));
+  private sockets = new Set<net.Socket>();
+  private cut = false;
+  port = 0;
+
+  async start(): Promise<void> {
+    await new Promise<void>((resolve) => this.server.listen(0, '127.0.0.1', resolve));
+    this.port = (this.server.address() as net.AddressInfo).port;
+  }
+
+  private accept(client: net.Socket): void {
+    if (this.cut) return void client.destroy();
+    const upstream = net.connect(5432, '127.0.0.1');
+    for (const [a, b] of [[client, upstream], [upstream, client]] as const) {
+      a.pipe(b);
+      a.on('error', () => b.destroy());
+      a.on('close', () => b.destroy());
+      this.sockets.add(a);
+      a.on('close', () => this.sockets.delete(a));
+    }
+  }
+
+  /** Every connection dropped, new ones refused: Postgres is gone for the clients behind the proxy. */
+  cutOff(): void {
+    this.cut = true;
+    for (const s of this.sockets) s.destroy();
+  }
+
+  restore(): void {
+    this.cut = false;
+  }
+
+  stop(): Promise<void> {
+    this.cutOff();
+    return new Promise((resolve) => this.server.close(() => resolve()));
+  }
+}
+
+const sink = new SmtpSink();
+const proxy = new PgProxy();
+let proxied: Db;
+beforeAll(async () => {
+  await sink.start();
+  await proxy.start();
+  const url = new URL(process.env.DATABASE_URL!);
+  url.host = `127.0.0.1:${proxy.port}`;
+  proxied = createDb(url.toString());
+});
+afterAll(async () => {
+  closeTransports();
+  await sink.stop();
+  await proxied.$disconnect().catch(() => undefined);
+  await proxy.stop();
+});
+
+it('answers 503 with Retry-After, not 500, while Postgres is unreachable', async () => {
+  const tenant = await makeTenant({ smtp: sink.url });
+  const api = createApp(createDb(`postgresql://postgres@127.0.0.1:${await freePort()}/nowhere`));
+  await api.start();
+  try {
+    const res = await request(api.app)
+      .post('/api/v1/send')
+      .set('Authorization', `Bearer ${tenant.token}`)
+      .send({ to: 'reader@example.org', subject: 'Hi', text: 'x' });
+    expect(res.status).toBe(503);
+    expect(res.headers['retry-after']).toBe('5');
+    expect(res.body).toEqual({ ok: false, error: expect.stringMatching(/unavailable/) });
+  } finally {
+    await api.stop();
+  }
+});
+
+it('keeps a "sent" mark Postgres did not take and writes it once Postgres is back: the row is not sent again', async () => {
+  const tenant = await makeTenant({ smtp: sink.url });
+  const { id } = await insertMessage(tenant, 'outage@example.org');
+  // Postgres goes away while the SMTP server takes the message: the claim went through, the mark cannot
+  sink.rule = (stage) => {
+    if (stage === 'data') proxy.cutOff();
+    return undefined;
+  };
+  const delivering = deliverMessage(proxied, id, { lastAttempt: false, guards: productionGuards() });
+  const settled = jest.fn();
+  void delivering.then(settled, settled);
+  // until the mark was tried and refused (a worker without the fix gives up there and the call settles)
+  const warn = jest.spyOn(logger, 'warn');
+  await waitFor(() => settled.mock.calls.length > 0 || warn.mock.calls.some(([, msg]) => String(msg).includes('could not write the sent mark')), {
+    timeout: 20_000,
+    what: 'the refused mark',
+  });
+  warn.mockRestore();
+  expect(sink.to('outage@example.org')).toHaveLength(1);
+  expect(settled).not.toHaveBeenCalled();
+  expect((await db().message.findUniqueOrThrow({ where: { id } })).status).toBe('sending');
+  sink.rule = undefined;
+  proxy.restore();
+  expect(await delivering).toMatchObject({ kind: 'sent' });
+  expect(await db().message.findUniqueOrThrow({ where: { id } })).toMatchObject({ status: 'sent', lockedUntil: null });
+  // a second delivery of the row (a job run again) finds it final
+  expect(await deliverMessage(db(), id, { lastAttempt: false, guards: productionGuards() })).toEqual({ kind: 'finished', status: 'sent' });
+  expect(sink.to('outage@example.org')).toHaveLength(1);
+});

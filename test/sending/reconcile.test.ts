@@ -1,0 +1,47 @@
+import crypto from 'node:crypto';
+import { db } from '../../apps/core/src/db';
+import { reconcileDeliveries, STALE_AFTER_MS } from '../../apps/core/src/delivery/reconcile';
+import { QUEUE, jobId, queue } from '../../apps/core/src/queues';
+import { asAdmin, useApi } from '../helpers/api';
+import { makeTenant } from '../helpers/factories';
+
+/** Catch-up after Redis lost its data: no worker runs here, so the jobs the reconciler adds stay in Redis to be read. */
+const ctx = useApi();
+
+async function strand(tenant: Awaited<ReturnType<typeof makeTenant>>, count: number, enqueuedAgoMs: number | null): Promise<string[]> {
+  const ids = Array.from({ length: count }, () => crypto.randomUUID());
+  await db().message.createMany({
+    data: ids.map((id) => ({
+      id,
+      accountId: tenant.account.id,
+      mailboxId: tenant.mailbox.id,
+      kind: 'transactional' as const,
+      to: `r-${id.slice(0, 8)}@example.org`,
+      subject: 'Stranded',
+      messageIdHeader: `<${id}@example.com>`,
+      enqueuedAt: enqueuedAgoMs === null ? null : new Date(Date.now() - enqueuedAgoMs),
+    })),
+  });
+  return ids;
+}
+
+it('re-queues the whole backlog Redis lost in one run, and rows marked queued half a minute ago whose job is gone', async () => {
+  const tenant = await makeTenant({ smtp: 'smtp://127.0.0.1:9' });
+  // 1,200 never queued (more than the 500 a run took before) and 30 whose mark is a little older than the staleness
+  // (before: 5 minutes), as after Redis came back empty mid-drain
+  const never = await strand(tenant, 1200, null);
+  const lost = await strand(tenant, 30, STALE_AFTER_MS + 5_000);
+  const fresh = await strand(tenant, 5, 1_000);
+  const status = await asAdmin(ctx.api).get('/admin/api/delivery/status');
+  expect(status.status).toBe(200);
+  expect(status.body).toMatchObject({ ok: true, byStatus: { queued: 1235, sent: 0 }, notEnqueued: 1200, expiredLeases: 0 });
+  expect(status.body.oldestQueuedSeconds).toBeGreaterThanOrEqual(0);
+
+  expect(await reconcileDeliveries(db())).toEqual({ requeued: 1230, onTheirWay: 0 });
+  for (const id of [never[0]!, never[1199]!, lost[0]!, lost[29]!]) expect(await queue(QUEUE.delivery).getJob(jobId.delivery(id))).toBeDefined();
+  // a fresh mark is the API's own queueing, still on its way: left alone
+  expect(await queue(QUEUE.delivery).getJob(jobId.delivery(fresh[0]!))).toBeUndefined();
+  expect(await db().message.count({ where: { enqueuedAt: null } })).toBe(0);
+  // the next run finds every job there
+  expect(await reconcileDeliveries(db(), new Date(Date.now() + STALE_AFTER_MS + 1_000))).toEqual({ requeued: 5, onTheirWay: 1230 });
+});
