@@ -11,3 +11,4 @@ process.env.ADMIN_TOKEN = 'test-admin-token-0123456789';
 process.env.SECRET_KEY = crypto.randomBytes(32).toString('hex');
 process.env.PUBLIC_URL = 'http://mail.test';
 process.env.LOG_LEVEL = process.env.LOG_LEVEL ?? 'silent';
+process.env.INBOX_POLL_SECONDS = '1';

@@ -15,6 +15,8 @@ export interface Config {
   readonly secretKey: Buffer;
   readonly workerConcurrency: number;
   readonly stateDir: string;
+  /** how often a mailbox without IMAP IDLE is polled for inbound mail */
+  readonly inboxPollSeconds: number;
 }
 
 export class ConfigError extends Error {}
@@ -109,6 +111,7 @@ export function loadConfig(): Config {
     secretKey: parseSecretKey(secretKey),
     workerConcurrency: integer('WORKER_CONCURRENCY', 20, 1, 1000),
     stateDir,
+    inboxPollSeconds: integer('INBOX_POLL_SECONDS', 60, 1, 86_400),
   });
 }
 
