@@ -1,4 +1,5 @@
-import { closeDb } from '../../core/src/db';
+import { closeDb, db } from '../../core/src/db';
+import { startInboundReader } from '../../core/src/inbound/reader';
 import { closeTransports } from '../../core/src/delivery/transport';
 import { logger } from '../../core/src/logger';
 import { closeQueues } from '../../core/src/queues';
@@ -12,6 +13,7 @@ async function main(): Promise<void> {
   await preflight('worker');
   const workers = createWorkers();
   await scheduleMaintenance();
+  const inbound = startInboundReader(db());
   logger.info({ queues: workers.map((w) => w.name) }, 'worker started');
 
   let stopping = false;
@@ -20,7 +22,7 @@ async function main(): Promise<void> {
     if (stopping) return;
     stopping = true;
     logger.info({ signal }, 'worker stopping');
-    await Promise.all(workers.map((w) => w.close()));
+    await Promise.all([...workers.map((w) => w.close()), inbound.stop()]);
     closeTransports();
     await closeQueues();
     await closeRedis();

@@ -6,7 +6,7 @@ import { createAccount, listAccounts } from '../../../core/src/services/accounts
 import { changeCampaign, createCampaign } from '../../../core/src/services/campaigns';
 import { createKey, listKeys, revokeKey, revocationChannel } from '../../../core/src/services/keys';
 import { createList } from '../../../core/src/services/lists';
-import { createMailbox, listMailboxes } from '../../../core/src/services/mailboxes';
+import { createMailbox, listMailboxes, updateMailbox } from '../../../core/src/services/mailboxes';
 import { listMessages } from '../../../core/src/services/messages';
 import { validate } from '../../../core/src/validate';
 import { methodNotAllowed } from '../middleware/errors';
@@ -34,6 +34,14 @@ export function adminRouter(db: Db): Router {
     })
     .get(async (_req, res) => {
       res.json({ ok: true, mailboxes: await listMailboxes(db) });
+    })
+    .all(methodNotAllowed);
+
+  router
+    .route('/mailboxes/:id')
+    .patch(async (req, res) => {
+      const mailbox = await updateMailbox(db, validate(schemas.idParam, req.params.id), validate(schemas.mailboxChange, req.body));
+      res.json({ ok: true, mailbox });
     })
     .all(methodNotAllowed);
 

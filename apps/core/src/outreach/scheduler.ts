@@ -48,7 +48,7 @@ WITH running AS (
   FROM running r JOIN free f ON f.id = r.mailbox_id AND f.slots > 0
   CROSS JOIN LATERAL (
     SELECT p.id, p.next_at FROM prospects p
-    WHERE p.campaign_id = r.id AND p.status IN ('ready', 'writing') AND p.next_at <= now() AND p.step < r.steps
+    WHERE p.campaign_id = r.id AND p.status IN ('ready', 'writing', 'later') AND p.next_at <= now() AND p.step < r.steps
     ORDER BY p.next_at LIMIT least(f.slots, $2::int)
   ) p
   UNION ALL
@@ -56,7 +56,7 @@ WITH running AS (
   FROM running r
   CROSS JOIN LATERAL (
     SELECT p.id, p.next_at FROM prospects p
-    WHERE p.campaign_id = r.id AND p.status IN ('ready', 'writing') AND p.next_at <= now() AND p.step >= r.steps
+    WHERE p.campaign_id = r.id AND p.status IN ('ready', 'writing', 'later') AND p.next_at <= now() AND p.step >= r.steps
     ORDER BY p.next_at LIMIT $2::int
   ) p
 ), ranked AS (

@@ -36,6 +36,42 @@ export function parseSmtpUrl(raw: string): SmtpSettings {
   };
 }
 
+/** `imap://user:pass@host:port` (STARTTLS when offered, default 143) or `imaps://...` (TLS, default 993). */
+export function parseImapUrl(raw: string): SmtpSettings {
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    throw new BadRequest('imap must be a URL like imaps://user:password@host:993');
+  }
+  if (url.protocol !== 'imap:' && url.protocol !== 'imaps:') throw new BadRequest('imap must start with imap:// or imaps://');
+  if (!url.hostname) throw new BadRequest('imap must name a host');
+  if (!url.username) throw new BadRequest('imap must name a user');
+  const secure = url.protocol === 'imaps:';
+  return {
+    host: url.hostname.replace(/^\[|\]$/g, ''),
+    port: url.port ? Number(url.port) : secure ? 993 : 143,
+    secure,
+    user: decodeURIComponent(url.username),
+    password: decodeURIComponent(url.password),
+  };
+}
+
+/** The mailbox columns of an imap URL; null or '' turns inbound reading off. */
+function imapColumns(raw: string | null) {
+  if (!raw) return { imapHost: null, imapPort: null, imapSecure: false, imapUser: '', imapPasswordEnc: '', inboundState: 'off', inboundError: null };
+  const imap = parseImapUrl(raw);
+  return {
+    imapHost: imap.host,
+    imapPort: imap.port,
+    imapSecure: imap.secure,
+    imapUser: imap.user,
+    imapPasswordEnc: encryptSecret(imap.password, config().secretKey),
+    inboundState: 'starting',
+    inboundError: null,
+  };
+}
+
 export interface MailboxView {
   id: number;
   account: number;
@@ -44,6 +80,8 @@ export interface MailboxView {
   smtp: { host: string; port: number; secure: boolean; user: string };
   daily_limit: number;
   gap_seconds: number;
+  imap: { host: string; port: number; secure: boolean; user: string } | null;
+  inbound: { state: string; last_error: string | null; checked_at: Date | null };
 }
 
 /** The answer shape: never the password, not even encrypted. */
@@ -56,6 +94,8 @@ export function mailboxView(m: Mailbox): MailboxView {
     smtp: { host: m.smtpHost, port: m.smtpPort, secure: m.smtpSecure, user: m.smtpUser },
     daily_limit: m.dailyLimit,
     gap_seconds: m.gapSeconds,
+    imap: m.imapHost ? { host: m.imapHost, port: m.imapPort!, secure: m.imapSecure, user: m.imapUser } : null,
+    inbound: { state: m.inboundState, last_error: m.inboundError, checked_at: m.inboundCheckedAt },
   };
 }
 
@@ -66,10 +106,12 @@ export interface NewMailbox {
   smtp: string;
   daily_limit?: number;
   gap_seconds?: number;
+  imap?: string | null;
 }
 
 export async function createMailbox(db: Tx, input: NewMailbox): Promise<MailboxView> {
   const smtp = parseSmtpUrl(input.smtp);
+  const imap = imapColumns(input.imap ?? null);
   await requireAccount(db, input.account);
   const address = input.address.toLowerCase();
   const existing = await db.mailbox.findUnique({ where: { accountId_address: { accountId: input.account, address } } });
@@ -86,9 +128,22 @@ export async function createMailbox(db: Tx, input: NewMailbox): Promise<MailboxV
       smtpPasswordEnc: encryptSecret(smtp.password, config().secretKey),
       dailyLimit: input.daily_limit ?? 50,
       gapSeconds: input.gap_seconds ?? 60,
+      ...imap,
     },
   });
   return mailboxView(mailbox);
+}
+
+export interface MailboxChange {
+  imap?: string | null;
+}
+
+/** PATCH: the fields given change; a refused change (bad URL, unknown id) changes nothing. */
+export async function updateMailbox(db: Tx, id: number, change: MailboxChange): Promise<MailboxView> {
+  const data = change.imap !== undefined ? imapColumns(change.imap) : {};
+  const existing = await db.mailbox.findUnique({ where: { id } });
+  if (!existing) throw new NotFound(`no mailbox with id ${id}`);
+  return mailboxView(Object.keys(data).length ? await db.mailbox.update({ where: { id }, data }) : existing);
 }
 
 export async function listMailboxes(db: Tx, account?: number): Promise<MailboxView[]> {
@@ -112,4 +167,10 @@ export function smtpSettings(m: Mailbox): SmtpSettings {
     user: m.smtpUser,
     password: decryptSecret(m.smtpPasswordEnc, config().secretKey),
   };
+}
+
+/** IMAP settings with the password decrypted, for the worker's inbound reader only. */
+export function imapSettings(m: Mailbox): SmtpSettings | null {
+  if (!m.imapHost) return null;
+  return { host: m.imapHost, port: m.imapPort!, secure: m.imapSecure, user: m.imapUser, password: decryptSecret(m.imapPasswordEnc, config().secretKey) };
 }
