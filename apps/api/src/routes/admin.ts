@@ -10,6 +10,7 @@ import { createMailbox, listMailboxes, updateMailbox } from '../../../core/src/s
 import { listMessages } from '../../../core/src/services/messages';
 import { validate } from '../../../core/src/validate';
 import { methodNotAllowed } from '../middleware/errors';
+import { inboundRouter } from './inbound';
 
 /** The control plane of DESIGN section 3: what the dashboard and `npm run admin` use. */
 export function adminRouter(db: Db): Router {
@@ -98,5 +99,6 @@ export function adminRouter(db: Db): Router {
     })
     .all(methodNotAllowed);
 
+  router.use(inboundRouter(db));
   return router;
 }
