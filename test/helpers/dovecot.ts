@@ -24,7 +24,7 @@ export class Dovecot {
     execFileSync('chown', ['-R', 'dovecot:dovecot', path.join(this.dir, 'mail')]);
     this.port = await freePort();
     fs.writeFileSync(path.join(this.dir, 'dovecot.conf'), config(this.dir, this.port));
-    execFileSync('dovecot', ['-c', path.join(this.dir, 'dovecot.conf')]);
+    execFileSync('dovecot', ['-c', path.join(this.dir, 'dovecot.conf')], { stdio: 'ignore' });
     await waitFor(() => this.login(Object.keys(users)[0]!, Object.values(users)[0]!).then(() => true).catch(() => false), { timeout: 20_000, interval: 200, what: 'dovecot' });
   }
 
