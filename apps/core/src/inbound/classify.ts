@@ -51,7 +51,8 @@ function reportParts(mail: ParsedMail): { fields: string; original: string } {
     if (type === 'message/delivery-status' || type === 'message/feedback-report' || type === 'message/global-delivery-status') fields += `\n${text}`;
     else if (type === 'message/rfc822' || type === 'text/rfc822-headers' || type === 'message/rfc822-headers' || type === 'message/global') original += `\n${text}`;
   }
-  // some parsers hand text/rfc822-headers to the body text: look there too, after the first part's prose
+  // mailparser hands message/delivery-status (and sometimes the headers part) to the body text: read it there then
+  if (!fields) fields = mail.text ?? '';
   if (!original) original = mail.text ?? '';
   return { fields, original };
 }
