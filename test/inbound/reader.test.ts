@@ -236,6 +236,16 @@ Hi
     expect(rows.map((r) => r.kind)).toEqual(['other', 'reply', 'other']);
     expect(await db().event.count({ where: { accountId: s.tenant.account.id, type: 'prospect.replied' } })).toBe(1);
     expect(Number((await db().inboundCursor.findUniqueOrThrow({ where: { mailboxId: s.mailboxId } })).lastUid)).toBe(4);
+
+    // a new UIDVALIDITY (as after a server rebuild) resets the cursor: no crash, the reader goes on with new mail
+    await db().inboundCursor.update({ where: { mailboxId: s.mailboxId }, data: { uidValidity: 1n, lastUid: 99n } });
+    await dove.append(s.user, PASS, mail({ From: 'late@else.test', To: s.tenant.mailbox.address, Subject: 'after the reset' }, 'z'));
+    const after = await handled(s.mailboxId, 5);
+    expect(after[4]).toMatchObject({ subject: 'after the reset', uid: 5n });
+    const cursor = await db().inboundCursor.findUniqueOrThrow({ where: { mailboxId: s.mailboxId } });
+    expect(cursor.uidValidity).not.toBe(1n);
+    expect(cursor.lastUid).toBe(5n);
+    expect(await db().event.count({ where: { accountId: s.tenant.account.id, type: 'prospect.replied' } })).toBe(1);
   });
 
   it('a mailbox with a wrong password is shown in error and does not stop another mailbox from reading replies', async () => {
