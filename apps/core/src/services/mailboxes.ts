@@ -13,20 +13,20 @@ export interface SmtpSettings {
   password: string;
 }
 
-/** `smtp://user:pass@host:port` (STARTTLS when offered, default port 587) or `smtps://...` (TLS, default 465). */
-export function parseSmtpUrl(raw: string): SmtpSettings {
+/** `<scheme>://user:pass@host:port` (STARTTLS when offered) or `<scheme>s://...` (TLS), with the scheme's default ports. */
+function parseServerUrl(raw: string, scheme: 'smtp' | 'imap', ports: { plain: number; tls: number }): SmtpSettings {
   let url: URL;
   try {
     url = new URL(raw);
   } catch {
-    throw new BadRequest('smtp must be a URL like smtp://user:password@host:587');
+    throw new BadRequest(`${scheme} must be a URL like ${scheme}://user:password@host:${ports.plain}`);
   }
-  if (url.protocol !== 'smtp:' && url.protocol !== 'smtps:') {
-    throw new BadRequest('smtp must start with smtp:// or smtps://');
+  if (url.protocol !== `${scheme}:` && url.protocol !== `${scheme}s:`) {
+    throw new BadRequest(`${scheme} must start with ${scheme}:// or ${scheme}s://`);
   }
-  if (!url.hostname) throw new BadRequest('smtp must name a host');
-  const secure = url.protocol === 'smtps:';
-  const port = url.port ? Number(url.port) : secure ? 465 : 587;
+  if (!url.hostname) throw new BadRequest(`${scheme} must name a host`);
+  const secure = url.protocol === `${scheme}s:`;
+  const port = url.port ? Number(url.port) : secure ? ports.tls : ports.plain;
   return {
     host: url.hostname.replace(/^\[|\]$/g, ''),
     port,
@@ -36,25 +36,14 @@ export function parseSmtpUrl(raw: string): SmtpSettings {
   };
 }
 
+/** `smtp://user:pass@host:port` (STARTTLS when offered, default port 587) or `smtps://...` (TLS, default 465). */
+export const parseSmtpUrl = (raw: string): SmtpSettings => parseServerUrl(raw, 'smtp', { plain: 587, tls: 465 });
+
 /** `imap://user:pass@host:port` (STARTTLS when offered, default 143) or `imaps://...` (TLS, default 993). */
 export function parseImapUrl(raw: string): SmtpSettings {
-  let url: URL;
-  try {
-    url = new URL(raw);
-  } catch {
-    throw new BadRequest('imap must be a URL like imaps://user:password@host:993');
-  }
-  if (url.protocol !== 'imap:' && url.protocol !== 'imaps:') throw new BadRequest('imap must start with imap:// or imaps://');
-  if (!url.hostname) throw new BadRequest('imap must name a host');
-  if (!url.username) throw new BadRequest('imap must name a user');
-  const secure = url.protocol === 'imaps:';
-  return {
-    host: url.hostname.replace(/^\[|\]$/g, ''),
-    port: url.port ? Number(url.port) : secure ? 993 : 143,
-    secure,
-    user: decodeURIComponent(url.username),
-    password: decodeURIComponent(url.password),
-  };
+  const imap = parseServerUrl(raw, 'imap', { plain: 143, tls: 993 });
+  if (!imap.user) throw new BadRequest('imap must name a user');
+  return imap;
 }
 
 /** The mailbox columns of an imap URL; null or '' turns inbound reading off. */
