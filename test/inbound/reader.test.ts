@@ -143,6 +143,9 @@ describe('inbound mail over IMAP (dovecot)', () => {
     expect(await prospect(a.prospectId)).toMatchObject({ status: 'later', reply: 'auto', nextAt: new Date(`${iso}T00:00:00Z`.replace(iso, new Date(Date.parse(iso) + DAY).toISOString().slice(0, 10))) });
 
     const b = await sentTo('dan@ooo.test');
+    // step 2 is written and waiting for delivery when the out-of-office comes
+    await db().prospect.update({ where: { id: b.prospectId }, data: { nextAt: new Date() } });
+    expect((await runSequenceStep(db(), b.prospectId, 2)).kind).toBe('written');
     const sentAt = new Date();
     await dove.append(b.user, PASS, mail({ From: 'dan@ooo.test', To: b.tenant.mailbox.address, Subject: 'Abwesenheitsnotiz: Hello Ann', Date: sentAt.toUTCString() }, 'Ich bin nicht im Büro.'));
     expect((await handled(b.mailboxId))[0]).toMatchObject({ kind: 'auto_reply' });
@@ -150,10 +153,17 @@ describe('inbound mail over IMAP (dovecot)', () => {
     expect(later).toMatchObject({ status: 'later', reply: 'auto' });
     expect(later.nextAt!.getTime()).toBe(Math.floor(sentAt.getTime() / 1000) * 1000 + 7 * DAY);
 
-    // at next_at the sequence goes on
+    // the step written before is not sent now, and not skipped: the prospect goes back to step 1
+    const pending = (await stepMessage(b.prospectId, 2))!;
+    await deliver(pending.id);
+    expect((await db().message.findUniqueOrThrow({ where: { id: pending.id } })).status).toBe('cancelled');
+    expect(await prospect(b.prospectId)).toMatchObject({ status: 'later', step: 1 });
+    // at next_at the sequence goes on with step 2
     await db().prospect.update({ where: { id: b.prospectId }, data: { nextAt: new Date() } });
     expect((await runSequenceStep(db(), b.prospectId, 2)).kind).toBe('written');
     expect(await prospect(b.prospectId)).toMatchObject({ status: 'writing', step: 2 });
+    await deliver((await stepMessage(b.prospectId, 2))!.id);
+    expect(sink.to('dan@ooo.test')).toHaveLength(2);
   });
 
   it('a DSN 5.1.1 marks the message bounced and suppresses the address; a 4.x.x DSN changes nothing', async () => {
