@@ -12,7 +12,7 @@ import { createAccount, listAccounts } from '../apps/core/src/services/accounts'
 import { changeCampaign, createCampaign } from '../apps/core/src/services/campaigns';
 import { createKey, listKeys, revokeKeyEverywhere } from '../apps/core/src/services/keys';
 import { createList } from '../apps/core/src/services/lists';
-import { createMailbox, listMailboxes } from '../apps/core/src/services/mailboxes';
+import { createMailbox, listMailboxes, updateMailbox } from '../apps/core/src/services/mailboxes';
 import { listMessages } from '../apps/core/src/services/messages';
 import { migrate } from '../apps/core/src/migrate';
 import { config } from '../apps/core/src/config';
@@ -23,7 +23,8 @@ const HELP = `usage: npm run admin -- <command> [options]
 
   account create --name NAME
   account list
-  mailbox create --account ID --address ADDRESS --smtp smtp://user:pass@host:587 [--name NAME] [--daily-limit N] [--gap-seconds N]
+  mailbox create --account ID --address ADDRESS --smtp smtp://user:pass@host:587 [--name NAME] [--daily-limit N] [--gap-seconds N] [--imap imaps://user:pass@host:993]
+  mailbox set ID --imap URL        (an empty URL turns inbound reading off)
   mailbox list
   key create --account ID --name NAME --mailbox ID --daily-limit N [--prospects]     (prints the token once)
   key list
@@ -40,6 +41,7 @@ const options = {
   account: { type: 'string' },
   address: { type: 'string' },
   smtp: { type: 'string' },
+  imap: { type: 'string' },
   mailbox: { type: 'string' },
   'daily-limit': { type: 'string' },
   'gap-seconds': { type: 'string' },
@@ -85,9 +87,12 @@ async function run(command: string[], flags: Flags): Promise<unknown> {
             smtp: flags.smtp,
             daily_limit: flags['daily-limit'],
             gap_seconds: flags['gap-seconds'],
+            imap: flags.imap,
           }),
         ),
       };
+    case 'mailbox set':
+      return { mailbox: await updateMailbox(d, validate(schemas.idParam, arg), validate(schemas.mailboxChange, { imap: flags.imap })) };
     case 'mailbox list':
       return { mailboxes: await listMailboxes(d) };
     case 'key create': {

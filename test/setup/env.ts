@@ -12,3 +12,4 @@ process.env.SECRET_KEY = crypto.randomBytes(32).toString('hex');
 process.env.PUBLIC_URL = 'http://mail.test';
 process.env.WEBHOOK_RETRY_BASE_MS = '200';
 process.env.LOG_LEVEL = process.env.LOG_LEVEL ?? 'silent';
+process.env.INBOX_POLL_SECONDS = '1';

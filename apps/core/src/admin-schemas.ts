@@ -14,7 +14,10 @@ export const mailboxInput = Joi.object({
   smtp: Joi.string().trim().max(2000).required(),
   daily_limit: Joi.number().integer().min(0).max(100_000),
   gap_seconds: Joi.number().integer().min(0).max(86_400),
+  imap: Joi.string().trim().max(2000).allow(null, ''),
 });
+
+export const mailboxChange = Joi.object({ imap: Joi.string().trim().max(2000).allow(null, '').required() });
 
 export const keyInput = Joi.object({
   account: id().required(),

@@ -23,6 +23,8 @@ export interface Config {
   readonly workerMetricsPort: number | null;
   /** the first webhook retry's delay; each next one is 4 times longer */
   readonly webhookRetryBaseMs: number;
+  /** how often a mailbox without IMAP IDLE is polled for inbound mail */
+  readonly inboxPollSeconds: number;
 }
 
 export class ConfigError extends Error {}
@@ -137,6 +139,7 @@ export function loadConfig(): Config {
     allowPrivateFetch: flag('ALLOW_PRIVATE_FETCH', false),
     workerMetricsPort: process.env.WORKER_METRICS_PORT ? integer('WORKER_METRICS_PORT', 0, 0, 65535) : null,
     webhookRetryBaseMs: integer('WEBHOOK_RETRY_BASE_MS', 30_000, 1, 86_400_000),
+    inboxPollSeconds: integer('INBOX_POLL_SECONDS', 60, 1, 86_400),
   });
 }
 

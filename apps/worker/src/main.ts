@@ -1,6 +1,7 @@
 import { config } from '../../core/src/config';
 import { closeDb, db } from '../../core/src/db';
 import { productionGuards } from '../../core/src/delivery/production-guards';
+import { startInboundReader } from '../../core/src/inbound/reader';
 import { serveWorkerMetrics } from '../../core/src/metrics/worker-server';
 import { closeTransports } from '../../core/src/delivery/transport';
 import { logger } from '../../core/src/logger';
@@ -19,6 +20,8 @@ async function main(): Promise<void> {
   const housekeeping = startMaintenance(db());
   // the event outbox's fan-out to webhook jobs
   const dispatcher = startDispatcher(db());
+  // replies, out-of-office, bounces and complaints from each mailbox's IMAP INBOX
+  const inbound = startInboundReader(db());
   let metricsServer: Awaited<ReturnType<typeof serveWorkerMetrics>> | undefined;
 
   let stopping = false;
@@ -28,7 +31,7 @@ async function main(): Promise<void> {
     stopping = true;
     logger.info({ signal }, 'worker stopping');
     await dispatcher.stop();
-    await Promise.all([...workers.map((w) => w.close()), housekeeping.stop()]);
+    await Promise.all([...workers.map((w) => w.close()), housekeeping.stop(), inbound.stop()]);
     metricsServer?.close();
     closeTransports();
     await closeQueues();

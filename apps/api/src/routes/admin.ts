@@ -5,12 +5,13 @@ import { createAccount, listAccounts } from '../../../core/src/services/accounts
 import { changeCampaign, createCampaign } from '../../../core/src/services/campaigns';
 import { createKey, listKeys, revokeKeyEverywhere } from '../../../core/src/services/keys';
 import { createList } from '../../../core/src/services/lists';
-import { createMailbox, listMailboxes } from '../../../core/src/services/mailboxes';
+import { createMailbox, listMailboxes, updateMailbox } from '../../../core/src/services/mailboxes';
 import { listMessages } from '../../../core/src/services/messages';
 import { validate } from '../../../core/src/validate';
 import { methodNotAllowed } from '../middleware/errors';
 import { webhooksRouter } from './webhooks';
 import { deliveryStatusRouter } from './delivery-status';
+import { inboundRouter } from './inbound';
 
 /** The control plane of DESIGN section 3: what the dashboard and `npm run admin` use. */
 export function adminRouter(db: Db): Router {
@@ -35,6 +36,14 @@ export function adminRouter(db: Db): Router {
     })
     .get(async (_req, res) => {
       res.json({ ok: true, mailboxes: await listMailboxes(db) });
+    })
+    .all(methodNotAllowed);
+
+  router
+    .route('/mailboxes/:id')
+    .patch(async (req, res) => {
+      const mailbox = await updateMailbox(db, validate(schemas.idParam, req.params.id), validate(schemas.mailboxChange, req.body));
+      res.json({ ok: true, mailbox });
     })
     .all(methodNotAllowed);
 
@@ -91,5 +100,6 @@ export function adminRouter(db: Db): Router {
   router.use(webhooksRouter(db));
 
   router.use(deliveryStatusRouter(db));
+  router.use(inboundRouter(db));
   return router;
 }

@@ -27,6 +27,12 @@ export async function sequenceRefusal(tx: Tx, message: Message): Promise<string 
     WHERE p.id = ${message.prospectId} FOR UPDATE OF p`;
   if (!p) return 'the prospect was deleted';
   const lateButFine = p.status === 'lost' && p.reason === 'no_reply';
+  if (p.status === 'later' && p.step === message.step) {
+    // an out-of-office came in after this step was written: it goes out when the sequence resumes, never skipped
+    await tx.$executeRaw`
+      UPDATE prospects SET step = step - 1, updated_at = now(), thread_id = CASE WHEN step - 1 = 0 THEN NULL ELSE thread_id END
+      WHERE id = ${p.id}`;
+  }
   if (p.status !== 'writing' && !lateButFine) {
     return `the prospect is ${p.status}${p.reason ? ` (${p.reason})` : ''}`;
   }

@@ -41,7 +41,7 @@ WITH running AS (
   FROM campaigns c WHERE c.status = 'running' AND ($1::int IS NULL OR c.id = $1::int)
 ), queued AS (
   SELECT r.mailbox_id, count(*)::int AS n FROM prospects p JOIN running r ON r.id = p.campaign_id
-  WHERE p.status IN ('ready', 'writing') AND p.next_at <= now() AND p.step < r.steps AND NOT ${UNQUEUED}
+  WHERE p.status IN ('ready', 'writing', 'later') AND p.next_at <= now() AND p.step < r.steps AND NOT ${UNQUEUED}
   GROUP BY r.mailbox_id
 ), free AS (
   SELECT m.id, greatest(0, CASE
@@ -59,7 +59,7 @@ WITH running AS (
   FROM free f CROSS JOIN share
   CROSS JOIN LATERAL (
     SELECT p.id, p.next_at FROM prospects p JOIN running r ON r.id = p.campaign_id
-    WHERE r.mailbox_id = f.id AND p.status IN ('ready', 'writing') AND p.next_at <= now() AND p.step < r.steps AND ${UNQUEUED}
+    WHERE r.mailbox_id = f.id AND p.status IN ('ready', 'writing', 'later') AND p.next_at <= now() AND p.step < r.steps AND ${UNQUEUED}
     ORDER BY p.next_at LIMIT least(f.slots, share.rows)
   ) p
   WHERE f.slots > 0
@@ -68,7 +68,7 @@ WITH running AS (
   FROM running r
   CROSS JOIN LATERAL (
     SELECT p.id, p.next_at FROM prospects p
-    WHERE p.campaign_id = r.id AND p.status IN ('ready', 'writing') AND p.next_at <= now() AND p.step >= r.steps AND ${UNQUEUED}
+    WHERE p.campaign_id = r.id AND p.status IN ('ready', 'writing', 'later') AND p.next_at <= now() AND p.step >= r.steps AND ${UNQUEUED}
     ORDER BY p.next_at LIMIT $2::int
   ) p
 ), taken AS (

@@ -39,7 +39,8 @@ async function decideAndWrite(tx: Tx, prospectId: number, step: number): Promise
     SELECT id, campaign_id, email, site, name, fields, status, step, next_at, thread_id
     FROM prospects WHERE id = ${prospectId} FOR UPDATE`;
   if (!p) return { kind: 'skipped', why: 'prospect gone' };
-  if (p.status !== 'ready' && p.status !== 'writing') return { kind: 'skipped', why: `prospect is ${p.status}` };
+  // `later` (an out-of-office) resumes here at its next_at: writing the step moves it back to writing
+  if (p.status !== 'ready' && p.status !== 'writing' && p.status !== 'later') return { kind: 'skipped', why: `prospect is ${p.status}` };
   if (p.step + 1 !== step) return { kind: 'skipped', why: `prospect is at step ${p.step}` };
   const campaign = await tx.campaign.findUniqueOrThrow({ where: { id: p.campaign_id }, include: { steps: { orderBy: { position: 'asc' } }, mailbox: true } });
   if (campaign.status !== 'running') return { kind: 'skipped', why: `campaign is ${campaign.status}` };

@@ -13,26 +13,51 @@ export interface SmtpSettings {
   password: string;
 }
 
-/** `smtp://user:pass@host:port` (STARTTLS when offered, default port 587) or `smtps://...` (TLS, default 465). */
-export function parseSmtpUrl(raw: string): SmtpSettings {
+/** `<scheme>://user:pass@host:port` (STARTTLS when offered) or `<scheme>s://...` (TLS), with the scheme's default ports. */
+function parseServerUrl(raw: string, scheme: 'smtp' | 'imap', ports: { plain: number; tls: number }): SmtpSettings {
   let url: URL;
   try {
     url = new URL(raw);
   } catch {
-    throw new BadRequest('smtp must be a URL like smtp://user:password@host:587');
+    throw new BadRequest(`${scheme} must be a URL like ${scheme}://user:password@host:${ports.plain}`);
   }
-  if (url.protocol !== 'smtp:' && url.protocol !== 'smtps:') {
-    throw new BadRequest('smtp must start with smtp:// or smtps://');
+  if (url.protocol !== `${scheme}:` && url.protocol !== `${scheme}s:`) {
+    throw new BadRequest(`${scheme} must start with ${scheme}:// or ${scheme}s://`);
   }
-  if (!url.hostname) throw new BadRequest('smtp must name a host');
-  const secure = url.protocol === 'smtps:';
-  const port = url.port ? Number(url.port) : secure ? 465 : 587;
+  if (!url.hostname) throw new BadRequest(`${scheme} must name a host`);
+  const secure = url.protocol === `${scheme}s:`;
+  const port = url.port ? Number(url.port) : secure ? ports.tls : ports.plain;
   return {
     host: url.hostname.replace(/^\[|\]$/g, ''),
     port,
     secure,
     user: decodeURIComponent(url.username),
     password: decodeURIComponent(url.password),
+  };
+}
+
+/** `smtp://user:pass@host:port` (STARTTLS when offered, default port 587) or `smtps://...` (TLS, default 465). */
+export const parseSmtpUrl = (raw: string): SmtpSettings => parseServerUrl(raw, 'smtp', { plain: 587, tls: 465 });
+
+/** `imap://user:pass@host:port` (STARTTLS when offered, default 143) or `imaps://...` (TLS, default 993). */
+export function parseImapUrl(raw: string): SmtpSettings {
+  const imap = parseServerUrl(raw, 'imap', { plain: 143, tls: 993 });
+  if (!imap.user) throw new BadRequest('imap must name a user');
+  return imap;
+}
+
+/** The mailbox columns of an imap URL; null or '' turns inbound reading off. */
+function imapColumns(raw: string | null) {
+  if (!raw) return { imapHost: null, imapPort: null, imapSecure: false, imapUser: '', imapPasswordEnc: '', inboundState: 'off', inboundError: null };
+  const imap = parseImapUrl(raw);
+  return {
+    imapHost: imap.host,
+    imapPort: imap.port,
+    imapSecure: imap.secure,
+    imapUser: imap.user,
+    imapPasswordEnc: encryptSecret(imap.password, config().secretKey),
+    inboundState: 'starting',
+    inboundError: null,
   };
 }
 
@@ -44,6 +69,8 @@ export interface MailboxView {
   smtp: { host: string; port: number; secure: boolean; user: string };
   daily_limit: number;
   gap_seconds: number;
+  imap: { host: string; port: number; secure: boolean; user: string } | null;
+  inbound: { state: string; last_error: string | null; checked_at: Date | null };
 }
 
 /** The answer shape: never the password, not even encrypted. */
@@ -56,6 +83,8 @@ export function mailboxView(m: Mailbox): MailboxView {
     smtp: { host: m.smtpHost, port: m.smtpPort, secure: m.smtpSecure, user: m.smtpUser },
     daily_limit: m.dailyLimit,
     gap_seconds: m.gapSeconds,
+    imap: m.imapHost ? { host: m.imapHost, port: m.imapPort!, secure: m.imapSecure, user: m.imapUser } : null,
+    inbound: { state: m.inboundState, last_error: m.inboundError, checked_at: m.inboundCheckedAt },
   };
 }
 
@@ -66,10 +95,12 @@ export interface NewMailbox {
   smtp: string;
   daily_limit?: number;
   gap_seconds?: number;
+  imap?: string | null;
 }
 
 export async function createMailbox(db: Tx, input: NewMailbox): Promise<MailboxView> {
   const smtp = parseSmtpUrl(input.smtp);
+  const imap = imapColumns(input.imap ?? null);
   await requireAccount(db, input.account);
   const address = input.address.toLowerCase();
   const existing = await db.mailbox.findUnique({ where: { accountId_address: { accountId: input.account, address } } });
@@ -86,9 +117,22 @@ export async function createMailbox(db: Tx, input: NewMailbox): Promise<MailboxV
       smtpPasswordEnc: encryptSecret(smtp.password, config().secretKey),
       dailyLimit: input.daily_limit ?? 50,
       gapSeconds: input.gap_seconds ?? 60,
+      ...imap,
     },
   });
   return mailboxView(mailbox);
+}
+
+export interface MailboxChange {
+  imap?: string | null;
+}
+
+/** PATCH: the fields given change; a refused change (bad URL, unknown id) changes nothing. */
+export async function updateMailbox(db: Tx, id: number, change: MailboxChange): Promise<MailboxView> {
+  const data = change.imap !== undefined ? imapColumns(change.imap) : {};
+  const existing = await db.mailbox.findUnique({ where: { id } });
+  if (!existing) throw new NotFound(`no mailbox with id ${id}`);
+  return mailboxView(Object.keys(data).length ? await db.mailbox.update({ where: { id }, data }) : existing);
 }
 
 export async function listMailboxes(db: Tx, account?: number): Promise<MailboxView[]> {
@@ -112,4 +156,10 @@ export function smtpSettings(m: Mailbox): SmtpSettings {
     user: m.smtpUser,
     password: decryptSecret(m.smtpPasswordEnc, config().secretKey),
   };
+}
+
+/** IMAP settings with the password decrypted, for the worker's inbound reader only. */
+export function imapSettings(m: Mailbox): SmtpSettings | null {
+  if (!m.imapHost) return null;
+  return { host: m.imapHost, port: m.imapPort!, secure: m.imapSecure, user: m.imapUser, password: decryptSecret(m.imapPasswordEnc, config().secretKey) };
 }

@@ -1,0 +1,23 @@
+import { Router } from 'express';
+import type { Db } from '../../../core/src/db';
+import { listInbound } from '../../../core/src/inbound/list';
+import { Joi, validate } from '../../../core/src/validate';
+import { methodNotAllowed } from '../middleware/errors';
+
+const query = Joi.object({
+  mailbox: Joi.number().integer().positive(),
+  limit: Joi.number().integer().min(1).max(1000).default(100),
+});
+
+/** GET /admin/api/inbound?mailbox=&limit= (DESIGN 6): the emails the IMAP reader handled, newest first. */
+export function inboundRouter(db: Db): Router {
+  const router = Router();
+  router
+    .route('/inbound')
+    .get(async (req, res) => {
+      const { mailbox, limit } = validate(query, req.query) as { mailbox?: number; limit: number };
+      res.json({ ok: true, messages: await listInbound(db, { mailbox, limit }) });
+    })
+    .all(methodNotAllowed);
+  return router;
+}

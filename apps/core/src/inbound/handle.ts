@@ -1,0 +1,158 @@
+import type { Mailbox, Prospect } from '../../../../generated/prisma/client';
+import type { InboundKind, ProspectStatus } from '../../../../generated/prisma/enums';
+import type { Db, Tx } from '../db';
+import { emitEvent } from '../events';
+import { emitProspectChange } from '../events/prospects';
+import { addToStopList } from '../outreach/contacts';
+import { OPEN_STATUSES } from '../outreach/outcomes';
+import { suppressAddress } from '../subscribers/machine';
+import type { InboundMail } from './classify';
+
+/**
+ * One inbound email's effects (DESIGN 6), in ONE transaction that first claims it: the row of inbound_messages unique
+ * on (mailbox, uidvalidity, uid) is inserted ON CONFLICT DO NOTHING, so a second reader (or the same one after a
+ * restart) finds it taken and does nothing. The mailbox's cursor moves on in the same transaction.
+ */
+export interface Where {
+  mailbox: Mailbox;
+  uidValidity: bigint;
+  uid: bigint;
+}
+
+interface OurMessage {
+  id: string;
+  to: string;
+  prospect_id: number | null;
+}
+
+const DAY_MS = 86_400_000;
+
+async function byMessageIds(tx: Tx, mailboxId: number, messageIds: string[]): Promise<OurMessage | null> {
+  if (!messageIds.length) return null;
+  const [row] = await tx.$queryRaw<OurMessage[]>`
+    SELECT id, "to", prospect_id FROM messages
+    WHERE mailbox_id = ${mailboxId} AND message_id_header = ANY(${messageIds}::text[])
+    ORDER BY created_at DESC LIMIT 1`;
+  return row ?? null;
+}
+
+async function latestTo(tx: Tx, mailboxId: number, address: string): Promise<OurMessage | null> {
+  const [row] = await tx.$queryRaw<OurMessage[]>`
+    SELECT id, "to", prospect_id FROM messages WHERE mailbox_id = ${mailboxId} AND lower("to") = ${address}
+    ORDER BY created_at DESC LIMIT 1`;
+  return row ?? null;
+}
+
+/** The prospect an email from `address` answers: one of a campaign sending from this mailbox, the most recent first. */
+async function prospectFrom(tx: Tx, mailboxId: number, address: string): Promise<number | null> {
+  const [row] = await tx.$queryRaw<{ id: number }[]>`
+    SELECT p.id FROM prospects p JOIN campaigns c ON c.id = p.campaign_id
+    WHERE c.mailbox_id = ${mailboxId} AND p.email = ${address}
+    ORDER BY (p.status IN ('ready', 'writing', 'later')) DESC, p.updated_at DESC LIMIT 1`;
+  return row?.id ?? null;
+}
+
+async function lockProspect(tx: Tx, id: number): Promise<Prospect | null> {
+  const rows = await tx.$queryRaw<{ id: number }[]>`SELECT id FROM prospects WHERE id = ${id} FOR UPDATE`;
+  return rows[0] ? tx.prospect.findUnique({ where: { id } }) : null;
+}
+
+async function changeProspect(tx: Tx, before: Prospect, data: Partial<Pick<Prospect, 'status' | 'reason' | 'reply' | 'repliedAt' | 'nextAt' | 'closedAt'>>): Promise<void> {
+  const after = await tx.prospect.update({ where: { id: before.id }, data });
+  const campaign = await tx.campaign.findUniqueOrThrow({ where: { id: before.campaignId }, select: { id: true, accountId: true, stages: true } });
+  await emitProspectChange(tx, campaign, before.status as ProspectStatus, after);
+}
+
+/** Every open prospect of the account at `address` closes as lost for `reason`. */
+async function loseProspects(tx: Tx, accountId: number, address: string, reason: 'bounced' | 'complained', now: Date): Promise<void> {
+  const rows = await tx.$queryRaw<{ id: number }[]>`
+    SELECT p.id FROM prospects p JOIN campaigns c ON c.id = p.campaign_id
+    WHERE c.account_id = ${accountId} AND p.email = ${address}
+      AND (p.status IN ('new', 'ready', 'writing', 'hold', 'later') OR (p.status = 'lost' AND p.reason = 'no_reply'))
+    ORDER BY p.id FOR UPDATE OF p`;
+  for (const { id } of rows) {
+    const before = await tx.prospect.findUniqueOrThrow({ where: { id } });
+    await changeProspect(tx, before, { status: 'lost', reason, reply: reason === 'bounced' ? 'bounce' : before.reply, nextAt: null, closedAt: now });
+  }
+}
+
+/** UTC midnight of the day after `day`, or 7 days after `from`. */
+export function resumeAt(returnDate: Date | null, from: Date): Date {
+  return returnDate ? new Date(returnDate.getTime() + DAY_MS) : new Date(from.getTime() + 7 * DAY_MS);
+}
+
+export interface Handled {
+  kind: InboundKind;
+  prospectId: number | null;
+}
+
+/** Handles one email exactly once; null when another reader (or an earlier run) already did. */
+export async function handleInbound(db: Db, where: Where, mail: InboundMail, now = new Date()): Promise<Handled | null> {
+  const { mailbox, uidValidity, uid } = where;
+  return db.$transaction(
+    async (tx) => {
+      const claimed = await tx.$queryRaw<{ id: number }[]>`
+        INSERT INTO inbound_messages (mailbox_id, uid_validity, uid, kind, from_address, subject, message_id, received_at)
+        VALUES (${mailbox.id}, ${uidValidity}, ${uid}, 'other', ${mail.from}, ${mail.subject.slice(0, 998)}, ${mail.messageId}, ${now})
+        ON CONFLICT (mailbox_id, uid_validity, uid) DO NOTHING RETURNING id`;
+      await tx.$executeRaw`
+        UPDATE inbound_cursors SET last_uid = GREATEST(last_uid, ${uid}), updated_at = now()
+        WHERE mailbox_id = ${mailbox.id} AND uid_validity = ${uidValidity}`;
+      if (!claimed[0]) return null;
+
+      const result = await effects(tx, mailbox, mail, now);
+      await tx.inboundMessage.update({
+        where: { id: claimed[0].id },
+        data: { kind: result.kind, prospectId: result.prospectId, relatedId: result.relatedId, detail: result.detail.slice(0, 2000) },
+      });
+      return { kind: result.kind, prospectId: result.prospectId };
+    },
+    { timeout: 20_000, maxWait: 15_000 },
+  );
+}
+
+async function effects(tx: Tx, mailbox: Mailbox, mail: InboundMail, now: Date) {
+  const accountId = mailbox.accountId;
+  // (1) a Message-ID of ours in In-Reply-To / References
+  let ours = await byMessageIds(tx, mailbox.id, mail.threadIds);
+
+  if (mail.report) {
+    // (2) the report's original Message-ID, else its recipient's latest message from this mailbox
+    ours ??= await byMessageIds(tx, mailbox.id, mail.report.originalId ? [mail.report.originalId] : []);
+    if (!ours && mail.report.recipient) ours = await latestTo(tx, mailbox.id, mail.report.recipient);
+    const kind: InboundKind = mail.kind === 'complaint' ? 'complaint' : 'bounce';
+    const detail = [mail.report.status, mail.report.diagnostic].filter(Boolean).join(' ');
+    const base = { kind, prospectId: ours?.prospect_id ?? null, relatedId: ours?.id ?? null, detail };
+    if (!ours || mail.kind === 'delayed') return base; // recorded only
+    const address = ours.to.toLowerCase();
+    if (mail.kind === 'bounce') {
+      await tx.message.update({ where: { id: ours.id }, data: { status: 'bounced', lastError: detail || 'bounced' } });
+      await suppressAddress(tx, accountId, address, 'bounced', detail);
+      await loseProspects(tx, accountId, address, 'bounced', now);
+      await emitEvent(tx, accountId, 'message.bounced', { id: ours.id, mailbox: mailbox.id, to: address, status: mail.report.status, diagnostic: detail });
+    } else {
+      await suppressAddress(tx, accountId, address, 'complained', detail);
+      await addToStopList(tx, accountId, address);
+      await loseProspects(tx, accountId, address, 'complained', now);
+      await emitEvent(tx, accountId, 'message.complained', { id: ours.id, mailbox: mailbox.id, to: address });
+    }
+    return base;
+  }
+
+  // (3) the sender, to a prospect of a campaign sending from this mailbox
+  const prospectId = ours?.prospect_id ?? (mail.from ? await prospectFrom(tx, mailbox.id, mail.from) : null);
+  const prospect = prospectId ? await lockProspect(tx, prospectId) : null;
+  if (!prospect) return { kind: 'other' as InboundKind, prospectId: null, relatedId: ours?.id ?? null, detail: '' };
+  const base = { prospectId: prospect.id, relatedId: ours?.id ?? null };
+
+  if (mail.kind === 'auto_reply') {
+    if (prospect.status === 'ready' || prospect.status === 'writing') {
+      const nextAt = resumeAt(mail.returnDate, mail.date > now ? now : mail.date);
+      await changeProspect(tx, prospect, { status: 'later', reply: 'auto', nextAt });
+    }
+    return { ...base, kind: 'auto_reply' as InboundKind, detail: mail.returnDate ? `back ${mail.returnDate.toISOString().slice(0, 10)}` : '' };
+  }
+  const open = OPEN_STATUSES.includes(prospect.status) || (prospect.status === 'lost' && prospect.reason === 'no_reply');
+  if (open) await changeProspect(tx, prospect, { status: 'replied', reason: '', reply: 'human', repliedAt: mail.date, nextAt: null, closedAt: null });
+  return { ...base, kind: 'reply' as InboundKind, detail: '' };
+}

@@ -1,0 +1,108 @@
+import { execFileSync } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { ImapFlow } from 'imapflow';
+import { freePort } from './processes';
+import { waitFor } from './wait';
+
+/**
+ * A real IMAP server for tests: Debian's dovecot (`apt-get install -y dovecot-imapd`) on a free loopback port, with a
+ * passwd-file of users and maildirs in a temp folder (see /work/shared/recipes). Messages go in with IMAP APPEND.
+ */
+export class Dovecot {
+  port = 0;
+  private dir = '';
+  private users: string[] = [];
+
+  async start(users: Record<string, string>): Promise<void> {
+    this.dir = fs.mkdtempSync(path.join(os.tmpdir(), 'dovecot-'));
+    fs.chmodSync(this.dir, 0o755);
+    for (const sub of ['mail', 'run', 'state', 'log']) fs.mkdirSync(path.join(this.dir, sub), { mode: 0o755 });
+    this.users = Object.entries(users).map(([user, pass]) => `${user}:{PLAIN}${pass}`);
+    fs.writeFileSync(path.join(this.dir, 'users'), `${this.users.join('\n')}\n`);
+    execFileSync('chown', ['-R', 'dovecot:dovecot', path.join(this.dir, 'mail')]);
+    this.port = await freePort();
+    fs.writeFileSync(path.join(this.dir, 'dovecot.conf'), config(this.dir, this.port));
+    execFileSync('dovecot', ['-c', path.join(this.dir, 'dovecot.conf')], { stdio: 'ignore' });
+    await waitFor(() => this.login(Object.keys(users)[0]!, Object.values(users)[0]!).then(() => true).catch(() => false), { timeout: 20_000, interval: 200, what: 'dovecot' });
+  }
+
+  private async login(user: string, pass: string): Promise<void> {
+    const client = this.client(user, pass);
+    await client.connect();
+    await client.logout();
+  }
+
+  client(user: string, pass: string): ImapFlow {
+    return new ImapFlow({ host: '127.0.0.1', port: this.port, secure: false, auth: { user, pass }, logger: false });
+  }
+
+  url(user: string, pass: string): string {
+    return `imap://${encodeURIComponent(user)}:${encodeURIComponent(pass)}@127.0.0.1:${this.port}`;
+  }
+
+  /** Puts a raw message in the user's INBOX (IMAP APPEND). */
+  async append(user: string, pass: string, raw: string): Promise<void> {
+    const client = this.client(user, pass);
+    await client.connect();
+    try {
+      await client.append('INBOX', raw);
+    } finally {
+      await client.logout();
+    }
+  }
+
+  async stop(): Promise<void> {
+    const pidFile = path.join(this.dir, 'run', 'master.pid');
+    if (fs.existsSync(pidFile)) {
+      const pid = Number(fs.readFileSync(pidFile, 'utf8').trim());
+      try {
+        process.kill(pid, 'SIGTERM');
+        await waitFor(() => { try { process.kill(pid, 0); return false; } catch { return true; } }, { timeout: 10_000, what: 'dovecot to stop' });
+      } catch {
+        /* already gone */
+      }
+    }
+    fs.rmSync(this.dir, { recursive: true, force: true });
+  }
+}
+
+function config(dir: string, port: number): string {
+  return `protocols = imap
+listen = 127.0.0.1
+base_dir = ${dir}/run
+state_dir = ${dir}/state
+log_path = ${dir}/log/dovecot.log
+ssl = no
+disable_plaintext_auth = no
+auth_mechanisms = plain login
+default_login_user = dovenull
+default_internal_user = dovecot
+default_internal_group = dovecot
+service imap-login {
+  inet_listener imap {
+    address = 127.0.0.1
+    port = ${port}
+  }
+  inet_listener imaps {
+    port = 0
+  }
+  chroot =
+  user = dovenull
+}
+service anvil {
+  chroot =
+}
+passdb {
+  driver = passwd-file
+  args = scheme=PLAIN username_format=%u ${dir}/users
+}
+userdb {
+  driver = static
+  args = uid=dovecot gid=dovecot home=${dir}/mail/%u
+}
+mail_location = maildir:~/Maildir
+first_valid_uid = 100
+`;
+}

@@ -1,0 +1,273 @@
+import { db } from '../../apps/core/src/db';
+import { startInboundReader, type InboundReader } from '../../apps/core/src/inbound/reader';
+import { runSequenceStep } from '../../apps/core/src/outreach/steps';
+import { updateMailbox } from '../../apps/core/src/services/mailboxes';
+import { addSubscriberByKey } from '../../apps/core/src/subscribers/machine';
+import { as, asAdmin, useApi } from '../helpers/api';
+import { Dovecot } from '../helpers/dovecot';
+import { makeList } from '../helpers/factories';
+import { useMail } from '../helpers/mail';
+import { waitFor } from '../helpers/wait';
+import { addProspect, deliver, outreach, stepMessage } from '../outreach/support';
+
+/** The IMAP reader against a real dovecot: each test has its own IMAP user (= the INBOX of one mailbox). */
+const ctx = useApi();
+const sink = useMail();
+const dove = new Dovecot();
+const PASS = 'secret-pass';
+const USERS = Array.from({ length: 12 }, (_, i) => `box${i}@imap.test`);
+let nextUser = 0;
+let readers: InboundReader[] = [];
+const DAY = 86_400_000;
+
+beforeAll(async () => {
+  await dove.start(Object.fromEntries(USERS.map((u) => [u, PASS])));
+  readers = [startInboundReader(db(), { refreshMs: 200 })];
+}, 60_000);
+afterAll(async () => {
+  await Promise.all(readers.map((r) => r.stop()));
+  await dove.stop();
+});
+
+/** An account whose campaign has sent step 1 to `email`; its mailbox reads a fresh IMAP user from now on. */
+async function sentTo(email: string) {
+  const user = USERS[nextUser++]!;
+  const { tenant, campaign } = await outreach({
+    smtp: sink.url,
+    steps: [
+      { subject: 'Hello {{name}}', body: 'Hi', delay_hours: 0 },
+      { subject: 'Hello {{name}}', body: 'Any news?', delay_hours: 48 },
+    ],
+  });
+  const prospectId = await addProspect(tenant.account.id, campaign.id, { email, name: 'Ann' });
+  expect((await runSequenceStep(db(), prospectId, 1)).kind).toBe('written');
+  const first = (await stepMessage(prospectId, 1))!;
+  await deliver(first.id);
+  await updateMailbox(db(), tenant.mailbox.id, { imap: dove.url(user, PASS) });
+  return { tenant, campaign, prospectId, first: (await stepMessage(prospectId, 1))!, user, mailboxId: tenant.mailbox.id };
+}
+
+const handled = (mailboxId: number, count = 1) =>
+  waitFor(async () => {
+    const rows = await db().inboundMessage.findMany({ where: { mailboxId }, orderBy: { id: 'asc' } });
+    return rows.length >= count ? rows : null;
+  }, { timeout: 20_000, what: `${count} inbound message(s) of mailbox ${mailboxId}` });
+
+const prospect = (id: number) => db().prospect.findUniqueOrThrow({ where: { id } });
+
+function mail(headers: Record<string, string>, body: string): string {
+  const all = { Date: new Date().toUTCString(), 'Message-ID': `<${Math.random().toString(36).slice(2)}@sender.test>`, ...headers };
+  return `${Object.entries(all).map(([k, v]) => `${k}: ${v}`).join('\r\n')}\r\n\r\n${body.replace(/\n/g, '\r\n')}\r\n`;
+}
+
+function dsn(to: string, from: string, recipient: string, action: string, status: string, originalId: string): string {
+  return mail(
+    { From: `MAILER-DAEMON@${from.split('@')[1]}`, To: to, Subject: 'Undelivered Mail Returned to Sender', 'MIME-Version': '1.0', 'Content-Type': 'multipart/report; report-type=delivery-status; boundary="B"' },
+    `--B
+Content-Type: text/plain
+
+Your message could not be delivered.
+
+--B
+Content-Type: message/delivery-status
+
+Reporting-MTA: dns; mx.example.org
+
+Final-Recipient: rfc822; ${recipient}
+Action: ${action}
+Status: ${status}
+Diagnostic-Code: smtp; 550 ${status} <${recipient}>: Recipient address rejected: User unknown
+
+--B
+Content-Type: text/rfc822-headers
+
+From: ${to}
+To: ${recipient}
+Subject: Hello Ann
+Message-ID: ${originalId}
+
+--B--`,
+  );
+}
+
+describe('inbound mail over IMAP (dovecot)', () => {
+  it('a threaded human reply stops the sequence: the step already written is not sent, the prospect is replied', async () => {
+    const s = await sentTo('ann@reply.test');
+    // step 2 is written (due now) and waits for delivery when the reply comes
+    await db().prospect.update({ where: { id: s.prospectId }, data: { nextAt: new Date() } });
+    expect((await runSequenceStep(db(), s.prospectId, 2)).kind).toBe('written');
+    const date = new Date(Date.now() - 60_000);
+    await dove.append(s.user, PASS, mail({ From: 'Ann <Ann@reply.test>', To: s.tenant.mailbox.address, Subject: 'Re: Hello Ann', 'In-Reply-To': s.first.messageIdHeader, References: s.first.messageIdHeader, Date: date.toUTCString() }, 'Yes, tell me more.'));
+    const [row] = await handled(s.mailboxId);
+    expect(row).toMatchObject({ kind: 'reply', prospectId: s.prospectId, fromAddress: 'ann@reply.test' });
+    const p = await prospect(s.prospectId);
+    expect(p).toMatchObject({ status: 'replied', reply: 'human', nextAt: null });
+    expect(p.repliedAt!.getTime()).toBe(Math.floor(date.getTime() / 1000) * 1000);
+    const second = (await stepMessage(s.prospectId, 2))!;
+    await deliver(second.id);
+    expect((await db().message.findUniqueOrThrow({ where: { id: second.id } })).status).toBe('cancelled');
+    expect(sink.to('ann@reply.test')).toHaveLength(1);
+    expect(await db().event.count({ where: { accountId: s.tenant.account.id, type: 'prospect.replied' } })).toBe(1);
+
+    // the owner's mail is untouched: still there, not marked \Seen
+    const client = dove.client(s.user, PASS);
+    await client.connect();
+    await client.mailboxOpen('INBOX', { readOnly: true });
+    const flags = [];
+    for await (const m of client.fetch('1:*', { flags: true })) flags.push([...(m.flags ?? [])].filter((f) => f !== '\\Recent'));
+    await client.logout();
+    expect(flags).toEqual([[]]);
+
+    const listed = await asAdmin(ctx.api).get(`/admin/api/inbound?mailbox=${s.mailboxId}&limit=10`);
+    expect(listed.status).toBe(200);
+    expect(listed.body.messages).toEqual([expect.objectContaining({ mailbox: s.mailboxId, kind: 'reply', prospect_id: s.prospectId, from: 'ann@reply.test', subject: 'Re: Hello Ann' })]);
+  });
+
+  it('an unthreaded reply from the prospect address stops the sequence before the next step', async () => {
+    const s = await sentTo('bob@reply.test');
+    await dove.append(s.user, PASS, mail({ From: 'bob@reply.test', To: s.tenant.mailbox.address, Subject: 'your offer' }, 'Call me.'));
+    expect((await handled(s.mailboxId))[0]).toMatchObject({ kind: 'reply', prospectId: s.prospectId });
+    expect(await prospect(s.prospectId)).toMatchObject({ status: 'replied', reply: 'human', nextAt: null });
+    expect(await runSequenceStep(db(), s.prospectId, 2)).toEqual({ kind: 'skipped', why: 'prospect is replied' });
+    expect(await stepMessage(s.prospectId, 2)).toBeNull();
+  });
+
+  it('an out-of-office with a return date postpones to the day after it; one without to 7 days; then the sequence goes on', async () => {
+    const a = await sentTo('cat@ooo.test');
+    const back = new Date(Date.now() + 10 * DAY);
+    const iso = back.toISOString().slice(0, 10);
+    await dove.append(a.user, PASS, mail({ From: 'cat@ooo.test', To: a.tenant.mailbox.address, Subject: 'Out of office', 'Auto-Submitted': 'auto-replied' }, `I am away and back on ${iso}.`));
+    expect((await handled(a.mailboxId))[0]).toMatchObject({ kind: 'auto_reply', prospectId: a.prospectId });
+    expect(await prospect(a.prospectId)).toMatchObject({ status: 'later', reply: 'auto', nextAt: new Date(`${iso}T00:00:00Z`.replace(iso, new Date(Date.parse(iso) + DAY).toISOString().slice(0, 10))) });
+
+    const b = await sentTo('dan@ooo.test');
+    // step 2 is written and waiting for delivery when the out-of-office comes
+    await db().prospect.update({ where: { id: b.prospectId }, data: { nextAt: new Date() } });
+    expect((await runSequenceStep(db(), b.prospectId, 2)).kind).toBe('written');
+    const sentAt = new Date();
+    await dove.append(b.user, PASS, mail({ From: 'dan@ooo.test', To: b.tenant.mailbox.address, Subject: 'Abwesenheitsnotiz: Hello Ann', Date: sentAt.toUTCString() }, 'Ich bin nicht im Büro.'));
+    expect((await handled(b.mailboxId))[0]).toMatchObject({ kind: 'auto_reply' });
+    const later = await prospect(b.prospectId);
+    expect(later).toMatchObject({ status: 'later', reply: 'auto' });
+    expect(later.nextAt!.getTime()).toBe(Math.floor(sentAt.getTime() / 1000) * 1000 + 7 * DAY);
+
+    // the step written before is not sent now, and not skipped: the prospect goes back to step 1
+    const pending = (await stepMessage(b.prospectId, 2))!;
+    await deliver(pending.id);
+    expect((await db().message.findUniqueOrThrow({ where: { id: pending.id } })).status).toBe('cancelled');
+    expect(await prospect(b.prospectId)).toMatchObject({ status: 'later', step: 1 });
+    // at next_at the sequence goes on with step 2
+    await db().prospect.update({ where: { id: b.prospectId }, data: { nextAt: new Date() } });
+    expect((await runSequenceStep(db(), b.prospectId, 2)).kind).toBe('written');
+    expect(await prospect(b.prospectId)).toMatchObject({ status: 'writing', step: 2 });
+    await deliver((await stepMessage(b.prospectId, 2))!.id);
+    expect(sink.to('dan@ooo.test')).toHaveLength(2);
+  });
+
+  it('a DSN 5.1.1 marks the message bounced and suppresses the address; a 4.x.x DSN changes nothing', async () => {
+    const soft = await sentTo('eve@bounce.test');
+    await dove.append(soft.user, PASS, dsn(soft.tenant.mailbox.address, 'x@mx.example.org', 'eve@bounce.test', 'delayed', '4.4.1', soft.first.messageIdHeader));
+    expect((await handled(soft.mailboxId))[0]).toMatchObject({ kind: 'bounce', prospectId: soft.prospectId });
+    expect((await db().message.findUniqueOrThrow({ where: { id: soft.first.id } })).status).toBe('sent');
+    expect(await prospect(soft.prospectId)).toMatchObject({ status: 'writing' });
+    expect(await db().suppression.count({ where: { accountId: soft.tenant.account.id } })).toBe(0);
+
+    const s = await sentTo('fay@bounce.test');
+    await dove.append(s.user, PASS, dsn(s.tenant.mailbox.address, 'x@mx.example.org', 'fay@bounce.test', 'failed', '5.1.1', s.first.messageIdHeader));
+    expect((await handled(s.mailboxId))[0]).toMatchObject({ kind: 'bounce', prospectId: s.prospectId });
+    const bounced = await db().message.findUniqueOrThrow({ where: { id: s.first.id } });
+    expect(bounced.status).toBe('bounced');
+    expect(bounced.lastError).toContain('User unknown');
+    expect(await db().suppression.findFirst({ where: { accountId: s.tenant.account.id, email: 'fay@bounce.test' } })).toMatchObject({ reason: 'bounced' });
+    expect(await prospect(s.prospectId)).toMatchObject({ status: 'lost', reason: 'bounced', reply: 'bounce' });
+    expect(await db().event.count({ where: { accountId: s.tenant.account.id, type: 'message.bounced' } })).toBe(1);
+
+    const sent = await as(ctx.api, s.tenant.token).post('/api/v1/send').send({ to: ['fay@bounce.test', 'ok@bounce.test'], subject: 'Hi', text: 'x' });
+    expect(sent.status).toBe(202);
+    expect(sent.body.skipped).toEqual([{ to: 'fay@bounce.test', reason: 'bounced' }]);
+    const list = await makeList(s.tenant.account.id, s.mailboxId, { confirm: false });
+    expect(await addSubscriberByKey(db(), s.tenant.account.id, list.key, { email: 'fay@bounce.test' })).toBe('suppressed');
+  });
+
+  it('an ARF complaint suppresses the address and puts it on the stop list', async () => {
+    const s = await sentTo('gus@arf.test');
+    const arf = mail(
+      { From: 'abuse@isp.test', To: s.tenant.mailbox.address, Subject: 'Complaint', 'MIME-Version': '1.0', 'Content-Type': 'multipart/report; report-type=feedback-report; boundary="F"' },
+      `--F
+Content-Type: text/plain
+
+This is an email abuse report.
+
+--F
+Content-Type: message/feedback-report
+
+Feedback-Type: abuse
+User-Agent: test/1.0
+Version: 1
+Original-Rcpt-To: gus@arf.test
+
+--F
+Content-Type: message/rfc822
+
+From: ${s.tenant.mailbox.address}
+To: gus@arf.test
+Subject: Hello Ann
+Message-ID: ${s.first.messageIdHeader}
+
+Hi
+--F--`,
+    );
+    await dove.append(s.user, PASS, arf);
+    expect((await handled(s.mailboxId))[0]).toMatchObject({ kind: 'complaint', prospectId: s.prospectId });
+    expect(await db().suppression.findFirst({ where: { accountId: s.tenant.account.id, email: 'gus@arf.test' } })).toMatchObject({ reason: 'complained' });
+    expect(await db().stopEntry.count({ where: { accountId: s.tenant.account.id, value: 'gus@arf.test' } })).toBe(1);
+    expect(await prospect(s.prospectId)).toMatchObject({ status: 'lost', reason: 'complained' });
+    expect(await db().event.count({ where: { accountId: s.tenant.account.id, type: 'message.complained' } })).toBe(1);
+  });
+
+  it('handles each message once across a reader restart and with two readers at once', async () => {
+    const s = await sentTo('hal@once.test');
+    await dove.append(s.user, PASS, mail({ From: 'someone@else.test', To: s.tenant.mailbox.address, Subject: 'newsletter' }, 'unrelated'));
+    await handled(s.mailboxId, 1);
+    // the reader stops; mail arrives meanwhile; a new reader and a second one start together
+    await Promise.all(readers.map((r) => r.stop()));
+    await dove.append(s.user, PASS, mail({ From: 'hal@once.test', To: s.tenant.mailbox.address, Subject: 'Re: Hello', 'In-Reply-To': s.first.messageIdHeader }, 'ok'));
+    await dove.append(s.user, PASS, mail({ From: 'other@else.test', To: s.tenant.mailbox.address, Subject: 'hello' }, 'x'));
+    readers = [startInboundReader(db(), { refreshMs: 200 }), startInboundReader(db(), { refreshMs: 200 })];
+    const rows = await handled(s.mailboxId, 3);
+    await dove.append(s.user, PASS, mail({ From: 'hal@once.test', To: s.tenant.mailbox.address, Subject: 'and again' }, 'y'));
+    await handled(s.mailboxId, 4);
+    // both readers had the time to see everything: still one row per message
+    await new Promise((r) => setTimeout(r, 2500));
+    const all = await db().inboundMessage.findMany({ where: { mailboxId: s.mailboxId }, orderBy: { uid: 'asc' } });
+    expect(all.map((r) => Number(r.uid))).toEqual([1, 2, 3, 4]);
+    expect(rows.map((r) => r.kind)).toEqual(['other', 'reply', 'other']);
+    expect(await db().event.count({ where: { accountId: s.tenant.account.id, type: 'prospect.replied' } })).toBe(1);
+    expect(Number((await db().inboundCursor.findUniqueOrThrow({ where: { mailboxId: s.mailboxId } })).lastUid)).toBe(4);
+
+    // a new UIDVALIDITY (as after a server rebuild) resets the cursor: no crash, the reader goes on with new mail
+    await db().inboundCursor.update({ where: { mailboxId: s.mailboxId }, data: { uidValidity: 1n, lastUid: 99n } });
+    await dove.append(s.user, PASS, mail({ From: 'late@else.test', To: s.tenant.mailbox.address, Subject: 'after the reset' }, 'z'));
+    const after = await handled(s.mailboxId, 5);
+    expect(after[4]).toMatchObject({ subject: 'after the reset', uid: 5n });
+    const cursor = await db().inboundCursor.findUniqueOrThrow({ where: { mailboxId: s.mailboxId } });
+    expect(cursor.uidValidity).not.toBe(1n);
+    expect(cursor.lastUid).toBe(5n);
+    expect(await db().event.count({ where: { accountId: s.tenant.account.id, type: 'prospect.replied' } })).toBe(1);
+  });
+
+  it('a mailbox with a wrong password is shown in error and does not stop another mailbox from reading replies', async () => {
+    const bad = await sentTo('ivy@bad.test');
+    await updateMailbox(db(), bad.mailboxId, { imap: dove.url(bad.user, 'wrong-password') });
+    await waitFor(async () => (await db().mailbox.findUniqueOrThrow({ where: { id: bad.mailboxId } })).inboundState === 'error', { timeout: 20_000, what: 'the error state' });
+    const good = await sentTo('jon@good.test');
+    await dove.append(good.user, PASS, mail({ From: 'jon@good.test', To: good.tenant.mailbox.address, Subject: 'Re: Hello', 'In-Reply-To': good.first.messageIdHeader }, 'sure'));
+    expect((await handled(good.mailboxId))[0]).toMatchObject({ kind: 'reply' });
+    const listed = await asAdmin(ctx.api).get('/admin/api/mailboxes');
+    const shown = listed.body.mailboxes.find((m: { id: number }) => m.id === bad.mailboxId);
+    expect(shown.inbound.state).toBe('error');
+    expect(shown.inbound.last_error).toMatch(/auth|fail/i);
+    expect(JSON.stringify(listed.body)).not.toContain('wrong-password');
+    expect(JSON.stringify(listed.body)).not.toContain(PASS);
+  });
+});
