@@ -8,6 +8,7 @@ import { requestContext, requireJsonBody } from './middleware/request';
 import { adminRouter } from './routes/admin';
 import { healthRouter } from './routes/health';
 import { pagesRouter } from './routes/pages';
+import { unsubscribeRouter } from './routes/unsubscribe';
 import { v1Router } from './routes/v1';
 
 /** Request bodies above this answer 413 (spec section 8: the email is at most 1 MB). */
@@ -36,6 +37,7 @@ export function createApp(db: Db): ApiApp {
   app.use(DASHBOARD_PATH, requireAdmin({ challenge: true }), dashboardRouter());
   app.use(json);
   app.use('/admin/api', requireAdmin(), requireJsonBody, adminRouter(db));
+  app.use(unsubscribeRouter(db));
   app.use(pagesRouter(db));
   app.use(unknownRoute);
   app.use(errorHandler);

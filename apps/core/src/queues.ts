@@ -15,6 +15,8 @@ export const QUEUE = {
   sequence: 'sequence',
   /** repeatable housekeeping: re-queue stranded messages, claim due prospects, expire idempotency records */
   maintenance: 'maintenance',
+  /** one job per broadcast start or resume: snapshot the audience, write and queue the copies page by page */
+  broadcast: 'broadcast',
 } as const;
 export type QueueName = (typeof QUEUE)[keyof typeof QUEUE];
 
@@ -23,6 +25,7 @@ export interface JobPayloads {
   delivery: { messageId: string } | DispatchPayload;
   sequence: { prospectId: number; step: number };
   maintenance: { task: 'reconcile' | 'schedule' | 'cleanup' };
+  broadcast: { broadcastId: number };
 }
 
 /** A batch of rows to put on the delivery queue; `notBefore` in epoch milliseconds (send_at), or null. */
@@ -39,6 +42,7 @@ export const jobId = {
   /** named after the batch's first row: a row is accepted once, so no two batches share it */
   dispatch: (firstMessageId: string) => `fan-${firstMessageId}`,
   sequence: (prospectId: number, step: number) => `seq-${prospectId}-${step}`,
+  broadcast: (broadcastId: number, run: number) => `bc-${broadcastId}-${run}`,
 };
 
 /** Attempts, backoff and retention per queue. */
@@ -60,6 +64,13 @@ export const JOB_OPTIONS: Record<QueueName, JobsOptions> = {
   },
   // Housekeeping runs again on its own schedule: no retries, keep little.
   maintenance: { attempts: 1, removeOnComplete: { count: 50 }, removeOnFail: { count: 50 } },
+  // A broadcast job only reads Postgres and queues copies; it picks up where the copies stand, so retrying is safe.
+  broadcast: {
+    attempts: 10,
+    backoff: { type: 'exponential', delay: 2_000 },
+    removeOnComplete: { age: 24 * 3600 },
+    removeOnFail: { age: 7 * 24 * 3600 },
+  },
 };
 
 /** BullMQ's connection options from REDIS_URL. */

@@ -4,6 +4,7 @@ import { logger } from '../../core/src/logger';
 import { registerSequenceGuard } from '../../core/src/outreach/guard';
 import { registerConfirmationGuard } from '../../core/src/subscribers/guard';
 import { QUEUE, queue, queueConnection, queuePrefix, type JobPayloads, type QueueName } from '../../core/src/queues';
+import { processBroadcast } from './processors/broadcast';
 import { processDelivery } from './processors/delivery';
 import { MAINTENANCE_EVERY_MS, processMaintenance } from './processors/maintenance';
 import { processSequenceStep } from './processors/sequence';
@@ -12,6 +13,7 @@ const processors: { [N in QueueName]: Processor<JobPayloads[N]> } = {
   delivery: processDelivery,
   sequence: processSequenceStep,
   maintenance: processMaintenance,
+  broadcast: processBroadcast,
 };
 
 export interface WorkerOptions {

@@ -6,8 +6,9 @@ import { createAccount, listAccounts } from '../../../core/src/services/accounts
 import { changeCampaign, createCampaign } from '../../../core/src/services/campaigns';
 import { createKey, listKeys, revokeKey, revocationChannel } from '../../../core/src/services/keys';
 import { createList } from '../../../core/src/services/lists';
-import { createMailbox, listMailboxes } from '../../../core/src/services/mailboxes';
+import { changeMailbox, createMailbox, listMailboxes } from '../../../core/src/services/mailboxes';
 import { listMessages } from '../../../core/src/services/messages';
+import { broadcastsRouter } from './broadcasts';
 import { validate } from '../../../core/src/validate';
 import { methodNotAllowed } from '../middleware/errors';
 
@@ -34,6 +35,14 @@ export function adminRouter(db: Db): Router {
     })
     .get(async (_req, res) => {
       res.json({ ok: true, mailboxes: await listMailboxes(db) });
+    })
+    .all(methodNotAllowed);
+
+  router
+    .route('/mailboxes/:id')
+    .patch(async (req, res) => {
+      const id = validate(schemas.idParam, req.params.id);
+      res.json({ ok: true, mailbox: await changeMailbox(db, id, validate(schemas.mailboxChanges, req.body)) });
     })
     .all(methodNotAllowed);
 
@@ -89,6 +98,8 @@ export function adminRouter(db: Db): Router {
       res.json({ ok: true, messages: await listMessages(db, validate(schemas.messagesQuery, req.query)) });
     })
     .all(methodNotAllowed);
+
+  router.use('/broadcasts', broadcastsRouter(db));
 
   return router;
 }
