@@ -45,7 +45,8 @@ export interface Recipient {
 /** `List-Id: "Name" <key.domain>` (RFC 2919): the list's key under the sending mailbox's domain. */
 export function listId(list: { key: string; name: string }, mailboxAddress: string): string {
   const domain = mailboxAddress.split('@')[1] || 'localhost';
-  const label = list.name.replace(/["\\\r\n]/g, '').trim();
+  // the list's name as the phrase when it is plain ASCII (the header is written as is: see renderCopy)
+  const label = /^[\x20-\x7e]*$/.test(list.name) ? list.name.replace(/["\\]/g, '').trim() : '';
   const id = `${list.key.toLowerCase().replace(/[^a-z0-9-]/g, '-')}.${domain}`;
   return label ? `"${label}" <${id}>` : `<${id}>`;
 }
@@ -61,10 +62,11 @@ export function renderCopy(content: BroadcastContent, recipient: Recipient, list
     subject: renderSubject(content.subject, ctx),
     html: content.html === null ? null : renderTemplate(content.html, ctx, escapeHtml),
     text: content.text === null ? null : renderTemplate(content.text, ctx),
+    // `prepared`: written on the wire exactly so (nodemailer would otherwise MIME-encode `<` and `"`), all ASCII
     headers: {
-      'List-Unsubscribe': `<${url}>`,
-      'List-Unsubscribe-Post': 'List-Unsubscribe=One-Click',
-      'List-Id': listIdHeader,
+      'List-Unsubscribe': { prepared: true, value: `<${url}>` },
+      'List-Unsubscribe-Post': { prepared: true, value: 'List-Unsubscribe=One-Click' },
+      'List-Id': { prepared: true, value: listIdHeader },
     },
   };
 }
