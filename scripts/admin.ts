@@ -17,6 +17,7 @@ import { listMessages } from '../apps/core/src/services/messages';
 import { migrate } from '../apps/core/src/migrate';
 import { config } from '../apps/core/src/config';
 import { validate } from '../apps/core/src/validate';
+import { BROADCAST_HELP, broadcastOptions, mailboxExtras, runBroadcastCommand } from './admin-broadcasts';
 
 const HELP = `usage: npm run admin -- <command> [options]
 
@@ -31,7 +32,7 @@ const HELP = `usage: npm run admin -- <command> [options]
   campaign create --account ID --name NAME --goal GOAL --mailbox ID --steps FILE.json [--stages a,b,c] [--status draft|running|paused]
   campaign set ID [--status S] [--name NAME] [--steps FILE.json] [--stages a,b,c]
   messages [--to ADDRESS] [--limit N]
-`;
+${BROADCAST_HELP}`;
 
 const options = {
   name: { type: 'string' },
@@ -50,6 +51,7 @@ const options = {
   to: { type: 'string' },
   limit: { type: 'string' },
   help: { type: 'boolean', short: 'h' },
+  ...broadcastOptions,
 } as const;
 
 type Flags = Partial<Record<keyof typeof options, string | boolean>>;
@@ -76,6 +78,7 @@ async function run(command: string[], flags: Flags): Promise<unknown> {
             smtp: flags.smtp,
             daily_limit: flags['daily-limit'],
             gap_seconds: flags['gap-seconds'],
+            ...mailboxExtras(flags),
           }),
         ),
       };
@@ -133,8 +136,11 @@ async function run(command: string[], flags: Flags): Promise<unknown> {
     }
     case 'messages':
       return { messages: await listMessages(d, validate(schemas.messagesQuery, { to: flags.to, limit: flags.limit })) };
-    default:
+    default: {
+      const answer = await runBroadcastCommand(d, `${resource} ${action ?? ''}`.trim(), arg, flags);
+      if (answer !== undefined) return answer;
       throw new AppError(`unknown command "${command.join(' ')}"\n\n${HELP}`);
+    }
   }
 }
 

@@ -101,7 +101,8 @@ const MOVES: Record<string, string[]> = {
  * The broadcast job is queued after the commit.
  */
 export async function changeBroadcast(db: Db, id: number, changes: BroadcastChanges): Promise<BroadcastView> {
-  const { status, ...content } = changes;
+  const { status, ...given } = changes;
+  const content = Object.fromEntries(Object.entries(given).filter(([, v]) => v !== undefined)) as typeof given;
   const queued = await db.$transaction(async (tx) => {
     const locked = await rawQuery<{ id: number }>(tx, 'SELECT id FROM broadcasts WHERE id = $1 FOR UPDATE', [id]);
     if (!locked.length) throw new NotFound(`no broadcast with id ${id}`);
