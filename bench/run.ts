@@ -30,7 +30,9 @@ const SECRET_KEY = 'ab'.repeat(32);
 /** the broadcast phase's list size; BENCH_ONLY=broadcast runs that phase alone */
 const BROADCAST_SUBSCRIBERS = Number(process.env.BENCH_BROADCAST ?? 100_000);
 const ONLY = process.env.BENCH_ONLY ?? '';
-const PORTS = { api: 39100, baseline: 39101, sinkSmtp: 39102, sinkHttp: 39103 };
+/** BENCH_PORT_BASE moves the four loopback ports (two benches on one machine must not share a sink) */
+const PORT_BASE = Number(process.env.BENCH_PORT_BASE ?? 39100);
+const PORTS = { api: PORT_BASE, baseline: PORT_BASE + 1, sinkSmtp: PORT_BASE + 2, sinkHttp: PORT_BASE + 3 };
 
 const children: ChildProcess[] = [];
 
