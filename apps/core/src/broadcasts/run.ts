@@ -8,6 +8,12 @@ import { progressOf } from './service';
 
 /** Subscribers read, rendered and written per statement. */
 export const PAGE_SIZE = 500;
+/**
+ * Copies per `dispatch` job. A worker takes a dispatch job's rows onto the wire in slices of up to its row slots (100 by
+ * default), each slice waiting for that many free slots: jobs of 500 would drain the pipeline to empty between
+ * slices; jobs of 50 keep two slices overlapping.
+ */
+export const DISPATCH_SIZE = 50;
 /** Pages written and not yet on the wire: the copies waiting in Redis and Postgres stay under PAGE_SIZE times this. */
 export const PAGES_AHEAD = 4;
 
@@ -174,14 +180,15 @@ export async function runBroadcast(db: Db, id: number, options: RunOptions = {})
     const { last, written } = await writePage(db, b, after, size, header);
     if (last === null) break;
     after = last;
-    if (written.length) {
-      await queueDelivery(written.map((messageId) => ({ id: messageId }))).catch(async (err: unknown) => {
+    for (let i = 0; i < written.length; i += DISPATCH_SIZE) {
+      const chunk = written.slice(i, i + DISPATCH_SIZE);
+      await queueDelivery(chunk.map((messageId) => ({ id: messageId }))).catch(async (err: unknown) => {
         // Redis did not take the job: the reconciler queues the rows (their enqueued mark is cleared)
         logger.warn({ broadcast: id, err: (err as Error).message }, 'broadcast copies left to the reconciler');
-        await markNotEnqueued(db, written);
+        await markNotEnqueued(db, chunk);
       });
-      ahead.push(written);
     }
+    if (written.length) ahead.push(written);
     options.onPage?.(written.length);
     while (ahead.length >= PAGES_AHEAD) {
       if ((await waitingOf(db, ahead[0]!)) === 0) ahead.shift();
