@@ -161,3 +161,17 @@ it('refuses what it cannot do, changing nothing', async () => {
   expect((await admin().patch(`/admin/api/broadcasts/${id}`).send({ status: 'sending' })).status).toBe(409);
   expect((await admin().get('/admin/api/broadcasts/999999')).status).toBe(404);
 });
+
+it('send_at ahead: scheduled, then sent when it comes; a mailbox max_per_second paces the copies', async () => {
+  const t = await broadcastTenant(sink.url, { max_per_second: 20 });
+  await addActive(t.listId, 60, 'paced');
+  const sendAt = new Date(Date.now() + 5000);
+  const created = await admin().post('/admin/api/broadcasts').send({ list: t.list.key, subject: 'Later', text: 'x', send_at: sendAt.toISOString() });
+  const started = await admin().patch(`/admin/api/broadcasts/${created.body.broadcast.id}`).send({ status: 'sending' });
+  expect(started.body.broadcast.status).toBe('scheduled');
+  const done = await waitStatus(created.body.broadcast.id, 'sent', 60_000);
+  expect(done.startedAt!.getTime()).toBeGreaterThanOrEqual(sendAt.getTime());
+  // 60 copies at 20 a second: three pages a second apart, so at least two seconds from start to finish
+  expect(done.finishedAt!.getTime() - done.startedAt!.getTime()).toBeGreaterThanOrEqual(2000);
+  expect(sink.messages.filter((m) => m.envelope.to[0]!.startsWith('paced-'))).toHaveLength(60);
+});

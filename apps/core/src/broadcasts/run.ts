@@ -31,16 +31,17 @@ type Loaded = Broadcast & { list: List & { mailbox: Mailbox } };
 /**
  * Starts the broadcast when it is due: a scheduled one turns `sending` at send_at; the first run of a sending one
  * takes the audience snapshot (the list's eligible subscribers having every tag) into broadcast_recipients.
- * Answers the broadcast when it is sending, null when there is nothing to do (paused, cancelled, sent, early).
+ * Answers the broadcast when it is sending, send_at when that is still ahead, null when there is nothing to do
+ * (paused, cancelled, sent).
  */
-async function start(db: Db, id: number): Promise<Loaded | null> {
+async function start(db: Db, id: number): Promise<Loaded | Date | null> {
   return db.$transaction(
     async (tx) => {
       const locked = await rawQuery<{ id: number }>(tx, 'SELECT id FROM broadcasts WHERE id = $1 FOR UPDATE', [id]);
       if (!locked.length) return null;
       let b = await tx.broadcast.findUniqueOrThrow({ where: { id }, include: { list: { include: { mailbox: true } } } });
       if (b.status === 'scheduled') {
-        if (b.sendAt && b.sendAt.getTime() > Date.now()) return null;
+        if (b.sendAt && b.sendAt.getTime() > Date.now()) return b.sendAt;
         b = await tx.broadcast.update({ where: { id }, data: { status: 'sending' }, include: { list: { include: { mailbox: true } } } });
       }
       if (b.status !== 'sending') return null;
@@ -163,11 +164,11 @@ export interface RunOptions {
  * pages wait for the worker at once, so memory, Redis and the claim queue stay flat whatever the list's size, and a
  * pause has little to take back. A mailbox's `max_per_second` makes pages smaller and spaces them a second apart.
  * When every page is written and no copy is left unfinished, the broadcast becomes `sent` and `broadcast.finished` is
- * written in that same transaction. Any number of runs at once, or one after a crash, end with one copy per person.
+ * written in that same transaction. A job that comes before send_at answers send_at (the processor waits till then). Any number of runs at once, or one after a crash, end with one copy per person.
  */
-export async function runBroadcast(db: Db, id: number, options: RunOptions = {}): Promise<'sent' | 'stopped' | 'idle'> {
+export async function runBroadcast(db: Db, id: number, options: RunOptions = {}): Promise<'sent' | 'stopped' | 'idle' | Date> {
   const b = await start(db, id);
-  if (!b) return 'idle';
+  if (!b || b instanceof Date) return b ?? 'idle';
   const pollMs = options.pollMs ?? 50;
   const perSecond = b.list.mailbox.maxPerSecond;
   const size = perSecond ? Math.min(PAGE_SIZE, perSecond) : PAGE_SIZE;
