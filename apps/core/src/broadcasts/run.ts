@@ -1,6 +1,6 @@
 import type { Broadcast, List, Mailbox } from '../../../../generated/prisma/client';
 import { rawQuery, type Db } from '../db';
-import { markNotEnqueued, messageRow, queueDelivery } from '../delivery/outbox';
+import { addDeliveryJobs, markNotEnqueued, messageRow, queueDelivery } from '../delivery/outbox';
 import { emitEvent } from '../events';
 import { logger } from '../logger';
 import { listId, renderCopy } from './copy';
@@ -152,6 +152,24 @@ async function statusOf(db: Db, id: number): Promise<string | null> {
   return row?.status ?? null;
 }
 
+/**
+ * Copies a run wrote but did not get onto the queue before it died (killed between its insert and its Redis call):
+ * each gets a delivery job of its own now, rather than waiting for the reconciler's five minutes. A copy that is
+ * queued already is claimed once all the same (a job that finds its row taken or final does nothing).
+ */
+async function requeueOrphans(db: Db, id: number): Promise<void> {
+  for (let after = '00000000-0000-0000-0000-000000000000'; ; ) {
+    const rows = await rawQuery<{ id: string }>(
+      db,
+      `SELECT id::text FROM messages WHERE broadcast_id = $1 AND status = 'queued' AND id > $2::uuid ORDER BY id LIMIT $3`,
+      [id, after, PAGE_SIZE],
+    );
+    if (!rows.length) return;
+    await addDeliveryJobs(rows);
+    after = rows[rows.length - 1]!.id;
+  }
+}
+
 export interface RunOptions {
   /** called after each page is written and queued (tests, the crash fixture) */
   onPage?: (written: number) => void;
@@ -169,6 +187,7 @@ export interface RunOptions {
 export async function runBroadcast(db: Db, id: number, options: RunOptions = {}): Promise<'sent' | 'stopped' | 'idle' | Date> {
   const b = await start(db, id);
   if (!b || b instanceof Date) return b ?? 'idle';
+  await requeueOrphans(db, id);
   const pollMs = options.pollMs ?? 50;
   const perSecond = b.list.mailbox.maxPerSecond;
   const size = perSecond ? Math.min(PAGE_SIZE, perSecond) : PAGE_SIZE;
