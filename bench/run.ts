@@ -16,6 +16,7 @@ import autocannon from 'autocannon';
 import nodemailer from 'nodemailer';
 import { Redis } from 'ioredis';
 import { Client } from 'pg';
+import { htmlToText } from '../apps/core/src/delivery/compose';
 import { schedulerPhase } from './scheduler';
 
 const ROOT = path.resolve(__dirname, '..');
@@ -28,7 +29,12 @@ const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
 const STAMP = Date.now().toString(36);
 const ADMIN_TOKEN = `bench-admin-${STAMP}-0123456789`;
 const SECRET_KEY = 'ab'.repeat(32);
-const PORTS = { api: 39100, baseline: 39101, sinkSmtp: 39102, sinkHttp: 39103 };
+/** the broadcast phase's list size; BENCH_ONLY=broadcast (or scheduler) runs that phase alone */
+const BROADCAST_SUBSCRIBERS = Number(process.env.BENCH_BROADCAST ?? 100_000);
+const ONLY = process.env.BENCH_ONLY ?? '';
+/** BENCH_PORT_BASE moves the four loopback ports (two benches on one machine must not share a sink) */
+const PORT_BASE = Number(process.env.BENCH_PORT_BASE ?? 39100);
+const PORTS = { api: PORT_BASE, baseline: PORT_BASE + 1, sinkSmtp: PORT_BASE + 2, sinkHttp: PORT_BASE + 3 };
 
 const children: ChildProcess[] = [];
 
@@ -154,6 +160,124 @@ async function main(): Promise<void> {
   await up(PORTS.sinkHttp, '/count');
 
   try {
+    if (!ONLY) await mainPhases(results, serviceEnv);
+    if (!ONLY || ONLY === 'broadcast') results.broadcast = await broadcastPhase(serviceEnv('broadcast'));
+    if (!ONLY || ONLY === 'scheduler') results.scheduler = await schedulerBench(serviceEnv('scheduler'));
+  } finally {
+    for (const child of children) if (child.exitCode === null) child.kill('SIGKILL');
+    await cleanup(databases);
+  }
+
+  fs.writeFileSync(path.join(__dirname, 'results.json'), JSON.stringify(results, null, 2) + '\n');
+  print(results);
+  void sink;
+}
+
+type RawMail = Parameters<ReturnType<typeof nodemailer.createTransport>['sendMail']>[0];
+const plainMail = (i: number): RawMail => ({ to: 'reader@example.com', subject: 'Benchmark', text: `Hello ${i}` });
+
+/**
+ * nodemailer's own pool straight to the sink: the baseline of the delivery and broadcast phases, with `mail` building
+ * the same kind of email the phase sends.
+ */
+async function rawPoolSeconds(messages: number, mail: (i: number) => RawMail = plainMail): Promise<number> {
+  const pool = nodemailer.createTransport({ pool: true, maxConnections: 5, host: '127.0.0.1', port: PORTS.sinkSmtp, secure: false, ignoreTLS: true });
+  const sendAll = async (n: number, tag: string) => {
+    // in waves, so the bench process itself does not hold 100,000 pending emails at once
+    for (let from = 0; from < n; from += 5000) {
+      await Promise.all(
+        Array.from({ length: Math.min(5000, n - from) }, (_, j) =>
+          pool.sendMail({ from: 'bench@example.com', ...mail(from + j), messageId: `<${tag}${from + j}.${STAMP}@example.com>` }),
+        ),
+      );
+    }
+  };
+  await sendAll(WARMUP_MESSAGES, 'w');
+  await fetch(`http://127.0.0.1:${PORTS.sinkHttp}/reset`, { method: 'POST' });
+  const b0 = performance.now();
+  await sendAll(messages, 'b');
+  const seconds = (performance.now() - b0) / 1000;
+  pool.close();
+  return seconds;
+}
+
+/**
+ * 5. broadcast: BROADCAST_SUBSCRIBERS active subscribers (inserted with one SQL statement) sent by one worker, from the
+ * PATCH that starts it to the last copy at the sink, against nodemailer's pool sending as many; the worker's peak RSS.
+ */
+async function broadcastPhase(env: Record<string, string>) {
+  const api = start('apps/api/src/server.ts', env);
+  await up(PORTS.api);
+  const tenant = await makeTenant();
+  const { list } = await admin<{ list: { key: string } }>('/lists', { account: tenant.account, name: 'bench', confirm: false, mailbox: tenant.mailbox });
+  const pg = new Client({ connectionString: env.DATABASE_URL });
+  await pg.connect();
+  await pg.query(
+    `INSERT INTO subscribers (list_id, email, name, status, confirmed_at, fields)
+     SELECT l.id, 'reader' || n || '@example.com', 'Reader ' || n, 'active', now(), jsonb_build_object('n', n)
+     FROM lists l, generate_series(1, $2::int) AS n WHERE l.key = $1`,
+    [list.key, BROADCAST_SUBSCRIBERS],
+  );
+  await pg.query('UPDATE lists SET subscriber_count = $2 WHERE key = $1', [list.key, BROADCAST_SUBSCRIBERS]);
+  await pg.end();
+  const worker = start('apps/worker/src/main.ts', env);
+  // warm the worker up through the ordinary send path, outside the timed window
+  await autocannon({ url: `http://127.0.0.1:${PORTS.api}/api/v1/send`, method: 'POST', headers: jsonHeaders(tenant.token), body: sendBody, connections: 10, amount: WARMUP_MESSAGES });
+  await until(async () => (await sinkCount()) >= WARMUP_MESSAGES, 5 * 60_000, 'the warm-up deliveries');
+  await fetch(`http://127.0.0.1:${PORTS.sinkHttp}/reset`, { method: 'POST' });
+  const { broadcast } = await admin<{ broadcast: { id: number } }>('/broadcasts', { list: list.key, subject: 'Hello {{name}}', html: '<p>Hello {{name}}, number {{fields.n}}.</p><p><a href="{{unsubscribe_url}}">Unsubscribe</a></p>' });
+  const t0 = performance.now();
+  const patched = await fetch(`http://127.0.0.1:${PORTS.api}/admin/api/broadcasts/${broadcast.id}`, {
+    method: 'PATCH',
+    headers: { Authorization: `Bearer ${ADMIN_TOKEN}`, 'Content-Type': 'application/json' },
+    body: JSON.stringify({ status: 'sending' }),
+  });
+  if (!patched.ok) throw new Error(`bench: PATCH broadcast answered ${patched.status}`);
+  await until(async () => (await sinkCount()) >= BROADCAST_SUBSCRIBERS, 30 * 60_000, `${BROADCAST_SUBSCRIBERS} broadcast copies`);
+  const seconds = (performance.now() - t0) / 1000;
+  const workerRss = peakRssMb(worker);
+  await stop(worker);
+  await stop(api);
+  // the baseline sends what a copy is: html with a generated text part and the three list headers
+  const baselineSeconds = await rawPoolSeconds(BROADCAST_SUBSCRIBERS, (i) => {
+    const url = `http://127.0.0.1:${PORTS.api}/u/${i}.${'x'.repeat(32)}`;
+    const html = `<p>Hello Reader ${i}, number ${i}.</p><p><a href="${url}">Unsubscribe</a></p>`;
+    return {
+      to: `reader${i}@example.com`,
+      subject: `Hello Reader ${i}`,
+      html,
+      text: htmlToText(html),
+      headers: {
+        'List-Unsubscribe': { prepared: true, value: `<${url}>` },
+        'List-Unsubscribe-Post': { prepared: true, value: 'List-Unsubscribe=One-Click' },
+        'List-Id': { prepared: true, value: '"bench" <bench.example.com>' },
+      },
+    };
+  });
+  return {
+    subscribers: BROADCAST_SUBSCRIBERS,
+    perSecond: Math.round(BROADCAST_SUBSCRIBERS / seconds),
+    baselinePerSecond: Math.round(BROADCAST_SUBSCRIBERS / baselineSeconds),
+    ratio: +(baselineSeconds / seconds).toFixed(2),
+    workerPeakRssMb: workerRss,
+  };
+}
+
+/** 5. the outreach scheduler: 100,000 due prospects, 200 running campaigns, 50 mailboxes (bench/scheduler.ts) */
+function schedulerBench(env: Record<string, string>) {
+  return schedulerPhase({
+    databaseUrl: env.DATABASE_URL!,
+    redisUrl: REDIS_URL,
+    redisPrefix: env.REDIS_PREFIX!,
+    sinkSmtpPort: PORTS.sinkSmtp,
+    seconds: SECONDS,
+    startWorker: () => start('apps/worker/src/main.ts', env),
+    stop,
+  });
+}
+
+async function mainPhases(results: Record<string, unknown>, serviceEnv: (phase: string) => Record<string, string>): Promise<void> {
+  {
     // 1. accept: the API alone (no worker), against bare Express
     const baseline = start('bench/baseline-express.ts', { PORT: String(PORTS.baseline) });
     await until(async () => (await fetch(`http://127.0.0.1:${PORTS.baseline}/api/v1/send`, { method: 'POST', headers: jsonHeaders(), body: sendBody })).status === 202, 30_000, 'baseline');
@@ -186,19 +310,7 @@ async function main(): Promise<void> {
     const workerRss = peakRssMb(worker);
     const deliveryApiRss = peakRssMb(api);
 
-    const pool = nodemailer.createTransport({ pool: true, maxConnections: 5, host: '127.0.0.1', port: PORTS.sinkSmtp, secure: false, ignoreTLS: true });
-    const sendAll = (n: number, tag: string) =>
-      Promise.all(
-        Array.from({ length: n }, (_, i) =>
-          pool.sendMail({ from: 'bench@example.com', to: 'reader@example.com', subject: 'Benchmark', text: `Hello ${i}`, messageId: `<${tag}${i}.${STAMP}@example.com>` }),
-        ),
-      );
-    await sendAll(WARMUP_MESSAGES, 'w');
-    await fetch(`http://127.0.0.1:${PORTS.sinkHttp}/reset`, { method: 'POST' });
-    const b0 = performance.now();
-    await sendAll(MESSAGES, 'b');
-    const baselineSeconds = (performance.now() - b0) / 1000;
-    pool.close();
+    const baselineSeconds = await rawPoolSeconds(MESSAGES);
     results.delivery = {
       messages: MESSAGES,
       acceptErrors: accepted.errors + accepted.non2xx,
@@ -257,26 +369,7 @@ async function main(): Promise<void> {
     results.memory = { apiPeakRssMb: Math.max(acceptRss, peakRssMb(api)), workerPeakRssMb: Math.max(workerRss, peakRssMb(worker)) };
     await stop(worker);
     await stop(api);
-
-    // 5. the outreach scheduler: 100,000 due prospects, 200 running campaigns, 50 mailboxes (bench/scheduler.ts)
-    const schedulerEnv = serviceEnv('scheduler');
-    results.scheduler = await schedulerPhase({
-      databaseUrl: schedulerEnv.DATABASE_URL,
-      redisUrl: REDIS_URL,
-      redisPrefix: schedulerEnv.REDIS_PREFIX,
-      sinkSmtpPort: PORTS.sinkSmtp,
-      seconds: SECONDS,
-      startWorker: () => start('apps/worker/src/main.ts', schedulerEnv),
-      stop,
-    });
-  } finally {
-    for (const child of children) if (child.exitCode === null) child.kill('SIGKILL');
-    await cleanup(databases);
   }
-
-  fs.writeFileSync(path.join(__dirname, 'results.json'), JSON.stringify(results, null, 2) + '\n');
-  print(results);
-  void sink;
 }
 
 async function cleanup(databases: string[]): Promise<void> {
@@ -295,18 +388,25 @@ async function cleanup(databases: string[]): Promise<void> {
 }
 
 function print(r: Record<string, any>): void {
-  const rows: [string, string, string][] = [
+  const rows: [string, string, string][] = !r.accept ? [] : [
     ['accept: POST /api/v1/send, 1 recipient, 50 connections', `${r.accept.api.rps} req/s, p50 ${r.accept.api.p50} ms, p99 ${r.accept.api.p99} ms, ${r.accept.api.errors + r.accept.api.non2xx} errors`, `bare Express ${r.accept.baseline.rps} req/s (p99 ${r.accept.baseline.p99} ms): ratio ${r.accept.ratio}`],
     [`delivery: ${r.delivery.messages} sends, accept to last delivered, 1 worker`, `${r.delivery.perSecond} msg/s`, `nodemailer pool direct ${r.delivery.baselinePerSecond} msg/s: ratio ${r.delivery.ratio}`],
     ['subscribers: POST /api/v1/subscribers, 50 connections', `${r.subscribers.rps} req/s, p99 ${r.subscribers.p99} ms, ${r.subscribers.errors + r.subscribers.non2xx} errors`, ''],
     ['prospects: POST /api/v1/prospects, 100 per request, 10 connections', `${r.prospects.prospectsPerSecond} prospects/s (p99 ${r.prospects.p99} ms)`, ''],
     ['memory: peak RSS', `API ${r.memory.apiPeakRssMb} MB, worker ${r.memory.workerPeakRssMb} MB`, 'target: under 250 MB each'],
-    [
-      `scheduler: ${r.scheduler.prospects} due prospects, 200 running campaigns, 50 mailboxes`,
-      `claim ${r.scheduler.tickAllFreeMs} ms a tick with every mailbox free (${r.scheduler.cpuPerMinuteAllFreeMs} ms a minute), ${r.scheduler.tickAllInGapMs} ms with every mailbox in its gap; ${r.scheduler.stepsPerSecond} steps/s written and delivered by 1 worker`,
-      `1,200 due on one mailbox with a 60 s gap: ${r.scheduler.oneGappedMailbox1200.tickMs} ms a tick, ${r.scheduler.oneGappedMailbox1200.claimed} queued, ${r.scheduler.oneGappedMailbox1200.cpuPerMinuteMs} ms a minute (before: 4,700-5,300 ms a minute)`,
-    ],
   ];
+  if (r.scheduler) {
+    const c = r.scheduler;
+    rows.push([
+      `scheduler: ${c.prospects} due prospects, 200 running campaigns, 50 mailboxes`,
+      `claim ${c.tickAllFreeMs} ms a tick with every mailbox free (${c.cpuPerMinuteAllFreeMs} ms a minute), ${c.tickAllInGapMs} ms with every mailbox in its gap; ${c.stepsPerSecond} steps/s written and delivered by 1 worker`,
+      `1,200 due on one mailbox with a 60 s gap: ${c.oneGappedMailbox1200.tickMs} ms a tick, ${c.oneGappedMailbox1200.claimed} queued, ${c.oneGappedMailbox1200.cpuPerMinuteMs} ms a minute (before: 4,700-5,300 ms a minute)`,
+    ]);
+  }
+  if (r.broadcast) {
+    const b = r.broadcast;
+    rows.push([`broadcast: ${b.subscribers} active subscribers, PATCH to last copy, 1 worker`, `${b.perSecond} msg/s, worker peak RSS ${b.workerPeakRssMb} MB`, `nodemailer pool direct ${b.baselinePerSecond} msg/s: ratio ${b.ratio} (target >= 0.7, RSS < 250 MB)`]);
+  }
   console.log(`\n${r.date}  ${r.machine}\n`);
   console.log('| what | figure | baseline |\n|---|---|---|');
   for (const row of rows) console.log(`| ${row.join(' | ')} |`);

@@ -18,13 +18,14 @@ import { migrate } from '../apps/core/src/migrate';
 import { config } from '../apps/core/src/config';
 import { validate } from '../apps/core/src/validate';
 import { WEBHOOK_HELP, webhookCommand, webhookOptions } from './admin-webhooks';
+import { BROADCAST_HELP, broadcastOptions, mailboxExtras, runBroadcastCommand } from './admin-broadcasts';
 
 const HELP = `usage: npm run admin -- <command> [options]
 
   account create --name NAME
   account list
   mailbox create --account ID --address ADDRESS --smtp smtp://user:pass@host:587 [--name NAME] [--daily-limit N] [--gap-seconds N] [--imap imaps://user:pass@host:993]
-  mailbox set ID --imap URL        (an empty URL turns inbound reading off)
+  mailbox set ID [--imap URL]      (an empty URL turns inbound reading off; DKIM and pacing flags below)
   mailbox list
   key create --account ID --name NAME --mailbox ID --daily-limit N [--prospects]     (prints the token once)
   key list
@@ -34,7 +35,8 @@ const HELP = `usage: npm run admin -- <command> [options]
            [--target URL [--anchor TEXT]]     (links campaigns: the page the placed link must point to)
   campaign set ID [--status S] [--name NAME] [--steps FILE.json] [--stages a,b,c] [--target URL [--anchor TEXT] | --no-target]
   messages [--to ADDRESS] [--limit N]
-${WEBHOOK_HELP}`;
+${WEBHOOK_HELP}
+${BROADCAST_HELP}`;
 
 const options = {
   name: { type: 'string' },
@@ -58,6 +60,7 @@ const options = {
   'no-target': { type: 'boolean' },
   help: { type: 'boolean', short: 'h' },
   ...webhookOptions,
+  ...broadcastOptions,
 } as const;
 
 type Flags = Partial<Record<keyof typeof options, string | boolean>>;
@@ -88,11 +91,12 @@ async function run(command: string[], flags: Flags): Promise<unknown> {
             daily_limit: flags['daily-limit'],
             gap_seconds: flags['gap-seconds'],
             imap: flags.imap,
+            ...mailboxExtras(flags),
           }),
         ),
       };
     case 'mailbox set':
-      return { mailbox: await updateMailbox(d, validate(schemas.idParam, arg), validate(schemas.mailboxChange, { imap: flags.imap })) };
+      return { mailbox: await updateMailbox(d, validate(schemas.idParam, arg), validate(schemas.mailboxChange, { imap: flags.imap, ...mailboxExtras(flags) })) };
     case 'mailbox list':
       return { mailboxes: await listMailboxes(d) };
     case 'key create': {
@@ -146,8 +150,11 @@ async function run(command: string[], flags: Flags): Promise<unknown> {
     }
     case 'messages':
       return { messages: await listMessages(d, validate(schemas.messagesQuery, { to: flags.to, limit: flags.limit })) };
-    default:
+    default: {
+      const answer = await runBroadcastCommand(d, `${resource} ${action ?? ''}`.trim(), arg, flags);
+      if (answer !== undefined) return answer;
       throw new AppError(`unknown command "${command.join(' ')}"\n\n${HELP}`);
+    }
   }
 }
 

@@ -12,6 +12,7 @@ import { docsRouter } from './routes/docs';
 import { metricsHandler } from './routes/metrics';
 import { healthRouter } from './routes/health';
 import { pagesRouter } from './routes/pages';
+import { unsubscribeRouter } from './routes/unsubscribe';
 import { v1Router } from './routes/v1';
 
 /** Request bodies above this answer 413 (spec section 8: the email is at most 1 MB). */
@@ -44,6 +45,7 @@ export function createApp(db: Db): ApiApp {
   app.use('/admin/api', requireAdmin(), requireJsonBody, adminRouter(db));
   app.get('/metrics', requireAdmin(), metricsHandler(db));
   app.use('/admin', consoleRouter(db));
+  app.use(unsubscribeRouter(db));
   app.use(pagesRouter(db));
   app.use(unknownRoute);
   app.use(errorHandler);

@@ -15,9 +15,23 @@ export const mailboxInput = Joi.object({
   daily_limit: Joi.number().integer().min(0).max(100_000),
   gap_seconds: Joi.number().integer().min(0).max(86_400),
   imap: Joi.string().trim().max(2000).allow(null, ''),
+  max_per_second: Joi.number().integer().min(1).max(100_000).allow(null),
+  dkim: dkimInput().allow(null),
 });
 
-export const mailboxChange = Joi.object({ imap: Joi.string().trim().max(2000).allow(null, '').required() });
+function dkimInput() {
+  return Joi.object({
+    domain: Joi.string().trim().hostname().max(253).required(),
+    selector: Joi.string().trim().pattern(/^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$/).required(),
+    private_key: Joi.string().trim().max(10_000).required(),
+  });
+}
+
+export const mailboxChange = Joi.object({
+  imap: Joi.string().trim().max(2000).allow(null, ''),
+  max_per_second: Joi.number().integer().min(1).max(100_000).allow(null),
+  dkim: dkimInput().allow(null),
+}).min(1);
 
 export const keyInput = Joi.object({
   account: id().required(),

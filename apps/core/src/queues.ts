@@ -19,6 +19,8 @@ export const QUEUE = {
   links: 'links',
   /** one job per (event, webhook): POST the event to the endpoint, signed */
   webhook: 'webhook',
+  /** one job per broadcast start or resume: snapshot the audience, write and queue the copies page by page */
+  broadcast: 'broadcast',
 } as const;
 export type QueueName = (typeof QUEUE)[keyof typeof QUEUE];
 
@@ -29,6 +31,7 @@ export interface JobPayloads {
   maintenance: { task: 'reconcile' | 'schedule' | 'cleanup' | 'links' };
   links: { prospectId: number };
   webhook: { eventId: string; webhookId: number };
+  broadcast: { broadcastId: number };
 }
 
 /** A batch of rows to put on the delivery queue; `notBefore` in epoch milliseconds (send_at), or null. */
@@ -48,6 +51,7 @@ export const jobId = {
   /** named after the claim's lease end (epoch ms): each claim of a prospect is a new check */
   link: (prospectId: number, claimedUntil: number) => `link-${prospectId}-${claimedUntil}`,
   webhook: (eventId: string, webhookId: number) => `wh-${eventId}-${webhookId}`,
+  broadcast: (broadcastId: number, run: number) => `bc-${broadcastId}-${run}`,
 };
 
 /** Attempts, backoff and retention per queue. */
@@ -82,6 +86,13 @@ export const JOB_OPTIONS: Record<QueueName, JobsOptions> = {
   webhook: {
     attempts: 8,
     backoff: { type: 'webhook' },
+    removeOnComplete: { age: 24 * 3600 },
+    removeOnFail: { age: 7 * 24 * 3600 },
+  },
+  // A broadcast job only reads Postgres and queues copies; it picks up where the copies stand, so retrying is safe.
+  broadcast: {
+    attempts: 10,
+    backoff: { type: 'exponential', delay: 2_000 },
     removeOnComplete: { age: 24 * 3600 },
     removeOnFail: { age: 7 * 24 * 3600 },
   },

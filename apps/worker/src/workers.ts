@@ -10,6 +10,7 @@ import { processLinkCheck } from './processors/links';
 import { MAINTENANCE_EVERY_MS, maintenanceTasks, processMaintenance } from './processors/maintenance';
 import { processSequenceStep } from './processors/sequence';
 import { processWebhook } from './processors/webhook';
+import { processBroadcast } from './processors/broadcast';
 
 export interface WorkerOptions {
   /** what the delivery processor asks right before SMTP: is this email still wanted? (productionGuards() in main) */
@@ -26,6 +27,7 @@ export function createWorkers(options: WorkerOptions): Worker[] {
     maintenance: processMaintenance,
     links: processLinkCheck,
     webhook: processWebhook,
+    broadcast: processBroadcast,
   };
   const concurrency = options.concurrency ?? config().workerConcurrency;
   return (options.queues ?? Object.values(QUEUE)).map((name) => {

@@ -7,6 +7,7 @@ import { createKey, listKeys, revokeKeyEverywhere } from '../../../core/src/serv
 import { createList } from '../../../core/src/services/lists';
 import { createMailbox, listMailboxes, updateMailbox } from '../../../core/src/services/mailboxes';
 import { listMessages } from '../../../core/src/services/messages';
+import { broadcastsRouter } from './broadcasts';
 import { validate } from '../../../core/src/validate';
 import { methodNotAllowed } from '../middleware/errors';
 import { webhooksRouter } from './webhooks';
@@ -101,5 +102,6 @@ export function adminRouter(db: Db): Router {
 
   router.use(deliveryStatusRouter(db));
   router.use(inboundRouter(db));
+  router.use('/broadcasts', broadcastsRouter(db));
   return router;
 }

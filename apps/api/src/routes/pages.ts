@@ -59,7 +59,8 @@ function linkProblem(state: 'used' | 'expired' | 'unknown'): [number, string] {
   return [404, html.unknownLinkPage()];
 }
 
-function send(res: Response, status: number, page: string): void {
+/** An HTML page with the security headers every public page carries. */
+export function send(res: Response, status: number, page: string): void {
   res
     .status(status)
     .set({
@@ -67,14 +68,15 @@ function send(res: Response, status: number, page: string): void {
       'Cache-Control': 'no-store',
       // the token is in the address: never hand it to another site
       'Referrer-Policy': 'no-referrer',
-      'Content-Security-Policy': "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; base-uri 'none'",
+      'Content-Security-Policy': "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'",
       'X-Content-Type-Options': 'nosniff',
+      'X-Frame-Options': 'DENY',
     })
     .send(page);
 }
 
 /** Faults on these pages answer a page too, never JSON or a stack trace. */
-const pageErrors: ErrorRequestHandler = (err, req, res, _next) => {
+export const pageErrors: ErrorRequestHandler = (err, req, res, _next) => {
   const status = err instanceof AppError ? err.status : typeof err?.status === 'number' && err.status < 500 ? err.status : 500;
   if (status >= 500) logger.error({ err, requestId: res.locals.requestId, method: req.method, path: req.path }, 'page failed');
   if (res.headersSent) return;

@@ -64,6 +64,8 @@ export function composeMail(message: Message, mailbox: Mailbox, send: Send | nul
   } else {
     if (message.inReplyTo) mail.inReplyTo = message.inReplyTo;
     if (message.references) mail.references = message.references;
+    // a broadcast copy's own headers (List-Unsubscribe, List-Unsubscribe-Post, List-Id)
+    if (message.headers) mail.headers = message.headers as Mail.Headers;
   }
   return mail;
 }

@@ -1,7 +1,7 @@
 import nodemailer, { type Transporter } from 'nodemailer';
 import type SMTPPool from 'nodemailer/lib/smtp-pool';
 import type { Mailbox } from '../../../../generated/prisma/client';
-import { smtpSettings } from '../services/mailboxes';
+import { dkimSettings, smtpSettings } from '../services/mailboxes';
 
 /** Connections kept open per mailbox; more jobs than this wait for a free connection inside nodemailer. */
 const MAX_CONNECTIONS_PER_MAILBOX = 5;
@@ -28,6 +28,8 @@ export function transportFor(mailbox: Mailbox): Pool {
     connectionTimeout: 30_000,
     greetingTimeout: 30_000,
     socketTimeout: 60_000,
+    // every email from a mailbox with a DKIM key is signed, by nodemailer itself (docs/broadcasts.md)
+    dkim: dkimSettings(mailbox),
   });
   pools.set(mailbox.id, { version, transport });
   return transport;

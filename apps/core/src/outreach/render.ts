@@ -1,9 +1,13 @@
-/** Step templates: `{{name}}`, `{{email}}`, `{{site}}` and `{{fields.X}}`; anything missing renders empty, never "undefined". */
+/**
+ * Step and broadcast templates: `{{name}}`, `{{email}}`, `{{site}}`, `{{unsubscribe_url}}` and `{{fields.X}}`; anything
+ * missing renders empty, never "undefined".
+ */
 
 export interface TemplateContext {
   name: string;
   email: string | null;
-  site: string | null;
+  site?: string | null;
+  unsubscribe_url?: string;
   fields: unknown;
 }
 
@@ -15,7 +19,7 @@ function lookup(path: string, ctx: TemplateContext): string {
   if (key !== undefined) {
     if (head !== 'fields' || !ctx.fields || typeof ctx.fields !== 'object' || Array.isArray(ctx.fields)) return '';
     value = Object.prototype.hasOwnProperty.call(ctx.fields, key) ? (ctx.fields as Record<string, unknown>)[key] : undefined;
-  } else if (head === 'name' || head === 'email' || head === 'site') {
+  } else if (head === 'name' || head === 'email' || head === 'site' || head === 'unsubscribe_url') {
     value = ctx[head];
   }
   if (typeof value === 'string') return value;
@@ -23,8 +27,9 @@ function lookup(path: string, ctx: TemplateContext): string {
   return '';
 }
 
-export function renderTemplate(template: string, ctx: TemplateContext): string {
-  return template.replace(PLACEHOLDER, (_m, path: string) => lookup(path, ctx));
+/** `escape` is applied to every value put in (escapeHtml for html bodies); the template's own text is left as written. */
+export function renderTemplate(template: string, ctx: TemplateContext, escape: (value: string) => string = (v) => v): string {
+  return template.replace(PLACEHOLDER, (_m, path: string) => escape(lookup(path, ctx)));
 }
 
 /** A subject line: rendered, on one line. */

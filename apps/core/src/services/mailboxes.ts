@@ -1,3 +1,4 @@
+import crypto from 'node:crypto';
 import type { Mailbox } from '../../../../generated/prisma/client';
 import { config } from '../config';
 import { decryptSecret, encryptSecret } from '../crypto';
@@ -71,6 +72,8 @@ export interface MailboxView {
   gap_seconds: number;
   imap: { host: string; port: number; secure: boolean; user: string } | null;
   inbound: { state: string; last_error: string | null; checked_at: Date | null };
+  max_per_second: number | null;
+  dkim: { domain: string; selector: string } | null;
 }
 
 /** The answer shape: never the password, not even encrypted. */
@@ -85,6 +88,9 @@ export function mailboxView(m: Mailbox): MailboxView {
     gap_seconds: m.gapSeconds,
     imap: m.imapHost ? { host: m.imapHost, port: m.imapPort!, secure: m.imapSecure, user: m.imapUser } : null,
     inbound: { state: m.inboundState, last_error: m.inboundError, checked_at: m.inboundCheckedAt },
+    max_per_second: m.maxPerSecond,
+    // the private key is never echoed, not even encrypted
+    dkim: m.dkimDomain && m.dkimSelector ? { domain: m.dkimDomain, selector: m.dkimSelector } : null,
   };
 }
 
@@ -96,6 +102,25 @@ export interface NewMailbox {
   daily_limit?: number;
   gap_seconds?: number;
   imap?: string | null;
+  max_per_second?: number | null;
+  dkim?: DkimInput | null;
+}
+
+export interface DkimInput {
+  domain: string;
+  selector: string;
+  private_key: string;
+}
+
+/** The DKIM columns of a mailbox: the key checked as a PEM private key, then encrypted at rest; null clears them. */
+function dkimColumns(dkim: DkimInput | null) {
+  if (!dkim) return { dkimDomain: null, dkimSelector: null, dkimPrivateKeyEnc: null };
+  try {
+    crypto.createPrivateKey(dkim.private_key);
+  } catch {
+    throw new BadRequest('dkim.private_key must be a PEM private key');
+  }
+  return { dkimDomain: dkim.domain.toLowerCase(), dkimSelector: dkim.selector, dkimPrivateKeyEnc: encryptSecret(dkim.private_key, config().secretKey) };
 }
 
 export async function createMailbox(db: Tx, input: NewMailbox): Promise<MailboxView> {
@@ -118,18 +143,25 @@ export async function createMailbox(db: Tx, input: NewMailbox): Promise<MailboxV
       dailyLimit: input.daily_limit ?? 50,
       gapSeconds: input.gap_seconds ?? 60,
       ...imap,
+      maxPerSecond: input.max_per_second ?? null,
+      ...(input.dkim ? dkimColumns(input.dkim) : {}),
     },
   });
   return mailboxView(mailbox);
 }
 
-export interface MailboxChange {
-  imap?: string | null;
-}
+export type MailboxChange = Pick<NewMailbox, 'imap' | 'max_per_second' | 'dkim'>;
 
-/** PATCH: the fields given change; a refused change (bad URL, unknown id) changes nothing. */
+/**
+ * PATCH /admin/api/mailboxes/:id: the fields given change (`imap`, `dkim` and `max_per_second`; null turns each off).
+ * A refused change (bad URL or key, unknown id) changes nothing.
+ */
 export async function updateMailbox(db: Tx, id: number, change: MailboxChange): Promise<MailboxView> {
-  const data = change.imap !== undefined ? imapColumns(change.imap) : {};
+  const data = {
+    ...(change.imap !== undefined ? imapColumns(change.imap) : {}),
+    ...(change.max_per_second !== undefined ? { maxPerSecond: change.max_per_second } : {}),
+    ...(change.dkim !== undefined ? dkimColumns(change.dkim) : {}),
+  };
   const existing = await db.mailbox.findUnique({ where: { id } });
   if (!existing) throw new NotFound(`no mailbox with id ${id}`);
   return mailboxView(Object.keys(data).length ? await db.mailbox.update({ where: { id }, data }) : existing);
@@ -146,6 +178,23 @@ export async function requireMailbox(db: Tx, account: number, id: number): Promi
   if (!mailbox) throw new NotFound(`no mailbox with id ${id} in account ${account}`);
   return mailbox;
 }
+
+/** nodemailer's `dkim` option with the key decrypted (worker only), covering the RFC 8058 headers; undefined without a key. */
+export function dkimSettings(m: Mailbox): { domainName: string; keySelector: string; privateKey: string; headerFieldNames: string } | undefined {
+  if (!m.dkimDomain || !m.dkimSelector || !m.dkimPrivateKeyEnc) return undefined;
+  return {
+    domainName: m.dkimDomain,
+    keySelector: m.dkimSelector,
+    privateKey: decryptSecret(m.dkimPrivateKeyEnc, config().secretKey),
+    headerFieldNames: DKIM_HEADERS,
+  };
+}
+
+/** nodemailer's default list of signed headers, plus List-Unsubscribe-Post (RFC 8058 section 4 asks both be signed). */
+const DKIM_HEADERS =
+  'From:Sender:Reply-To:Subject:Date:Message-ID:To:Cc:MIME-Version:Content-Type:Content-Transfer-Encoding:Content-ID:' +
+  'Content-Description:Resent-Date:Resent-From:Resent-Sender:Resent-To:Resent-Cc:Resent-Message-ID:In-Reply-To:References:' +
+  'List-Id:List-Help:List-Unsubscribe:List-Unsubscribe-Post:List-Subscribe:List-Post:List-Owner:List-Archive';
 
 /** SMTP settings with the password decrypted, for the worker's transport only. */
 export function smtpSettings(m: Mailbox): SmtpSettings {

@@ -119,3 +119,22 @@ export const checkInboxPage = (listName: string) =>
     `If this address can join ${listName}, we have sent it an email with a link to confirm the subscription.`,
     'Open the link in that email to finish. It works for 7 days.',
   );
+
+/** GET /u/<token>: asks, changes nothing (mail scanners prefetch links). The form posts to the same URL. */
+export function unsubscribePage(listName: string): string {
+  return layout(
+    `Unsubscribe from ${listName}`,
+    `<h1>Unsubscribe</h1>
+<p>Press the button to stop receiving emails from <strong>${escapeHtml(listName)}</strong>.</p>
+<form method="post">
+<input type="hidden" name="List-Unsubscribe" value="One-Click">
+<button type="submit">Unsubscribe</button>
+</form>`,
+  );
+}
+
+export const unsubscribedPage = (listName: string) =>
+  message('You are unsubscribed', `You will receive no more emails from ${listName}.`, 'You can close this page.');
+
+export const unknownUnsubscribeLinkPage = () =>
+  message('This link is not valid', 'We could not find this unsubscribe link. Check that you copied the whole address from the email.');

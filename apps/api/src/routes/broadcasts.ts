@@ -1,0 +1,35 @@
+import { Router } from 'express';
+import { broadcastChanges, broadcastInput, broadcastsQuery } from '../../../core/src/broadcasts/schema';
+import { changeBroadcast, createBroadcast, getBroadcast, listBroadcasts } from '../../../core/src/broadcasts/service';
+import { idParam } from '../../../core/src/admin-schemas';
+import type { Db } from '../../../core/src/db';
+import { validate } from '../../../core/src/validate';
+import { methodNotAllowed } from '../middleware/errors';
+
+/** /admin/api/broadcasts (DESIGN section 7, docs/broadcasts.md). */
+export function broadcastsRouter(db: Db): Router {
+  const router = Router();
+
+  router
+    .route('/')
+    .post(async (req, res) => {
+      res.status(201).json({ ok: true, broadcast: await createBroadcast(db, validate(broadcastInput, req.body)) });
+    })
+    .get(async (req, res) => {
+      res.json({ ok: true, broadcasts: await listBroadcasts(db, validate(broadcastsQuery, req.query)) });
+    })
+    .all(methodNotAllowed);
+
+  router
+    .route('/:id')
+    .get(async (req, res) => {
+      res.json({ ok: true, broadcast: await getBroadcast(db, validate(idParam, req.params.id)) });
+    })
+    .patch(async (req, res) => {
+      const id = validate(idParam, req.params.id);
+      res.json({ ok: true, broadcast: await changeBroadcast(db, id, validate(broadcastChanges, req.body)) });
+    })
+    .all(methodNotAllowed);
+
+  return router;
+}

@@ -1,0 +1,72 @@
+import crypto from 'node:crypto';
+import { config } from '../config';
+import { renderSubject, renderTemplate, type TemplateContext } from '../outreach/render';
+import { escapeHtml } from '../subscribers/html';
+
+/**
+ * The unsubscribe token of one subscription (one subscriber row: one address on one list): `<subscriber id>.<HMAC>`,
+ * the HMAC-SHA256 of the id under SECRET_KEY (192 bits kept, base64url). Nothing is stored: the link is derived again
+ * when it is checked, so it is unguessable without the key and never expires. Rotating SECRET_KEY voids old links.
+ */
+function mac(subscriberId: number): string {
+  return crypto.createHmac('sha256', config().secretKey).update(`unsubscribe:${subscriberId}`).digest('base64url').slice(0, 32);
+}
+
+export function unsubscribeToken(subscriberId: number): string {
+  return `${subscriberId}.${mac(subscriberId)}`;
+}
+
+/** The subscriber a token names, or null for anything not made by unsubscribeToken under this SECRET_KEY. */
+export function subscriberOfToken(token: string): number | null {
+  const match = /^([1-9][0-9]{0,9})\.([A-Za-z0-9_-]{32})$/.exec(token);
+  if (!match) return null;
+  const id = Number(match[1]);
+  if (!Number.isSafeInteger(id) || id > 2_147_483_647) return null;
+  const expected = Buffer.from(mac(id));
+  const given = Buffer.from(match[2]!);
+  return crypto.timingSafeEqual(expected, given) ? id : null;
+}
+
+export const unsubscribeUrl = (subscriberId: number) => `${config().publicUrl}/u/${unsubscribeToken(subscriberId)}`;
+
+export interface BroadcastContent {
+  subject: string;
+  html: string | null;
+  text: string | null;
+}
+
+export interface Recipient {
+  id: number;
+  email: string;
+  name: string;
+  fields: unknown;
+}
+
+/** `List-Id: "Name" <key.domain>` (RFC 2919): the list's key under the sending mailbox's domain. */
+export function listId(list: { key: string; name: string }, mailboxAddress: string): string {
+  const domain = mailboxAddress.split('@')[1] || 'localhost';
+  // the list's name as the phrase when it is plain ASCII (the header is written as is: see renderCopy)
+  const label = /^[\x20-\x7e]*$/.test(list.name) ? list.name.replace(/["\\]/g, '').trim() : '';
+  const id = `${list.key.toLowerCase().replace(/[^a-z0-9-]/g, '-')}.${domain}`;
+  return label ? `"${label}" <${id}>` : `<${id}>`;
+}
+
+/**
+ * One subscriber's copy: placeholders filled (values HTML-escaped in the html body), and the RFC 8058 / RFC 2919
+ * headers. A text part for html-only content is made at delivery (composeMail), from the rendered html.
+ */
+export function renderCopy(content: BroadcastContent, recipient: Recipient, listIdHeader: string) {
+  const url = unsubscribeUrl(recipient.id);
+  const ctx: TemplateContext = { name: recipient.name, email: recipient.email, unsubscribe_url: url, fields: recipient.fields };
+  return {
+    subject: renderSubject(content.subject, ctx),
+    html: content.html === null ? null : renderTemplate(content.html, ctx, escapeHtml),
+    text: content.text === null ? null : renderTemplate(content.text, ctx),
+    // `prepared`: written on the wire exactly so (nodemailer would otherwise MIME-encode `<` and `"`), all ASCII
+    headers: {
+      'List-Unsubscribe': { prepared: true, value: `<${url}>` },
+      'List-Unsubscribe-Post': { prepared: true, value: 'List-Unsubscribe=One-Click' },
+      'List-Id': { prepared: true, value: listIdHeader },
+    },
+  };
+}

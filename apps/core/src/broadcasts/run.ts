@@ -1,0 +1,245 @@
+import type { Broadcast, List, Mailbox } from '../../../../generated/prisma/client';
+import { rawQuery, type Db } from '../db';
+import { addDeliveryJobs, markNotEnqueued, messageRow, queueDelivery } from '../delivery/outbox';
+import { emitEvent } from '../events';
+import { logger } from '../logger';
+import { listId, renderCopy } from './copy';
+import { progressOf } from './service';
+
+/** Subscribers read, rendered and written per statement. */
+export const PAGE_SIZE = 500;
+/**
+ * Copies per `dispatch` job. A worker takes a dispatch job's rows onto the wire in slices of up to its row slots (100 by
+ * default), each slice waiting for that many free slots: jobs of 500 would drain the pipeline to empty between
+ * slices; jobs of 50 keep two slices overlapping.
+ */
+export const DISPATCH_SIZE = 50;
+/** Pages written and not yet on the wire: the copies waiting in Redis and Postgres stay under PAGE_SIZE times this. */
+export const PAGES_AHEAD = 4;
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** Active subscribers not suppressed and not on the stop list (the address, its domain or a parent domain). */
+const ELIGIBLE = `s.status = 'active'
+  AND NOT EXISTS (SELECT 1 FROM suppressions sp WHERE sp.account_id = l.account_id AND sp.email = s.email)
+  AND NOT EXISTS (SELECT 1 FROM stop_list st WHERE st.account_id = l.account_id AND (
+    (st.kind = 'email' AND st.value = s.email)
+    OR (st.kind = 'domain' AND (split_part(s.email, '@', 2) = st.value OR right(split_part(s.email, '@', 2), length(st.value) + 1) = '.' || st.value))))`;
+
+type Loaded = Broadcast & { list: List & { mailbox: Mailbox } };
+
+/**
+ * Starts the broadcast when it is due: a scheduled one turns `sending` at send_at; the first run of a sending one
+ * takes the audience snapshot (the list's eligible subscribers having every tag) into broadcast_recipients.
+ * Answers the broadcast when it is sending, send_at when that is still ahead, null when there is nothing to do
+ * (paused, cancelled, sent).
+ */
+async function start(db: Db, id: number): Promise<Loaded | Date | null> {
+  return db.$transaction(
+    async (tx) => {
+      const locked = await rawQuery<{ id: number }>(tx, 'SELECT id FROM broadcasts WHERE id = $1 FOR UPDATE', [id]);
+      if (!locked.length) return null;
+      let b = await tx.broadcast.findUniqueOrThrow({ where: { id }, include: { list: { include: { mailbox: true } } } });
+      if (b.status === 'scheduled') {
+        if (b.sendAt && b.sendAt.getTime() > Date.now()) return b.sendAt;
+        b = await tx.broadcast.update({ where: { id }, data: { status: 'sending' }, include: { list: { include: { mailbox: true } } } });
+      }
+      if (b.status !== 'sending') return null;
+      if (!b.startedAt) {
+        const inserted = await rawQuery<{ n: number }>(
+          tx,
+          `WITH snap AS (
+             INSERT INTO broadcast_recipients (broadcast_id, subscriber_id)
+             SELECT $1, s.id FROM subscribers s JOIN lists l ON l.id = s.list_id
+             WHERE s.list_id = $2 AND s.tags @> $3::text[] AND ${ELIGIBLE}
+             ON CONFLICT DO NOTHING RETURNING 1)
+           SELECT count(*)::int AS n FROM snap`,
+          [id, b.listId, b.tags],
+        );
+        b = await tx.broadcast.update({
+          where: { id },
+          data: { audience: inserted[0]!.n, startedAt: new Date() },
+          include: { list: { include: { mailbox: true } } },
+        });
+      }
+      return b;
+    },
+    { timeout: 120_000, maxWait: 10_000 },
+  );
+}
+
+interface PageRow {
+  id: number;
+  email: string;
+  name: string;
+  fields: unknown;
+  due: boolean;
+}
+
+/**
+ * Writes the copies of one keyset page of the audience (those still eligible and without a copy) and returns the page's
+ * last subscriber id (null past the end) and the ids written. The insert holds the broadcast row FOR SHARE and writes
+ * only while it is `sending`: a pause either comes before (nothing written) or waits for this commit (and then takes
+ * back what it wrote). The unique (broadcast_id, subscriber_id) index makes a second writer of the same page (a job
+ * run twice, a retry after a crash) write nothing.
+ */
+async function writePage(db: Db, b: Loaded, after: number, size: number, listIdHeader: string): Promise<{ last: number | null; written: string[] }> {
+  const page = await rawQuery<PageRow>(
+    db,
+    `SELECT s.id, s.email, s.name, s.fields,
+            (${ELIGIBLE} AND NOT EXISTS (SELECT 1 FROM messages m WHERE m.broadcast_id = r.broadcast_id AND m.subscriber_id = s.id)) AS due
+     FROM broadcast_recipients r JOIN subscribers s ON s.id = r.subscriber_id JOIN lists l ON l.id = s.list_id
+     WHERE r.broadcast_id = $1 AND r.subscriber_id > $2
+     ORDER BY r.subscriber_id LIMIT $3`,
+    [b.id, after, size],
+    'broadcast-page',
+  );
+  if (!page.length) return { last: null, written: [] };
+  const due = page.filter((p) => p.due);
+  const rows = due.map((p) => {
+    const copy = renderCopy(b, p, listIdHeader);
+    const row = messageRow({
+      accountId: b.accountId,
+      mailboxId: b.list.mailboxId,
+      fromAddress: b.list.mailbox.address,
+      kind: 'broadcast',
+      to: p.email,
+      subject: copy.subject,
+      subscriberId: p.id,
+    });
+    return { ...row, html: copy.html, text: copy.text, headers: JSON.stringify(copy.headers) };
+  });
+  let written: string[] = [];
+  if (rows.length) {
+    const inserted = await rawQuery<{ id: string }>(
+      db,
+      `WITH b AS (SELECT id FROM broadcasts WHERE id = $1 AND status = 'sending' FOR SHARE)
+       INSERT INTO messages (id, account_id, mailbox_id, kind, broadcast_id, subscriber_id, "to", subject, text, html, headers,
+                             message_id_header, enqueued_at)
+       SELECT v.id, $2, $3, 'broadcast', b.id, v.subscriber_id, v.recipient, v.subject, v.text, v.html, v.headers::jsonb, v.header, now()
+       FROM b, unnest($4::uuid[], $5::int[], $6::text[], $7::text[], $8::text[], $9::text[], $10::text[], $11::text[])
+         AS v(id, subscriber_id, recipient, subject, text, html, headers, header)
+       ON CONFLICT (broadcast_id, subscriber_id) DO NOTHING
+       RETURNING id::text`,
+      [
+        b.id,
+        b.accountId,
+        b.list.mailboxId,
+        rows.map((r) => r.id),
+        rows.map((r) => r.subscriberId),
+        rows.map((r) => r.to),
+        rows.map((r) => r.subject),
+        rows.map((r) => r.text),
+        rows.map((r) => r.html),
+        rows.map((r) => r.headers),
+        rows.map((r) => r.messageIdHeader),
+      ],
+      'broadcast-copies',
+    );
+    written = inserted.map((r) => r.id);
+  }
+  return { last: page[page.length - 1]!.id, written };
+}
+
+/** Rows of these ids still waiting for a worker (queued or claimed): a page is on its way once this reaches 0. */
+async function waitingOf(db: Db, ids: string[]): Promise<number> {
+  const [row] = await rawQuery<{ n: number }>(db, `SELECT count(*)::int AS n FROM messages WHERE id = ANY($1::uuid[]) AND status IN ('queued', 'sending')`, [ids]);
+  return row!.n;
+}
+
+async function statusOf(db: Db, id: number): Promise<string | null> {
+  const [row] = await rawQuery<{ status: string }>(db, 'SELECT status::text AS status FROM broadcasts WHERE id = $1', [id]);
+  return row?.status ?? null;
+}
+
+/**
+ * Copies a run wrote but did not get onto the queue before it died (killed between its insert and its Redis call):
+ * each gets a delivery job of its own now, rather than waiting for the reconciler's five minutes. A copy that is
+ * queued already is claimed once all the same (a job that finds its row taken or final does nothing).
+ */
+async function requeueOrphans(db: Db, id: number): Promise<void> {
+  for (let after = '00000000-0000-0000-0000-000000000000'; ; ) {
+    const rows = await rawQuery<{ id: string }>(
+      db,
+      `SELECT id::text FROM messages WHERE broadcast_id = $1 AND status = 'queued' AND id > $2::uuid ORDER BY id LIMIT $3`,
+      [id, after, PAGE_SIZE],
+    );
+    if (!rows.length) return;
+    await addDeliveryJobs(rows);
+    after = rows[rows.length - 1]!.id;
+  }
+}
+
+export interface RunOptions {
+  /** called after each page is written and queued (tests, the crash fixture) */
+  onPage?: (written: number) => void;
+  pollMs?: number;
+}
+
+/**
+ * The broadcast job: start (snapshot), then the audience in keyset pages of PAGE_SIZE: render, write the copies
+ * (unique per subscriber), queue them as one `dispatch` job through the ordinary delivery path. At most PAGES_AHEAD
+ * pages wait for the worker at once, so memory, Redis and the claim queue stay flat whatever the list's size, and a
+ * pause has little to take back. A mailbox's `max_per_second` makes pages smaller and spaces them a second apart.
+ * When every page is written and no copy is left unfinished, the broadcast becomes `sent` and `broadcast.finished` is
+ * written in that same transaction. A job that comes before send_at answers send_at (the processor waits till then). Any number of runs at once, or one after a crash, end with one copy per person.
+ */
+export async function runBroadcast(db: Db, id: number, options: RunOptions = {}): Promise<'sent' | 'stopped' | 'idle' | Date> {
+  const b = await start(db, id);
+  if (!b || b instanceof Date) return b ?? 'idle';
+  await requeueOrphans(db, id);
+  const pollMs = options.pollMs ?? 50;
+  const perSecond = b.list.mailbox.maxPerSecond;
+  const size = perSecond ? Math.min(PAGE_SIZE, perSecond) : PAGE_SIZE;
+  const header = listId(b.list, b.list.mailbox.address);
+  const ahead: string[][] = [];
+  let after = 0;
+  for (;;) {
+    if ((await statusOf(db, id)) !== 'sending') return 'stopped';
+    const began = Date.now();
+    const { last, written } = await writePage(db, b, after, size, header);
+    if (last === null) break;
+    after = last;
+    for (let i = 0; i < written.length; i += DISPATCH_SIZE) {
+      const chunk = written.slice(i, i + DISPATCH_SIZE);
+      await queueDelivery(chunk.map((messageId) => ({ id: messageId }))).catch(async (err: unknown) => {
+        // Redis did not take the job: the reconciler queues the rows (their enqueued mark is cleared)
+        logger.warn({ broadcast: id, err: (err as Error).message }, 'broadcast copies left to the reconciler');
+        await markNotEnqueued(db, chunk);
+      });
+    }
+    if (written.length) ahead.push(written);
+    options.onPage?.(written.length);
+    while (ahead.length >= PAGES_AHEAD) {
+      if ((await waitingOf(db, ahead[0]!)) === 0) ahead.shift();
+      else if ((await statusOf(db, id)) !== 'sending') return 'stopped';
+      else await sleep(pollMs);
+    }
+    if (perSecond) await sleep(Math.max(0, (size / perSecond) * 1000 - (Date.now() - began)));
+  }
+  // every copy is written: wait for the last ones to be final (or for a pause), then close
+  for (;;) {
+    const done = await db.$transaction(async (tx) => {
+      const locked = await rawQuery<{ status: string }>(tx, 'SELECT status::text AS status FROM broadcasts WHERE id = $1 FOR UPDATE', [id]);
+      if (locked[0]?.status !== 'sending') return 'stopped' as const;
+      const progress = await progressOf(tx, { id, status: 'sent', audience: b.audience });
+      if (progress.pending > 0) return null;
+      const finishedAt = new Date();
+      await tx.broadcast.update({ where: { id }, data: { status: 'sent', finishedAt } });
+      await emitEvent(tx, b.accountId, 'broadcast.finished', {
+        broadcast: id,
+        list: b.list.key,
+        subject: b.subject,
+        audience: b.audience,
+        sent: progress.sent,
+        failed: progress.failed,
+        skipped: progress.skipped,
+        started_at: b.startedAt?.toISOString() ?? null,
+        finished_at: finishedAt.toISOString(),
+      });
+      return 'sent' as const;
+    });
+    if (done) return done;
+    await sleep(Math.max(pollMs, 250));
+  }
+}

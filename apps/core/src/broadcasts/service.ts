@@ -1,0 +1,145 @@
+import type { Broadcast, List } from '../../../../generated/prisma/client';
+import { rawQuery, type Db, type Tx } from '../db';
+import { BadRequest, Conflict, NotFound } from '../errors';
+import { jobId, JOB_OPTIONS, QUEUE, queue } from '../queues';
+import { iso } from '../validate';
+import type { BroadcastChanges, BroadcastInput } from './schema';
+
+export interface Progress {
+  sent: number;
+  failed: number;
+  skipped: number;
+  /** copies written and not final yet (queued, sending, deferred) */
+  pending: number;
+}
+
+/**
+ * Counts of the broadcast's copies. `skipped`: copies cancelled before they went out (the person unsubscribed or was
+ * suppressed after the copy was written), plus, once the broadcast is sent, the audience that never got a copy
+ * written (left before their page was reached).
+ */
+export async function progressOf(db: Tx, broadcast: Pick<Broadcast, 'id' | 'status' | 'audience'>): Promise<Progress> {
+  const [row] = await rawQuery<{ sent: number; failed: number; cancelled: number; pending: number; copies: number }>(
+    db,
+    `SELECT count(*) FILTER (WHERE status = 'sent')::int AS sent,
+            count(*) FILTER (WHERE status IN ('failed', 'bounced'))::int AS failed,
+            count(*) FILTER (WHERE status = 'cancelled')::int AS cancelled,
+            count(*) FILTER (WHERE status IN ('queued', 'sending', 'deferred'))::int AS pending,
+            count(*)::int AS copies
+     FROM messages WHERE broadcast_id = $1`,
+    [broadcast.id],
+  );
+  const never = broadcast.status === 'sent' ? Math.max(0, broadcast.audience - row!.copies) : 0;
+  return { sent: row!.sent, failed: row!.failed, skipped: row!.cancelled + never, pending: row!.pending };
+}
+
+export function broadcastView(b: Broadcast & { list: Pick<List, 'key'> }, progress: Progress) {
+  return {
+    id: b.id,
+    list: b.list.key,
+    subject: b.subject,
+    html: b.html,
+    text: b.text,
+    tags: b.tags,
+    status: b.status,
+    send_at: iso(b.sendAt),
+    audience: b.audience,
+    sent: progress.sent,
+    failed: progress.failed,
+    skipped: progress.skipped,
+    pending: progress.pending,
+    started_at: iso(b.startedAt),
+    finished_at: iso(b.finishedAt),
+    created_at: iso(b.createdAt),
+  };
+}
+export type BroadcastView = ReturnType<typeof broadcastView>;
+
+async function view(db: Tx, id: number): Promise<BroadcastView> {
+  const b = await db.broadcast.findUnique({ where: { id }, include: { list: { select: { key: true } } } });
+  if (!b) throw new NotFound(`no broadcast with id ${id}`);
+  return broadcastView(b, await progressOf(db, b));
+}
+
+export const getBroadcast = view;
+
+export async function createBroadcast(db: Tx, input: BroadcastInput): Promise<BroadcastView> {
+  const list = await db.list.findUnique({ where: { key: input.list } });
+  if (!list) throw new NotFound(`no list with key "${input.list}"`);
+  const created = await db.broadcast.create({
+    data: {
+      accountId: list.accountId,
+      listId: list.id,
+      subject: input.subject,
+      html: input.html ?? null,
+      text: input.text ?? null,
+      tags: input.tags ?? [],
+      sendAt: input.send_at ?? null,
+    },
+  });
+  return view(db, created.id);
+}
+
+/** Newest first; `list` narrows to one list. */
+export async function listBroadcasts(db: Tx, query: { list?: string; limit: number }): Promise<BroadcastView[]> {
+  const where = query.list ? { list: { key: query.list } } : {};
+  const rows = await db.broadcast.findMany({ where, orderBy: { id: 'desc' }, take: query.limit, include: { list: { select: { key: true } } } });
+  return Promise.all(rows.map(async (b) => broadcastView(b, await progressOf(db, b))));
+}
+
+/** Which status a request may move a broadcast to, from where. */
+const MOVES: Record<string, string[]> = {
+  sending: ['draft', 'paused'],
+  paused: ['scheduled', 'sending'],
+  cancelled: ['draft', 'scheduled', 'sending', 'paused'],
+};
+
+/**
+ * PATCH: content while draft; `sending` from draft (scheduled when send_at is ahead) or paused (resume); `paused` and
+ * `cancelled` take back the copies written and not yet claimed by a worker (deleted: a resume writes them again,
+ * the unique (broadcast, subscriber) index keeps it to one each). Copies already on the wire finish.
+ * The broadcast job is queued after the commit.
+ */
+export async function changeBroadcast(db: Db, id: number, changes: BroadcastChanges): Promise<BroadcastView> {
+  const { status, ...given } = changes;
+  const content = Object.fromEntries(Object.entries(given).filter(([, v]) => v !== undefined)) as typeof given;
+  const queued = await db.$transaction(async (tx) => {
+    const locked = await rawQuery<{ id: number }>(tx, 'SELECT id FROM broadcasts WHERE id = $1 FOR UPDATE', [id]);
+    if (!locked.length) throw new NotFound(`no broadcast with id ${id}`);
+    const current = await tx.broadcast.findUniqueOrThrow({ where: { id } });
+    const hasContent = Object.keys(content).length > 0;
+    if (hasContent && current.status !== 'draft') throw new Conflict(`a broadcast can be edited only while draft (it is ${current.status})`);
+    if (hasContent) {
+      const next = { html: current.html, text: current.text, ...content };
+      if (!next.html && !next.text) throw new BadRequest('html or text is required');
+      await tx.broadcast.update({
+        where: { id },
+        data: {
+          subject: content.subject,
+          html: content.html,
+          text: content.text,
+          tags: content.tags,
+          sendAt: content.send_at,
+        },
+      });
+    }
+    if (!status || status === current.status) return null;
+    if (!MOVES[status]!.includes(current.status)) throw new Conflict(`a ${current.status} broadcast cannot become ${status}`);
+    if (status === 'sending') {
+      const sendAt = content.send_at !== undefined ? content.send_at : current.sendAt;
+      const later = current.status === 'draft' && sendAt && sendAt.getTime() > Date.now();
+      const updated = await tx.broadcast.update({ where: { id }, data: { status: later ? 'scheduled' : 'sending', runs: { increment: 1 } } });
+      return { runs: updated.runs, delay: later ? sendAt.getTime() - Date.now() : 0 };
+    }
+    await tx.broadcast.update({ where: { id }, data: { status, ...(status === 'cancelled' ? { finishedAt: new Date() } : {}) } });
+    await rawQuery(tx, `DELETE FROM messages WHERE broadcast_id = $1 AND status IN ('queued', 'deferred')`, [id]);
+    return null;
+  });
+  if (queued) await queueBroadcastJob(id, queued.runs, queued.delay);
+  return view(db, id);
+}
+
+/** One job per start or resume (`bc-<id>-<run>`); the job itself is idempotent, so a duplicate costs nothing. */
+export async function queueBroadcastJob(id: number, run: number, delay = 0): Promise<void> {
+  await queue(QUEUE.broadcast).add('broadcast', { broadcastId: id }, { ...JOB_OPTIONS.broadcast, jobId: jobId.broadcast(id, run), delay });
+}
