@@ -6,6 +6,9 @@ import { ImapFlow } from 'imapflow';
 import { freePort } from './processes';
 import { waitFor } from './wait';
 
+/** Debian puts it in /usr/sbin, which a non-login PATH may lack. */
+const DOVECOT = ['/usr/sbin/dovecot', '/usr/local/sbin/dovecot'].find((p) => fs.existsSync(p)) ?? 'dovecot';
+
 /**
  * A real IMAP server for tests: Debian's dovecot (`apt-get install -y dovecot-imapd`) on a free loopback port, with a
  * passwd-file of users and maildirs in a temp folder (see /work/shared/recipes). Messages go in with IMAP APPEND.
@@ -24,7 +27,7 @@ export class Dovecot {
     execFileSync('chown', ['-R', 'dovecot:dovecot', path.join(this.dir, 'mail')]);
     this.port = await freePort();
     fs.writeFileSync(path.join(this.dir, 'dovecot.conf'), config(this.dir, this.port));
-    execFileSync('dovecot', ['-c', path.join(this.dir, 'dovecot.conf')], { stdio: 'ignore' });
+    execFileSync(DOVECOT, ['-c', path.join(this.dir, 'dovecot.conf')], { stdio: 'ignore' });
     await waitFor(() => this.login(Object.keys(users)[0]!, Object.values(users)[0]!).then(() => true).catch(() => false), { timeout: 20_000, interval: 200, what: 'dovecot' });
   }
 
