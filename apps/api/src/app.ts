@@ -6,6 +6,7 @@ import { KeyAuthenticator } from './middleware/auth';
 import { errorHandler, unknownRoute } from './middleware/errors';
 import { mcpRouter } from './mcp/router';
 import { requestContext, requireJsonBody } from './middleware/request';
+import { checkedBody, refuseBadUrl } from './middleware/text';
 import { adminRouter } from './routes/admin';
 import { healthRouter } from './routes/health';
 import { pagesRouter } from './routes/pages';
@@ -29,8 +30,9 @@ export function createApp(db: Db): ApiApp {
   app.set('etag', false);
   app.set('trust proxy', 'loopback, linklocal, uniquelocal');
   app.set('query parser', 'simple');
-  const json = express.json({ limit: BODY_LIMIT_BYTES, strict: false });
+  const json = checkedBody(express.json({ limit: BODY_LIMIT_BYTES, strict: false }));
   app.use(requestContext);
+  app.use(refuseBadUrl);
   // the public API first: it carries the load, and every router passed on the way costs each request
   app.use('/api/v1', json, v1Router(db, auth));
   app.use('/mcp', mcpRouter(db, auth, json));

@@ -6,6 +6,7 @@ import { closeRedis } from '../../core/src/redis';
 import { tuneRuntime } from '../../core/src/runtime';
 import { preflight } from '../../core/src/startup';
 import { createApp } from './app';
+import { answerClientErrors } from './middleware/text';
 
 async function main(): Promise<void> {
   tuneRuntime();
@@ -19,6 +20,8 @@ async function main(): Promise<void> {
       process.stdout.write(`admin token (kept in ${localSecretsFile()}): ${cfg.adminToken}\n`);
     }
   });
+
+  answerClientErrors(server);
 
   let stopping = false;
   const shutdown = async (signal: string) => {

@@ -4,6 +4,7 @@ import { AppError, LimitReached } from '../../../core/src/errors';
 import { logger } from '../../../core/src/logger';
 import { addSubscriber, confirmByLink, findListByKey, formInput, inspectLink } from '../../../core/src/subscribers';
 import * as html from '../../../core/src/subscribers/html';
+import { checkedBody } from '../middleware/text';
 
 /**
  * The public HTML pages under PUBLIC_URL: the confirmation link (GET asks, POST confirms) and the list's hosted form.
@@ -11,7 +12,7 @@ import * as html from '../../../core/src/subscribers/html';
  */
 export function pagesRouter(db: Db): Router {
   const router = Router();
-  const form = express.urlencoded({ extended: false, limit: '16kb', parameterLimit: 20 });
+  const form = checkedBody(express.urlencoded({ extended: false, limit: '16kb', parameterLimit: 20 }));
 
   router.get('/confirm/:token', async (req, res) => {
     const { state, listName } = await inspectLink(db, req.params.token);

@@ -27,13 +27,22 @@ export function parseSmtpUrl(raw: string): SmtpSettings {
   if (!url.hostname) throw new BadRequest('smtp must name a host');
   const secure = url.protocol === 'smtps:';
   const port = url.port ? Number(url.port) : secure ? 465 : 587;
+  if (port < 1) throw new BadRequest('smtp must name a port from 1 to 65535');
   return {
     host: url.hostname.replace(/^\[|\]$/g, ''),
     port,
     secure,
-    user: decodeURIComponent(url.username),
-    password: decodeURIComponent(url.password),
+    user: decodeUserinfo(url.username, 'user name'),
+    password: decodeUserinfo(url.password, 'password'),
   };
+}
+
+function decodeUserinfo(text: string, what: string): string {
+  try {
+    return decodeURIComponent(text);
+  } catch {
+    throw new BadRequest(`smtp: the ${what} has a bad %-escape (write % as %25)`);
+  }
 }
 
 export interface MailboxView {
