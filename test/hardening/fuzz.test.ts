@@ -115,7 +115,7 @@ describe('fuzzed requests never fault', () => {
         if (route.auth === 'key') req = req.set('Authorization', `Bearer ${tenant.token}`);
         if (route.auth === 'admin') req = req.set('Authorization', `Bearer ${ADMIN_TOKEN}`);
         if (route.path('x') === '/f/x' && route.method === 'post') {
-          req = req.type('form').send(new URLSearchParams(Object.entries((body ?? {}) as Record<string, unknown>).map(([k, v]) => [k, String(v)])).toString());
+          req = req.type('form').send(new URLSearchParams(Object.entries((body ?? {}) as Record<string, unknown>).map(([k, v]): [string, string] => [k, String(v)])).toString());
         } else if (body !== undefined && route.method !== 'get') {
           req = req.set('Content-Type', 'application/json').send(JSON.stringify(body));
         }

@@ -7,6 +7,7 @@ import { errorHandler, unknownRoute } from './middleware/errors';
 import { mcpRouter } from './mcp/router';
 import { requestContext, requireJsonBody } from './middleware/request';
 import { checkedBody, refuseBadUrl } from './middleware/text';
+import { refuseCrossSiteWrites, refuseFraming } from './middleware/framing';
 import { adminRouter } from './routes/admin';
 import { healthRouter } from './routes/health';
 import { pagesRouter } from './routes/pages';
@@ -34,10 +35,10 @@ export function createApp(db: Db): ApiApp {
   app.use(requestContext);
   app.use(refuseBadUrl);
   // the public API first: it carries the load, and every router passed on the way costs each request
-  app.use('/api/v1', json, v1Router(db, auth));
+  app.use('/api/v1', v1Router(db, auth, json));
   app.use('/mcp', mcpRouter(db, auth, json));
   app.use(healthRouter(db));
-  app.use(DASHBOARD_PATH, requireAdmin({ challenge: true }), dashboardRouter());
+  app.use(DASHBOARD_PATH, refuseFraming, refuseCrossSiteWrites, requireAdmin({ challenge: true }), dashboardRouter());
   app.use(json);
   app.use('/admin/api', requireAdmin(), requireJsonBody, adminRouter(db));
   app.use(pagesRouter(db));

@@ -22,6 +22,9 @@ async function main(): Promise<void> {
   });
 
   answerClientErrors(server);
+  // a client that trickles its headers or body is cut off: 10 s for the headers, 30 s for the whole request
+  server.headersTimeout = 10_000;
+  server.requestTimeout = 30_000;
 
   let stopping = false;
   const shutdown = async (signal: string) => {

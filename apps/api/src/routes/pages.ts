@@ -38,7 +38,8 @@ export function pagesRouter(db: Db): Router {
     if (!list) return send(res, 404, html.notFoundPage());
     const body = (req.body ?? {}) as Record<string, unknown>;
     // a bot filled the hidden field: the same answer as a person gets, and nothing stored or sent
-    if (typeof body[html.HONEYPOT_FIELD] === 'string' && body[html.HONEYPOT_FIELD] !== '') {
+    // (sent twice, `website=&website=x`, the field reads as a list: any filled value counts)
+    if ([body[html.HONEYPOT_FIELD]].flat().some((v) => typeof v === 'string' && v !== '')) {
       return send(res, 200, html.checkInboxPage(list.name));
     }
     const { error, value } = formInput.validate(body, { abortEarly: true, errors: { wrap: { label: false } } });
@@ -68,7 +69,8 @@ function send(res: Response, status: number, page: string): void {
       'Cache-Control': 'no-store',
       // the token is in the address: never hand it to another site
       'Referrer-Policy': 'no-referrer',
-      'Content-Security-Policy': "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; base-uri 'none'",
+      'Content-Security-Policy': "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'",
+      'X-Frame-Options': 'DENY',
       'X-Content-Type-Options': 'nosniff',
     })
     .send(page);

@@ -1,0 +1,91 @@
+import http from 'node:http';
+import net from 'node:net';
+import request from 'supertest';
+import { DASHBOARD_PATH } from '../../apps/api/src/dashboard';
+import { db } from '../../apps/core/src/db';
+import { ADMIN_TOKEN, useApi } from '../helpers/api';
+import { address, listFixture } from '../lists/support';
+
+const ctx = useApi();
+
+describe('authentication before the body', () => {
+  it('an unknown key is refused as soon as the headers arrive, without waiting for the 1 MB body', async () => {
+    const server = http.createServer(ctx.api.app);
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const port = (server.address() as net.AddressInfo).port;
+    const socket = net.connect(port, '127.0.0.1');
+    try {
+      const answer = await new Promise<string>((resolve, reject) => {
+        let text = '';
+        const timer = setTimeout(() => reject(new Error(`no answer before the body was sent: ${text}`)), 8000);
+        socket.on('data', (chunk) => {
+          text += chunk.toString();
+          if (text.includes('\r\n\r\n') && text.includes('"ok"')) {
+            clearTimeout(timer);
+            resolve(text);
+          }
+        });
+        socket.on('error', reject);
+        socket.write(
+          `POST /api/v1/send HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer msk_${'z'.repeat(32)}\r\nContent-Type: application/json\r\nContent-Length: 1000000\r\n\r\n{"to":`,
+        );
+      });
+      expect(answer).toMatch(/^HTTP\/1\.1 401 /);
+    } finally {
+      socket.destroy();
+      await new Promise((resolve) => server.close(resolve));
+    }
+  });
+});
+
+describe('the hosted form', () => {
+  it('takes the honeypot filled even when the field is sent twice (website=&website=x)', async () => {
+    const f = await listFixture(ctx.api);
+    const email = address('bot');
+    const res = await request(ctx.api.app).post(`/f/${f.list.key}`).type('form').send(`email=${encodeURIComponent(email)}&website=&website=x`);
+    expect(res.status).toBe(200);
+    expect(await f.subscriber(email)).toBeNull();
+    expect(await db().message.count({ where: { to: email } })).toBe(0);
+  });
+
+  it('pages may not be framed', async () => {
+    const f = await listFixture(ctx.api);
+    const res = await request(ctx.api.app).get(`/f/${f.list.key}`);
+    expect(res.headers['x-frame-options']).toBe('DENY');
+    expect(res.headers['content-security-policy']).toContain("frame-ancestors 'none'");
+  });
+});
+
+describe('the queue dashboard', () => {
+  const basic = `Basic ${Buffer.from(`admin:${ADMIN_TOKEN}`).toString('base64')}`;
+
+  it('may not be framed', async () => {
+    const res = await request(ctx.api.app).get(`${DASHBOARD_PATH}/`).set('Authorization', basic);
+    expect(res.headers['x-frame-options']).toBe('DENY');
+    expect(res.headers['content-security-policy']).toContain("frame-ancestors 'none'");
+  });
+
+  it('refuses a cross-site write made with remembered credentials', async () => {
+    const fromOrigin = await request(ctx.api.app)
+      .put(`${DASHBOARD_PATH}/api/queues/send/pause`)
+      .set('Authorization', basic)
+      .set('Origin', 'https://evil.example');
+    expect(fromOrigin.status).toBe(403);
+    expect(fromOrigin.body).toEqual({ ok: false, error: 'cross-site writes are refused' });
+    const fetchSite = await request(ctx.api.app)
+      .post(`${DASHBOARD_PATH}/api/queues/send/retry/failed`)
+      .set('Authorization', basic)
+      .set('Sec-Fetch-Site', 'cross-site');
+    expect(fetchSite.status).toBe(403);
+  });
+});
+
+describe('field merge', () => {
+  it('keeps fields named like built-in properties (toString, constructor) on a repeated add', async () => {
+    const f = await listFixture(ctx.api);
+    const email = address();
+    await f.subscribe({ email, confirmed: true, fields: { constructor: 'x', toString: 'y' } });
+    await f.subscribe({ email, fields: { plan: 'pro' } });
+    expect((await f.subscriber(email))?.fields).toEqual({ constructor: 'x', toString: 'y', plan: 'pro' });
+  });
+});
