@@ -89,3 +89,21 @@ describe('field merge', () => {
     expect((await f.subscriber(email))?.fields).toEqual({ constructor: 'x', toString: 'y', plan: 'pro' });
   });
 });
+
+describe('the access log', () => {
+  it('records the whole address with the confirmation token redacted', async () => {
+    const { logger } = await import('../../apps/core/src/logger');
+    const spy = jest.spyOn(logger, 'info');
+    try {
+      const token = 'ct_' + 'q'.repeat(40);
+      await request(ctx.api.app).get(`/confirm/${token}?utm=x`);
+      await request(ctx.api.app).get('/admin/api/messages?limit=1').set('Authorization', `Bearer ${ADMIN_TOKEN}`);
+      const lines = spy.mock.calls.map((call) => JSON.stringify(call[0])).filter((line) => line.includes('requestId'));
+      expect(lines.some((line) => line.includes('"url":"/confirm/[redacted]?utm=x"'))).toBe(true);
+      expect(lines.some((line) => line.includes('"url":"/admin/api/messages?limit=1"'))).toBe(true);
+      expect(lines.join('\n')).not.toContain(token);
+    } finally {
+      spy.mockRestore();
+    }
+  });
+});
