@@ -107,3 +107,44 @@ describe('the access log', () => {
     }
   });
 });
+
+describe('failed authentication', () => {
+  it('an unknown key repeated costs one lookup, not one per request', async () => {
+    const { KeyAuthenticator } = await import('../../apps/api/src/middleware/auth');
+    let lookups = 0;
+    const counting = {
+      apiKey: {
+        findUnique: (args: Parameters<ReturnType<typeof db>['apiKey']['findUnique']>[0]) => {
+          lookups++;
+          return db().apiKey.findUnique(args);
+        },
+      },
+    } as unknown as ReturnType<typeof db>;
+    const auth = new KeyAuthenticator(counting);
+    const token = `msk_${'n'.repeat(32)}`;
+    for (let i = 0; i < 5; i++) expect(await auth.authenticate(token)).toBeNull();
+    expect(lookups).toBe(1);
+  });
+
+  it('past the failure limit one address gets 429, and a valid key from it still passes', async () => {
+    const { FAILURES_PER_WINDOW } = await import('../../apps/api/src/middleware/auth');
+    const { makeTenant } = await import('../helpers/factories');
+    const tenant = await makeTenant();
+    const statuses: number[] = [];
+    for (let i = 0; i <= FAILURES_PER_WINDOW + 2; i++) {
+      const res = await request(ctx.api.app).get('/api/v1/lists').set('Authorization', `Bearer msk_${String(i).padStart(32, 'f')}`);
+      statuses.push(res.status);
+      if (res.status === 429) {
+        expect(Number(res.headers['retry-after'])).toBeGreaterThan(0);
+        expect(res.body).toEqual({ ok: false, error: expect.stringContaining('failed authentications') });
+      }
+    }
+    // (earlier tests of this file may have spent a failure or two of the window)
+    const first = statuses.indexOf(429);
+    expect(first).toBeGreaterThan(FAILURES_PER_WINDOW - 5);
+    expect(statuses.slice(0, first).every((s) => s === 401)).toBe(true);
+    expect(statuses.slice(first).every((s) => s === 429)).toBe(true);
+    const valid = await request(ctx.api.app).get('/api/v1/lists').set('Authorization', `Bearer ${tenant.token}`);
+    expect(valid.status).toBe(200);
+  });
+});
