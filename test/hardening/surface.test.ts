@@ -148,3 +148,28 @@ describe('failed authentication', () => {
     expect(valid.status).toBe(200);
   });
 });
+
+describe('the hosted form is no relay', () => {
+  it('puts no typed text but a plain short name in the confirmation email', async () => {
+    const f = await listFixture(ctx.api);
+    const email = address('relay');
+    const name = 'Win big\nhttps://spam.example/prize';
+    const res = await request(ctx.api.app).post(`/f/${f.list.key}`).type('form').send({ email, name });
+    expect(res.status).toBe(200);
+    const message = await db().message.findFirstOrThrow({ where: { to: email } });
+    expect(`${message.subject} ${message.text} ${message.html}`).not.toMatch(/spam\.example|Win big/);
+  });
+
+  it('limits the posts of one client address: past the limit a 429 page, and nothing stored or sent', async () => {
+    const { FORM_POSTS_PER_CLIENT } = await import('../../apps/core/src/subscribers/limit');
+    const f = await listFixture(ctx.api);
+    const statuses: number[] = [];
+    for (let i = 0; i < FORM_POSTS_PER_CLIENT + 2; i++) {
+      statuses.push((await request(ctx.api.app).post(`/f/${f.list.key}`).type('form').send({ email: address(`c${i}`) })).status);
+    }
+    const first = statuses.indexOf(429);
+    expect(first).toBeGreaterThan(0);
+    expect(statuses.slice(first).every((s) => s === 429)).toBe(true);
+    expect(await db().subscriber.count({ where: { listId: f.list.id } })).toBe(first);
+  });
+});

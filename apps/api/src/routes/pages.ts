@@ -1,6 +1,7 @@
-import express, { Router, type ErrorRequestHandler, type Response } from 'express';
+import express, { Router, type ErrorRequestHandler, type RequestHandler, type Response } from 'express';
 import type { Db } from '../../../core/src/db';
 import { AppError, LimitReached } from '../../../core/src/errors';
+import { reserveFormPost } from '../../../core/src/subscribers/limit';
 import { logger } from '../../../core/src/logger';
 import { addSubscriber, confirmByLink, findListByKey, formInput, inspectLink } from '../../../core/src/subscribers';
 import * as html from '../../../core/src/subscribers/html';
@@ -33,7 +34,7 @@ export function pagesRouter(db: Db): Router {
     send(res, 200, html.subscribeFormPage(list.name));
   });
 
-  router.post('/f/:key', form, async (req, res) => {
+  router.post('/f/:key', formClientLimit, form, async (req, res) => {
     const list = await findListByKey(db, req.params.key);
     if (!list) return send(res, 404, html.notFoundPage());
     const body = (req.body ?? {}) as Record<string, unknown>;
@@ -54,6 +55,13 @@ export function pagesRouter(db: Db): Router {
   router.use(pageErrors);
   return router;
 }
+
+/** One client may post the form only so often (before its body is read): the form cannot be driven as a relay. */
+const formClientLimit: RequestHandler<{ key: string }> = async (req, _res, next) => {
+  const reservation = await reserveFormPost(req.ip ?? '');
+  if (!reservation.taken) throw new LimitReached('too many form posts from this address', reservation.retryAfterMs / 1000);
+  next();
+};
 
 function linkProblem(state: 'used' | 'expired' | 'unknown'): [number, string] {
   if (state === 'used') return [410, html.usedLinkPage()];
