@@ -64,3 +64,6 @@ export const messagesQuery = Joi.object({
 });
 
 export const idParam = id().required().label('id');
+
+/** The reads of one account's rows: `?account=<id>`. */
+export const accountQuery = Joi.object({ account: id().required() });

@@ -10,10 +10,12 @@ import { createMailbox, listMailboxes } from '../../../core/src/services/mailbox
 import { listMessages } from '../../../core/src/services/messages';
 import { validate } from '../../../core/src/validate';
 import { methodNotAllowed } from '../middleware/errors';
+import { controlRouter } from './control';
 
 /** The control plane of DESIGN section 3: what the dashboard and `npm run admin` use. */
 export function adminRouter(db: Db): Router {
   const router = Router();
+  router.use(controlRouter(db));
 
   router
     .route('/accounts')

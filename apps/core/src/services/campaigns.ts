@@ -140,3 +140,10 @@ export async function listCampaigns(db: Tx, account: number): Promise<CampaignVi
   const byCampaign = new Map(counts.map((c) => [c.campaignId, c._count._all]));
   return campaigns.map((c) => campaignView(c, byCampaign.get(c.id) ?? 0));
 }
+
+/** One campaign with its steps and prospect count (the admin's read). */
+export async function getCampaign(db: Tx, id: number): Promise<CampaignDetail> {
+  const campaign = await db.campaign.findUnique({ where: { id }, include: { steps: true } });
+  if (!campaign) throw new NotFound(`no campaign with id ${id}`);
+  return detail(campaign, await db.prospect.count({ where: { campaignId: id } }));
+}
