@@ -1,10 +1,20 @@
-FROM node:20-bookworm-slim
+# build: every dependency, the TypeScript compiled to dist/
+FROM node:20-bookworm-slim AS build
 WORKDIR /app
-ENV NODE_ENV=production
 COPY package.json package-lock.json ./
 RUN npm ci --include=dev --no-audit --no-fund
 COPY . .
 RUN npm run build
+
+# run: production dependencies only, the compiled code and what it reads at run time
+FROM node:20-bookworm-slim
+WORKDIR /app
+ENV NODE_ENV=production
+COPY package.json package-lock.json ./
+RUN npm ci --omit=dev --no-audit --no-fund && npm cache clean --force
+COPY --from=build /app/dist ./dist
+COPY --from=build /app/generated ./generated
+COPY --from=build /app/prisma ./prisma
 USER node
 EXPOSE 3000
 CMD ["node", "dist/apps/api/src/server.js"]

@@ -7,6 +7,8 @@ import { KeyAuthenticator } from './middleware/auth';
 import { errorHandler, unknownRoute } from './middleware/errors';
 import { mcpRouter } from './mcp/router';
 import { requestContext, requireJsonBody } from './middleware/request';
+import { checkedBody, refuseBadUrl } from './middleware/text';
+import { refuseCrossSiteWrites, refuseFraming } from './middleware/framing';
 import { adminRouter } from './routes/admin';
 import { docsRouter } from './routes/docs';
 import { metricsHandler } from './routes/metrics';
@@ -33,14 +35,15 @@ export function createApp(db: Db): ApiApp {
   app.set('etag', false);
   app.set('trust proxy', 'loopback, linklocal, uniquelocal');
   app.set('query parser', 'simple');
-  const json = express.json({ limit: BODY_LIMIT_BYTES, strict: false });
+  const json = checkedBody(express.json({ limit: BODY_LIMIT_BYTES, strict: false }));
   app.use(requestContext);
+  app.use(refuseBadUrl);
   app.use(docsRouter());
   // the public API first: it carries the load, and every router passed on the way costs each request
-  app.use('/api/v1', json, v1Router(db, auth));
+  app.use('/api/v1', v1Router(db, auth, json));
   app.use('/mcp', mcpRouter(db, auth, json));
   app.use(healthRouter(db));
-  app.use(DASHBOARD_PATH, requireAdmin({ challenge: true }), dashboardRouter());
+  app.use(DASHBOARD_PATH, refuseFraming, refuseCrossSiteWrites, requireAdmin({ challenge: true }), dashboardRouter());
   app.use(json);
   app.use('/admin/api', requireAdmin(), requireJsonBody, adminRouter(db));
   app.get('/metrics', requireAdmin(), metricsHandler(db));

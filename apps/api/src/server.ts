@@ -6,6 +6,7 @@ import { closeRedis } from '../../core/src/redis';
 import { tuneRuntime } from '../../core/src/runtime';
 import { preflight } from '../../core/src/startup';
 import { createApp } from './app';
+import { answerClientErrors } from './middleware/text';
 
 async function main(): Promise<void> {
   tuneRuntime();
@@ -19,6 +20,11 @@ async function main(): Promise<void> {
       process.stdout.write(`admin token (kept in ${localSecretsFile()}): ${cfg.adminToken}\n`);
     }
   });
+
+  answerClientErrors(server);
+  // a client that trickles its headers or body is cut off: 10 s for the headers, 30 s for the whole request
+  server.headersTimeout = 10_000;
+  server.requestTimeout = 30_000;
 
   let stopping = false;
   const shutdown = async (signal: string) => {

@@ -1,8 +1,8 @@
-import { email, Joi } from './validate';
+import { dbId, email, Joi } from './validate';
 import { CAMPAIGN_STATUSES, GOALS } from './services/campaigns';
 
 /** Inputs of the admin API (DESIGN section 3), shared by the HTTP routes and the CLI. */
-const id = () => Joi.number().integer().positive();
+const id = dbId;
 const name = () => Joi.string().trim().min(1).max(200);
 
 export const accountInput = Joi.object({ name: name().required() });
@@ -86,3 +86,6 @@ export const messagesQuery = Joi.object({
 });
 
 export const idParam = id().required().label('id');
+
+/** The reads of one account's rows: `?account=<id>`. */
+export const accountQuery = Joi.object({ account: id().required() });

@@ -50,11 +50,24 @@ export function readMigrations(dir = MIGRATIONS_DIR): Migration[] {
     });
 }
 
-/** Creates the database named in the URL when it does not exist (connecting to the server's `postgres` database). */
+/**
+ * Creates the database named in the URL when it does not exist. The target is tried first (a role may be allowed
+ * there only); the server's `postgres` database is used only when the target is missing, to create it.
+ */
 export async function ensureDatabase(databaseUrl: string): Promise<boolean> {
   const url = new URL(databaseUrl);
   const name = decodeURIComponent(url.pathname.replace(/^\//, ''));
   if (!name) throw new Error('DATABASE_URL names no database');
+  const target = new Client({ connectionString: databaseUrl });
+  try {
+    await target.connect();
+    await target.end();
+    return false;
+  } catch (err) {
+    await target.end().catch(() => undefined);
+    // 3D000 invalid_catalog_name: the database does not exist yet; anything else is the caller's to see
+    if ((err as { code?: string }).code !== '3D000') throw err;
+  }
   url.pathname = '/postgres';
   const admin = new Client({ connectionString: url.toString() });
   await admin.connect();

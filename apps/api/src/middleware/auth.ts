@@ -4,7 +4,7 @@ import type { ApiKey } from '../../../../generated/prisma/client';
 import { sha256 } from '../../../core/src/crypto';
 import type { Db } from '../../../core/src/db';
 import { requireProspects } from '../../../core/src/api/operations';
-import { Unauthorized } from '../../../core/src/errors';
+import { LimitReached, Unauthorized } from '../../../core/src/errors';
 import { logger } from '../../../core/src/logger';
 import { createRedis } from '../../../core/src/redis';
 import { findActiveKey, revocationChannel } from '../../../core/src/services/keys';
@@ -21,6 +21,12 @@ declare global {
 
 const CACHE_TTL_MS = 60_000;
 const CACHE_MAX = 10_000;
+/** An unknown well-formed key is answered from memory this long: a client repeating it costs no lookup. */
+const UNKNOWN_TTL_MS = 10_000;
+/** Failed authentications one client address may make per window; past it, failures answer 429 (a valid key still passes). */
+export const FAILURES_PER_WINDOW = 20;
+const FAILURE_WINDOW_MS = 60_000;
+const CLIENTS_MAX = 10_000;
 /** last_used_at is written at most this often per key and process, not on every request. */
 const LAST_USED_EVERY_MS = 60_000;
 
@@ -31,6 +37,8 @@ const LAST_USED_EVERY_MS = 60_000;
  */
 export class KeyAuthenticator {
   private readonly cache = new Map<string, { key: ApiKey; until: number }>();
+  private readonly unknown = new Map<string, number>();
+  private readonly failures = new Map<string, { count: number; since: number }>();
   private subscriber?: Redis;
 
   constructor(private readonly db: Db) {}
@@ -64,8 +72,12 @@ export class KeyAuthenticator {
     if (cached && cached.until > now) {
       key = cached.key;
     } else {
+      if ((this.unknown.get(fingerprint) ?? 0) > now) return null;
       key = await findActiveKey(this.db, token);
-      if (!key) return null;
+      if (!key) {
+        remember(this.unknown, fingerprint, now + UNKNOWN_TTL_MS);
+        return null;
+      }
       if (this.listening) {
         if (this.cache.size >= CACHE_MAX) this.cache.delete(this.cache.keys().next().value as string);
         this.cache.set(fingerprint, { key, until: now + CACHE_TTL_MS });
@@ -75,6 +87,20 @@ export class KeyAuthenticator {
     return key;
   }
 
+  /**
+   * Counts a failed authentication of one client address; past FAILURES_PER_WINDOW in the window, answers the seconds
+   * until the window ends. Only failures count, so a client holding a valid key is never refused by it.
+   */
+  recordFailure(client: string, now = Date.now()): number {
+    let entry = this.failures.get(client);
+    if (!entry || now - entry.since >= FAILURE_WINDOW_MS) {
+      entry = { count: 0, since: now };
+      remember(this.failures, client, entry);
+    }
+    entry.count++;
+    return entry.count > FAILURES_PER_WINDOW ? (entry.since + FAILURE_WINDOW_MS - now) / 1000 : 0;
+  }
+
   private touch(key: ApiKey, now: number): void {
     if (key.lastUsedAt && now - key.lastUsedAt.getTime() < LAST_USED_EVERY_MS) return;
     key.lastUsedAt = new Date(now);
@@ -82,6 +108,13 @@ export class KeyAuthenticator {
       .update({ where: { id: key.id }, data: { lastUsedAt: key.lastUsedAt } })
       .catch((err: Error) => logger.warn({ err: err.message, key: key.id }, 'could not record last use of a key'));
   }
+}
+
+/** A bounded map: past CLIENTS_MAX entries the oldest goes. */
+function remember<V>(map: Map<string, V>, key: string, value: V): void {
+  map.delete(key);
+  if (map.size >= CLIENTS_MAX) map.delete(map.keys().next().value as string);
+  map.set(key, value);
 }
 
 /** RFC 6750: a 401 names the scheme it wants. */
@@ -95,7 +128,11 @@ export function requireKey(auth: KeyAuthenticator): RequestHandler {
     const match = /^Bearer\s+(\S+)\s*$/i.exec(header);
     if (!match) throw new Unauthorized('the Authorization header must be "Bearer <API key>"', CHALLENGE);
     const key = await auth.authenticate(match[1]!);
-    if (!key) throw new Unauthorized('the API key is unknown or revoked', CHALLENGE);
+    if (!key) {
+      const retryAfter = auth.recordFailure(req.ip ?? '');
+      if (retryAfter) throw new LimitReached('too many failed authentications from this address; try again later', retryAfter);
+      throw new Unauthorized('the API key is unknown or revoked', CHALLENGE);
+    }
     res.locals.key = key;
     next();
   };

@@ -46,6 +46,10 @@ export const errorHandler: ErrorRequestHandler = (err, req, res, _next) => {
   } else if (parserError.type === 'request.aborted') {
     status = 400;
     message = 'the request was aborted';
+  } else if (typeof parserError.status === 'number' && parserError.status >= 400 && parserError.status < 500) {
+    // the body parser's and the router's own refusals (a body that does not inflate, a path with a bad %-escape)
+    status = parserError.status;
+    message = status === 400 ? 'the request could not be read (check its encoding and escapes)' : `the request was refused (${status})`;
   }
   if (status >= 500) {
     logger.error({ err, requestId, method: req.method, path: req.path }, 'request failed');

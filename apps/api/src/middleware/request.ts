@@ -25,7 +25,7 @@ function watchRoute(req: Request): () => string {
 
 /**
  * A request id (the caller's X-Request-Id when sane), echoed back and put on the log line; then one structured line
- * per request: method, path, status, duration. Never headers or bodies.
+ * per request: method, address (tokens redacted), status, duration. Never headers or bodies.
  */
 export const requestContext: RequestHandler = (req, res, next) => {
   const started = process.hrtime.bigint();
@@ -38,10 +38,19 @@ export const requestContext: RequestHandler = (req, res, next) => {
     const ms = Number(process.hrtime.bigint() - started) / 1e6;
     const level = res.statusCode >= 500 ? 'error' : req.path === '/healthz' ? 'debug' : 'info';
     metrics.httpSeconds.observe({ method: req.method, route: routeLabel(), status: res.statusCode }, ms / 1000);
-    logger[level]({ requestId: id, method: req.method, path: req.path, status: res.statusCode, ms: Math.round(ms * 10) / 10 }, 'request');
+    logger[level]({ requestId: id, method: req.method, url: redactedUrl(req.originalUrl), status: res.statusCode, ms: Math.round(ms * 10) / 10 }, 'request');
   });
   next();
 };
+
+/** Page paths that carry a secret (a confirmation or unsubscribe token), and token query values. */
+const TOKEN_IN_PATH = /^(\/(?:confirm|u)\/)[^/?#]+/;
+const TOKEN_IN_QUERY = /([?&](?:token|key)=)[^&#]*/gi;
+
+/** The request's address as logged: the whole of it (mount path and query), with tokens replaced. */
+export function redactedUrl(url: string): string {
+  return url.replace(TOKEN_IN_PATH, '$1[redacted]').replace(TOKEN_IN_QUERY, '$1[redacted]');
+}
 
 /** A body on a JSON endpoint must be declared as JSON; otherwise it would silently read as empty. */
 export const requireJsonBody: RequestHandler = (req, _res, next) => {

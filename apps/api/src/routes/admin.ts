@@ -13,10 +13,12 @@ import { methodNotAllowed } from '../middleware/errors';
 import { webhooksRouter } from './webhooks';
 import { deliveryStatusRouter } from './delivery-status';
 import { inboundRouter } from './inbound';
+import { controlRouter } from './control';
 
 /** The control plane of DESIGN section 3: what the dashboard and `npm run admin` use. */
 export function adminRouter(db: Db): Router {
   const router = Router();
+  router.use(controlRouter(db));
 
   router
     .route('/accounts')

@@ -1,9 +1,11 @@
-import express, { Router, type ErrorRequestHandler, type Response } from 'express';
+import express, { Router, type ErrorRequestHandler, type RequestHandler, type Response } from 'express';
 import type { Db } from '../../../core/src/db';
 import { AppError, LimitReached } from '../../../core/src/errors';
+import { reserveFormPost } from '../../../core/src/subscribers/limit';
 import { logger } from '../../../core/src/logger';
 import { addSubscriber, confirmByLink, findListByKey, formInput, inspectLink } from '../../../core/src/subscribers';
 import * as html from '../../../core/src/subscribers/html';
+import { checkedBody } from '../middleware/text';
 
 /**
  * The public HTML pages under PUBLIC_URL: the confirmation link (GET asks, POST confirms) and the list's hosted form.
@@ -11,7 +13,7 @@ import * as html from '../../../core/src/subscribers/html';
  */
 export function pagesRouter(db: Db): Router {
   const router = Router();
-  const form = express.urlencoded({ extended: false, limit: '16kb', parameterLimit: 20 });
+  const form = checkedBody(express.urlencoded({ extended: false, limit: '16kb', parameterLimit: 20 }));
 
   router.get('/confirm/:token', async (req, res) => {
     const { state, listName } = await inspectLink(db, req.params.token);
@@ -32,12 +34,13 @@ export function pagesRouter(db: Db): Router {
     send(res, 200, html.subscribeFormPage(list.name));
   });
 
-  router.post('/f/:key', form, async (req, res) => {
+  router.post('/f/:key', formClientLimit, form, async (req, res) => {
     const list = await findListByKey(db, req.params.key);
     if (!list) return send(res, 404, html.notFoundPage());
     const body = (req.body ?? {}) as Record<string, unknown>;
     // a bot filled the hidden field: the same answer as a person gets, and nothing stored or sent
-    if (typeof body[html.HONEYPOT_FIELD] === 'string' && body[html.HONEYPOT_FIELD] !== '') {
+    // (sent twice, `website=&website=x`, the field reads as a list: any filled value counts)
+    if ([body[html.HONEYPOT_FIELD]].flat().some((v) => typeof v === 'string' && v !== '')) {
       return send(res, 200, html.checkInboxPage(list.name));
     }
     const { error, value } = formInput.validate(body, { abortEarly: true, errors: { wrap: { label: false } } });
@@ -52,6 +55,13 @@ export function pagesRouter(db: Db): Router {
   router.use(pageErrors);
   return router;
 }
+
+/** One client may post the form only so often (before its body is read): the form cannot be driven as a relay. */
+const formClientLimit: RequestHandler<{ key: string }> = async (req, _res, next) => {
+  const reservation = await reserveFormPost(req.ip ?? '');
+  if (!reservation.taken) throw new LimitReached('too many form posts from this address', reservation.retryAfterMs / 1000);
+  next();
+};
 
 function linkProblem(state: 'used' | 'expired' | 'unknown'): [number, string] {
   if (state === 'used') return [410, html.usedLinkPage()];

@@ -1,4 +1,4 @@
-import { Router } from 'express';
+import { Router, type RequestHandler } from 'express';
 import type { Db } from '../../../core/src/db';
 import { requireKey, requireProspectsPermission, type KeyAuthenticator } from '../middleware/auth';
 import { requireJsonBody } from '../middleware/request';
@@ -13,9 +13,10 @@ import { subscribersRoutes } from './subscribers';
  * service -> answer), registered on this one router: a nested router per resource cost every request a level of
  * Express's routing.
  */
-export function v1Router(db: Db, auth: KeyAuthenticator): Router {
+export function v1Router(db: Db, auth: KeyAuthenticator, json: RequestHandler): Router {
   const router = Router();
-  router.use(requireKey(auth), requireJsonBody);
+  // the key (a header) is checked before a byte of the body is read: an unauthenticated client holds no memory
+  router.use(requireKey(auth), json, requireJsonBody);
   sendRoutes(router, db);
   listsRoutes(router, db);
   subscribersRoutes(router, db);

@@ -1,8 +1,8 @@
-import { Joi } from '../validate';
+import { dbId, Joi } from '../validate';
 import { LOST_REASONS, OUTCOME_STATES } from './outcomes';
 
 /** Inputs of the public prospect requests (spec 2.5, 4.6-4.8). Contact problems of one item answer `invalid`, not 400. */
-const campaignId = () => Joi.number().integer().positive().required();
+const campaignId = () => dbId().required();
 export const MAX_PROSPECTS_PER_REQUEST = 100;
 
 const contactText = () => Joi.string().allow('', null).max(2000);

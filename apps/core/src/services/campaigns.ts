@@ -108,6 +108,8 @@ export interface CampaignChanges {
 
 /** Applies the changes; the caller runs it in a transaction with whatever a status change must also do. */
 export async function updateCampaign(db: Tx, id: number, changes: CampaignChanges): Promise<{ before: Campaign; after: CampaignDetail }> {
+  // one change of a campaign at a time: two replacing its steps at once would collide on (campaign, position)
+  await db.$queryRaw`SELECT id FROM campaigns WHERE id = ${id} FOR UPDATE`;
   const before = await db.campaign.findUnique({ where: { id } });
   if (!before) throw new NotFound(`no campaign with id ${id}`);
   if (changes.mailbox !== undefined) await requireMailbox(db, before.accountId, changes.mailbox);
@@ -164,4 +166,11 @@ export async function listCampaigns(db: Tx, account: number): Promise<CampaignVi
   });
   const byCampaign = new Map(counts.map((c) => [c.campaignId, c._count._all]));
   return campaigns.map((c) => campaignView(c, byCampaign.get(c.id) ?? 0));
+}
+
+/** One campaign with its steps and prospect count (the admin's read). */
+export async function getCampaign(db: Tx, id: number): Promise<CampaignDetail> {
+  const campaign = await db.campaign.findUnique({ where: { id }, include: { steps: true } });
+  if (!campaign) throw new NotFound(`no campaign with id ${id}`);
+  return detail(campaign, await db.prospect.count({ where: { campaignId: id } }));
 }

@@ -1,6 +1,7 @@
 import type { List } from '../../../../generated/prisma/client';
 import { randomBase62 } from '../crypto';
 import type { Tx } from '../db';
+import { NotFound } from '../errors';
 import { requireAccount } from './accounts';
 import { requireMailbox } from './mailboxes';
 
@@ -41,4 +42,11 @@ export async function createList(db: Tx, input: NewList): Promise<ListView & { i
 export async function listLists(db: Tx, account: number): Promise<ListView[]> {
   const lists = await db.list.findMany({ where: { accountId: account }, orderBy: { id: 'asc' } });
   return lists.map(listView);
+}
+
+/** One list as the operator sees it: the public view plus its ids. */
+export async function getList(db: Tx, id: number): Promise<ListView & { id: number; account: number; mailbox: number }> {
+  const list = await db.list.findUnique({ where: { id } });
+  if (!list) throw new NotFound(`no list with id ${id}`);
+  return { id: list.id, account: list.accountId, mailbox: list.mailboxId, ...listView(list) };
 }

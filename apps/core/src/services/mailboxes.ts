@@ -28,12 +28,13 @@ function parseServerUrl(raw: string, scheme: 'smtp' | 'imap', ports: { plain: nu
   if (!url.hostname) throw new BadRequest(`${scheme} must name a host`);
   const secure = url.protocol === `${scheme}s:`;
   const port = url.port ? Number(url.port) : secure ? ports.tls : ports.plain;
+  if (port < 1) throw new BadRequest(`${scheme} must name a port from 1 to 65535`);
   return {
     host: url.hostname.replace(/^\[|\]$/g, ''),
     port,
     secure,
-    user: decodeURIComponent(url.username),
-    password: decodeURIComponent(url.password),
+    user: decodeUserinfo(url.username, 'user name', scheme),
+    password: decodeUserinfo(url.password, 'password', scheme),
   };
 }
 
@@ -60,6 +61,14 @@ function imapColumns(raw: string | null) {
     inboundState: 'starting',
     inboundError: null,
   };
+}
+
+function decodeUserinfo(text: string, what: string, scheme: string): string {
+  try {
+    return decodeURIComponent(text);
+  } catch {
+    throw new BadRequest(`${scheme}: the ${what} has a bad %-escape (write % as %25)`);
+  }
 }
 
 export interface MailboxView {

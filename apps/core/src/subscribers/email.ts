@@ -6,9 +6,16 @@ export interface ConfirmationEmail {
   html: string;
 }
 
-/** The double opt-in email: the list's name, the link and what happens when it is ignored. */
+/** A name fit for the greeting: short, one line, letters only (no links, no addresses, no punctuation to build them). */
+const PLAIN_NAME = /^[\p{L}\p{M}' -]{1,40}$/u;
+
+/**
+ * The double opt-in email: the list's name, the link and what happens when it is ignored. The name (typed by whoever
+ * typed the address) greets only when it is a plain short name: the form cannot carry a message to any address.
+ */
 export function renderConfirmationEmail(input: { listName: string; name: string; link: string }): ConfirmationEmail {
-  const greeting = input.name ? `Hello ${input.name},` : 'Hello,';
+  const name = input.name.trim();
+  const greeting = PLAIN_NAME.test(name) ? `Hello ${name},` : 'Hello,';
   const subject = `Confirm your subscription to ${input.listName}`.replace(/[\r\n]+/g, ' ').slice(0, 300);
   const text = [
     greeting,

@@ -40,11 +40,23 @@ export type Reservation = { taken: true; release(): Promise<void> } | { taken: f
 
 /** Takes one slot of the list's hourly window for a person who may be new. */
 export async function reserveNewSubscriber(listKey: string, channel: Channel, limit = NEW_SUBSCRIBERS_PER_HOUR): Promise<Reservation> {
-  const key = windowKey(listKey, channel);
+  return reserve(windowKey(listKey, channel), WINDOW_MS, limit);
+}
+
+/** Posts of the hosted form one client address may make in FORM_CLIENT_WINDOW_MS, whatever the list. */
+export const FORM_POSTS_PER_CLIENT = 20;
+export const FORM_CLIENT_WINDOW_MS = 600_000;
+
+/** Takes one slot of the client's window of form posts (kept: a post is a post, whatever came of it). */
+export function reserveFormPost(client: string): Promise<Reservation> {
+  return reserve(rkey('subscribers', 'form-client', client), FORM_CLIENT_WINDOW_MS, FORM_POSTS_PER_CLIENT);
+}
+
+async function reserve(key: string, windowMs: number, limit: number): Promise<Reservation> {
   const member = crypto.randomUUID();
   let answer: [number, number];
   try {
-    answer = (await redis().eval(RESERVE, 1, key, WINDOW_MS, limit, member)) as [number, number];
+    answer = (await redis().eval(RESERVE, 1, key, windowMs, limit, member)) as [number, number];
   } catch (err) {
     logger.error({ err: (err as Error).message }, 'the subscriber rate limit could not reach Redis');
     throw new ServiceUnavailable('the service cannot check its limits right now; try again shortly');

@@ -245,7 +245,7 @@ function merged(current: Subscriber, input: NewSubscriber): Prisma.SubscriberUpd
   if (input.fields && Object.keys(input.fields).length) {
     const old = (current.fields ?? {}) as Record<string, FieldValue>;
     const room = FIELDS_MAX - Object.keys(input.fields).length;
-    const kept = Object.entries(old).filter(([k]) => !(k in input.fields!)).slice(0, Math.max(0, room));
+    const kept = Object.entries(old).filter(([k]) => !Object.hasOwn(input.fields!, k)).slice(0, Math.max(0, room));
     data.fields = { ...Object.fromEntries(kept), ...input.fields };
   }
   return data;

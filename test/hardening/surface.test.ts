@@ -1,0 +1,175 @@
+import http from 'node:http';
+import net from 'node:net';
+import request from 'supertest';
+import { DASHBOARD_PATH } from '../../apps/api/src/dashboard';
+import { db } from '../../apps/core/src/db';
+import { ADMIN_TOKEN, useApi } from '../helpers/api';
+import { address, listFixture } from '../lists/support';
+
+const ctx = useApi();
+
+describe('authentication before the body', () => {
+  it('an unknown key is refused as soon as the headers arrive, without waiting for the 1 MB body', async () => {
+    const server = http.createServer(ctx.api.app);
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const port = (server.address() as net.AddressInfo).port;
+    const socket = net.connect(port, '127.0.0.1');
+    try {
+      const answer = await new Promise<string>((resolve, reject) => {
+        let text = '';
+        const timer = setTimeout(() => reject(new Error(`no answer before the body was sent: ${text}`)), 8000);
+        socket.on('data', (chunk) => {
+          text += chunk.toString();
+          if (text.includes('\r\n\r\n') && text.includes('"ok"')) {
+            clearTimeout(timer);
+            resolve(text);
+          }
+        });
+        socket.on('error', reject);
+        socket.write(
+          `POST /api/v1/send HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer msk_${'z'.repeat(32)}\r\nContent-Type: application/json\r\nContent-Length: 1000000\r\n\r\n{"to":`,
+        );
+      });
+      expect(answer).toMatch(/^HTTP\/1\.1 401 /);
+    } finally {
+      socket.destroy();
+      await new Promise((resolve) => server.close(resolve));
+    }
+  });
+});
+
+describe('the hosted form', () => {
+  it('takes the honeypot filled even when the field is sent twice (website=&website=x)', async () => {
+    const f = await listFixture(ctx.api);
+    const email = address('bot');
+    const res = await request(ctx.api.app).post(`/f/${f.list.key}`).type('form').send(`email=${encodeURIComponent(email)}&website=&website=x`);
+    expect(res.status).toBe(200);
+    expect(await f.subscriber(email)).toBeNull();
+    expect(await db().message.count({ where: { to: email } })).toBe(0);
+  });
+
+  it('pages may not be framed', async () => {
+    const f = await listFixture(ctx.api);
+    const res = await request(ctx.api.app).get(`/f/${f.list.key}`);
+    expect(res.headers['x-frame-options']).toBe('DENY');
+    expect(res.headers['content-security-policy']).toContain("frame-ancestors 'none'");
+  });
+});
+
+describe('the queue dashboard', () => {
+  const basic = `Basic ${Buffer.from(`admin:${ADMIN_TOKEN}`).toString('base64')}`;
+
+  it('may not be framed', async () => {
+    const res = await request(ctx.api.app).get(`${DASHBOARD_PATH}/`).set('Authorization', basic);
+    expect(res.headers['x-frame-options']).toBe('DENY');
+    expect(res.headers['content-security-policy']).toContain("frame-ancestors 'none'");
+  });
+
+  it('refuses a cross-site write made with remembered credentials', async () => {
+    const fromOrigin = await request(ctx.api.app)
+      .put(`${DASHBOARD_PATH}/api/queues/send/pause`)
+      .set('Authorization', basic)
+      .set('Origin', 'https://evil.example');
+    expect(fromOrigin.status).toBe(403);
+    expect(fromOrigin.body).toEqual({ ok: false, error: 'cross-site writes are refused' });
+    const fetchSite = await request(ctx.api.app)
+      .post(`${DASHBOARD_PATH}/api/queues/send/retry/failed`)
+      .set('Authorization', basic)
+      .set('Sec-Fetch-Site', 'cross-site');
+    expect(fetchSite.status).toBe(403);
+  });
+});
+
+describe('field merge', () => {
+  it('keeps fields named like built-in properties (toString, constructor) on a repeated add', async () => {
+    const f = await listFixture(ctx.api);
+    const email = address();
+    await f.subscribe({ email, confirmed: true, fields: { constructor: 'x', toString: 'y' } });
+    await f.subscribe({ email, fields: { plan: 'pro' } });
+    expect((await f.subscriber(email))?.fields).toEqual({ constructor: 'x', toString: 'y', plan: 'pro' });
+  });
+});
+
+describe('the access log', () => {
+  it('records the whole address with the confirmation token redacted', async () => {
+    const { logger } = await import('../../apps/core/src/logger');
+    const spy = jest.spyOn(logger, 'info');
+    try {
+      const token = 'ct_' + 'q'.repeat(40);
+      await request(ctx.api.app).get(`/confirm/${token}?utm=x`);
+      await request(ctx.api.app).get('/admin/api/messages?limit=1').set('Authorization', `Bearer ${ADMIN_TOKEN}`);
+      const lines = spy.mock.calls.map((call) => JSON.stringify(call[0])).filter((line) => line.includes('requestId'));
+      expect(lines.some((line) => line.includes('"url":"/confirm/[redacted]?utm=x"'))).toBe(true);
+      expect(lines.some((line) => line.includes('"url":"/admin/api/messages?limit=1"'))).toBe(true);
+      expect(lines.join('\n')).not.toContain(token);
+    } finally {
+      spy.mockRestore();
+    }
+  });
+});
+
+describe('failed authentication', () => {
+  it('an unknown key repeated costs one lookup, not one per request', async () => {
+    const { KeyAuthenticator } = await import('../../apps/api/src/middleware/auth');
+    let lookups = 0;
+    const counting = {
+      apiKey: {
+        findUnique: (args: Parameters<ReturnType<typeof db>['apiKey']['findUnique']>[0]) => {
+          lookups++;
+          return db().apiKey.findUnique(args);
+        },
+      },
+    } as unknown as ReturnType<typeof db>;
+    const auth = new KeyAuthenticator(counting);
+    const token = `msk_${'n'.repeat(32)}`;
+    for (let i = 0; i < 5; i++) expect(await auth.authenticate(token)).toBeNull();
+    expect(lookups).toBe(1);
+  });
+
+  it('past the failure limit one address gets 429, and a valid key from it still passes', async () => {
+    const { FAILURES_PER_WINDOW } = await import('../../apps/api/src/middleware/auth');
+    const { makeTenant } = await import('../helpers/factories');
+    const tenant = await makeTenant();
+    const statuses: number[] = [];
+    for (let i = 0; i <= FAILURES_PER_WINDOW + 2; i++) {
+      const res = await request(ctx.api.app).get('/api/v1/lists').set('Authorization', `Bearer msk_${String(i).padStart(32, 'f')}`);
+      statuses.push(res.status);
+      if (res.status === 429) {
+        expect(Number(res.headers['retry-after'])).toBeGreaterThan(0);
+        expect(res.body).toEqual({ ok: false, error: expect.stringContaining('failed authentications') });
+      }
+    }
+    // (earlier tests of this file may have spent a failure or two of the window)
+    const first = statuses.indexOf(429);
+    expect(first).toBeGreaterThan(FAILURES_PER_WINDOW - 5);
+    expect(statuses.slice(0, first).every((s) => s === 401)).toBe(true);
+    expect(statuses.slice(first).every((s) => s === 429)).toBe(true);
+    const valid = await request(ctx.api.app).get('/api/v1/lists').set('Authorization', `Bearer ${tenant.token}`);
+    expect(valid.status).toBe(200);
+  });
+});
+
+describe('the hosted form is no relay', () => {
+  it('puts no typed text but a plain short name in the confirmation email', async () => {
+    const f = await listFixture(ctx.api);
+    const email = address('relay');
+    const name = 'Win big\nhttps://spam.example/prize';
+    const res = await request(ctx.api.app).post(`/f/${f.list.key}`).type('form').send({ email, name });
+    expect(res.status).toBe(200);
+    const message = await db().message.findFirstOrThrow({ where: { to: email } });
+    expect(`${message.subject} ${message.text} ${message.html}`).not.toMatch(/spam\.example|Win big/);
+  });
+
+  it('limits the posts of one client address: past the limit a 429 page, and nothing stored or sent', async () => {
+    const { FORM_POSTS_PER_CLIENT } = await import('../../apps/core/src/subscribers/limit');
+    const f = await listFixture(ctx.api);
+    const statuses: number[] = [];
+    for (let i = 0; i < FORM_POSTS_PER_CLIENT + 2; i++) {
+      statuses.push((await request(ctx.api.app).post(`/f/${f.list.key}`).type('form').send({ email: address(`c${i}`) })).status);
+    }
+    const first = statuses.indexOf(429);
+    expect(first).toBeGreaterThan(0);
+    expect(statuses.slice(first).every((s) => s === 429)).toBe(true);
+    expect(await db().subscriber.count({ where: { listId: f.list.id } })).toBe(first);
+  });
+});
