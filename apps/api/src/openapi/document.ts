@@ -22,8 +22,11 @@ interface Operation {
 }
 
 const R = answers.refusal;
-/** Every operation may answer these: no or a bad key, and a fault (with a request id in the message). */
-const ALWAYS = { 401: R, 500: R };
+/**
+ * Every operation may answer these: a malformed address (a bad %-escape, a NUL), no or a bad key, too many failed
+ * keys from one client (docs/hardening.md), and a fault (with a request id in the message).
+ */
+const ALWAYS = { 400: R, 401: R, 429: R, 500: R };
 /** And every operation that takes a JSON body: malformed JSON, over 1 MB, not UTF-8. */
 const WITH_BODY = { 400: R, 413: R, 415: R };
 
