@@ -19,6 +19,7 @@ export interface DueStep {
 }
 
 const BATCH = 500;
+const BATCHES_PER_TICK = 4;
 
 /**
  * The due steps that can go out now, claimed in one statement whose cost follows that work, not the backlog:
@@ -128,11 +129,14 @@ export async function queueSteps(steps: DueStep[]): Promise<void> {
  */
 export async function scheduleDueSteps(db: Db, options: { campaignId?: number } = {}): Promise<number> {
   let total = 0;
-  for (;;) {
+  // a tick queues at most BATCHES_PER_TICK batches (more than a worker writes in the 5 s until the next): a big
+  // backlog is fed to the workers as they go, and a stopping worker never waits for a long tick
+  for (let batch = 0; batch < BATCHES_PER_TICK; batch++) {
     const due = await claimDueSteps(db, { ...options, limit: BATCH }, queueSteps);
     total += due.length;
-    if (due.length < BATCH) return total;
+    if (due.length < BATCH) break;
   }
+  return total;
 }
 
 /** After a request scheduled steps: queue their jobs now (delayed to their next_at); the periodic task is the safety net. */
