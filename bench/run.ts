@@ -29,7 +29,7 @@ const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
 const STAMP = Date.now().toString(36);
 const ADMIN_TOKEN = `bench-admin-${STAMP}-0123456789`;
 const SECRET_KEY = 'ab'.repeat(32);
-/** the broadcast phase's list size; BENCH_ONLY=broadcast (or scheduler) runs that phase alone */
+/** the broadcast phase's list size; BENCH_ONLY=main, broadcast or scheduler runs those phases alone */
 const BROADCAST_SUBSCRIBERS = Number(process.env.BENCH_BROADCAST ?? 100_000);
 const ONLY = process.env.BENCH_ONLY ?? '';
 /** BENCH_PORT_BASE moves the four loopback ports (two benches on one machine must not share a sink) */
@@ -160,7 +160,7 @@ async function main(): Promise<void> {
   await up(PORTS.sinkHttp, '/count');
 
   try {
-    if (!ONLY) await mainPhases(results, serviceEnv);
+    if (!ONLY || ONLY === 'main') await mainPhases(results, serviceEnv);
     if (!ONLY || ONLY === 'broadcast') results.broadcast = await broadcastPhase(serviceEnv('broadcast'));
     if (!ONLY || ONLY === 'scheduler') results.scheduler = await schedulerBench(serviceEnv('scheduler'));
   } finally {
