@@ -4,7 +4,7 @@ import path from 'node:path';
 import { waitFor } from './wait';
 
 export const ROOT = path.resolve(__dirname, '../..');
-const TSX = require.resolve('tsx/cli');
+
 
 export interface Proc {
   child: ChildProcess;
@@ -15,7 +15,9 @@ export interface Proc {
 
 /** Runs a TypeScript entry of the project as a real process (as `npm start` does), capturing its output. */
 export function runTs(entry: string, args: string[] = [], env: NodeJS.ProcessEnv = {}): Proc {
-  const child = spawn(process.execPath, [TSX, path.join(ROOT, entry), ...args], {
+  // tsx as a loader in the one process (not its CLI, which runs the file in a child and relays signals to it): a signal
+  // reaches the program itself, as it does in production
+  const child = spawn(process.execPath, ['--import', 'tsx', path.join(ROOT, entry), ...args], {
     cwd: ROOT,
     env: { ...process.env, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],

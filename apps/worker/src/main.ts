@@ -10,18 +10,17 @@ import { closeRedis } from '../../core/src/redis';
 import { tuneRuntime } from '../../core/src/runtime';
 import { preflight } from '../../core/src/startup';
 import { startDispatcher } from '../../core/src/webhooks/dispatch';
+import type { Worker } from 'bullmq';
+import type { Housekeeping } from '../../core/src/housekeeping';
 import { createWorkers, startMaintenance } from './workers';
 
 async function main(): Promise<void> {
   tuneRuntime();
-  await preflight('worker');
-  // the pre-send guards, built once here and passed down (a test runs this file as a process: test/sending/wiring.test.ts)
-  const workers = createWorkers({ guards: productionGuards() });
-  const housekeeping = startMaintenance(db());
-  // the event outbox's fan-out to webhook jobs
-  const dispatcher = startDispatcher(db());
-  // replies, out-of-office, bounces and complaints from each mailbox's IMAP INBOX
-  const inbound = startInboundReader(db());
+  // what is running, filled in as it starts: a SIGTERM at any moment stops what there is
+  let workers: Worker[] = [];
+  let housekeeping: Housekeeping | undefined;
+  let dispatcher: { stop(): Promise<void> } | undefined;
+  let inbound: { stop(): Promise<void> } | undefined;
   let metricsServer: Awaited<ReturnType<typeof serveWorkerMetrics>> | undefined;
 
   let stopping = false;
@@ -30,8 +29,8 @@ async function main(): Promise<void> {
     if (stopping) return;
     stopping = true;
     logger.info({ signal }, 'worker stopping');
-    await dispatcher.stop();
-    await Promise.all([...workers.map((w) => w.close()), housekeeping.stop(), inbound.stop()]);
+    await dispatcher?.stop();
+    await Promise.all([...workers.map((w) => w.close()), housekeeping?.stop(), inbound?.stop()]);
     metricsServer?.close();
     closeTransports();
     await closeQueues();
@@ -39,9 +38,18 @@ async function main(): Promise<void> {
     await closeDb();
     process.exit(0);
   };
-  // registered before anything else is awaited: jobs already run, and a SIGTERM now must let them finish too
+  // registered before anything is awaited, so no signal can find the process without them
   process.on('SIGTERM', () => void shutdown('SIGTERM'));
   process.on('SIGINT', () => void shutdown('SIGINT'));
+
+  await preflight('worker');
+  // the pre-send guards, built once here and passed down (a test runs this file as a process: test/sending/wiring.test.ts)
+  workers = createWorkers({ guards: productionGuards() });
+  housekeeping = startMaintenance(db());
+  // the event outbox's fan-out to webhook jobs
+  dispatcher = startDispatcher(db());
+  // replies, out-of-office, bounces and complaints from each mailbox's IMAP INBOX
+  inbound = startInboundReader(db());
   const metricsPort = config().workerMetricsPort;
   if (metricsPort !== null) metricsServer = await serveWorkerMetrics(metricsPort);
   logger.info({ queues: workers.map((w) => w.name), metricsPort }, 'worker started');
