@@ -102,6 +102,17 @@ describe('POST /api/v1/prospects (spec 4.6)', () => {
     expect(await db().prospect.count({ where: { campaignId: campaign.id } })).toBe(2);
   });
 
+  it('stores names and fields exactly, whatever characters they hold, and a later request sees them as stored', async () => {
+    const { campaign, client } = await tenantWithCampaign();
+    const awkward = { quote: 'say "hi", {x}', slash: 'a\\b', comma: 'a,b;c', unicode: 'Zoë 😀 ü', nested: 'NULL', empty: '' };
+    const added = await client.post('/api/v1/prospects').send({ campaign: campaign.id, prospects: [{ email: 'odd@x.org', name: 'O\'Neil, "Jr" {1}', fields: awkward }] });
+    expect(added.body.prospects[0].result).toBe('added');
+    const row = await db().prospect.findUniqueOrThrow({ where: { id: added.body.prospects[0].id } });
+    expect(row).toMatchObject({ name: 'O\'Neil, "Jr" {1}', fields: awkward, status: 'new', nextAt: null });
+    const same = await client.post('/api/v1/prospects').send({ campaign: campaign.id, prospects: [{ email: 'odd@x.org', name: 'O\'Neil, "Jr" {1}', fields: awkward }] });
+    expect(same.body.prospects[0]).toMatchObject({ result: 'same', id: row.id });
+  });
+
   it('matches a site-only prospect by its normalised host and completes it with an address later', async () => {
     const { campaign, client } = await tenantWithCampaign({ status: 'running', steps: [{ subject: 's', body: 'b', delay_hours: 1 }] });
     const first = await client.post('/api/v1/prospects').send({ campaign: campaign.id, prospects: [{ site: 'HTTPS://WWW.Blog.Example.org:8080/x?y' }] });

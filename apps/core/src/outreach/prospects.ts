@@ -132,7 +132,14 @@ class KnownProspects {
 
   static async load(tx: Tx, campaignId: number, emails: string[], sites: string[]): Promise<KnownProspects> {
     if (!emails.length && !sites.length) return new KnownProspects([]);
-    return new KnownProspects(await tx.prospect.findMany({ where: { campaignId, OR: [{ email: { in: emails } }, { site: { in: sites } }] } }));
+    const rows = await tx.$queryRawUnsafe<KnownRow[]>(
+      `SELECT id, campaign_id AS "campaignId", email, site, name, fields, status::text AS status, reason, next_at AS "nextAt", closed_at AS "closedAt"
+       FROM prospects WHERE campaign_id = $1 AND (email = ANY($2::text[]) OR site = ANY($3::text[]))`,
+      campaignId,
+      emails,
+      sites,
+    );
+    return new KnownProspects(rows);
   }
 
   /** By email, else by site: a site-only prospect first, then by email descending, then the oldest. */
@@ -183,9 +190,25 @@ class NewProspects {
     return this.rows.has(prospect.id);
   }
 
+  /** One INSERT of every row, its columns as arrays (Prisma's createMany cost about 0.4 ms a row to build: bench/README.md). */
   async write(tx: Tx): Promise<void> {
-    const data = [...this.rows.values()].map(({ fields, ...row }) => ({ ...row, fields: fields as object }));
-    if (data.length) await tx.prospect.createMany({ data });
+    const rows = [...this.rows.values()];
+    if (!rows.length) return;
+    const column = <K extends keyof KnownRow>(key: K) => rows.map((r) => r[key]);
+    await tx.$executeRawUnsafe(
+      `INSERT INTO prospects (id, campaign_id, email, site, name, fields, status, reason, next_at, closed_at)
+       SELECT * FROM unnest($1::int[], $2::int[], $3::text[], $4::text[], $5::text[], $6::jsonb[], $7::"ProspectStatus"[], $8::text[], $9::timestamptz[], $10::timestamptz[])`,
+      column('id'),
+      column('campaignId'),
+      column('email'),
+      column('site'),
+      column('name'),
+      rows.map((r) => JSON.stringify(r.fields)),
+      column('status'),
+      column('reason'),
+      column('nextAt'),
+      column('closedAt'),
+    );
   }
 }
 
