@@ -79,6 +79,8 @@ describe('GET /metrics', () => {
       expect((await as(ctx.api, tenant.token).post('/api/v1/send').send({ to, subject: 's', text: 't' })).status).toBe(202);
     }
     await as(ctx.api, tenant.token).get('/api/v1/send/00000000-0000-4000-8000-000000000000');
+    // a refusal thrown in a nested router's route (Express has reset req.baseUrl by the time it is answered)
+    expect((await as(ctx.api, ADMIN_TOKEN).patch('/admin/api/broadcasts/999999').send({ status: 'paused' })).status).toBe(404);
     const { samples, types } = await scrape();
     expect(types.get('mailservice_http_request_duration_seconds')).toBe('histogram');
     const count = (route: string, status: string) =>
@@ -88,6 +90,7 @@ describe('GET /metrics', () => {
     // the pattern, never the id
     expect(count('/api/v1/send/:id', '404')).toBe(1);
     expect(samples.some((s) => s.labels.route?.includes('00000000'))).toBe(false);
+    expect(value(samples, 'mailservice_http_request_duration_seconds_count', { method: 'PATCH', route: '/admin/api/broadcasts/:id', status: '404' })).toBe(1);
     expect(value(samples, 'mailservice_messages_live', { status: 'queued' })).toBe(2);
     for (const name of ['mailservice_deliveries_total', 'mailservice_smtp_seconds', 'mailservice_webhook_deliveries_total', 'mailservice_inbound_messages_total']) {
       expect(types.has(name)).toBe(true);

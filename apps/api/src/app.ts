@@ -10,7 +10,7 @@ import { requestContext, requireJsonBody } from './middleware/request';
 import { checkedBody, refuseBadUrl } from './middleware/text';
 import { refuseCrossSiteWrites, refuseFraming } from './middleware/framing';
 import { adminRouter } from './routes/admin';
-import { docsRouter } from './routes/docs';
+import { docsRouter, openApiHandler } from './routes/docs';
 import { metricsHandler } from './routes/metrics';
 import { healthRouter } from './routes/health';
 import { pagesRouter } from './routes/pages';
@@ -38,7 +38,8 @@ export function createApp(db: Db): ApiApp {
   const json = checkedBody(express.json({ limit: BODY_LIMIT_BYTES, strict: false }));
   app.use(requestContext);
   app.use(refuseBadUrl);
-  app.use(docsRouter());
+  app.get('/api/v1/openapi.json', openApiHandler());
+  app.use('/docs', docsRouter());
   // the public API first: it carries the load, and every router passed on the way costs each request
   app.use('/api/v1', v1Router(db, auth, json));
   app.use('/mcp', mcpRouter(db, auth, json));
