@@ -11,7 +11,9 @@ export type Tx = Omit<PrismaClient, '$connect' | '$disconnect' | '$on' | '$trans
 const pools = new WeakMap<Db, Pool>();
 
 export function createDb(url = config().databaseUrl, max = 10): Db {
-  const pool = new Pool({ connectionString: url, max });
+  // JIT off: our statements are short and planned for small row counts, but a claim over a large table can cross
+  // jit_above_cost and spend 50 ms compiling what then runs in 2 (the scheduler's claim: bench/README.md)
+  const pool = new Pool({ connectionString: url, max, options: '-c jit=off' });
   pool.on('error', () => undefined); // an idle connection dropped by the server; the pool replaces it
   const client = new PrismaClient({ adapter: new PrismaPg(pool) });
   pools.set(client, pool);

@@ -36,13 +36,15 @@ const BATCHES_PER_TICK = 4;
  */
 const QUEUED_FRESH = "interval '60 seconds'";
 const UNQUEUED = `(p.queued_at IS NULL OR p.queued_at < p.next_at OR p.queued_at < now() - ${QUEUED_FRESH})`;
-const CLAIM_DUE = `
+export const CLAIM_DUE = `
 WITH running AS (
   SELECT c.id, c.mailbox_id, (SELECT count(*)::int FROM campaign_steps s WHERE s.campaign_id = c.id) AS steps
   FROM campaigns c WHERE c.status = 'running' AND ($1::int IS NULL OR c.id = $1::int)
 ), queued AS (
+  -- read through the queued_at index: the rows marked in the last minute, not the due backlog
   SELECT r.mailbox_id, count(*)::int AS n FROM prospects p JOIN running r ON r.id = p.campaign_id
-  WHERE p.status IN ('ready', 'writing', 'later') AND p.next_at <= now() AND p.step < r.steps AND NOT ${UNQUEUED}
+  WHERE p.queued_at >= now() - ${QUEUED_FRESH} AND p.queued_at >= p.next_at
+    AND p.status IN ('ready', 'writing', 'later') AND p.next_at <= now() AND p.step < r.steps
   GROUP BY r.mailbox_id
 ), free AS (
   SELECT m.id, greatest(0, CASE
@@ -55,26 +57,32 @@ WITH running AS (
   FROM mailboxes m LEFT JOIN queued q ON q.mailbox_id = m.id WHERE m.id IN (SELECT mailbox_id FROM running)
 ), share AS (
   SELECT $2::int / greatest(1, count(*) FILTER (WHERE slots > 0))::int + 1 AS rows FROM free
-), candidates AS (
-  SELECT p.id, p.next_at, f.id AS mailbox_id, false AS closing
-  FROM free f CROSS JOIN share
+), open_steps AS (
+  -- each running campaign of a mailbox with free slots gives its oldest due rows through the (campaign_id, next_at)
+  -- index, at most what its mailbox may take: rows read follow the slots, not the backlog
+  SELECT x.id, x.next_at, r.mailbox_id, least(f.slots, share.rows) AS cap,
+         row_number() OVER (PARTITION BY r.mailbox_id ORDER BY x.next_at, x.id) AS rank
+  FROM running r JOIN free f ON f.id = r.mailbox_id AND f.slots > 0 CROSS JOIN share
   CROSS JOIN LATERAL (
-    SELECT p.id, p.next_at FROM prospects p JOIN running r ON r.id = p.campaign_id
-    WHERE r.mailbox_id = f.id AND p.status IN ('ready', 'writing', 'later') AND p.next_at <= now() AND p.step < r.steps AND ${UNQUEUED}
+    SELECT p.id, p.next_at FROM prospects p
+    WHERE p.campaign_id = r.id AND p.next_at <= now() AND p.status IN ('ready', 'writing', 'later') AND p.step < r.steps AND ${UNQUEUED}
     ORDER BY p.next_at LIMIT least(f.slots, share.rows)
-  ) p
-  WHERE f.slots > 0
+  ) x
+), candidates AS (
+  SELECT id, next_at, mailbox_id, false AS closing FROM open_steps WHERE rank <= cap
   UNION ALL
   SELECT p.id, p.next_at, r.mailbox_id, true
   FROM running r
   CROSS JOIN LATERAL (
+    -- through the (campaign_id, status, step) index: only the open rows past the last step are read
     SELECT p.id, p.next_at FROM prospects p
-    WHERE p.campaign_id = r.id AND p.status IN ('ready', 'writing', 'later') AND p.next_at <= now() AND p.step >= r.steps AND ${UNQUEUED}
+    WHERE p.campaign_id = r.id AND p.status = ANY('{ready,writing,later}'::"ProspectStatus"[]) AND p.step >= r.steps
+      AND p.next_at <= now() AND ${UNQUEUED}
     ORDER BY p.next_at LIMIT $2::int
   ) p
 ), taken AS (
-  SELECT p.id FROM prospects p JOIN candidates c ON c.id = p.id
-  ORDER BY p.next_at LIMIT $2::int
+  -- by primary key: a join here let the planner hash the whole table
+  SELECT p.id FROM prospects p WHERE p.id = ANY(ARRAY(SELECT id FROM candidates ORDER BY next_at LIMIT $2::int))
   FOR UPDATE OF p SKIP LOCKED
 )
 UPDATE prospects p SET queued_at = now() FROM taken t WHERE p.id = t.id
