@@ -45,3 +45,18 @@ it('re-queues the whole backlog Redis lost in one run, and rows marked queued ha
   // the next run finds every job there
   expect(await reconcileDeliveries(db(), new Date(Date.now() + STALE_AFTER_MS + 1_000))).toEqual({ requeued: 5, onTheirWay: 1230 });
 });
+
+it("puts a dead worker's rows at the head of the queue, ahead of the backlog already waiting", async () => {
+  const tenant = await makeTenant({ smtp: 'smtp://127.0.0.1:9' });
+  await strand(tenant, 20, null);
+  await reconcileDeliveries(db());
+  const waiting = await queue(QUEUE.delivery).getWaitingCount();
+  expect(waiting).toBeGreaterThanOrEqual(20);
+  // a row a worker claimed and then died holding: 'sending', its lease run out past the grace
+  const [dead] = await strand(tenant, 1, 0);
+  await db().message.update({ where: { id: dead! }, data: { status: 'sending', lockedUntil: new Date(Date.now() - 60_000) } });
+  expect(await reconcileDeliveries(db())).toEqual({ requeued: 1, onTheirWay: 0 });
+  const [next] = await queue(QUEUE.delivery).getWaiting(0, 0);
+  expect(next?.id).toBe(jobId.delivery(dead!));
+  expect(await queue(QUEUE.delivery).getWaitingCount()).toBe(waiting + 1);
+});

@@ -66,8 +66,11 @@ export async function storeMessages(db: Tx, emails: OutgoingEmail[]): Promise<Pr
 
 type DeliveryJob = { id: string; notBefore?: Date | null };
 
-/** Puts delivery jobs on the queue; job ids are deterministic, so queueing a message twice yields one job. */
-export async function addDeliveryJobs(messages: DeliveryJob[]): Promise<void> {
+/**
+ * Puts delivery jobs on the queue; job ids are deterministic, so queueing a message twice yields one job. `first`: at
+ * the head of the queue, not behind its backlog (the reconciler's rescues: a dead worker's rows have waited a lease).
+ */
+export async function addDeliveryJobs(messages: DeliveryJob[], options: { first?: boolean } = {}): Promise<void> {
   if (!messages.length) return;
   const now = Date.now();
   const jobs = messages.map((m) => ({
@@ -77,6 +80,7 @@ export async function addDeliveryJobs(messages: DeliveryJob[]): Promise<void> {
       ...JOB_OPTIONS.delivery,
       jobId: jobId.delivery(m.id),
       delay: m.notBefore ? Math.max(0, m.notBefore.getTime() - now) : undefined,
+      ...(options.first ? { lifo: true } : {}),
     },
   }));
   // addBulk wraps its jobs in MULTI/EXEC: worth it for many, a cost for the common single copy
@@ -146,9 +150,9 @@ export async function queueDelivery(messages: DeliveryJob[]): Promise<void> {
  * Puts delivery jobs on the queue and marks the rows enqueued (the reconciler re-queues rows left without the mark).
  * Call after the rows are committed.
  */
-export async function enqueueDelivery(db: Tx, messages: { id: string; notBefore?: Date | null }[]): Promise<void> {
+export async function enqueueDelivery(db: Tx, messages: { id: string; notBefore?: Date | null }[], options: { first?: boolean } = {}): Promise<void> {
   if (!messages.length) return;
-  await addDeliveryJobs(messages);
+  await addDeliveryJobs(messages, options);
   await rawQuery(db, 'UPDATE messages SET enqueued_at = now() WHERE id = ANY($1::uuid[])', [messages.map((m) => m.id)]);
 }
 

@@ -61,7 +61,8 @@ export async function reconcileDeliveries(db: Db, now = new Date()): Promise<{ r
     );
     const requeue = stranded.filter((_, i) => states[i] === 'requeue');
     const onTheirWay = stranded.filter((_, i) => states[i] === 'busy').map((m) => m.id);
-    await enqueueDelivery(db, requeue);
+    // at the head of the queue: these rows have waited (a lease, a lost Redis) while the backlog behind them had not
+    await enqueueDelivery(db, requeue, { first: true });
     if (onTheirWay.length) await db.message.updateMany({ where: { id: { in: onTheirWay } }, data: { enqueuedAt: now } });
     requeued += requeue.length;
     waiting += onTheirWay.length;
