@@ -17,6 +17,7 @@ import nodemailer from 'nodemailer';
 import { Redis } from 'ioredis';
 import { Client } from 'pg';
 import { htmlToText } from '../apps/core/src/delivery/compose';
+import { memoryPhase } from './memory';
 import { schedulerPhase } from './scheduler';
 
 const ROOT = path.resolve(__dirname, '..');
@@ -163,6 +164,7 @@ async function main(): Promise<void> {
     if (!ONLY || ONLY === 'main') await mainPhases(results, serviceEnv);
     if (!ONLY || ONLY === 'broadcast') results.broadcast = await broadcastPhase(serviceEnv('broadcast'));
     if (!ONLY || ONLY === 'scheduler') results.scheduler = await schedulerBench(serviceEnv('scheduler'));
+    if (!ONLY || ONLY === 'memory') results.memory = { ...(results.memory as object), ...(await memoryBench(serviceEnv('memory'))) };
   } finally {
     for (const child of children) if (child.exitCode === null) child.kill('SIGKILL');
     await cleanup(databases);
@@ -261,6 +263,21 @@ async function broadcastPhase(env: Record<string, string>) {
     ratio: +(baselineSeconds / seconds).toFixed(2),
     workerPeakRssMb: workerRss,
   };
+}
+
+/** memory under an unauthenticated trickle and under big sends (bench/memory.ts) */
+function memoryBench(env: Record<string, string>) {
+  return memoryPhase({
+    apiPort: PORTS.api,
+    startApi: () => start('apps/api/src/server.ts', env),
+    startWorker: () => start('apps/worker/src/main.ts', env),
+    stop,
+    up: () => up(PORTS.api),
+    makeTenant,
+    sinkCount,
+    resetSink: async () => void (await fetch(`http://127.0.0.1:${PORTS.sinkHttp}/reset`, { method: 'POST' })),
+    peakRssMb,
+  });
 }
 
 /** 5. the outreach scheduler: 100,000 due prospects, 200 running campaigns, 50 mailboxes (bench/scheduler.ts) */
@@ -395,6 +412,20 @@ function print(r: Record<string, any>): void {
     ['prospects: POST /api/v1/prospects, 100 per request, 10 connections', `${r.prospects.prospectsPerSecond} prospects/s (p99 ${r.prospects.p99} ms)`, ''],
     ['memory: peak RSS', `API ${r.memory.apiPeakRssMb} MB, worker ${r.memory.workerPeakRssMb} MB`, 'target: under 250 MB each'],
   ];
+  if (r.memory?.trickle) {
+    const t = r.memory.trickle;
+    const b = r.memory.bigSends;
+    rows.push([
+      `memory: ${t.connections} unauthenticated clients trickling a 1 MB body`,
+      `API peak RSS ${t.apiPeakRssMb} MB; ${t.openAfter5s} connections still open after 5 s, the longest ${t.longestOpenMs} ms; answers ${JSON.stringify(t.answers)}`,
+      'target: under 250 MB',
+    ]);
+    rows.push([
+      `memory: ${b.requests} requests x 50 recipients x ${b.attachmentKb} KB attachment (${b.copies} copies), 1 worker`,
+      `API peak RSS ${b.apiPeakRssMb} MB, worker ${b.workerPeakRssMb} MB; delivered in ${b.deliveredSeconds} s; answers ${JSON.stringify(b.statuses)}`,
+      'target: under 250 MB each',
+    ]);
+  }
   if (r.scheduler) {
     const c = r.scheduler;
     rows.push([

@@ -1,5 +1,7 @@
 import { db } from '../../apps/core/src/db';
+import { checkImap } from '../../apps/core/src/delivery/check';
 import { startInboundReader, type InboundReader } from '../../apps/core/src/inbound/reader';
+import { metrics } from '../../apps/core/src/metrics';
 import { runSequenceStep } from '../../apps/core/src/outreach/steps';
 import { updateMailbox } from '../../apps/core/src/services/mailboxes';
 import { addSubscriberByKey } from '../../apps/core/src/subscribers/machine';
@@ -55,6 +57,8 @@ const handled = (mailboxId: number, count = 1) =>
 
 const prospect = (id: number) => db().prospect.findUniqueOrThrow({ where: { id } });
 
+const inboundCount = async (kind: string) => (await metrics.inboundMessages.get()).values.find((v) => v.labels.kind === kind)?.value ?? 0;
+
 function mail(headers: Record<string, string>, body: string): string {
   const all = { Date: new Date().toUTCString(), 'Message-ID': `<${Math.random().toString(36).slice(2)}@sender.test>`, ...headers };
   return `${Object.entries(all).map(([k, v]) => `${k}: ${v}`).join('\r\n')}\r\n\r\n${body.replace(/\n/g, '\r\n')}\r\n`;
@@ -93,6 +97,7 @@ Message-ID: ${originalId}
 describe('inbound mail over IMAP (dovecot)', () => {
   it('a threaded human reply stops the sequence: the step already written is not sent, the prospect is replied', async () => {
     const s = await sentTo('ann@reply.test');
+    const replies = await inboundCount('reply');
     // step 2 is written (due now) and waits for delivery when the reply comes
     await db().prospect.update({ where: { id: s.prospectId }, data: { nextAt: new Date() } });
     expect((await runSequenceStep(db(), s.prospectId, 2)).kind).toBe('written');
@@ -100,6 +105,8 @@ describe('inbound mail over IMAP (dovecot)', () => {
     await dove.append(s.user, PASS, mail({ From: 'Ann <Ann@reply.test>', To: s.tenant.mailbox.address, Subject: 'Re: Hello Ann', 'In-Reply-To': s.first.messageIdHeader, References: s.first.messageIdHeader, Date: date.toUTCString() }, 'Yes, tell me more.'));
     const [row] = await handled(s.mailboxId);
     expect(row).toMatchObject({ kind: 'reply', prospectId: s.prospectId, fromAddress: 'ann@reply.test' });
+    // mailservice_inbound_messages_total{kind="reply"}
+    await waitFor(async () => ((await inboundCount('reply')) === replies + 1 ? true : undefined), { what: 'the inbound counter' });
     const p = await prospect(s.prospectId);
     expect(p).toMatchObject({ status: 'replied', reply: 'human', nextAt: null });
     expect(p.repliedAt!.getTime()).toBe(Math.floor(date.getTime() / 1000) * 1000);
@@ -269,5 +276,10 @@ Hi
     expect(shown.inbound.last_error).toMatch(/auth|fail/i);
     expect(JSON.stringify(listed.body)).not.toContain('wrong-password');
     expect(JSON.stringify(listed.body)).not.toContain(PASS);
+    // the console's "Test IMAP": a login, INBOX opened read-only, no secret in the answer
+    const refused = await checkImap(await db().mailbox.findUniqueOrThrow({ where: { id: bad.mailboxId } }));
+    expect(refused).toMatchObject({ ok: false });
+    expect(refused!.message).not.toContain('wrong-password');
+    expect(await checkImap(await db().mailbox.findUniqueOrThrow({ where: { id: good.mailboxId } }))).toEqual({ ok: true, message: expect.stringMatching(/accepted the login; INBOX holds 1 messages/) });
   });
 });

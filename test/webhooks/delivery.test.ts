@@ -1,6 +1,7 @@
 import { Webhook } from 'standardwebhooks';
 import { db } from '../../apps/core/src/db';
 import { emitEvent } from '../../apps/core/src/events';
+import { metrics } from '../../apps/core/src/metrics';
 import { updateProspect } from '../../apps/core/src/outreach/changes';
 import { QUEUE, jobId, queue } from '../../apps/core/src/queues';
 import { asAdmin, useApi } from '../helpers/api';
@@ -41,6 +42,12 @@ it('a receiver answering 500 twice then 200 gets the same webhook-id three times
   const r = await receiver();
   r.answers = [500, 500];
   const h = await hook(ctx.api, account.id, r);
+  const counted = async () => {
+    const byResult = Object.fromEntries((await metrics.webhookDeliveries.get()).values.map((v) => [v.labels.result, v.value]));
+    const seconds = (await metrics.webhookSeconds.get()).values.find((v) => v.metricName === 'mailservice_webhook_seconds_count')?.value ?? 0;
+    return { delivered: byResult.delivered ?? 0, failed: byResult.failed ?? 0, seconds };
+  };
+  const before = await counted();
   const eventId = await emit(account.id, 'subscriber.confirmed', { list: 'news', email: 'a@reader.org', status: 'active' });
   const got = await arrivals(r, 3, 'three attempts');
   expect(got.map((d) => d.status)).toEqual([500, 500, 200]);
@@ -61,6 +68,8 @@ it('a receiver answering 500 twice then 200 gets the same webhook-id three times
   const row = await db().webhook.findUniqueOrThrow({ where: { id: h.id } });
   expect(row.failingSince).toBeNull();
   expect(row.lastSuccessAt).not.toBeNull();
+  // mailservice_webhook_deliveries_total by result, and one duration per POST
+  expect(await counted()).toEqual({ delivered: before.delivered + 1, failed: before.failed + 2, seconds: before.seconds + 3 });
 });
 
 it('after a rotation, deliveries verify under the old and the new secret until the overlap ends', async () => {

@@ -7,17 +7,20 @@ import { AppError } from '../../../core/src/errors';
 import { logger } from '../../../core/src/logger';
 import type { ConsolePage, PageContext } from './page';
 import { accountsPage } from './pages/accounts';
+import { broadcastsPage } from './pages/broadcasts';
 import { campaignsPage } from './pages/campaigns';
+import { inboundPage } from './pages/inbound';
 import { keysPage } from './pages/keys';
 import { listsPage } from './pages/lists';
 import { mailboxesPage } from './pages/mailboxes';
 import { messagesPage } from './pages/messages';
 import { overviewPage } from './pages/overview';
+import { webhooksPage } from './pages/webhooks';
 import { csrfMatches, endSession, loadSession, saveSession, startSession, type Session } from './session';
 import { CSS, createViews } from './views';
 
 /** The console's pages, in navigation order. A new page: a module in pages/ and one line here. */
-export const PAGES: ConsolePage[] = [overviewPage, accountsPage, mailboxesPage, keysPage, listsPage, campaignsPage, messagesPage];
+export const PAGES: ConsolePage[] = [overviewPage, accountsPage, mailboxesPage, keysPage, listsPage, broadcastsPage, campaignsPage, messagesPage, webhooksPage, inboundPage];
 
 declare global {
   // eslint-disable-next-line @typescript-eslint/no-namespace

@@ -70,3 +70,16 @@ export function renderCopy(content: BroadcastContent, recipient: Recipient, list
     },
   };
 }
+
+/**
+ * What a copy looks like, for the console's preview: rendered for a sample reader, with a placeholder where each
+ * copy's own unsubscribe link goes (a real one would be a working link of somebody's subscription).
+ */
+export function previewCopy(content: BroadcastContent, sample: Omit<Recipient, 'id'> = { email: 'reader@example.com', name: 'Reader', fields: {} }) {
+  const ctx: TemplateContext = { name: sample.name, email: sample.email, unsubscribe_url: `${config().publicUrl}/u/(each-copy-has-its-own)`, fields: sample.fields };
+  return {
+    subject: renderSubject(content.subject, ctx),
+    html: content.html === null ? null : renderTemplate(content.html, ctx, escapeHtml),
+    text: content.text === null ? null : renderTemplate(content.text, ctx),
+  };
+}

@@ -1,6 +1,7 @@
+import { ImapFlow } from 'imapflow';
 import nodemailer from 'nodemailer';
 import type { Mailbox } from '../../../../generated/prisma/client';
-import { smtpSettings } from '../services/mailboxes';
+import { imapSettings, smtpSettings } from '../services/mailboxes';
 
 /**
  * The console's "test connection": connects, says EHLO, upgrades to TLS when offered and logs in with the mailbox's
@@ -24,5 +25,33 @@ export async function checkSmtp(mailbox: Mailbox): Promise<{ ok: boolean; messag
     return { ok: false, message: `${smtp.host}:${smtp.port}: ${(err as Error).message}` };
   } finally {
     transport.close();
+  }
+}
+
+/** The same for the mailbox's IMAP: logs in, opens INBOX read-only and logs out. Null when the mailbox has no imap. */
+export async function checkImap(mailbox: Mailbox): Promise<{ ok: boolean; message: string } | null> {
+  const imap = imapSettings(mailbox);
+  if (!imap) return null;
+  const client = new ImapFlow({
+    host: imap.host,
+    port: imap.port,
+    secure: imap.secure,
+    auth: { user: imap.user, pass: imap.password },
+    logger: false,
+    emitLogs: false,
+    connectionTimeout: 10_000,
+    greetingTimeout: 10_000,
+    socketTimeout: 15_000,
+  });
+  client.on('error', () => undefined);
+  try {
+    await client.connect();
+    const box = await client.mailboxOpen('INBOX', { readOnly: true });
+    return { ok: true, message: `${imap.host}:${imap.port} accepted the login; INBOX holds ${box.exists} messages` };
+  } catch (err) {
+    const detail = (err as { responseText?: string }).responseText ?? (err as Error).message;
+    return { ok: false, message: `${imap.host}:${imap.port}: ${detail}` };
+  } finally {
+    await client.logout().catch(() => client.close());
   }
 }

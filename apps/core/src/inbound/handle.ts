@@ -3,6 +3,7 @@ import type { InboundKind, ProspectStatus } from '../../../../generated/prisma/e
 import type { Db, Tx } from '../db';
 import { emitEvent } from '../events';
 import { emitProspectChange } from '../events/prospects';
+import { metrics } from '../metrics';
 import { addToStopList } from '../outreach/contacts';
 import { OPEN_STATUSES } from '../outreach/outcomes';
 import { suppressAddress } from '../subscribers/machine';
@@ -88,6 +89,12 @@ export interface Handled {
 
 /** Handles one email exactly once; null when another reader (or an earlier run) already did. */
 export async function handleInbound(db: Db, where: Where, mail: InboundMail, now = new Date()): Promise<Handled | null> {
+  const handled = await handleOnce(db, where, mail, now);
+  if (handled) metrics.inboundMessages.inc({ kind: handled.kind });
+  return handled;
+}
+
+async function handleOnce(db: Db, where: Where, mail: InboundMail, now: Date): Promise<Handled | null> {
   const { mailbox, uidValidity, uid } = where;
   return db.$transaction(
     async (tx) => {

@@ -1,5 +1,6 @@
 import { Webhook as Signer } from 'standardwebhooks';
 import type { Db } from '../db';
+import { metrics } from '../metrics';
 import { signingSecrets } from './service';
 
 /** A receiver has this long to answer 2xx. */
@@ -62,10 +63,13 @@ export async function deliverWebhook(db: Db, eventId: string, webhookId: number,
   if (!webhook.enabled) return { kind: 'dropped', why: 'the webhook is disabled' };
   if (!event) return { kind: 'dropped', why: 'the event is gone' };
   const body = webhookBody(event);
+  const stopTimer = metrics.webhookSeconds.startTimer();
   const { status, error } = await post(webhook.url, body, signedHeaders(event.id, body, signingSecrets(webhook)));
+  stopTimer();
   await db.webhookDelivery.create({ data: { webhookId, eventId, type: event.type, attempt, statusCode: status, error } });
   if (!error) {
     await db.webhook.update({ where: { id: webhookId }, data: { failingSince: null, lastSuccessAt: new Date() } });
+    metrics.webhookDeliveries.inc({ result: 'delivered' });
     return { kind: 'delivered', status: status! };
   }
   const [marked] = await db.$queryRaw<{ enabled: boolean }[]>`
@@ -74,6 +78,10 @@ export async function deliverWebhook(db: Db, eventId: string, webhookId: number,
       disabled_reason = CASE WHEN COALESCE(failing_since, now()) > now() - ${DISABLE_AFTER_MS}::float8 * interval '1 millisecond'
         THEN disabled_reason ELSE 'no successful delivery for 3 days' END
     WHERE id = ${webhookId} RETURNING enabled`;
-  if (marked && !marked.enabled) return { kind: 'disabled', error };
+  if (marked && !marked.enabled) {
+    metrics.webhookDeliveries.inc({ result: 'dead' });
+    return { kind: 'disabled', error };
+  }
+  metrics.webhookDeliveries.inc({ result: 'failed' });
   throw new WebhookAttemptError(`webhook ${webhookId} refused event ${eventId}: ${error}`);
 }

@@ -65,6 +65,10 @@ async function requireWebhook(db: Tx, id: number): Promise<Webhook> {
   return webhook;
 }
 
+export async function getWebhook(db: Tx, id: number): Promise<WebhookView> {
+  return webhookView(await requireWebhook(db, id));
+}
+
 /** Enabling again (by the operator) clears the failure record that disabled it: it gets three fresh days. */
 export async function changeWebhook(db: Tx, id: number, changes: WebhookChanges): Promise<WebhookView> {
   await requireWebhook(db, id);

@@ -2,6 +2,7 @@ import * as schemas from '../../../../core/src/admin-schemas';
 import { listAccounts } from '../../../../core/src/services/accounts';
 import { browseLists, browseSubscribers, findList } from '../../../../core/src/services/browse';
 import { createList } from '../../../../core/src/services/lists';
+import { importSubscribers } from '../../../../core/src/subscribers/import';
 import { listMailboxes } from '../../../../core/src/services/mailboxes';
 import { Joi, validate } from '../../../../core/src/validate';
 import { ACCOUNT_SELECT, CSRF_FIELD, mailboxSelect } from '../views';
@@ -44,7 +45,13 @@ ${mailboxSelect('Mailbox (sends the confirmation emails)')}
 <table><thead><tr><th>Id</th><th>Email</th><th>Name</th><th>Status</th><th>Added</th><th>Confirmed</th></tr></thead><tbody>
 <% it.page.rows.forEach(function (s) { %><tr><td><%= s.id %></td><td><%= s.email %></td><td><%= s.name %></td><td><%= s.status %></td><td><%= s.created_at %></td><td><%= s.confirmed_at || '-' %></td></tr><% }) %>
 </tbody></table>
-<% if (it.page.next) { %><p><a rel="next" href="/admin/lists/<%= it.list.id %>?q=<%= encodeURIComponent(it.q) %>&amp;status=<%= encodeURIComponent(it.status) %>&amp;after=<%= it.page.next %>">Next page</a></p><% } %>`,
+<% if (it.page.next) { %><p><a rel="next" href="/admin/lists/<%= it.list.id %>?q=<%= encodeURIComponent(it.q) %>&amp;status=<%= encodeURIComponent(it.status) %>&amp;after=<%= it.page.next %>">Next page</a></p><% } %>
+<form method="post" action="/admin/lists/<%= it.list.id %>/import" class="card">${CSRF_FIELD}
+<h2>Import</h2>
+<label>People, one a line: <code>email,name</code> (CSV; a header line is skipped; at most 5,000 lines) <textarea name="csv" required rows="6"></textarea></label>
+<label><input type="checkbox" name="confirmed" value="yes"> They already opted in (import as active; otherwise a list with double opt-in emails each new person a confirmation)</label>
+<button>Import</button>
+</form>`,
   },
   routes(router, ctx) {
     router.get('/lists', async (req, res) => {
@@ -73,6 +80,13 @@ ${mailboxSelect('Mailbox (sends the confirmation emails)')}
         after = page.next ? Number(page.next) : undefined;
       } while (after);
       res.end();
+    });
+    router.post('/lists/:id/import', async (req, res) => {
+      const id = validate(schemas.idParam, req.params.id);
+      const result = await importSubscribers(ctx.db, id, field(req, 'csv'), { confirmed: field(req, 'confirmed') === 'yes' });
+      const { active, pending, exists, gone, suppressed } = result.added;
+      const invalid = result.invalid ? `; ${result.invalid} not an address (line ${result.invalidLines.join(', ')}${result.invalid > result.invalidLines.length ? '...' : ''})` : '';
+      await ctx.redirect(req, res, `/admin/lists/${id}`, `Imported: ${active} active, ${pending} pending confirmation, ${exists} already on the list, ${gone} unsubscribed before (left alone), ${suppressed} suppressed${invalid}.`);
     });
     router.get('/lists/:id', async (req, res) => {
       const list = await findList(ctx.db, validate(schemas.idParam, req.params.id));

@@ -1,5 +1,5 @@
 import * as schemas from '../../../../core/src/admin-schemas';
-import { checkSmtp } from '../../../../core/src/delivery/check';
+import { checkImap, checkSmtp } from '../../../../core/src/delivery/check';
 import { NotFound } from '../../../../core/src/errors';
 import { listAccounts } from '../../../../core/src/services/accounts';
 import { createMailbox, listMailboxes } from '../../../../core/src/services/mailboxes';
@@ -12,7 +12,7 @@ export const mailboxesPage: ConsolePage = {
   title: 'Mailboxes',
   templates: {
     mailboxes: `<table><thead><tr><th>Id</th><th>Account</th><th>Address</th><th>SMTP</th><th>Daily limit</th><th>Gap (s)</th><th></th></tr></thead><tbody>
-<% it.mailboxes.forEach(function (m) { %><tr><td><%= m.id %></td><td><%= m.account %></td><td><%= m.address %></td><td><%= m.smtp.user %>@<%= m.smtp.host %>:<%= m.smtp.port %><%= m.smtp.secure ? ' (TLS)' : '' %></td><td><%= m.daily_limit %></td><td><%= m.gap_seconds %></td><td><form method="post" action="/admin/mailboxes/<%= m.id %>/test" class="inline">${CSRF_FIELD}<button>Test SMTP</button></form></td></tr><% }) %>
+<% it.mailboxes.forEach(function (m) { %><tr><td><%= m.id %></td><td><%= m.account %></td><td><%= m.address %></td><td><%= m.smtp.user %>@<%= m.smtp.host %>:<%= m.smtp.port %><%= m.smtp.secure ? ' (TLS)' : '' %></td><td><%= m.daily_limit %></td><td><%= m.gap_seconds %></td><td><form method="post" action="/admin/mailboxes/<%= m.id %>/test" class="inline">${CSRF_FIELD}<button>Test SMTP</button></form><% if (m.imap) { %> <form method="post" action="/admin/mailboxes/<%= m.id %>/test-imap" class="inline">${CSRF_FIELD}<button>Test IMAP</button></form><% } %></td></tr><% }) %>
 </tbody></table>
 <form method="post" action="/admin/mailboxes" class="card">${CSRF_FIELD}
 <h2>New mailbox</h2>
@@ -49,6 +49,14 @@ ${ACCOUNT_SELECT}
       if (!mailbox) throw new NotFound(`no mailbox ${id}`);
       const { ok, message } = await checkSmtp(mailbox);
       await ctx.redirect(req, res, '/admin/mailboxes', `SMTP ${ok ? 'works' : 'failed'} for ${mailbox.address}: ${message}`);
+    });
+    router.post('/mailboxes/:id/test-imap', async (req, res) => {
+      const id = validate(schemas.idParam, req.params.id);
+      const mailbox = await ctx.db.mailbox.findUnique({ where: { id } });
+      if (!mailbox) throw new NotFound(`no mailbox ${id}`);
+      const result = await checkImap(mailbox);
+      const flash = result ? `IMAP ${result.ok ? 'works' : 'failed'} for ${mailbox.address}: ${result.message}` : `${mailbox.address} has no imap settings.`;
+      await ctx.redirect(req, res, '/admin/mailboxes', flash);
     });
   },
 };

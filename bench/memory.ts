@@ -1,0 +1,135 @@
+/**
+ * The memory phase of `npm run bench` (BENCH_ONLY=memory), for the two loads the hardening issue measured:
+ * - unauthenticated trickle: TRICKLE_CONNECTIONS clients each announce a 1 MB body with an unknown key and send it
+ *   10 KB at a time every 100 ms; reported: the API's peak RSS, the connections the API still holds after 5 s, and
+ *   how long the slowest one stayed open;
+ * - big sends: 10 concurrent requests of 50 recipients with a body of about 1 MB each (a 700 KB attachment), so
+ *   500 copies of 1 MB for one worker to deliver; reported: the API's and the worker's peak RSS and the time to
+ *   deliver them all.
+ * Targets: every process under 250 MB.
+ */
+import type { ChildProcess } from 'node:child_process';
+import net from 'node:net';
+
+export interface MemoryFigures {
+  trickle: { connections: number; apiPeakRssMb: number; openAfter5s: number; longestOpenMs: number; answers: Record<string, number> };
+  bigSends: { requests: number; copies: number; attachmentKb: number; statuses: Record<string, number>; deliveredSeconds: number; apiPeakRssMb: number; workerPeakRssMb: number };
+}
+
+const TRICKLE_CONNECTIONS = 200;
+const BODY_BYTES = 1024 * 1024;
+
+/** One client: headers for a 1 MB JSON body with an unknown key, then the body 10 KB every 100 ms until the server closes. */
+function trickle(port: number): Promise<{ status: string; openMs: number }> {
+  return new Promise((resolve) => {
+    const started = Date.now();
+    const socket = net.connect(port, '127.0.0.1');
+    let status = 'none';
+    let timer: NodeJS.Timeout | undefined;
+    let sent = 0;
+    const finish = () => {
+      clearInterval(timer);
+      socket.destroy();
+      resolve({ status, openMs: Date.now() - started });
+    };
+    socket.on('connect', () => {
+      socket.write(
+        `POST /api/v1/send HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer msk_${'x'.repeat(32)}\r\nContent-Type: application/json\r\nContent-Length: ${BODY_BYTES}\r\n\r\n`,
+      );
+      timer = setInterval(() => {
+        if (sent >= BODY_BYTES || socket.destroyed) return clearInterval(timer);
+        const chunk = Math.min(10_240, BODY_BYTES - sent);
+        sent += chunk;
+        socket.write('x'.repeat(chunk));
+      }, 100);
+    });
+    socket.on('data', (data) => {
+      status = /^HTTP\/1\.1 (\d{3})/.exec(data.toString('latin1'))?.[1] ?? status;
+    });
+    socket.on('close', finish);
+    socket.on('error', finish);
+    // a client that is never let go stops itself after the whole body's time (10 KB / 100 ms: about 10 s)
+    setTimeout(finish, 12_000);
+  });
+}
+
+export async function memoryPhase(options: {
+  apiPort: number;
+  startApi: () => ChildProcess;
+  startWorker: () => ChildProcess;
+  stop: (child: ChildProcess) => Promise<void>;
+  up: () => Promise<void>;
+  makeTenant: () => Promise<{ token: string }>;
+  sinkCount: () => Promise<number>;
+  resetSink: () => Promise<void>;
+  peakRssMb: (child: ChildProcess) => number;
+}): Promise<MemoryFigures> {
+  // 1. unauthenticated trickle, the API alone
+  let api = options.startApi();
+  await options.up();
+  const openSockets = async () => {
+    const { readdirSync, readlinkSync } = await import('node:fs');
+    return readdirSync(`/proc/${api.pid}/fd`).filter((fd) => {
+      try {
+        return readlinkSync(`/proc/${api.pid}/fd/${fd}`).startsWith('socket:');
+      } catch {
+        return false;
+      }
+    }).length;
+  };
+  const idleSockets = await openSockets();
+  const clients = Array.from({ length: TRICKLE_CONNECTIONS }, () => trickle(options.apiPort));
+  await new Promise((r) => setTimeout(r, 5_000));
+  const openAfter5s = Math.max(0, (await openSockets()) - idleSockets);
+  const outcomes = await Promise.all(clients);
+  const answers: Record<string, number> = {};
+  for (const o of outcomes) answers[o.status] = (answers[o.status] ?? 0) + 1;
+  const trickleRss = options.peakRssMb(api);
+  await options.stop(api);
+
+  // 2. 10 requests x 50 recipients x about 1 MB, delivered by one worker
+  api = options.startApi();
+  await options.up();
+  const tenant = await options.makeTenant();
+  const worker = options.startWorker();
+  await options.resetSink();
+  const attachment = Buffer.alloc(700 * 1024, 'mailservice bench attachment ').toString('base64');
+  const body = (r: number) =>
+    JSON.stringify({
+      to: Array.from({ length: 50 }, (_, i) => `reader${r}-${i}@example.com`),
+      subject: `Big ${r}`,
+      text: 'See the attachment.',
+      attachments: [{ filename: 'big.txt', content: attachment }],
+    });
+  const t0 = performance.now();
+  const answered = await Promise.all(
+    Array.from({ length: 10 }, (_, r) =>
+      fetch(`http://127.0.0.1:${options.apiPort}/api/v1/send`, {
+        method: 'POST',
+        headers: { Authorization: `Bearer ${tenant.token}`, 'Content-Type': 'application/json' },
+        body: body(r),
+      }).then((res) => res.status),
+    ),
+  );
+  const statuses: Record<string, number> = {};
+  for (const s of answered) statuses[s] = (statuses[s] ?? 0) + 1;
+  const copies = answered.filter((s) => s === 202).length * 50;
+  const deadline = Date.now() + 5 * 60_000;
+  while ((await options.sinkCount()) < copies && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+  const deliveredSeconds = +((performance.now() - t0) / 1000).toFixed(1);
+  const figures = {
+    requests: 10,
+    copies,
+    attachmentKb: 700,
+    statuses,
+    deliveredSeconds,
+    apiPeakRssMb: options.peakRssMb(api),
+    workerPeakRssMb: options.peakRssMb(worker),
+  };
+  await options.stop(worker);
+  await options.stop(api);
+  return {
+    trickle: { connections: TRICKLE_CONNECTIONS, apiPeakRssMb: trickleRss, openAfter5s, longestOpenMs: Math.max(...outcomes.map((o) => o.openMs)), answers },
+    bigSends: figures,
+  };
+}
