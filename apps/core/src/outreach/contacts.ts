@@ -1,5 +1,5 @@
 import { Joi } from '../validate';
-import type { Tx } from '../db';
+import { rawQuery, type Tx } from '../db';
 
 /** How prospects are matched and who may never be written to: normalised addresses, site hosts and the stop list. */
 
@@ -52,10 +52,12 @@ export async function loadStopList(db: Tx, accountId: number, contacts: { email:
   ];
   const emails = contacts.flatMap((c) => (c.email ? [c.email] : []));
   const domains = [...new Set(contacts.flatMap(domainsOf))];
-  const entries = await db.stopEntry.findMany({
-    where: { accountId, OR: [{ kind: 'email', value: { in: emails } }, { kind: 'domain', value: { in: domains } }] },
-    select: { kind: true, value: true },
-  });
+  const entries = await rawQuery<{ kind: string; value: string }>(
+    db,
+    `SELECT kind::text AS kind, value FROM stop_list
+     WHERE account_id = $1 AND ((kind = 'email' AND value = ANY($2::text[])) OR (kind = 'domain' AND value = ANY($3::text[])))`,
+    [accountId, emails, domains],
+  );
   const stoppedEmails = new Set(entries.filter((e) => e.kind === 'email').map((e) => e.value));
   const stoppedDomains = new Set(entries.filter((e) => e.kind === 'domain').map((e) => e.value));
   return {

@@ -110,7 +110,7 @@ export interface AddAnswer {
 }
 
 /** Where a prospect starts: ready (email, running campaign), hold (site only, running), new otherwise. */
-function startingState(campaign: Campaign, hasEmail: boolean, firstDelayHours: number | null, now: Date): { status: ProspectStatus; nextAt: Date | null } {
+function startingState(campaign: Pick<Campaign, 'status'>, hasEmail: boolean, firstDelayHours: number | null, now: Date): { status: ProspectStatus; nextAt: Date | null } {
   if (campaign.status !== 'running' || firstDelayHours === null) return { status: 'new', nextAt: null };
   if (!hasEmail) return { status: 'hold', nextAt: null };
   return { status: 'ready', nextAt: firstStepAt(now, firstDelayHours) };
@@ -212,6 +212,21 @@ class NewProspects {
   }
 }
 
+/** What an add request needs of its campaign, locked (writers to one campaign take turns), in one statement. */
+type CampaignForAdds = Pick<Campaign, 'id' | 'accountId' | 'status' | 'stages'> & { firstDelayHours: number | null };
+
+async function lockCampaignForAdds(tx: Tx, accountId: number, campaignId: number): Promise<CampaignForAdds> {
+  const [campaign] = await tx.$queryRawUnsafe<CampaignForAdds[]>(
+    `SELECT c.id, c.account_id AS "accountId", c.status::text AS status, c.stages,
+       (SELECT s.delay_hours FROM campaign_steps s WHERE s.campaign_id = c.id ORDER BY s.position LIMIT 1) AS "firstDelayHours"
+     FROM campaigns c WHERE c.id = $1 AND c.account_id = $2 FOR UPDATE OF c`,
+    campaignId,
+    accountId,
+  );
+  if (!campaign) throw new NotFound(`no campaign with id ${campaignId}`);
+  return campaign;
+}
+
 /**
  * POST /api/v1/prospects, in one transaction. The campaign row is locked first, so concurrent adds to one campaign
  * take turns and the same address can never be added twice. Items are handled in input order; a duplicate inside one
@@ -220,8 +235,8 @@ class NewProspects {
 export async function addProspects(db: Db, accountId: number, campaignId: number, items: ProspectInput[]): Promise<{ answer: AddAnswer; ready: DueStep[] }> {
   return db.$transaction(
     async (tx) => {
-      const campaign = await requireCampaign(tx, accountId, campaignId, true);
-      const first = await tx.campaignStep.findFirst({ where: { campaignId }, orderBy: { position: 'asc' } });
+      const campaign = await lockCampaignForAdds(tx, accountId, campaignId);
+      const first = campaign.firstDelayHours === null ? null : { delayHours: campaign.firstDelayHours };
       const answer: AddAnswer = { campaign: campaignId, added: 0, updated: 0, same: 0, stopped: 0, invalid: 0, prospects: [] };
       const now = new Date();
       /** prospects whose step 1 is now scheduled: the caller queues their jobs after the commit */
