@@ -23,6 +23,8 @@ export class SmtpSink {
   readonly messages: ReceivedMail[] = [];
   /** every connection attempt, accepted or not */
   connections = 0;
+  /** AUTH attempts seen (a password sent over this plain connection) */
+  logins = 0;
   rule: SinkRule | undefined;
   /** hold every DATA answer this long (a slow server, for in-flight tests) */
   dataDelayMs = 0;
@@ -42,6 +44,7 @@ export class SmtpSink {
         callback();
       },
       onAuth: (auth, _session, callback) => {
+        this.logins++;
         if (credentials && auth.username === credentials.user && auth.password === credentials.pass) {
           return callback(null, { user: auth.username });
         }
@@ -84,7 +87,8 @@ export class SmtpSink {
   /** The mailbox SMTP URL that reaches this sink. */
   get url(): string {
     const auth = this.credentials ? `${encodeURIComponent(this.credentials.user)}:${encodeURIComponent(this.credentials.pass)}@` : '';
-    return `smtp://${auth}127.0.0.1:${this.port}`;
+    // this sink offers no STARTTLS: a login to it must say so (tls=off)
+    return `smtp://${auth}127.0.0.1:${this.port}${this.credentials ? '?tls=off' : ''}`;
   }
 
   get portNumber(): number {

@@ -28,6 +28,10 @@ function dkimInput() {
 }
 
 export const mailboxChange = Joi.object({
+  name: Joi.string().trim().max(200).allow(''),
+  smtp: Joi.string().trim().max(2000),
+  daily_limit: Joi.number().integer().min(0).max(100_000),
+  gap_seconds: Joi.number().integer().min(0).max(86_400),
   imap: Joi.string().trim().max(2000).allow(null, ''),
   max_per_second: Joi.number().integer().min(1).max(100_000).allow(null),
   dkim: dkimInput().allow(null),
@@ -40,6 +44,18 @@ export const keyInput = Joi.object({
   daily_limit: Joi.number().integer().min(0).max(10_000_000).required(),
   prospects: Joi.boolean().default(false),
 });
+
+export const listChanges = Joi.object({ name: name(), confirm: Joi.boolean(), mailbox: id() }).min(1).messages({ 'object.min': 'nothing to change' });
+
+export const subscribersQuery = Joi.object({
+  status: Joi.string().valid('pending', 'active', 'unsubscribed', 'bounced', 'complained'),
+  q: Joi.string().trim().min(1).max(254),
+  after: id(),
+  limit: Joi.number().integer().min(1).max(1000).default(100),
+});
+
+/** Keyset pages of an account's suppressions or stop list. */
+export const entriesQuery = Joi.object({ account: id().required(), after: id(), limit: Joi.number().integer().min(1).max(1000).default(100) });
 
 export const listInput = Joi.object({
   account: id().required(),

@@ -14,6 +14,8 @@ export async function checkSmtp(mailbox: Mailbox): Promise<{ ok: boolean; messag
     port: smtp.port,
     secure: smtp.secure,
     auth: smtp.user ? { user: smtp.user, pass: smtp.password } : undefined,
+    // never a password in clear: STARTTLS or no login (docs/sending.md), unless the URL said ?tls=off
+    requireTLS: !smtp.secure && smtp.requireTls && smtp.user !== '',
     connectionTimeout: 10_000,
     greetingTimeout: 10_000,
     socketTimeout: 15_000,

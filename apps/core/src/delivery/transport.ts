@@ -24,6 +24,8 @@ export function transportFor(mailbox: Mailbox): Pool {
     port: smtp.port,
     secure: smtp.secure,
     auth: smtp.user ? { user: smtp.user, pass: smtp.password } : undefined,
+    // never a password in clear: STARTTLS or no login (docs/sending.md), unless the URL said ?tls=off
+    requireTLS: !smtp.secure && smtp.requireTls && smtp.user !== '',
     // bounded waits: a hung server turns into a temporary failure well inside the delivery lease
     connectionTimeout: 30_000,
     greetingTimeout: 30_000,

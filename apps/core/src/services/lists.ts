@@ -50,3 +50,18 @@ export async function getList(db: Tx, id: number): Promise<ListView & { id: numb
   if (!list) throw new NotFound(`no list with id ${id}`);
   return { id: list.id, account: list.accountId, mailbox: list.mailboxId, ...listView(list) };
 }
+
+export interface ListChanges {
+  name?: string;
+  confirm?: boolean;
+  mailbox?: number;
+}
+
+/** PATCH /admin/api/lists/:id: name, double opt-in, the mailbox that sends its emails (of the same account); never the key. */
+export async function changeList(db: Tx, id: number, changes: ListChanges): Promise<ListView & { id: number; account: number; mailbox: number }> {
+  const list = await db.list.findUnique({ where: { id } });
+  if (!list) throw new NotFound(`no list with id ${id}`);
+  if (changes.mailbox !== undefined) await requireMailbox(db, list.accountId, changes.mailbox);
+  const updated = await db.list.update({ where: { id }, data: { name: changes.name, confirm: changes.confirm, mailboxId: changes.mailbox } });
+  return { id: updated.id, account: updated.accountId, mailbox: updated.mailboxId, ...listView(updated) };
+}

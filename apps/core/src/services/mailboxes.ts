@@ -12,6 +12,8 @@ export interface SmtpSettings {
   secure: boolean;
   user: string;
   password: string;
+  /** a plain connection must be upgraded (STARTTLS) before the password is sent; `?tls=off` says otherwise */
+  requireTls: boolean;
 }
 
 /** `<scheme>://user:pass@host:port` (STARTTLS when offered) or `<scheme>s://...` (TLS), with the scheme's default ports. */
@@ -29,7 +31,14 @@ function parseServerUrl(raw: string, scheme: 'smtp' | 'imap', ports: { plain: nu
   const secure = url.protocol === `${scheme}s:`;
   const port = url.port ? Number(url.port) : secure ? ports.tls : ports.plain;
   if (port < 1) throw new BadRequest(`${scheme} must name a port from 1 to 65535`);
+  const params = [...url.searchParams.keys()];
+  const unknown = params.find((p) => p !== 'tls');
+  if (unknown !== undefined) throw new BadRequest(`${scheme}: unknown URL parameter "${unknown}" (only tls=off is known)`);
+  const tls = url.searchParams.getAll('tls');
+  if (tls.length > 1 || (tls.length === 1 && tls[0] !== 'off')) throw new BadRequest(`${scheme}: tls may only be "off" (send the login without STARTTLS, for a local server)`);
+  if (tls.length && secure) throw new BadRequest(`${scheme}: tls=off contradicts ${scheme}s://, which is TLS from the start`);
   return {
+    requireTls: tls.length === 0,
     host: url.hostname.replace(/^\[|\]$/g, ''),
     port,
     secure,
@@ -76,7 +85,7 @@ export interface MailboxView {
   account: number;
   address: string;
   name: string;
-  smtp: { host: string; port: number; secure: boolean; user: string };
+  smtp: { host: string; port: number; secure: boolean; user: string; require_tls: boolean };
   daily_limit: number;
   gap_seconds: number;
   imap: { host: string; port: number; secure: boolean; user: string } | null;
@@ -92,7 +101,7 @@ export function mailboxView(m: Mailbox): MailboxView {
     account: m.accountId,
     address: m.address,
     name: m.name,
-    smtp: { host: m.smtpHost, port: m.smtpPort, secure: m.smtpSecure, user: m.smtpUser },
+    smtp: { host: m.smtpHost, port: m.smtpPort, secure: m.smtpSecure, user: m.smtpUser, require_tls: !m.smtpSecure && m.smtpRequireTls },
     daily_limit: m.dailyLimit,
     gap_seconds: m.gapSeconds,
     imap: m.imapHost ? { host: m.imapHost, port: m.imapPort!, secure: m.imapSecure, user: m.imapUser } : null,
@@ -133,7 +142,7 @@ function dkimColumns(dkim: DkimInput | null) {
 }
 
 export async function createMailbox(db: Tx, input: NewMailbox): Promise<MailboxView> {
-  const smtp = parseSmtpUrl(input.smtp);
+  const smtp = smtpColumns(input.smtp);
   const imap = imapColumns(input.imap ?? null);
   await requireAccount(db, input.account);
   const address = input.address.toLowerCase();
@@ -144,11 +153,7 @@ export async function createMailbox(db: Tx, input: NewMailbox): Promise<MailboxV
       accountId: input.account,
       address,
       name: input.name ?? '',
-      smtpHost: smtp.host,
-      smtpPort: smtp.port,
-      smtpSecure: smtp.secure,
-      smtpUser: smtp.user,
-      smtpPasswordEnc: encryptSecret(smtp.password, config().secretKey),
+      ...smtp,
       dailyLimit: input.daily_limit ?? 50,
       gapSeconds: input.gap_seconds ?? 60,
       ...imap,
@@ -159,7 +164,20 @@ export async function createMailbox(db: Tx, input: NewMailbox): Promise<MailboxV
   return mailboxView(mailbox);
 }
 
-export type MailboxChange = Pick<NewMailbox, 'imap' | 'max_per_second' | 'dkim'>;
+export type MailboxChange = Partial<Pick<NewMailbox, 'name' | 'smtp' | 'daily_limit' | 'gap_seconds' | 'imap' | 'max_per_second' | 'dkim'>>;
+
+/** The SMTP columns of a URL (the password encrypted at rest). */
+function smtpColumns(raw: string) {
+  const smtp = parseSmtpUrl(raw);
+  return {
+    smtpHost: smtp.host,
+    smtpPort: smtp.port,
+    smtpSecure: smtp.secure,
+    smtpUser: smtp.user,
+    smtpPasswordEnc: encryptSecret(smtp.password, config().secretKey),
+    smtpRequireTls: smtp.requireTls,
+  };
+}
 
 /**
  * PATCH /admin/api/mailboxes/:id: the fields given change (`imap`, `dkim` and `max_per_second`; null turns each off).
@@ -167,6 +185,10 @@ export type MailboxChange = Pick<NewMailbox, 'imap' | 'max_per_second' | 'dkim'>
  */
 export async function updateMailbox(db: Tx, id: number, change: MailboxChange): Promise<MailboxView> {
   const data = {
+    ...(change.name !== undefined ? { name: change.name } : {}),
+    ...(change.smtp !== undefined ? smtpColumns(change.smtp) : {}),
+    ...(change.daily_limit !== undefined ? { dailyLimit: change.daily_limit } : {}),
+    ...(change.gap_seconds !== undefined ? { gapSeconds: change.gap_seconds } : {}),
     ...(change.imap !== undefined ? imapColumns(change.imap) : {}),
     ...(change.max_per_second !== undefined ? { maxPerSecond: change.max_per_second } : {}),
     ...(change.dkim !== undefined ? dkimColumns(change.dkim) : {}),
@@ -213,11 +235,12 @@ export function smtpSettings(m: Mailbox): SmtpSettings {
     secure: m.smtpSecure,
     user: m.smtpUser,
     password: decryptSecret(m.smtpPasswordEnc, config().secretKey),
+    requireTls: m.smtpRequireTls,
   };
 }
 
 /** IMAP settings with the password decrypted, for the worker's inbound reader only. */
 export function imapSettings(m: Mailbox): SmtpSettings | null {
   if (!m.imapHost) return null;
-  return { host: m.imapHost, port: m.imapPort!, secure: m.imapSecure, user: m.imapUser, password: decryptSecret(m.imapPasswordEnc, config().secretKey) };
+  return { host: m.imapHost, port: m.imapPort!, secure: m.imapSecure, user: m.imapUser, password: decryptSecret(m.imapPasswordEnc, config().secretKey), requireTls: false };
 }

@@ -1,5 +1,6 @@
 import * as schemas from '../../../../core/src/admin-schemas';
 import { listAccounts } from '../../../../core/src/services/accounts';
+import { writeSubscribersCsv } from '../../../../core/src/control/csv';
 import { browseLists, browseSubscribers, findList } from '../../../../core/src/services/browse';
 import { createList } from '../../../../core/src/services/lists';
 import { importSubscribers } from '../../../../core/src/subscribers/import';
@@ -14,12 +15,6 @@ const subscribersQuery = Joi.object({
   status: Joi.string().valid(...SUBSCRIBER_STATUSES, ''),
   after: Joi.number().integer().positive(),
 });
-
-/** RFC 4180 quoting; a leading = + - @ is prefixed with ' so a spreadsheet never runs a cell as a formula. */
-function csvCell(value: string): string {
-  const safe = /^[=+\-@\t\r]/.test(value) ? `'${value}` : value;
-  return /[",\r\n]/.test(safe) ? `"${safe.replace(/"/g, '""')}"` : safe;
-}
 
 export const listsPage: ConsolePage = {
   path: '/lists',
@@ -68,17 +63,11 @@ ${mailboxSelect('Mailbox (sends the confirmation emails)')}
       const list = await createList(ctx.db, input);
       await ctx.redirect(req, res, `/admin/lists/${list.id}`, `List ${list.id} "${list.name}" created.`);
     });
-    // every subscriber as CSV, read a keyset page at a time and streamed: memory stays flat on big lists
+    // every subscriber as CSV, streamed a keyset page at a time (control/csv.ts, shared with the admin API)
     router.get('/lists/:id/subscribers.csv', async (req, res) => {
       const list = await findList(ctx.db, validate(schemas.idParam, req.params.id));
       res.set({ 'Content-Type': 'text/csv; charset=utf-8', 'Content-Disposition': `attachment; filename="list-${list.id}.csv"`, 'Cache-Control': 'no-store' });
-      res.write('email,name,status,created_at,confirmed_at\r\n');
-      let after: number | undefined;
-      do {
-        const page = await browseSubscribers(ctx.db, list.id, { after, limit: 1000 });
-        if (page.rows.length) res.write(page.rows.map((s) => [s.email, s.name, s.status, s.created_at, s.confirmed_at ?? ''].map(csvCell).join(',')).join('\r\n') + '\r\n');
-        after = page.next ? Number(page.next) : undefined;
-      } while (after);
+      await writeSubscribersCsv(ctx.db, list.id, res);
       res.end();
     });
     router.post('/lists/:id/import', async (req, res) => {
