@@ -11,7 +11,11 @@ import { closeRedis } from '../apps/core/src/redis';
 import { createAccount, listAccounts } from '../apps/core/src/services/accounts';
 import { changeCampaign, createCampaign } from '../apps/core/src/services/campaigns';
 import { createKey, listKeys, revokeKeyEverywhere } from '../apps/core/src/services/keys';
-import { createList } from '../apps/core/src/services/lists';
+import { changeList, createList, getList, listLists } from '../apps/core/src/services/lists';
+import { writeSubscribersCsv } from '../apps/core/src/control/csv';
+import { deleteStopEntry, deleteSuppression, listStopEntries, listSuppressions } from '../apps/core/src/control/entries';
+import { checkImap, checkSmtp } from '../apps/core/src/delivery/check';
+import { browseSubscribers } from '../apps/core/src/services/browse';
 import { createMailbox, listMailboxes, updateMailbox } from '../apps/core/src/services/mailboxes';
 import { listMessages } from '../apps/core/src/services/messages';
 import { migrate } from '../apps/core/src/migrate';
@@ -25,12 +29,23 @@ const HELP = `usage: npm run admin -- <command> [options]
   account create --name NAME
   account list
   mailbox create --account ID --address ADDRESS --smtp smtp://user:pass@host:587 [--name NAME] [--daily-limit N] [--gap-seconds N] [--imap imaps://user:pass@host:993]
-  mailbox set ID [--imap URL]      (an empty URL turns inbound reading off; DKIM and pacing flags below)
+  mailbox set ID [--smtp URL] [--name NAME] [--daily-limit N] [--gap-seconds N] [--imap URL]
+                                   (an empty --imap turns inbound reading off; DKIM and pacing flags below)
+  mailbox test ID                  (tries SMTP, and IMAP when set, with the mailbox's login; nothing is sent)
   mailbox list
   key create --account ID --name NAME --mailbox ID --daily-limit N [--prospects]     (prints the token once)
   key list
   key revoke ID
   list create --account ID --name NAME --mailbox ID [--no-confirm]
+  list set ID [--name NAME] [--mailbox ID] [--confirm | --no-confirm]
+  list show ID
+  list list --account ID
+  subscribers LIST_ID [--status S] [--q TEXT] [--after ID] [--limit N]     (a page; --after the "next" it printed)
+  subscribers export LIST_ID [--status S] > list.csv                      (every subscriber, as CSV)
+  suppressions --account ID [--after ID] [--limit N]
+  suppressions remove ID
+  stop-list --account ID [--after ID] [--limit N]
+  stop-list remove ID
   campaign create --account ID --name NAME --goal GOAL --mailbox ID --steps FILE.json [--stages a,b,c] [--status draft|running|paused]
            [--target URL [--anchor TEXT]]     (links campaigns: the page the placed link must point to)
   campaign set ID [--status S] [--name NAME] [--steps FILE.json] [--stages a,b,c] [--target URL [--anchor TEXT] | --no-target]
@@ -49,6 +64,9 @@ const options = {
   'gap-seconds': { type: 'string' },
   prospects: { type: 'boolean' },
   'no-confirm': { type: 'boolean' },
+  confirm: { type: 'boolean' },
+  q: { type: 'string' },
+  after: { type: 'string' },
   goal: { type: 'string' },
   steps: { type: 'string' },
   stages: { type: 'string' },
@@ -65,6 +83,21 @@ const options = {
 
 type Flags = Partial<Record<keyof typeof options, string | boolean>>;
 
+/** What a command answers when it printed its own output (the CSV export). */
+const RAW = Symbol('raw');
+
+/**
+ * Refusals in the CLI's words: the fields the admin API names ("daily_limit") are the flags here (--daily-limit), and
+ * the id is the number after the command.
+ */
+export function inCliWords(message: string): string {
+  return message.replace(/^"?([a-z][a-z_]*)"?(?=[ :.[])/, (whole, field: string) => {
+    if (field === 'id') return 'the ID after the command';
+    const flag = field.replace(/_/g, '-');
+    return flag in options ? `--${flag}` : whole;
+  });
+}
+
 const stepsFrom = (file: unknown) => (typeof file === 'string' ? JSON.parse(fs.readFileSync(file, 'utf8')) : undefined);
 const targetFrom = (flags: Flags) =>
   flags['no-target'] ? null : typeof flags.target === 'string' ? { url: flags.target, anchor: flags.anchor } : undefined;
@@ -74,6 +107,15 @@ async function run(command: string[], flags: Flags): Promise<unknown> {
   const [resource, action, arg] = command;
   const d = db();
   if (resource === 'webhook') return webhookCommand(d, action, arg, flags);
+  const page = { after: flags.after, limit: flags.limit };
+  if (resource === 'subscribers' && action !== 'export') {
+    const list = await getList(d, validate(schemas.idParam, action));
+    const query = validate<{ status?: 'active'; q?: string; after?: number; limit: number }>(schemas.subscribersQuery, { status: flags.status, q: flags.q, ...page });
+    const found = await browseSubscribers(d, list.id, { status: query.status, search: query.q, after: query.after, limit: query.limit });
+    return { subscribers: found.rows, next: found.next === null ? null : Number(found.next) };
+  }
+  if (resource === 'suppressions' && action === undefined) return listSuppressions(d, validate(schemas.entriesQuery, { account: flags.account, ...page }));
+  if (resource === 'stop-list' && action === undefined) return listStopEntries(d, validate(schemas.entriesQuery, { account: flags.account, ...page }));
   switch (`${resource} ${action ?? ''}`.trim()) {
     case 'account create':
       return { account: await createAccount(d, validate(schemas.accountInput, { name: flags.name })) };
@@ -95,8 +137,16 @@ async function run(command: string[], flags: Flags): Promise<unknown> {
           }),
         ),
       };
-    case 'mailbox set':
-      return { mailbox: await updateMailbox(d, validate(schemas.idParam, arg), validate(schemas.mailboxChange, { imap: flags.imap, ...mailboxExtras(flags) })) };
+    case 'mailbox set': {
+      const change = { name: flags.name, smtp: flags.smtp, daily_limit: flags['daily-limit'], gap_seconds: flags['gap-seconds'], imap: flags.imap, ...mailboxExtras(flags) };
+      return { mailbox: await updateMailbox(d, validate(schemas.idParam, arg), validate(schemas.mailboxChange, change)) };
+    }
+    case 'mailbox test': {
+      const id = validate(schemas.idParam, arg);
+      const mailbox = await d.mailbox.findUnique({ where: { id } });
+      if (!mailbox) throw new AppError(`no mailbox with id ${id}`);
+      return { smtp: await checkSmtp(mailbox), imap: await checkImap(mailbox) };
+    }
     case 'mailbox list':
       return { mailboxes: await listMailboxes(d) };
     case 'key create': {
@@ -148,6 +198,26 @@ async function run(command: string[], flags: Flags): Promise<unknown> {
       });
       return { campaign: await changeCampaign(d, id, changes) };
     }
+    case 'list set': {
+      const confirm = flags.confirm ? true : flags['no-confirm'] ? false : undefined;
+      return { list: await changeList(d, validate(schemas.idParam, arg), validate(schemas.listChanges, { name: flags.name, mailbox: flags.mailbox, confirm })) };
+    }
+    case 'list show':
+      return { list: await getList(d, validate(schemas.idParam, arg)) };
+    case 'list list':
+      return { lists: await listLists(d, validate(schemas.accountQuery, { account: flags.account }).account) };
+    case 'subscribers export': {
+      const list = await getList(d, validate(schemas.idParam, arg));
+      const { status } = validate<{ status?: 'active' }>(schemas.subscribersQuery, { status: flags.status });
+      await writeSubscribersCsv(d, list.id, process.stdout, { status });
+      return RAW;
+    }
+    case 'suppressions remove':
+      await deleteSuppression(d, validate(schemas.idParam, arg));
+      return {};
+    case 'stop-list remove':
+      await deleteStopEntry(d, validate(schemas.idParam, arg));
+      return {};
     case 'messages':
       return { messages: await listMessages(d, validate(schemas.messagesQuery, { to: flags.to, limit: flags.limit })) };
     default: {
@@ -167,9 +237,9 @@ async function main(): Promise<void> {
   await migrate(config().databaseUrl);
   try {
     const answer = await run(positionals, values as Flags);
-    process.stdout.write(JSON.stringify({ ok: true, ...(answer as object) }, null, 2) + '\n');
+    if (answer !== RAW) process.stdout.write(JSON.stringify({ ok: true, ...(answer as object) }, null, 2) + '\n');
   } catch (err) {
-    process.stderr.write(JSON.stringify({ ok: false, error: (err as Error).message }) + '\n');
+    process.stderr.write(JSON.stringify({ ok: false, error: inCliWords((err as Error).message) }) + '\n');
     process.exitCode = 1;
   } finally {
     await closeRedis();

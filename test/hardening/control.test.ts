@@ -2,6 +2,7 @@ import { db } from '../../apps/core/src/db';
 import { suppressAddress } from '../../apps/core/src/subscribers/machine';
 import { asAdmin, useApi } from '../helpers/api';
 import { makeCampaign, makeList, makeMailbox, makeTenant } from '../helpers/factories';
+import { runAdmin, runTs } from '../helpers/processes';
 import { SmtpSink } from '../helpers/smtp-sink';
 
 /** The operator reads what they created: campaigns and lists, all of an account or one. */
@@ -123,4 +124,33 @@ describe('admin changes and the lists behind the sends', () => {
       await sink.stop();
     }
   });
+});
+
+describe('npm run admin -- (the same control plane from a shell)', () => {
+  it('names the flags in its refusals', async () => {
+    const missing = await runAdmin('mailbox', 'create', '--address', 'a@acme.test', '--smtp', 'smtp://127.0.0.1:25');
+    expect(missing.code).toBe(1);
+    expect(missing.err).toMatch(/--account is required/);
+    const badLimit = await runAdmin('mailbox', 'set', '1', '--daily-limit', 'lots');
+    expect(badLimit.err).toMatch(/--daily-limit must be a number/);
+    const badId = await runAdmin('list', 'set', 'abc', '--name', 'X');
+    expect(badId.err).toMatch(/the ID after the command must be a number/);
+  }, 60_000);
+
+  it('pages subscribers, exports them as CSV, and lists and removes suppressions', async () => {
+    const tenant = await makeTenant();
+    const list = await makeList(tenant.account.id, tenant.mailbox.id);
+    await db().subscriber.createMany({ data: [{ listId: list.id, email: 'a@example.org', status: 'active' }, { listId: list.id, email: 'b@example.org', status: 'pending' }] });
+    const page = await runAdmin('subscribers', String(list.id), '--status', 'pending');
+    expect(page.code).toBe(0);
+    expect(page.out.subscribers.map((s: { email: string }) => s.email)).toEqual(['b@example.org']);
+    const csv = runTs('scripts/admin.ts', ['subscribers', 'export', String(list.id)]);
+    expect(await csv.exited).toBe(0);
+    expect(csv.stdout().trim().split('\r\n')).toEqual(['email,name,status,created_at,confirmed_at', expect.stringMatching(/^a@example\.org,,active,/), expect.stringMatching(/^b@example\.org,,pending,/)]);
+    await db().$transaction((tx) => suppressAddress(tx, tenant.account.id, 'c@example.org', 'bounced'));
+    const listed = await runAdmin('suppressions', '--account', String(tenant.account.id));
+    expect(listed.out.suppressions).toEqual([expect.objectContaining({ email: 'c@example.org', reason: 'bounced' })]);
+    expect((await runAdmin('suppressions', 'remove', String(listed.out.suppressions[0].id))).code).toBe(0);
+    expect(await db().suppression.count({ where: { accountId: tenant.account.id } })).toBe(0);
+  }, 60_000);
 });
