@@ -145,8 +145,12 @@ async function talkAndMark(
   const response = String(info.response ?? '');
   await markSentUntilWritten(db, message.id, response);
   metrics.deliveries.inc({ result: 'sent' });
+  logger.info({ message: message.id, mailbox: message.mailboxId, domain: domainOf(message.to), response }, 'delivered');
   return { kind: 'sent', response };
 }
+
+/** The recipient's domain: enough to see where mail goes, without the address in the logs. */
+const domainOf = (address: string) => address.slice(address.lastIndexOf('@') + 1).toLowerCase();
 
 /** The longest pause between two tries of a "sent" mark Postgres did not take. */
 const MARK_RETRY_MAX_MS = 1_000;
@@ -181,7 +185,7 @@ async function recordFailure(db: Db, message: ClaimedRow, err: SmtpError, option
       if (permanent.suppress) await suppressAddress(tx, message.accountId, message.to, 'bounced', (answer ?? err.message).slice(0, 1000));
       await emitMessageEvent(tx, message.id, permanent.status === 'bounced' ? 'message.bounced' : 'message.failed');
     });
-    logger.info({ message: message.id, status: permanent.status, response: answer }, 'delivery refused for good');
+    logger.info({ message: message.id, mailbox: message.mailboxId, domain: domainOf(message.to), status: permanent.status, response: answer ?? err.message }, 'delivery refused for good');
     return { kind: 'rejected', status: permanent.status, response: answer ?? err.message };
   }
   const data = { lastError: err.message, smtpResponse: answer, lockedUntil: null };
@@ -191,8 +195,10 @@ async function recordFailure(db: Db, message: ClaimedRow, err: SmtpError, option
       await tx.message.update({ where: { id: message.id }, data: { ...data, status: 'failed' } });
       await emitMessageEvent(tx, message.id, 'message.failed');
     });
+    logger.info({ message: message.id, mailbox: message.mailboxId, domain: domainOf(message.to), response: answer ?? err.message }, 'delivery failed: no attempt left');
   } else {
     await db.message.update({ where: { id: message.id }, data: { ...data, status: 'deferred' } });
+    logger.info({ message: message.id, mailbox: message.mailboxId, domain: domainOf(message.to), response: answer ?? err.message }, 'delivery deferred');
   }
   throw new TemporaryDeliveryError(`delivery of ${message.id} failed for now: ${err.message}`);
 }
@@ -244,7 +250,6 @@ export async function deliverBatch(
         // the slot is the email in memory and on the wire: free once the SMTP conversation is over
         const sending = sendClaimed(db, message, { lastAttempt: false, afterWire: () => slots.release() }).catch((err: unknown) => {
           if (!(err instanceof TemporaryDeliveryError)) throw err;
-          logger.info({ message: message.id, err: err.message }, 'delivery deferred');
           handOn.push({ id: message.id, notBefore: retryAt });
           return null;
         });

@@ -9,8 +9,23 @@ import type { JobPayloads } from '../../../core/src/queues';
  * A step that may not go out yet (the mailbox's gap or daily cap, or not due) waits in the queue until it may.
  */
 export async function processSequenceStep(job: Job<JobPayloads['sequence']>, token?: string): Promise<StepOutcome> {
-  const outcome = await runSequenceStep(db(), job.data.prospectId, job.data.step);
-  if (outcome.kind === 'skipped') logger.debug({ job: job.id, why: outcome.why }, 'sequence step skipped');
+  const { prospectId, step } = job.data;
+  const outcome = await runSequenceStep(db(), prospectId, step);
+  // every step at info: what the operator reads first when a prospect "did not get" an email
+  switch (outcome.kind) {
+    case 'written':
+      logger.info({ prospect: prospectId, step, message: outcome.messageId, next: outcome.next.at.toISOString() }, 'sequence step written');
+      break;
+    case 'closed':
+      logger.info({ prospect: prospectId, step }, 'sequence closed: no reply after the last step');
+      break;
+    case 'deferred':
+      logger.info({ prospect: prospectId, step, until: outcome.until.toISOString(), why: outcome.why }, 'sequence step waits');
+      break;
+    case 'skipped':
+      logger.info({ prospect: prospectId, step, why: outcome.why }, 'sequence step skipped');
+      break;
+  }
   if (outcome.kind === 'deferred' && token) {
     await job.moveToDelayed(Math.max(outcome.until.getTime(), Date.now() + 50), token);
     throw new DelayedError();
