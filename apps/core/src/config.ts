@@ -25,6 +25,8 @@ export interface Config {
   readonly webhookRetryBaseMs: number;
   /** how often a mailbox without IMAP IDLE is polled for inbound mail */
   readonly inboxPollSeconds: number;
+  /** days a finished email keeps its body and attachments (the row stays); 0 keeps them for ever */
+  readonly retentionDays: number;
 }
 
 export class ConfigError extends Error {}
@@ -140,6 +142,7 @@ export function loadConfig(): Config {
     workerMetricsPort: process.env.WORKER_METRICS_PORT ? integer('WORKER_METRICS_PORT', 0, 0, 65535) : null,
     webhookRetryBaseMs: integer('WEBHOOK_RETRY_BASE_MS', 30_000, 1, 86_400_000),
     inboxPollSeconds: integer('INBOX_POLL_SECONDS', 60, 1, 86_400),
+    retentionDays: integer('RETENTION_DAYS', 30, 0, 36_500),
   });
 }
 

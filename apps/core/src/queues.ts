@@ -28,7 +28,7 @@ export type QueueName = (typeof QUEUE)[keyof typeof QUEUE];
 export interface JobPayloads {
   delivery: { messageId: string } | DispatchPayload;
   sequence: { prospectId: number; step: number };
-  maintenance: { task: 'reconcile' | 'schedule' | 'cleanup' | 'links' };
+  maintenance: { task: 'reconcile' | 'schedule' | 'cleanup' | 'links' | 'retention' };
   links: { prospectId: number };
   webhook: { eventId: string; webhookId: number };
   broadcast: { broadcastId: number };

@@ -5,6 +5,7 @@ import { scheduleDueSteps } from '../../../core/src/outreach/scheduler';
 import { reconcileDeliveries } from '../../../core/src/delivery/reconcile';
 import { deleteExpiredIdempotency } from '../../../core/src/idempotency';
 import { queueDueLinkChecks } from '../../../core/src/links/schedule';
+import { dropOldContent } from '../../../core/src/retention';
 
 /** Housekeeping, dispatched by task. Each task is idempotent: running it twice or on two workers is harmless. */
 export const maintenanceTasks: Record<JobPayloads['maintenance']['task'], () => Promise<unknown>> = {
@@ -16,6 +17,8 @@ export const maintenanceTasks: Record<JobPayloads['maintenance']['task'], () => 
   cleanup: () => deleteExpiredIdempotency(db()),
   // queue the link checks that are due (a page given with agreed, a placed link's re-check)
   links: () => queueDueLinkChecks(db()),
+  // RETENTION_DAYS: finished emails lose their bodies and attachments, their rows stay
+  retention: () => dropOldContent(db()),
 };
 
 /** How often each task runs (apps/core/src/housekeeping.ts: a timer in each worker, one at a time by advisory lock). */
@@ -24,6 +27,7 @@ export const MAINTENANCE_EVERY_MS: Record<JobPayloads['maintenance']['task'], nu
   schedule: 5_000,
   cleanup: 3_600_000,
   links: 5_000,
+  retention: 3_600_000,
 };
 
 export async function processMaintenance(job: Job<JobPayloads['maintenance']>): Promise<unknown> {
