@@ -1,3 +1,4 @@
+import { withConfirmationLink } from '../../apps/core/src/subscribers/confirm-link';
 import { db } from '../../apps/core/src/db';
 import type { ApiApp } from '../../apps/api/src/app';
 import { as } from '../helpers/api';
@@ -26,6 +27,11 @@ export const confirmationMessages = (to: string) =>
   db().message.findMany({ where: { to, kind: 'confirmation' }, orderBy: { createdAt: 'asc' } });
 
 /** The confirmation link's token from the text of a confirmation email. */
+/** The token of a stored confirmation email, as the worker writes it into the email on the wire (confirm-link.ts). */
+export function tokenOfStored(message: { id: string; text: string | null }): string {
+  return tokenFrom(withConfirmationLink(message.text, message.id));
+}
+
 export function tokenFrom(text: string | null | undefined): string {
   const match = /http:\/\/mail\.test\/confirm\/([0-9A-Za-z]+)/.exec(text ?? '');
   if (!match) throw new Error(`no confirmation link in: ${text}`);

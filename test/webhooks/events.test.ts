@@ -4,7 +4,7 @@ import { as, asAdmin, useApi } from '../helpers/api';
 import { makeCampaign, makeList, makeTenant } from '../helpers/factories';
 import { useMail } from '../helpers/mail';
 import { waitFor } from '../helpers/wait';
-import { tokenFrom } from '../lists/support';
+import { tokenOfStored } from '../lists/support';
 import type { Delivery } from './receiver';
 import { hook, useDispatcher, useReceiver } from './support';
 
@@ -93,7 +93,7 @@ describe('subscriber events', () => {
     expect((await client.post('/api/v1/subscribers').send({ list: list.key, email })).body.status).toBe('pending');
 
     const confirmation = await db().message.findFirstOrThrow({ where: { to: email, kind: 'confirmation' } });
-    const confirm = await request(ctx.api.app).post(`/confirm/${tokenFrom(confirmation.text)}`).type('form').send('');
+    const confirm = await request(ctx.api.app).post(`/confirm/${tokenOfStored(confirmation)}`).type('form').send('');
     expect(confirm.status).toBe(200);
     expect((await once('subscriber.confirmed', (d) => d.email === email)).data).toEqual({ list: list.key, email, status: 'active' });
 

@@ -1,3 +1,4 @@
+import { withConfirmationLink } from '../subscribers/confirm-link';
 import type Mail from 'nodemailer/lib/mailer';
 import type { Mailbox, Message, Send } from '../../../../generated/prisma/client';
 
@@ -40,8 +41,10 @@ export function htmlToText(html: string): string {
  * Message-ID. Copies of a Send take the content from the Send; confirmation and sequence emails carry their own.
  */
 export function composeMail(message: Message, mailbox: Mailbox, send: Send | null): Mail.Options {
-  const html = send ? send.html : message.html;
-  const text = (send ? send.text : message.text) ?? (html ? htmlToText(html) : undefined);
+  // a confirmation's link is put in here, on the way to the wire: its stored body holds none (subscribers/confirm-link.ts)
+  const own = (body: string | null) => (message.kind === 'confirmation' ? withConfirmationLink(body, message.id) : body);
+  const html = send ? send.html : own(message.html);
+  const text = (send ? send.text : own(message.text)) ?? (html ? htmlToText(html) : undefined);
   const mail: Mail.Options = {
     from: { name: (send?.fromName || mailbox.name) ?? '', address: mailbox.address },
     to: message.to,

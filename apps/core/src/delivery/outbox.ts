@@ -27,6 +27,8 @@ export interface OutgoingEmail {
   inReplyTo?: string;
   references?: string;
   notBefore?: Date | null;
+  /** the row's id when the caller needs it before the write (a confirmation's token is derived from it) */
+  id?: string;
 }
 
 /** `<uuid@domain>`: fixed when the row is written, so every retry of the row sends the same Message-ID. */
@@ -36,7 +38,7 @@ export function newMessageIdHeader(fromAddress: string, id: string): string {
 }
 
 export function messageRow(email: OutgoingEmail): Prisma.MessageCreateManyInput {
-  const id = crypto.randomUUID();
+  const id = email.id ?? crypto.randomUUID();
   return {
     id,
     accountId: email.accountId,

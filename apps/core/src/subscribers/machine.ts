@@ -1,3 +1,4 @@
+import crypto from 'node:crypto';
 import type { List, Mailbox, Prisma, Subscriber } from '../../../../generated/prisma/client';
 import type { Db, Tx } from '../db';
 import { enqueueDelivery, storeMessages } from '../delivery/outbox';
@@ -8,7 +9,8 @@ import { renderConfirmationEmail } from './email';
 import { NEW_SUBSCRIBERS_PER_HOUR, reserveNewSubscriber, type Channel } from './limit';
 import { FIELDS_MAX, TAGS_MAX, type FieldValue, type SubscriberInput } from './schema';
 import { fastAdd } from './fast-add';
-import { confirmationLink, issueToken } from './tokens';
+import { CONFIRMATION_LINK_PLACEHOLDER, confirmationTokenOf } from './confirm-link';
+import { issueToken } from './tokens';
 
 /**
  * The subscriber state machine of DESIGN section 4. Internal states: pending, active, unsubscribed, bounced, complained.
@@ -212,14 +214,17 @@ function countActive(tx: Tx, listId: number, by: 1 | -1) {
 }
 
 async function sendConfirmation(tx: Tx, list: ListWithMailbox, subscriber: Subscriber, now: Date): Promise<{ id: string }[]> {
-  const token = await issueToken(tx, subscriber.id, now);
-  const content = renderConfirmationEmail({ listName: list.name, name: subscriber.name, link: confirmationLink(token) });
+  // the link's token is derived from the email's id and goes into the email only on the wire (confirm-link.ts)
+  const id = crypto.randomUUID();
+  await issueToken(tx, subscriber.id, now, confirmationTokenOf(id));
+  const content = renderConfirmationEmail({ listName: list.name, name: subscriber.name, link: CONFIRMATION_LINK_PLACEHOLDER });
   await tx.subscriber.update({ where: { id: subscriber.id }, data: { confirmationSentAt: now } });
   const rows = await storeMessages(tx, [
     {
       accountId: list.accountId,
       mailboxId: list.mailboxId,
       fromAddress: list.mailbox.address,
+      id,
       kind: 'confirmation',
       to: subscriber.email,
       subscriberId: subscriber.id,

@@ -7,14 +7,13 @@ import { emitSubscriberChange } from '../events/subscribers';
 export const TOKEN_TTL_MS = 7 * 24 * 3600 * 1000;
 const TOKEN_LENGTH = 32; // base62: about 190 random bits
 
-export const confirmationLink = (token: string) => `${config().publicUrl}/confirm/${token}`;
 
 /** Cheap shape check before any database work on a token from a URL. */
 export const looksLikeToken = (value: string) => /^[0-9A-Za-z]{32}$/.test(value);
 
-/** A new single-use token for the subscriber; only its SHA-256 is stored. */
-export async function issueToken(tx: Tx, subscriberId: number, now: Date): Promise<string> {
-  const token = randomBase62(TOKEN_LENGTH);
+/** A new single-use token for the subscriber (random unless given: see confirm-link.ts); only its SHA-256 is stored. */
+export async function issueToken(tx: Tx, subscriberId: number, now: Date, given?: string): Promise<string> {
+  const token = given ?? randomBase62(TOKEN_LENGTH);
   await tx.confirmationToken.create({
     data: { subscriberId, tokenHash: sha256(token), expiresAt: new Date(now.getTime() + TOKEN_TTL_MS), createdAt: now },
   });
