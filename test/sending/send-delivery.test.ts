@@ -3,6 +3,7 @@ import { productionGuards } from '../../apps/core/src/delivery/production-guards
 import { db } from '../../apps/core/src/db';
 import { deliverMessage } from '../../apps/core/src/delivery/deliver';
 import { QUEUE, jobId, queue } from '../../apps/core/src/queues';
+import { waitStats } from '../../apps/core/src/sending/finished';
 import { as, useApi } from '../helpers/api';
 import { makeList, makeTenant, type Tenant } from '../helpers/factories';
 import { useMail } from '../helpers/mail';
@@ -124,6 +125,25 @@ describe('POST /api/v1/send on the wire', () => {
       skipped: [],
     });
     expect(sink.to('w1@example.org')).toHaveLength(1);
+  });
+
+  it('wakes 20 waiting requests when their copies are delivered, reading the statuses a few times, not every 100 ms', async () => {
+    const tenant = await makeTenant({ smtp: sink.url });
+    sink.dataDelayMs = 1_500;
+    const before = waitStats.reads;
+    const started = Date.now();
+    try {
+      const answers = await Promise.all(Array.from({ length: 20 }, (_, i) => send(tenant, { to: `waiter${i}@example.org`, subject: 'Now', text: 'x' }).set('Prefer', 'wait=15')));
+      expect(answers.map((r) => r.status)).toEqual(Array(20).fill(200));
+      expect(answers.every((r) => r.body.status === 'sent')).toBe(true);
+      // each waiter: one read at the start, one per wake-up or 2-second fallback; polling every 100 ms would be 15+ each
+      const reads = waitStats.reads - before;
+      const seconds = (Date.now() - started) / 1000;
+      expect(reads).toBeLessThanOrEqual(20 * (3 + Math.ceil(seconds / 2)));
+      expect(reads).toBeLessThan(20 * Math.floor(seconds * 10));
+    } finally {
+      sink.dataDelayMs = 0;
+    }
   });
 
   it('answers 202 after waiting N seconds when a copy is still unfinished', async () => {

@@ -17,7 +17,16 @@ export function redis(): Redis {
   return shared;
 }
 
+/** Connections of their own (subscribers) closed with the shared one. */
+const closers = new Set<() => Promise<void>>();
+export function closeWithRedis(close: () => Promise<void>): void {
+  closers.add(close);
+}
+
 export async function closeRedis(): Promise<void> {
+  const own = [...closers];
+  closers.clear();
+  await Promise.all(own.map((close) => close().catch(() => undefined)));
   if (shared) {
     const client = shared;
     shared = undefined;

@@ -1,3 +1,4 @@
+import { announceFinished } from '../sending/finished';
 import type SMTPPool from 'nodemailer/lib/smtp-pool';
 import { Semaphore } from '../batch';
 import { config } from '../config';
@@ -185,6 +186,7 @@ async function recordFailure(db: Db, message: ClaimedRow, err: SmtpError, option
       if (permanent.suppress) await suppressAddress(tx, message.accountId, message.to, 'bounced', (answer ?? err.message).slice(0, 1000));
       await emitMessageEvent(tx, message.id, permanent.status === 'bounced' ? 'message.bounced' : 'message.failed');
     });
+    announceFinished([message.id]);
     logger.info({ message: message.id, mailbox: message.mailboxId, domain: domainOf(message.to), status: permanent.status, response: answer ?? err.message }, 'delivery refused for good');
     return { kind: 'rejected', status: permanent.status, response: answer ?? err.message };
   }
@@ -195,6 +197,7 @@ async function recordFailure(db: Db, message: ClaimedRow, err: SmtpError, option
       await tx.message.update({ where: { id: message.id }, data: { ...data, status: 'failed' } });
       await emitMessageEvent(tx, message.id, 'message.failed');
     });
+    announceFinished([message.id]);
     logger.info({ message: message.id, mailbox: message.mailboxId, domain: domainOf(message.to), response: answer ?? err.message }, 'delivery failed: no attempt left');
   } else {
     await db.message.update({ where: { id: message.id }, data: { ...data, status: 'deferred' } });

@@ -1,3 +1,4 @@
+import { announceFinished } from '../sending/finished';
 import type { Mailbox, Message, Send } from '../../../../generated/prisma/client';
 import { Batcher } from '../batch';
 import { rawQuery, type Db } from '../db';
@@ -63,6 +64,7 @@ async function markSentBatch(db: Db, sent: { id: string; response: string }[]): 
     [sent.map((s) => s.id), sent.map((s) => s.response)],
     'mark-sent',
   );
+  announceFinished(sent.map((s) => s.id));
   return sent.map(() => undefined);
 }
 

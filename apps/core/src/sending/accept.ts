@@ -1,3 +1,4 @@
+import { waitForFinished } from './finished';
 import crypto from 'node:crypto';
 import type { ApiKey } from '../../../../generated/prisma/client';
 import type { Db, Tx } from '../db';
@@ -44,18 +45,6 @@ export function sendStatus(statuses: string[]): string {
   return statuses.every((s) => s === 'bounced') ? 'bounced' : 'failed';
 }
 
-/** Polls the copies until all are finished or the time is up; null when some are still on their way. */
-async function waitForCopies(db: Tx, ids: string[], seconds: number): Promise<Map<string, string> | null> {
-  const deadline = Date.now() + seconds * 1000;
-  for (;;) {
-    const rows = await db.message.findMany({ where: { id: { in: ids } }, select: { id: true, status: true } });
-    if (rows.every((r) => FINAL.has(r.status))) return new Map(rows.map((r) => [r.id, r.status]));
-    const left = deadline - Date.now();
-    if (left <= 0) return null;
-    await new Promise((resolve) => setTimeout(resolve, Math.min(100, left)));
-  }
-}
-
 /**
  * POST /api/v1/send: validates, then in one transaction drops suppressed and stop-listed recipients, counts the copies
  * against the key's daily limit (all or nothing), writes the Send and one Message per recipient and, with an
@@ -100,7 +89,7 @@ export async function acceptSend(
 
   const waitSeconds = Math.min(options.waitSeconds, MAX_WAIT_SECONDS);
   if (waitSeconds > 0 && !accepted.rows.some((r) => r.notBefore)) {
-    const finished = await waitForCopies(db, accepted.rows.map((r) => r.id), waitSeconds);
+    const finished = await waitForFinished(db, accepted.rows.map((r) => r.id), waitSeconds);
     if (finished) {
       const messages = accepted.answer.messages.map((m) => ({ ...m, status: finished.get(m.id) ?? m.status }));
       const answer: SendAnswer = { ...accepted.answer, status: sendStatus(messages.map((m) => m.status)), messages };

@@ -1,0 +1,84 @@
+import type { Redis } from 'ioredis';
+import { rawQuery, type Tx } from '../db';
+import { logger } from '../logger';
+import { closeWithRedis, createRedis, redis, rkey } from '../redis';
+
+/**
+ * `Prefer: wait` without polling: the worker announces the messages it just finished on a Redis channel, and each API
+ * process listens on one subscriber connection and wakes the requests waiting for them, which then read their copies'
+ * statuses once. A lost announcement (Redis away, a process subscribing late) costs a little time, never the answer:
+ * every waiter also looks again every FALLBACK_MS, and until the deadline.
+ */
+const FALLBACK_MS = 2_000;
+const FINAL = new Set(['sent', 'failed', 'bounced', 'cancelled']);
+
+const channel = () => rkey('messages', 'finished');
+
+/** Worker side: these messages reached a final status (fire and forget: the waiters' fallback covers a lost one). */
+export function announceFinished(ids: string[]): void {
+  if (!ids.length) return;
+  redis()
+    .publish(channel(), ids.join(','))
+    .catch((err: Error) => logger.debug({ err: err.message }, 'could not announce finished messages'));
+}
+
+const waiting = new Map<string, Set<() => void>>();
+let subscriber: Redis | undefined;
+
+function listen(): void {
+  if (subscriber) return;
+  const connection = createRedis({ maxRetriesPerRequest: null });
+  connection.on('error', (err) => logger.warn({ err: err.message }, 'finished-messages subscription error'));
+  connection.on('message', (_channel, payload: string) => {
+    for (const id of payload.split(',')) for (const wake of waiting.get(id) ?? []) wake();
+  });
+  void connection.subscribe(channel()).catch(() => undefined);
+  subscriber = connection;
+  closeWithRedis(async () => {
+    subscriber = undefined;
+    await connection.quit().catch(() => connection.disconnect());
+  });
+}
+
+/** How many times waiters read their copies' statuses (a test and a gauge of the mechanism's cost). */
+export const waitStats = { reads: 0 };
+
+async function statuses(db: Tx, ids: string[]): Promise<Map<string, string> | null> {
+  waitStats.reads++;
+  const rows = await rawQuery<{ id: string; status: string }>(db, 'SELECT id::text, status::text FROM messages WHERE id = ANY($1::uuid[])', [ids], 'wait-statuses');
+  return rows.every((r) => FINAL.has(r.status)) ? new Map(rows.map((r) => [r.id, r.status])) : null;
+}
+
+/** The copies' final statuses once all are finished, or null when `seconds` ran out first. */
+export async function waitForFinished(db: Tx, ids: string[], seconds: number): Promise<Map<string, string> | null> {
+  listen();
+  const deadline = Date.now() + seconds * 1000;
+  let wake: () => void = () => undefined;
+  const woken = () => wake();
+  for (const id of ids) {
+    let set = waiting.get(id);
+    if (!set) waiting.set(id, (set = new Set()));
+    set.add(woken);
+  }
+  try {
+    for (;;) {
+      const done = await statuses(db, ids);
+      if (done) return done;
+      const left = deadline - Date.now();
+      if (left <= 0) return null;
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, Math.min(FALLBACK_MS, left));
+        wake = () => {
+          clearTimeout(timer);
+          resolve();
+        };
+      });
+    }
+  } finally {
+    for (const id of ids) {
+      const set = waiting.get(id);
+      set?.delete(woken);
+      if (set && !set.size) waiting.delete(id);
+    }
+  }
+}
