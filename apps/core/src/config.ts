@@ -27,6 +27,10 @@ export interface Config {
   readonly inboxPollSeconds: number;
   /** days a finished email keeps its body and attachments (the row stays); 0 keeps them for ever */
   readonly retentionDays: number;
+  /** request-body bytes an API process reads at once; past it, 503 with Retry-After */
+  readonly maxBodyBytesInFlight: number;
+  /** bytes of email (bodies and attachments) a worker process holds on the wire at once */
+  readonly workerMaxBytesInFlight: number;
 }
 
 export class ConfigError extends Error {}
@@ -143,6 +147,8 @@ export function loadConfig(): Config {
     webhookRetryBaseMs: integer('WEBHOOK_RETRY_BASE_MS', 30_000, 1, 86_400_000),
     inboxPollSeconds: integer('INBOX_POLL_SECONDS', 60, 1, 86_400),
     retentionDays: integer('RETENTION_DAYS', 30, 0, 36_500),
+    maxBodyBytesInFlight: integer('MAX_BODY_BYTES_IN_FLIGHT', 64 * 1024 * 1024, 1024 * 1024, 2 ** 40),
+    workerMaxBytesInFlight: integer('WORKER_MAX_BYTES_IN_FLIGHT', 64 * 1024 * 1024, 1024 * 1024, 2 ** 40),
   });
 }
 

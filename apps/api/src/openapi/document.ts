@@ -26,7 +26,7 @@ const R = answers.refusal;
  * Every operation may answer these: a malformed address (a bad %-escape, a NUL), no or a bad key, too many failed
  * keys from one client (docs/hardening.md), and a fault (with a request id in the message).
  */
-const ALWAYS = { 400: R, 401: R, 429: R, 500: R };
+const ALWAYS = { 400: R, 401: R, 429: R, 500: R, 503: R };
 /** And every operation that takes a JSON body: malformed JSON, over 1 MB, not UTF-8. */
 const WITH_BODY = { 400: R, 413: R, 415: R };
 
@@ -78,6 +78,7 @@ const STATUS_TEXT: Record<number, string> = {
   200: 'OK', 202: 'Accepted: queued', 400: 'A field is malformed (named in error)', 401: 'The API key is missing, unknown or revoked',
   403: 'Not allowed for this key', 404: 'Not found (or another account\'s)', 409: 'Conflict', 413: 'Over 1 MB', 415: 'Not UTF-8 JSON',
   422: 'Nobody to write to, or an Idempotency-Key reused', 429: 'A limit is reached (Retry-After)', 500: 'Internal error',
+  503: 'Unavailable for now: the database is unreachable, or too many request bodies are being read at once (Retry-After); nothing was done',
 };
 
 function queryParameters(query: Joi.Schema): JsonSchema[] {
