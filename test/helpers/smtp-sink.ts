@@ -23,6 +23,9 @@ export class SmtpSink {
   readonly messages: ReceivedMail[] = [];
   /** every connection attempt, accepted or not */
   connections = 0;
+  /** DATA transfers under way now, and the most seen at once */
+  dataNow = 0;
+  dataMost = 0;
   /** AUTH attempts seen (a password sent over this plain connection) */
   logins = 0;
   rule: SinkRule | undefined;
@@ -55,7 +58,12 @@ export class SmtpSink {
         if (refusal) return callback(Object.assign(new Error(refusal.message), { responseCode: refusal.code }));
         callback();
       },
-      onData: (stream, session, callback) => {
+      onData: (stream, session, done) => {
+        this.dataMost = Math.max(this.dataMost, ++this.dataNow);
+        const callback = (err?: Error | null) => {
+          this.dataNow--;
+          done(err);
+        };
         const chunks: Buffer[] = [];
         stream.on('data', (chunk: Buffer) => chunks.push(chunk));
         stream.on('end', () => {

@@ -115,8 +115,53 @@ async function sendClaimed(
   message: ClaimedRow,
   options: { lastAttempt: boolean; afterWire?: () => void },
 ): Promise<Extract<DeliveryOutcome, { kind: 'sent' | 'rejected' }>> {
-  // the heartbeat renews the row's lease until it is marked, however long SMTP or an outage of Postgres lasts
-  return whileHeld(db, message.id, () => talkAndMark(db, message, options));
+  // the heartbeat renews the row's lease until it is marked, however long SMTP, the wait for memory (below) or an
+  // outage of Postgres lasts
+  return whileHeld(db, message.id, async () => {
+    // the email's bytes are reserved before nodemailer builds it: big emails wait for each other, not the heap
+    const bytes = await takeBytes(message);
+    let held = true;
+    const giveBack = () => {
+      if (held) {
+        held = false;
+        byteSlots!.release(bytes);
+      }
+    };
+    try {
+      return await talkAndMark(db, message, {
+        ...options,
+        afterWire: () => {
+          giveBack();
+          options.afterWire?.();
+        },
+      });
+    } finally {
+      giveBack();
+    }
+  });
+}
+
+/**
+ * The bytes of email a worker process has in memory on their way to the wire, whatever their number
+ * (WORKER_MAX_BYTES_IN_FLIGHT, 64 MB by default): ten requests of 50 recipients with a 1 MB attachment are 500 MB of
+ * MIME to build otherwise. An email larger than the whole budget goes alone.
+ */
+let byteSlots: Semaphore | undefined;
+
+/** About what building and sending the email holds: its bodies and attachments (base64, as stored). */
+export function emailBytes(message: ClaimedRow): number {
+  const send = message.send;
+  const own = (message.text?.length ?? 0) + (message.html?.length ?? 0);
+  if (!send) return own + 1_000;
+  const attachments = (send.attachments as unknown as { content?: string }[]).reduce((sum, a) => sum + (a.content?.length ?? 0), 0);
+  return own + (send.text?.length ?? 0) + (send.html?.length ?? 0) + attachments + 1_000;
+}
+
+async function takeBytes(message: ClaimedRow): Promise<number> {
+  byteSlots ??= new Semaphore(config().workerMaxBytesInFlight);
+  const bytes = Math.min(emailBytes(message), byteSlots.capacity);
+  await byteSlots.acquire(bytes);
+  return bytes;
 }
 
 async function talkAndMark(

@@ -38,7 +38,15 @@ export async function claimBatch(db: Db, ids: string[], leaseMs: number, guarded
     [ids, leaseMs, guarded],
     'claim-unguarded',
   );
-  const byId = new Map(rows.map((row) => [row.id, { ...fromRow<Message>(row.message)!, mailbox: fromRow<Mailbox>(row.mailbox)!, send: fromRow<Send>(row.send) }]));
+  // the copies of one Send share one parsed Send (its attachments once in memory, not once per recipient)
+  const sends = new Map<string, Send | null>();
+  const sendOf = (row: Record<string, unknown> | null) => {
+    if (!row) return null;
+    const id = String(row.id);
+    if (!sends.has(id)) sends.set(id, fromRow<Send>(row));
+    return sends.get(id)!;
+  };
+  const byId = new Map(rows.map((row) => [row.id, { ...fromRow<Message>(row.message)!, mailbox: fromRow<Mailbox>(row.mailbox)!, send: sendOf(row.send) }]));
   return ids.map((id) => {
     const claimed = byId.get(id) ?? null;
     byId.delete(id); // the same row asked twice in one batch is claimed once: the second asker finds it held
