@@ -14,7 +14,7 @@ beforeEach(() => {
   const original = Client.prototype.connect;
   spy = jest.spyOn(Client.prototype, 'connect').mockImplementation(function (this: Client & { database?: string }, ...args: unknown[]) {
     connected.push(this.database ?? '');
-    return (original as (...a: unknown[]) => Promise<void>).apply(this, args);
+    return (original as unknown as (...a: unknown[]) => Promise<unknown>).apply(this, args);
   } as never);
 });
 afterEach(() => spy.mockRestore());
