@@ -11,6 +11,7 @@ import { changeList, getList, listLists } from '../../../core/src/services/lists
 import { validate } from '../../../core/src/validate';
 import { methodNotAllowed } from '../middleware/errors';
 
+type EntriesQuery = { account: number; after?: number; limit: number };
 type SubscribersQuery = { status?: 'pending' | 'active' | 'unsubscribed' | 'bounced' | 'complained'; q?: string; after?: number; limit: number };
 
 /**
@@ -58,32 +59,24 @@ export function controlRouter(db: Db): Router {
       res.end();
     })
     .all(methodNotAllowed);
-  router
-    .route('/suppressions')
-    .get(async (req, res) => {
-      res.json({ ok: true, ...(await listSuppressions(db, validate(schemas.entriesQuery, req.query))) });
-    })
-    .all(methodNotAllowed);
-  router
-    .route('/suppressions/:id')
-    .delete(async (req, res) => {
-      await deleteSuppression(db, validate(schemas.idParam, req.params.id));
-      res.json({ ok: true });
-    })
-    .all(methodNotAllowed);
-  router
-    .route('/stop-list')
-    .get(async (req, res) => {
-      res.json({ ok: true, ...(await listStopEntries(db, validate(schemas.entriesQuery, req.query))) });
-    })
-    .all(methodNotAllowed);
-  router
-    .route('/stop-list/:id')
-    .delete(async (req, res) => {
-      await deleteStopEntry(db, validate(schemas.idParam, req.params.id));
-      res.json({ ok: true });
-    })
-    .all(methodNotAllowed);
+  // the account's "never write to" lists: keyset pages by account, and removal of one entry
+  const entryRoutes = (path: string, list: (db: Db, query: EntriesQuery) => Promise<object>, remove: (db: Db, id: number) => Promise<void>) => {
+    router
+      .route(path)
+      .get(async (req, res) => {
+        res.json({ ok: true, ...(await list(db, validate<EntriesQuery>(schemas.entriesQuery, req.query))) });
+      })
+      .all(methodNotAllowed);
+    router
+      .route(`${path}/:id`)
+      .delete(async (req, res) => {
+        await remove(db, validate(schemas.idParam, req.params.id));
+        res.json({ ok: true });
+      })
+      .all(methodNotAllowed);
+  };
+  entryRoutes('/suppressions', listSuppressions, deleteSuppression);
+  entryRoutes('/stop-list', listStopEntries, deleteStopEntry);
   router
     .route('/mailboxes/:id/test')
     .post(async (req, res) => {
