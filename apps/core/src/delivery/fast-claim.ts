@@ -5,13 +5,25 @@ import { rawQuery, type Db } from '../db';
 import type { MessageKind } from '../../../../generated/prisma/enums';
 import { MESSAGE_EVENT_DATA } from '../events/messages';
 
+/** Each column's camelCase name and whether it holds a timestamp, worked out once per column name. */
+const columns = new Map<string, { name: string; date: boolean }>();
+function column(key: string): { name: string; date: boolean } {
+  let found = columns.get(key);
+  if (!found) {
+    const name = key.replace(/_([a-z])/g, (_, c: string) => c.toUpperCase());
+    columns.set(key, (found = { name, date: /(At|Day|Until|Before)$/.test(name) }));
+  }
+  return found;
+}
+
 /** snake_case row JSON (row_to_json) to the client's camelCase model, timestamps as Dates. */
 function fromRow<T>(row: Record<string, unknown> | null): T | null {
   if (!row) return null;
   const out: Record<string, unknown> = {};
-  for (const [key, value] of Object.entries(row)) {
-    const name = key.replace(/_([a-z])/g, (_, c: string) => c.toUpperCase());
-    out[name] = typeof value === 'string' && /(At|Day|Until|Before)$/.test(name) ? new Date(value) : value;
+  for (const key in row) {
+    const value = row[key];
+    const { name, date } = column(key);
+    out[name] = date && typeof value === 'string' ? new Date(value) : value;
   }
   return out as T;
 }
@@ -46,7 +58,14 @@ export async function claimBatch(db: Db, ids: string[], leaseMs: number, guarded
     if (!sends.has(id)) sends.set(id, fromRow<Send>(row));
     return sends.get(id)!;
   };
-  const byId = new Map(rows.map((row) => [row.id, { ...fromRow<Message>(row.message)!, mailbox: fromRow<Mailbox>(row.mailbox)!, send: sendOf(row.send) }]));
+  // and the rows of one mailbox share one parsed mailbox
+  const mailboxes = new Map<unknown, Mailbox>();
+  const mailboxOf = (row: Record<string, unknown>) => {
+    let mailbox = mailboxes.get(row.id);
+    if (!mailbox) mailboxes.set(row.id, (mailbox = fromRow<Mailbox>(row)!));
+    return mailbox;
+  };
+  const byId = new Map(rows.map((row) => [row.id, { ...fromRow<Message>(row.message)!, mailbox: mailboxOf(row.mailbox), send: sendOf(row.send) }]));
   return ids.map((id) => {
     const claimed = byId.get(id) ?? null;
     byId.delete(id); // the same row asked twice in one batch is claimed once: the second asker finds it held
