@@ -67,6 +67,31 @@ function peakRssMb(child: ChildProcess): number {
   return Math.round(kb / 1024);
 }
 
+/** CPU time used so far by every process of these names (Postgres backends, Redis), in ms. */
+function cpuMsByName(names: string[]): Record<string, number> {
+  const out: Record<string, number> = Object.fromEntries(names.map((n) => [n, 0]));
+  for (const pid of fs.readdirSync('/proc').filter((d) => /^\d+$/.test(d))) {
+    let stat: string;
+    try {
+      stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+    } catch {
+      continue; // gone meanwhile
+    }
+    const name = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
+    const key = names.find((n) => name.startsWith(n));
+    if (!key) continue;
+    const fields = stat.slice(stat.lastIndexOf(') ') + 2).split(' ');
+    out[key]! += ((Number(fields[11]) + Number(fields[12])) * 1000) / 100;
+  }
+  return out;
+}
+
+/** CPU time (user + system) a live process has used so far, in ms. */
+function cpuMs(child: ChildProcess): number {
+  const fields = fs.readFileSync(`/proc/${child.pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+  return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100; // utime and stime, in clock ticks (USER_HZ = 100)
+}
+
 async function until(check: () => Promise<boolean>, timeoutMs: number, what: string): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (!(await check().catch(() => false))) {
@@ -161,7 +186,7 @@ async function main(): Promise<void> {
   await up(PORTS.sinkHttp, '/count');
 
   try {
-    if (!ONLY || ONLY === 'main') await mainPhases(results, serviceEnv);
+    if (!ONLY || ONLY === 'main') await mainPhases(results, serviceEnv, sink);
     if (!ONLY || ONLY === 'broadcast') results.broadcast = await broadcastPhase(serviceEnv('broadcast'));
     if (!ONLY || ONLY === 'scheduler') results.scheduler = await schedulerBench(serviceEnv('scheduler'));
     if (!ONLY || ONLY === 'memory') results.memory = { ...(results.memory as object), ...(await memoryBench(serviceEnv('memory'))) };
@@ -293,7 +318,7 @@ function schedulerBench(env: Record<string, string>) {
   });
 }
 
-async function mainPhases(results: Record<string, unknown>, serviceEnv: (phase: string) => Record<string, string>): Promise<void> {
+async function mainPhases(results: Record<string, unknown>, serviceEnv: (phase: string) => Record<string, string>, sink: ChildProcess): Promise<void> {
   {
     // 1. accept: the API alone (no worker), against bare Express
     const baseline = start('bench/baseline-express.ts', { PORT: String(PORTS.baseline) });
@@ -320,10 +345,13 @@ async function mainPhases(results: Record<string, unknown>, serviceEnv: (phase: 
     await autocannon({ url: `http://127.0.0.1:${PORTS.api}/api/v1/send`, method: 'POST', headers: jsonHeaders(tenant.token), body: sendBody, connections: CONNECTIONS, amount: WARMUP_MESSAGES });
     await until(async () => (await sinkCount()) >= WARMUP_MESSAGES, 5 * 60_000, 'the warm-up deliveries');
     await fetch(`http://127.0.0.1:${PORTS.sinkHttp}/reset`, { method: 'POST' });
+    const cpu0 = { api: cpuMs(api), worker: cpuMs(worker), sink: cpuMs(sink), ...cpuMsByName(['postgres', 'redis-server']) };
     const t0 = performance.now();
     const accepted = await autocannon({ url: `http://127.0.0.1:${PORTS.api}/api/v1/send`, method: 'POST', headers: jsonHeaders(tenant.token), body: sendBody, connections: CONNECTIONS, amount: MESSAGES });
     await until(async () => (await sinkCount()) >= MESSAGES, 10 * 60_000, `${MESSAGES} deliveries`);
     const deliverySeconds = (performance.now() - t0) / 1000;
+    const cpu1 = { api: cpuMs(api), worker: cpuMs(worker), sink: cpuMs(sink), ...cpuMsByName(['postgres', 'redis-server']) };
+    const cpuPerEmail = Object.fromEntries(Object.entries(cpu1).map(([k, v]) => [k, +((v - cpu0[k as keyof typeof cpu0]) / MESSAGES).toFixed(3)]));
     const workerRss = peakRssMb(worker);
     const deliveryApiRss = peakRssMb(api);
 
@@ -336,7 +364,14 @@ async function mainPhases(results: Record<string, unknown>, serviceEnv: (phase: 
       ratio: +(baselineSeconds / deliverySeconds).toFixed(2),
       workerPeakRssMb: workerRss,
       apiPeakRssMb: deliveryApiRss,
+      cpuMsPerEmail: cpuPerEmail,
     };
+
+    // 2b. Prefer: wait: each request holds its connection until its copy is delivered (the worker announces, the API
+    // wakes the waiter); 20 connections, against the same sends answered 202 at once in the accept phase
+    const cpuBefore = cpuMs(api);
+    const waited = await load({ url: `http://127.0.0.1:${PORTS.api}/api/v1/send`, method: 'POST', headers: { ...jsonHeaders(tenant.token), Prefer: 'wait=10' }, body: sendBody, connections: 20 });
+    results.wait = { ...waited, apiCpuMsPerRequest: +((cpuMs(api) - cpuBefore) / Math.max(1, waited.total2xx + waited.non2xx)).toFixed(2) };
 
     // 3. subscribers: lists without confirmation; lists rotate so the 600-an-hour limit per list is not what is measured
     const lists: string[] = [];
@@ -408,7 +443,9 @@ function print(r: Record<string, any>): void {
   const rows: [string, string, string][] = !r.accept ? [] : [
     ['accept: POST /api/v1/send, 1 recipient, 50 connections', `${r.accept.api.rps} req/s, p50 ${r.accept.api.p50} ms, p99 ${r.accept.api.p99} ms, ${r.accept.api.errors + r.accept.api.non2xx} errors`, `bare Express ${r.accept.baseline.rps} req/s (p99 ${r.accept.baseline.p99} ms): ratio ${r.accept.ratio}`],
     [`delivery: ${r.delivery.messages} sends, accept to last delivered, 1 worker`, `${r.delivery.perSecond} msg/s`, `nodemailer pool direct ${r.delivery.baselinePerSecond} msg/s: ratio ${r.delivery.ratio}`],
-    ['subscribers: POST /api/v1/subscribers, 50 connections', `${r.subscribers.rps} req/s, p99 ${r.subscribers.p99} ms, ${r.subscribers.errors + r.subscribers.non2xx} errors`, ''],
+    ['delivery: CPU per email, by process', Object.entries(r.delivery.cpuMsPerEmail as Record<string, number>).map(([k, v]) => `${k} ${v} ms`).join(', '), ''],
+    ['Prefer: wait=10 on POST /api/v1/send, 20 connections, answered once delivered', `${r.wait.rps} req/s, p50 ${r.wait.p50} ms, p99 ${r.wait.p99} ms, ${r.wait.errors + r.wait.non2xx} errors; API CPU ${r.wait.apiCpuMsPerRequest} ms a request`, ''],
+    ['subscribers: POST /api/v1/subscribers, 50 connections', `${r.subscribers.rps} req/s, p99 ${r.subscribers.p99} ms, ${r.subscribers.errors + r.subscribers.non2xx} errors`, `${(r.subscribers.rps / r.accept.api.rps).toFixed(2)} of the accept rate (target >= 0.5, p99 < 50 ms)`],
     ['prospects: POST /api/v1/prospects, 100 per request, 10 connections', `${r.prospects.prospectsPerSecond} prospects/s (p99 ${r.prospects.p99} ms)`, ''],
     ['memory: peak RSS', `API ${r.memory.apiPeakRssMb} MB, worker ${r.memory.workerPeakRssMb} MB`, 'target: under 250 MB each'],
   ];
