@@ -31,6 +31,16 @@ describe('authentication before the body', () => {
         );
       });
       expect(answer).toMatch(/^HTTP\/1\.1 401 /);
+      expect(answer).toMatch(/\r\nConnection: close\r\n/i);
+      // and the server lets go of the connection instead of reading the rest of the body at the client's pace
+      await new Promise<void>((resolve, reject) => {
+        if (socket.readableEnded) return resolve();
+        const timer = setTimeout(() => reject(new Error('the server kept the connection open')), 3000);
+        socket.on('end', () => {
+          clearTimeout(timer);
+          resolve();
+        });
+      });
     } finally {
       socket.destroy();
       await new Promise((resolve) => server.close(resolve));

@@ -55,5 +55,9 @@ export const errorHandler: ErrorRequestHandler = (err, req, res, _next) => {
     logger.error({ err, requestId, method: req.method, path: req.path }, 'request failed');
   }
   if (res.headersSent) return;
+  // refused before its body was read (an unknown key, a limit, a full body budget): close the connection after the
+  // answer, so a client that trickles its body does not keep the socket and its buffers for the request timeout
+  const hasBody = Number(req.headers['content-length'] ?? 0) > 0 || req.headers['transfer-encoding'] !== undefined;
+  if (hasBody && !req.complete) res.set('Connection', 'close');
   res.set(headers).status(status).json({ ok: false, error: message });
 };
