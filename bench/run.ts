@@ -92,6 +92,21 @@ function cpuMs(child: ChildProcess): number {
   return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100; // utime and stime, in clock ticks (USER_HZ = 100)
 }
 
+/**
+ * A checkpoint before each timed load (as pgbench does): the dirty pages of a phase (or of an earlier run's 100,000-row
+ * phases) are written now, not in the middle of the next measurement, where the flush and the full-page images that
+ * follow a checkpoint cost the write paths a quarter of their throughput.
+ */
+async function checkpoint(): Promise<void> {
+  const pg = new Client({ connectionString: `${PG_SERVER}/postgres` });
+  await pg.connect();
+  try {
+    await pg.query('CHECKPOINT');
+  } finally {
+    await pg.end();
+  }
+}
+
 async function until(check: () => Promise<boolean>, timeoutMs: number, what: string): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (!(await check().catch(() => false))) {
@@ -253,6 +268,7 @@ async function broadcastPhase(env: Record<string, string>) {
   await until(async () => (await sinkCount()) >= WARMUP_MESSAGES, 5 * 60_000, 'the warm-up deliveries');
   await fetch(`http://127.0.0.1:${PORTS.sinkHttp}/reset`, { method: 'POST' });
   const { broadcast } = await admin<{ broadcast: { id: number } }>('/broadcasts', { list: list.key, subject: 'Hello {{name}}', html: '<p>Hello {{name}}, number {{fields.n}}.</p><p><a href="{{unsubscribe_url}}">Unsubscribe</a></p>' });
+  await checkpoint();
   const t0 = performance.now();
   const patched = await fetch(`http://127.0.0.1:${PORTS.api}/admin/api/broadcasts/${broadcast.id}`, {
     method: 'PATCH',
@@ -323,6 +339,7 @@ async function mainPhases(results: Record<string, unknown>, serviceEnv: (phase: 
     // 1. accept: the API alone (no worker), against bare Express
     const baseline = start('bench/baseline-express.ts', { PORT: String(PORTS.baseline) });
     await until(async () => (await fetch(`http://127.0.0.1:${PORTS.baseline}/api/v1/send`, { method: 'POST', headers: jsonHeaders(), body: sendBody })).status === 202, 30_000, 'baseline');
+    await checkpoint();
     const acceptBaseline = await load({ url: `http://127.0.0.1:${PORTS.baseline}/api/v1/send`, method: 'POST', headers: jsonHeaders(), body: sendBody });
     await stop(baseline);
 
@@ -330,6 +347,7 @@ async function mainPhases(results: Record<string, unknown>, serviceEnv: (phase: 
     await up(PORTS.api);
     let tenant = await makeTenant();
     await load({ url: `http://127.0.0.1:${PORTS.api}/api/v1/send`, method: 'POST', headers: jsonHeaders(tenant.token), body: sendBody, duration: 2 });
+    await checkpoint();
     const accept = await load({ url: `http://127.0.0.1:${PORTS.api}/api/v1/send`, method: 'POST', headers: jsonHeaders(tenant.token), body: sendBody });
     const acceptRss = peakRssMb(api);
     await stop(api);
@@ -345,6 +363,7 @@ async function mainPhases(results: Record<string, unknown>, serviceEnv: (phase: 
     await autocannon({ url: `http://127.0.0.1:${PORTS.api}/api/v1/send`, method: 'POST', headers: jsonHeaders(tenant.token), body: sendBody, connections: CONNECTIONS, amount: WARMUP_MESSAGES });
     await until(async () => (await sinkCount()) >= WARMUP_MESSAGES, 5 * 60_000, 'the warm-up deliveries');
     await fetch(`http://127.0.0.1:${PORTS.sinkHttp}/reset`, { method: 'POST' });
+    await checkpoint();
     const cpu0 = { api: cpuMs(api), worker: cpuMs(worker), sink: cpuMs(sink), ...cpuMsByName(['postgres', 'redis-server']) };
     const t0 = performance.now();
     const accepted = await autocannon({ url: `http://127.0.0.1:${PORTS.api}/api/v1/send`, method: 'POST', headers: jsonHeaders(tenant.token), body: sendBody, connections: CONNECTIONS, amount: MESSAGES });
@@ -369,6 +388,7 @@ async function mainPhases(results: Record<string, unknown>, serviceEnv: (phase: 
 
     // 2b. Prefer: wait: each request holds its connection until its copy is delivered (the worker announces, the API
     // wakes the waiter); 20 connections, against the same sends answered 202 at once in the accept phase
+    await checkpoint();
     const cpuBefore = cpuMs(api);
     const waited = await load({ url: `http://127.0.0.1:${PORTS.api}/api/v1/send`, method: 'POST', headers: { ...jsonHeaders(tenant.token), Prefer: 'wait=10' }, body: sendBody, connections: 20 });
     results.wait = { ...waited, apiCpuMsPerRequest: +((cpuMs(api) - cpuBefore) / Math.max(1, waited.total2xx + waited.non2xx)).toFixed(2) };
@@ -380,6 +400,7 @@ async function mainPhases(results: Record<string, unknown>, serviceEnv: (phase: 
       lists.push(list.key);
     }
     let n = 0;
+    await checkpoint();
     const subscribers = await load({
       url: `http://127.0.0.1:${PORTS.api}`,
       requests: [
@@ -402,6 +423,7 @@ async function mainPhases(results: Record<string, unknown>, serviceEnv: (phase: 
       steps: [{ subject: 'Hi {{name}}', body: 'Hello', delay_hours: 1 }],
     });
     let p = 0;
+    await checkpoint();
     const prospects = await load({
       url: `http://127.0.0.1:${PORTS.api}`,
       connections: 10,
