@@ -492,6 +492,18 @@ const scenarios: Record<string, { apis: number; workers: number; drainFirst?: bo
       const d = await delivery(world.sink, ids);
       // when did the first copy of each duplicate reach the sink, relative to the kill? (negative: before it)
       const window = d.duplicateIds.map((id) => d.received.get(id)![0]! - killedAt).sort((a, b) => a - b);
+      // deliveries in each 5 s after the kill, all rows and the rows on the wire at the kill: where the drain's time went
+      const timeline = (rows: string[]) => {
+        const buckets: number[] = [];
+        for (const id of rows) {
+          const at = d.received.get(id)?.at(-1);
+          if (at === undefined || at < killedAt) continue;
+          const i = Math.floor((at - killedAt) / 5_000);
+          for (let j = buckets.length; j <= i; j++) buckets[j] = 0;
+          buckets[i]!++;
+        }
+        return buckets;
+      };
       return {
         ...pick(d),
         drainSeconds: seconds(drainMs),
@@ -499,6 +511,8 @@ const scenarios: Record<string, { apis: number; workers: number; drainFirst?: bo
           rowsSendingAtKill: held.length,
           thoseDeliveredWithinSeconds: seconds(heldMs),
           firstCopyOfDuplicatesMsFromKill: window,
+          deliveredPer5sAfterKill: timeline(ids),
+          rowsSendingAtKillDeliveredPer5s: timeline(held),
           answers: summarizeAnswers(answers),
           allDeliveredAfterKillSeconds: seconds(drainMs),
         },

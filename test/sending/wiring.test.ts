@@ -3,6 +3,7 @@ import { storeMessages, type OutgoingEmail } from '../../apps/core/src/delivery/
 import { productionGuards } from '../../apps/core/src/delivery/production-guards';
 import { closeTransports } from '../../apps/core/src/delivery/transport';
 import { QUEUE, queue } from '../../apps/core/src/queues';
+import { createWorkers } from '../../apps/worker/src/workers';
 import { makeList, makeTenant } from '../helpers/factories';
 import { runTs, type Proc } from '../helpers/processes';
 import { SmtpSink } from '../helpers/smtp-sink';
@@ -29,6 +30,19 @@ afterAll(async () => {
 
 it('productionGuards() watches every guarded kind', () => {
   expect(Object.keys(productionGuards()).sort()).toEqual(['confirmation', 'sequence']);
+});
+
+it("every queue's worker looks for a dead worker's jobs every 5 s, so they run again about when its leases run out", async () => {
+  const workers = createWorkers({ guards: productionGuards(), concurrency: 1 });
+  try {
+    const opts = Object.fromEntries(workers.map((w) => [w.name, { stalledInterval: w.opts.stalledInterval, lockDuration: w.opts.lockDuration }]));
+    expect(Object.keys(opts).sort()).toEqual(Object.values(QUEUE).sort());
+    for (const name of Object.values(QUEUE)) {
+      expect(opts[name]).toEqual({ stalledInterval: 5_000, lockDuration: name === QUEUE.webhook ? 15_000 : 30_000 });
+    }
+  } finally {
+    await Promise.all(workers.map((w) => w.close()));
+  }
 });
 
 it("the worker's main cancels what its guards refuse and delivers the rest, queued by its own reconcile timer", async () => {

@@ -4,7 +4,7 @@ import type { Db } from '../../core/src/db';
 import type { PreSendGuards } from '../../core/src/delivery/guards';
 import { startHousekeeping, type Housekeeping } from '../../core/src/housekeeping';
 import { logger } from '../../core/src/logger';
-import { QUEUE, WEBHOOK_WORKER_LOCK, queue, queueConnection, queuePrefix, retryDelayMs, type JobPayloads, type QueueName } from '../../core/src/queues';
+import { QUEUE, WEBHOOK_WORKER_LOCK, WORKER_LOCK, queue, queueConnection, queuePrefix, retryDelayMs, type JobPayloads, type QueueName } from '../../core/src/queues';
 import { deliveryProcessor } from './processors/delivery';
 import { processLinkCheck } from './processors/links';
 import { MAINTENANCE_EVERY_MS, maintenanceTasks, processMaintenance } from './processors/maintenance';
@@ -37,7 +37,7 @@ export function createWorkers(options: WorkerOptions): Worker[] {
       concurrency: name === QUEUE.maintenance ? 1 : concurrency,
       // the backoffs that are not BullMQ's own (webhook: base x 4^n)
       settings: { backoffStrategy: retryDelayMs },
-      ...(name === QUEUE.webhook ? WEBHOOK_WORKER_LOCK : {}),
+      ...(name === QUEUE.webhook ? WEBHOOK_WORKER_LOCK : WORKER_LOCK),
     });
     worker.on('failed', (job, err) =>
       logger.warn({ queue: name, job: job?.id, attempt: job?.attemptsMade, err: err.message }, 'job failed'),
