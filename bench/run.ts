@@ -43,7 +43,9 @@ function start(entry: string, env: Record<string, string>): ChildProcess {
   // the services run compiled, as `npm start` runs them (npm run bench builds first); the bench's own helpers through
   // tsx. One process per service, so /proc/<pid> is the service itself.
   const compiled = entry.startsWith('apps/');
-  const args = compiled ? [path.join(ROOT, 'dist', entry.replace(/\.ts$/, '.js'))] : ['--import', 'tsx', path.join(ROOT, entry)];
+  // BENCH_CPU_PROF=<dir>: each service writes a V8 CPU profile there when it stops (figures are then not comparable)
+  const profile = compiled && process.env.BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : [];
+  const args = compiled ? [...profile, path.join(ROOT, 'dist', entry.replace(/\.ts$/, '.js'))] : ['--import', 'tsx', path.join(ROOT, entry)];
   const child = spawn(process.execPath, args, {
     cwd: ROOT,
     env: { ...process.env, LOG_LEVEL: 'warn', NODE_ENV: 'production', ...env },
