@@ -109,6 +109,23 @@ async function checkpoint(): Promise<void> {
   }
 }
 
+/** Postgres's own counters for one database (pg_stat_database), read after a pause so the backends have reported. */
+async function pgCounters(databaseUrl: string): Promise<Record<'transactions' | 'inserted' | 'updated' | 'deleted' | 'fetched', number>> {
+  await new Promise((r) => setTimeout(r, 1_100));
+  const pg = new Client({ connectionString: databaseUrl });
+  await pg.connect();
+  try {
+    const { rows } = await pg.query(
+      `SELECT (xact_commit + xact_rollback)::float8 AS transactions, tup_inserted::float8 AS inserted, tup_updated::float8 AS updated,
+              tup_deleted::float8 AS deleted, tup_fetched::float8 AS fetched
+       FROM pg_stat_database WHERE datname = current_database()`,
+    );
+    return rows[0];
+  } finally {
+    await pg.end();
+  }
+}
+
 async function until(check: () => Promise<boolean>, timeoutMs: number, what: string): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (!(await check().catch(() => false))) {
@@ -366,6 +383,7 @@ async function mainPhases(results: Record<string, unknown>, serviceEnv: (phase: 
     await until(async () => (await sinkCount()) >= WARMUP_MESSAGES, 5 * 60_000, 'the warm-up deliveries');
     await fetch(`http://127.0.0.1:${PORTS.sinkHttp}/reset`, { method: 'POST' });
     await checkpoint();
+    const pg0 = await pgCounters(env.DATABASE_URL!);
     const cpu0 = { api: cpuMs(api), worker: cpuMs(worker), sink: cpuMs(sink), ...cpuMsByName(['postgres', 'redis-server']) };
     const t0 = performance.now();
     const accepted = await autocannon({ url: `http://127.0.0.1:${PORTS.api}/api/v1/send`, method: 'POST', headers: jsonHeaders(tenant.token), body: sendBody, connections: CONNECTIONS, amount: MESSAGES });
@@ -373,6 +391,9 @@ async function mainPhases(results: Record<string, unknown>, serviceEnv: (phase: 
     const deliverySeconds = (performance.now() - t0) / 1000;
     const cpu1 = { api: cpuMs(api), worker: cpuMs(worker), sink: cpuMs(sink), ...cpuMsByName(['postgres', 'redis-server']) };
     const cpuPerEmail = Object.fromEntries(Object.entries(cpu1).map(([k, v]) => [k, +((v - cpu0[k as keyof typeof cpu0]) / MESSAGES).toFixed(3)]));
+    // the statements' count shows as transactions: every statement of the hot path is its own (or a batch's) transaction
+    const pg1 = await pgCounters(env.DATABASE_URL!);
+    const pgPerEmail = Object.fromEntries(Object.entries(pg1).map(([k, v]) => [k, +((v - pg0[k as keyof typeof pg0]) / MESSAGES).toFixed(2)]));
     const workerRss = peakRssMb(worker);
     const deliveryApiRss = peakRssMb(api);
 
@@ -386,6 +407,7 @@ async function mainPhases(results: Record<string, unknown>, serviceEnv: (phase: 
       workerPeakRssMb: workerRss,
       apiPeakRssMb: deliveryApiRss,
       cpuMsPerEmail: cpuPerEmail,
+      postgresPerEmail: pgPerEmail,
     };
 
     // 2b. Prefer: wait: each request holds its connection until its copy is delivered (the worker announces, the API
@@ -468,6 +490,7 @@ function print(r: Record<string, any>): void {
     ['accept: POST /api/v1/send, 1 recipient, 50 connections', `${r.accept.api.rps} req/s, p50 ${r.accept.api.p50} ms, p99 ${r.accept.api.p99} ms, ${r.accept.api.errors + r.accept.api.non2xx} errors`, `bare Express ${r.accept.baseline.rps} req/s (p99 ${r.accept.baseline.p99} ms): ratio ${r.accept.ratio}`],
     [`delivery: ${r.delivery.messages} sends, accept to last delivered, 1 worker`, `${r.delivery.perSecond} msg/s`, `nodemailer pool direct ${r.delivery.baselinePerSecond} msg/s: ratio ${r.delivery.ratio}`],
     ['delivery: CPU per email, by process', Object.entries(r.delivery.cpuMsPerEmail as Record<string, number>).map(([k, v]) => `${k} ${v} ms`).join(', '), ''],
+    ['delivery: Postgres per email (pg_stat_database)', Object.entries(r.delivery.postgresPerEmail as Record<string, number>).map(([k, v]) => `${k} ${v}`).join(', '), ''],
     ['Prefer: wait=10 on POST /api/v1/send, 20 connections, answered once delivered', `${r.wait.rps} req/s, p50 ${r.wait.p50} ms, p99 ${r.wait.p99} ms, ${r.wait.errors + r.wait.non2xx} errors; API CPU ${r.wait.apiCpuMsPerRequest} ms a request`, ''],
     ['subscribers: POST /api/v1/subscribers, 50 connections', `${r.subscribers.rps} req/s, p99 ${r.subscribers.p99} ms, ${r.subscribers.errors + r.subscribers.non2xx} errors`, `${(r.subscribers.rps / r.accept.api.rps).toFixed(2)} of the accept rate (target >= 0.5, p99 < 50 ms)`],
     ['prospects: POST /api/v1/prospects, 100 per request, 10 connections', `${r.prospects.prospectsPerSecond} prospects/s (p99 ${r.prospects.p99} ms)`, ''],

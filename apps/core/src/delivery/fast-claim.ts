@@ -3,6 +3,7 @@ import type { Mailbox, Message, Send } from '../../../../generated/prisma/client
 import { Batcher } from '../batch';
 import { rawQuery, type Db } from '../db';
 import type { MessageKind } from '../../../../generated/prisma/enums';
+import { subscribed } from '../events';
 import { MESSAGE_EVENT_DATA } from '../events/messages';
 
 /** Each column's camelCase name and whether it holds a timestamp, worked out once per column name. */
@@ -74,7 +75,11 @@ export async function claimBatch(db: Db, ids: string[], leaseMs: number, guarded
 
 /**
  * "Delivered" for several rows at once; only the worker holding a row may say so. The same statement writes each row's
- * `message.sent` event into the outbox (no second round trip, and no event without its mark).
+ * `message.sent` event into the outbox when an endpoint wants it (no second round trip, and no event without its mark).
+ *
+ * `status::text`: the rows are found by primary key. Compared as the enum, the prepared statement's generic plan
+ * walked the status index instead (few rows are `sending`, by the statistics), through every in-flight row and every
+ * dead entry the claims and marks left: 800 index entries read per mark in the bench, 60% of Postgres's index reads.
  */
 async function markSentBatch(db: Db, sent: { id: string; response: string }[]): Promise<void[]> {
   await rawQuery(
@@ -82,11 +87,12 @@ async function markSentBatch(db: Db, sent: { id: string; response: string }[]): 
     `WITH marked AS (
        UPDATE messages m SET status = 'sent', sent_at = now(), smtp_response = v.response, last_error = NULL, locked_until = NULL, updated_at = now()
        FROM unnest($1::uuid[], $2::text[]) AS v(id, response)
-       WHERE m.id = v.id AND m.status = 'sending'
+       WHERE m.id = v.id AND m.status::text = 'sending'
        RETURNING m.*
      )
      INSERT INTO events (account_id, type, data)
-     SELECT m.account_id, 'message.sent', ${MESSAGE_EVENT_DATA} FROM marked m LEFT JOIN sends s ON s.id = m.send_id`,
+     SELECT m.account_id, 'message.sent', ${MESSAGE_EVENT_DATA} FROM marked m LEFT JOIN sends s ON s.id = m.send_id
+     WHERE ${subscribed('m.account_id', `'message.sent'`)}`,
     [sent.map((s) => s.id), sent.map((s) => s.response)],
     'mark-sent',
   );

@@ -36,14 +36,14 @@ class Heartbeat {
     }
   }
 
-  /** One statement for every held row; a failure (Postgres away) waits for the next beat. */
+  /** One statement for every held row, found by primary key (`::text`: see markSentBatch); a failure (Postgres away) waits for the next beat. */
   async renew(): Promise<void> {
     if (this.renewing || !this.held.size) return;
     this.renewing = true;
     try {
       await rawQuery(
         this.db,
-        `UPDATE messages SET locked_until = now() + $2 * interval '1 millisecond' WHERE id = ANY($1::uuid[]) AND status = 'sending'`,
+        `UPDATE messages SET locked_until = now() + $2 * interval '1 millisecond' WHERE id = ANY($1::uuid[]) AND status::text = 'sending'`,
         [[...this.held], deliveryLeaseMs()],
         'renew-leases',
       );
