@@ -1,11 +1,12 @@
 import { rawQuery, db } from '../../apps/core/src/db';
 import { runBroadcast } from '../../apps/core/src/broadcasts/run';
-import { makeAccount, makeList, makeMailbox } from '../helpers/factories';
+import { makeAccount, makeList, makeMailbox, wantEvents } from '../helpers/factories';
 import type { ReceivedMail } from '../helpers/smtp-sink';
 import { waitFor } from '../helpers/wait';
 
 export async function broadcastTenant(smtp: string, options: { max_per_second?: number } = {}) {
   const account = await makeAccount();
+  await wantEvents(account.id);
   const mailbox = await makeMailbox(account.id, { smtp });
   if (options.max_per_second) await db().mailbox.update({ where: { id: mailbox.id }, data: { maxPerSecond: options.max_per_second } });
   const list = await makeList(account.id, mailbox.id, { confirm: false, name: 'The <Weekly> & Co' });

@@ -1,10 +1,11 @@
 import { db } from '../../apps/core/src/db';
 import { emitEvent, emitEvents } from '../../apps/core/src/events';
-import { makeAccount } from '../helpers/factories';
+import { makeAccount, wantEvents } from '../helpers/factories';
 
 describe('event outbox', () => {
   it('writes an event with the transaction of its change', async () => {
     const account = await makeAccount();
+    await wantEvents(account.id);
     await db().$transaction(async (tx) => {
       await emitEvent(tx, account.id, 'subscriber.confirmed', { list: 'abc', email: 'a@example.com' });
     });
@@ -14,8 +15,35 @@ describe('event outbox', () => {
     expect(events[0]!.id).toMatch(/^[0-9a-f-]{36}$/);
   });
 
+  it('writes an event only for an account with an enabled endpoint subscribed to its type', async () => {
+    const account = await makeAccount();
+    const types = async () => (await db().event.findMany({ where: { accountId: account.id } })).map((e) => e.type).sort();
+    const emit = () =>
+      db().$transaction((tx) =>
+        emitEvents(tx, [
+          { accountId: account.id, type: 'message.bounced', data: { id: 'x' } },
+          { accountId: account.id, type: 'subscriber.pending', data: { email: 'a@example.com' } },
+        ]),
+      );
+    await emit();
+    expect(await types()).toEqual([]);
+    const hook = await wantEvents(account.id, ['message.bounced']);
+    await db().webhook.update({ where: { id: hook.id }, data: { enabled: false } });
+    await emit();
+    expect(await types()).toEqual([]);
+    await db().webhook.update({ where: { id: hook.id }, data: { enabled: true } });
+    await emit();
+    expect(await types()).toEqual(['message.bounced']);
+    // another account's endpoint wants nothing of this one
+    await wantEvents((await makeAccount()).id);
+    await db().webhook.update({ where: { id: hook.id }, data: { events: ['*'] } });
+    await emit();
+    expect(await types()).toEqual(['message.bounced', 'message.bounced', 'subscriber.pending']);
+  });
+
   it('emits nothing for a change that rolled back', async () => {
     const account = await makeAccount();
+    await wantEvents(account.id);
     await expect(
       db().$transaction(async (tx) => {
         await emitEvents(tx, [
@@ -33,6 +61,7 @@ describe('prospect change events', () => {
   it('emits state_changed with previous, and replied when the prospect replied', async () => {
     const { emitProspectChange } = await import('../../apps/core/src/events/prospects');
     const account = await makeAccount();
+    await wantEvents(account.id);
     const campaign = { id: 7, accountId: account.id, stages: ['new', 'talking'] };
     const prospect = {
       id: 3, campaignId: 7, email: 'p@example.com', site: null, name: 'P', fields: {}, status: 'replied', reason: '', step: 1,

@@ -5,12 +5,21 @@ import { createCampaign, type NewCampaign } from '../../apps/core/src/services/c
 import { createKey } from '../../apps/core/src/services/keys';
 import { createList } from '../../apps/core/src/services/lists';
 import { createMailbox } from '../../apps/core/src/services/mailboxes';
+import { createWebhook } from '../../apps/core/src/webhooks/service';
 
 /** Factories over the core services: each call makes fresh rows, so tests in one database never collide. */
 const unique = () => crypto.randomBytes(4).toString('hex');
 
 export async function makeAccount(name = `account ${unique()}`) {
   return createAccount(db(), { name });
+}
+
+/**
+ * An enabled endpoint of the account for every event type: events are written only for an account with an endpoint
+ * that wants them (events/index.ts `subscribed`). Its URL answers nothing; no test that calls this runs a webhook worker.
+ */
+export async function wantEvents(account: number, events?: string[]) {
+  return createWebhook(db(), { account, url: 'http://127.0.0.1:9/events', events: events as never });
 }
 
 export async function makeMailbox(account: number, options: { smtp?: string; address?: string; daily_limit?: number; gap_seconds?: number } = {}) {

@@ -7,7 +7,7 @@ import { updateMailbox } from '../../apps/core/src/services/mailboxes';
 import { addSubscriberByKey } from '../../apps/core/src/subscribers/machine';
 import { as, asAdmin, useApi } from '../helpers/api';
 import { Dovecot } from '../helpers/dovecot';
-import { makeList } from '../helpers/factories';
+import { makeList, wantEvents } from '../helpers/factories';
 import { useMail } from '../helpers/mail';
 import { waitFor } from '../helpers/wait';
 import { addProspect, deliver, outreach, stepMessage } from '../outreach/support';
@@ -41,6 +41,7 @@ async function sentTo(email: string) {
       { subject: 'Hello {{name}}', body: 'Any news?', delay_hours: 48 },
     ],
   });
+  await wantEvents(tenant.account.id);
   const prospectId = await addProspect(tenant.account.id, campaign.id, { email, name: 'Ann' });
   expect((await runSequenceStep(db(), prospectId, 1)).kind).toBe('written');
   const first = (await stepMessage(prospectId, 1))!;

@@ -4,7 +4,7 @@ import { db } from '../../apps/core/src/db';
 import { maintenanceTasks } from '../../apps/worker/src/processors/maintenance';
 import { createWorkers } from '../../apps/worker/src/workers';
 import { as, asAdmin, useApi } from '../helpers/api';
-import { makeCampaign, makeTenant } from '../helpers/factories';
+import { makeCampaign, makeTenant, wantEvents } from '../helpers/factories';
 import { waitFor } from '../helpers/wait';
 import { prospectRow, usePages } from './support';
 
@@ -26,6 +26,7 @@ const TARGET = 'https://shop.example/products';
 
 async function setup(goal: 'links' | 'sales' = 'links') {
   const tenant = await makeTenant({ prospects: true });
+  await wantEvents(tenant.account.id);
   const campaign = await makeCampaign(tenant.account.id, tenant.mailbox.id, { goal, target: goal === 'links' ? { url: TARGET, anchor: 'shop' } : undefined });
   const client = as(ctx.api, tenant.token);
   const add = async (email: string) => {

@@ -2,7 +2,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { db } from '../../apps/core/src/db';
 import { reportOutcome } from '../../apps/core/src/outreach/outcomes';
-import { makeCampaign, makeTenant } from '../helpers/factories';
+import { makeCampaign, makeTenant, wantEvents } from '../helpers/factories';
 import { addProspect } from '../outreach/support';
 
 type Page = (req: http.IncomingMessage, res: http.ServerResponse) => void;
@@ -55,6 +55,7 @@ export function usePages(): PageServer {
 /** A links campaign with `target` and one prospect the caller reported agreed with `url` (no check queued). */
 export async function agreedProspect(target: string, url: string, anchor?: string) {
   const tenant = await makeTenant({ prospects: true });
+  await wantEvents(tenant.account.id);
   const campaign = await makeCampaign(tenant.account.id, tenant.mailbox.id, { goal: 'links', target: { url: target, anchor } });
   const id = await addProspect(tenant.account.id, campaign.id, { email: `owner-${Date.now()}-${Math.random().toString(36).slice(2)}@site.example`, name: 'Owner' });
   const prospect = await db().prospect.findUniqueOrThrow({ where: { id } });

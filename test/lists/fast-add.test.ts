@@ -2,7 +2,7 @@ import { db } from '../../apps/core/src/db';
 import { suppressAddress } from '../../apps/core/src/subscribers';
 import { fastAdd } from '../../apps/core/src/subscribers/fast-add';
 import { useApi } from '../helpers/api';
-import { makeList } from '../helpers/factories';
+import { makeList, wantEvents } from '../helpers/factories';
 import { activeRows, address, listFixture } from './support';
 
 const ctx = useApi();
@@ -11,6 +11,7 @@ const ctx = useApi();
 describe('the one-statement add (group commit)', () => {
   it('adds 60 concurrent new people to three lists: each active, counts exact, one subscriber.confirmed event each', async () => {
     const f = await listFixture(ctx.api, { confirm: false });
+    await wantEvents(f.tenant.account.id);
     const lists = [f.list, await makeList(f.tenant.account.id, f.tenant.mailbox.id, { confirm: false }), await makeList(f.tenant.account.id, f.tenant.mailbox.id, { confirm: false })];
     const people = Array.from({ length: 60 }, (_, i) => ({ list: lists[i % 3]!.key, email: address('crowd'), name: `P${i}`, tags: 'a b', fields: { n: i } }));
     const answers = await Promise.all(people.map((p) => f.client.post('/api/v1/subscribers').send(p)));
@@ -30,11 +31,30 @@ describe('the one-statement add (group commit)', () => {
 
   it('answers the same person sent twice at once as active then exists, counting them once', async () => {
     const f = await listFixture(ctx.api, { confirm: false });
+    await wantEvents(f.tenant.account.id);
     const email = address('twice');
     const answers = await Promise.all([f.subscribe({ email, name: 'A' }), f.subscribe({ email, name: 'B' }), f.subscribe({ email })]);
     expect(answers.map((a) => a.body.status).sort()).toEqual(['active', 'exists', 'exists']);
     expect(await f.count()).toBe(1);
     expect(await db().event.count({ where: { accountId: f.tenant.account.id, type: 'subscriber.confirmed' } })).toBe(1);
+  });
+
+  it('writes subscriber.confirmed only when an enabled endpoint of the account wants it', async () => {
+    const f = await listFixture(ctx.api, { confirm: false });
+    const confirmed = () => db().event.count({ where: { accountId: f.tenant.account.id, type: 'subscriber.confirmed' } });
+    expect((await f.subscribe({ email: address('nobody') })).body.status).toBe('active');
+    expect(await confirmed()).toBe(0);
+    const other = await wantEvents(f.tenant.account.id, ['message.sent']);
+    expect((await f.subscribe({ email: address('other') })).body.status).toBe('active');
+    expect(await confirmed()).toBe(0);
+    const off = await wantEvents(f.tenant.account.id, ['subscriber.confirmed']);
+    await db().webhook.update({ where: { id: off.id }, data: { enabled: false } });
+    expect((await f.subscribe({ email: address('off') })).body.status).toBe('active');
+    expect(await confirmed()).toBe(0);
+    await db().webhook.update({ where: { id: other.id }, data: { events: ['*'] } });
+    expect((await f.subscribe({ email: address('wanted') })).body.status).toBe('active');
+    expect(await confirmed()).toBe(1);
+    expect(await f.count()).toBe(4);
   });
 
   it('answers suppressed for a bounced address in a batch of adds, writing nothing for it', async () => {

@@ -1,4 +1,5 @@
 import { rawQuery, type Tx } from '../db';
+import { subscribed } from './index';
 
 /**
  * The `data` of a message event, as one SQL expression over a messages row `m` and its Send `s` (LEFT JOIN): id, send
@@ -16,7 +17,8 @@ export async function emitMessageEvent(tx: Tx, messageId: string, type: MessageE
   await rawQuery(
     tx,
     `INSERT INTO events (account_id, type, data)
-     SELECT m.account_id, $2, ${MESSAGE_EVENT_DATA} FROM messages m LEFT JOIN sends s ON s.id = m.send_id WHERE m.id = $1::uuid`,
+     SELECT m.account_id, $2, ${MESSAGE_EVENT_DATA} FROM messages m LEFT JOIN sends s ON s.id = m.send_id
+     WHERE m.id = $1::uuid AND ${subscribed('m.account_id', '$2')}`,
     [messageId, type],
   );
 }
