@@ -31,10 +31,13 @@ WITH i AS (
 ), r AS (
   SELECT i.*, l.id AS list_id, (NOT l.confirm OR i.confirmed) AS activate,
     i.ord = min(i.ord) OVER (PARTITION BY l.id, i.email) AS first,
-    (EXISTS (SELECT 1 FROM suppressions sp WHERE sp.account_id = i.account_id AND sp.email = i.email)
-     OR EXISTS (SELECT 1 FROM subscribers s JOIN lists sl ON sl.id = s.list_id
-                WHERE sl.account_id = i.account_id AND s.email = i.email AND s.status IN ('bounced', 'complained'))) AS suppressed
+    (sp.hit IS NOT NULL OR bad.hit IS NOT NULL) AS suppressed
   FROM i LEFT JOIN lists l ON l.key = i.list_key AND l.account_id = i.account_id
+  -- one index probe per address (LATERAL ... LIMIT 1): as EXISTS, a plan made while the tables were small hashed the
+  -- whole subscribers and suppressions tables for every batch, and kept doing so as they grew
+  LEFT JOIN LATERAL (SELECT 1 AS hit FROM suppressions sp WHERE sp.account_id = i.account_id AND sp.email = i.email LIMIT 1) sp ON true
+  LEFT JOIN LATERAL (SELECT 1 AS hit FROM subscribers s JOIN lists sl ON sl.id = s.list_id
+                     WHERE sl.account_id = i.account_id AND s.email = i.email AND s.status IN ('bounced', 'complained') LIMIT 1) bad ON true
 ), added AS (
   INSERT INTO subscribers (list_id, email, name, tags, fields, status, confirmed_at)
   SELECT list_id, email, name, ARRAY(SELECT jsonb_array_elements_text(tags)), fields, 'active', now()
