@@ -94,12 +94,38 @@ function cpuMs(child: ChildProcess): number {
   return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100; // utime and stime, in clock ticks (USER_HZ = 100)
 }
 
+/** CPU used so far by the server under load, Postgres, Redis and this process (the load generator runs in it), in ms. */
+function acceptCpu(server: ChildProcess): Record<string, number> {
+  const own = process.cpuUsage();
+  return { server: cpuMs(server), ...cpuMsByName(['postgres', 'redis-server']), 'load generator': (own.user + own.system) / 1000 };
+}
+
+function perRequest(before: Record<string, number>, after: Record<string, number>, requests: number): Record<string, number> {
+  return Object.fromEntries(Object.entries(after).map(([k, v]) => [k, +((v - before[k]!) / Math.max(1, requests)).toFixed(3)]));
+}
+
 /**
- * A checkpoint before each timed load (as pgbench does): the dirty pages of a phase (or of an earlier run's 100,000-row
- * phases) are written now, not in the middle of the next measurement, where the flush and the full-page images that
- * follow a checkpoint cost the write paths a quarter of their throughput.
+ * Before each timed load, as pgbench does (it vacuums and analyses first): the phase's database analysed, then a
+ * checkpoint.
+ * - ANALYZE: each phase has a fresh database, filled by its own warm-up seconds before the clock starts, and its
+ *   services' prepared statements were planned on empty tables. Autovacuum would analyse them within a minute, and
+ *   Postgres then re-plans every cached plan (as it does in a running service); a 15-second phase ends first, so it
+ *   measured plans for empty tables: the "sent" mark scanned the whole messages table, the subscriber add the whole
+ *   subscribers table (seen with auto_explain). ANALYZE measures the service as it runs after its first minute.
+ * - CHECKPOINT: the dirty pages of a phase (or of an earlier run's 100,000-row phases) are written now, not in the
+ *   middle of the next measurement, where the flush and the full-page images that follow a checkpoint cost the write
+ *   paths a quarter of their throughput.
  */
-async function checkpoint(): Promise<void> {
+async function settle(databaseUrl?: string): Promise<void> {
+  if (databaseUrl) {
+    const db = new Client({ connectionString: databaseUrl });
+    await db.connect();
+    try {
+      await db.query('ANALYZE');
+    } finally {
+      await db.end();
+    }
+  }
   const pg = new Client({ connectionString: `${PG_SERVER}/postgres` });
   await pg.connect();
   try {
@@ -287,7 +313,7 @@ async function broadcastPhase(env: Record<string, string>) {
   await until(async () => (await sinkCount()) >= WARMUP_MESSAGES, 5 * 60_000, 'the warm-up deliveries');
   await fetch(`http://127.0.0.1:${PORTS.sinkHttp}/reset`, { method: 'POST' });
   const { broadcast } = await admin<{ broadcast: { id: number } }>('/broadcasts', { list: list.key, subject: 'Hello {{name}}', html: '<p>Hello {{name}}, number {{fields.n}}.</p><p><a href="{{unsubscribe_url}}">Unsubscribe</a></p>' });
-  await checkpoint();
+  await settle(env.DATABASE_URL);
   const t0 = performance.now();
   const patched = await fetch(`http://127.0.0.1:${PORTS.api}/admin/api/broadcasts/${broadcast.id}`, {
     method: 'PATCH',
@@ -358,19 +384,30 @@ async function mainPhases(results: Record<string, unknown>, serviceEnv: (phase: 
     // 1. accept: the API alone (no worker), against bare Express
     const baseline = start('bench/baseline-express.ts', { PORT: String(PORTS.baseline) });
     await until(async () => (await fetch(`http://127.0.0.1:${PORTS.baseline}/api/v1/send`, { method: 'POST', headers: jsonHeaders(), body: sendBody })).status === 202, 30_000, 'baseline');
-    await checkpoint();
+    await settle();
+    let before = acceptCpu(baseline);
     const acceptBaseline = await load({ url: `http://127.0.0.1:${PORTS.baseline}/api/v1/send`, method: 'POST', headers: jsonHeaders(), body: sendBody });
+    const baselineCpu = perRequest(before, acceptCpu(baseline), acceptBaseline.total2xx);
     await stop(baseline);
 
-    let api = start('apps/api/src/server.ts', serviceEnv('accept'));
+    const acceptEnv = serviceEnv('accept');
+    let api = start('apps/api/src/server.ts', acceptEnv);
     await up(PORTS.api);
     let tenant = await makeTenant();
     await load({ url: `http://127.0.0.1:${PORTS.api}/api/v1/send`, method: 'POST', headers: jsonHeaders(tenant.token), body: sendBody, duration: 2 });
-    await checkpoint();
+    await settle(acceptEnv.DATABASE_URL);
+    before = acceptCpu(api);
     const accept = await load({ url: `http://127.0.0.1:${PORTS.api}/api/v1/send`, method: 'POST', headers: jsonHeaders(tenant.token), body: sendBody });
+    const apiCpu = perRequest(before, acceptCpu(api), accept.total2xx);
     const acceptRss = peakRssMb(api);
     await stop(api);
-    results.accept = { api: accept, baseline: acceptBaseline, ratio: +(accept.rps / acceptBaseline.rps).toFixed(2), apiPeakRssMb: acceptRss };
+    results.accept = {
+      api: accept,
+      baseline: acceptBaseline,
+      ratio: +(accept.rps / acceptBaseline.rps).toFixed(2),
+      apiPeakRssMb: acceptRss,
+      cpuMsPerRequest: { api: apiCpu, baseline: baselineCpu },
+    };
 
     // 2. delivery: MESSAGES accepted sends drained by one worker, against nodemailer's pool straight to the sink
     const env = serviceEnv('delivery');
@@ -382,7 +419,7 @@ async function mainPhases(results: Record<string, unknown>, serviceEnv: (phase: 
     await autocannon({ url: `http://127.0.0.1:${PORTS.api}/api/v1/send`, method: 'POST', headers: jsonHeaders(tenant.token), body: sendBody, connections: CONNECTIONS, amount: WARMUP_MESSAGES });
     await until(async () => (await sinkCount()) >= WARMUP_MESSAGES, 5 * 60_000, 'the warm-up deliveries');
     await fetch(`http://127.0.0.1:${PORTS.sinkHttp}/reset`, { method: 'POST' });
-    await checkpoint();
+    await settle(env.DATABASE_URL);
     const pg0 = await pgCounters(env.DATABASE_URL!);
     const cpu0 = { api: cpuMs(api), worker: cpuMs(worker), sink: cpuMs(sink), ...cpuMsByName(['postgres', 'redis-server']) };
     const t0 = performance.now();
@@ -412,7 +449,7 @@ async function mainPhases(results: Record<string, unknown>, serviceEnv: (phase: 
 
     // 2b. Prefer: wait: each request holds its connection until its copy is delivered (the worker announces, the API
     // wakes the waiter); 20 connections, against the same sends answered 202 at once in the accept phase
-    await checkpoint();
+    await settle(env.DATABASE_URL);
     const cpuBefore = cpuMs(api);
     const waited = await load({ url: `http://127.0.0.1:${PORTS.api}/api/v1/send`, method: 'POST', headers: { ...jsonHeaders(tenant.token), Prefer: 'wait=10' }, body: sendBody, connections: 20 });
     results.wait = { ...waited, apiCpuMsPerRequest: +((cpuMs(api) - cpuBefore) / Math.max(1, waited.total2xx + waited.non2xx)).toFixed(2) };
@@ -424,8 +461,7 @@ async function mainPhases(results: Record<string, unknown>, serviceEnv: (phase: 
       lists.push(list.key);
     }
     let n = 0;
-    await checkpoint();
-    const subscribers = await load({
+    const addSubscribers: autocannon.Options = {
       url: `http://127.0.0.1:${PORTS.api}`,
       requests: [
         {
@@ -435,7 +471,10 @@ async function mainPhases(results: Record<string, unknown>, serviceEnv: (phase: 
           setupRequest: (req) => ({ ...req, body: JSON.stringify({ list: lists[n % lists.length], email: `s${n++}@example.com`, name: 'Reader' }) }),
         },
       ],
-    });
+    };
+    await load({ ...addSubscribers, duration: 2 }); // warm-up, as for the accept phase
+    await settle(env.DATABASE_URL);
+    const subscribers = await load(addSubscribers);
     results.subscribers = subscribers;
 
     // 4. prospects: 100 per request into a draft campaign
@@ -447,8 +486,7 @@ async function mainPhases(results: Record<string, unknown>, serviceEnv: (phase: 
       steps: [{ subject: 'Hi {{name}}', body: 'Hello', delay_hours: 1 }],
     });
     let p = 0;
-    await checkpoint();
-    const prospects = await load({
+    const addProspects: autocannon.Options = {
       url: `http://127.0.0.1:${PORTS.api}`,
       connections: 10,
       requests: [
@@ -462,7 +500,10 @@ async function mainPhases(results: Record<string, unknown>, serviceEnv: (phase: 
           }),
         },
       ],
-    });
+    };
+    await load({ ...addProspects, duration: 2 }); // warm-up
+    await settle(env.DATABASE_URL);
+    const prospects = await load(addProspects);
     results.prospects = { ...prospects, prospectsPerSecond: Math.round((prospects.total2xx * 100) / SECONDS) };
     results.memory = { apiPeakRssMb: Math.max(acceptRss, peakRssMb(api)), workerPeakRssMb: Math.max(workerRss, peakRssMb(worker)) };
     await stop(worker);
@@ -488,6 +529,7 @@ async function cleanup(databases: string[]): Promise<void> {
 function print(r: Record<string, any>): void {
   const rows: [string, string, string][] = !r.accept ? [] : [
     ['accept: POST /api/v1/send, 1 recipient, 50 connections', `${r.accept.api.rps} req/s, p50 ${r.accept.api.p50} ms, p99 ${r.accept.api.p99} ms, ${r.accept.api.errors + r.accept.api.non2xx} errors`, `bare Express ${r.accept.baseline.rps} req/s (p99 ${r.accept.baseline.p99} ms): ratio ${r.accept.ratio}`],
+    ['accept: CPU per request (ms), ours / bare Express', Object.keys(r.accept.cpuMsPerRequest.api).map((k) => `${k} ${r.accept.cpuMsPerRequest.api[k]} / ${r.accept.cpuMsPerRequest.baseline[k]}`).join(', '), ''],
     [`delivery: ${r.delivery.messages} sends, accept to last delivered, 1 worker`, `${r.delivery.perSecond} msg/s`, `nodemailer pool direct ${r.delivery.baselinePerSecond} msg/s: ratio ${r.delivery.ratio}`],
     ['delivery: CPU per email, by process', Object.entries(r.delivery.cpuMsPerEmail as Record<string, number>).map(([k, v]) => `${k} ${v} ms`).join(', '), ''],
     ['delivery: Postgres per email (pg_stat_database)', Object.entries(r.delivery.postgresPerEmail as Record<string, number>).map(([k, v]) => `${k} ${v}`).join(', '), ''],

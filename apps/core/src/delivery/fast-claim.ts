@@ -78,8 +78,9 @@ export async function claimBatch(db: Db, ids: string[], leaseMs: number, guarded
  * `message.sent` event into the outbox when an endpoint wants it (no second round trip, and no event without its mark).
  *
  * `status::text`: the rows are found by primary key. Compared as the enum, the prepared statement's generic plan
- * walked the status index instead (few rows are `sending`, by the statistics), through every in-flight row and every
- * dead entry the claims and marks left: 800 index entries read per mark in the bench, 60% of Postgres's index reads.
+ * could walk the status index instead (few rows are `sending`, by the statistics), through every in-flight row and
+ * every dead entry the claims and marks left: 800 index entries read per mark in the bench, 60% of Postgres's index
+ * reads. (A plan made before the table's first ANALYZE scans it whole either way, until autovacuum analyses it.)
  */
 async function markSentBatch(db: Db, sent: { id: string; response: string }[]): Promise<void[]> {
   await rawQuery(
