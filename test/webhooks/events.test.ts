@@ -61,6 +61,29 @@ describe('message events', () => {
     expect((await db().event.findFirstOrThrow({ where: { type: 'message.sent', accountId: tenant.account.id } })).dispatchedAt).not.toBeNull();
   });
 
+  it('message.sent is not written for an account without an endpoint that wants it (the mark writes no outbox row)', async () => {
+    const tenant = await makeTenant({ smtp: sink.url, mailbox: { daily_limit: 1000, gap_seconds: 0 } });
+    const client = as(ctx.api, tenant.token);
+    const quiet = address('quiet');
+    const res = await client.post('/api/v1/send').send({ to: quiet, subject: 'Nobody listens', text: 'Hi' });
+    expect(res.status).toBe(202);
+    const id = res.body.messages[0].id as string;
+    await waitFor(async () => (await db().message.findUniqueOrThrow({ where: { id } })).status === 'sent' || undefined, { what: 'the quiet send marked sent' });
+    expect(sink.to(quiet)).toHaveLength(1);
+    expect(await db().event.count({ where: { accountId: tenant.account.id } })).toBe(0);
+
+    // an endpoint for other types only: still nothing; one for message.sent: the next delivery writes its event
+    const other = await hook(ctx.api, tenant.account.id, receiver, ['message.bounced']);
+    expect(other).toBeDefined();
+    const second = (await client.post('/api/v1/send').send({ to: address('quiet'), subject: 'Still nobody', text: 'Hi' })).body.messages[0].id as string;
+    await waitFor(async () => (await db().message.findUniqueOrThrow({ where: { id: second } })).status === 'sent' || undefined, { what: 'the second send marked sent' });
+    expect(await db().event.count({ where: { accountId: tenant.account.id } })).toBe(0);
+    await hook(ctx.api, tenant.account.id, receiver, ['message.sent']);
+    const third = (await client.post('/api/v1/send').send({ to: address('heard'), subject: 'Heard', text: 'Hi' })).body.messages[0].id as string;
+    await once('message.sent', (d) => d.id === third);
+    expect(await db().event.count({ where: { accountId: tenant.account.id } })).toBe(1);
+  });
+
   it('message.bounced: the receiving server answers 5xx to the recipient', async () => {
     const { client } = await hookedTenant();
     const to = address('bounce');
