@@ -31,7 +31,12 @@ export type EventData = Record<string, unknown>;
  * changes made after it exists, as with Postmark's and Resend's webhooks.
  */
 export function subscribed(account: string, type: string): string {
-  return `EXISTS (SELECT 1 FROM webhooks w WHERE w.account_id = ${account} AND w.enabled AND ('*' = ANY(w.events) OR ${type} = ANY(w.events)))`;
+  return `EXISTS (SELECT 1 FROM webhooks w WHERE w.account_id = ${account} AND ${wants('w', type)})`;
+}
+
+/** SQL: is the endpoint (a webhooks row by its alias) enabled and subscribed to the type (an SQL expression)? */
+export function wants(webhook: string, type: string): string {
+  return `${webhook}.enabled AND ('*' = ANY(${webhook}.events) OR ${type} = ANY(${webhook}.events))`;
 }
 
 /**

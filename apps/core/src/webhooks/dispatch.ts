@@ -1,4 +1,5 @@
 import { rawQuery, type Db } from '../db';
+import { wants } from '../events';
 import { logger } from '../logger';
 import { JOB_OPTIONS, QUEUE, jobId, queue } from '../queues';
 
@@ -39,7 +40,7 @@ export async function dispatchEvents(db: Db, limit = BATCH): Promise<number> {
       const pairs = await rawQuery<{ event_id: string; webhook_id: number }>(
         tx,
         `SELECT e.id::text AS event_id, w.id AS webhook_id FROM events e
-         JOIN webhooks w ON w.account_id = e.account_id AND w.enabled AND ('*' = ANY(w.events) OR e.type = ANY(w.events))
+         JOIN webhooks w ON w.account_id = e.account_id AND ${wants('w', 'e.type')}
          WHERE e.id = ANY($1::uuid[])`,
         [ids],
       );
