@@ -73,8 +73,7 @@ describe('message events', () => {
     expect(await db().event.count({ where: { accountId: tenant.account.id } })).toBe(0);
 
     // an endpoint for other types only: still nothing; one for message.sent: the next delivery writes its event
-    const other = await hook(ctx.api, tenant.account.id, receiver, ['message.bounced']);
-    expect(other).toBeDefined();
+    await hook(ctx.api, tenant.account.id, receiver, ['message.bounced']);
     const second = (await client.post('/api/v1/send').send({ to: address('quiet'), subject: 'Still nobody', text: 'Hi' })).body.messages[0].id as string;
     await waitFor(async () => (await db().message.findUniqueOrThrow({ where: { id: second } })).status === 'sent' || undefined, { what: 'the second send marked sent' });
     expect(await db().event.count({ where: { accountId: tenant.account.id } })).toBe(0);

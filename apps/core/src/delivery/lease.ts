@@ -36,7 +36,10 @@ class Heartbeat {
     }
   }
 
-  /** One statement for every held row, found by primary key (`::text`: see markSentBatch); a failure (Postgres away) waits for the next beat. */
+  /**
+   * One statement for every held row, found by primary key (`::text`: see markSentBatch); a failure (Postgres away)
+   * waits for the next beat.
+   */
   async renew(): Promise<void> {
     if (this.renewing || !this.held.size) return;
     this.renewing = true;
