@@ -100,8 +100,9 @@ function acceptCpu(server: ChildProcess): Record<string, number> {
   return { server: cpuMs(server), ...cpuMsByName(['postgres', 'redis-server']), 'load generator': (own.user + own.system) / 1000 };
 }
 
-function perRequest(before: Record<string, number>, after: Record<string, number>, requests: number): Record<string, number> {
-  return Object.fromEntries(Object.entries(after).map(([k, v]) => [k, +((v - before[k]!) / Math.max(1, requests)).toFixed(3)]));
+/** Each counter's growth from `before` to `after`, divided by the requests (or emails) it served. */
+function perRequest(before: Record<string, number>, after: Record<string, number>, requests: number, digits = 3): Record<string, number> {
+  return Object.fromEntries(Object.entries(after).map(([k, v]) => [k, +((v - before[k]!) / Math.max(1, requests)).toFixed(digits)]));
 }
 
 /**
@@ -117,36 +118,31 @@ function perRequest(before: Record<string, number>, after: Record<string, number
  *   paths a quarter of their throughput.
  */
 async function settle(databaseUrl?: string): Promise<void> {
-  if (databaseUrl) {
-    const db = new Client({ connectionString: databaseUrl });
-    await db.connect();
-    try {
-      await db.query('ANALYZE');
-    } finally {
-      await db.end();
-    }
-  }
-  const pg = new Client({ connectionString: `${PG_SERVER}/postgres` });
-  await pg.connect();
-  try {
-    await pg.query('CHECKPOINT');
-  } finally {
-    await pg.end();
-  }
+  await withPg(databaseUrl ?? `${PG_SERVER}/postgres`, async (pg) => {
+    if (databaseUrl) await pg.query('ANALYZE');
+    await pg.query('CHECKPOINT'); // the whole cluster's, from any database
+  });
 }
 
 /** Postgres's own counters for one database (pg_stat_database), read after a pause so the backends have reported. */
 async function pgCounters(databaseUrl: string): Promise<Record<'transactions' | 'inserted' | 'updated' | 'deleted' | 'fetched', number>> {
   await new Promise((r) => setTimeout(r, 1_100));
-  const pg = new Client({ connectionString: databaseUrl });
-  await pg.connect();
-  try {
+  return withPg(databaseUrl, async (pg) => {
     const { rows } = await pg.query(
       `SELECT (xact_commit + xact_rollback)::float8 AS transactions, tup_inserted::float8 AS inserted, tup_updated::float8 AS updated,
               tup_deleted::float8 AS deleted, tup_fetched::float8 AS fetched
        FROM pg_stat_database WHERE datname = current_database()`,
     );
     return rows[0];
+  });
+}
+
+/** One connection to `url` for the length of `use`. */
+async function withPg<T>(url: string, use: (pg: Client) => Promise<T>): Promise<T> {
+  const pg = new Client({ connectionString: url });
+  await pg.connect();
+  try {
+    return await use(pg);
   } finally {
     await pg.end();
   }
@@ -427,10 +423,10 @@ async function mainPhases(results: Record<string, unknown>, serviceEnv: (phase: 
     await until(async () => (await sinkCount()) >= MESSAGES, 10 * 60_000, `${MESSAGES} deliveries`);
     const deliverySeconds = (performance.now() - t0) / 1000;
     const cpu1 = { api: cpuMs(api), worker: cpuMs(worker), sink: cpuMs(sink), ...cpuMsByName(['postgres', 'redis-server']) };
-    const cpuPerEmail = Object.fromEntries(Object.entries(cpu1).map(([k, v]) => [k, +((v - cpu0[k as keyof typeof cpu0]) / MESSAGES).toFixed(3)]));
+    const cpuPerEmail = perRequest(cpu0, cpu1, MESSAGES);
     // the statements' count shows as transactions: every statement of the hot path is its own (or a batch's) transaction
     const pg1 = await pgCounters(env.DATABASE_URL!);
-    const pgPerEmail = Object.fromEntries(Object.entries(pg1).map(([k, v]) => [k, +((v - pg0[k as keyof typeof pg0]) / MESSAGES).toFixed(2)]));
+    const pgPerEmail = perRequest(pg0, pg1, MESSAGES, 2);
     const workerRss = peakRssMb(worker);
     const deliveryApiRss = peakRssMb(api);
 
