@@ -6,7 +6,8 @@
  *
  * BENCH_SECONDS (default 15) sets each load phase's length; BENCH_MESSAGES (default 5000) the delivery batch.
  * Every measured process is warmed up first (its JIT and connections), outside the timed window: the accept loads by
- * 2 s of the same load, the delivery phase by WARMUP_MESSAGES sent through the same path, on both sides.
+ * 2 s of the same load, the delivery phase by WARMUP_MESSAGES sent through the same path, on both sides. The accept
+ * and delivery phases load our side and the baseline in turns (`inTurns`), so the host's drift weighs on both alike.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
@@ -69,9 +70,14 @@ function peakRssMb(child: ChildProcess): number {
   return Math.round(kb / 1024);
 }
 
+/**
+ * Each matching process's CPU when last seen, by pid and start time: a Postgres backend that exits (a pool closing an
+ * idle connection) keeps what it had used, so the sums below never go back.
+ */
+const lastSeen = new Map<string, { name: string; ms: number }>();
+
 /** CPU time used so far by every process of these names (Postgres backends, Redis), in ms. */
 function cpuMsByName(names: string[]): Record<string, number> {
-  const out: Record<string, number> = Object.fromEntries(names.map((n) => [n, 0]));
   for (const pid of fs.readdirSync('/proc').filter((d) => /^\d+$/.test(d))) {
     let stat: string;
     try {
@@ -79,12 +85,13 @@ function cpuMsByName(names: string[]): Record<string, number> {
     } catch {
       continue; // gone meanwhile
     }
-    const name = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
-    const key = names.find((n) => name.startsWith(n));
-    if (!key) continue;
+    const name = names.find((n) => stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')')).startsWith(n));
+    if (!name) continue;
     const fields = stat.slice(stat.lastIndexOf(') ') + 2).split(' ');
-    out[key]! += ((Number(fields[11]) + Number(fields[12])) * 1000) / 100;
+    lastSeen.set(`${pid}:${fields[19]}`, { name, ms: ((Number(fields[11]) + Number(fields[12])) * 1000) / 100 });
   }
+  const out: Record<string, number> = Object.fromEntries(names.map((n) => [n, 0]));
+  for (const { name, ms } of lastSeen.values()) if (name in out) out[name]! += ms;
   return out;
 }
 
@@ -212,6 +219,47 @@ async function load(options: autocannon.Options): Promise<Load> {
     non2xx: result.non2xx,
     total2xx: result['2xx'],
   };
+}
+
+/**
+ * How many turns each side of a same-run comparison gets. The host's speed drifts within minutes (bare Express did
+ * 2,670 and then 4,795 req/s 15 minutes apart on 23 Nov), so a baseline measured once, before or after our side, puts
+ * that drift into the ratio. In turns (A B B A B A...), both sides see the same stretch of the host.
+ */
+const TURNS = 3;
+/** The delivery phase's turns: each is MESSAGES emails a side. */
+const DELIVERY_TURNS = 2;
+
+/** Runs `a` and `b` `turns` times each, alternating which goes first, so a steady drift weighs on both alike. */
+async function inTurns(turns: number, a: () => Promise<void>, b: () => Promise<void>): Promise<void> {
+  for (let i = 0; i < turns; i++) {
+    if (i % 2 === 0) {
+      await a();
+      await b();
+    } else {
+      await b();
+      await a();
+    }
+  }
+}
+
+/** Windows of one load as one: rates and counts added up, the median p50 and the worst p99. */
+function combined(windows: Load[]): Load {
+  const sum = (pick: (w: Load) => number) => windows.reduce((total, w) => total + pick(w), 0);
+  const p50s = windows.map((w) => w.p50).sort((x, y) => x - y);
+  return {
+    rps: Math.round(sum((w) => w.rps) / windows.length),
+    p50: p50s[Math.floor(p50s.length / 2)]!,
+    p99: Math.max(...windows.map((w) => w.p99)),
+    errors: sum((w) => w.errors),
+    non2xx: sum((w) => w.non2xx),
+    total2xx: sum((w) => w.total2xx),
+  };
+}
+
+/** The mean of each key over several per-request figures. */
+function meanOf(figures: Record<string, number>[]): Record<string, number> {
+  return Object.fromEntries(Object.keys(figures[0]!).map((k) => [k, +(figures.reduce((total, f) => total + f[k]!, 0) / figures.length).toFixed(3)]));
 }
 
 const sendBody = JSON.stringify({ to: 'reader@example.com', subject: 'Benchmark', text: 'Hello from the benchmark.' });
@@ -377,32 +425,39 @@ function schedulerBench(env: Record<string, string>) {
 
 async function mainPhases(results: Record<string, unknown>, serviceEnv: (phase: string) => Record<string, string>, sink: ChildProcess): Promise<void> {
   {
-    // 1. accept: the API alone (no worker), against bare Express
+    // 1. accept: the API alone (no worker), against bare Express, both up and loaded in turns (see `inTurns`)
     const baseline = start('bench/baseline-express.ts', { PORT: String(PORTS.baseline) });
     await until(async () => (await fetch(`http://127.0.0.1:${PORTS.baseline}/api/v1/send`, { method: 'POST', headers: jsonHeaders(), body: sendBody })).status === 202, 30_000, 'baseline');
-    await settle();
-    let before = acceptCpu(baseline);
-    const acceptBaseline = await load({ url: `http://127.0.0.1:${PORTS.baseline}/api/v1/send`, method: 'POST', headers: jsonHeaders(), body: sendBody });
-    const baselineCpu = perRequest(before, acceptCpu(baseline), acceptBaseline.total2xx);
-    await stop(baseline);
-
     const acceptEnv = serviceEnv('accept');
     let api = start('apps/api/src/server.ts', acceptEnv);
     await up(PORTS.api);
     let tenant = await makeTenant();
-    await load({ url: `http://127.0.0.1:${PORTS.api}/api/v1/send`, method: 'POST', headers: jsonHeaders(tenant.token), body: sendBody, duration: 2 });
+    const bare: autocannon.Options = { url: `http://127.0.0.1:${PORTS.baseline}/api/v1/send`, method: 'POST', headers: jsonHeaders(), body: sendBody };
+    const ours: autocannon.Options = { url: `http://127.0.0.1:${PORTS.api}/api/v1/send`, method: 'POST', headers: jsonHeaders(tenant.token), body: sendBody };
+    await load({ ...bare, duration: 2 });
+    await load({ ...ours, duration: 2 });
     await settle(acceptEnv.DATABASE_URL);
-    before = acceptCpu(api);
-    const accept = await load({ url: `http://127.0.0.1:${PORTS.api}/api/v1/send`, method: 'POST', headers: jsonHeaders(tenant.token), body: sendBody });
-    const apiCpu = perRequest(before, acceptCpu(api), accept.total2xx);
+    const windows = { bare: [] as Load[], ours: [] as Load[] };
+    const cpu = { bare: [] as Record<string, number>[], ours: [] as Record<string, number>[] };
+    const turn = (side: 'bare' | 'ours', server: ChildProcess, options: autocannon.Options) => async () => {
+      const before = acceptCpu(server);
+      const window = await load({ ...options, duration: SECONDS / TURNS });
+      windows[side].push(window);
+      cpu[side].push(perRequest(before, acceptCpu(server), window.total2xx));
+    };
+    await inTurns(TURNS, turn('bare', baseline, bare), turn('ours', api, ours));
     const acceptRss = peakRssMb(api);
     await stop(api);
+    await stop(baseline);
+    const accept = combined(windows.ours);
+    const acceptBaseline = combined(windows.bare);
     results.accept = {
       api: accept,
       baseline: acceptBaseline,
       ratio: +(accept.rps / acceptBaseline.rps).toFixed(2),
+      turns: windows.ours.map((w, i) => +(w.rps / windows.bare[i]!.rps).toFixed(2)),
       apiPeakRssMb: acceptRss,
-      cpuMsPerRequest: { api: apiCpu, baseline: baselineCpu },
+      cpuMsPerRequest: { api: meanOf(cpu.ours), baseline: meanOf(cpu.bare) },
     };
 
     // 2. delivery: MESSAGES accepted sends drained by one worker, against nodemailer's pool straight to the sink
@@ -416,31 +471,41 @@ async function mainPhases(results: Record<string, unknown>, serviceEnv: (phase: 
     await until(async () => (await sinkCount()) >= WARMUP_MESSAGES, 5 * 60_000, 'the warm-up deliveries');
     await fetch(`http://127.0.0.1:${PORTS.sinkHttp}/reset`, { method: 'POST' });
     await settle(env.DATABASE_URL);
-    const pg0 = await pgCounters(env.DATABASE_URL!);
-    const cpu0 = { api: cpuMs(api), worker: cpuMs(worker), sink: cpuMs(sink), ...cpuMsByName(['postgres', 'redis-server']) };
-    const t0 = performance.now();
-    const accepted = await autocannon({ url: `http://127.0.0.1:${PORTS.api}/api/v1/send`, method: 'POST', headers: jsonHeaders(tenant.token), body: sendBody, connections: CONNECTIONS, amount: MESSAGES });
-    await until(async () => (await sinkCount()) >= MESSAGES, 10 * 60_000, `${MESSAGES} deliveries`);
-    const deliverySeconds = (performance.now() - t0) / 1000;
-    const cpu1 = { api: cpuMs(api), worker: cpuMs(worker), sink: cpuMs(sink), ...cpuMsByName(['postgres', 'redis-server']) };
-    const cpuPerEmail = perRequest(cpu0, cpu1, MESSAGES);
-    // the statements' count shows as transactions: every statement of the hot path is its own (or a batch's) transaction
-    const pg1 = await pgCounters(env.DATABASE_URL!);
-    const pgPerEmail = perRequest(pg0, pg1, MESSAGES, 2);
+    // our side and nodemailer's in turns, as in the accept phase; the CPU and Postgres figures are of our turns
+    const seconds = { ours: 0, bare: 0 };
+    let acceptErrors = 0;
+    const perEmail = { cpu: [] as Record<string, number>[], pg: [] as Record<string, number>[] };
+    const ourTurn = async () => {
+      await fetch(`http://127.0.0.1:${PORTS.sinkHttp}/reset`, { method: 'POST' });
+      const pg0 = await pgCounters(env.DATABASE_URL!);
+      const cpu0 = { api: cpuMs(api), worker: cpuMs(worker), sink: cpuMs(sink), ...cpuMsByName(['postgres', 'redis-server']) };
+      const t0 = performance.now();
+      const accepted = await autocannon({ url: `http://127.0.0.1:${PORTS.api}/api/v1/send`, method: 'POST', headers: jsonHeaders(tenant.token), body: sendBody, connections: CONNECTIONS, amount: MESSAGES });
+      await until(async () => (await sinkCount()) >= MESSAGES, 10 * 60_000, `${MESSAGES} deliveries`);
+      seconds.ours += (performance.now() - t0) / 1000;
+      const cpu1 = { api: cpuMs(api), worker: cpuMs(worker), sink: cpuMs(sink), ...cpuMsByName(['postgres', 'redis-server']) };
+      acceptErrors += accepted.errors + accepted.non2xx;
+      perEmail.cpu.push(perRequest(cpu0, cpu1, MESSAGES));
+      // the statements' count shows as transactions: every statement of the hot path is its own (or a batch's) transaction
+      perEmail.pg.push(perRequest(pg0, await pgCounters(env.DATABASE_URL!), MESSAGES, 2));
+    };
+    const bareTurn = async () => {
+      seconds.bare += await rawPoolSeconds(MESSAGES);
+    };
+    await inTurns(DELIVERY_TURNS, ourTurn, bareTurn);
     const workerRss = peakRssMb(worker);
     const deliveryApiRss = peakRssMb(api);
-
-    const baselineSeconds = await rawPoolSeconds(MESSAGES);
     results.delivery = {
       messages: MESSAGES,
-      acceptErrors: accepted.errors + accepted.non2xx,
-      perSecond: Math.round(MESSAGES / deliverySeconds),
-      baselinePerSecond: Math.round(MESSAGES / baselineSeconds),
-      ratio: +(baselineSeconds / deliverySeconds).toFixed(2),
+      turns: DELIVERY_TURNS,
+      acceptErrors,
+      perSecond: Math.round((MESSAGES * DELIVERY_TURNS) / seconds.ours),
+      baselinePerSecond: Math.round((MESSAGES * DELIVERY_TURNS) / seconds.bare),
+      ratio: +(seconds.bare / seconds.ours).toFixed(2),
       workerPeakRssMb: workerRss,
       apiPeakRssMb: deliveryApiRss,
-      cpuMsPerEmail: cpuPerEmail,
-      postgresPerEmail: pgPerEmail,
+      cpuMsPerEmail: meanOf(perEmail.cpu),
+      postgresPerEmail: meanOf(perEmail.pg),
     };
 
     // 2b. Prefer: wait: each request holds its connection until its copy is delivered (the worker announces, the API
@@ -524,9 +589,9 @@ async function cleanup(databases: string[]): Promise<void> {
 
 function print(r: Record<string, any>): void {
   const rows: [string, string, string][] = !r.accept ? [] : [
-    ['accept: POST /api/v1/send, 1 recipient, 50 connections', `${r.accept.api.rps} req/s, p50 ${r.accept.api.p50} ms, p99 ${r.accept.api.p99} ms, ${r.accept.api.errors + r.accept.api.non2xx} errors`, `bare Express ${r.accept.baseline.rps} req/s (p99 ${r.accept.baseline.p99} ms): ratio ${r.accept.ratio}`],
+    ['accept: POST /api/v1/send, 1 recipient, 50 connections', `${r.accept.api.rps} req/s, p50 ${r.accept.api.p50} ms, p99 ${r.accept.api.p99} ms, ${r.accept.api.errors + r.accept.api.non2xx} errors`, `bare Express ${r.accept.baseline.rps} req/s (p99 ${r.accept.baseline.p99} ms): ratio ${r.accept.ratio} (turns ${r.accept.turns.join(', ')})`],
     ['accept: CPU per request (ms), ours / bare Express', Object.keys(r.accept.cpuMsPerRequest.api).map((k) => `${k} ${r.accept.cpuMsPerRequest.api[k]} / ${r.accept.cpuMsPerRequest.baseline[k]}`).join(', '), ''],
-    [`delivery: ${r.delivery.messages} sends, accept to last delivered, 1 worker`, `${r.delivery.perSecond} msg/s`, `nodemailer pool direct ${r.delivery.baselinePerSecond} msg/s: ratio ${r.delivery.ratio}`],
+    [`delivery: ${r.delivery.messages} sends x ${r.delivery.turns} turns, accept to last delivered, 1 worker`, `${r.delivery.perSecond} msg/s`, `nodemailer pool direct ${r.delivery.baselinePerSecond} msg/s: ratio ${r.delivery.ratio}`],
     ['delivery: CPU per email, by process', Object.entries(r.delivery.cpuMsPerEmail as Record<string, number>).map(([k, v]) => `${k} ${v} ms`).join(', '), ''],
     ['delivery: Postgres per email (pg_stat_database)', Object.entries(r.delivery.postgresPerEmail as Record<string, number>).map(([k, v]) => `${k} ${v}`).join(', '), ''],
     ['Prefer: wait=10 on POST /api/v1/send, 20 connections, answered once delivered', `${r.wait.rps} req/s, p50 ${r.wait.p50} ms, p99 ${r.wait.p99} ms, ${r.wait.errors + r.wait.non2xx} errors; API CPU ${r.wait.apiCpuMsPerRequest} ms a request`, ''],
