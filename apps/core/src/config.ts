@@ -148,7 +148,7 @@ export function loadConfig(): Config {
     inboxPollSeconds: integer('INBOX_POLL_SECONDS', 60, 1, 86_400),
     retentionDays: integer('RETENTION_DAYS', 30, 0, 36_500),
     maxBodyBytesInFlight: integer('MAX_BODY_BYTES_IN_FLIGHT', 64 * 1024 * 1024, 1024 * 1024, 2 ** 40),
-    workerMaxBytesInFlight: integer('WORKER_MAX_BYTES_IN_FLIGHT', 16 * 1024 * 1024, 1024 * 1024, 2 ** 40),
+    workerMaxBytesInFlight: integer('WORKER_MAX_BYTES_IN_FLIGHT', 8 * 1024 * 1024, 1024 * 1024, 2 ** 40),
   });
 }
 

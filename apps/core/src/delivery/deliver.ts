@@ -143,10 +143,11 @@ async function sendClaimed(
 
 /**
  * The bytes of email a worker process has in memory on their way to the wire, whatever their number
- * (WORKER_MAX_BYTES_IN_FLIGHT, 16 MB by default): ten requests of 50 recipients with a 1 MB attachment are 500 MB of
+ * (WORKER_MAX_BYTES_IN_FLIGHT, 8 MB by default): ten requests of 50 recipients with a 1 MB attachment are 500 MB of
  * MIME to build otherwise. An email larger than the whole budget goes alone. An email on the wire holds about three
- * times its stored size (the decoded attachment, its base64 lines, the socket's buffers): with 64 MB the worker of the
- * bench's big sends peaked at 291 MB, with 16 MB at 231 MB and delivered as fast (bench/README.md, "Memory").
+ * times its stored size (the decoded attachment, its base64 lines, the socket's buffers): the worker of the bench's
+ * big sends peaked at 291 MB with 64 MB, 231 to 267 MB with 16 MB and 212 to 236 MB with 8 MB, delivering as fast
+ * (bench/README.md, "Memory").
  */
 let byteSlots: Semaphore | undefined;
 
