@@ -224,7 +224,7 @@ async function load(options: autocannon.Options): Promise<Load> {
 /**
  * How many turns each side of a same-run comparison gets. The host's speed drifts within minutes (bare Express did
  * 2,670 and then 4,795 req/s 15 minutes apart on 23 Nov), so a baseline measured once, before or after our side, puts
- * that drift into the ratio. In turns (A B B A B A...), both sides see the same stretch of the host.
+ * that drift into the ratio. In turns (A B, B A, A B...), both sides see the same stretch of the host.
  */
 const TURNS = 3;
 /** The delivery phase's turns: each is MESSAGES emails a side. */
@@ -243,7 +243,7 @@ async function inTurns(turns: number, a: () => Promise<void>, b: () => Promise<v
   }
 }
 
-/** Windows of one load as one: rates and counts added up, the median p50 and the worst p99. */
+/** Equal windows of one load as one: the mean rate, the counts added up, the median p50 and the worst p99. */
 function combined(windows: Load[]): Load {
   const sum = (pick: (w: Load) => number) => windows.reduce((total, w) => total + pick(w), 0);
   const p50s = windows.map((w) => w.p50).sort((x, y) => x - y);
