@@ -1,7 +1,8 @@
 import { db } from '../../apps/core/src/db';
 import { productionGuards } from '../../apps/core/src/delivery/production-guards';
 import { guardedKinds } from '../../apps/core/src/delivery/guards';
-import { claimUnguarded, markSent } from '../../apps/core/src/delivery/fast-claim';
+import crypto from 'node:crypto';
+import { CLAIM_UNGUARDED, MARK_SENT, claimUnguarded, markSent } from '../../apps/core/src/delivery/fast-claim';
 import { makeTenant } from '../helpers/factories';
 import { writtenCopies } from './helpers';
 
@@ -33,5 +34,33 @@ describe('delivery claims and "sent" marks shared by concurrent deliveries', () 
     const rows = await db().message.findMany({ where: { id: { in: ids } } });
     expect(rows.every((r) => r.status === 'sent' && r.lockedUntil === null && r.sentAt)).toBe(true);
     expect(new Map(rows.map((r) => [r.id, r.smtpResponse]))).toEqual(new Map(ids.map((id, i) => [id, `250 ok ${i}`])));
+  });
+});
+
+describe('the plans of the claim and the "sent" mark', () => {
+  /**
+   * Both find their rows by primary key. Prepared, their generic plan could AND that with a walk of the status index
+   * (every queued row, every dead entry), which cost the bench hundreds of buffers a statement. With Postgres choosing
+   * the generic plan, neither may touch the status index.
+   */
+  it.each([
+    ['the claim', CLAIM_UNGUARDED, '$1::uuid[], 60000, $2::text[]'],
+    ['the "sent" mark', MARK_SENT, "$1::uuid[], array['250 ok']"],
+  ])('%s reads no status index in its generic plan', async (_name, sql, args) => {
+    await queuedMessages(30); // queued rows for the status index to hold
+    const plan = await db().$transaction(async (tx) => {
+      await tx.$executeRawUnsafe('SET LOCAL plan_cache_mode = force_generic_plan');
+      // the test's tables are small enough to scan whole; the choice that matters is between the indexes
+      await tx.$executeRawUnsafe('SET LOCAL enable_seqscan = off');
+      await tx.$executeRawUnsafe(`PREPARE plan_probe AS ${sql}`);
+      try {
+        const rows = await tx.$queryRawUnsafe<{ 'QUERY PLAN': string }[]>(`EXPLAIN EXECUTE plan_probe(${args.replace('$1::uuid[]', `array['${crypto.randomUUID()}']::uuid[]`).replace('$2::text[]', "'{}'::text[]")})`);
+        return rows.map((r) => r['QUERY PLAN']).join('\n');
+      } finally {
+        await tx.$executeRawUnsafe('DEALLOCATE plan_probe');
+      }
+    });
+    expect(plan).toContain('messages_pkey');
+    expect(plan).not.toContain('messages_status_not_before_idx');
   });
 });
