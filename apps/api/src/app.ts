@@ -8,7 +8,7 @@ import { errorHandler, unknownRoute } from './middleware/errors';
 import { mcpRouter } from './mcp/router';
 import { requestContext, requireJsonBody } from './middleware/request';
 import { config } from '../../core/src/config';
-import { withinBodyBudget } from './middleware/body-budget';
+import { BodyBudget } from './middleware/body-budget';
 import { checkedBody, refuseBadUrl } from './middleware/text';
 import { refuseCrossSiteWrites, refuseFraming } from './middleware/framing';
 import { adminRouter } from './routes/admin';
@@ -37,10 +37,8 @@ export function createApp(db: Db): ApiApp {
   app.set('etag', false);
   app.set('trust proxy', 'loopback, linklocal, uniquelocal');
   app.set('query parser', 'simple');
-  const json = withinBodyBudget(checkedBody(express.json({ limit: BODY_LIMIT_BYTES, strict: false })), {
-    budgetBytes: config().maxBodyBytesInFlight,
-    bodyLimitBytes: BODY_LIMIT_BYTES,
-  });
+  const budget = new BodyBudget({ budgetBytes: config().maxBodyBytesInFlight, bodyLimitBytes: BODY_LIMIT_BYTES });
+  const json = budget.around(checkedBody(express.json({ limit: BODY_LIMIT_BYTES, strict: false })));
   app.use(requestContext);
   app.use(refuseBadUrl);
   app.get('/api/v1/openapi.json', openApiHandler());

@@ -120,14 +120,21 @@ function remember<V>(map: Map<string, V>, key: string, value: V): void {
 /** RFC 6750: a 401 names the scheme it wants. */
 const CHALLENGE = { 'WWW-Authenticate': 'Bearer' };
 
+const BEARER = /^Bearer\s+(\S+)\s*$/i;
+
+/** The token of an `Authorization: Bearer <key>` header; undefined when the header is missing or not of that form. */
+export function bearerToken(header: string | undefined): string | undefined {
+  return header ? BEARER.exec(header)?.[1] : undefined;
+}
+
 /** Spec section 5: `Authorization: Bearer <key>`; missing, malformed, unknown or revoked answers 401. */
 export function requireKey(auth: KeyAuthenticator): RequestHandler {
   return async (req, res, next) => {
     const header = req.get('authorization');
     if (!header) throw new Unauthorized('the Authorization header is missing: send Authorization: Bearer <API key>', CHALLENGE);
-    const match = /^Bearer\s+(\S+)\s*$/i.exec(header);
-    if (!match) throw new Unauthorized('the Authorization header must be "Bearer <API key>"', CHALLENGE);
-    const key = await auth.authenticate(match[1]!);
+    const token = bearerToken(header);
+    if (!token) throw new Unauthorized('the Authorization header must be "Bearer <API key>"', CHALLENGE);
+    const key = await auth.authenticate(token);
     if (!key) {
       const retryAfter = auth.recordFailure(req.ip ?? '');
       if (retryAfter) throw new LimitReached('too many failed authentications from this address; try again later', retryAfter);

@@ -1,3 +1,4 @@
+import type { ServerResponse } from 'node:http';
 import type { ErrorRequestHandler, RequestHandler } from 'express';
 import { AppError, MethodNotAllowed, NotFound } from '../../../core/src/errors';
 import { logger } from '../../../core/src/logger';
@@ -18,9 +19,18 @@ interface BodyParserError {
   status?: number;
 }
 
-/** The one place refusals are written: `{ok:false, error}` with the error's status; faults become 500 with a request id, an unreachable database 503 with Retry-After. */
-export const errorHandler: ErrorRequestHandler = (err, req, res, _next) => {
-  const requestId = String(res.locals.requestId ?? '');
+/** What a refusal answers: its status, its headers and the `error` of `{ok:false, error}`. */
+export interface Refusal {
+  status: number;
+  headers: Record<string, string>;
+  message: string;
+}
+
+/**
+ * The one place refusals are worded: `{ok:false, error}` with the error's status; faults become 500 with a request
+ * id (and an error log line), an unreachable database 503 with Retry-After.
+ */
+export function refusalOf(err: unknown, requestId: string, request: { method?: string; path: string }): Refusal {
   let status = 500;
   let message = `internal error (request id ${requestId})`;
   let headers: Record<string, string> = {};
@@ -52,8 +62,23 @@ export const errorHandler: ErrorRequestHandler = (err, req, res, _next) => {
     message = status === 400 ? 'the request could not be read (check its encoding and escapes)' : `the request was refused (${status})`;
   }
   if (status >= 500) {
-    logger.error({ err, requestId, method: req.method, path: req.path }, 'request failed');
+    logger.error({ err, requestId, method: request.method, path: request.path }, 'request failed');
   }
+  return { status, headers, message };
+}
+
+/** A JSON answer as Express's res.json writes it, for handlers that run without Express (the fast lane). */
+export function writeJson(res: ServerResponse, status: number, body: unknown): void {
+  const text = JSON.stringify(body);
+  res.statusCode = status;
+  res.setHeader('Content-Type', 'application/json; charset=utf-8');
+  res.setHeader('Content-Length', Buffer.byteLength(text));
+  res.end(text);
+}
+
+/** Express's end of every route: the refusal of refusalOf, written once. */
+export const errorHandler: ErrorRequestHandler = (err, req, res, _next) => {
+  const { status, headers, message } = refusalOf(err, String(res.locals.requestId ?? ''), req);
   if (res.headersSent) return;
   // refused before its body was read (an unknown key, a limit, a full body budget): close the connection after the
   // answer, so a client that trickles its body does not keep the socket and its buffers for the request timeout

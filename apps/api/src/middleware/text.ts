@@ -22,13 +22,17 @@ export function checkedBody(parse: Handler): Handler {
     parse(req, res, (err?: unknown) => {
       if (err) return next(err);
       try {
-        const body = (req as Request).body as unknown;
-        if (body !== undefined) checkValue(body, 0, 'body');
+        checkBody((req as Request).body);
       } catch (refusal) {
         return next(refusal);
       }
       next();
     });
+}
+
+/** Throws the 400 for a parsed body holding text Postgres cannot store, or nested deeper than MAX_BODY_DEPTH. */
+export function checkBody(body: unknown): void {
+  if (body !== undefined) checkValue(body, 0, 'body');
 }
 
 function checkValue(value: unknown, depth: number, where: string): void {

@@ -1,7 +1,9 @@
+import type { IncomingHttpHeaders, ServerResponse } from 'node:http';
 import type { Router } from 'express';
+import type { ApiKey } from '../../../../generated/prisma/client';
 import type { Db } from '../../../core/src/db';
 import { AppError } from '../../../core/src/errors';
-import { acceptSend, findSend, MAX_WAIT_SECONDS } from '../../../core/src/sending/accept';
+import { acceptSend, findSend, MAX_WAIT_SECONDS, type SendAnswer } from '../../../core/src/sending/accept';
 import { parseIdempotencyKey } from '../../../core/src/idempotency';
 import { dailyQuota, rateLimitHeaders } from '../../../core/src/sending/quota';
 
@@ -11,24 +13,37 @@ function preferredWait(header: string | undefined): number {
   return match ? Number(match[1]) : 0;
 }
 
-/** Spec 4.1 and DESIGN section 4: POST /send, GET /send/:id. Every send answer carries the key's RateLimit-* headers. */
+/**
+ * POST /send as a function of the key, the body and the request's headers: the answer's status and body, with its
+ * headers (RateLimit-*, Location, Idempotent-Replayed, Preference-Applied) set on `res`. Every send answer carries the
+ * key's RateLimit-* headers, refusals too. Express's route and the fast lane (lane.ts) both answer with it.
+ */
+export async function postSend(db: Db, res: ServerResponse, key: ApiKey, body: unknown, headers: IncomingHttpHeaders): Promise<{ status: number; body: SendAnswer }> {
+  const wait = preferredWait(headers.prefer as string | undefined);
+  let result;
+  try {
+    result = await acceptSend(db, key, body, { idempotencyKey: parseIdempotencyKey(headers['idempotency-key'] as string | undefined), waitSeconds: wait });
+  } catch (err) {
+    // a refusal carries the key's RateLimit-* headers too; they are read here, not before every accepted send
+    if (err instanceof AppError) setHeaders(res, rateLimitHeaders(await dailyQuota(db, key)));
+    throw err;
+  }
+  setHeaders(res, rateLimitHeaders(result.quota));
+  if (result.replayed) res.setHeader('Idempotent-Replayed', 'true');
+  if (wait) res.setHeader('Preference-Applied', `wait=${Math.min(wait, MAX_WAIT_SECONDS)}`);
+  res.setHeader('Location', `/api/v1/send/${result.body.id}`);
+  return { status: result.status, body: result.body };
+}
+
+function setHeaders(res: ServerResponse, headers: Record<string, string>): void {
+  for (const name in headers) res.setHeader(name, headers[name]!);
+}
+
+/** Spec 4.1 and DESIGN section 4: POST /send, GET /send/:id. */
 export function sendRoutes(router: Router, db: Db): void {
   router.post('/send', async (req, res) => {
-    const key = res.locals.key;
-    const wait = preferredWait(req.get('prefer'));
-    let result;
-    try {
-      result = await acceptSend(db, key, req.body, { idempotencyKey: parseIdempotencyKey(req.get('idempotency-key')), waitSeconds: wait });
-    } catch (err) {
-      // a refusal carries the key's RateLimit-* headers too; they are read here, not before every accepted send
-      if (err instanceof AppError) res.set(rateLimitHeaders(await dailyQuota(db, key)));
-      throw err;
-    }
-    res.set(rateLimitHeaders(result.quota));
-    if (result.replayed) res.set('Idempotent-Replayed', 'true');
-    if (wait) res.set('Preference-Applied', `wait=${Math.min(wait, MAX_WAIT_SECONDS)}`);
-    res.set('Location', `/api/v1/send/${result.body.id}`);
-    res.status(result.status).json(result.body);
+    const answer = await postSend(db, res, res.locals.key, req.body, req.headers);
+    res.status(answer.status).json(answer.body);
   });
 
   router.get('/send/:id', async (req, res) => {
