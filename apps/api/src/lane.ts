@@ -5,7 +5,7 @@ import { subscribe } from '../../core/src/api/operations';
 import type { Db } from '../../core/src/db';
 import { bearerToken, type KeyAuthenticator } from './middleware/auth';
 import type { BodyBudget } from './middleware/body-budget';
-import { refusalOf, writeJson } from './middleware/errors';
+import { refusalOf, writeJson, writeRefusal } from './middleware/errors';
 import { trackRequest } from './middleware/request';
 import { checkBody } from './middleware/text';
 import { postSend } from './routes/send';
@@ -101,9 +101,7 @@ async function laneOrExpress(req: IncomingMessage, res: ServerResponse, route: L
   } catch (err) {
     release();
     const refusal = refusalOf(err, requestId, { method: req.method, path: url });
-    if (res.headersSent || res.destroyed) return;
-    for (const name in refusal.headers) res.setHeader(name, refusal.headers[name]!);
-    writeJson(res, refusal.status, { ok: false, error: refusal.message });
+    if (!res.headersSent && !res.destroyed) writeRefusal(res, refusal);
   }
 }
 

@@ -5,6 +5,7 @@ import type { Db } from '../../../core/src/db';
 import { AppError } from '../../../core/src/errors';
 import { acceptSend, findSend, MAX_WAIT_SECONDS, type SendAnswer } from '../../../core/src/sending/accept';
 import { parseIdempotencyKey } from '../../../core/src/idempotency';
+import { setHeaders } from '../middleware/errors';
 import { dailyQuota, rateLimitHeaders } from '../../../core/src/sending/quota';
 
 /** `Prefer: wait=N` (RFC 7240): how long the caller will wait for the copies to be delivered; 0 when not asked. */
@@ -33,10 +34,6 @@ export async function postSend(db: Db, res: ServerResponse, key: ApiKey, body: u
   if (wait) res.setHeader('Preference-Applied', `wait=${Math.min(wait, MAX_WAIT_SECONDS)}`);
   res.setHeader('Location', `/api/v1/send/${result.body.id}`);
   return { status: result.status, body: result.body };
-}
-
-function setHeaders(res: ServerResponse, headers: Record<string, string>): void {
-  for (const name in headers) res.setHeader(name, headers[name]!);
 }
 
 /** Spec 4.1 and DESIGN section 4: POST /send, GET /send/:id. */
