@@ -44,8 +44,8 @@ describe('the plans of the claim and the "sent" mark', () => {
    * the generic plan, neither may touch the status index.
    */
   it.each([
-    ['the claim', CLAIM_UNGUARDED, '$1::uuid[], 60000, $2::text[]'],
-    ['the "sent" mark', MARK_SENT, "$1::uuid[], array['250 ok']"],
+    ['the claim', CLAIM_UNGUARDED, (id: string) => `array['${id}']::uuid[], 60000, '{}'::text[]`],
+    ['the "sent" mark', MARK_SENT, (id: string) => `array['${id}']::uuid[], array['250 ok']`],
   ])('%s reads no status index in its generic plan', async (_name, sql, args) => {
     await queuedMessages(30); // queued rows for the status index to hold
     const plan = await db().$transaction(async (tx) => {
@@ -54,7 +54,7 @@ describe('the plans of the claim and the "sent" mark', () => {
       await tx.$executeRawUnsafe('SET LOCAL enable_seqscan = off');
       await tx.$executeRawUnsafe(`PREPARE plan_probe AS ${sql}`);
       try {
-        const rows = await tx.$queryRawUnsafe<{ 'QUERY PLAN': string }[]>(`EXPLAIN EXECUTE plan_probe(${args.replace('$1::uuid[]', `array['${crypto.randomUUID()}']::uuid[]`).replace('$2::text[]', "'{}'::text[]")})`);
+        const rows = await tx.$queryRawUnsafe<{ 'QUERY PLAN': string }[]>(`EXPLAIN EXECUTE plan_probe(${args(crypto.randomUUID())})`);
         return rows.map((r) => r['QUERY PLAN']).join('\n');
       } finally {
         await tx.$executeRawUnsafe('DEALLOCATE plan_probe');
