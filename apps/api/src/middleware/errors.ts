@@ -80,13 +80,13 @@ export function setHeaders(res: ServerResponse, headers: Record<string, string>)
   for (const name in headers) res.setHeader(name, headers[name]!);
 }
 
-/** Writes a refusal of refusalOf: its headers, then `{ok:false, error}` with its status. */
+/** Writes a refusal of refusalOf without Express (the fast lane): its headers, then `{ok:false, error}` with its status. */
 export function writeRefusal(res: ServerResponse, refusal: Refusal): void {
   setHeaders(res, refusal.headers);
   writeJson(res, refusal.status, { ok: false, error: refusal.message });
 }
 
-/** Express's end of every route: the refusal of refusalOf, written as the fast lane writes its own. */
+/** Express's end of every route: the refusal of refusalOf. */
 export const errorHandler: ErrorRequestHandler = (err, req, res, _next) => {
   const refusal = refusalOf(err, String(res.locals.requestId ?? ''), req);
   if (res.headersSent) return;
@@ -94,5 +94,7 @@ export const errorHandler: ErrorRequestHandler = (err, req, res, _next) => {
   // answer, so a client that trickles its body does not keep the socket and its buffers for the request timeout
   const hasBody = Number(req.headers['content-length'] ?? 0) > 0 || req.headers['transfer-encoding'] !== undefined;
   if (hasBody && !req.complete) res.set('Connection', 'close');
-  writeRefusal(res, refusal);
+  // through res.json, not writeRefusal: idempotent() (middleware/idempotency.ts) watches res.json to free the key of a
+  // refused request
+  res.set(refusal.headers).status(refusal.status).json({ ok: false, error: refusal.message });
 };
