@@ -2,7 +2,7 @@ import { db } from '../../apps/core/src/db';
 import { productionGuards } from '../../apps/core/src/delivery/production-guards';
 import { guardedKinds } from '../../apps/core/src/delivery/guards';
 import crypto from 'node:crypto';
-import { CLAIM_UNGUARDED, MARK_SENT, claimUnguarded, markSent } from '../../apps/core/src/delivery/fast-claim';
+import { CLAIM_UNGUARDED, MARK_SENT, claimUnguarded, markSent, statementStats } from '../../apps/core/src/delivery/fast-claim';
 import { makeTenant } from '../helpers/factories';
 import { writtenCopies } from './helpers';
 
@@ -30,7 +30,10 @@ describe('delivery claims and "sent" marks shared by concurrent deliveries', () 
     expect(claimed.every((c) => c!.mailbox.address.startsWith('sender-') && c!.send?.subject === 'Batch')).toBe(true);
     expect(await Promise.all(ids.map((id) => claimUnguarded(db(), id, 60_000, guardedKinds(productionGuards()))))).toEqual(ids.map(() => null));
 
+    // the marks wait for company: one statement for all twelve
+    const marks = statementStats.marks;
     await Promise.all(ids.map((id, i) => markSent(db(), id, `250 ok ${i}`)));
+    expect(statementStats.marks - marks).toBe(1);
     const rows = await db().message.findMany({ where: { id: { in: ids } } });
     expect(rows.every((r) => r.status === 'sent' && r.lockedUntil === null && r.sentAt)).toBe(true);
     expect(new Map(rows.map((r) => [r.id, r.smtpResponse]))).toEqual(new Map(ids.map((id, i) => [id, `250 ok ${i}`])));

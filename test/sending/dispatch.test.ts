@@ -1,6 +1,7 @@
 import { db } from '../../apps/core/src/db';
 import { productionGuards } from '../../apps/core/src/delivery/production-guards';
 import { batchRowsOnTheWire, deliverBatch } from '../../apps/core/src/delivery/deliver';
+import { statementStats } from '../../apps/core/src/delivery/fast-claim';
 import { QUEUE, jobId, queue } from '../../apps/core/src/queues';
 import { deliveryProcessor } from '../../apps/worker/src/processors/delivery';
 import { makeTenant } from '../helpers/factories';
@@ -60,6 +61,16 @@ describe('dispatch jobs: a batch of accepted copies delivered in one job', () =>
     expect(await deliveryProcessor(productionGuards())((await deliveryJob(id('gone@example.org')))!)).toBe('cancelled');
     expect(sink.to('gone@example.org')).toHaveLength(0);
     expect(sink.to('busy@example.org')).toHaveLength(0);
+  });
+
+  it("claims the rows of a worker's concurrent dispatch jobs in one statement", async () => {
+    const tenant = await makeTenant({ smtp: sink.url });
+    const ids = [...(await writtenCopies(tenant, ['job1a@example.org', 'job1b@example.org', 'job2a@example.org', 'job2b@example.org'])).values()];
+    const before = statementStats.claims;
+    const jobs = [ids.slice(0, 2), ids.slice(2)].map((rows) => deliverBatch(db(), rows.map((id) => ({ id, notBefore: null })), productionGuards()));
+    expect(await Promise.all(jobs)).toEqual([{ sent: 2, handedOn: 0 }, { sent: 2, handedOn: 0 }]);
+    expect(statementStats.claims - before).toBe(1);
+    for (const id of ids) expect(await row(id)).toMatchObject({ status: 'sent', attempts: 1 });
   });
 
   it('sends once when the same batch runs again (a retried or stalled dispatch job)', async () => {

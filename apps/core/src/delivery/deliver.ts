@@ -10,7 +10,7 @@ import { isDatabaseUnavailable } from '../outage';
 import { JOB_OPTIONS } from '../queues';
 import { suppressAddress } from '../subscribers/machine';
 import { composeMail } from './compose';
-import { claimBatch, claimUnguarded, markSent, type ClaimedRow } from './fast-claim';
+import { claimUnguarded, markSent, type ClaimedRow } from './fast-claim';
 import { guardedKinds, preSendRefusal, type PreSendGuards } from './guards';
 import { deliveryLeaseMs, whileHeld } from './lease';
 import { addDeliveryJobs } from './outbox';
@@ -269,10 +269,10 @@ let rowSlots: Semaphore | undefined;
 
 /**
  * Delivers a batch of rows in one job (the API's `dispatch` jobs), without a queue job per row: the due rows are
- * claimed a slice at a time (one statement each) and go out concurrently over their mailboxes' pools. Every other row
- * gets its own delivery job, which decides and retries exactly as for any row: one not due yet (delayed to `send_at`),
- * one the quick claim leaves alone (a guarded kind, held, suppressed, already final), and one that failed for now
- * (after the first retry's wait; it has the usual attempts still ahead).
+ * claimed a slice at a time (in the statements the worker's claims share: fast-claim.ts) and go out concurrently over
+ * their mailboxes' pools. Every other row gets its own delivery job, which decides and retries exactly as for any
+ * row: one not due yet (delayed to `send_at`), one the quick claim leaves alone (a guarded kind, held, suppressed,
+ * already final), and one that failed for now (after the first retry's wait; it has the usual attempts still ahead).
  */
 export async function deliverBatch(
   db: Db,
@@ -289,14 +289,11 @@ export async function deliverBatch(
   const sends: Promise<DeliveryOutcome | null>[] = [];
   const sendSlice = async (slice: typeof rows) => {
     await slots.acquire(slice.length);
-    let claimed: (ClaimedRow | null)[];
-    try {
-      claimed = await claimBatch(db, slice.map((r) => r.id), deliveryLeaseMs(), skip);
-    } catch (err) {
-      slots.release(slice.length);
-      throw err;
-    }
-    claimed.forEach((message, j) => {
+    // each row with the claims of the worker's other jobs and single deliveries: one statement for all of them
+    const claims = await Promise.allSettled(slice.map((r) => claimUnguarded(db, r.id, deliveryLeaseMs(), skip)));
+    let failure: { reason: unknown } | undefined;
+    claims.forEach((claimed, j) => {
+      const message = claimed.status === 'fulfilled' ? claimed.value : null;
       if (message) {
         // the slot is the email in memory and on the wire: free once the SMTP conversation is over
         const sending = sendClaimed(db, message, { lastAttempt: false, afterWire: () => slots.release() }).catch((err: unknown) => {
@@ -305,11 +302,14 @@ export async function deliverBatch(
           return null;
         });
         sends.push(sending);
-      } else {
-        handOn.push(slice[j]!);
-        slots.release();
+        return;
       }
+      slots.release();
+      // a claim Postgres did not answer: the row is as it was, and the job's next run claims it again
+      if (claimed.status === 'rejected') failure ??= claimed;
+      else handOn.push(slice[j]!);
     });
+    if (failure) throw failure.reason;
   };
   const errors: unknown[] = [];
   try {

@@ -125,7 +125,8 @@ async function withTimeout<T>(work: Promise<T>, ms: number): Promise<T> {
 /**
  * The rows of concurrent callers go to Redis together: one job, one round trip and one timer for a batch (batch.ts).
  * A failure is Redis's, not one caller's: every caller of the batch gets it at once (the Batcher would otherwise run
- * each again alone, and a request would wait out the timeout twice while Redis is down).
+ * each again alone, and a request would wait out the timeout twice while Redis is down). One batch in flight, as for
+ * the accept statement (sending/write.ts): larger `dispatch` jobs, fewer of them for the worker to run.
  */
 const dispatcher = new Batcher<DeliveryJob[], Error | undefined>(
   async (lists) => {
@@ -135,7 +136,7 @@ const dispatcher = new Batcher<DeliveryJob[], Error | undefined>(
     );
     return lists.map(() => failure);
   },
-  { maxInFlight: 2, maxBatch: 100 },
+  { maxInFlight: 1, maxBatch: 100 },
 );
 
 /**
