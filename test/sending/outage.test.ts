@@ -2,7 +2,7 @@ import net from 'node:net';
 import request from 'supertest';
 import { createApp } from '../../apps/api/src/app';
 import { createDb, db, type Db } from '../../apps/core/src/db';
-import { deliverMessage } from '../../apps/core/src/delivery/deliver';
+import { deliverBatch, deliverMessage } from '../../apps/core/src/delivery/deliver';
 import { productionGuards } from '../../apps/core/src/delivery/production-guards';
 import { closeTransports } from '../../apps/core/src/delivery/transport';
 import { logger } from '../../apps/core/src/logger';
@@ -10,7 +10,7 @@ import { makeTenant } from '../helpers/factories';
 import { freePort } from '../helpers/processes';
 import { SmtpSink } from '../helpers/smtp-sink';
 import { waitFor } from '../helpers/wait';
-import { insertMessage } from './helpers';
+import { insertMessage, writtenCopies } from './helpers';
 
 /** Postgres going away under the API and under a worker, through a TCP proxy the test can cut and restore. */
 class PgProxy {
@@ -114,4 +114,22 @@ it('keeps a "sent" mark Postgres did not take and writes it once Postgres is bac
   // a second delivery of the row (a job run again) finds it final
   expect(await deliverMessage(db(), id, { lastAttempt: false, guards: productionGuards() })).toEqual({ kind: 'finished', status: 'sent' });
   expect(sink.to('outage@example.org')).toHaveLength(1);
+});
+
+it('fails a dispatch batch whose claim Postgres did not answer, sending nothing, and delivers it once when run again', async () => {
+  const tenant = await makeTenant({ smtp: sink.url });
+  const ids = [...(await writtenCopies(tenant, ['claim-outage1@example.org', 'claim-outage2@example.org'])).values()];
+  const batch = ids.map((id) => ({ id, notBefore: null }));
+  proxy.cutOff();
+  try {
+    await expect(deliverBatch(proxied, batch, productionGuards())).rejects.toThrow();
+  } finally {
+    proxy.restore();
+  }
+  expect(sink.to('claim-outage1@example.org')).toHaveLength(0);
+  for (const id of ids) expect(await db().message.findUniqueOrThrow({ where: { id } })).toMatchObject({ status: 'queued', attempts: 0 });
+  // the job's next run (BullMQ retries a failed dispatch job)
+  expect(await deliverBatch(proxied, batch, productionGuards())).toEqual({ sent: 2, handedOn: 0 });
+  expect(sink.to('claim-outage1@example.org')).toHaveLength(1);
+  expect(sink.to('claim-outage2@example.org')).toHaveLength(1);
 });
