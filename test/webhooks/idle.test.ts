@@ -1,0 +1,35 @@
+import { db } from '../../apps/core/src/db';
+import { PENDING_STATEMENT, dispatchEvents, dispatchStats } from '../../apps/core/src/webhooks/dispatch';
+import { makeAccount } from '../helpers/factories';
+
+/**
+ * The worker's fan-out looks four times a second whether or not anything happened. A pass that finds no event waiting
+ * costs one statement on the pool; only a pass with work opens the transaction that claims, queues and marks.
+ */
+describe('the fan-out when nothing waits', () => {
+  it('runs no transaction while no event waits, and dispatches an event as soon as one does', async () => {
+    const before = dispatchStats.transactions;
+    for (let i = 0; i < 3; i++) expect(await dispatchEvents(db())).toBe(0);
+    expect(dispatchStats.transactions).toBe(before);
+
+    const account = await makeAccount();
+    const event = await db().event.create({ data: { accountId: account.id, type: 'message.sent', data: { message_id: 'x' } } });
+    expect(await dispatchEvents(db())).toBe(1);
+    expect(dispatchStats.transactions).toBe(before + 1);
+    expect((await db().event.findUniqueOrThrow({ where: { id: event.id } })).dispatchedAt).not.toBeNull();
+
+    expect(await dispatchEvents(db())).toBe(0);
+    expect(dispatchStats.transactions).toBe(before + 1);
+  });
+
+  it('finds waiting events through the index, whatever the number of events already dispatched', async () => {
+    // with sequential scans priced out, the plan shows whether the index can answer the statement at all
+    const plan = await db().$transaction(async (tx) => {
+      await tx.$executeRawUnsafe('SET LOCAL enable_seqscan = off');
+      return tx.$queryRawUnsafe<{ 'QUERY PLAN': string }[]>(`EXPLAIN (COSTS OFF) ${PENDING_STATEMENT}`);
+    });
+    const text = plan.map((r) => r['QUERY PLAN']).join('\n');
+    expect(text).toMatch(/Index Only Scan using events_dispatched_at_created_at_idx/);
+    expect(text).toMatch(/Index Cond: \(dispatched_at IS NULL\)/);
+  });
+});
