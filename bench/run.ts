@@ -358,7 +358,11 @@ async function broadcastPhase(env: Record<string, string>) {
   await pg.query('UPDATE lists SET subscriber_count = $2 WHERE key = $1', [list.key, BROADCAST_SUBSCRIBERS]);
   await pg.end();
   const worker = start('apps/worker/src/main.ts', env);
-  // warm the worker up through the ordinary send path, outside the timed window
+  // warm the worker up through the ordinary send path, outside the timed window. The sink still counts the main
+  // phases' emails: without this reset the wait below ended at once, and up to WARMUP_MESSAGES warm-up emails landed
+  // inside the timed window, counted as broadcast copies (at 5,000, the clock stopped 2,650 copies early and the
+  // worker was told to stop with the broadcast still running)
+  await fetch(`http://127.0.0.1:${PORTS.sinkHttp}/reset`, { method: 'POST' });
   await autocannon({ url: `http://127.0.0.1:${PORTS.api}/api/v1/send`, method: 'POST', headers: jsonHeaders(tenant.token), body: sendBody, connections: 10, amount: WARMUP_MESSAGES });
   await until(async () => (await sinkCount()) >= WARMUP_MESSAGES, 5 * 60_000, 'the warm-up deliveries');
   await fetch(`http://127.0.0.1:${PORTS.sinkHttp}/reset`, { method: 'POST' });
