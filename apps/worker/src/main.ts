@@ -30,6 +30,8 @@ async function main(): Promise<void> {
     stopping = true;
     logger.info({ signal }, 'worker stopping');
     await dispatcher?.stop();
+    // jobs that only wait on other jobs (a broadcast's run) hand themselves back; deliveries in flight finish
+    for (const w of workers) w.cancelAllJobs('the worker is stopping');
     await Promise.all([...workers.map((w) => w.close()), housekeeping?.stop(), inbound?.stop()]);
     metricsServer?.close();
     closeTransports();

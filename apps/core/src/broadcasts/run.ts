@@ -174,6 +174,12 @@ export interface RunOptions {
   /** called after each page is written and queued (tests, the crash fixture) */
   onPage?: (written: number) => void;
   pollMs?: number;
+  /**
+   * Aborted when the worker stops (SIGTERM): the run returns 'interrupted' between two steps, and the job goes back to
+   * the queue for the next worker. Without it a stopping worker waited for the broadcast's last copy, which the
+   * worker's own delivery jobs, stopped first, would never send: the process never exited.
+   */
+  signal?: AbortSignal;
 }
 
 /**
@@ -184,7 +190,7 @@ export interface RunOptions {
  * When every page is written and no copy is left unfinished, the broadcast becomes `sent` and `broadcast.finished` is
  * written in that same transaction. A job that comes before send_at answers send_at (the processor waits till then). Any number of runs at once, or one after a crash, end with one copy per person.
  */
-export async function runBroadcast(db: Db, id: number, options: RunOptions = {}): Promise<'sent' | 'stopped' | 'idle' | Date> {
+export async function runBroadcast(db: Db, id: number, options: RunOptions = {}): Promise<'sent' | 'stopped' | 'idle' | 'interrupted' | Date> {
   const b = await start(db, id);
   if (!b || b instanceof Date) return b ?? 'idle';
   await requeueOrphans(db, id);
@@ -194,7 +200,9 @@ export async function runBroadcast(db: Db, id: number, options: RunOptions = {})
   const header = listId(b.list, b.list.mailbox.address);
   const ahead: string[][] = [];
   let after = 0;
+  const interrupted = () => options.signal?.aborted === true;
   for (;;) {
+    if (interrupted()) return 'interrupted';
     if ((await statusOf(db, id)) !== 'sending') return 'stopped';
     const began = Date.now();
     const { last, written } = await writePage(db, b, after, size, header);
@@ -211,6 +219,7 @@ export async function runBroadcast(db: Db, id: number, options: RunOptions = {})
     if (written.length) ahead.push(written);
     options.onPage?.(written.length);
     while (ahead.length >= PAGES_AHEAD) {
+      if (interrupted()) return 'interrupted';
       if ((await waitingOf(db, ahead[0]!)) === 0) ahead.shift();
       else if ((await statusOf(db, id)) !== 'sending') return 'stopped';
       else await sleep(pollMs);
@@ -219,6 +228,7 @@ export async function runBroadcast(db: Db, id: number, options: RunOptions = {})
   }
   // every copy is written: wait for the last ones to be final (or for a pause), then close
   for (;;) {
+    if (interrupted()) return 'interrupted';
     const done = await db.$transaction(async (tx) => {
       const locked = await rawQuery<{ status: string }>(tx, 'SELECT status::text AS status FROM broadcasts WHERE id = $1 FOR UPDATE', [id]);
       if (locked[0]?.status !== 'sending') return 'stopped' as const;

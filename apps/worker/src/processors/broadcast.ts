@@ -3,12 +3,21 @@ import { runBroadcast } from '../../../core/src/broadcasts/run';
 import { db } from '../../../core/src/db';
 import type { JobPayloads } from '../../../core/src/queues';
 
-/** Writes and queues a broadcast's copies page by page until it is sent or paused (docs/broadcasts.md). */
-export async function processBroadcast(job: Job<JobPayloads['broadcast']>, token?: string): Promise<string> {
-  const outcome = await runBroadcast(db(), job.data.broadcastId);
+/**
+ * Writes and queues a broadcast's copies page by page until it is sent or paused (docs/broadcasts.md). It takes
+ * BullMQ's abort signal (the third parameter: BullMQ passes one only to processors that declare it), which the worker
+ * aborts when it stops: the job then goes back to the queue, due at once and without spending an attempt, and the
+ * next worker's run picks up where the copies stand.
+ */
+export async function processBroadcast(job: Job<JobPayloads['broadcast']>, token?: string, signal?: AbortSignal): Promise<string> {
+  const outcome = await runBroadcast(db(), job.data.broadcastId, { signal });
   if (outcome instanceof Date && token) {
     // came before send_at (clocks differ between processes): back to delayed until then, without spending an attempt
     await job.moveToDelayed(outcome.getTime() + 100, token);
+    throw new DelayedError();
+  }
+  if (outcome === 'interrupted' && token) {
+    await job.moveToDelayed(Date.now(), token);
     throw new DelayedError();
   }
   return outcome instanceof Date ? 'early' : outcome;
