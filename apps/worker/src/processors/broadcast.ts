@@ -16,7 +16,9 @@ export async function processBroadcast(job: Job<JobPayloads['broadcast']>, token
     await job.moveToDelayed(outcome.getTime() + 100, token);
     throw new DelayedError();
   }
-  if (outcome === 'interrupted' && token) {
+  if (outcome === 'interrupted') {
+    // never completed while copies are left: without a token to move it, the job fails this attempt and is retried
+    if (!token) throw new Error('the worker stopped in the middle of the broadcast');
     await job.moveToDelayed(Date.now(), token);
     throw new DelayedError();
   }
