@@ -1,7 +1,8 @@
-import { DelayedError, type Job } from 'bullmq';
+import type { Job } from 'bullmq';
 import { runBroadcast } from '../../../core/src/broadcasts/run';
 import { db } from '../../../core/src/db';
 import type { JobPayloads } from '../../../core/src/queues';
+import { backToDelayed } from './delay';
 
 /**
  * Writes and queues a broadcast's copies page by page until it is sent or paused (docs/broadcasts.md). It takes
@@ -11,16 +12,12 @@ import type { JobPayloads } from '../../../core/src/queues';
  */
 export async function processBroadcast(job: Job<JobPayloads['broadcast']>, token?: string, signal?: AbortSignal): Promise<string> {
   const outcome = await runBroadcast(db(), job.data.broadcastId, { signal });
-  if (outcome instanceof Date && token) {
-    // came before send_at (clocks differ between processes): back to delayed until then, without spending an attempt
-    await job.moveToDelayed(outcome.getTime() + 100, token);
-    throw new DelayedError();
-  }
+  // came before send_at (clocks differ between processes): back to delayed until then, without spending an attempt
+  if (outcome instanceof Date && token) return backToDelayed(job, token, outcome.getTime() + 100);
   if (outcome === 'interrupted') {
     // never completed while copies are left: without a token to move it, the job fails this attempt and is retried
     if (!token) throw new Error('the worker stopped in the middle of the broadcast');
-    await job.moveToDelayed(Date.now(), token);
-    throw new DelayedError();
+    return backToDelayed(job, token, Date.now());
   }
   return outcome instanceof Date ? 'early' : outcome;
 }

@@ -1,8 +1,9 @@
-import { DelayedError, type Job } from 'bullmq';
+import type { Job } from 'bullmq';
 import { db } from '../../../core/src/db';
 import { deliverBatch, deliverMessage, type DeliveryOutcome } from '../../../core/src/delivery/deliver';
 import type { PreSendGuards } from '../../../core/src/delivery/guards';
 import type { JobPayloads } from '../../../core/src/queues';
+import { backToDelayed } from './delay';
 
 /**
  * Delivers one Message row (the row is the state; the job carries its id). Temporary SMTP failures throw, so BullMQ
@@ -23,8 +24,7 @@ async function processDelivery(job: Job<JobPayloads['delivery']>, token: string 
   const outcome = await deliverMessage(db(), job.data.messageId, { lastAttempt, guards });
   if ((outcome.kind === 'busy' || outcome.kind === 'early') && token) {
     // come back when the other worker's lease ends or send_at arrives, without spending an attempt
-    await job.moveToDelayed(outcome.until.getTime() + 100, token);
-    throw new DelayedError();
+    return backToDelayed(job, token, outcome.until.getTime() + 100);
   }
   return outcome.kind;
 }

@@ -1,8 +1,9 @@
-import { DelayedError, type Job } from 'bullmq';
+import type { Job } from 'bullmq';
 import { db } from '../../../core/src/db';
 import { logger } from '../../../core/src/logger';
 import { runSequenceStep, type StepOutcome } from '../../../core/src/outreach/steps';
 import type { JobPayloads } from '../../../core/src/queues';
+import { backToDelayed } from './delay';
 
 /**
  * Writes step `step` of a prospect's sequence (the payload is ids only; the row is reloaded and re-checked).
@@ -26,9 +27,6 @@ export async function processSequenceStep(job: Job<JobPayloads['sequence']>, tok
       logger.info({ prospect: prospectId, step, why: outcome.why }, 'sequence step skipped');
       break;
   }
-  if (outcome.kind === 'deferred' && token) {
-    await job.moveToDelayed(Math.max(outcome.until.getTime(), Date.now() + 50), token);
-    throw new DelayedError();
-  }
+  if (outcome.kind === 'deferred' && token) return backToDelayed(job, token, Math.max(outcome.until.getTime(), Date.now() + 50));
   return outcome;
 }
