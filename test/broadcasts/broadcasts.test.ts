@@ -46,6 +46,12 @@ it('renders each copy for its person (placeholders, html escaping, a text part) 
     expect(headers.get('list-id')).toEqual([`"The <Weekly> & Co" <${t.list.key.toLowerCase()}.example.com>`]);
   }
   expect(rawHeaders(ann[0]!).get('list-unsubscribe')).toEqual([`<${url}>`]);
+  // the link is put in on the way to the wire: no stored copy holds a usable token (docs/hardening.md)
+  const token = url.split('/u/')[1]!;
+  const stored = await db().message.findMany({ where: { broadcastId: id }, select: { text: true, html: true, headers: true } });
+  expect(stored).toHaveLength(2);
+  expect(JSON.stringify(stored)).not.toContain(token);
+  expect(JSON.stringify(stored)).not.toContain('/u/');
   const got = await admin().get(`/admin/api/broadcasts/${id}`);
   expect(got.body.broadcast).toMatchObject({ id, list: t.list.key, status: 'sent', audience: 2, sent: 2, failed: 0, skipped: 0 });
   expect(got.body.broadcast.started_at).toEqual(expect.any(String));

@@ -29,6 +29,18 @@ export function subscriberOfToken(token: string): number | null {
 
 export const unsubscribeUrl = (subscriberId: number) => `${config().publicUrl}/u/${unsubscribeToken(subscriberId)}`;
 
+/**
+ * A copy is stored with this placeholder where its unsubscribe link goes (bodies and List-Unsubscribe), and the link is
+ * put in when the email is composed for the wire (delivery/compose.ts): the messages table holds no usable token.
+ */
+export const UNSUBSCRIBE_URL_PLACEHOLDER = '{{unsubscribe_url}}';
+
+/** A stored copy's body or header with the subscriber's real link in place of the placeholder. */
+export function withUnsubscribeUrl<T extends string | null>(stored: T, subscriberId: number): T {
+  if (stored === null || !stored.includes(UNSUBSCRIBE_URL_PLACEHOLDER)) return stored;
+  return stored.split(UNSUBSCRIBE_URL_PLACEHOLDER).join(unsubscribeUrl(subscriberId)) as T;
+}
+
 export interface BroadcastContent {
   subject: string;
   html: string | null;
@@ -52,11 +64,12 @@ export function listId(list: { key: string; name: string }, mailboxAddress: stri
 }
 
 /**
- * One subscriber's copy: placeholders filled (values HTML-escaped in the html body), and the RFC 8058 / RFC 2919
- * headers. A text part for html-only content is made at delivery (composeMail), from the rendered html.
+ * One subscriber's copy as stored: placeholders filled (values HTML-escaped in the html body) but the unsubscribe link,
+ * which stays UNSUBSCRIBE_URL_PLACEHOLDER until the wire, and the RFC 8058 / RFC 2919 headers. A text part for
+ * html-only content is made at delivery (composeMail), from the rendered html.
  */
 export function renderCopy(content: BroadcastContent, recipient: Recipient, listIdHeader: string) {
-  const url = unsubscribeUrl(recipient.id);
+  const url = UNSUBSCRIBE_URL_PLACEHOLDER;
   const ctx: TemplateContext = { name: recipient.name, email: recipient.email, unsubscribe_url: url, fields: recipient.fields };
   return {
     subject: renderSubject(content.subject, ctx),

@@ -1,3 +1,4 @@
+import { withUnsubscribeUrl } from '../broadcasts/copy';
 import { withConfirmationLink } from '../subscribers/confirm-link';
 import type Mail from 'nodemailer/lib/mailer';
 import type { Mailbox, Message, Send } from '../../../../generated/prisma/client';
@@ -41,8 +42,11 @@ export function htmlToText(html: string): string {
  * Message-ID. Copies of a Send take the content from the Send; confirmation and sequence emails carry their own.
  */
 export function composeMail(message: Message, mailbox: Mailbox, send: Send | null): Mail.Options {
-  // a confirmation's link is put in here, on the way to the wire: its stored body holds none (subscribers/confirm-link.ts)
-  const own = (body: string | null) => (message.kind === 'confirmation' ? withConfirmationLink(body, message.id) : body);
+  // a confirmation's link and a broadcast copy's unsubscribe link are put in here, on the way to the wire: their stored
+  // bodies hold none (subscribers/confirm-link.ts, broadcasts/copy.ts)
+  const subscriberId = message.subscriberId;
+  const own = (body: string | null) =>
+    message.kind === 'confirmation' ? withConfirmationLink(body, message.id) : message.kind === 'broadcast' && subscriberId !== null ? withUnsubscribeUrl(body, subscriberId) : body;
   const html = send ? send.html : own(message.html);
   const text = (send ? send.text : own(message.text)) ?? (html ? htmlToText(html) : undefined);
   const mail: Mail.Options = {
@@ -68,7 +72,18 @@ export function composeMail(message: Message, mailbox: Mailbox, send: Send | nul
     if (message.inReplyTo) mail.inReplyTo = message.inReplyTo;
     if (message.references) mail.references = message.references;
     // a broadcast copy's own headers (List-Unsubscribe, List-Unsubscribe-Post, List-Id)
-    if (message.headers) mail.headers = message.headers as Mail.Headers;
+    if (message.headers) mail.headers = ownHeaders(message.headers as Mail.Headers, own);
   }
   return mail;
+}
+
+/** Stored headers (strings, or nodemailer's `{prepared, value}`) with `fill` applied to each value. */
+function ownHeaders(headers: Mail.Headers, fill: (value: string) => string | null): Mail.Headers {
+  const filled: Record<string, unknown> = {};
+  for (const [name, header] of Object.entries(headers)) {
+    if (typeof header === 'string') filled[name] = fill(header);
+    else if (header && typeof header === 'object' && 'value' in header && typeof header.value === 'string') filled[name] = { ...header, value: fill(header.value) };
+    else filled[name] = header;
+  }
+  return filled as Mail.Headers;
 }
