@@ -48,9 +48,12 @@ export function trackRequest(req: IncomingMessage, res: ServerResponse, url: str
   return id;
 }
 
-/** Page paths that carry a secret (a confirmation or unsubscribe token), and token query values. */
-const TOKEN_IN_PATH = /^(\/(?:confirm|u)\/)[^/?#]+/;
-const TOKEN_IN_QUERY = /([?&](?:token|key)=)[^&#]*/gi;
+/**
+ * Page paths that carry a secret (a confirmation or unsubscribe token: the routes match whatever the letters' case), and
+ * query values that may be secrets, whatever their case and however their name is written (api_key, access-token...).
+ */
+const TOKEN_IN_PATH = /^(\/(?:confirm|u)\/)[^/?#]+/i;
+const TOKEN_IN_QUERY = /([?&](?:[\w.-]*(?:token|key|password|passwd|secret|signature|auth)[\w.-]*)=)[^&#]*/gi;
 
 /** The request's address as logged: the whole of it (mount path and query), with tokens replaced. */
 export function redactedUrl(url: string): string {
