@@ -3,7 +3,7 @@ import helmet from 'helmet';
 import { config } from '../../../core/src/config';
 import { safeEqual } from '../../../core/src/crypto';
 import type { Db } from '../../../core/src/db';
-import { AppError } from '../../../core/src/errors';
+import { AppError, Unauthorized } from '../../../core/src/errors';
 import { logger } from '../../../core/src/logger';
 import type { ConsolePage, PageContext } from './page';
 import { accountsPage } from './pages/accounts';
@@ -16,7 +16,9 @@ import { mailboxesPage } from './pages/mailboxes';
 import { messagesPage } from './pages/messages';
 import { overviewPage } from './pages/overview';
 import { webhooksPage } from './pages/webhooks';
-import { csrfMatches, endSession, loadSession, saveSession, startSession, type Session } from './session';
+import type { BodyBudget } from '../middleware/body-budget';
+import type { AuthFailures } from '../middleware/failures';
+import { csrfMatches, endSession, loadSession, saveSession, signinToken, signinTokenMatches, startSession, type Session } from './session';
 import { CSS, createViews } from './views';
 
 /** The console's pages, in navigation order. A new page: a module in pages/ and one line here. */
@@ -53,10 +55,13 @@ const securityHeaders = helmet({
  * behind a session started with the admin token. Every POST carries the session's CSRF token; pages work without
  * JavaScript (there is none).
  */
-export function consoleRouter(db: Db): Router {
+export function consoleRouter(db: Db, bodies: { budget: BodyBudget; publicBudget: BodyBudget; failures: AuthFailures }): Router {
   const router = Router();
   const views = createViews(Object.assign({}, ...PAGES.map((p) => p.templates)) as Record<string, string>);
-  const form = express.urlencoded({ extended: false, limit: '256kb', parameterLimit: 100 });
+  // a signed-in admin's forms are read within the API's body budget; anybody else's (the sign-in) within the public
+  // pages' small one, and at most 4 KB
+  const form = bodies.budget.around(express.urlencoded({ extended: false, limit: '256kb', parameterLimit: 100 }));
+  const strangerForm = bodies.publicBudget.around(express.urlencoded({ extended: false, limit: '4kb', parameterLimit: 10 }));
 
   const render: PageContext['render'] = (req, res, template, title, data = {}, status = 200) => {
     const session = res.locals.session;
@@ -66,7 +71,8 @@ export function consoleRouter(db: Db): Router {
       delete session.flash;
       void saveSession(session).catch(() => undefined);
     }
-    const page = { ...data, csrf: session?.csrf ?? '' };
+    const csrf = session?.admin ? session.csrf : typeof data.csrf === 'string' ? data.csrf : '';
+    const page = { ...data, csrf };
     const body = views.render(`@${template}`, page);
     const nav = signedIn
       ? PAGES.map((p) => ({ href: `/admin${p.path === '/' ? '' : p.path}`, title: p.title, current: req.path === p.path || (p.path !== '/' && req.path.startsWith(`${p.path}/`)) }))
@@ -75,7 +81,7 @@ export function consoleRouter(db: Db): Router {
       .status(status)
       .set({ 'Cache-Control': 'no-store' })
       .type('html')
-      .send(views.render('@layout', { title, body, nav, flash, error: data.error, csrf: session?.csrf ?? '' }));
+      .send(views.render('@layout', { title, body, nav, flash, error: data.error, csrf }));
   };
   const redirect: PageContext['redirect'] = async (_req, res, to, flash) => {
     const session = res.locals.session!;
@@ -94,37 +100,42 @@ export function consoleRouter(db: Db): Router {
 
   const withSession: RequestHandler = async (req, res, next) => {
     const session = await loadSession(req);
-    if (session) res.locals.session = session;
+    // only signed-in sessions are stored now; one of an older version, from before sign-in, counts as none
+    if (session?.admin) res.locals.session = session;
     next();
   };
   router.use(withSession);
 
-  router.get('/signin', async (req, res) => {
-    res.locals.session ??= await startSession(req, res, false);
-    if (res.locals.session.admin) return res.redirect(303, '/admin');
-    render(req, res, 'signin', 'Sign in');
+  router.get('/signin', (req, res) => {
+    if (res.locals.session) return res.redirect(303, '/admin');
+    render(req, res, 'signin', 'Sign in', { csrf: signinToken(req, res) });
   });
 
-  // every POST: the form's CSRF token must be the session's
+  // every POST: the form's CSRF token must be the session's (the sign-in form's: of its nonce cookie)
   const checkCsrf: RequestHandler = (req, res, next) => {
     const session = res.locals.session;
-    if (!session || !csrfMatches(session, (req.body as Record<string, unknown> | undefined)?._csrf)) {
+    const given = (req.body as Record<string, unknown> | undefined)?._csrf;
+    const matches = session ? csrfMatches(session, given) : req.path === '/signin' && signinTokenMatches(req, given);
+    if (!matches) {
       return render(req, res, 'error', 'Refused', { error: 'The form is stale or did not come from this console (CSRF token missing or wrong). Reload the page and try again.', back: req.get('referer')?.startsWith(config().publicUrl) ? req.get('referer') : '/admin' }, 403);
     }
     next();
   };
   router.use((req, res, next) => {
     if (req.method !== 'POST') return next();
-    form(req, res, (err?: unknown) => (err ? next(err) : checkCsrf(req, res, next)));
+    (res.locals.session ? form : strangerForm)(req, res, (err?: unknown) => (err ? next(err) : checkCsrf(req, res, next)));
   });
 
   router.post('/signin', async (req, res) => {
     const token = typeof req.body?.token === 'string' ? (req.body.token as string) : '';
     if (!safeEqual(token, config().adminToken)) {
-      return render(req, res, 'signin', 'Sign in', { error: 'That is not the admin token.' }, 401);
+      const refusal = bodies.failures.refuse(req.ip ?? '', new Unauthorized('That is not the admin token.'));
+      if (refusal.status === 429) res.set(refusal.headers);
+      const error = refusal.status === 429 ? 'Too many failed sign-ins from this address; try again in a minute.' : refusal.message;
+      return render(req, res, 'signin', 'Sign in', { error, csrf: signinToken(req, res) }, refusal.status);
     }
     // a new session id on sign-in: a session planted before it is worth nothing after
-    const session = await startSession(req, res, true, res.locals.session);
+    const session = await startSession(req, res, res.locals.session);
     res.locals.session = session;
     await redirect(req, res, '/admin', 'Signed in.');
   });
@@ -144,10 +155,12 @@ export function consoleRouter(db: Db): Router {
   for (const page of PAGES) page.routes(router, ctx);
 
   router.use(((err, req, res, _next) => {
-    const status = err instanceof AppError ? err.status : 500;
+    // Express's own refusals carry a 4xx status (a path with a bad %-escape: 400); anything else unknown is a fault
+    const own = (err as { status?: unknown }).status;
+    const status = err instanceof AppError ? err.status : typeof own === 'number' && own >= 400 && own < 500 ? own : 500;
     if (status >= 500) logger.error({ err, requestId: res.locals.requestId, path: req.path }, 'console page failed');
     if (res.headersSent) return;
-    const message = err instanceof AppError ? err.message : `Something went wrong (request id ${res.locals.requestId}).`;
+    const message = err instanceof AppError ? err.message : status < 500 ? 'The request could not be read (check its address).' : `Something went wrong (request id ${res.locals.requestId}).`;
     render(req, res, 'error', status === 404 ? 'Not found' : 'Refused', { error: message, back: consoleBack(req) }, status);
   }) as ErrorRequestHandler);
   return router;

@@ -1,14 +1,18 @@
 import crypto from 'node:crypto';
 import type { Request, Response } from 'express';
+import { config } from '../../../core/src/config';
 import { safeEqual } from '../../../core/src/crypto';
 import { redis, rkey } from '../../../core/src/redis';
 
 /**
- * Console sessions, stored in Redis under a random id carried by an HttpOnly SameSite=Strict cookie. A session exists
- * before sign-in too (it holds the CSRF token of the sign-in form); signing in replaces it with a new id.
+ * Console sessions, stored in Redis under a random id carried by an HttpOnly SameSite=Strict cookie, only once the
+ * admin token was given: before sign-in nothing is stored. The sign-in form's CSRF token is then derived from a random
+ * nonce in a short-lived cookie of its own (HMAC under SECRET_KEY), so a stranger loading the page costs no Redis.
  */
 export const COOKIE = 'ms_console';
+export const SIGNIN_COOKIE = 'ms_console_signin';
 const TTL_SECONDS = 8 * 3600;
+const SIGNIN_TTL_SECONDS = 3600;
 
 export interface Session {
   id: string;
@@ -19,13 +23,31 @@ export interface Session {
 
 const key = (id: string) => rkey('console', 'session', id);
 
-function cookieValue(req: Request): string | undefined {
+function cookieValue(req: Request, cookie = COOKIE): string | undefined {
   const header = req.get('cookie') ?? '';
   for (const part of header.split(';')) {
     const [name, ...rest] = part.trim().split('=');
-    if (name === COOKIE) return rest.join('=');
+    if (name === cookie) return rest.join('=');
   }
   return undefined;
+}
+
+const signinCsrf = (nonce: string) => crypto.createHmac('sha256', config().secretKey).update(`console-signin:${nonce}`).digest('base64url');
+
+/** The sign-in form's CSRF token: of the nonce cookie the browser has, or of a new one set now. Nothing is stored. */
+export function signinToken(req: Request, res: Response): string {
+  let nonce = cookieValue(req, SIGNIN_COOKIE);
+  if (!nonce || !/^[A-Za-z0-9_-]{32}$/.test(nonce)) {
+    nonce = crypto.randomBytes(24).toString('base64url');
+    res.cookie(SIGNIN_COOKIE, nonce, { httpOnly: true, sameSite: 'strict', secure: req.secure, path: '/admin', maxAge: SIGNIN_TTL_SECONDS * 1000 });
+  }
+  return signinCsrf(nonce);
+}
+
+/** Whether `given` is the CSRF token of the sign-in form this browser was shown. */
+export function signinTokenMatches(req: Request, given: unknown): boolean {
+  const nonce = cookieValue(req, SIGNIN_COOKIE);
+  return typeof given === 'string' && nonce !== undefined && /^[A-Za-z0-9_-]{32}$/.test(nonce) && safeEqual(given, signinCsrf(nonce));
 }
 
 export async function loadSession(req: Request): Promise<Session | null> {
@@ -40,12 +62,13 @@ export async function saveSession(session: Session): Promise<void> {
   await redis().set(key(id), JSON.stringify(data), 'EX', TTL_SECONDS);
 }
 
-/** A new session (a new id and CSRF token), set as the cookie; the old one, if any, is dropped. */
-export async function startSession(req: Request, res: Response, admin: boolean, old?: Session | null): Promise<Session> {
+/** A new signed-in session (a new id and CSRF token), set as the cookie; the sign-in nonce and any old session go. */
+export async function startSession(req: Request, res: Response, old?: Session | null): Promise<Session> {
   if (old) await redis().del(key(old.id));
-  const session: Session = { id: crypto.randomBytes(32).toString('base64url'), csrf: crypto.randomBytes(24).toString('base64url'), admin };
+  const session: Session = { id: crypto.randomBytes(32).toString('base64url'), csrf: crypto.randomBytes(24).toString('base64url'), admin: true };
   await saveSession(session);
   res.cookie(COOKIE, session.id, { httpOnly: true, sameSite: 'strict', secure: req.secure, path: '/admin', maxAge: TTL_SECONDS * 1000 });
+  res.clearCookie(SIGNIN_COOKIE, { path: '/admin' });
   return session;
 }
 
