@@ -1,6 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import crypto from 'node:crypto';
+import net from 'node:net';
 
 export interface Config {
   readonly env: string;
@@ -31,9 +32,42 @@ export interface Config {
   readonly maxBodyBytesInFlight: number;
   /** bytes of email (bodies and attachments) a worker process holds on the wire at once */
   readonly workerMaxBytesInFlight: number;
+  /** which proxies' X-Forwarded-For is believed: none (false), a hop count, or addresses and ranges (Express's `trust proxy`) */
+  readonly trustProxy: false | number | string[];
+  /** failed authentications one client address may make a minute; past it, failures answer 429 */
+  readonly authFailuresPerMinute: number;
 }
 
 export class ConfigError extends Error {}
+
+/** Names Express's `trust proxy` understands besides addresses and ranges. */
+const PROXY_NAMES = ['loopback', 'linklocal', 'uniquelocal'];
+
+/**
+ * TRUST_PROXY: empty or `false` trusts no proxy (the connection's address is the client's); a whole number trusts that
+ * many hops in front of the API; otherwise a comma-separated list of addresses, CIDR ranges or the names loopback,
+ * linklocal, uniquelocal.
+ */
+export function parseTrustProxy(raw: string | undefined): false | number | string[] {
+  const text = (raw ?? '').trim();
+  if (text === '' || /^(false|no|off|none)$/i.test(text)) return false;
+  if (/^\d+$/.test(text)) {
+    const hops = Number(text);
+    if (hops > 10) throw new ConfigError(`TRUST_PROXY hop count must be at most 10, got "${raw}"`);
+    return hops === 0 ? false : hops;
+  }
+  const entries = text.split(',').map((e) => e.trim());
+  for (const entry of entries) {
+    const [address, bits, extra] = entry.split('/');
+    const family = net.isIP(address ?? '');
+    const validBits = bits === undefined || (/^\d+$/.test(bits) && Number(bits) <= (family === 6 ? 128 : 32));
+    if (PROXY_NAMES.includes(entry)) continue;
+    if (!family || !validBits || extra !== undefined) {
+      throw new ConfigError(`TRUST_PROXY must be false, a hop count, or addresses, CIDR ranges and ${PROXY_NAMES.join('/')} separated by commas; "${entry}" is none of these`);
+    }
+  }
+  return entries;
+}
 
 export function logLevel(): string {
   return process.env.LOG_LEVEL || (process.env.NODE_ENV === 'test' ? 'silent' : 'info');
@@ -149,6 +183,8 @@ export function loadConfig(): Config {
     retentionDays: integer('RETENTION_DAYS', 30, 0, 36_500),
     maxBodyBytesInFlight: integer('MAX_BODY_BYTES_IN_FLIGHT', 64 * 1024 * 1024, 1024 * 1024, 2 ** 40),
     workerMaxBytesInFlight: integer('WORKER_MAX_BYTES_IN_FLIGHT', 8 * 1024 * 1024, 1024 * 1024, 2 ** 40),
+    trustProxy: parseTrustProxy(process.env.TRUST_PROXY),
+    authFailuresPerMinute: integer('AUTH_FAILURES_PER_MINUTE', 20, 1, 1_000_000),
   });
 }
 

@@ -3,15 +3,16 @@ import { Router, type RequestHandler } from 'express';
 import type { Db } from '../../../core/src/db';
 import { MethodNotAllowed } from '../../../core/src/errors';
 import { requireKey, type KeyAuthenticator } from '../middleware/auth';
+import type { AuthFailures } from '../middleware/failures';
 import { mcpServer } from './tools';
 
 /**
  * DESIGN section 8: MCP over Streamable HTTP at /mcp, stateless (a server and transport per request, no session), so
  * any API process can answer any request. The key is checked before the MCP layer sees anything: 401 JSON otherwise.
  */
-export function mcpRouter(db: Db, auth: KeyAuthenticator, json: RequestHandler): Router {
+export function mcpRouter(db: Db, auth: KeyAuthenticator, failures: AuthFailures, json: RequestHandler): Router {
   const router = Router();
-  router.post('/', requireKey(auth), json, async (req, res) => {
+  router.post('/', requireKey(auth, failures), json, async (req, res) => {
     const server = mcpServer(db, res.locals.key);
     const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
     res.on('close', () => {
@@ -22,7 +23,7 @@ export function mcpRouter(db: Db, auth: KeyAuthenticator, json: RequestHandler):
     await transport.handleRequest(req, res, req.body);
   });
   // stateless: no server-initiated stream (GET) and no session to end (DELETE)
-  router.all('/', requireKey(auth), () => {
+  router.all('/', requireKey(auth, failures), () => {
     throw new MethodNotAllowed('this MCP endpoint is stateless: POST JSON-RPC messages to it');
   });
   return router;

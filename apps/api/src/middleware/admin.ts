@@ -2,6 +2,7 @@ import type { RequestHandler } from 'express';
 import { config } from '../../../core/src/config';
 import { safeEqual } from '../../../core/src/crypto';
 import { Unauthorized } from '../../../core/src/errors';
+import type { AuthFailures } from './failures';
 
 /** The admin token as `Authorization: Bearer <token>`, or as the password of basic auth (for the dashboard in a browser). */
 function presentedToken(header: string | undefined): string | undefined {
@@ -17,11 +18,15 @@ function presentedToken(header: string | undefined): string | undefined {
   return undefined;
 }
 
-export function requireAdmin(options: { challenge?: boolean } = {}): RequestHandler {
+/**
+ * The admin token, checked before anything else of the request (its body included); a missing or wrong token counts
+ * as a failure of the client's address (failures.ts).
+ */
+export function requireAdmin(failures: AuthFailures, options: { challenge?: boolean } = {}): RequestHandler {
   return (req, res, next) => {
     const token = presentedToken(req.get('authorization'));
     if (token && safeEqual(token, config().adminToken)) return next();
     if (options.challenge) res.set('WWW-Authenticate', 'Basic realm="mailservice admin", charset="UTF-8"');
-    throw new Unauthorized(token ? 'the admin token is wrong' : 'the admin token is missing: send Authorization: Bearer <ADMIN_TOKEN>');
+    throw failures.refuse(req.ip ?? '', new Unauthorized(token ? 'the admin token is wrong' : 'the admin token is missing: send Authorization: Bearer <ADMIN_TOKEN>'));
   };
 }

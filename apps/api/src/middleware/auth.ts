@@ -4,10 +4,11 @@ import type { ApiKey } from '../../../../generated/prisma/client';
 import { sha256 } from '../../../core/src/crypto';
 import type { Db } from '../../../core/src/db';
 import { requireProspects } from '../../../core/src/api/operations';
-import { LimitReached, Unauthorized } from '../../../core/src/errors';
+import { Unauthorized } from '../../../core/src/errors';
 import { logger } from '../../../core/src/logger';
 import { createRedis } from '../../../core/src/redis';
 import { findActiveKey, revocationChannel } from '../../../core/src/services/keys';
+import type { AuthFailures } from './failures';
 
 declare global {
   // eslint-disable-next-line @typescript-eslint/no-namespace
@@ -23,9 +24,6 @@ const CACHE_TTL_MS = 60_000;
 const CACHE_MAX = 10_000;
 /** An unknown well-formed key is answered from memory this long: a client repeating it costs no lookup. */
 const UNKNOWN_TTL_MS = 10_000;
-/** Failed authentications one client address may make per window; past it, failures answer 429 (a valid key still passes). */
-export const FAILURES_PER_WINDOW = 20;
-const FAILURE_WINDOW_MS = 60_000;
 const CLIENTS_MAX = 10_000;
 /** last_used_at is written at most this often per key and process, not on every request. */
 const LAST_USED_EVERY_MS = 60_000;
@@ -38,7 +36,6 @@ const LAST_USED_EVERY_MS = 60_000;
 export class KeyAuthenticator {
   private readonly cache = new Map<string, { key: ApiKey; until: number }>();
   private readonly unknown = new Map<string, number>();
-  private readonly failures = new Map<string, { count: number; since: number }>();
   private subscriber?: Redis;
 
   constructor(private readonly db: Db) {}
@@ -87,20 +84,6 @@ export class KeyAuthenticator {
     return key;
   }
 
-  /**
-   * Counts a failed authentication of one client address; past FAILURES_PER_WINDOW in the window, answers the seconds
-   * until the window ends. Only failures count, so a client holding a valid key is never refused by it.
-   */
-  recordFailure(client: string, now = Date.now()): number {
-    let entry = this.failures.get(client);
-    if (!entry || now - entry.since >= FAILURE_WINDOW_MS) {
-      entry = { count: 0, since: now };
-      remember(this.failures, client, entry);
-    }
-    entry.count++;
-    return entry.count > FAILURES_PER_WINDOW ? (entry.since + FAILURE_WINDOW_MS - now) / 1000 : 0;
-  }
-
   private touch(key: ApiKey, now: number): void {
     if (key.lastUsedAt && now - key.lastUsedAt.getTime() < LAST_USED_EVERY_MS) return;
     key.lastUsedAt = new Date(now);
@@ -127,19 +110,18 @@ export function bearerToken(header: string | undefined): string | undefined {
   return header ? BEARER.exec(header)?.[1] : undefined;
 }
 
-/** Spec section 5: `Authorization: Bearer <key>`; missing, malformed, unknown or revoked answers 401. */
-export function requireKey(auth: KeyAuthenticator): RequestHandler {
+/**
+ * Spec section 5: `Authorization: Bearer <key>`; missing, malformed, unknown or revoked answers 401, and each counts
+ * as a failure of the client's address (failures.ts).
+ */
+export function requireKey(auth: KeyAuthenticator, failures: AuthFailures): RequestHandler {
   return async (req, res, next) => {
     const header = req.get('authorization');
-    if (!header) throw new Unauthorized('the Authorization header is missing: send Authorization: Bearer <API key>', CHALLENGE);
+    if (!header) throw failures.refuse(req.ip ?? '', new Unauthorized('the Authorization header is missing: send Authorization: Bearer <API key>', CHALLENGE));
     const token = bearerToken(header);
-    if (!token) throw new Unauthorized('the Authorization header must be "Bearer <API key>"', CHALLENGE);
+    if (!token) throw failures.refuse(req.ip ?? '', new Unauthorized('the Authorization header must be "Bearer <API key>"', CHALLENGE));
     const key = await auth.authenticate(token);
-    if (!key) {
-      const retryAfter = auth.recordFailure(req.ip ?? '');
-      if (retryAfter) throw new LimitReached('too many failed authentications from this address; try again later', retryAfter);
-      throw new Unauthorized('the API key is unknown or revoked', CHALLENGE);
-    }
+    if (!key) throw failures.refuse(req.ip ?? '', new Unauthorized('the API key is unknown or revoked', CHALLENGE));
     res.locals.key = key;
     next();
   };

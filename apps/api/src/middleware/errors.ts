@@ -3,6 +3,7 @@ import type { ErrorRequestHandler, RequestHandler } from 'express';
 import { AppError, MethodNotAllowed, NotFound } from '../../../core/src/errors';
 import { logger } from '../../../core/src/logger';
 import { isDatabaseUnavailable, OUTAGE_RETRY_AFTER_SECONDS } from '../../../core/src/outage';
+import type { UnreadBodies } from './unread-body';
 
 /** Unknown routes answer JSON too. */
 export const unknownRoute: RequestHandler = (req) => {
@@ -86,15 +87,17 @@ export function writeRefusal(res: ServerResponse, refusal: Refusal): void {
   writeJson(res, refusal.status, { ok: false, error: refusal.message });
 }
 
-/** Express's end of every route: the refusal of refusalOf. */
-export const errorHandler: ErrorRequestHandler = (err, req, res, _next) => {
-  const refusal = refusalOf(err, String(res.locals.requestId ?? ''), req);
-  if (res.headersSent) return;
-  // refused before its body was read (an unknown key, a limit, a full body budget): close the connection after the
-  // answer, so a client that trickles its body does not keep the socket and its buffers for the request timeout
-  const hasBody = Number(req.headers['content-length'] ?? 0) > 0 || req.headers['transfer-encoding'] !== undefined;
-  if (hasBody && !req.complete) res.set('Connection', 'close');
-  // through res.json, not writeRefusal: idempotent() (middleware/idempotency.ts) watches res.json to free the key of a
-  // refused request
-  res.set(refusal.headers).status(refusal.status).json({ ok: false, error: refusal.message });
-};
+/**
+ * Express's end of every route: the refusal of refusalOf. A body the refusal left unread is settled by `unread`
+ * (drained so the client can read the answer, or the connection closed after it).
+ */
+export function errorHandler(unread: UnreadBodies): ErrorRequestHandler {
+  return (err, req, res, _next) => {
+    const refusal = refusalOf(err, String(res.locals.requestId ?? ''), req);
+    if (res.headersSent) return;
+    unread.settle(req, res, req.ip ?? '');
+    // through res.json, not writeRefusal: idempotent() (middleware/idempotency.ts) watches res.json to free the key of a
+    // refused request
+    res.set(refusal.headers).status(refusal.status).json({ ok: false, error: refusal.message });
+  };
+}

@@ -5,15 +5,16 @@ import { reserveFormPost } from '../../../core/src/subscribers/limit';
 import { logger } from '../../../core/src/logger';
 import { addSubscriber, confirmByLink, findListByKey, formInput, inspectLink } from '../../../core/src/subscribers';
 import * as html from '../../../core/src/subscribers/html';
+import type { BodyBudget } from '../middleware/body-budget';
 import { checkedBody } from '../middleware/text';
 
 /**
  * The public HTML pages under PUBLIC_URL: the confirmation link (GET asks, POST confirms) and the list's hosted form.
  * Nothing here needs a key; every answer is a small HTML page, including refusals.
  */
-export function pagesRouter(db: Db): Router {
+export function pagesRouter(db: Db, budget: BodyBudget): Router {
   const router = Router();
-  const form = checkedBody(express.urlencoded({ extended: false, limit: '16kb', parameterLimit: 20 }));
+  const form = budget.around(checkedBody(express.urlencoded({ extended: false, limit: '16kb', parameterLimit: 20 })));
 
   router.get('/confirm/:token', async (req, res) => {
     const { state, listName } = await inspectLink(db, req.params.token);

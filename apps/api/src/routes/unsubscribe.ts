@@ -1,6 +1,7 @@
 import express, { Router } from 'express';
 import { inspectUnsubscribeLink, unsubscribeByToken } from '../../../core/src/broadcasts/unsubscribe';
 import type { Db } from '../../../core/src/db';
+import type { BodyBudget } from '../middleware/body-budget';
 import * as html from '../../../core/src/subscribers/html';
 import { pageErrors, send } from './pages';
 
@@ -9,9 +10,9 @@ import { pageErrors, send } from './pages';
  * body `List-Unsubscribe=One-Click`, or the page's button) unsubscribes at once and answers 200, no redirect; GET shows
  * the button and changes nothing.
  */
-export function unsubscribeRouter(db: Db): Router {
+export function unsubscribeRouter(db: Db, budget: BodyBudget): Router {
   const router = Router();
-  const form = express.urlencoded({ extended: false, limit: '4kb', parameterLimit: 5 });
+  const form = budget.around(express.urlencoded({ extended: false, limit: '4kb', parameterLimit: 5 }));
 
   router.get('/u/:token', async (req, res) => {
     const link = await inspectUnsubscribeLink(db, req.params.token);
