@@ -6,6 +6,9 @@
  * - big sends: 10 concurrent requests of 50 recipients with a body of about 1 MB each (a 700 KB attachment), so
  *   500 copies of 1 MB for one worker to deliver; reported: the API's and the worker's peak RSS and the time to
  *   deliver them all.
+ * - strangers: STRANGERS clients each announce a 1 MB body to an unknown route, to the admin API without its token or
+ *   with an unknown key, and send a byte every 2 s, while one paying client makes AUTHENTICATED_SENDS sends one after
+ *   another; reported: the paying client's answers and latency (target: all 202, p99 under 100 ms).
  * Targets: every process under 250 MB.
  */
 import type { ChildProcess } from 'node:child_process';
@@ -13,11 +16,49 @@ import net from 'node:net';
 
 export interface MemoryFigures {
   trickle: { connections: number; apiPeakRssMb: number; openAfter5s: number; longestOpenMs: number; answers: Record<string, number> };
+  strangers: { strangers: number; sends: number; statuses: Record<string, number>; p50Ms: number; p99Ms: number };
   bigSends: { requests: number; copies: number; attachmentKb: number; statuses: Record<string, number>; deliveredSeconds: number; apiPeakRssMb: number; workerPeakRssMb: number };
 }
 
 const TRICKLE_CONNECTIONS = 200;
 const BODY_BYTES = 1024 * 1024;
+const STRANGERS = 64;
+const AUTHENTICATED_SENDS = 300;
+const STRANGER_TARGETS = ['POST /nonexistent HTTP/1.1', 'POST /admin/api/accounts HTTP/1.1', `POST /api/v1/send HTTP/1.1\r\nAuthorization: Bearer msk_${'s'.repeat(32)}`];
+
+/** A stranger: a 1 MB body announced, then a byte every 2 s until stopped. */
+function stranger(port: number, target: string): () => void {
+  const socket = net.connect(port, '127.0.0.1');
+  socket.on('error', () => undefined);
+  socket.write(`${target}\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: ${BODY_BYTES}\r\n\r\n{`);
+  const timer = setInterval(() => !socket.destroyed && socket.write(' '), 2_000);
+  return () => {
+    clearInterval(timer);
+    socket.destroy();
+  };
+}
+
+async function strangersLoad(port: number, token: string): Promise<MemoryFigures['strangers']> {
+  const stops = Array.from({ length: STRANGERS }, (_, i) => stranger(port, STRANGER_TARGETS[i % STRANGER_TARGETS.length]!));
+  await new Promise((r) => setTimeout(r, 1_000));
+  const statuses: Record<string, number> = {};
+  const ms: number[] = [];
+  for (let i = 0; i < AUTHENTICATED_SENDS; i++) {
+    const t0 = performance.now();
+    const res = await fetch(`http://127.0.0.1:${port}/api/v1/send`, {
+      method: 'POST',
+      headers: { Authorization: `Bearer ${token}`, 'Content-Type': 'application/json' },
+      body: JSON.stringify({ to: `paying${i}@example.com`, subject: 'Paying client', text: 'Hello' }),
+    });
+    await res.arrayBuffer();
+    ms.push(performance.now() - t0);
+    statuses[res.status] = (statuses[res.status] ?? 0) + 1;
+  }
+  for (const stop of stops) stop();
+  ms.sort((a, b) => a - b);
+  const at = (q: number) => +ms[Math.min(ms.length - 1, Math.floor(q * ms.length))]!.toFixed(1);
+  return { strangers: STRANGERS, sends: AUTHENTICATED_SENDS, statuses, p50Ms: at(0.5), p99Ms: at(0.99) };
+}
 
 /** One client: headers for a 1 MB JSON body with an unknown key, then the body 10 KB every 100 ms until the server closes. */
 function trickle(port: number): Promise<{ status: string; openMs: number }> {
@@ -87,7 +128,13 @@ export async function memoryPhase(options: {
   const trickleRss = options.peakRssMb(api);
   await options.stop(api);
 
-  // 2. 10 requests x 50 recipients x about 1 MB, delivered by one worker
+  // 2. strangers' slow bodies against a paying client's sends, the API alone
+  api = options.startApi();
+  await options.up();
+  const strangers = await strangersLoad(options.apiPort, (await options.makeTenant()).token);
+  await options.stop(api);
+
+  // 3. 10 requests x 50 recipients x about 1 MB, delivered by one worker
   api = options.startApi();
   await options.up();
   const tenant = await options.makeTenant();
@@ -130,6 +177,7 @@ export async function memoryPhase(options: {
   await options.stop(api);
   return {
     trickle: { connections: TRICKLE_CONNECTIONS, apiPeakRssMb: trickleRss, openAfter5s, longestOpenMs: Math.max(...outcomes.map((o) => o.openMs)), answers },
+    strangers,
     bigSends: figures,
   };
 }

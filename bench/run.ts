@@ -618,6 +618,14 @@ function print(r: Record<string, any>): void {
       `API peak RSS ${t.apiPeakRssMb} MB; ${t.openAfter5s} connections still open after 5 s, the longest ${t.longestOpenMs} ms; answers ${JSON.stringify(t.answers)}`,
       'target: under 250 MB',
     ]);
+    const st = r.memory.strangers;
+    if (st) {
+      rows.push([
+        `hardening: ${st.strangers} strangers trickling 1 MB bodies (unknown route, admin API, wrong key) vs ${st.sends} sends`,
+        `answers ${JSON.stringify(st.statuses)}, p50 ${st.p50Ms} ms, p99 ${st.p99Ms} ms`,
+        'target: all 202, p99 under 100 ms',
+      ]);
+    }
     rows.push([
       `memory: ${b.requests} requests x 50 recipients x ${b.attachmentKb} KB attachment (${b.copies} copies), 1 worker`,
       `API peak RSS ${b.apiPeakRssMb} MB, worker ${b.workerPeakRssMb} MB; delivered in ${b.deliveredSeconds} s; answers ${JSON.stringify(b.statuses)}`,
