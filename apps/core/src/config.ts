@@ -26,8 +26,11 @@ export interface Config {
   readonly webhookRetryBaseMs: number;
   /** how often a mailbox without IMAP IDLE is polled for inbound mail */
   readonly inboxPollSeconds: number;
-  /** days a finished email keeps its body and attachments (the row stays); 0 keeps them for ever */
+  /** days a finished email keeps its body and attachments (the row stays), and events, webhook deliveries, inbound
+   * messages, ended broadcasts' audiences, confirmation tokens and daily counts are kept; 0 keeps them for ever */
   readonly retentionDays: number;
+  /** days the row of a finished email (and its Send) is kept; 0, the default, keeps them for ever */
+  readonly messageRowsDays: number;
   /** request-body bytes an API process reads at once; past it, 503 with Retry-After */
   readonly maxBodyBytesInFlight: number;
   /** bytes of email (bodies and attachments) a worker process holds on the wire at once */
@@ -181,6 +184,7 @@ export function loadConfig(): Config {
     webhookRetryBaseMs: integer('WEBHOOK_RETRY_BASE_MS', 30_000, 1, 86_400_000),
     inboxPollSeconds: integer('INBOX_POLL_SECONDS', 60, 1, 86_400),
     retentionDays: integer('RETENTION_DAYS', 30, 0, 36_500),
+    messageRowsDays: integer('MESSAGE_ROWS_DAYS', 0, 0, 36_500),
     maxBodyBytesInFlight: integer('MAX_BODY_BYTES_IN_FLIGHT', 64 * 1024 * 1024, 1024 * 1024, 2 ** 40),
     workerMaxBytesInFlight: integer('WORKER_MAX_BYTES_IN_FLIGHT', 8 * 1024 * 1024, 1024 * 1024, 2 ** 40),
     trustProxy: parseTrustProxy(process.env.TRUST_PROXY),

@@ -5,7 +5,7 @@ import { scheduleDueSteps } from '../../../core/src/outreach/scheduler';
 import { reconcileDeliveries } from '../../../core/src/delivery/reconcile';
 import { deleteExpiredIdempotency } from '../../../core/src/idempotency';
 import { queueDueLinkChecks } from '../../../core/src/links/schedule';
-import { dropOldContent } from '../../../core/src/retention';
+import { dropOldContent, dropOldRecords } from '../../../core/src/retention';
 
 /** Housekeeping, dispatched by task. Each task is idempotent: running it twice or on two workers is harmless. */
 export const maintenanceTasks: Record<JobPayloads['maintenance']['task'], () => Promise<unknown>> = {
@@ -17,8 +17,9 @@ export const maintenanceTasks: Record<JobPayloads['maintenance']['task'], () => 
   cleanup: () => deleteExpiredIdempotency(db()),
   // queue the link checks that are due (a page given with agreed, a placed link's re-check)
   links: () => queueDueLinkChecks(db()),
-  // RETENTION_DAYS: finished emails lose their bodies and attachments, their rows stay
-  retention: () => dropOldContent(db()),
+  // RETENTION_DAYS: finished emails lose their bodies and attachments, their rows stay; the other growing tables lose
+  // their old rows (MESSAGE_ROWS_DAYS for the emails' rows themselves)
+  retention: async () => ({ content: await dropOldContent(db()), records: await dropOldRecords(db()) }),
 };
 
 /** How often each task runs (apps/core/src/housekeeping.ts: a timer in each worker, one at a time by advisory lock). */
