@@ -18,6 +18,7 @@ import nodemailer from 'nodemailer';
 import { Redis } from 'ioredis';
 import { Client } from 'pg';
 import { htmlToText } from '../apps/core/src/delivery/compose';
+import { growthPhase, KEPT_DATABASE } from './growth';
 import { memoryPhase } from './memory';
 import { schedulerPhase } from './scheduler';
 
@@ -37,7 +38,7 @@ const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
 const STAMP = Date.now().toString(36);
 const ADMIN_TOKEN = `bench-admin-${STAMP}-0123456789`;
 const SECRET_KEY = 'ab'.repeat(32);
-/** the broadcast phase's list size; BENCH_ONLY=main, broadcast or scheduler runs those phases alone */
+/** the broadcast phase's list size; BENCH_ONLY=main, broadcast, scheduler, memory or growth runs those phases alone */
 const BROADCAST_SUBSCRIBERS = Number(process.env.BENCH_BROADCAST ?? 100_000);
 const ONLY = process.env.BENCH_ONLY ?? '';
 /** BENCH_PORT_BASE moves the four loopback ports (two benches on one machine must not share a sink) */
@@ -171,13 +172,13 @@ async function until(check: () => Promise<boolean>, timeoutMs: number, what: str
 
 const up = (port: number, p = '/healthz') => until(async () => (await fetch(`http://127.0.0.1:${port}${p}`)).ok, 60_000, `port ${port}`);
 
-async function admin<T>(pathname: string, body: unknown): Promise<T> {
+async function admin<T>(pathname: string, body: unknown, method = 'POST'): Promise<T> {
   const res = await fetch(`http://127.0.0.1:${PORTS.api}/admin/api${pathname}`, {
-    method: 'POST',
+    method,
     headers: { Authorization: `Bearer ${ADMIN_TOKEN}`, 'Content-Type': 'application/json' },
     body: JSON.stringify(body),
   });
-  if (res.status !== 201) throw new Error(`bench: admin ${pathname} answered ${res.status}: ${await res.text()}`);
+  if (res.status !== (method === 'POST' ? 201 : 200)) throw new Error(`bench: admin ${method} ${pathname} answered ${res.status}: ${await res.text()}`);
   return (await res.json()) as T;
 }
 
@@ -300,6 +301,7 @@ async function main(): Promise<void> {
     if (!ONLY || ONLY === 'broadcast') results.broadcast = await broadcastPhase(serviceEnv('broadcast'));
     if (!ONLY || ONLY === 'scheduler') results.scheduler = await schedulerBench(serviceEnv('scheduler'));
     if (!ONLY || ONLY === 'memory') results.memory = { ...(results.memory as object), ...(await memoryBench(serviceEnv('memory'))) };
+    if (!ONLY || ONLY === 'growth') results.growth = await growthBench(serviceEnv);
   } finally {
     for (const child of children) if (child.exitCode === null) child.kill('SIGKILL');
     await cleanup(databases);
@@ -417,6 +419,25 @@ function memoryBench(env: Record<string, string>) {
     sinkCount,
     resetSink: async () => void (await fetch(`http://127.0.0.1:${PORTS.sinkHttp}/reset`, { method: 'POST' })),
     peakRssMb,
+  });
+}
+
+/** a year of data against empty tables, and a broadcast to a million (bench/growth.ts) */
+function growthBench(serviceEnv: (phase: string) => Record<string, string>) {
+  return growthPhase({
+    apiPort: PORTS.api,
+    env: serviceEnv,
+    keptEnv: () => ({ ...serviceEnv('growth_kept_prefix'), DATABASE_URL: `${PG_SERVER}/${KEPT_DATABASE}` }),
+    start,
+    stop,
+    up: () => up(PORTS.api),
+    admin,
+    makeTenant,
+    sinkCount,
+    resetSink: async () => void (await fetch(`http://127.0.0.1:${PORTS.sinkHttp}/reset`, { method: 'POST' })),
+    peakRssMb,
+    settle: (url) => settle(url),
+    adminToken: ADMIN_TOKEN,
   });
 }
 
@@ -630,6 +651,15 @@ function print(r: Record<string, any>): void {
       `memory: ${b.requests} requests x 50 recipients x ${b.attachmentKb} KB attachment (${b.copies} copies), 1 worker`,
       `API peak RSS ${b.apiPeakRssMb} MB, worker ${b.workerPeakRssMb} MB; delivered in ${b.deliveredSeconds} s; answers ${JSON.stringify(b.statuses)}`,
       'target: under 250 MB each',
+    ]);
+  }
+  if (r.growth) {
+    const g = r.growth;
+    for (const f of g.phases) rows.push([`growth: ${f.name}`, `empty ${f.empty}, grown ${f.grown}: ratio ${f.ratio}`, 'target: ratio >= 0.9']);
+    rows.push([
+      `growth: broadcast to ${g.broadcast.subscribers.toLocaleString('en')} subscribers (${g.rows.messages.toLocaleString('en')} messages; filled in ${g.rows.fillSeconds} s${g.rows.reused ? ', kept' : ''})`,
+      `snapshot ${g.broadcast.snapshotSeconds} s, ${g.broadcast.perSecond} copies/s over the first 100,000, worker peak RSS ${g.broadcast.workerPeakRssMb} MB`,
+      'target: worker under 250 MB',
     ]);
   }
   if (r.scheduler) {
