@@ -13,3 +13,5 @@ process.env.PUBLIC_URL = 'http://mail.test';
 process.env.WEBHOOK_RETRY_BASE_MS = '200';
 process.env.LOG_LEVEL = process.env.LOG_LEVEL ?? 'silent';
 process.env.INBOX_POLL_SECONDS = '1';
+// every test's webhook receiver listens on loopback; test/webhooks/guard.test.ts turns this off to see the refusals
+process.env.WEBHOOK_ALLOW_PRIVATE = process.env.WEBHOOK_ALLOW_PRIVATE ?? 'true';

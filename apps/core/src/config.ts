@@ -20,6 +20,8 @@ export interface Config {
   readonly linkRecheckHours: number;
   /** the link checker may fetch loopback, private and link-local addresses (tests and LAN installs only) */
   readonly allowPrivateFetch: boolean;
+  /** webhooks may be delivered to loopback, private and link-local addresses (LAN installs and tests only) */
+  readonly webhookAllowPrivate: boolean;
   /** the worker serves GET /metrics on this port when set (DESIGN section 9) */
   readonly workerMetricsPort: number | null;
   /** the first webhook retry's delay; each next one is 4 times longer */
@@ -180,6 +182,7 @@ export function loadConfig(): Config {
     stateDir,
     linkRecheckHours: positiveNumber('LINK_RECHECK_HOURS', 24, 24 * 365),
     allowPrivateFetch: flag('ALLOW_PRIVATE_FETCH', false),
+    webhookAllowPrivate: flag('WEBHOOK_ALLOW_PRIVATE', false),
     workerMetricsPort: process.env.WORKER_METRICS_PORT ? integer('WORKER_METRICS_PORT', 0, 0, 65535) : null,
     webhookRetryBaseMs: integer('WEBHOOK_RETRY_BASE_MS', 30_000, 1, 86_400_000),
     inboxPollSeconds: integer('INBOX_POLL_SECONDS', 60, 1, 86_400),

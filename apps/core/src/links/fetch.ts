@@ -1,16 +1,15 @@
 import http from 'node:http';
 import https from 'node:https';
-import net from 'node:net';
 import zlib from 'node:zlib';
 import type { Readable } from 'node:stream';
-import { guardedLookup, isPrivateAddress, RefusedAddress } from './address';
+import { logger } from '../logger';
+import { guardedLookup, refuseLiteralAddress, RefusedAddress, type OutboundPolicy } from '../outbound/guard';
 
-/** DESIGN section 10: at most 5 redirects, 10 s for the whole fetch, 2 MB of page. */
-export interface FetchLimits {
+/** At most 5 redirects, 10 s for the whole fetch, 2 MB of page (docs/links.md); the outbound guard's policy. */
+export interface FetchLimits extends OutboundPolicy {
   maxRedirects: number;
   timeoutMs: number;
   maxBytes: number;
-  allowPrivate: boolean;
 }
 
 export const FETCH_LIMITS = { maxRedirects: 5, timeoutMs: 10_000, maxBytes: 2 * 1024 * 1024 } as const;
@@ -37,14 +36,6 @@ function parseUrl(raw: string, base?: string): URL {
   return url;
 }
 
-/** An address written in the URL itself never goes through the lookup, so it is judged here. */
-function refuseLiteralAddress(url: URL, limits: FetchLimits): void {
-  const host = url.hostname.replace(/^\[|\]$/g, '');
-  if (!limits.allowPrivate && net.isIP(host) && isPrivateAddress(host)) {
-    throw new FetchFailed(`${host} is a private or loopback address`);
-  }
-}
-
 interface Hop {
   status: number;
   location: string | undefined;
@@ -61,7 +52,7 @@ function request(url: URL, limits: FetchLimits, signal: AbortSignal): Promise<Ho
       {
         method: 'GET',
         signal,
-        lookup: guardedLookup(limits.allowPrivate) as unknown as typeof import('node:dns').lookup,
+        lookup: guardedLookup(limits) as unknown as typeof import('node:dns').lookup,
         headers: { 'user-agent': 'mailservice-link-check/1', accept: 'text/html,application/xhtml+xml;q=0.9,*/*;q=0.5', 'accept-encoding': 'gzip, deflate, br' },
       },
       (res) =>
@@ -101,13 +92,20 @@ async function readCapped(hop: Hop, maxBytes: number): Promise<string> {
   return Buffer.concat(chunks).toString('utf8');
 }
 
-function describe(err: unknown, limits: FetchLimits): string {
+/**
+ * What the customer is told of a fetch that gave no page. Every way of not reaching it (a refused address, no such
+ * host, a refused or reset connection, a timeout, a TLS failure) reads the same, so the checker cannot be used to map
+ * networks or scan ports; the cause goes to the worker's log. What a reached server said (its HTTP status, a page too
+ * big, too many redirects) is told as it is.
+ */
+export const NOT_REACHABLE = 'the page is not reachable';
+
+function describe(err: unknown, url: URL): string {
   if (err instanceof FetchFailed) return err.message;
   const e = err as NodeJS.ErrnoException;
-  if (e.name === 'AbortError' || e.name === 'TimeoutError') return `no answer within ${limits.timeoutMs / 1000} s`;
-  if (err instanceof RefusedAddress) return err.message;
-  if (e.code === 'ENOTFOUND' || e.code === 'EAI_AGAIN') return `the host name does not resolve (${e.code})`;
-  return `could not fetch the page: ${e.code ?? e.message}`;
+  const cause = err instanceof RefusedAddress ? err.message : e.name === 'AbortError' || e.name === 'TimeoutError' ? 'timeout' : (e.code ?? e.message);
+  logger.info({ host: url.hostname, cause }, 'link check: page not reachable');
+  return NOT_REACHABLE;
 }
 
 /**
@@ -120,7 +118,7 @@ export async function fetchPage(raw: string, limits: FetchLimits): Promise<Fetch
   let url = parseUrl(raw);
   try {
     for (let redirects = 0; ; redirects++) {
-      refuseLiteralAddress(url, limits);
+      refuseLiteralAddress(url.hostname, limits);
       const hop = await request(url, limits, signal);
       if (REDIRECTS.has(hop.status) && hop.location) {
         hop.body.resume();
@@ -135,6 +133,6 @@ export async function fetchPage(raw: string, limits: FetchLimits): Promise<Fetch
       return { url: url.href, html: await readCapped(hop, limits.maxBytes) };
     }
   } catch (err) {
-    throw new FetchFailed(describe(err, limits));
+    throw new FetchFailed(describe(err, url));
   }
 }

@@ -1,4 +1,8 @@
+import http from 'node:http';
+import https from 'node:https';
 import { Webhook as Signer } from 'standardwebhooks';
+import { config } from '../config';
+import { guardedLookup, refuseLiteralAddress, RefusedAddress, type OutboundPolicy } from '../outbound/guard';
 import type { Db } from '../db';
 import { metrics } from '../metrics';
 import { signingSecrets } from './service';
@@ -37,16 +41,38 @@ export function signedHeaders(eventId: string, body: string, secrets: string[], 
   };
 }
 
-async function post(url: string, body: string, headers: Record<string, string>): Promise<{ status: number | null; error: string | null }> {
-  try {
-    const res = await fetch(url, { method: 'POST', body, headers, redirect: 'manual', signal: AbortSignal.timeout(DELIVERY_TIMEOUT_MS) });
-    await res.body?.cancel().catch(() => undefined);
-    return { status: res.status, error: res.ok ? null : `HTTP ${res.status}` };
-  } catch (err) {
-    const e = err as Error & { cause?: { code?: string; message?: string } };
-    const why = e.name === 'TimeoutError' ? `no answer within ${DELIVERY_TIMEOUT_MS / 1000} s` : e.cause?.code ?? e.cause?.message ?? e.message;
-    return { status: null, error: why };
-  }
+/**
+ * One POST through the outbound guard (outbound/guard.ts): only public addresses unless WEBHOOK_ALLOW_PRIVATE, checked
+ * at connect time; no redirect followed. The recorded error names what happened for the operator (the endpoint is
+ * theirs), but a refused address is told as such, never fetched.
+ */
+function post(url: string, body: string, headers: Record<string, string>, policy: OutboundPolicy): Promise<{ status: number | null; error: string | null }> {
+  return new Promise((resolve) => {
+    let target: URL;
+    try {
+      target = new URL(url);
+      refuseLiteralAddress(target.hostname, policy);
+    } catch (err) {
+      return resolve({ status: null, error: err instanceof RefusedAddress ? `refused: ${err.message}` : 'not a valid URL' });
+    }
+    const client = target.protocol === 'https:' ? https : http;
+    const req = client.request(target, {
+      method: 'POST',
+      headers: { ...headers, 'content-length': String(Buffer.byteLength(body)) },
+      signal: AbortSignal.timeout(DELIVERY_TIMEOUT_MS),
+      lookup: guardedLookup(policy) as unknown as typeof import('node:dns').lookup,
+    });
+    req.on('response', (res) => {
+      res.resume();
+      const status = res.statusCode ?? 0;
+      resolve({ status, error: status >= 200 && status < 300 ? null : `HTTP ${status}` });
+    });
+    req.on('error', (err: NodeJS.ErrnoException) => {
+      const why = err instanceof RefusedAddress ? `refused: ${err.message}` : err.name === 'AbortError' || err.name === 'TimeoutError' ? `no answer within ${DELIVERY_TIMEOUT_MS / 1000} s` : (err.code ?? err.message);
+      resolve({ status: null, error: why });
+    });
+    req.end(body);
+  });
 }
 
 /**
@@ -64,7 +90,7 @@ export async function deliverWebhook(db: Db, eventId: string, webhookId: number,
   if (!event) return { kind: 'dropped', why: 'the event is gone' };
   const body = webhookBody(event);
   const stopTimer = metrics.webhookSeconds.startTimer();
-  const { status, error } = await post(webhook.url, body, signedHeaders(event.id, body, signingSecrets(webhook)));
+  const { status, error } = await post(webhook.url, body, signedHeaders(event.id, body, signingSecrets(webhook)), { allowPrivate: config().webhookAllowPrivate });
   stopTimer();
   await db.webhookDelivery.create({ data: { webhookId, eventId, type: event.type, attempt, statusCode: status, error } });
   if (!error) {

@@ -1,13 +1,31 @@
+import { config } from '../config';
 import { EVENT_TYPES } from '../events';
+import { mayConnect } from '../outbound/guard';
 import { Joi } from '../validate';
 
-/** Inputs of the webhook admin API (DESIGN section 5), shared by the HTTP routes and the CLI. */
+/**
+ * An endpoint written as an address (or `localhost`) that the outbound guard would refuse is refused when it is set,
+ * not only at delivery (outbound/guard.ts; names are checked when they are resolved, at each delivery).
+ */
+function publicEndpoint(value: string, helpers: { error: (code: string) => unknown }) {
+  const host = new URL(value).hostname.replace(/^\[|\]$/g, '').toLowerCase();
+  const literal = /^[\d.]+$/.test(host) || host.includes(':') ? host : host === 'localhost' || host.endsWith('.localhost') ? '127.0.0.1' : null;
+  if (literal !== null && !mayConnect(literal, { allowPrivate: config().webhookAllowPrivate })) return helpers.error('webhook.private');
+  return value;
+}
+
+/** Inputs of the webhook admin API (docs/webhooks.md), shared by the HTTP routes and the CLI. */
 const url = () =>
   Joi.string()
     .trim()
     .max(2000)
     .uri({ scheme: ['http', 'https'] })
-    .messages({ 'string.uri': '"url" must be an http or https URL', 'string.uriCustomScheme': '"url" must be an http or https URL' });
+    .custom(publicEndpoint)
+    .messages({
+      'string.uri': '"url" must be an http or https URL',
+      'string.uriCustomScheme': '"url" must be an http or https URL',
+      'webhook.private': '"url" must be a public address: this one is loopback, private or otherwise not routable (WEBHOOK_ALLOW_PRIVATE=true allows them)',
+    });
 
 const events = () =>
   Joi.array()
