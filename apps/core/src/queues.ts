@@ -30,7 +30,8 @@ export interface JobPayloads {
   sequence: { prospectId: number; step: number };
   maintenance: { task: 'reconcile' | 'schedule' | 'cleanup' | 'links' | 'retention' };
   links: { prospectId: number };
-  webhook: { eventId: string; webhookId: number };
+  /** `attemptsBefore`: attempts made before this job (a job rebuilt from Postgres after Redis lost the first) */
+  webhook: { eventId: string; webhookId: number; attemptsBefore?: number };
   broadcast: { broadcastId: number };
 }
 
@@ -111,10 +112,18 @@ export const WORKER_LOCK = { stalledInterval: 5_000 } as const;
  */
 export const WEBHOOK_WORKER_LOCK = { ...WORKER_LOCK, lockDuration: 15_000 } as const;
 
-/** The wait before retry n (1-based) of a webhook job: WEBHOOK_RETRY_BASE_MS x 4^(n-1). Workers pass it to BullMQ. */
-export function retryDelayMs(attemptsMade: number, type?: string): number {
-  if (type !== 'webhook') throw new Error(`no backoff strategy named ${type}`);
+/**
+ * The wait before retry n (1-based, counting the attempts of the event's earlier jobs) of a webhook delivery:
+ * WEBHOOK_RETRY_BASE_MS x 4^(n-1). Workers pass it to BullMQ; the recovery of lost jobs computes due times with it.
+ */
+export function webhookRetryDelayMs(attemptsMade: number): number {
   return config().webhookRetryBaseMs * 4 ** Math.max(0, attemptsMade - 1);
+}
+
+/** BullMQ's backoff strategy of the workers: the webhook queue's, counting a rebuilt job's earlier attempts. */
+export function retryDelayMs(attemptsMade: number, type?: string, _err?: unknown, job?: { data?: { attemptsBefore?: number } }): number {
+  if (type !== 'webhook') throw new Error(`no backoff strategy named ${type}`);
+  return webhookRetryDelayMs((job?.data?.attemptsBefore ?? 0) + attemptsMade);
 }
 
 /**

@@ -5,7 +5,11 @@ import { config } from '../config';
 import { guardedLookup, refuseLiteralAddress, RefusedAddress, type OutboundPolicy } from '../outbound/guard';
 import type { Db } from '../db';
 import { metrics } from '../metrics';
+import { JOB_OPTIONS, webhookRetryDelayMs } from '../queues';
 import { signingSecrets } from './service';
+
+/** Attempts of one delivery in all (the first and its retries), counted across rebuilt jobs. */
+export const WEBHOOK_ATTEMPTS = JOB_OPTIONS.webhook.attempts ?? 8;
 
 /** A receiver has this long to answer 2xx. */
 export const DELIVERY_TIMEOUT_MS = 10_000;
@@ -85,9 +89,12 @@ export async function deliverWebhook(db: Db, eventId: string, webhookId: number,
     db.webhook.findUnique({ where: { id: webhookId } }),
     db.event.findUnique({ where: { id: eventId } }),
   ]);
-  if (!webhook) return { kind: 'dropped', why: 'the webhook was deleted' };
-  if (!webhook.enabled) return { kind: 'dropped', why: 'the webhook is disabled' };
-  if (!event) return { kind: 'dropped', why: 'the event is gone' };
+  // the delivery's row (webhook_jobs) goes with every outcome but a failure with attempts left, which moves it on
+  const done = () => db.webhookJob.deleteMany({ where: { eventId, webhookId } });
+  if (!webhook || !webhook.enabled || !event) {
+    await done();
+    return { kind: 'dropped', why: !webhook ? 'the webhook was deleted' : !webhook.enabled ? 'the webhook is disabled' : 'the event is gone' };
+  }
   const body = webhookBody(event);
   const stopTimer = metrics.webhookSeconds.startTimer();
   const { status, error } = await post(webhook.url, body, signedHeaders(event.id, body, signingSecrets(webhook)), { allowPrivate: config().webhookAllowPrivate });
@@ -95,6 +102,7 @@ export async function deliverWebhook(db: Db, eventId: string, webhookId: number,
   await db.webhookDelivery.create({ data: { webhookId, eventId, type: event.type, attempt, statusCode: status, error } });
   if (!error) {
     await db.webhook.update({ where: { id: webhookId }, data: { failingSince: null, lastSuccessAt: new Date() } });
+    await done();
     metrics.webhookDeliveries.inc({ result: 'delivered' });
     return { kind: 'delivered', status: status! };
   }
@@ -105,9 +113,12 @@ export async function deliverWebhook(db: Db, eventId: string, webhookId: number,
         THEN disabled_reason ELSE 'no successful delivery for 3 days' END
     WHERE id = ${webhookId} RETURNING enabled`;
   if (marked && !marked.enabled) {
+    await done();
     metrics.webhookDeliveries.inc({ result: 'dead' });
     return { kind: 'disabled', error };
   }
+  if (attempt >= WEBHOOK_ATTEMPTS) await done();
+  else await db.webhookJob.updateMany({ where: { eventId, webhookId }, data: { attempts: attempt, dueAt: new Date(Date.now() + webhookRetryDelayMs(attempt)) } });
   metrics.webhookDeliveries.inc({ result: 'failed' });
   throw new WebhookAttemptError(`webhook ${webhookId} refused event ${eventId}: ${error}`);
 }

@@ -56,6 +56,13 @@ export async function dispatchEvents(db: Db, limit = BATCH): Promise<number> {
         [ids],
       );
       if (pairs.length) {
+        // the deliveries to make, in Postgres before Redis: a job Redis loses is rebuilt from these rows
+        // (recovery/webhooks.ts)
+        await rawQuery(
+          tx,
+          `INSERT INTO webhook_jobs (event_id, webhook_id) SELECT * FROM unnest($1::uuid[], $2::int[]) ON CONFLICT DO NOTHING`,
+          [pairs.map((p) => p.event_id), pairs.map((p) => p.webhook_id)],
+        );
         const adding = queue(QUEUE.webhook).addBulk(
           pairs.map((p) => ({
             name: QUEUE.webhook,

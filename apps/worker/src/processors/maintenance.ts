@@ -3,14 +3,16 @@ import type { JobPayloads } from '../../../core/src/queues';
 import { db } from '../../../core/src/db';
 import { scheduleDueSteps } from '../../../core/src/outreach/scheduler';
 import { reconcileDeliveries } from '../../../core/src/delivery/reconcile';
+import { rebuildLostJobs } from '../../../core/src/recovery';
 import { deleteExpiredIdempotency } from '../../../core/src/idempotency';
 import { queueDueLinkChecks } from '../../../core/src/links/schedule';
 import { dropOldContent, dropOldRecords } from '../../../core/src/retention';
 
 /** Housekeeping, dispatched by task. Each task is idempotent: running it twice or on two workers is harmless. */
 export const maintenanceTasks: Record<JobPayloads['maintenance']['task'], () => Promise<unknown>> = {
-  // re-queue messages stored but never queued (Redis was down, a crash between commit and enqueue, a dead worker)
-  reconcile: () => reconcileDeliveries(db()),
+  // re-queue messages stored but never queued (Redis was down, a crash between commit and enqueue, a dead worker), and
+  // rebuild the webhook retries and broadcast runs Redis lost, from their rows (docs/reliability.md)
+  reconcile: async () => ({ ...(await reconcileDeliveries(db())), rebuilt: await rebuildLostJobs(db()) }),
   // claim prospects whose next_at is due and queue their step
   schedule: () => scheduleDueSteps(db()),
   // drop idempotency records older than 24 hours

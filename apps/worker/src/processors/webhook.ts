@@ -9,7 +9,7 @@ import { deliverWebhook, type WebhookOutcome } from '../../../core/src/webhooks/
  * WEBHOOK_RETRY_BASE_MS x 4^n (JOB_OPTIONS.webhook); the event id, and so `webhook-id`, is the same on every try.
  */
 export async function processWebhook(job: Job<JobPayloads['webhook']>): Promise<WebhookOutcome['kind']> {
-  const outcome = await deliverWebhook(db(), job.data.eventId, job.data.webhookId, job.attemptsMade + 1);
+  const outcome = await deliverWebhook(db(), job.data.eventId, job.data.webhookId, (job.data.attemptsBefore ?? 0) + job.attemptsMade + 1);
   if (outcome.kind === 'disabled') logger.warn({ webhook: job.data.webhookId, err: outcome.error }, 'webhook disabled after 3 days without a success');
   return outcome.kind;
 }
