@@ -167,7 +167,20 @@ describe.each(Object.entries(writes))('Idempotency-Key on %s', (name, write) => 
     const res = await call(body, 'busy-1');
     expect(res.status).toBe(409);
     expect(res.body.error).toMatch(/still being processed/);
+    expect(res.headers['retry-after']).toBe('1');
     expect(await changes()).toBe(0);
+  });
+
+  it('takes over a key whose first request died (processing for over 30 s): the retry is executed', async () => {
+    const { body, changes } = await write.prepare(tenant);
+    const route = name.replace('/api/v1', '');
+    const start = await startIdempotent(db(), { apiKeyId: tenant.keyId, route, key: 'dead-1' }, requestFingerprint(body));
+    if (start.kind !== 'new') throw new Error('expected a new record');
+    await db().$executeRaw`UPDATE idempotency_records SET created_at = now() - interval '31 seconds' WHERE id = ${start.recordId}`;
+    const res = await call(body, 'dead-1');
+    expect(res.status).toBeLessThan(300);
+    expect(res.headers['idempotent-replayed']).toBeUndefined();
+    expect(await changes()).toBe(1);
   });
 
   it('answers 400 for a malformed Idempotency-Key', async () => {

@@ -2,6 +2,8 @@ import crypto from 'node:crypto';
 import type { Prisma } from '../../../../generated/prisma/client';
 import type { Tx } from '../db';
 import { BadRequest, Conflict, Unprocessable } from '../errors';
+import { logger } from '../logger';
+import { isDatabaseUnavailable } from '../outage';
 
 /**
  * Idempotency-Key on every write of the public API (DESIGN sections 4 and 11): one set of rules for /send and the
@@ -15,8 +17,13 @@ export const IDEMPOTENCY_TTL_MS = 24 * 3600 * 1000;
 /**
  * A record still `processing` after this long belongs to a request that died before its transaction committed
  * (the record turns `done` in that same transaction), so nothing was sent: a new request may take the key over.
+ * (A request that ended in a refusal or a fault frees its key at once, or as soon as Postgres takes the release.)
  */
-const ABANDONED_AFTER_MS = 30_000;
+export const ABANDONED_AFTER_MS = 30_000;
+/** A 409 for a key still being processed says to come back after this many seconds. */
+export const IN_PROGRESS_RETRY_AFTER_SECONDS = 1;
+/** A release Postgres could not take is tried again this often, for as long as a record could stay abandoned. */
+const RELEASE_RETRY_MS = 1_000;
 
 /** `Idempotency-Key`: 1 to 200 printable ASCII characters, or absent. */
 export function parseIdempotencyKey(header: string | undefined): string | null {
@@ -48,6 +55,8 @@ export interface IdempotencyScope {
   key: string;
 }
 
+const inProgress = { 'Retry-After': String(IN_PROGRESS_RETRY_AFTER_SECONDS) };
+
 export type IdempotentStart = { kind: 'new'; recordId: number } | { kind: 'replay'; status: number; body: unknown };
 
 /**
@@ -75,11 +84,11 @@ export async function startIdempotent(db: Tx, scope: IdempotencyScope, fingerpri
       throw new Unprocessable('this Idempotency-Key was already used with a different request');
     }
     if (earlier.state === 'processing') {
-      throw new Conflict('a request with this Idempotency-Key is still being processed; repeat it in a moment');
+      throw new Conflict('a request with this Idempotency-Key is still being processed; repeat it in a moment', inProgress);
     }
     return { kind: 'replay', status: earlier.responseStatus ?? 202, body: earlier.responseBody };
   }
-  throw new Conflict('the Idempotency-Key is changing hands; repeat the request in a moment');
+  throw new Conflict('the Idempotency-Key is changing hands; repeat the request in a moment', inProgress);
 }
 
 /** Stores the accepted answer; /send calls it in the transaction that writes the messages, so both commit or neither. */
@@ -90,9 +99,21 @@ export async function finishIdempotent(db: Tx, recordId: number, status: number,
   });
 }
 
-/** Frees the key after a refusal: only accepted requests are remembered. */
-export async function releaseIdempotent(db: Tx, recordId: number): Promise<void> {
-  await db.idempotencyRecord.deleteMany({ where: { id: recordId, state: 'processing' } });
+/**
+ * Frees the key after a refusal or a fault: only accepted requests are remembered. When Postgres is away (the request
+ * failed because of it), the release is tried again every second until it lands, so the client's retry after the
+ * outage finds the key free instead of a 409 until the record counts as abandoned. Never throws.
+ */
+export async function releaseIdempotent(db: Tx, recordId: number, until = Date.now() + ABANDONED_AFTER_MS): Promise<void> {
+  try {
+    await db.idempotencyRecord.deleteMany({ where: { id: recordId, state: 'processing' } });
+  } catch (err) {
+    if (!isDatabaseUnavailable(err) || Date.now() >= until) {
+      logger.warn({ err: (err as Error).message, record: recordId }, 'could not free an Idempotency-Key; it is taken over once abandoned');
+      return;
+    }
+    setTimeout(() => void releaseIdempotent(db, recordId, until), RELEASE_RETRY_MS).unref();
+  }
 }
 
 /** Maintenance: forget answers older than 24 hours. */
