@@ -2,6 +2,7 @@ import { PrismaPg } from '@prisma/adapter-pg';
 import { Pool } from 'pg';
 import { PrismaClient } from '../../../generated/prisma/client';
 import { config } from './config';
+import { dependencies, isDatabaseUnavailable } from './outage';
 
 export type Db = PrismaClient;
 /** A client or the client of an interactive transaction: domain functions accept either. */
@@ -14,7 +15,12 @@ export function createDb(url = config().databaseUrl, max = 10): Db {
   // JIT off: our statements are short and planned for small row counts, but a claim over a large table can cross
   // jit_above_cost and spend 50 ms compiling what then runs in 2 (the scheduler's claim: bench/README.md)
   const pool = new Pool({ connectionString: url, max, options: '-c jit=off' });
-  pool.on('error', () => undefined); // an idle connection dropped by the server; the pool replaces it
+  pool.on('error', (err) => {
+    // an idle connection dropped by the server; the pool replaces it (a stopped server: one warn line, not one a client)
+    if (isDatabaseUnavailable(err)) dependencies.down('postgres', err);
+  });
+  // a new connection made: Postgres answers again (when it was away, the info line says for how long)
+  pool.on('connect', () => dependencies.up('postgres'));
   const client = new PrismaClient({ adapter: new PrismaPg(pool) });
   pools.set(client, pool);
   return client;

@@ -1,3 +1,4 @@
+import { logger } from './logger';
 /**
  * Whether an error says Postgres is unreachable or going away (stopped, restarting, connection dropped), rather than
  * refusing this statement: such a request may be repeated as it is, so the API answers 503 with Retry-After, and a
@@ -20,5 +21,39 @@ export function isDatabaseUnavailable(err: unknown, depth = 0): boolean {
   return isDatabaseUnavailable(e.cause, depth + 1) || isDatabaseUnavailable(e.meta?.driverAdapterError, depth + 1);
 }
 
+/** Whether an error of a Redis client or BullMQ says the connection is down (not a command refused). */
+export function isRedisConnectionError(err: unknown): boolean {
+  const e = err as { code?: unknown; message?: unknown };
+  return (typeof e?.code === 'string' && NETWORK_CODES.has(e.code)) || (typeof e?.message === 'string' && /Connection is closed|connect E\w+|Stream isn't writeable|MaxRetriesPerRequest/i.test(e.message));
+}
+
 /** What the API tells a client to wait before repeating a request refused during an outage. */
 export const OUTAGE_RETRY_AFTER_SECONDS = 5;
+
+/**
+ * One line at warn when a dependency (Postgres, Redis) goes away and one at info when it is back, with how long it was
+ * away: not a stack per failed statement or reconnection attempt (docs/reliability.md, "Logs"). Fed by the pool's and
+ * the Redis clients' connection events and by the API's 503s; one per process.
+ */
+export class DependencyWatch {
+  private readonly downSince = new Map<string, number>();
+
+  down(dependency: 'postgres' | 'redis', err?: unknown): void {
+    if (this.downSince.has(dependency)) return;
+    this.downSince.set(dependency, Date.now());
+    logger.warn({ dependency, err: err instanceof Error ? err.message : undefined }, `${dependency} is unreachable; waiting for it`);
+  }
+
+  up(dependency: 'postgres' | 'redis'): void {
+    const since = this.downSince.get(dependency);
+    if (since === undefined) return;
+    this.downSince.delete(dependency);
+    logger.info({ dependency, awayMs: Date.now() - since }, `${dependency} is back`);
+  }
+
+  isDown(dependency: 'postgres' | 'redis'): boolean {
+    return this.downSince.has(dependency);
+  }
+}
+
+export const dependencies = new DependencyWatch();

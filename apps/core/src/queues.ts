@@ -1,5 +1,6 @@
 import { Queue, type ConnectionOptions, type JobsOptions } from 'bullmq';
 import { config } from './config';
+import { dependencies } from './outage';
 
 /**
  * Every queue and job name, one place. Renaming a queue strands the jobs already in Redis under the old name:
@@ -156,7 +157,8 @@ export function queue<N extends QueueName>(name: N): Queue<JobPayloads[N]> {
   let q = queues.get(name);
   if (!q) {
     q = new Queue(name, { connection: producerConnection(), prefix: queuePrefix(), defaultJobOptions: JOB_OPTIONS[name] });
-    q.on('error', () => undefined); // reported by callers that await queue calls
+    // reported by callers that await queue calls; Redis going away and coming back: the dependency watch's lines
+    q.on('error', (err) => dependencies.down('redis', err));
     queues.set(name, q);
   }
   return q as unknown as Queue<JobPayloads[N]>;

@@ -4,6 +4,7 @@ import type { Db } from '../../core/src/db';
 import type { PreSendGuards } from '../../core/src/delivery/guards';
 import { startHousekeeping, type Housekeeping } from '../../core/src/housekeeping';
 import { logger } from '../../core/src/logger';
+import { dependencies, isRedisConnectionError } from '../../core/src/outage';
 import { QUEUE, WEBHOOK_WORKER_LOCK, WORKER_LOCK, queue, queueConnection, queuePrefix, retryDelayMs, type JobPayloads, type QueueName } from '../../core/src/queues';
 import { deliveryProcessor } from './processors/delivery';
 import { processLinkCheck } from './processors/links';
@@ -42,7 +43,8 @@ export function createWorkers(options: WorkerOptions): Worker[] {
     worker.on('failed', (job, err) =>
       logger.warn({ queue: name, job: job?.id, attempt: job?.attemptsMade, err: err.message }, 'job failed'),
     );
-    worker.on('error', (err) => logger.error({ queue: name, err: err.message }, 'worker error'));
+    // Redis away: one warn line for the process (the dependency watch), not an error line per reconnection attempt
+    worker.on('error', (err) => (isRedisConnectionError(err) ? dependencies.down('redis', err) : logger.error({ queue: name, err: err.message }, 'worker error')));
     return worker;
   });
 }

@@ -2,7 +2,7 @@ import type { ServerResponse } from 'node:http';
 import type { ErrorRequestHandler, RequestHandler } from 'express';
 import { AppError, MethodNotAllowed, NotFound } from '../../../core/src/errors';
 import { logger } from '../../../core/src/logger';
-import { isDatabaseUnavailable, OUTAGE_RETRY_AFTER_SECONDS } from '../../../core/src/outage';
+import { dependencies, isDatabaseUnavailable, OUTAGE_RETRY_AFTER_SECONDS } from '../../../core/src/outage';
 import type { UnreadBodies } from './unread-body';
 
 /** Unknown routes answer JSON too. */
@@ -41,7 +41,9 @@ export function refusalOf(err: unknown, requestId: string, request: { method?: s
     message = err.message;
     headers = err.headers;
   } else if (isDatabaseUnavailable(err)) {
-    // Postgres is stopped or restarting: nothing was accepted, the same request may simply be repeated
+    // Postgres is stopped or restarting: nothing was accepted, the same request may simply be repeated. An expected
+    // answer, logged as the outage's one warn line (outage.ts), with no stack
+    dependencies.down('postgres', err);
     status = 503;
     message = 'the service is briefly unavailable (database unreachable); repeat the request shortly';
     headers = { 'Retry-After': String(OUTAGE_RETRY_AFTER_SECONDS) };
@@ -62,7 +64,9 @@ export function refusalOf(err: unknown, requestId: string, request: { method?: s
     status = parserError.status;
     message = status === 400 ? 'the request could not be read (check its encoding and escapes)' : `the request was refused (${status})`;
   }
-  if (status >= 500) {
+  // a fault is an error line with its stack; an expected 503 (an outage, a full budget) is not: the outage has its one
+  // warn line (outage.ts)
+  if (status === 500) {
     logger.error({ err, requestId, method: request.method, path: request.path }, 'request failed');
   }
   return { status, headers, message };
