@@ -1,4 +1,8 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import request from 'supertest';
+import { runTs } from '../helpers/processes';
 import { db } from '../../apps/core/src/db';
 import { requeueImports, runImport } from '../../apps/core/src/imports';
 import { queue, QUEUE } from '../../apps/core/src/queues';
@@ -139,4 +143,19 @@ describe('POST /admin/api/lists/:id/import', () => {
     // a run after it finished changes nothing
     expect(await runImport(db(), imported.id)).toBe('absent');
   });
+
+  it('npm run admin -- import FILE --list ID: a progress bar on stderr, the report as JSON', async () => {
+    const f = await listFixture(server.api, { confirm: false });
+    const file = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'import-')), 'people.csv');
+    fs.writeFileSync(file, ['email,name', ...Array.from({ length: 200 }, (_, i) => `c${i}@example.com,C ${i}`), 'broken'].join('\n'));
+    const proc = runTs('scripts/admin.ts', ['import', file, '--list', String(f.list.id)]);
+    expect(await proc.exited).toBe(0);
+    const answer = JSON.parse(proc.stdout());
+    expect(answer).toEqual({ ok: true, import: expect.objectContaining({ list: f.list.id, status: 'done', total: 201, added: 200, skipped: 1, errors: [{ line: 202, reason: 'not an email address: "broken"' }] }) });
+    expect(proc.stderr()).toMatch(/\[#{30}\] 100% 201\/201 lines {2}added 200/);
+    expect(await f.count()).toBe(200);
+    const shown = runTs('scripts/admin.ts', ['import', 'show', String(answer.import.id)]);
+    expect(await shown.exited).toBe(0);
+    expect(JSON.parse(shown.stdout())).toEqual({ ok: true, import: answer.import });
+  }, 60_000);
 });
