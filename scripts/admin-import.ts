@@ -3,12 +3,13 @@ import fs from 'node:fs';
 import * as schemas from '../apps/core/src/admin-schemas';
 import type { Db } from '../apps/core/src/db';
 import { AppError } from '../apps/core/src/errors';
-import { getImport, receiveImport, type ImportFormat, type ImportView } from '../apps/core/src/imports';
+import { getImport, IMPORT_STATUSES, receiveImport, type ImportFormat, type ImportStatusValue, type ImportView } from '../apps/core/src/imports';
 import { closeQueues } from '../apps/core/src/queues';
-import { validate } from '../apps/core/src/validate';
+import { Joi, validate } from '../apps/core/src/validate';
 
-export const IMPORT_HELP = `  import FILE --list ID [--format csv|ndjson]   (subscribers from a file: CSV with a header line, or NDJSON;
-                                   the format from the file's extension unless given; a running worker applies it,
+export const IMPORT_HELP = `  import FILE --list ID [--format csv|ndjson] [--status active|pending|unsubscribed]   (subscribers from a file: CSV with a header line, or NDJSON;
+                                   the format from the file's extension unless given; --status for lines naming none;
+                                   a running worker applies it,
                                    a progress bar on stderr, the report as JSON at the end)
   import show ID                   (an import's counts and per-line errors)`;
 
@@ -42,7 +43,8 @@ export async function importCommand(d: Db, action: string | undefined, arg: stri
   const format = formatOf(action, flags.format);
   if (!fs.existsSync(action)) throw new AppError(`import: no file ${action}`);
   try {
-    const started = await receiveImport(d, listId, format, fs.createReadStream(action));
+    const { status } = validate<{ status?: ImportStatusValue }>(Joi.object({ status: Joi.string().valid(...IMPORT_STATUSES) }), { status: flags.status });
+    const started = await receiveImport(d, listId, format, fs.createReadStream(action), { defaultStatus: status });
     process.stderr.write(`import ${started.id}: ${started.total} lines stored, applying\n`);
     let view = started;
     let moved = Date.now();

@@ -12,6 +12,7 @@ CREATE TABLE "imports" (
     "format" TEXT NOT NULL,
     "columns" TEXT[] DEFAULT ARRAY[]::TEXT[],
     "status" "ImportStatus" NOT NULL DEFAULT 'queued',
+    "default_status" TEXT,
     "received" BOOLEAN NOT NULL DEFAULT false,
     "cursor" INTEGER NOT NULL DEFAULT 0,
     "total" INTEGER NOT NULL DEFAULT 0,

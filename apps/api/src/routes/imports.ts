@@ -2,10 +2,12 @@ import { Router } from 'express';
 import * as schemas from '../../../core/src/admin-schemas';
 import type { Db } from '../../../core/src/db';
 import { UnsupportedMediaType } from '../../../core/src/errors';
-import { getImport, receiveImport, type ImportFormat } from '../../../core/src/imports';
-import { validate } from '../../../core/src/validate';
+import { getImport, IMPORT_STATUSES, receiveImport, type ImportFormat, type ImportStatusValue } from '../../../core/src/imports';
+import { Joi, validate } from '../../../core/src/validate';
 import { methodNotAllowed } from '../middleware/errors';
 
+/** `?status=active`: the status of lines that name none (otherwise the list decides: active, or pending with double opt-in). */
+const importQuery = Joi.object({ status: Joi.string().valid(...IMPORT_STATUSES) });
 const FORMATS: Record<string, ImportFormat> = { 'text/csv': 'csv', 'application/x-ndjson': 'ndjson' };
 
 /**
@@ -22,7 +24,8 @@ export function importsRouter(db: Db): Router {
       const type = (req.get('content-type') ?? '').split(';')[0]!.trim().toLowerCase();
       const format = FORMATS[type];
       if (!format) throw new UnsupportedMediaType('send the import as Content-Type: text/csv (a header line first) or application/x-ndjson (one object a line)');
-      const imported = await receiveImport(db, id, format, req);
+      const { status } = validate<{ status?: ImportStatusValue }>(importQuery, req.query);
+      const imported = await receiveImport(db, id, format, req, { defaultStatus: status });
       res.status(202).json({ ok: true, import: { id: imported.id, status: imported.status } });
     })
     .all(methodNotAllowed);

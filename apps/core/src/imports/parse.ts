@@ -57,7 +57,7 @@ export function parseHeader(line: string): string[] {
 const emailOnly = emailSchema().required();
 
 /** One stored line as a row to apply, or the reason it is refused. */
-export function parseLine(format: ImportFormat, columns: string[], line: number, text: string): Parsed {
+export function parseLine(format: ImportFormat, columns: string[], line: number, text: string, defaultStatus: string | null = null): Parsed {
   if (text.length > LINE_MAX) return { line, reason: `the line is longer than ${LINE_MAX} characters` };
   // the API stores a NUL byte or bytes that are not UTF-8 as U+FFFD (store.ts): such a line is refused whole
   if (text.includes('\uFFFD')) return { line, reason: 'not UTF-8 text, or holds a NUL byte' };
@@ -77,7 +77,9 @@ export function parseLine(format: ImportFormat, columns: string[], line: number,
     const unknown = Object.keys(record).find((k) => !(IMPORT_COLUMNS as readonly string[]).includes(k));
     if (unknown !== undefined) return { line, reason: `unknown key ${JSON.stringify(unknown)}` };
   }
-  return checkRecord(line, record);
+  const parsed = checkRecord(line, record);
+  if (!('reason' in parsed) && parsed.status === null) parsed.status = defaultStatus as ImportStatusValue | null;
+  return parsed;
 }
 
 function checkRecord(line: number, record: Record<string, unknown>): Parsed {

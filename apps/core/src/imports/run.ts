@@ -38,7 +38,7 @@ export async function runImport(db: Db, id: number): Promise<'done' | 'absent'> 
       [id, current.cursor, APPLY_BATCH],
     );
     if (!lines.length) break;
-    const parsed = lines.map((l) => parseLine(current.format as ImportFormat, current.columns, l.line, l.text));
+    const parsed = lines.map((l) => parseLine(current.format as ImportFormat, current.columns, l.line, l.text, current.defaultStatus));
     current = { ...(await applyBatch(db, current, parsed, lines.at(-1)!.line)), list: current.list };
   }
   await db.$transaction([

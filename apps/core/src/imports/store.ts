@@ -4,7 +4,7 @@ import { rawQuery, type Db } from '../db';
 import { BadRequest, NotFound, PayloadTooLarge } from '../errors';
 import { logger } from '../logger';
 import { QUEUE, jobId, queue } from '../queues';
-import { parseHeader, type ImportFormat } from './parse';
+import { parseHeader, type ImportFormat, type ImportStatusValue } from './parse';
 
 /** The largest import body (about 2 million lines of a name and an address). */
 export const IMPORT_BODY_MAX_BYTES = 100 * 1024 * 1024;
@@ -60,7 +60,7 @@ export async function requireImportList(db: Db, listId: number): Promise<void> {
 }
 
 /** The body's lines, numbered from 1, blank ones skipped; NUL bytes and bytes that are not UTF-8 become U+FFFD. */
-async function* linesOf(body: AsyncIterable<Buffer | string>, maxBytes: number): AsyncGenerator<{ line: number; text: string }> {
+async function* linesOf(body: AsyncIterable<Buffer | string> | Iterable<Buffer | string>, maxBytes: number): AsyncGenerator<{ line: number; text: string }> {
   const decoder = new StringDecoder('utf8');
   let bytes = 0;
   let rest = '';
@@ -85,7 +85,14 @@ async function* linesOf(body: AsyncIterable<Buffer | string>, maxBytes: number):
  * API never holds the whole body. The import is taken by a worker only once all of it is stored (`received`); a body
  * cut off, too large, or whose CSV header is wrong leaves nothing behind.
  */
-export async function receiveImport(db: Db, listId: number, format: ImportFormat, body: AsyncIterable<Buffer | string>, maxBytes = IMPORT_BODY_MAX_BYTES): Promise<ImportView> {
+export async function receiveImport(
+  db: Db,
+  listId: number,
+  format: ImportFormat,
+  body: AsyncIterable<Buffer | string> | Iterable<Buffer | string>,
+  options: { defaultStatus?: ImportStatusValue; maxBytes?: number } = {},
+): Promise<ImportView> {
+  const maxBytes = options.maxBytes ?? IMPORT_BODY_MAX_BYTES;
   await requireImportList(db, listId);
   const lines = linesOf(body, maxBytes);
   let columns: string[] = [];
@@ -94,7 +101,7 @@ export async function receiveImport(db: Db, listId: number, format: ImportFormat
     if (header.done) throw new BadRequest('csv: no header line (email,name,tags,status,consent_source,consent_at)');
     columns = parseHeader(header.value.text);
   }
-  const row = await db.import.create({ data: { listId, format, columns } });
+  const row = await db.import.create({ data: { listId, format, columns, defaultStatus: options.defaultStatus ?? null } });
   let total = 0;
   try {
     let batch: { line: number; text: string }[] = [];
