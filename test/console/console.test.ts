@@ -198,6 +198,8 @@ describe('the admin console', () => {
   it('imports subscribers from CSV on a list page: an import job whose page follows the progress', async () => {
     const list = await db().list.findFirstOrThrow({ where: { name: 'Newsletter' } });
     await go(`/admin/lists/${list.id}`);
+    expect(await page.locator('#form-url').innerText()).toBe(`${process.env.PUBLIC_URL}/f/${list.key}`);
+    expect(await page.locator('#embed-snippet').inputValue()).toContain(`<form method="post" action="${process.env.PUBLIC_URL}/f/${list.key}">`);
     await page.fill('textarea[name=csv]', 'New.One@Example.org,"One, New"\nnot-an-address\nreader0001@example.org,Again\n');
     await page.check('input[name=confirmed]');
     await page.click('button:has-text("Import")');

@@ -2,7 +2,8 @@ import * as schemas from '../../../../core/src/admin-schemas';
 import { listAccounts } from '../../../../core/src/services/accounts';
 import { writeSubscribersCsv } from '../../../../core/src/control/csv';
 import { browseLists, browseSubscribers, findList } from '../../../../core/src/services/browse';
-import { createList } from '../../../../core/src/services/lists';
+import { createList, formUrl } from '../../../../core/src/services/lists';
+import { embedSnippet } from '../../../../core/src/subscribers/html';
 import { getImport, receiveImport } from '../../../../core/src/imports';
 import { listMailboxes } from '../../../../core/src/services/mailboxes';
 import { Joi, validate } from '../../../../core/src/validate';
@@ -40,6 +41,9 @@ ${mailboxSelect('Mailbox (sends the confirmation emails)')}
 <button>Create list</button>
 </form>`,
     list: `<p><a href="/admin/lists">All lists</a> · key <code><%= it.list.key %></code> · <%= it.list.subscribers %> active · <a href="/admin/lists/<%= it.list.id %>/subscribers.csv" download>Export CSV</a></p>
+<div class="card"><h2>Sign-up form</h2>
+<p>Hosted at <a id="form-url" href="<%= it.formUrl %>"><%= it.formUrl %></a>. To put it on your own page, paste this HTML:</p>
+<textarea id="embed-snippet" readonly rows="7"><%= it.snippet %></textarea></div>
 <form method="get" action="/admin/lists/<%= it.list.id %>" class="card">
 <label>Search <input name="q" value="<%= it.q %>" placeholder="address or name"></label>
 <label>Status <select name="status"><option value="">any</option><% it.statuses.forEach(function (s) { %><option<% if (s === it.status) { %> selected<% } %>><%= s %></option><% }) %></select></label>
@@ -99,7 +103,8 @@ ${mailboxSelect('Mailbox (sends the confirmation emails)')}
       const filter = validate<{ q?: string; status?: string; after?: number }>(subscribersQuery, req.query);
       const status = filter.status || undefined;
       const page = await browseSubscribers(ctx.db, list.id, { search: filter.q || undefined, status: status as (typeof SUBSCRIBER_STATUSES)[number] | undefined, after: filter.after });
-      ctx.render(req, res, 'list', `List ${list.name}`, { list, page, q: filter.q ?? '', status: status ?? '', statuses: SUBSCRIBER_STATUSES });
+      const url = formUrl(list.key);
+      ctx.render(req, res, 'list', `List ${list.name}`, { list, page, q: filter.q ?? '', status: status ?? '', statuses: SUBSCRIBER_STATUSES, formUrl: url, snippet: embedSnippet(url) });
     });
   },
 };
