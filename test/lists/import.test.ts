@@ -4,7 +4,7 @@ import path from 'node:path';
 import request from 'supertest';
 import { runTs } from '../helpers/processes';
 import { db } from '../../apps/core/src/db';
-import { requeueImports, runImport } from '../../apps/core/src/imports';
+import { receiveImport, requeueImports, runImport } from '../../apps/core/src/imports';
 import { queue, QUEUE } from '../../apps/core/src/queues';
 import { suppressAddress } from '../../apps/core/src/subscribers';
 import { asAdmin, useApi } from '../helpers/api';
@@ -122,8 +122,24 @@ describe('POST /admin/api/lists/:id/import', () => {
     expect([empty.status, empty.body]).toEqual([400, { ok: false, error: 'no lines to import' }]);
     const unknown = await asAdmin(server.api).get('/admin/api/imports/2000000');
     expect([unknown.status, unknown.body]).toEqual([404, { ok: false, error: expect.any(String) }]);
+    // over the size limit while the body arrives: 413, and the lines stored so far are removed with the import
+    const big = ['email', ...Array.from({ length: 5_000 }, (_, i) => `big${i}@example.com`)].join('\n');
+    await expect(receiveImport(db(), f.list.id, 'csv', [big.slice(0, 60_000), big.slice(60_000)], { maxBytes: 80_000 })).rejects.toMatchObject({ status: 413 });
     expect(await db().import.count()).toBe(before);
+    expect(await db().importLine.count()).toBe(0);
     expect(await db().subscriber.count({ where: { listId: f.list.id } })).toBe(0);
+  });
+
+  it('housekeeping removes an upload an API process left half stored (never accepted) after an hour', async () => {
+    const f = await listFixture(server.api, { confirm: false });
+    const stale = await db().import.create({ data: { listId: f.list.id, format: 'csv', columns: ['email'], createdAt: new Date(Date.now() - 2 * 3_600_000) } });
+    const fresh = await db().import.create({ data: { listId: f.list.id, format: 'csv', columns: ['email'] } });
+    await db().importLine.create({ data: { importId: stale.id, line: 2, text: 'a@example.com' } });
+    await requeueImports(db());
+    expect(await db().import.findUnique({ where: { id: stale.id } })).toBeNull();
+    expect(await db().importLine.count({ where: { importId: stale.id } })).toBe(0);
+    expect(await db().import.findUnique({ where: { id: fresh.id } })).toMatchObject({ status: 'queued', received: false });
+    await db().import.delete({ where: { id: fresh.id } });
   });
 
   it('the row is the truth: an import whose job is gone is queued again by housekeeping and resumes at its cursor', async () => {

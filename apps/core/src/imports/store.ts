@@ -139,8 +139,15 @@ export async function queueImport(id: number): Promise<void> {
   }
 }
 
-/** Housekeeping: queues every received import not finished (its job lost with Redis, or never queued). */
+/** An upload cut off by the API's own end (never answered 202) is removed after this long. */
+const UNRECEIVED_KEPT_MS = 3_600_000;
+
+/**
+ * Housekeeping: queues every received import not finished (its job lost with Redis, or never queued), and removes the
+ * uploads an API process was storing when it stopped (never accepted: their client got no 202).
+ */
 export async function requeueImports(db: Db): Promise<number> {
+  await db.import.deleteMany({ where: { received: false, createdAt: { lt: new Date(Date.now() - UNRECEIVED_KEPT_MS) } } });
   const open = await db.import.findMany({ where: { received: true, status: { in: ['queued', 'running'] } }, select: { id: true } });
   for (const { id } of open) await queueImport(id);
   return open.length;
