@@ -4,7 +4,10 @@ import { writeSubscribersCsv } from '../../../../core/src/control/csv';
 import { browseLists, browseSubscribers, findList } from '../../../../core/src/services/browse';
 import { createList, formUrl } from '../../../../core/src/services/lists';
 import { embedSnippet } from '../../../../core/src/subscribers/html';
+import { BadRequest } from '../../../../core/src/errors';
 import { getImport, receiveImport } from '../../../../core/src/imports';
+import { MultipartReader } from '../multipart';
+import { csrfMatches } from '../session';
 import { listMailboxes } from '../../../../core/src/services/mailboxes';
 import { Joi, validate } from '../../../../core/src/validate';
 import { ACCOUNT_SELECT, CSRF_FIELD, mailboxSelect } from '../views';
@@ -53,8 +56,14 @@ ${mailboxSelect('Mailbox (sends the confirmation emails)')}
 <% it.page.rows.forEach(function (s) { %><tr><td><%= s.id %></td><td><%= s.email %></td><td><%= s.name %></td><td><%= s.status %></td><td><%= s.created_at %></td><td><%= s.confirmed_at || '-' %></td></tr><% }) %>
 </tbody></table>
 <% if (it.page.next) { %><p><a rel="next" href="/admin/lists/<%= it.list.id %>?q=<%= encodeURIComponent(it.q) %>&amp;status=<%= encodeURIComponent(it.status) %>&amp;after=<%= it.page.next %>">Next page</a></p><% } %>
+<form method="post" action="/admin/lists/<%= it.list.id %>/upload" enctype="multipart/form-data" class="card">${CSRF_FIELD}
+<h2>Import a file</h2>
+<label><input type="checkbox" name="confirmed" value="yes"> They already opted in (lines without a status come in active)</label>
+<label>CSV with a header line (<code>email,name,tags,status,consent_source,consent_at</code>), or NDJSON (<code>.ndjson</code>, <code>.jsonl</code>); up to 100 MB <input type="file" name="file" required accept=".csv,.ndjson,.jsonl,text/csv"></label>
+<button>Upload</button>
+</form>
 <form method="post" action="/admin/lists/<%= it.list.id %>/import" class="card">${CSRF_FIELD}
-<h2>Import</h2>
+<h2>Import pasted lines</h2>
 <label>People, one a line, as CSV: a header line naming the columns (<code>email,name,tags,status,consent_source,consent_at</code>; tags separated by <code>;</code>), or plain <code>email,name</code> lines. Up to 256 KB here; larger files with <code>npm run admin -- import FILE --list <%= it.list.id %></code> or the admin API. <textarea name="csv" required rows="6"></textarea></label>
 <label><input type="checkbox" name="confirmed" value="yes"> They already opted in (lines without a status come in active; otherwise a list with double opt-in emails each new person a confirmation)</label>
 <button>Import</button>
@@ -88,6 +97,30 @@ ${mailboxSelect('Mailbox (sends the confirmation emails)')}
       let csv = field(req, 'csv').replace(/^\uFEFF/, '');
       if (!/^\s*"?email"?\s*(,|\r?\n|$)/i.test(csv)) csv = `email,name\n${csv}`;
       const imported = await receiveImport(ctx.db, id, 'csv', [csv], { defaultStatus: field(req, 'confirmed') === 'yes' ? 'active' : undefined });
+      await ctx.redirect(req, res, `/admin/imports/${imported.id}`, `Import ${imported.id}: ${imported.total} lines stored.`);
+    });
+    // a file from the operator's computer: multipart, its CSRF token read first, the file streamed into the import
+    router.post('/lists/:id/upload', async (req, res) => {
+      const id = validate(schemas.idParam, req.params.id);
+      const boundary = MultipartReader.boundaryOf(req.get('content-type'));
+      if (!boundary) throw new BadRequest('send the file with the list page form (multipart/form-data)');
+      const reader = new MultipartReader(req, boundary);
+      const first = await reader.next();
+      const token = first?.name === '_csrf' ? await reader.text(256) : '';
+      if (!csrfMatches(res.locals.session!, token)) {
+        res.set('Connection', 'close');
+        return ctx.render(req, res, 'error', 'Refused', { error: 'The form is stale or did not come from this console (CSRF token missing or wrong). Reload the page and try again.', back: `/admin/lists/${id}` }, 403);
+      }
+      let confirmed = false;
+      let imported;
+      for (let part = await reader.next(); part; part = await reader.next()) {
+        if (part.name === 'confirmed') confirmed = (await reader.text(16)) === 'yes';
+        else if (part.name === 'file' && !imported && part.filename) {
+          const format = /\.(ndjson|jsonl)$/i.test(part.filename) ? 'ndjson' : 'csv';
+          imported = await receiveImport(ctx.db, id, format, reader.body(), { defaultStatus: confirmed ? 'active' : undefined });
+        }
+      }
+      if (!imported) throw new BadRequest('choose a file to import');
       await ctx.redirect(req, res, `/admin/imports/${imported.id}`, `Import ${imported.id}: ${imported.total} lines stored.`);
     });
     router.get('/imports/:id', async (req, res) => {
