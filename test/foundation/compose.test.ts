@@ -4,7 +4,6 @@ import path from 'node:path';
 import { ROOT } from '../helpers/processes';
 
 // js-yaml is in node_modules through jest (@istanbuljs/load-nyc-config); it only reads this file
-// eslint-disable-next-line @typescript-eslint/no-require-imports
 const yaml = require('js-yaml') as { load(text: string): unknown };
 
 interface Service {
