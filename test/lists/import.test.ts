@@ -112,6 +112,8 @@ describe('POST /admin/api/lists/:id/import', () => {
     const before = await db().import.count();
     const json = await asAdmin(server.api).post(`/admin/api/lists/${f.list.id}/import`).send({ email: 'a@example.com' });
     expect([json.status, json.body]).toEqual([415, { ok: false, error: expect.stringContaining('text/csv') }]);
+    const gzipped = await asAdmin(server.api).post(`/admin/api/lists/${f.list.id}/import`).set('Content-Type', 'text/csv').set('Content-Encoding', 'gzip').send('email\na@example.com\n');
+    expect([gzipped.status, gzipped.body]).toEqual([415, { ok: false, error: expect.stringContaining('uncompressed') }]);
     const missing = await upload(2_000_000, 'email\na@example.com\n');
     expect([missing.status, missing.body]).toEqual([404, { ok: false, error: expect.any(String) }]);
     const stranger = await request(server.api.app).post(`/admin/api/lists/${f.list.id}/import`).set('Content-Type', 'text/csv').send('email\na@example.com\n');

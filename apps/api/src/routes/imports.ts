@@ -24,6 +24,8 @@ export function importsRouter(db: Db): Router {
       const type = (req.get('content-type') ?? '').split(';')[0]!.trim().toLowerCase();
       const format = FORMATS[type];
       if (!format) throw new UnsupportedMediaType('send the import as Content-Type: text/csv (a header line first) or application/x-ndjson (one object a line)');
+      const encoding = (req.get('content-encoding') ?? 'identity').trim().toLowerCase();
+      if (encoding !== 'identity') throw new UnsupportedMediaType('send the import uncompressed (no Content-Encoding)');
       const { status } = validate<{ status?: ImportStatusValue }>(importQuery, req.query);
       const imported = await receiveImport(db, id, format, req, { defaultStatus: status });
       res.status(202).json({ ok: true, import: { id: imported.id, status: imported.status } });
