@@ -15,6 +15,8 @@ RUN npm ci --omit=dev --no-audit --no-fund && npm cache clean --force
 COPY --from=build /app/dist ./dist
 COPY --from=build /app/generated ./generated
 COPY --from=build /app/prisma ./prisma
+# the state volume (generated secrets) is created from this directory, owned by the user the service runs as
+RUN mkdir -p /var/lib/mailservice && chown node:node /var/lib/mailservice
 USER node
 EXPOSE 3000
 CMD ["node", "dist/apps/api/src/server.js"]

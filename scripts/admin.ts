@@ -23,6 +23,7 @@ import { config } from '../apps/core/src/config';
 import { validate } from '../apps/core/src/validate';
 import { WEBHOOK_HELP, webhookCommand, webhookOptions } from './admin-webhooks';
 import { BROADCAST_HELP, broadcastOptions, mailboxExtras, runBroadcastCommand } from './admin-broadcasts';
+import { IMPORT_HELP, importCommand, importOptions } from './admin-import';
 
 const HELP = `usage: npm run admin -- <command> [options]
 
@@ -42,6 +43,7 @@ const HELP = `usage: npm run admin -- <command> [options]
   list list --account ID
   subscribers LIST_ID [--status S] [--q TEXT] [--after ID] [--limit N]     (a page; --after the "next" it printed)
   subscribers export LIST_ID [--status S] > list.csv                      (every subscriber, as CSV)
+${IMPORT_HELP}
   suppressions --account ID [--after ID] [--limit N]
   suppressions remove ID
   stop-list --account ID [--after ID] [--limit N]
@@ -79,6 +81,7 @@ const options = {
   help: { type: 'boolean', short: 'h' },
   ...webhookOptions,
   ...broadcastOptions,
+  ...importOptions,
 } as const;
 
 type Flags = Partial<Record<keyof typeof options, string | boolean>>;
@@ -107,6 +110,7 @@ async function run(command: string[], flags: Flags): Promise<unknown> {
   const [resource, action, arg] = command;
   const d = db();
   if (resource === 'webhook') return webhookCommand(d, action, arg, flags);
+  if (resource === 'import') return importCommand(d, action, arg, flags);
   const page = { after: flags.after, limit: flags.limit };
   if (resource === 'subscribers' && action !== 'export') {
     const list = await getList(d, validate(schemas.idParam, action));

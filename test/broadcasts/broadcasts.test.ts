@@ -109,6 +109,9 @@ it('the audience: every tag asked, less unsubscribed, suppressed and stop-listed
   await addSubscriber(t.listId, 'pending@readers.org', { tags: ['news', 'vip'], status: 'pending' });
   await addSubscriber(t.listId, 'bounced@readers.org', { tags: ['news', 'vip'] });
   await addSubscriber(t.listId, 'someone@stopped.org', { tags: ['news', 'vip'] });
+  // a stop-listed domain covers its subdomains (stop-list/rule.ts), and only them: not a name that merely ends alike
+  await addSubscriber(t.listId, 'reader@news.stopped.org', { tags: ['news'] });
+  await addSubscriber(t.listId, 'reader@notstopped.org', { tags: ['news'] });
   await db().suppression.create({ data: { accountId: t.account.id, email: 'bounced@readers.org', reason: 'bounced' } });
   await db().stopEntry.create({ data: { accountId: t.account.id, value: 'stopped.org', kind: 'domain' } });
   const tagged = await startBroadcast(t.list.key, { subject: 'VIP', text: 'x', tags: ['news', 'vip'] });
@@ -118,7 +121,8 @@ it('the audience: every tag asked, less unsubscribed, suppressed and stop-listed
   const subjects = (to: string) => sink.to(to).map((m) => m.parsed.subject).sort();
   expect(subjects('both@readers.org')).toEqual(['All', 'VIP']);
   expect(subjects('news-only@readers.org')).toEqual(['All']);
-  for (const none of ['left@readers.org', 'pending@readers.org', 'bounced@readers.org', 'someone@stopped.org']) expect(subjects(none)).toEqual([]);
+  expect(subjects('reader@notstopped.org')).toEqual(['All']);
+  for (const none of ['left@readers.org', 'pending@readers.org', 'bounced@readers.org', 'someone@stopped.org', 'reader@news.stopped.org']) expect(subjects(none)).toEqual([]);
   expect((await admin().get(`/admin/api/broadcasts/${tagged}`)).body.broadcast).toMatchObject({ audience: 1, sent: 1 });
   const listed = await admin().get(`/admin/api/broadcasts?list=${t.list.key}`);
   expect(listed.body.broadcasts.map((b: { id: number }) => b.id)).toEqual([all, tagged]);

@@ -7,6 +7,7 @@ import { db } from '../../apps/core/src/db';
 import { ADMIN_TOKEN, useApi } from '../helpers/api';
 import { runBroadcast } from '../../apps/core/src/broadcasts/run';
 import { emitEvent } from '../../apps/core/src/events';
+import { runImport } from '../../apps/core/src/imports';
 import { makeKey, makeList } from '../helpers/factories';
 import { SmtpSink } from '../helpers/smtp-sink';
 import { waitFor } from '../helpers/wait';
@@ -194,14 +195,47 @@ describe('the admin console', () => {
     }
   });
 
-  it('imports subscribers from CSV on a list page', async () => {
+  it('imports subscribers from CSV on a list page: an import job whose page follows the progress', async () => {
     const list = await db().list.findFirstOrThrow({ where: { name: 'Newsletter' } });
     await go(`/admin/lists/${list.id}`);
-    await page.fill('textarea[name=csv]', 'email,name\nNew.One@Example.org,"One, New"\nnot-an-address\nreader0001@example.org,Again\n');
-    await page.check('input[name=confirmed]');
+    expect(await page.locator('#form-url').innerText()).toBe(`${process.env.PUBLIC_URL}/f/${list.key}`);
+    expect(await page.locator('#embed-snippet').inputValue()).toContain(`<form method="post" action="${process.env.PUBLIC_URL}/f/${list.key}">`);
+    await page.fill('textarea[name=csv]', 'New.One@Example.org,"One, New"\nnot-an-address\nreader0001@example.org,Again\n');
+    await page.check('form[action$="/import"] input[name=confirmed]');
     await page.click('button:has-text("Import")');
-    expect(await flash()).toBe('Imported: 1 active, 0 pending confirmation, 1 already on the list, 0 unsubscribed before (left alone), 0 suppressed; 1 not an address (line 3).');
+    expect(await flash()).toMatch(/^Import \d+: 3 lines stored\.$/);
+    const imported = await db().import.findFirstOrThrow({ where: { listId: list.id }, orderBy: { id: 'desc' } });
+    expect(page.url()).toBe(`${base}/admin/imports/${imported.id}`);
+    expect(await page.locator('#import-status').innerText()).toMatch(/queued, 0 of 3 lines/);
+    // the worker's part, in this process; the page, reloaded as its Refresh header asks, shows the outcome
+    await runImport(db(), imported.id);
+    await go(`/admin/imports/${imported.id}`);
+    expect(await page.locator('#import-status').innerText()).toBe(`Import ${imported.id}: done, 3 of 3 lines (100%)`);
+    expect(await page.content()).toMatch(/<td>3<\/td><td>not an email address: "not-an-address"<\/td>/);
     expect(await db().subscriber.findUnique({ where: { listId_email: { listId: list.id, email: 'new.one@example.org' } } })).toMatchObject({ name: 'One, New', status: 'active' });
+
+    // a file from the computer, streamed (multipart) into an import
+    await go(`/admin/lists/${list.id}`);
+    const lines = ['email,name,tags', ...Array.from({ length: 3_000 }, (_, i) => `file${i}@example.org,File ${i},from-file`)].join('\r\n');
+    await page.setInputFiles('input[name=file]', { name: 'people.csv', mimeType: 'text/csv', buffer: Buffer.from(lines) });
+    await page.check('form[action$="/upload"] input[name=confirmed]');
+    await page.click('button:has-text("Upload")');
+    expect(await flash()).toMatch(/^Import \d+: 3000 lines stored\.$/);
+    const uploaded = await db().import.findFirstOrThrow({ where: { listId: list.id }, orderBy: { id: 'desc' } });
+    await runImport(db(), uploaded.id);
+    await go(`/admin/imports/${uploaded.id}`);
+    expect(await page.locator('#import-status').innerText()).toBe(`Import ${uploaded.id}: done, 3000 of 3000 lines (100%)`);
+    expect(await db().subscriber.findUnique({ where: { listId_email: { listId: list.id, email: 'file2999@example.org' } } })).toMatchObject({ name: 'File 2999', tags: ['from-file'], status: 'active' });
+  });
+
+  it('refuses a file upload without the CSRF token, storing nothing', async () => {
+    const list = await db().list.findFirstOrThrow({ where: { name: 'Newsletter' } });
+    const cookies = (await page.context().cookies()).map((c) => `${c.name}=${c.value}`).join('; ');
+    const before = await db().import.count();
+    const res = await request(base).post(`/admin/lists/${list.id}/upload`).set('Cookie', cookies).attach('file', Buffer.from('email\nx@example.org\n'), 'x.csv');
+    expect(res.status).toBe(403);
+    expect(res.text).toContain('CSRF token missing or wrong');
+    expect(await db().import.count()).toBe(before);
   });
 
   it('creates a webhook, shows its secret once, rotates it, lists its deliveries, disables and deletes it', async () => {

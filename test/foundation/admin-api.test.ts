@@ -248,6 +248,6 @@ describe('the queue dashboard', () => {
     expect(bearer.text).toMatch(/<html/i);
     const basic = await request(ctx.api.app).get('/admin/queues/api/queues').auth('admin', ADMIN_TOKEN);
     expect(basic.status).toBe(200);
-    expect(basic.body.queues.map((q: { name: string }) => q.name).sort()).toEqual(['broadcast', 'delivery', 'links', 'maintenance', 'sequence', 'webhook']);
+    expect(basic.body.queues.map((q: { name: string }) => q.name).sort()).toEqual(['broadcast', 'delivery', 'imports', 'links', 'maintenance', 'sequence', 'webhook']);
   });
 });

@@ -45,8 +45,12 @@ describe('configuration', () => {
     expect(fs.statSync(path.join(dir, 'secrets.json')).mode & 0o777).toBe(0o600);
   });
 
-  it('refuses to start in production without SECRET_KEY', () => {
-    expect(() => withEnv({ NODE_ENV: 'production', SECRET_KEY: undefined }, loadConfig)).toThrow(ConfigError);
+  it('refuses to start in production without SECRET_KEY, unless STATE_DIR names where to generate it', () => {
+    expect(() => withEnv({ NODE_ENV: 'production', SECRET_KEY: undefined, STATE_DIR: undefined }, loadConfig)).toThrow(ConfigError);
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ms-state-'));
+    const kept = withEnv({ NODE_ENV: 'production', SECRET_KEY: undefined, ADMIN_TOKEN: undefined, STATE_DIR: dir }, loadConfig);
+    expect(kept.secretKey).toHaveLength(32);
+    expect(JSON.parse(fs.readFileSync(path.join(dir, 'secrets.json'), 'utf8')).adminToken).toBe(kept.adminToken);
   });
 
   it.each([

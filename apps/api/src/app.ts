@@ -15,6 +15,7 @@ import { BodyBudget } from './middleware/body-budget';
 import { checkedBody, refuseBadUrl } from './middleware/text';
 import { refuseCrossSiteWrites, refuseFraming } from './middleware/framing';
 import { adminRouter } from './routes/admin';
+import { importsRouter } from './routes/imports';
 import { docsRouter, openApiHandler } from './routes/docs';
 import { metricsHandler } from './routes/metrics';
 import { healthRouter } from './routes/health';
@@ -61,7 +62,8 @@ export function createApp(db: Db): ApiApp {
   app.use('/mcp', mcpRouter(db, auth, failures, json));
   app.use(healthRouter(db));
   app.use(DASHBOARD_PATH, refuseFraming, refuseCrossSiteWrites, requireAdmin(failures, { challenge: true }), dashboardRouter());
-  app.use('/admin/api', requireAdmin(failures), json, requireJsonBody, adminRouter(db));
+  // an import reads its own body (CSV or NDJSON, streamed to Postgres), after the token, before the JSON parser
+  app.use('/admin/api', requireAdmin(failures), importsRouter(db), json, requireJsonBody, adminRouter(db));
   app.get('/metrics', requireAdmin(failures), metricsHandler(db));
   app.use('/admin', consoleRouter(db, { budget, publicBudget, failures }));
   app.use(unsubscribeRouter(db, publicBudget));

@@ -157,8 +157,9 @@ export function loadConfig(): Config {
   const env = process.env.NODE_ENV || 'development';
   const port = integer('PORT', 3000, 0, 65535);
   const stateDir = path.resolve(process.env.STATE_DIR || '.mailservice');
-  if (env === 'production' && !process.env.SECRET_KEY) {
-    throw new ConfigError('SECRET_KEY is required when NODE_ENV=production');
+  // in production a generated key must outlive the container: it is kept only where the operator named (a volume)
+  if (env === 'production' && !process.env.SECRET_KEY && !process.env.STATE_DIR) {
+    throw new ConfigError('SECRET_KEY (or STATE_DIR, a kept directory to generate it into) is required when NODE_ENV=production');
   }
   let adminToken = process.env.ADMIN_TOKEN || '';
   let secretKey = process.env.SECRET_KEY || '';

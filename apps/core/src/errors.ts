@@ -30,6 +30,9 @@ export class Conflict extends AppError {
 export class PayloadTooLarge extends AppError {
   override readonly status = 413;
 }
+export class UnsupportedMediaType extends AppError {
+  override readonly status = 415;
+}
 export class Unprocessable extends AppError {
   override readonly status = 422;
 }

@@ -22,6 +22,8 @@ export const QUEUE = {
   webhook: 'webhook',
   /** one job per broadcast start or resume: snapshot the audience, write and queue the copies page by page */
   broadcast: 'broadcast',
+  /** one job per import of subscribers: apply its stored lines in batches (apps/core/src/imports) */
+  imports: 'imports',
 } as const;
 export type QueueName = (typeof QUEUE)[keyof typeof QUEUE];
 
@@ -29,11 +31,12 @@ export type QueueName = (typeof QUEUE)[keyof typeof QUEUE];
 export interface JobPayloads {
   delivery: { messageId: string } | DispatchPayload;
   sequence: { prospectId: number; step: number };
-  maintenance: { task: 'reconcile' | 'schedule' | 'cleanup' | 'links' | 'retention' };
+  maintenance: { task: 'reconcile' | 'schedule' | 'cleanup' | 'links' | 'retention' | 'imports' };
   links: { prospectId: number };
   /** `attemptsBefore`: attempts made before this job (a job rebuilt from Postgres after Redis lost the first) */
   webhook: { eventId: string; webhookId: number; attemptsBefore?: number };
   broadcast: { broadcastId: number };
+  imports: { importId: number };
 }
 
 /** A batch of rows to put on the delivery queue; `notBefore` in epoch milliseconds (send_at), or null. */
@@ -54,6 +57,7 @@ export const jobId = {
   link: (prospectId: number, claimedUntil: number) => `link-${prospectId}-${claimedUntil}`,
   webhook: (eventId: string, webhookId: number) => `wh-${eventId}-${webhookId}`,
   broadcast: (broadcastId: number, run: number) => `bc-${broadcastId}-${run}`,
+  import: (importId: number) => `imp-${importId}`,
 };
 
 /** Attempts, backoff and retention per queue. */
@@ -96,6 +100,13 @@ export const JOB_OPTIONS: Record<QueueName, JobsOptions> = {
     attempts: 10,
     backoff: { type: 'exponential', delay: 2_000 },
     removeOnComplete: { age: 24 * 3600 },
+    removeOnFail: { age: 7 * 24 * 3600 },
+  },
+  // An import job resumes from the import's cursor (the row is the record), so a retry repeats no line.
+  imports: {
+    attempts: 10,
+    backoff: { type: 'exponential', delay: 2_000 },
+    removeOnComplete: { age: 3600 },
     removeOnFail: { age: 7 * 24 * 3600 },
   },
 };

@@ -12,6 +12,7 @@ import { MAINTENANCE_EVERY_MS, maintenanceTasks, processMaintenance } from './pr
 import { processSequenceStep } from './processors/sequence';
 import { processWebhook } from './processors/webhook';
 import { processBroadcast } from './processors/broadcast';
+import { processImport } from './processors/imports';
 
 export interface WorkerOptions {
   /** what the delivery processor asks right before SMTP: is this email still wanted? (productionGuards() in main) */
@@ -29,6 +30,7 @@ export function createWorkers(options: WorkerOptions): Worker[] {
     links: processLinkCheck,
     webhook: processWebhook,
     broadcast: processBroadcast,
+    imports: processImport,
   };
   const concurrency = options.concurrency ?? config().workerConcurrency;
   return (options.queues ?? Object.values(QUEUE)).map((name) => {

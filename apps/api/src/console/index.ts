@@ -55,6 +55,9 @@ const securityHeaders = helmet({
  * behind a session started with the admin token. Every POST carries the session's CSRF token; pages work without
  * JavaScript (there is none).
  */
+/** The console's one multipart form: a list's import file. */
+const UPLOAD_PATH = /^\/lists\/\d+\/upload$/;
+
 export function consoleRouter(db: Db, bodies: { budget: BodyBudget; publicBudget: BodyBudget; failures: AuthFailures }): Router {
   const router = Router();
   const views = createViews(Object.assign({}, ...PAGES.map((p) => p.templates)) as Record<string, string>);
@@ -123,6 +126,8 @@ export function consoleRouter(db: Db, bodies: { budget: BodyBudget; publicBudget
   };
   router.use((req, res, next) => {
     if (req.method !== 'POST') return next();
+    // a signed-in file upload streams its own body and checks the CSRF token, its first part (pages/lists.ts)
+    if (res.locals.session && UPLOAD_PATH.test(req.path) && req.is('multipart/form-data')) return next();
     (res.locals.session ? form : strangerForm)(req, res, (err?: unknown) => (err ? next(err) : checkCsrf(req, res, next)));
   });
 

@@ -5,6 +5,7 @@ import { emitEvent } from '../events';
 import { logger } from '../logger';
 import { listId, renderCopy } from './copy';
 import { progressOf } from './service';
+import { stopListed } from '../stop-list/rule';
 
 /** Subscribers read, rendered and written per statement. */
 export const PAGE_SIZE = 500;
@@ -22,9 +23,7 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 /** Active subscribers not suppressed and not on the stop list (the address, its domain or a parent domain). */
 const ELIGIBLE = `s.status = 'active'
   AND NOT EXISTS (SELECT 1 FROM suppressions sp WHERE sp.account_id = l.account_id AND sp.email = s.email)
-  AND NOT EXISTS (SELECT 1 FROM stop_list st WHERE st.account_id = l.account_id AND (
-    (st.kind = 'email' AND st.value = s.email)
-    OR (st.kind = 'domain' AND (split_part(s.email, '@', 2) = st.value OR right(split_part(s.email, '@', 2), length(st.value) + 1) = '.' || st.value))))`;
+  AND NOT ${stopListed('l.account_id', 's.email')}`;
 
 type Loaded = Broadcast & { list: List & { mailbox: Mailbox } };
 

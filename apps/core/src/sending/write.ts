@@ -1,6 +1,7 @@
 import { Batcher } from '../batch';
 import { rawQuery, type Db } from '../db';
 import { messageRow } from '../delivery/outbox';
+import { stopListed } from '../stop-list/rule';
 import { utcDay } from './quota';
 import type { SendRequest } from './schema';
 
@@ -26,7 +27,7 @@ export interface SendToWrite {
  * Everything accepted sends do to Postgres, as ONE statement for a whole batch of sends, so one round trip and one
  * atomic commit:
  * 1. each recipient is checked against its account's suppression list (bounced, complained) and stop list (the
- *    address, or its domain or a parent domain: the rule of outreach/contacts.ts loadStopList, in SQL): those go to the
+ *    address, or its domain or a parent domain: stop-list/rule.ts): those go to the
  *    send's `skipped`, in request order;
  * 2. per key, the kept copies of all its sends in the batch are counted against the key's usage for today, only if
  *    they all stay within the limit (the usage rows are locked in key order, so two batches cannot deadlock);
@@ -45,12 +46,8 @@ WITH s AS (
 ), verdict AS (
   SELECT c.*, COALESCE(
     (SELECT sp.reason::text FROM suppressions sp WHERE sp.account_id = s.account_id AND sp.email = c.recipient),
-    (SELECT 'stopped' FROM stop_list st WHERE st.account_id = s.account_id AND (
-       (st.kind = 'email' AND st.value = c.recipient)
-       OR (st.kind = 'domain' AND (c.domain = st.value OR right(c.domain, length(st.value) + 1) = '.' || st.value)))
-     LIMIT 1)) AS reason
-  FROM (SELECT c.*, split_part(c.recipient, '@', 2) AS domain
-        FROM unnest($17::int[], $18::uuid[], $19::text[], $20::text[]) WITH ORDINALITY AS c(send_ord, id, recipient, header, ord)) c
+    CASE WHEN ${stopListed('s.account_id', 'c.recipient')} THEN 'stopped' END) AS reason
+  FROM unnest($17::int[], $18::uuid[], $19::text[], $20::text[]) WITH ORDINALITY AS c(send_ord, id, recipient, header, ord)
   JOIN s ON s.ord = c.send_ord
 ), skipped AS (
   SELECT send_ord, json_agg(json_build_object('to', recipient, 'reason', reason) ORDER BY ord) AS list

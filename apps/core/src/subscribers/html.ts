@@ -138,3 +138,17 @@ export const unsubscribedPage = (listName: string) =>
 
 export const unknownUnsubscribeLinkPage = () =>
   message('This link is not valid', 'We could not find this unsubscribe link. Check that you copied the whole address from the email.');
+
+/**
+ * The HTML a site owner pastes to put the hosted form on their own page: posts to the list's form address with the
+ * form's fields, the hidden honeypot included (a bot that fills it is answered as a person and nothing is stored).
+ * The service answers with its own pages (check your inbox, or the form again with the error).
+ */
+export function embedSnippet(formUrl: string): string {
+  return `<form method="post" action="${escapeHtml(formUrl)}">
+  <label>Email address <input type="email" name="email" required maxlength="254" autocomplete="email"></label>
+  <label>Name <input type="text" name="name" maxlength="200" autocomplete="name"></label>
+  <div style="position:absolute;left:-10000px" aria-hidden="true"><input type="text" name="${HONEYPOT_FIELD}" tabindex="-1" autocomplete="off" value=""></div>
+  <button type="submit">Subscribe</button>
+</form>`;
+}

@@ -7,6 +7,7 @@ import { rebuildLostJobs } from '../../../core/src/recovery';
 import { deleteExpiredIdempotency } from '../../../core/src/idempotency';
 import { queueDueLinkChecks } from '../../../core/src/links/schedule';
 import { dropOldContent, dropOldRecords } from '../../../core/src/retention';
+import { requeueImports } from '../../../core/src/imports';
 
 /** Housekeeping, dispatched by task. Each task is idempotent: running it twice or on two workers is harmless. */
 export const maintenanceTasks: Record<JobPayloads['maintenance']['task'], () => Promise<unknown>> = {
@@ -22,6 +23,8 @@ export const maintenanceTasks: Record<JobPayloads['maintenance']['task'], () => 
   // RETENTION_DAYS: finished emails lose their bodies and attachments, their rows stay; the other growing tables lose
   // their old rows (MESSAGE_ROWS_DAYS for the emails' rows themselves)
   retention: async () => ({ content: await dropOldContent(db()), records: await dropOldRecords(db()) }),
+  // queue the imports whose job is gone (Redis lost it, or it was never queued); a live job is left alone
+  imports: () => requeueImports(db()),
 };
 
 /** How often each task runs (apps/core/src/housekeeping.ts: a timer in each worker, one at a time by advisory lock). */
@@ -31,6 +34,7 @@ export const MAINTENANCE_EVERY_MS: Record<JobPayloads['maintenance']['task'], nu
   cleanup: 3_600_000,
   links: 5_000,
   retention: 3_600_000,
+  imports: 10_000,
 };
 
 export async function processMaintenance(job: Job<JobPayloads['maintenance']>): Promise<unknown> {

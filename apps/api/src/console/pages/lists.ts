@@ -2,8 +2,12 @@ import * as schemas from '../../../../core/src/admin-schemas';
 import { listAccounts } from '../../../../core/src/services/accounts';
 import { writeSubscribersCsv } from '../../../../core/src/control/csv';
 import { browseLists, browseSubscribers, findList } from '../../../../core/src/services/browse';
-import { createList } from '../../../../core/src/services/lists';
-import { importSubscribers } from '../../../../core/src/subscribers/import';
+import { createList, formUrl } from '../../../../core/src/services/lists';
+import { embedSnippet } from '../../../../core/src/subscribers/html';
+import { BadRequest } from '../../../../core/src/errors';
+import { getImport, receiveImport } from '../../../../core/src/imports';
+import { MultipartReader } from '../multipart';
+import { csrfMatches } from '../session';
 import { listMailboxes } from '../../../../core/src/services/mailboxes';
 import { Joi, validate } from '../../../../core/src/validate';
 import { ACCOUNT_SELECT, CSRF_FIELD, mailboxSelect } from '../views';
@@ -20,6 +24,14 @@ export const listsPage: ConsolePage = {
   path: '/lists',
   title: 'Lists',
   templates: {
+    import: `<p><a href="/admin/lists/<%= it.import.list %>">Back to the list</a></p>
+<p id="import-status">Import <%= it.import.id %>: <strong><%= it.import.status %></strong>, <%= it.import.processed %> of <%= it.import.total %> lines (<%= it.percent %>%)</p>
+<progress max="<%= it.import.total %>" value="<%= it.import.processed %>"><%= it.percent %>%</progress>
+<table><tbody><tr><th>Added</th><td><%= it.import.added %></td></tr><tr><th>Updated</th><td><%= it.import.updated %></td></tr><tr><th>Skipped (unchanged or not valid)</th><td><%= it.import.skipped %></td></tr><tr><th>Refused (suppressed or stop list)</th><td><%= it.import.refused %></td></tr></tbody></table>
+<% if (it.import.errors.length) { %><h2>Lines not applied as given</h2><table><thead><tr><th>Line</th><th>Why</th></tr></thead><tbody>
+<% it.import.errors.forEach(function (e) { %><tr><td><%= e.line %></td><td><%= e.reason %></td></tr><% }) %>
+</tbody></table><% } %>
+<% if (it.running) { %><p>This page refreshes every 2 seconds until the import is done.</p><% } %>`,
     lists: `<table><thead><tr><th>Id</th><th>Account</th><th>Name</th><th>Key</th><th>Double opt-in</th><th>Active subscribers</th></tr></thead><tbody>
 <% it.lists.forEach(function (l) { %><tr><td><%= l.id %></td><td><%= l.account %></td><td><a href="/admin/lists/<%= l.id %>"><%= l.name %></a></td><td><code><%= l.key %></code></td><td><%= l.confirm ? 'yes' : 'no' %></td><td><%= l.subscribers %></td></tr><% }) %>
 </tbody></table>
@@ -32,6 +44,9 @@ ${mailboxSelect('Mailbox (sends the confirmation emails)')}
 <button>Create list</button>
 </form>`,
     list: `<p><a href="/admin/lists">All lists</a> · key <code><%= it.list.key %></code> · <%= it.list.subscribers %> active · <a href="/admin/lists/<%= it.list.id %>/subscribers.csv" download>Export CSV</a></p>
+<div class="card"><h2>Sign-up form</h2>
+<p>Hosted at <a id="form-url" href="<%= it.formUrl %>"><%= it.formUrl %></a>. To put it on your own page, paste this HTML:</p>
+<textarea id="embed-snippet" readonly rows="7"><%= it.snippet %></textarea></div>
 <form method="get" action="/admin/lists/<%= it.list.id %>" class="card">
 <label>Search <input name="q" value="<%= it.q %>" placeholder="address or name"></label>
 <label>Status <select name="status"><option value="">any</option><% it.statuses.forEach(function (s) { %><option<% if (s === it.status) { %> selected<% } %>><%= s %></option><% }) %></select></label>
@@ -41,10 +56,16 @@ ${mailboxSelect('Mailbox (sends the confirmation emails)')}
 <% it.page.rows.forEach(function (s) { %><tr><td><%= s.id %></td><td><%= s.email %></td><td><%= s.name %></td><td><%= s.status %></td><td><%= s.created_at %></td><td><%= s.confirmed_at || '-' %></td></tr><% }) %>
 </tbody></table>
 <% if (it.page.next) { %><p><a rel="next" href="/admin/lists/<%= it.list.id %>?q=<%= encodeURIComponent(it.q) %>&amp;status=<%= encodeURIComponent(it.status) %>&amp;after=<%= it.page.next %>">Next page</a></p><% } %>
+<form method="post" action="/admin/lists/<%= it.list.id %>/upload" enctype="multipart/form-data" class="card">${CSRF_FIELD}
+<h2>Import a file</h2>
+<label><input type="checkbox" name="confirmed" value="yes"> They already opted in (lines without a status come in active)</label>
+<label>CSV with a header line (<code>email,name,tags,status,consent_source,consent_at</code>), or NDJSON (<code>.ndjson</code>, <code>.jsonl</code>); up to 100 MB <input type="file" name="file" required accept=".csv,.ndjson,.jsonl,text/csv"></label>
+<button>Upload</button>
+</form>
 <form method="post" action="/admin/lists/<%= it.list.id %>/import" class="card">${CSRF_FIELD}
-<h2>Import</h2>
-<label>People, one a line: <code>email,name</code> (CSV; a header line is skipped; at most 5,000 lines) <textarea name="csv" required rows="6"></textarea></label>
-<label><input type="checkbox" name="confirmed" value="yes"> They already opted in (import as active; otherwise a list with double opt-in emails each new person a confirmation)</label>
+<h2>Import pasted lines</h2>
+<label>People, one a line, as CSV: a header line naming the columns (<code>email,name,tags,status,consent_source,consent_at</code>; tags separated by <code>;</code>), or plain <code>email,name</code> lines. Up to 256 KB here; larger files with <code>npm run admin -- import FILE --list <%= it.list.id %></code> or the admin API. <textarea name="csv" required rows="6"></textarea></label>
+<label><input type="checkbox" name="confirmed" value="yes"> They already opted in (lines without a status come in active; otherwise a list with double opt-in emails each new person a confirmation)</label>
 <button>Import</button>
 </form>`,
   },
@@ -70,19 +91,53 @@ ${mailboxSelect('Mailbox (sends the confirmation emails)')}
       await writeSubscribersCsv(ctx.db, list.id, res);
       res.end();
     });
+    // the pasted lines become an import (apps/core/src/imports), applied by a worker; its page follows the progress
     router.post('/lists/:id/import', async (req, res) => {
       const id = validate(schemas.idParam, req.params.id);
-      const result = await importSubscribers(ctx.db, id, field(req, 'csv'), { confirmed: field(req, 'confirmed') === 'yes' });
-      const { active, pending, exists, gone, suppressed } = result.added;
-      const invalid = result.invalid ? `; ${result.invalid} not an address (line ${result.invalidLines.join(', ')}${result.invalid > result.invalidLines.length ? '...' : ''})` : '';
-      await ctx.redirect(req, res, `/admin/lists/${id}`, `Imported: ${active} active, ${pending} pending confirmation, ${exists} already on the list, ${gone} unsubscribed before (left alone), ${suppressed} suppressed${invalid}.`);
+      let csv = field(req, 'csv').replace(/^\uFEFF/, '');
+      if (!/^\s*"?email"?\s*(,|\r?\n|$)/i.test(csv)) csv = `email,name\n${csv}`;
+      const imported = await receiveImport(ctx.db, id, 'csv', [csv], { defaultStatus: field(req, 'confirmed') === 'yes' ? 'active' : undefined });
+      await ctx.redirect(req, res, `/admin/imports/${imported.id}`, `Import ${imported.id}: ${imported.total} lines stored.`);
+    });
+    // a file from the operator's computer: multipart, its CSRF token read first, the file streamed into the import
+    router.post('/lists/:id/upload', async (req, res) => {
+      const id = validate(schemas.idParam, req.params.id);
+      const boundary = MultipartReader.boundaryOf(req.get('content-type'));
+      if (!boundary) throw new BadRequest('send the file with the list page form (multipart/form-data)');
+      const reader = new MultipartReader(req, boundary);
+      const first = await reader.next();
+      const token = first?.name === '_csrf' ? await reader.text(256) : '';
+      if (!csrfMatches(res.locals.session!, token)) {
+        res.set('Connection', 'close');
+        return ctx.render(req, res, 'error', 'Refused', { error: 'The form is stale or did not come from this console (CSRF token missing or wrong). Reload the page and try again.', back: `/admin/lists/${id}` }, 403);
+      }
+      let confirmed = false;
+      let imported;
+      for (let part = await reader.next(); part; part = await reader.next()) {
+        if (part.name === 'confirmed') confirmed = (await reader.text(16)) === 'yes';
+        else if (part.name === 'file' && !imported && part.filename) {
+          const format = /\.(ndjson|jsonl)$/i.test(part.filename) ? 'ndjson' : 'csv';
+          imported = await receiveImport(ctx.db, id, format, reader.body(), { defaultStatus: confirmed ? 'active' : undefined });
+        }
+      }
+      if (!imported) throw new BadRequest('choose a file to import');
+      await ctx.redirect(req, res, `/admin/imports/${imported.id}`, `Import ${imported.id}: ${imported.total} lines stored.`);
+    });
+    router.get('/imports/:id', async (req, res) => {
+      const view = await getImport(ctx.db, validate(schemas.idParam, req.params.id));
+      const running = view.status === 'queued' || view.status === 'running';
+      const percent = view.total ? Math.floor((100 * view.processed) / view.total) : 0;
+      // the console runs no script: the browser reloads the page itself while the import runs
+      if (running) res.set('Refresh', '2');
+      ctx.render(req, res, 'import', `Import ${view.id}`, { import: view, running, percent });
     });
     router.get('/lists/:id', async (req, res) => {
       const list = await findList(ctx.db, validate(schemas.idParam, req.params.id));
       const filter = validate<{ q?: string; status?: string; after?: number }>(subscribersQuery, req.query);
       const status = filter.status || undefined;
       const page = await browseSubscribers(ctx.db, list.id, { search: filter.q || undefined, status: status as (typeof SUBSCRIBER_STATUSES)[number] | undefined, after: filter.after });
-      ctx.render(req, res, 'list', `List ${list.name}`, { list, page, q: filter.q ?? '', status: status ?? '', statuses: SUBSCRIBER_STATUSES });
+      const url = formUrl(list.key);
+      ctx.render(req, res, 'list', `List ${list.name}`, { list, page, q: filter.q ?? '', status: status ?? '', statuses: SUBSCRIBER_STATUSES, formUrl: url, snippet: embedSnippet(url) });
     });
   },
 };

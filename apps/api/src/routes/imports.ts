@@ -1,0 +1,41 @@
+import { Router } from 'express';
+import * as schemas from '../../../core/src/admin-schemas';
+import type { Db } from '../../../core/src/db';
+import { UnsupportedMediaType } from '../../../core/src/errors';
+import { getImport, IMPORT_STATUSES, receiveImport, type ImportFormat, type ImportStatusValue } from '../../../core/src/imports';
+import { Joi, validate } from '../../../core/src/validate';
+import { methodNotAllowed } from '../middleware/errors';
+
+/** `?status=active`: the status of lines that name none (otherwise the list decides: active, or pending with double opt-in). */
+const importQuery = Joi.object({ status: Joi.string().valid(...IMPORT_STATUSES) });
+const FORMATS: Record<string, ImportFormat> = { 'text/csv': 'csv', 'application/x-ndjson': 'ndjson' };
+
+/**
+ * Imports of subscribers (docs/lists.md, "Import"): the body, CSV or NDJSON, is streamed into Postgres as it arrives
+ * (at most IMPORT_BODY_MAX_BYTES; the API holds a couple of thousand lines at once, not the body, so it takes no share
+ * of the JSON bodies' budget) and applied by a worker; the answer is 202 with the import to follow.
+ */
+export function importsRouter(db: Db): Router {
+  const router = Router();
+  router
+    .route('/lists/:id/import')
+    .post(async (req, res) => {
+      const id = validate(schemas.idParam, req.params.id);
+      const type = (req.get('content-type') ?? '').split(';')[0]!.trim().toLowerCase();
+      const format = FORMATS[type];
+      if (!format) throw new UnsupportedMediaType('send the import as Content-Type: text/csv (a header line first) or application/x-ndjson (one object a line)');
+      const encoding = (req.get('content-encoding') ?? 'identity').trim().toLowerCase();
+      if (encoding !== 'identity') throw new UnsupportedMediaType('send the import uncompressed (no Content-Encoding)');
+      const { status } = validate<{ status?: ImportStatusValue }>(importQuery, req.query);
+      const imported = await receiveImport(db, id, format, req, { defaultStatus: status });
+      res.status(202).json({ ok: true, import: { id: imported.id, status: imported.status } });
+    })
+    .all(methodNotAllowed);
+  router
+    .route('/imports/:id')
+    .get(async (req, res) => {
+      res.json({ ok: true, import: await getImport(db, validate(schemas.idParam, req.params.id)) });
+    })
+    .all(methodNotAllowed);
+  return router;
+}

@@ -1,0 +1,113 @@
+import { BadRequest } from '../errors';
+import { NAME_MAX, TAG_LENGTH_MAX, TAGS_MAX } from '../subscribers/schema';
+import { email as emailSchema } from '../validate';
+
+export type ImportFormat = 'csv' | 'ndjson';
+/** The columns a CSV header may name (in any order; `email` is required), and the keys of an NDJSON object. */
+export const IMPORT_COLUMNS = ['email', 'name', 'tags', 'status', 'consent_source', 'consent_at'] as const;
+/** The statuses an import may give: `pending` sends the confirmation email, as the API's add would. */
+export const IMPORT_STATUSES = ['active', 'pending', 'unsubscribed'] as const;
+export type ImportStatusValue = (typeof IMPORT_STATUSES)[number];
+/** A longer line is refused (nothing we store about a subscriber comes near it). */
+export const LINE_MAX = 8_192;
+export const CONSENT_SOURCE_MAX = 100;
+
+export interface ImportRow {
+  line: number;
+  email: string;
+  name: string;
+  tags: string[];
+  /** null: the list decides (active without confirmation, pending with) */
+  status: ImportStatusValue | null;
+  consentSource: string;
+  consentAt: Date | null;
+}
+
+export type Parsed = ImportRow | { line: number; reason: string };
+
+/** RFC 4180 fields of one line: commas, double quotes around a field, "" for a quote inside one. */
+export function csvFields(line: string): string[] {
+  const fields: string[] = [];
+  let field = '';
+  let quoted = false;
+  for (let i = 0; i < line.length; i++) {
+    const c = line[i]!;
+    if (quoted) {
+      if (c === '"' && line[i + 1] === '"') (field += '"'), i++;
+      else if (c === '"') quoted = false;
+      else field += c;
+    } else if (c === '"' && field.trim() === '') (quoted = true), (field = '');
+    else if (c === ',') fields.push(field), (field = '');
+    else field += c;
+  }
+  fields.push(field);
+  return fields.map((f) => f.trim());
+}
+
+/** The CSV header's columns; a missing `email` column, an unknown or a repeated one is a 400 (nothing is stored). */
+export function parseHeader(line: string): string[] {
+  const columns = csvFields(line.replace(/^\uFEFF/, '')).map((c) => c.toLowerCase());
+  const unknown = columns.filter((c) => !(IMPORT_COLUMNS as readonly string[]).includes(c));
+  if (unknown.length) throw new BadRequest(`csv header: unknown column ${JSON.stringify(unknown[0])} (columns: ${IMPORT_COLUMNS.join(', ')})`);
+  if (!columns.includes('email')) throw new BadRequest(`csv header: an "email" column is required (columns: ${IMPORT_COLUMNS.join(', ')})`);
+  if (new Set(columns).size !== columns.length) throw new BadRequest('csv header: a column is named twice');
+  return columns;
+}
+
+const emailOnly = emailSchema().required();
+
+/** One stored line as a row to apply, or the reason it is refused. */
+export function parseLine(format: ImportFormat, columns: string[], line: number, text: string, defaultStatus: string | null = null): Parsed {
+  if (text.length > LINE_MAX) return { line, reason: `the line is longer than ${LINE_MAX} characters` };
+  // the API stores a NUL byte or bytes that are not UTF-8 as U+FFFD (store.ts): such a line is refused whole
+  if (text.includes('\uFFFD')) return { line, reason: 'not UTF-8 text, or holds a NUL byte' };
+  let record: Record<string, unknown>;
+  if (format === 'csv') {
+    const fields = csvFields(text);
+    if (fields.length > columns.length) return { line, reason: `${fields.length} fields, the header names ${columns.length}` };
+    record = Object.fromEntries(columns.map((c, i) => [c, fields[i] ?? '']));
+    if (typeof record.tags === 'string') record.tags = record.tags.split(';');
+  } else {
+    try {
+      record = JSON.parse(text) as Record<string, unknown>;
+    } catch {
+      return { line, reason: 'not JSON' };
+    }
+    if (record === null || typeof record !== 'object' || Array.isArray(record)) return { line, reason: 'not a JSON object' };
+    const unknown = Object.keys(record).find((k) => !(IMPORT_COLUMNS as readonly string[]).includes(k));
+    if (unknown !== undefined) return { line, reason: `unknown key ${JSON.stringify(unknown)}` };
+  }
+  const parsed = checkRecord(line, record);
+  if (!('reason' in parsed) && parsed.status === null) parsed.status = defaultStatus as ImportStatusValue | null;
+  return parsed;
+}
+
+function checkRecord(line: number, record: Record<string, unknown>): Parsed {
+  const refuse = (reason: string) => ({ line, reason });
+  const { error, value: email } = emailOnly.validate(record.email);
+  if (error) return refuse(typeof record.email === 'string' && record.email.trim() ? `not an email address: ${JSON.stringify(record.email.slice(0, 100))}` : 'no email address');
+  const text = (key: string, max: number): string | { reason: string } => {
+    const value = record[key] ?? '';
+    if (typeof value !== 'string') return { reason: `${key} must be text` };
+    const trimmed = value.trim();
+    return [...trimmed].length > max ? { reason: `${key} is longer than ${max} characters` } : trimmed;
+  };
+  const name = text('name', NAME_MAX);
+  if (typeof name !== 'string') return refuse(name.reason);
+  const consentSource = text('consent_source', CONSENT_SOURCE_MAX);
+  if (typeof consentSource !== 'string') return refuse(consentSource.reason);
+  const rawTags = record.tags ?? [];
+  if (!Array.isArray(rawTags) || rawTags.some((t) => typeof t !== 'string')) return refuse('tags must be a list of text');
+  const tags = [...new Set((rawTags as string[]).map((t) => t.trim()).filter(Boolean))];
+  if (tags.length > TAGS_MAX) return refuse(`more than ${TAGS_MAX} tags`);
+  if (tags.some((t) => t.length > TAG_LENGTH_MAX)) return refuse(`a tag is longer than ${TAG_LENGTH_MAX} characters`);
+  const status = record.status === undefined || record.status === null || record.status === '' ? null : record.status;
+  if (status !== null && !(IMPORT_STATUSES as readonly unknown[]).includes(status)) return refuse(`status must be one of ${IMPORT_STATUSES.join(', ')}`);
+  let consentAt: Date | null = null;
+  if (record.consent_at !== undefined && record.consent_at !== null && record.consent_at !== '') {
+    consentAt = typeof record.consent_at === 'string' && /^\d{4}-\d\d-\d\d/.test(record.consent_at) ? new Date(record.consent_at) : new Date(NaN);
+    if (Number.isNaN(consentAt.getTime())) return refuse('consent_at must be an ISO 8601 date or time');
+    if (consentAt.getTime() > Date.now() + 86_400_000) return refuse('consent_at is in the future');
+  }
+  return { line, email: email as string, name, tags, status: status as ImportStatusValue | null, consentSource: consentSource || 'import', consentAt };
+}

@@ -1,0 +1,154 @@
+import { StringDecoder } from 'node:string_decoder';
+import type { Import } from '../../../../generated/prisma/client';
+import { rawQuery, type Db } from '../db';
+import { BadRequest, NotFound, PayloadTooLarge } from '../errors';
+import { logger } from '../logger';
+import { QUEUE, jobId, queue } from '../queues';
+import { parseHeader, type ImportFormat, type ImportStatusValue } from './parse';
+
+/** The largest import body (about 2 million lines of a name and an address). */
+export const IMPORT_BODY_MAX_BYTES = 100 * 1024 * 1024;
+/** Lines written to Postgres per statement while the body arrives: the API holds about this many at once. */
+const STORE_BATCH = 2_000;
+/** The per-line report keeps this many refusals (the counts cover every line). */
+export const IMPORT_ERRORS_KEPT = 1_000;
+
+export interface ImportView {
+  id: number;
+  list: number;
+  status: 'queued' | 'running' | 'done' | 'failed';
+  /** data lines received (the CSV header and blank lines are not counted) */
+  total: number;
+  /** lines applied so far (added + updated + skipped + refused): the progress */
+  processed: number;
+  added: number;
+  updated: number;
+  skipped: number;
+  refused: number;
+  /** [{line, reason}], `line` counting from 1 with the CSV header included; the first IMPORT_ERRORS_KEPT */
+  errors: { line: number; reason: string }[];
+  created_at: string;
+  finished_at: string | null;
+}
+
+export function importView(row: Import): ImportView {
+  return {
+    id: row.id,
+    list: row.listId,
+    status: row.status,
+    total: row.total,
+    processed: row.added + row.updated + row.skipped + row.refused,
+    added: row.added,
+    updated: row.updated,
+    skipped: row.skipped,
+    refused: row.refused,
+    errors: row.errors as ImportView['errors'],
+    created_at: row.createdAt.toISOString(),
+    finished_at: row.finishedAt?.toISOString() ?? null,
+  };
+}
+
+export async function getImport(db: Db, id: number): Promise<ImportView> {
+  const row = await db.import.findUnique({ where: { id } });
+  if (!row) throw new NotFound(`no import with id ${id}`);
+  return importView(row);
+}
+
+/** The list exists: checked before a byte of the body is read. */
+export async function requireImportList(db: Db, listId: number): Promise<void> {
+  if (!(await db.list.findUnique({ where: { id: listId }, select: { id: true } }))) throw new NotFound(`no list with id ${listId}`);
+}
+
+/** The body's lines, numbered from 1, blank ones skipped; NUL bytes and bytes that are not UTF-8 become U+FFFD. */
+async function* linesOf(body: AsyncIterable<Buffer | string> | Iterable<Buffer | string>, maxBytes: number): AsyncGenerator<{ line: number; text: string }> {
+  const decoder = new StringDecoder('utf8');
+  let bytes = 0;
+  let rest = '';
+  let number = 0;
+  const clean = (text: string) => text.replace(/\r$/, '').replaceAll('\0', '\uFFFD');
+  for await (const chunk of body) {
+    bytes += chunk.length;
+    if (bytes > maxBytes) throw new PayloadTooLarge(`an import is at most ${maxBytes} bytes`);
+    const parts = (rest + (typeof chunk === 'string' ? chunk : decoder.write(chunk))).split('\n');
+    rest = parts.pop()!;
+    for (const text of parts) {
+      number++;
+      if (text.trim()) yield { line: number, text: clean(text) };
+    }
+  }
+  rest += decoder.end();
+  if (rest.trim()) yield { line: number + 1, text: clean(rest) };
+}
+
+/**
+ * Stores an uploaded import and queues its job: the lines are written as they arrive, STORE_BATCH at a time, so the
+ * API never holds the whole body. The import is taken by a worker only once all of it is stored (`received`); a body
+ * cut off, too large, or whose CSV header is wrong leaves nothing behind.
+ */
+export async function receiveImport(
+  db: Db,
+  listId: number,
+  format: ImportFormat,
+  body: AsyncIterable<Buffer | string> | Iterable<Buffer | string>,
+  options: { defaultStatus?: ImportStatusValue; maxBytes?: number } = {},
+): Promise<ImportView> {
+  const maxBytes = options.maxBytes ?? IMPORT_BODY_MAX_BYTES;
+  await requireImportList(db, listId);
+  const lines = linesOf(body, maxBytes);
+  let columns: string[] = [];
+  if (format === 'csv') {
+    const header = await lines.next();
+    if (header.done) throw new BadRequest('csv: no header line (email,name,tags,status,consent_source,consent_at)');
+    columns = parseHeader(header.value.text);
+  }
+  const row = await db.import.create({ data: { listId, format, columns, defaultStatus: options.defaultStatus ?? null } });
+  let total = 0;
+  try {
+    let batch: { line: number; text: string }[] = [];
+    const flush = async () => {
+      if (!batch.length) return;
+      await rawQuery(db, 'INSERT INTO import_lines (import_id, line, text) SELECT $1, * FROM unnest($2::int[], $3::text[])', [
+        row.id,
+        batch.map((l) => l.line),
+        batch.map((l) => l.text),
+      ]);
+      total += batch.length;
+      batch = [];
+    };
+    for await (const line of lines) {
+      batch.push(line);
+      if (batch.length >= STORE_BATCH) await flush();
+    }
+    await flush();
+    if (!total) throw new BadRequest('no lines to import');
+  } catch (err) {
+    await db.import.delete({ where: { id: row.id } }).catch(() => undefined);
+    throw err;
+  }
+  const received = await db.import.update({ where: { id: row.id }, data: { received: true, total } });
+  await queueImport(received.id);
+  return importView(received);
+}
+
+/** Queues the import's job (one job per import: a repeated add is a no-op); a Redis hiccup leaves it to housekeeping. */
+export async function queueImport(id: number): Promise<void> {
+  try {
+    await queue(QUEUE.imports).add(QUEUE.imports, { importId: id }, { jobId: jobId.import(id) });
+  } catch (err) {
+    logger.warn({ import: id, err: (err as Error).message }, 'import left for housekeeping to queue');
+  }
+}
+
+/** An upload cut off by the API's own end (never answered 202) is removed after this long. */
+const UNRECEIVED_KEPT_MS = 3_600_000;
+
+/**
+ * Housekeeping: queues every received import not finished (its job lost with Redis, or never queued), and removes the
+ * uploads an API process was storing when it stopped (never accepted: their client got no 202).
+ */
+export async function requeueImports(db: Db): Promise<number> {
+  await db.import.deleteMany({ where: { received: false, createdAt: { lt: new Date(Date.now() - UNRECEIVED_KEPT_MS) } } });
+  const open = await db.import.findMany({ where: { received: true, status: { in: ['queued', 'running'] } }, select: { id: true } });
+  for (const { id } of open) await queueImport(id);
+  return open.length;
+}

@@ -1,0 +1,59 @@
+import { spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { ROOT } from '../helpers/processes';
+
+// js-yaml is in node_modules through jest (@istanbuljs/load-nyc-config); it only reads this file
+const yaml = require('js-yaml') as { load(text: string): unknown };
+
+interface Service {
+  image?: string;
+  build?: unknown;
+  ports?: string[];
+  environment?: Record<string, string>;
+  volumes?: string[];
+  depends_on?: Record<string, unknown>;
+}
+
+const text = fs.readFileSync(path.join(ROOT, 'docker-compose.yml'), 'utf8');
+const compose = yaml.load(text) as { services: Record<string, Service>; volumes: Record<string, unknown> };
+
+describe('docker-compose.yml starts with no .env', () => {
+  it('every ${VARIABLE} has a default: none is required, none left empty by mistake', () => {
+    const uses = [...text.matchAll(/\$\{([^}]*)\}/g)].map((m) => m[1]!);
+    expect(uses.length).toBeGreaterThan(0);
+    for (const use of uses) expect({ use, defaulted: /^[A-Z_][A-Z0-9_]*:?-/.test(use) }).toEqual({ use, defaulted: true });
+    // a bare $VARIABLE (without braces) cannot carry a default either
+    expect(text.replace(/\$\{[^}]*\}/g, '').match(/\$[A-Za-z_]/g)).toBeNull();
+  });
+
+  it('has the services and ports the README names, and the API and worker share the state volume of generated secrets', () => {
+    expect(Object.keys(compose.services).sort()).toEqual(['api', 'mailpit', 'postgres', 'redis', 'worker']);
+    const published = (name: string) => (compose.services[name]!.ports ?? []).map((p) => p.split(':').at(-1));
+    expect(published('api')).toContain('3000');
+    expect(published('mailpit')).toEqual(expect.arrayContaining(['8025', '1025']));
+    expect(published('postgres')).toContain('5432');
+    expect(published('redis')).toContain('6379');
+    const readme = fs.readFileSync(path.join(ROOT, 'README.md'), 'utf8');
+    const section = readme.slice(readme.indexOf('## Docker compose'));
+    expect(section).toContain('smtp://mailpit:1025');
+    for (const name of ['api', 'worker']) {
+      const service = compose.services[name]!;
+      expect(service.build).toBeDefined();
+      const stateDir = service.environment!.STATE_DIR!;
+      expect(service.volumes).toContain(`state:${stateDir}`);
+      expect(section).toContain(`${stateDir}/secrets.json`);
+    }
+    expect(compose.volumes).toHaveProperty('state');
+    // the image lets its user write there: the volume is created from a directory the service owns
+    expect(fs.readFileSync(path.join(ROOT, 'Dockerfile'), 'utf8')).toContain(`chown node:node ${compose.services.api!.environment!.STATE_DIR}`);
+  });
+
+  it('`docker compose config` accepts it with an empty environment, where Docker Compose is installed', () => {
+    const compose = (args: string[]) => spawnSync('docker', ['compose', ...args], { cwd: ROOT, encoding: 'utf8', env: { PATH: process.env.PATH! }, timeout: 30_000 });
+    if (compose(['version']).status !== 0) return; // no Compose on this machine: the two checks above stand for it
+    const run = compose(['config', '--quiet']);
+    expect(run.stderr).toBe('');
+    expect(run.status).toBe(0);
+  });
+});
