@@ -202,6 +202,9 @@ class World {
       ADMIN_TOKEN,
       SECRET_KEY,
       PUBLIC_URL: 'http://127.0.0.1',
+      // the webhook scenario's receiver is on loopback, and its retries come within seconds (1 s x 4^n)
+      WEBHOOK_ALLOW_PRIVATE: 'true',
+      WEBHOOK_RETRY_BASE_MS: '1000',
     };
   }
 
@@ -221,16 +224,22 @@ class World {
     return worker;
   }
 
+  account = 0;
+  mailbox = 0;
+
+  /** A call of the admin API on the first API: 201 (200 for PATCH) or it throws. */
+  async admin<T>(p: string, body: unknown, method = 'POST'): Promise<T> {
+    const res = await fetch(`http://127.0.0.1:${this.apis[0]!.port}/admin/api${p}`, {
+      method,
+      headers: { Authorization: `Bearer ${ADMIN_TOKEN}`, 'Content-Type': 'application/json' },
+      body: JSON.stringify(body),
+    });
+    if (res.status !== (method === 'POST' ? 201 : 200)) throw new Error(`admin ${method} ${p}: ${res.status} ${await res.text()}`);
+    return (await res.json()) as T;
+  }
+
   async tenant(): Promise<void> {
-    const admin = async <T>(p: string, body: unknown): Promise<T> => {
-      const res = await fetch(`http://127.0.0.1:${this.apis[0]!.port}/admin/api${p}`, {
-        method: 'POST',
-        headers: { Authorization: `Bearer ${ADMIN_TOKEN}`, 'Content-Type': 'application/json' },
-        body: JSON.stringify(body),
-      });
-      if (res.status !== 201) throw new Error(`admin ${p}: ${res.status} ${await res.text()}`);
-      return (await res.json()) as T;
-    };
+    const admin = <T>(p: string, body: unknown) => this.admin<T>(p, body);
     const { account } = await admin<{ account: { id: number } }>('/accounts', { name: 'faults' });
     const { mailbox } = await admin<{ mailbox: { id: number } }>('/mailboxes', {
       account: account.id,
@@ -241,6 +250,8 @@ class World {
     });
     const { key } = await admin<{ key: { token: string } }>('/keys', { account: account.id, name: 'faults', mailbox: mailbox.id, daily_limit: 10_000_000 });
     this.token = key.token;
+    this.account = account.id;
+    this.mailbox = mailbox.id;
   }
 
   async stop(): Promise<void> {
@@ -552,6 +563,99 @@ const scenarios: Record<string, { apis: number; workers: number; drainFirst?: bo
     },
   },
 
+  /**
+   * Webhook retries waiting in Redis when it is lost: 300 message.sent events to a receiver that fails them (500), so
+   * their next attempts are delayed jobs; Redis killed and restarted empty; the receiver recovers. Every event must
+   * reach it, rebuilt from the webhook_jobs rows (recovery/index.ts), none twice with a 2xx.
+   */
+  'webhook-retries-redis-lost': {
+    apis: 1,
+    workers: 1,
+    async run(world) {
+      const receiver = await webhookReceiver();
+      try {
+        await world.admin('/webhooks', { account: world.account, url: receiver.url, events: ['message.sent'] });
+        const ids = accepted(await load(world, 300, 0, 10));
+        // every event failed at least twice: its next attempt (4 s, then 16 s ahead) waits in Redis
+        await until(async () => receiver.events.size >= ids.length && [...receiver.attempts.values()].every((n) => n >= 2), 120_000, 'two failed attempts of every event');
+        await world.redis.kill();
+        log('redis killed with', receiver.events.size, 'events failing');
+        await sleep(2_000);
+        await world.redis.start();
+        const back = Date.now();
+        receiver.failing = false;
+        log('redis back (empty); the receiver answers 200 now');
+        let ms: number | null = null;
+        try {
+          await until(async () => receiver.delivered.size >= receiver.events.size, 180_000, 'every event delivered', 250);
+          ms = Date.now() - back;
+        } catch {
+          ms = null;
+        }
+        await sleep(3_000);
+        const twice = [...receiver.deliveredTimes.values()].filter((n) => n > 1).length;
+        return {
+          accepted: receiver.events.size,
+          delivered: receiver.delivered.size,
+          duplicates: twice,
+          lost: receiver.events.size - receiver.delivered.size,
+          drainSeconds: seconds(ms),
+          duringFault: { events: receiver.events.size, deliveredAfterRedisBackSeconds: seconds(ms), attemptsSeenBeforeTheLoss: 2 },
+          target: 'every event delivered after Redis comes back empty (within 3 min), none delivered twice',
+          met: ms !== null && receiver.delivered.size === receiver.events.size && twice === 0,
+        };
+      } finally {
+        await receiver.close();
+      }
+    },
+  },
+
+  /**
+   * A broadcast scheduled 15 s ahead when Redis is lost (its delayed job with it): it must go out when due, every
+   * copy once, rebuilt from its row.
+   */
+  'scheduled-broadcast-redis-lost': {
+    apis: 1,
+    workers: 1,
+    async run(world) {
+      const { list } = await world.admin<{ list: { id: number; key: string } }>('/lists', { account: world.account, name: 'faults', confirm: false, mailbox: world.mailbox });
+      const client = new Client({ connectionString: world.env.DATABASE_URL });
+      await client.connect();
+      await client.query(
+        `INSERT INTO subscribers (list_id, email, name, status, confirmed_at) SELECT $1, 'reader' || n || '@example.com', 'Reader', 'active', now() FROM generate_series(1, 200) n`,
+        [list.id],
+      );
+      await client.query('UPDATE lists SET subscriber_count = 200 WHERE id = $1', [list.id]);
+      const sendAt = Date.now() + 15_000;
+      const { broadcast } = await world.admin<{ broadcast: { id: number } }>('/broadcasts', { list: list.key, subject: 'Later', text: 'Hello', send_at: new Date(sendAt).toISOString() });
+      await world.admin(`/broadcasts/${broadcast.id}`, { status: 'sending' }, 'PATCH');
+      await world.redis.kill();
+      log('redis killed with the broadcast scheduled');
+      await sleep(3_000);
+      await world.redis.start();
+      log('redis back (empty)');
+      let ms: number | null = null;
+      try {
+        await until(async () => (await deliveredCount(world.sink)) >= 200, 120_000, 'the 200 copies', 250);
+        ms = Date.now() - sendAt;
+      } catch {
+        ms = null;
+      }
+      await sleep(3_000);
+      const ids = (await client.query<{ id: string }>('SELECT id::text FROM messages WHERE broadcast_id = $1', [broadcast.id])).rows.map((r) => r.id);
+      const status = (await client.query<{ status: string }>('SELECT status::text FROM broadcasts WHERE id = $1', [broadcast.id])).rows[0]?.status;
+      await client.end();
+      const d = await delivery(world.sink, ids);
+      return {
+        ...pick(d),
+        drainSeconds: seconds(ms),
+        duringFault: { copies: ids.length, status, allDeliveredSecondsAfterSendAt: seconds(ms) },
+        target: 'the broadcast goes out after Redis comes back empty: 200 copies, each once',
+        met: ms !== null && ids.length === 200 && d.lost === 0 && d.duplicates === 0 && status === 'sent',
+      };
+    },
+  },
+
   /** Two APIs and two workers on the same database and Redis: each accepted send delivered exactly once. */
   'two-apis-two-workers': {
     apis: 2,
@@ -573,6 +677,33 @@ const scenarios: Record<string, { apis: number; workers: number; drainFirst?: bo
     },
   },
 };
+
+/** A webhook endpoint on loopback: answers 500 while `failing`, then 200; counts attempts and 2xx answers by event. */
+async function webhookReceiver() {
+  const state = {
+    failing: true,
+    events: new Set<string>(),
+    attempts: new Map<string, number>(),
+    delivered: new Set<string>(),
+    deliveredTimes: new Map<string, number>(),
+  };
+  const http = await import('node:http');
+  const server = http.createServer((req, res) => {
+    req.resume();
+    req.on('end', () => {
+      const id = String(req.headers['webhook-id'] ?? '');
+      state.events.add(id);
+      state.attempts.set(id, (state.attempts.get(id) ?? 0) + 1);
+      if (state.failing) return void res.writeHead(500).end();
+      state.delivered.add(id);
+      state.deliveredTimes.set(id, (state.deliveredTimes.get(id) ?? 0) + 1);
+      res.writeHead(200).end();
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const url = `http://127.0.0.1:${(server.address() as net.AddressInfo).port}/hooks`;
+  return Object.assign(state, { url, close: () => new Promise((resolve) => server.close(resolve)) });
+}
 
 function pick(d: Delivery) {
   return { accepted: d.accepted, delivered: d.delivered, duplicates: d.duplicates, lost: d.lost };
