@@ -618,6 +618,10 @@ const scenarios: Record<string, { apis: number; workers: number; drainFirst?: bo
     apis: 1,
     workers: 1,
     async run(world) {
+      // the worker is up (it stops at start when Redis is not there): one send through it first
+      await load(world, 1, 0, 1);
+      await until(async () => (await deliveredCount(world.sink)) >= 1, 60_000, 'the worker up');
+      await fetch(`http://127.0.0.1:${world.sink.httpPort}/reset`, { method: 'POST' });
       const { list } = await world.admin<{ list: { id: number; key: string } }>('/lists', { account: world.account, name: 'faults', confirm: false, mailbox: world.mailbox });
       const client = new Client({ connectionString: world.env.DATABASE_URL });
       await client.connect();
