@@ -24,7 +24,7 @@ export function mcpRouter(db: Db, auth: KeyAuthenticator, failures: AuthFailures
   });
   // stateless: no server-initiated stream (GET) and no session to end (DELETE)
   router.all('/', requireKey(auth, failures), () => {
-    throw new MethodNotAllowed('this MCP endpoint is stateless: POST JSON-RPC messages to it');
+    throw new MethodNotAllowed('this MCP endpoint is stateless: POST JSON-RPC messages to it', { Allow: 'POST' });
   });
   return router;
 }

@@ -10,9 +10,16 @@ export const unknownRoute: RequestHandler = (req) => {
   throw new NotFound(`no route ${req.method} ${req.path}`);
 };
 
-/** For `router.route(path).get(...).all(methodNotAllowed)`. */
+/**
+ * For `router.route(path).get(...).all(methodNotAllowed)`: 405 with `Allow` naming the route's methods (RFC 9110
+ * 15.5.6; HEAD wherever GET is, as Express answers it).
+ */
 export const methodNotAllowed: RequestHandler = (req) => {
-  throw new MethodNotAllowed(`${req.method} is not allowed on ${req.path}`);
+  const methods = Object.keys((req.route as { methods?: Record<string, boolean> } | undefined)?.methods ?? {})
+    .filter((m) => m !== '_all')
+    .map((m) => m.toUpperCase());
+  if (methods.includes('GET') && !methods.includes('HEAD')) methods.push('HEAD');
+  throw new MethodNotAllowed(`${req.method} is not allowed on ${req.path}`, { Allow: methods.join(', ') });
 };
 
 interface BodyParserError {

@@ -5,7 +5,7 @@ import type { Db } from '../../../core/src/db';
 import { AppError } from '../../../core/src/errors';
 import { acceptSend, findSend, MAX_WAIT_SECONDS, type SendAnswer } from '../../../core/src/sending/accept';
 import { parseIdempotencyKey } from '../../../core/src/idempotency';
-import { setHeaders } from '../middleware/errors';
+import { methodNotAllowed, setHeaders } from '../middleware/errors';
 import { dailyQuota, rateLimitHeaders } from '../../../core/src/sending/quota';
 
 /** `Prefer: wait=N` (RFC 7240): how long the caller will wait for the copies to be delivered; 0 when not asked. */
@@ -38,12 +38,18 @@ export async function postSend(db: Db, res: ServerResponse, key: ApiKey, body: u
 
 /** Spec 4.1 and DESIGN section 4: POST /send, GET /send/:id. */
 export function sendRoutes(router: Router, db: Db): void {
-  router.post('/send', async (req, res) => {
-    const answer = await postSend(db, res, res.locals.key, req.body, req.headers);
-    res.status(answer.status).json(answer.body);
-  });
+  router
+    .route('/send')
+    .post(async (req, res) => {
+      const answer = await postSend(db, res, res.locals.key, req.body, req.headers);
+      res.status(answer.status).json(answer.body);
+    })
+    .all(methodNotAllowed);
 
-  router.get('/send/:id', async (req, res) => {
-    res.json(await findSend(db, res.locals.key.accountId, req.params.id));
-  });
+  router
+    .route('/send/:id')
+    .get(async (req, res) => {
+      res.json(await findSend(db, res.locals.key.accountId, req.params.id));
+    })
+    .all(methodNotAllowed);
 }
