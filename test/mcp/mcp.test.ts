@@ -183,12 +183,21 @@ describe('MCP tools give what the HTTP API gives', () => {
     refused(await call(client, 'get_prospect', { campaign: 999999, email: 'p@example.org' }), 404, /campaign/);
   });
 
-  it('has no campaign tools for a key without the permission: calling one anyway is an error result, nothing runs', async () => {
+  it('has no campaign tools for a key without the permission: calling one anyway is a JSON-RPC error -32602, nothing runs', async () => {
     const plain = await makeTenant();
     const campaign = await makeCampaign(plain.account.id, plain.mailbox.id);
-    const result = await call(await connect(plain.token), 'add_prospects', { campaign: campaign.id, prospects: [{ email: 'x@example.org' }] });
-    expect(result.isError).toBe(true);
-    expect(result.content[0]!.text).toMatch(/add_prospects not found/);
+    const client = await connect(plain.token);
+    await expect(call(client, 'add_prospects', { campaign: campaign.id, prospects: [{ email: 'x@example.org' }] })).rejects.toMatchObject({ code: -32602, message: expect.stringMatching(/Unknown tool: add_prospects/) });
+    await expect(call(client, 'no_such_tool')).rejects.toMatchObject({ code: -32602 });
     expect(await db().prospect.count({ where: { campaignId: campaign.id } })).toBe(0);
+    // on the wire: a JSON-RPC error object, not a result
+    const raw = await fetch(`${base}/mcp`, {
+      method: 'POST',
+      headers: { Authorization: `Bearer ${plain.token}`, 'Content-Type': 'application/json', Accept: 'application/json, text/event-stream' },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 7, method: 'tools/call', params: { name: 'no_such_tool', arguments: {} } }),
+    });
+    const body = (await raw.json()) as { id: number; error?: { code: number }; result?: unknown };
+    expect(body).toMatchObject({ id: 7, error: { code: -32602 } });
+    expect(body.result).toBeUndefined();
   });
 });

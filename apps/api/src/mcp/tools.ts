@@ -1,3 +1,4 @@
+import { ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
@@ -168,7 +169,7 @@ export function mcpServer(db: Db, key: ApiKey): McpServer {
     (args) => answer(() => unsubscribe(db, key, args)),
   );
 
-  if (!key.prospects) return server;
+  if (!key.prospects) return refuseUnknownTools(server);
 
   tool(
     server,
@@ -226,5 +227,25 @@ export function mcpServer(db: Db, key: ApiKey): McpServer {
     (args) => answer(() => reportProspectState(db, key, args)),
   );
 
+  return refuseUnknownTools(server);
+}
+
+/**
+ * A call of a tool this server does not have (an unknown name, or a campaign tool for a key without the permission) is
+ * a JSON-RPC error -32602 (Invalid params), as the MCP specification asks, not a tool result with isError: the SDK's
+ * own handler turns every error into a result, so the name is checked before it runs.
+ */
+function refuseUnknownTools(server: McpServer): McpServer {
+  const handlers = (server.server as unknown as { _requestHandlers: Map<string, (request: { params?: { name?: unknown } }, extra: unknown) => Promise<unknown>> })._requestHandlers;
+  const registered = (server as unknown as { _registeredTools: Record<string, unknown> })._registeredTools;
+  const call = handlers.get('tools/call');
+  if (!call || !registered) throw new Error('the MCP SDK no longer keeps its handlers where refuseUnknownTools looks: update it');
+  handlers.set('tools/call', async (request, extra) => {
+    const name = request.params?.name;
+    if (typeof name !== 'string' || !Object.hasOwn(registered, name)) {
+      throw new McpError(ErrorCode.InvalidParams, `Unknown tool: ${String(name)}`);
+    }
+    return call(request, extra);
+  });
   return server;
 }
