@@ -72,7 +72,44 @@ function fixExtensions(node: unknown): unknown {
   return Object.fromEntries(Object.entries(object).map(([k, v]) => [k, fixExtensions(v)]));
 }
 
-export const toJsonSchema = (schema: Joi.Schema): JsonSchema => fixExtensions(parse(schema, 'open-api-3.1')) as JsonSchema;
+/**
+ * What joi-to-json writes wrong about objects, corrected by walking the joi schema beside its output:
+ * - `Joi.object()` with no keys takes any keys (joi's default), but is written closed and empty: it is opened;
+ * - `.pattern(keySchema, value)` (a joi schema for the names) is written closed and empty: it becomes
+ *   `additionalProperties` with the value's schema and `propertyNames` with the names' schema;
+ * - `.pattern(regex, value)` also gets a property named after the regex's text: dropped (patternProperties says it);
+ * - the branches of `when` (if/then/else) repeat `additionalProperties: false` with only the keys they mention, which
+ *   no body can satisfy alongside the other keys: a branch only adds conditions, so it is left open.
+ */
+function fixObjects(node: JsonSchema, schema: Joi.Schema | undefined): JsonSchema {
+  const terms = (schema as unknown as { $_terms?: JoiTerms } | undefined)?.$_terms;
+  if (schema?.type === 'object' && terms) {
+    const properties = (node.properties ?? {}) as Record<string, JsonSchema>;
+    const patterns = terms.patterns ?? [];
+    if (patterns.some((p) => p.regex)) for (const name of Object.keys(properties)) if (name.startsWith('/')) delete properties[name];
+    const named = patterns.find((p) => p.schema && !p.regex);
+    if (named) {
+      node.additionalProperties = toJsonSchema(named.rule);
+      node.propertyNames = toJsonSchema(named.schema!);
+    } else if (!terms.keys && !patterns.length && node.additionalProperties === false) {
+      node.additionalProperties = true;
+    }
+    for (const child of terms.keys ?? []) if (properties[child.key]) fixObjects(properties[child.key]!, child.schema);
+  }
+  if (schema?.type === 'array' && node.items && terms?.items?.length === 1) fixObjects(node.items as JsonSchema, terms.items[0]);
+  for (const branch of (node.allOf ?? []) as JsonSchema[]) {
+    for (const part of ['then', 'else'] as const) if (branch[part]) delete (branch[part] as JsonSchema).additionalProperties;
+  }
+  return node;
+}
+
+interface JoiTerms {
+  keys?: { key: string; schema: Joi.Schema }[] | null;
+  patterns?: { regex?: RegExp; schema?: Joi.Schema; rule: Joi.Schema }[] | null;
+  items?: Joi.Schema[];
+}
+
+export const toJsonSchema = (schema: Joi.Schema): JsonSchema => fixObjects(fixExtensions(parse(schema, 'open-api-3.1')) as JsonSchema, schema);
 
 const STATUS_TEXT: Record<number, string> = {
   200: 'OK', 202: 'Accepted: queued', 400: 'A field is malformed (named in error)', 401: 'The API key is missing, unknown or revoked',
