@@ -51,6 +51,8 @@ it('bodies the document forbids are refused by the server with 400', async () =>
   const cases: [string, Record<string, unknown>][] = [
     ['/send', { to: 'someone@example.com', subject: 'Hello', text: 'Hi', headers: { Subject: 'not a custom header' } }],
     ['/send', { to: 'someone@example.com', subject: 'Hello', text: 'Hi', unknown_field: 1 }],
+    ['/send', { to: 'someone@example.com', subject: 'Hello' }],
+    ['/send', { to: 'someone@example.com', subject: 'Hello', text: 'Hi', from: '' }],
     ['/prospects/state', { campaign: campaign.id, email: 'pat@site.example', state: 'lost' }],
     ['/prospects/state', { campaign: campaign.id, email: 'pat@site.example', state: 'replied', reason: 'price' }],
   ];

@@ -1,6 +1,7 @@
 import parse from 'joi-to-json';
 import type Joi from 'joi';
 import { addProspectsInput, outcomeInput, prospectQuery } from '../../../core/src/outreach/schemas';
+import { MAX_WAIT_SECONDS } from '../../../core/src/sending/accept';
 import { sendSchema } from '../../../core/src/sending/schema';
 import { subscriberInput, unsubscribeInput } from '../../../core/src/subscribers/schema';
 import * as answers from './answers';
@@ -16,10 +17,14 @@ interface Operation {
   query?: Joi.Schema;
   /** the prospects permission of the key (403 without it) */
   prospects?: boolean;
-  /** takes an Idempotency-Key (DESIGN section 11): 409 while the first request is in flight, 422 for another body */
+  /** takes an Idempotency-Key (docs/idempotency.md): 409 while the first request is in flight, 422 for another body */
   idempotent?: boolean;
   answers: Record<number, Joi.Schema>;
+  /** rules the server enforces in code, not in the joi schema, written into the request's schema here */
+  rules?: (body: JsonSchema | undefined, parameters: JsonSchema[]) => JsonSchema[] | void;
 }
+
+const property = (schema: JsonSchema | undefined, name: string) => ((schema?.properties ?? {}) as Record<string, JsonSchema>)[name]!;
 
 const R = answers.refusal;
 /**
@@ -34,6 +39,19 @@ export const OPERATIONS: Operation[] = [
   {
     method: 'post', path: '/send', summary: 'Send an email (spec 4.1)', body: sendSchema, idempotent: true,
     answers: { 200: answers.sendAnswer, 202: answers.sendAnswer, ...WITH_BODY, 403: R, 409: R, 422: R, 429: R },
+    rules: (body) => {
+      // sending/schema.ts: text or html (400 without either); an empty `from` is refused (400); a `to` that leaves
+      // nobody to write to (empty, or every address suppressed or stop-listed) is 422
+      body!.anyOf = [{ required: ['text'] }, { required: ['html'] }];
+      property(body, 'from').minLength = 1;
+      property(body, 'to').description = 'one address or up to 500; none left after suppressions and the stop list (or an empty list) answers 422';
+      return [
+        {
+          name: 'Prefer', in: 'header', required: false, schema: { type: 'string' },
+          description: `wait=N (RFC 7240, N up to ${MAX_WAIT_SECONDS}): answer once every copy is delivered or failed, or after N seconds (200 with the statuses then); see docs/sending.md`,
+        },
+      ];
+    },
   },
   { method: 'get', path: '/send/{id}', summary: 'A send and its messages', answers: { 200: answers.sendAnswer, 404: R } },
   { method: 'get', path: '/lists', summary: "The key's account's lists (spec 4.2)", answers: { 200: answers.listsAnswer } },
@@ -44,6 +62,10 @@ export const OPERATIONS: Operation[] = [
   {
     method: 'delete', path: '/subscribers', summary: 'Unsubscribe (spec 4.4); the fields as body or query', query: unsubscribeInput, idempotent: true,
     answers: { 200: answers.unsubscribeAnswer, ...WITH_BODY, 404: R },
+    rules: (_body, parameters) => {
+      // list and email come as query parameters or as the JSON body: neither place alone is required
+      for (const p of parameters) if (p.in === 'query') Object.assign(p, { required: false, description: 'required here unless the JSON body gives it' });
+    },
   },
   { method: 'get', path: '/campaigns', summary: "The key's account's campaigns (spec 4.5)", prospects: true, answers: { 200: answers.campaignsAnswer } },
   {
@@ -53,6 +75,9 @@ export const OPERATIONS: Operation[] = [
   {
     method: 'get', path: '/prospects', summary: 'Look a prospect up (spec 4.7)', query: prospectQuery, prospects: true,
     answers: { 200: answers.prospectAnswer, 400: R, 404: R },
+    rules: (_body, parameters) => {
+      for (const p of parameters) if (p.name === 'email' || p.name === 'site') p.description = 'give email or site, not both (400 otherwise)';
+    },
   },
   {
     method: 'post', path: '/prospects/state', summary: 'Report an outcome (spec 4.8)', body: outcomeInput, prospects: true, idempotent: true,
@@ -148,6 +173,8 @@ export function openApiDocument(): JsonSchema {
     const parameters: JsonSchema[] = [];
     if (op.path.includes('{id}')) parameters.push({ name: 'id', in: 'path', required: true, schema: { type: 'string' } });
     if (op.query) parameters.push(...queryParameters(op.query));
+    const body = op.body ? toJsonSchema(op.body) : undefined;
+    parameters.push(...(op.rules?.(body, parameters) ?? []));
     if (op.idempotent) {
       parameters.push({
         name: 'Idempotency-Key', in: 'header', required: false, schema: { type: 'string', minLength: 1, maxLength: 200 },
@@ -158,7 +185,7 @@ export function openApiDocument(): JsonSchema {
       summary: op.summary,
       operationId: `${op.method}${op.path.replace(/\{(\w+)\}/g, 'By_$1').replace(/\/(\w)/g, (_, c: string) => c.toUpperCase()).replace(/\W/g, '')}`,
       ...(parameters.length ? { parameters } : {}),
-      ...(op.body ? { requestBody: { required: true, content: { 'application/json': { schema: toJsonSchema(op.body) } } } } : {}),
+      ...(body ? { requestBody: { required: true, content: { 'application/json': { schema: body } } } } : {}),
       ...(op.query && op.method !== 'get' ? { requestBody: { required: false, content: { 'application/json': { schema: toJsonSchema(op.query) } } } } : {}),
       responses,
     };
