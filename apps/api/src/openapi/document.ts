@@ -134,7 +134,17 @@ interface JoiTerms {
   items?: Joi.Schema[];
 }
 
-export const toJsonSchema = (schema: Joi.Schema): JsonSchema => fixObjects(fixExtensions(parse(schema, 'open-api-3.1')) as JsonSchema, schema);
+/** `Joi.any()` is written as every type at once, `array` among them without `items`: it is no type at all. */
+function dropAnyType(node: unknown): unknown {
+  if (Array.isArray(node)) return node.map(dropAnyType);
+  if (!node || typeof node !== 'object') return node;
+  const object = node as JsonSchema;
+  if (Array.isArray(object.type) && object.type.length >= 6 && object.type.includes('array') && !object.items) delete object.type;
+  for (const value of Object.values(object)) dropAnyType(value);
+  return object;
+}
+
+export const toJsonSchema = (schema: Joi.Schema): JsonSchema => dropAnyType(fixObjects(fixExtensions(parse(schema, 'open-api-3.1')) as JsonSchema, schema)) as JsonSchema;
 
 const STATUS_TEXT: Record<number, string> = {
   200: 'OK', 202: 'Accepted: queued', 400: 'A field is malformed (named in error)', 401: 'The API key is missing, unknown or revoked',
