@@ -1,18 +1,19 @@
-import { Redis, type RedisOptions } from 'ioredis';
+import type { RedisOptions } from 'ioredis';
 import { config } from './config';
+import { connectRedis, type RedisClient } from './redis-connect';
 
 /**
- * A new connection. BullMQ needs `maxRetriesPerRequest: null` on workers' connections; the queues' producer side
+ * A new connection (one server, Sentinel or Cluster: redis-connect.ts). BullMQ needs `maxRetriesPerRequest: null` on workers' connections; the queues' producer side
  * turns the offline queue off (queues.ts producerConnection), so adding a job while Redis is down fails at once.
  */
-export function createRedis(options: RedisOptions = {}): Redis {
-  return new Redis(config().redisUrl, { lazyConnect: false, ...options });
+export function createRedis(options: RedisOptions = {}): RedisClient {
+  return connectRedis({ lazyConnect: false, ...options });
 }
 
-let shared: Redis | undefined;
+let shared: RedisClient | undefined;
 
 /** The process's general-purpose connection (counters, pub/sub publishing). */
-export function redis(): Redis {
+export function redis(): RedisClient {
   shared ??= createRedis({ maxRetriesPerRequest: 2 });
   return shared;
 }
