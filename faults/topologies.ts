@@ -6,6 +6,7 @@
  */
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
+import http from 'node:http';
 import net from 'node:net';
 import path from 'node:path';
 import { Client } from 'pg';
@@ -136,6 +137,7 @@ const seconds = (ms: number | null) => (ms === null ? null : Math.round(ms / 100
 
 export function topologyScenarios<W extends WorldLike, A, D>(kit: Kit<W, A, D>): Record<string, TopologyScenario<W>> {
   const servers: ChildProcess[] = [];
+  let hooks: Awaited<ReturnType<typeof webhookReceiver>> | undefined;
   const teardown = async () => {
     await killAll(servers.splice(0));
   };
@@ -217,7 +219,137 @@ export function topologyScenarios<W extends WorldLike, A, D>(kit: Kit<W, A, D>):
         };
       },
     },
+
+    /**
+     * Redis as a Cluster of 3 primaries (queues under one hash tag): sends, a broadcast to a list, and a webhook for
+     * every message.sent, each delivered exactly once.
+     */
+    'redis-cluster': {
+      apis: 1,
+      workers: 2,
+      teardown: async () => {
+        await teardown();
+        await hooks?.close();
+      },
+      async setup(world) {
+        ensurePackages({ 'redis-server': 'redis-server', 'redis-cli': 'redis-tools' });
+        const dir = path.join(kit.tmp, 'cluster');
+        fs.mkdirSync(dir, { recursive: true });
+        const ports: number[] = [];
+        for (let i = 0; i < 3; i++) {
+          const port = await kit.freePort();
+          const bus = await kit.freePort();
+          ports.push(port);
+          servers.push(
+            startServer('redis-server', [
+              '--port', String(port), '--cluster-port', String(bus), '--bind', '127.0.0.1', '--cluster-enabled', 'yes',
+              '--cluster-config-file', path.join(dir, `nodes-${port}.conf`), '--save', '', '--appendonly', 'no', '--dir', dir,
+            ]),
+          );
+        }
+        for (const port of ports) await kit.until(async () => (await redisCommand(port, 'PING')).startsWith('+PONG'), 10_000, `redis ${port}`);
+        execFileSync('redis-cli', ['--cluster', 'create', ...ports.map((p) => `127.0.0.1:${p}`), '--cluster-replicas', '0', '--cluster-yes'], { stdio: 'ignore' });
+        for (const port of ports) await kit.until(async () => (await redisCommand(port, 'CLUSTER', 'INFO')).includes('cluster_state:ok'), 30_000, `cluster state on ${port}`);
+        world.env.REDIS_CLUSTER_NODES = ports.map((p) => `127.0.0.1:${p}`).join(',');
+        hooks = await webhookReceiver();
+        kit.log(`redis cluster of 3 primaries on ${ports.join(', ')}`);
+      },
+      async run(world) {
+        const w = world as W & { apis: { port: number }[]; token: string };
+        const admin = adminClient(w.apis[0]!.port);
+        const { accounts } = await admin<{ accounts: { id: number; name: string }[] }>('GET', '/accounts');
+        const account = accounts.find((a) => a.name === 'faults')!.id;
+        const { mailboxes } = await admin<{ mailboxes: { id: number }[] }>('GET', `/mailboxes?account=${account}`);
+        await admin('POST', '/webhooks', { account, url: hooks!.url, events: ['message.sent'] });
+        const { list } = await admin<{ list: { key: string } }>('POST', '/lists', { account, name: 'cluster', confirm: false, mailbox: mailboxes[0]!.id });
+        const audience = 300;
+        for (let i = 0; i < audience; i++) {
+          const res = await fetch(`http://127.0.0.1:${w.apis[0]!.port}/api/v1/subscribers`, {
+            method: 'POST',
+            headers: { Authorization: `Bearer ${w.token}`, 'Content-Type': 'application/json' },
+            body: JSON.stringify({ list: list.key, email: `member${i}@example.net` }),
+          });
+          if (!res.ok) throw new Error(`subscriber ${i}: ${res.status} ${await res.text()}`);
+        }
+        const startedAt = Date.now();
+        const { broadcast } = await admin<{ broadcast: { id: number } }>('POST', '/broadcasts', { list: list.key, subject: 'Cluster news', text: 'Hello from the cluster.' });
+        await admin('PATCH', `/broadcasts/${broadcast.id}`, { status: 'sending' });
+        const sends = Math.min(kit.sends, 1000);
+        const answers = await kit.load(world, sends);
+        const sendIds = kit.accepted(answers);
+        const copies = await kit.until(async () => {
+          const rows = await query<{ id: string }>(world, 'SELECT id::text FROM messages WHERE broadcast_id = $1', [broadcast.id]);
+          return rows.length === audience ? rows.map((r) => r.id) : false;
+        }, 120_000, 'the broadcast copies');
+        const ids = [...sendIds, ...copies];
+        const ms = await kit.drained(world.sink, ids, 180_000);
+        // every message.sent event reached the endpoint, then a little longer to see a second delivery
+        const events = await kit.until(async () => {
+          const rows = await query<{ id: string }>(world, "SELECT id::text FROM events WHERE type = 'message.sent'", []);
+          return rows.length >= ids.length && rows.every((r) => hooks!.received.has(r.id)) ? rows.map((r) => r.id) : false;
+        }, 120_000, 'the webhooks').catch(() => [] as string[]);
+        await kit.sleep(3_000);
+        const d = await kit.delivery(world.sink, ids);
+        const webhookDuplicates = [...hooks!.received.values()].reduce((n, times) => n + times - 1, 0);
+        return {
+          ...pick(d),
+          drainSeconds: seconds(ms === null ? null : Date.now() - startedAt - 3_000),
+          duringFault: {
+            sends: sendIds.length,
+            broadcastCopies: copies.length,
+            answers: kit.summarizeAnswers(answers),
+            webhookEvents: events.length,
+            webhooksReceived: hooks!.received.size,
+            webhookDuplicates,
+          },
+          target: 'sends, a broadcast and webhooks each exactly once on a 3-primary Redis Cluster',
+          met:
+            d.duplicates === 0 && d.lost === 0 && sendIds.length === sends && copies.length === audience &&
+            events.length === ids.length && webhookDuplicates === 0,
+        };
+      },
+    },
   };
+}
+
+/** An endpoint that answers 204 to every webhook and counts each event id (`webhook-id`) it received. */
+async function webhookReceiver(): Promise<{ url: string; received: Map<string, number>; close: () => Promise<void> }> {
+  const received = new Map<string, number>();
+  const server = http.createServer((req, res) => {
+    req.resume();
+    req.on('end', () => {
+      const id = String(req.headers['webhook-id'] ?? '');
+      received.set(id, (received.get(id) ?? 0) + 1);
+      res.writeHead(204).end();
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as net.AddressInfo;
+  return { url: `http://127.0.0.1:${port}/hooks`, received, close: () => new Promise((resolve) => server.close(() => resolve())) };
+}
+
+const ADMIN_TOKEN = 'faults-admin-token-0123456789';
+
+function adminClient(port: number) {
+  return async <T = unknown>(method: string, p: string, body?: unknown): Promise<T> => {
+    const res = await fetch(`http://127.0.0.1:${port}/admin/api${p}`, {
+      method,
+      headers: { Authorization: `Bearer ${ADMIN_TOKEN}`, ...(body === undefined ? {} : { 'Content-Type': 'application/json' }) },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    if (!res.ok) throw new Error(`admin ${method} ${p}: ${res.status} ${await res.text()}`);
+    return (await res.json()) as T;
+  };
+}
+
+async function query<T>(world: WorldLike, text: string, values: unknown[]): Promise<T[]> {
+  const client = new Client({ connectionString: world.env.DIRECT_DATABASE_URL ?? world.env.DATABASE_URL });
+  await client.connect();
+  try {
+    return (await client.query(text, values)).rows as T[];
+  } finally {
+    await client.end();
+  }
 }
 
 function pick(d: { accepted: number; delivered: number; duplicates: number; lost: number }) {

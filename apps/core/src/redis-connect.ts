@@ -41,12 +41,13 @@ export function serverOptions(cfg: Pick<Config, 'redisUrl' | 'redisSentinels' | 
 export function connectRedis(extra: RedisOptions = {}, cfg: Config = config()): RedisClient {
   const options = { ...serverOptions(cfg), ...extra };
   if (!cfg.redisClusterNodes) return new Redis(options);
-  const { host: _host, port: _port, enableOfflineQueue, retryStrategy, ...perNode } = options;
+  const { host: _host, port: _port, enableOfflineQueue, retryStrategy, lazyConnect, ...perNode } = options;
   return new Cluster(
     cfg.redisClusterNodes.map(({ host, port }) => ({ host, port })),
     {
       redisOptions: perNode,
       enableOfflineQueue: enableOfflineQueue ?? true,
+      lazyConnect: lazyConnect ?? false,
       // a node gone: ask the others for the slots again, as often as a single server is reconnected
       clusterRetryStrategy: retryStrategy ? (attempt) => retryStrategy(attempt) ?? null : undefined,
       // TLS nodes announce their addresses; checking the certificate against the announced name
