@@ -16,6 +16,9 @@ export interface WorldLike {
   name: string;
   env: Record<string, string>;
   workers: { child: ChildProcess }[];
+  apis: { service: { child: ChildProcess }; port: number }[];
+  workerCount: number;
+  startWorker: () => unknown;
   sink: { smtpPort: number; httpPort: number };
 }
 
@@ -123,6 +126,15 @@ function redisCommand(port: number, ...args: string[]): Promise<string> {
   });
 }
 
+/** Keys on the Redis of REDIS_URL (the suite's own single server): 0 shows the service used only the topology. */
+async function keysOff(world: WorldLike): Promise<number> {
+  return dbsize(Number(new URL(world.env.REDIS_URL!).port));
+}
+
+async function dbsize(port: number): Promise<number> {
+  return Number(/:(\d+)/.exec(await redisCommand(port, 'DBSIZE'))?.[1] ?? NaN);
+}
+
 function workerLogs(kit: { logsDir: string }, world: WorldLike, pattern: string): string[] {
   const lines: string[] = [];
   for (const w of world.workers) {
@@ -138,6 +150,10 @@ const seconds = (ms: number | null) => (ms === null ? null : Math.round(ms / 100
 export function topologyScenarios<W extends WorldLike, A, D>(kit: Kit<W, A, D>): Record<string, TopologyScenario<W>> {
   const servers: ChildProcess[] = [];
   let hooks: Awaited<ReturnType<typeof webhookReceiver>> | undefined;
+  let primaryProcess: ChildProcess | undefined;
+  let sentinelPorts: number[] = [];
+  let clusterPorts: number[] = [];
+  let replicaPort = 0;
   const teardown = async () => {
     await killAll(servers.splice(0));
   };
@@ -250,6 +266,7 @@ export function topologyScenarios<W extends WorldLike, A, D>(kit: Kit<W, A, D>):
         for (const port of ports) await kit.until(async () => (await redisCommand(port, 'PING')).startsWith('+PONG'), 10_000, `redis ${port}`);
         execFileSync('redis-cli', ['--cluster', 'create', ...ports.map((p) => `127.0.0.1:${p}`), '--cluster-replicas', '0', '--cluster-yes'], { stdio: 'ignore' });
         for (const port of ports) await kit.until(async () => (await redisCommand(port, 'CLUSTER', 'INFO')).includes('cluster_state:ok'), 30_000, `cluster state on ${port}`);
+        clusterPorts = ports;
         world.env.REDIS_CLUSTER_NODES = ports.map((p) => `127.0.0.1:${p}`).join(',');
         hooks = await webhookReceiver();
         kit.log(`redis cluster of 3 primaries on ${ports.join(', ')}`);
@@ -291,6 +308,8 @@ export function topologyScenarios<W extends WorldLike, A, D>(kit: Kit<W, A, D>):
         await kit.sleep(3_000);
         const d = await kit.delivery(world.sink, ids);
         const webhookDuplicates = [...hooks!.received.values()].reduce((n, times) => n + times - 1, 0);
+        const keysPerNode = await Promise.all(clusterPorts.map(dbsize));
+        const keysOnRedisUrl = await keysOff(world);
         return {
           ...pick(d),
           drainSeconds: seconds(ms === null ? null : Date.now() - startedAt - 3_000),
@@ -301,11 +320,103 @@ export function topologyScenarios<W extends WorldLike, A, D>(kit: Kit<W, A, D>):
             webhookEvents: events.length,
             webhooksReceived: hooks!.received.size,
             webhookDuplicates,
+            keysPerNode,
+            keysOnRedisUrl,
           },
           target: 'sends, a broadcast and webhooks each exactly once on a 3-primary Redis Cluster',
           met:
             d.duplicates === 0 && d.lost === 0 && sendIds.length === sends && copies.length === audience &&
-            events.length === ids.length && webhookDuplicates === 0,
+            events.length === ids.length && webhookDuplicates === 0 && keysPerNode.some((n) => n > 0) && keysOnRedisUrl === 0,
+        };
+      },
+    },
+
+    /**
+     * Redis under Sentinel (a primary, a replica, 3 sentinels): the primary SIGKILLed mid-drain; the sentinels promote
+     * the replica and the service follows without a restart. What the replica had not received yet comes back from
+     * Postgres (the reconciler).
+     */
+    'sentinel-failover': {
+      apis: 1,
+      workers: 1,
+      drainFirst: true,
+      teardown,
+      async setup(world) {
+        ensurePackages({ 'redis-server': 'redis-server', 'redis-sentinel': 'redis-sentinel' });
+        const dir = path.join(kit.tmp, 'sentinel');
+        fs.mkdirSync(dir, { recursive: true });
+        const primary = await kit.freePort();
+        const replica = await kit.freePort();
+        const common = ['--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir];
+        primaryProcess = startServer('redis-server', ['--port', String(primary), ...common]);
+        servers.push(primaryProcess);
+        servers.push(startServer('redis-server', ['--port', String(replica), '--replicaof', '127.0.0.1', String(primary), ...common]));
+        for (const port of [primary, replica]) await kit.until(async () => (await redisCommand(port, 'PING')).startsWith('+PONG'), 10_000, `redis ${port}`);
+        await kit.until(async () => (await redisCommand(replica, 'INFO', 'replication')).includes('master_link_status:up'), 30_000, 'the replica in sync');
+        sentinelPorts = [];
+        for (let i = 0; i < 3; i++) {
+          const port = await kit.freePort();
+          const conf = path.join(dir, `sentinel-${port}.conf`);
+          fs.writeFileSync(
+            conf,
+            [
+              `port ${port}`,
+              'bind 127.0.0.1',
+              `dir ${dir}`,
+              `sentinel monitor ${SENTINEL_NAME} 127.0.0.1 ${primary} 2`,
+              `sentinel down-after-milliseconds ${SENTINEL_NAME} 2000`,
+              `sentinel failover-timeout ${SENTINEL_NAME} 10000`,
+              `sentinel parallel-syncs ${SENTINEL_NAME} 1`,
+              '',
+            ].join('\n'),
+          );
+          servers.push(startServer('redis-sentinel', [conf]));
+          sentinelPorts.push(port);
+        }
+        for (const port of sentinelPorts) {
+          await kit.until(async () => (await redisCommand(port, 'SENTINEL', 'get-master-addr-by-name', SENTINEL_NAME)).includes(String(primary)), 10_000, `sentinel ${port}`);
+        }
+        Object.assign(world.env, { REDIS_SENTINELS: sentinelPorts.map((p) => `127.0.0.1:${p}`).join(','), REDIS_SENTINEL_NAME: SENTINEL_NAME });
+        replicaPort = replica;
+        kit.log(`redis primary :${primary}, replica :${replica}, sentinels ${sentinelPorts.join(', ')}`);
+      },
+      async run(world) {
+        const answers = await kit.load(world, kit.sends);
+        const ids = kit.accepted(answers);
+        for (let i = 0; i < world.workerCount; i++) world.startWorker();
+        await kit.until(async () => (await kit.deliveredCount(world.sink)) >= Math.min(500, ids.length / 4), 60_000, 'the first deliveries', 20);
+        const atKill = await kit.deliveredCount(world.sink);
+        await killAll([primaryProcess!]);
+        const killedAt = Date.now();
+        kit.log('redis primary SIGKILLed at', atKill, 'delivered');
+        await kit.until(
+          async () => (await redisCommand(sentinelPorts[0]!, 'SENTINEL', 'get-master-addr-by-name', SENTINEL_NAME)).includes(String(replicaPort)),
+          60_000,
+          'the promotion',
+          100,
+        );
+        const promotedAt = Date.now();
+        kit.log('replica promoted after', promotedAt - killedAt, 'ms');
+        const ms = await kit.drained(world.sink, ids, 120_000);
+        await kit.sleep(3_000);
+        const d = await kit.delivery(world.sink, ids);
+        const keysOnPromoted = await dbsize(replicaPort);
+        const keysOnRedisUrl = await keysOff(world);
+        const restarted = [...world.apis.map((a) => a.service), ...world.workers].filter((s) => s.child.exitCode !== null || s.child.signalCode !== null).length;
+        return {
+          ...pick(d),
+          drainSeconds: seconds(ms),
+          duringFault: {
+            deliveredAtKill: atKill,
+            promotionSeconds: seconds(promotedAt - killedAt),
+            drainedAfterPromotionSeconds: seconds(ms),
+            processesExited: restarted,
+            keysOnPromoted,
+            keysOnRedisUrl,
+            answers: kit.summarizeAnswers(answers),
+          },
+          target: '0 lost, drained within 60 s of the promotion, no service restart',
+          met: d.lost === 0 && ms !== null && ms <= 60_000 && restarted === 0 && keysOnPromoted > 0 && keysOnRedisUrl === 0,
         };
       },
     },
@@ -329,6 +440,7 @@ async function webhookReceiver(): Promise<{ url: string; received: Map<string, n
 }
 
 const ADMIN_TOKEN = 'faults-admin-token-0123456789';
+const SENTINEL_NAME = 'msprimary';
 
 function adminClient(port: number) {
   return async <T = unknown>(method: string, p: string, body?: unknown): Promise<T> => {
