@@ -20,6 +20,7 @@ import { Client } from 'pg';
 import { htmlToText } from '../apps/core/src/delivery/compose';
 import { growthPhase, KEPT_DATABASE } from './growth';
 import { memoryPhase } from './memory';
+import { scalePhase } from './scale';
 import { schedulerPhase } from './scheduler';
 
 const ROOT = path.resolve(__dirname, '..');
@@ -38,12 +39,12 @@ const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
 const STAMP = Date.now().toString(36);
 const ADMIN_TOKEN = `bench-admin-${STAMP}-0123456789`;
 const SECRET_KEY = 'ab'.repeat(32);
-/** the broadcast phase's list size; BENCH_ONLY=main, broadcast, scheduler, memory or growth runs those phases alone */
+/** the broadcast phase's list size; BENCH_ONLY=main, broadcast, scheduler, memory, growth or scale runs that phase alone */
 const BROADCAST_SUBSCRIBERS = Number(process.env.BENCH_BROADCAST ?? 100_000);
 const ONLY = process.env.BENCH_ONLY ?? '';
-/** BENCH_PORT_BASE moves the four loopback ports (two benches on one machine must not share a sink) */
+/** BENCH_PORT_BASE moves the six loopback ports (two benches on one machine must not share a sink) */
 const PORT_BASE = Number(process.env.BENCH_PORT_BASE ?? 39100);
-const PORTS = { api: PORT_BASE, baseline: PORT_BASE + 1, sinkSmtp: PORT_BASE + 2, sinkHttp: PORT_BASE + 3 };
+const PORTS = { api: PORT_BASE, baseline: PORT_BASE + 1, sinkSmtp: PORT_BASE + 2, sinkHttp: PORT_BASE + 3, slowSmtp: PORT_BASE + 4, slowHttp: PORT_BASE + 5 };
 
 const children: ChildProcess[] = [];
 
@@ -188,12 +189,12 @@ interface Tenant {
   mailbox: number;
 }
 
-async function makeTenant(): Promise<Tenant> {
+async function makeTenant(smtpPort = PORTS.sinkSmtp): Promise<Tenant> {
   const { account } = await admin<{ account: { id: number } }>('/accounts', { name: 'bench' });
   const { mailbox } = await admin<{ mailbox: { id: number } }>('/mailboxes', {
     account: account.id,
     address: 'bench@example.com',
-    smtp: `smtp://127.0.0.1:${PORTS.sinkSmtp}`,
+    smtp: `smtp://127.0.0.1:${smtpPort}`,
     daily_limit: 100_000,
     gap_seconds: 0,
   });
@@ -301,6 +302,7 @@ async function main(): Promise<void> {
     if (!ONLY || ONLY === 'broadcast') results.broadcast = await broadcastPhase(serviceEnv('broadcast'));
     if (!ONLY || ONLY === 'scheduler') results.scheduler = await schedulerBench(serviceEnv('scheduler'));
     if (!ONLY || ONLY === 'memory') results.memory = { ...(results.memory as object), ...(await memoryBench(serviceEnv('memory'))) };
+    if (!ONLY || ONLY === 'scale') results.scale = await scaleBench(serviceEnv('scale'));
     if (!ONLY || ONLY === 'growth') results.growth = await growthBench(serviceEnv);
   } finally {
     for (const child of children) if (child.exitCode === null) child.kill('SIGKILL');
@@ -438,6 +440,21 @@ function growthBench(serviceEnv: (phase: string) => Record<string, string>) {
     peakRssMb,
     settle: (url) => settle(url),
     adminToken: ADMIN_TOKEN,
+  });
+}
+
+/** workers 1, 2 and 4 against a sink that waits 50 ms per email, and nodemailer's pool as wide (bench/scale.ts) */
+function scaleBench(env: Record<string, string>) {
+  return scalePhase({
+    ports: { api: PORTS.api, smtp: PORTS.slowSmtp, http: PORTS.slowHttp },
+    startSink: (env) => start('bench/smtp-sink.ts', env),
+    startApi: () => start('apps/api/src/server.ts', env),
+    startWorker: () => start('apps/worker/src/main.ts', env),
+    stop,
+    up,
+    makeTenant: () => makeTenant(PORTS.slowSmtp),
+    jsonHeaders,
+    sendBody,
   });
 }
 
@@ -669,6 +686,11 @@ function print(r: Record<string, any>): void {
       `claim ${c.tickAllFreeMs} ms a tick with every mailbox free (${c.cpuPerMinuteAllFreeMs} ms a minute), ${c.tickAllInGapMs} ms with every mailbox in its gap; ${c.stepsPerSecond} steps/s written and delivered by 1 worker`,
       `1,200 due on one mailbox with a 60 s gap: ${c.oneGappedMailbox1200.tickMs} ms a tick, ${c.oneGappedMailbox1200.claimed} queued, ${c.oneGappedMailbox1200.cpuPerMinuteMs} ms a minute (before: 4,700-5,300 ms a minute)`,
     ]);
+  }
+  if (r.scale) {
+    for (const row of r.scale.rows) {
+      rows.push([`scale: ${r.scale.messages} sends, sink ${r.scale.sinkDelayMs} ms an email, ${row.workers} worker(s)`, `${row.perSecond} msg/s`, `nodemailer pool of ${row.baselineConnections} connections ${row.baselinePerSecond} msg/s: ratio ${row.ratio}`]);
+    }
   }
   if (r.broadcast) {
     const b = r.broadcast;

@@ -2,11 +2,13 @@
  * A counting SMTP sink for the benchmarks and the fault suite, run as its own process so it does not share a core
  * with what is measured. It accepts every message and records, per Message-ID, when each copy's DATA ended (epoch ms).
  * SMTP on SINK_SMTP_PORT; HTTP on SINK_HTTP_PORT: GET /count answers `{count, unique}` (copies, distinct
- * Message-IDs), GET /ids `{ "<id@domain>": [t1, t2...] }`, POST /reset forgets everything.
+ * Message-IDs), GET /ids `{ "<id@domain>": [t1, t2...] }`, POST /reset forgets everything. SINK_DELAY_MS (default 0)
+ * makes it answer each DATA that much later, like a remote server (the bench's scale phase).
  */
 import http from 'node:http';
 import { SMTPServer } from 'smtp-server';
 
+const DELAY_MS = Number(process.env.SINK_DELAY_MS ?? 0);
 let received = new Map<string, number[]>();
 let count = 0;
 
@@ -26,7 +28,8 @@ const smtp = new SMTPServer({
       if (list) list.push(at);
       else received.set(id, [at]);
       count++;
-      callback();
+      if (DELAY_MS > 0) setTimeout(callback, DELAY_MS);
+      else callback();
     });
   },
 });

@@ -14,6 +14,7 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { Client } from 'pg';
+import { topologyScenarios } from './topologies';
 
 const ROOT = path.resolve(__dirname, '..');
 const SENDS = Number(process.env.FAULTS_SENDS ?? 2000);
@@ -419,7 +420,7 @@ async function acceptAndStartDrain(world: World, minDelivered: number, interval 
 }
 
 /** `drainFirst`: the scenario accepts its sends before starting the workers (acceptAndStartDrain). */
-const scenarios: Record<string, { apis: number; workers: number; drainFirst?: boolean; run: Scenario }> = {
+const scenarios: Record<string, { apis: number; workers: number; drainFirst?: boolean; setup?: (world: World) => Promise<void>; teardown?: () => Promise<void>; run: Scenario }> = {
   /** Redis killed mid-drain and restarted empty 5 s later; nothing restarted on our side. */
   'redis-lost': {
     drainFirst: true,
@@ -709,6 +710,14 @@ async function webhookReceiver() {
   return Object.assign(state, { url, close: () => new Promise((resolve) => server.close(resolve)) });
 }
 
+// PgBouncer, Redis Cluster, Redis Sentinel: servers of their own (faults/topologies.ts)
+Object.assign(
+  scenarios,
+  topologyScenarios({
+    tmp, asRoot, pgPort: () => ownServers!.pg.port, freePort, until, sleep, log, load, accepted, drained, delivery, deliveredCount, summarizeAnswers, sends: SENDS, logsDir: LOGS,
+  }),
+);
+
 function pick(d: Delivery) {
   return { accepted: d.accepted, delivered: d.delivered, duplicates: d.duplicates, lost: d.lost };
 }
@@ -747,6 +756,7 @@ async function main(): Promise<void> {
       await fetch(`http://127.0.0.1:${sink.httpPort}/reset`, { method: 'POST' });
       const world = new World(name, pg, redis, sink);
       try {
+        await scenario.setup?.(world);
         for (let i = 0; i < scenario.apis; i++) await world.startApi();
         await world.tenant();
         world.workerCount = scenario.workers;
@@ -761,6 +771,7 @@ async function main(): Promise<void> {
         for (const s of [...world.apis.map((a) => a.service), ...world.workers]) log(s.output().slice(-2000));
       } finally {
         await world.stop();
+        await scenario.teardown?.();
         await redis.kill();
       }
     }
@@ -778,8 +789,11 @@ async function main(): Promise<void> {
   for (const r of results) {
     console.log(`| ${r.scenario} | ${r.accepted} | ${r.delivered} | ${r.duplicates} | ${r.lost} | ${r.drainSeconds ?? '-'} | ${JSON.stringify(r.duringFault)} | ${r.target} | ${r.met ? 'yes' : 'NO'} |`);
   }
-  const out = { date: new Date().toISOString(), machine: `${os.cpus().length} cores, node ${process.version}`, sends: SENDS, results };
-  fs.writeFileSync(path.join(__dirname, 'results.json'), `${JSON.stringify(out, null, 2)}\n`);
+  // FAULTS_ONLY: the other scenarios' rows of the last run stay
+  const file = path.join(__dirname, 'results.json');
+  const kept = ONLY && fs.existsSync(file) ? ((JSON.parse(fs.readFileSync(file, 'utf8')) as { results?: Result[] }).results ?? []).filter((r) => !ONLY.includes(r.scenario)) : [];
+  const out = { date: new Date().toISOString(), machine: `${os.cpus().length} cores, node ${process.version}`, sends: SENDS, results: [...kept, ...results] };
+  fs.writeFileSync(file, `${JSON.stringify(out, null, 2)}\n`);
   fs.rmSync(tmp, { recursive: true, force: true });
   process.exitCode = results.every((r) => r.met) ? 0 : 1;
 }

@@ -238,7 +238,7 @@ async function main(): Promise<void> {
     process.stdout.write(HELP);
     return;
   }
-  await migrate(config().databaseUrl);
+  await migrate(config().directDatabaseUrl);
   try {
     const answer = await run(positionals, values as Flags);
     if (answer !== RAW) process.stdout.write(JSON.stringify({ ok: true, ...(answer as object) }, null, 2) + '\n');

@@ -6,7 +6,7 @@ import { closeRedis } from '../../core/src/redis';
 import { tuneRuntime } from '../../core/src/runtime';
 import { preflight } from '../../core/src/startup';
 import { createApp } from './app';
-import { answerClientErrors } from './middleware/text';
+import { configureServer } from './edge';
 
 async function main(): Promise<void> {
   tuneRuntime();
@@ -21,10 +21,7 @@ async function main(): Promise<void> {
     }
   });
 
-  answerClientErrors(server);
-  // a client that trickles its headers or body is cut off: 10 s for the headers, 30 s for the whole request
-  server.headersTimeout = 10_000;
-  server.requestTimeout = 30_000;
+  configureServer(server);
 
   let stopping = false;
   const shutdown = async (signal: string) => {

@@ -10,6 +10,15 @@ export interface Config {
   readonly redisUrl: string;
   /** every Redis key and BullMQ queue of this deployment starts with it */
   readonly redisPrefix: string;
+  /** Redis through Sentinel: the sentinels and the name of the monitored primary (REDIS_URL then gives only credentials, db and TLS) */
+  readonly redisSentinels: HostPort[] | null;
+  readonly redisSentinelName: string;
+  /** a Redis Cluster's seed nodes (REDIS_URL then gives only credentials and TLS); queue prefixes get a hash tag */
+  readonly redisClusterNodes: HostPort[] | null;
+  /** a session-keeping connection to Postgres (not through a transaction pooler): migrations, session advisory locks */
+  readonly directDatabaseUrl: string;
+  /** DATABASE_URL goes through a transaction pooler (PgBouncer pool_mode=transaction): no named prepared statements, no startup options */
+  readonly databaseTransactionPooling: boolean;
   readonly publicUrl: string;
   readonly adminToken: string;
   /** 32 bytes that encrypt mailbox passwords at rest */
@@ -44,6 +53,26 @@ export interface Config {
 }
 
 export class ConfigError extends Error {}
+
+export interface HostPort {
+  host: string;
+  port: number;
+}
+
+/** `host:port,host:port` (an IPv6 address in brackets: `[::1]:26379`); empty means not set. */
+export function parseHostList(name: string, raw: string | undefined, defaultPort: number): HostPort[] | null {
+  const text = (raw ?? '').trim();
+  if (text === '') return null;
+  return text.split(',').map((entry) => {
+    const item = entry.trim();
+    const match = /^(?:\[([0-9a-fA-F:.]+)\]|([^\s:[\]]+))(?::(\d+))?$/.exec(item);
+    const port = match?.[3] === undefined ? defaultPort : Number(match[3]);
+    if (!match || !Number.isInteger(port) || port < 1 || port > 65535) {
+      throw new ConfigError(`${name} must be a comma-separated list of host:port, got "${item}"`);
+    }
+    return { host: match[1] ?? match[2]!, port };
+  });
+}
 
 /** Names Express's `trust proxy` understands besides addresses and ranges. */
 const PROXY_NAMES = ['loopback', 'linklocal', 'uniquelocal'];
@@ -153,6 +182,26 @@ function localSecrets(stateDir: string): { secrets: LocalSecrets; created: boole
   }
 }
 
+const DEFAULT_DATABASE_URL = 'postgresql://postgres@127.0.0.1:5432/mailservice';
+
+/** REDIS_PREFIX: a hash tag's braces would be doubled by the cluster's own tag (apps/core/src/queues.ts queuePrefix). */
+function redisPrefix(): string {
+  const prefix = process.env.REDIS_PREFIX || 'ms';
+  if (/[{}\s]/.test(prefix)) throw new ConfigError(`REDIS_PREFIX must not contain braces or spaces, got "${prefix}"`);
+  return prefix;
+}
+
+/** REDIS_SENTINELS with REDIS_SENTINEL_NAME, or REDIS_CLUSTER_NODES; neither means the one server of REDIS_URL. */
+function redisTopology(): Pick<Config, 'redisSentinels' | 'redisSentinelName' | 'redisClusterNodes'> {
+  const redisSentinels = parseHostList('REDIS_SENTINELS', process.env.REDIS_SENTINELS, 26379);
+  const redisClusterNodes = parseHostList('REDIS_CLUSTER_NODES', process.env.REDIS_CLUSTER_NODES, 6379);
+  const redisSentinelName = (process.env.REDIS_SENTINEL_NAME ?? '').trim();
+  if (redisSentinels && redisClusterNodes) throw new ConfigError('set REDIS_SENTINELS or REDIS_CLUSTER_NODES, not both');
+  if (redisSentinels && !redisSentinelName) throw new ConfigError('REDIS_SENTINELS needs REDIS_SENTINEL_NAME (the primary\'s name in sentinel.conf)');
+  if (!redisSentinels && redisSentinelName) throw new ConfigError('REDIS_SENTINEL_NAME is set but REDIS_SENTINELS is not');
+  return { redisSentinels, redisSentinelName, redisClusterNodes };
+}
+
 export function loadConfig(): Config {
   const env = process.env.NODE_ENV || 'development';
   const port = integer('PORT', 3000, 0, 65535);
@@ -173,9 +222,12 @@ export function loadConfig(): Config {
   return Object.freeze({
     env,
     port,
-    databaseUrl: url('DATABASE_URL', 'postgresql://postgres@127.0.0.1:5432/mailservice', ['postgresql:', 'postgres:']),
+    databaseUrl: url('DATABASE_URL', DEFAULT_DATABASE_URL, ['postgresql:', 'postgres:']),
     redisUrl: url('REDIS_URL', 'redis://127.0.0.1:6379', ['redis:', 'rediss:']),
-    redisPrefix: process.env.REDIS_PREFIX || 'ms',
+    redisPrefix: redisPrefix(),
+    ...redisTopology(),
+    directDatabaseUrl: url('DIRECT_DATABASE_URL', process.env.DATABASE_URL || DEFAULT_DATABASE_URL, ['postgresql:', 'postgres:']),
+    databaseTransactionPooling: flag('DATABASE_TRANSACTION_POOLING', false),
     publicUrl,
     adminToken,
     secretKey: parseSecretKey(secretKey),

@@ -10,11 +10,15 @@ export type Tx = Omit<PrismaClient, '$connect' | '$disconnect' | '$on' | '$trans
 
 /** The pg pool under each client: Prisma and the hot raw statements share its connections. */
 const pools = new WeakMap<Db, Pool>();
+/** Pools behind a transaction pooler: a named statement prepared on one server connection is unknown on the next. */
+const unnamed = new WeakSet<Pool>();
 
-export function createDb(url = config().databaseUrl, max = 10): Db {
+export function createDb(url = config().databaseUrl, max = 10, pooled = url === config().databaseUrl && config().databaseTransactionPooling): Db {
   // JIT off: our statements are short and planned for small row counts, but a claim over a large table can cross
-  // jit_above_cost and spend 50 ms compiling what then runs in 2 (the scheduler's claim: bench/README.md)
-  const pool = new Pool({ connectionString: url, max, options: '-c jit=off' });
+  // jit_above_cost and spend 50 ms compiling what then runs in 2 (the scheduler's claim: bench/README.md). A
+  // transaction pooler refuses startup options: there `ALTER DATABASE ... SET jit = off` does it (docs/deploy.md).
+  const pool = new Pool({ connectionString: url, max, ...(pooled ? {} : { options: '-c jit=off' }) });
+  if (pooled) unnamed.add(pool);
   pool.on('error', (err) => {
     // an idle connection dropped by the server; the pool replaces it (a stopped server: one warn line, not one a client)
     if (isDatabaseUnavailable(err)) dependencies.down('postgres', err);
@@ -29,12 +33,13 @@ export function createDb(url = config().databaseUrl, max = 10): Db {
 /**
  * A parameterised statement ($1, $2...) straight on the pool, for the few statements on the send path where Prisma's
  * own cost per query shows (about 0.7 ms of CPU against 0.1 ms; bench/README.md). With a `name`, each connection
- * prepares it once and Postgres keeps its plan (a third of the cost of the accept statement was planning it anew).
+ * prepares it once and Postgres keeps its plan (a third of the cost of the accept statement was planning it anew);
+ * behind a transaction pooler (DATABASE_TRANSACTION_POOLING) the name is dropped and each statement planned anew.
  * Given a transaction client, it runs inside that transaction through Prisma instead.
  */
 export async function rawQuery<T>(db: Tx, text: string, values: unknown[] = [], name?: string): Promise<T[]> {
   const pool = pools.get(db as Db);
-  if (pool) return (await pool.query({ text, values, name })).rows as T[];
+  if (pool) return (await pool.query({ text, values, name: unnamed.has(pool) ? undefined : name })).rows as T[];
   return db.$queryRawUnsafe<T[]>(text, ...values);
 }
 

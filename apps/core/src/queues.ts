@@ -1,6 +1,7 @@
 import { Queue, type ConnectionOptions, type JobsOptions } from 'bullmq';
 import { config } from './config';
 import { dependencies } from './outage';
+import { connectRedis, hashTagged, serverOptions } from './redis-connect';
 
 /**
  * Every queue and job name, one place. Renaming a queue strands the jobs already in Redis under the old name:
@@ -144,9 +145,12 @@ export function retryDelayMs(attemptsMade: number, type?: string, _err?: unknown
  */
 const reconnectSoon = (attempt: number) => Math.min(250 * attempt, 2_000);
 
-/** BullMQ's connection options from REDIS_URL. */
+/**
+ * BullMQ's connection from REDIS_URL (and REDIS_SENTINELS or REDIS_CLUSTER_NODES). Options for one server or Sentinel,
+ * which BullMQ connects and closes itself; a Cluster has to be given as a connection, which lives as long as the process.
+ */
 export function queueConnection(): ConnectionOptions {
-  return { url: config().redisUrl, maxRetriesPerRequest: null, retryStrategy: reconnectSoon } as ConnectionOptions;
+  return connection({ maxRetriesPerRequest: null, retryStrategy: reconnectSoon });
 }
 
 /**
@@ -154,11 +158,16 @@ export function queueConnection(): ConnectionOptions {
  * answers 202 from Postgres and leaves the rows to the reconciler) instead of waiting for a reconnection.
  */
 export function producerConnection(): ConnectionOptions {
-  return { url: config().redisUrl, maxRetriesPerRequest: null, enableOfflineQueue: false, retryStrategy: reconnectSoon } as ConnectionOptions;
+  return connection({ maxRetriesPerRequest: null, enableOfflineQueue: false, retryStrategy: reconnectSoon });
 }
 
+function connection(options: Parameters<typeof connectRedis>[0]): ConnectionOptions {
+  return (config().redisClusterNodes ? connectRedis(options) : { ...serverOptions(), ...options }) as ConnectionOptions;
+}
+
+/** Every queue's keys start with it; on a Cluster it is a hash tag, so that each of BullMQ's scripts stays in one slot. */
 export function queuePrefix(): string {
-  return `${config().redisPrefix}:bull`;
+  return hashTagged(`${config().redisPrefix}:bull`);
 }
 
 const queues = new Map<QueueName, Queue>();

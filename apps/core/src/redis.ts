@@ -1,29 +1,30 @@
-import { Redis, type RedisOptions } from 'ioredis';
+import type { RedisOptions } from 'ioredis';
 import { config } from './config';
 import { dependencies } from './outage';
+import { connectRedis, type RedisClient } from './redis-connect';
 
 /**
- * A new connection. BullMQ needs `maxRetriesPerRequest: null` on workers' connections; the queues' producer side
+ * A new connection (one server, Sentinel or Cluster: redis-connect.ts). BullMQ needs `maxRetriesPerRequest: null` on workers' connections; the queues' producer side
  * turns the offline queue off (queues.ts producerConnection), so adding a job while Redis is down fails at once.
  */
-export function createRedis(options: RedisOptions = {}): Redis {
-  return watched(new Redis(config().redisUrl, { lazyConnect: false, ...options }));
+export function createRedis(options: RedisOptions = {}): RedisClient {
+  return watched(connectRedis({ lazyConnect: false, ...options }));
 }
 
 /**
  * A client whose connection errors go to the dependency watch (one warn line while Redis is away, one info line when
  * it is back) instead of ioredis's own report, a stack trace for every reconnection attempt.
  */
-export function watched<T extends Pick<Redis, 'on'>>(client: T): T {
+export function watched<T extends Pick<import('node:events').EventEmitter, 'on'>>(client: T): T {
   client.on('error', (err: Error) => dependencies.down('redis', err));
   client.on('ready', () => dependencies.up('redis'));
   return client;
 }
 
-let shared: Redis | undefined;
+let shared: RedisClient | undefined;
 
 /** The process's general-purpose connection (counters, pub/sub publishing). */
-export function redis(): Redis {
+export function redis(): RedisClient {
   shared ??= createRedis({ maxRetriesPerRequest: 2 });
   return shared;
 }

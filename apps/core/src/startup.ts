@@ -42,9 +42,9 @@ export async function preflight(processName: string): Promise<void> {
     throw err;
   }
   try {
-    await migrate(cfg.databaseUrl);
+    await migrate(cfg.directDatabaseUrl);
   } catch (err) {
-    fail(processName, `cannot prepare the database at ${redactUrl(cfg.databaseUrl)}: ${(err as Error).message || String(err)}`);
+    fail(processName, `cannot prepare the database at ${redactUrl(cfg.directDatabaseUrl)}: ${(err as Error).message || String(err)}`);
   }
   try {
     await checkRedis();

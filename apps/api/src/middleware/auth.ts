@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import type { RedisClient as Redis } from '../../../core/src/redis-connect';
 import type { RequestHandler } from 'express';
 import type { ApiKey } from '../../../../generated/prisma/client';
 import { sha256 } from '../../../core/src/crypto';

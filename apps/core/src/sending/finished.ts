@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import type { RedisClient as Redis } from '../redis-connect';
 import { rawQuery, type Tx } from '../db';
 import { logger } from '../logger';
 import { closeWithRedis, createRedis, redis, rkey } from '../redis';
