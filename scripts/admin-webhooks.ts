@@ -1,4 +1,4 @@
-/** `npm run admin -- webhook ...`: the webhook admin operations (DESIGN section 5), imported by scripts/admin.ts. */
+/** `npm run admin -- webhook ...`: the webhook admin operations (docs/webhooks.md), imported by scripts/admin.ts. */
 import { idParam } from '../apps/core/src/admin-schemas';
 import type { Db } from '../apps/core/src/db';
 import { AppError } from '../apps/core/src/errors';

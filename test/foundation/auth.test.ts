@@ -8,7 +8,7 @@ import { waitFor } from '../helpers/wait';
 
 const ctx = useApi();
 
-describe('public API authentication (spec section 5)', () => {
+describe('public API authentication (docs/api.md)', () => {
   it('answers 401 with a JSON refusal when the Authorization header is missing', async () => {
     const res = await request(ctx.api.app).get('/api/v1/lists');
     expect(res.status).toBe(401);
@@ -87,7 +87,7 @@ describe('public API authentication (spec section 5)', () => {
   });
 });
 
-describe('the prospects permission (spec 5.6)', () => {
+describe('the prospects permission', () => {
   it.each(['/api/v1/campaigns', '/api/v1/prospects?campaign=1&email=a@example.com'])('answers 403 on GET %s for a key without it', async (path) => {
     const tenant = await makeTenant({ prospects: false });
     const res = await as(ctx.api, tenant.token).get(path);

@@ -18,7 +18,7 @@ function withEnv<T>(env: Record<string, string | undefined>, run: () => T): T {
 }
 
 describe('configuration', () => {
-  it('has the defaults of DESIGN section 2', () => {
+  it("has the defaults of the README's configuration table", () => {
     const cfg = withEnv({ PORT: undefined, DATABASE_URL: undefined, REDIS_URL: undefined, PUBLIC_URL: undefined, WORKER_CONCURRENCY: undefined }, loadConfig);
     expect(cfg).toMatchObject({
       port: 3000,

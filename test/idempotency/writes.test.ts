@@ -5,7 +5,7 @@ import { as, useApi } from '../helpers/api';
 import { makeCampaign, makeKey, makeList, makeTenant, type Tenant } from '../helpers/factories';
 
 /**
- * DESIGN section 11: Idempotency-Key on the four writes besides /send, with its rules: replay (same status and body,
+ * docs/idempotency.md: Idempotency-Key on the four writes besides /send, with its rules: replay (same status and body,
  * `Idempotent-Replayed: true`, nothing done again), 422 for another body, one change for 20 identical parallel calls.
  */
 const ctx = useApi();

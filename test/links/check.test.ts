@@ -21,7 +21,7 @@ async function pageWith(body: string, target = TARGET) {
   return agreedProspect(target, pages.url(at));
 }
 
-describe('the link check finds the target link (DESIGN 10)', () => {
+describe('the link check finds the target link (docs/links.md)', () => {
   it.each([
     ['https and www.', 'https://www.target.example/blog'],
     ['no trailing slash', 'http://target.example/blog'],

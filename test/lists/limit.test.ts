@@ -18,7 +18,7 @@ async function seedWindow(listKey: string, count: number, oldestAgoMs = 600_000)
 
 const slotsTaken = (listKey: string) => redis().zcard(windowKey(listKey, 'api'));
 
-describe('600 new subscribers per list per rolling hour through the API (spec 8)', () => {
+describe('600 new subscribers per list per rolling hour through the API', () => {
   it('accepts the 600th new person and refuses the 601st with 429 and Retry-After, taking no slot for it', async () => {
     const f = await listFixture(ctx.api);
     await seedWindow(f.list.key, 599, 1_800_000);

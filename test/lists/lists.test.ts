@@ -4,7 +4,7 @@ import { address, listFixture } from './support';
 
 const ctx = useApi();
 
-describe('GET /api/v1/lists (spec 4.2)', () => {
+describe('GET /api/v1/lists', () => {
   it('answers the key\'s account\'s lists with key, name, confirm and the active count', async () => {
     const f = await listFixture(ctx.api, { name: 'Weekly' });
     const open = await makeList(f.tenant.account.id, f.tenant.mailbox.id, { name: 'Open', confirm: false });

@@ -5,7 +5,7 @@ import { activeRows, address, confirmationMessages, listFixture } from './suppor
 
 const ctx = useApi();
 
-describe('POST /api/v1/subscribers: statuses and transitions (spec 4.3, DESIGN 4)', () => {
+describe('POST /api/v1/subscribers: statuses and transitions (docs/api.md, docs/api.md)', () => {
   it('adds a new person as pending on a confirm list, writes one confirmation email and does not count them yet', async () => {
     const f = await listFixture(ctx.api);
     const email = address();
@@ -178,7 +178,7 @@ describe('POST /api/v1/subscribers: statuses and transitions (spec 4.3, DESIGN 4
   });
 });
 
-describe('DELETE /api/v1/subscribers (spec 4.4)', () => {
+describe('DELETE /api/v1/subscribers', () => {
   it('unsubscribes an active person and takes them off the count', async () => {
     const f = await listFixture(ctx.api);
     const email = address();

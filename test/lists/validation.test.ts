@@ -19,7 +19,7 @@ const refused = async (body: Record<string, unknown>, field: RegExp) => {
 const tags = (n: number) => Array.from({ length: n }, (_, i) => `tag${i}`);
 const fields = (n: number) => Object.fromEntries(Array.from({ length: n }, (_, i) => [`field${i}`, i]));
 
-describe('POST /api/v1/subscribers: field rules (spec 2.2 and 8)', () => {
+describe('POST /api/v1/subscribers: field rules (docs/api.md)', () => {
   it('requires list and email, naming the missing field', async () => {
     const noList = await f.client.post('/api/v1/subscribers').send({ email: address() });
     expect(noList.status).toBe(400);

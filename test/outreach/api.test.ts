@@ -10,7 +10,7 @@ async function tenantWithCampaign(options: Parameters<typeof makeCampaign>[2] = 
   return { tenant, campaign, client: as(ctx.api, tenant.token) };
 }
 
-describe('GET /api/v1/campaigns (spec 4.5)', () => {
+describe('GET /api/v1/campaigns', () => {
   it('lists the key account\'s campaigns with id, name, goal, status, prospect count and stages', async () => {
     const { tenant, campaign, client } = await tenantWithCampaign({ name: 'Guest posts', goal: 'links', stages: ['contacted', 'talking', 'won'] });
     await makeCampaign(tenant.account.id, tenant.mailbox.id, { name: 'Second', goal: 'sales', status: 'paused' });
@@ -46,7 +46,7 @@ describe('GET /api/v1/campaigns (spec 4.5)', () => {
   });
 });
 
-describe('POST /api/v1/prospects (spec 4.6)', () => {
+describe('POST /api/v1/prospects', () => {
   it('answers every result with counts, ids and contacts in input order', async () => {
     const { tenant, campaign, client } = await tenantWithCampaign();
     await db().stopEntry.create({ data: { accountId: tenant.account.id, value: 'stop@x.org' } });

@@ -21,7 +21,7 @@ async function written(id: number, step = 1) {
   await db().prospect.update({ where: { id }, data: { status: 'writing', step, nextAt: new Date(Date.now() + 3_600_000) } });
 }
 
-describe('GET /api/v1/prospects (spec 4.7, the Prospect of 2.4)', () => {
+describe('GET /api/v1/prospects (docs/api.md)', () => {
   it('answers every field with its type', async () => {
     const { campaign, client, add } = await setup();
     const id = await add({ email: 'Ann@Example.org', name: 'Ann', site: 'https://example.org', fields: { topic: 'cats' } });
@@ -96,7 +96,7 @@ describe('GET /api/v1/prospects (spec 4.7, the Prospect of 2.4)', () => {
   });
 });
 
-describe('POST /api/v1/prospects/state (spec 4.8, 3.2)', () => {
+describe('POST /api/v1/prospects/state (docs/api.md)', () => {
   it('replied stops the sequence once a step went out', async () => {
     const { add, report } = await setup();
     const id = await add({ email: 'r@x.org' });

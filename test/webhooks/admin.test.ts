@@ -3,7 +3,7 @@ import { asAdmin, useApi } from '../helpers/api';
 import { makeAccount } from '../helpers/factories';
 import { runTs } from '../helpers/processes';
 
-/** The webhook admin API of DESIGN section 5 and its CLI. */
+/** The webhook admin API of docs/webhooks.md and its CLI. */
 const ctx = useApi();
 const admin = () => asAdmin(ctx.api);
 

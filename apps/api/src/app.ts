@@ -23,7 +23,7 @@ import { pagesRouter } from './routes/pages';
 import { unsubscribeRouter } from './routes/unsubscribe';
 import { v1Router } from './routes/v1';
 
-/** Request bodies above this answer 413 (spec section 8: the email is at most 1 MB). */
+/** Request bodies above this answer 413 (docs/api.md: the email is at most 1 MB). */
 export const BODY_LIMIT_BYTES = 1024 * 1024;
 /** The public pages' bodies (forms of a few fields) share this much, and one client address this much of it. */
 export const PUBLIC_BODY_BUDGET_BYTES = 1024 * 1024;

@@ -1,7 +1,7 @@
 import { dbId, email, Joi } from './validate';
 import { CAMPAIGN_STATUSES, GOALS } from './services/campaigns';
 
-/** Inputs of the admin API (DESIGN section 3), shared by the HTTP routes and the CLI. */
+/** Inputs of the admin API (docs/operator.md), shared by the HTTP routes and the CLI. */
 const id = dbId;
 const name = () => Joi.string().trim().min(1).max(200);
 

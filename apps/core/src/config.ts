@@ -31,7 +31,7 @@ export interface Config {
   readonly allowPrivateFetch: boolean;
   /** webhooks may be delivered to loopback, private and link-local addresses (LAN installs and tests only) */
   readonly webhookAllowPrivate: boolean;
-  /** the worker serves GET /metrics on this port when set (DESIGN section 9) */
+  /** the worker serves GET /metrics on this port when set (docs/operator.md) */
   readonly workerMetricsPort: number | null;
   /** the first webhook retry's delay; each next one is 4 times longer */
   readonly webhookRetryBaseMs: number;

@@ -51,7 +51,7 @@ const securityHeaders = helmet({
 });
 
 /**
- * The admin console of DESIGN section 9 at /admin: server-rendered pages over the same core services as the admin API,
+ * The admin console of docs/operator.md at /admin: server-rendered pages over the same core services as the admin API,
  * behind a session started with the admin token. Every POST carries the session's CSRF token; pages work without
  * JavaScript (there is none).
  */

@@ -7,7 +7,7 @@ import type { AuthFailures } from '../middleware/failures';
 import { mcpServer } from './tools';
 
 /**
- * DESIGN section 8: MCP over Streamable HTTP at /mcp, stateless (a server and transport per request, no session), so
+ * docs/mcp.md: MCP over Streamable HTTP at /mcp, stateless (a server and transport per request, no session), so
  * any API process can answer any request. The key is checked before the MCP layer sees anything: 401 JSON otherwise.
  */
 export function mcpRouter(db: Db, auth: KeyAuthenticator, failures: AuthFailures, json: RequestHandler): Router {

@@ -20,7 +20,7 @@ import { acceptSend, findSend, MAX_WAIT_SECONDS } from '../../../core/src/sendin
 import { parseIdempotencyKey } from '../../../core/src/idempotency';
 
 /**
- * The MCP tools of DESIGN section 8. Each calls the operation its HTTP route calls, with the same arguments as the
+ * The MCP tools of docs/mcp.md. Each calls the operation its HTTP route calls, with the same arguments as the
  * request's body or query, so limits, quotas, idempotency and permissions are the API's own. The zod shapes describe
  * the fields for a model (and check their JSON types); every other rule is the API's validation, with its words.
  */

@@ -111,7 +111,7 @@ export function bearerToken(header: string | undefined): string | undefined {
 }
 
 /**
- * Spec section 5: `Authorization: Bearer <key>`; missing, malformed, unknown or revoked answers 401, and each counts
+ * docs/api.md: `Authorization: Bearer <key>`; missing, malformed, unknown or revoked answers 401, and each counts
  * as a failure of the client's address (failures.ts).
  */
 export function requireKey(auth: KeyAuthenticator, failures: AuthFailures): RequestHandler {
@@ -127,7 +127,7 @@ export function requireKey(auth: KeyAuthenticator, failures: AuthFailures): Requ
   };
 }
 
-/** Spec section 5.6: campaign and prospect requests need "May add prospects to campaigns". */
+/** docs/api.md: campaign and prospect requests need "May add prospects to campaigns". */
 export const requireProspectsPermission: RequestHandler = (_req, res, next) => {
   requireProspects(res.locals.key);
   next();

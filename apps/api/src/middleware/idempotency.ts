@@ -4,7 +4,7 @@ import { finishIdempotent, parseIdempotencyKey, releaseIdempotent, requestFinger
 import { logger } from '../../../core/src/logger';
 
 /**
- * Idempotency-Key for a write route other than /send (DESIGN section 11), with the rules of core/idempotency: the key is
+ * Idempotency-Key for a write route other than /send (docs/idempotency.md), with the rules of core/idempotency: the key is
  * taken before the route runs; a 2xx answer is stored (and replayed with `Idempotent-Replayed: true`), any other
  * answer frees the key. The answer is stored before it is written out, so a retry arriving after it sees the replay.
  * `request` is what the fingerprint covers: the body by default.

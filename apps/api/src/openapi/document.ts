@@ -37,7 +37,7 @@ const WITH_BODY = { 400: R, 413: R, 415: R };
 
 export const OPERATIONS: Operation[] = [
   {
-    method: 'post', path: '/send', summary: 'Send an email (spec 4.1)', body: sendSchema, idempotent: true,
+    method: 'post', path: '/send', summary: 'Send an email', body: sendSchema, idempotent: true,
     answers: { 200: answers.sendAnswer, 202: answers.sendAnswer, ...WITH_BODY, 403: R, 409: R, 422: R, 429: R },
     rules: (body) => {
       // sending/schema.ts: text or html (400 without either); an empty `from` is refused (400); a `to` that leaves
@@ -54,33 +54,33 @@ export const OPERATIONS: Operation[] = [
     },
   },
   { method: 'get', path: '/send/{id}', summary: 'A send and its messages', answers: { 200: answers.sendAnswer, 404: R } },
-  { method: 'get', path: '/lists', summary: "The key's account's lists (spec 4.2)", answers: { 200: answers.listsAnswer } },
+  { method: 'get', path: '/lists', summary: "The key's account's lists", answers: { 200: answers.listsAnswer } },
   {
-    method: 'post', path: '/subscribers', summary: 'Add a subscriber, double opt-in (spec 4.3)', body: subscriberInput, idempotent: true,
+    method: 'post', path: '/subscribers', summary: 'Add a subscriber, double opt-in', body: subscriberInput, idempotent: true,
     answers: { 200: answers.subscribeAnswer, ...WITH_BODY, 404: R, 429: R },
   },
   {
-    method: 'delete', path: '/subscribers', summary: 'Unsubscribe (spec 4.4); the fields as body or query', query: unsubscribeInput, idempotent: true,
+    method: 'delete', path: '/subscribers', summary: 'Unsubscribe; the fields as body or query', query: unsubscribeInput, idempotent: true,
     answers: { 200: answers.unsubscribeAnswer, ...WITH_BODY, 404: R },
     rules: (_body, parameters) => {
       // list and email come as query parameters or as the JSON body: neither place alone is required
       for (const p of parameters) if (p.in === 'query') Object.assign(p, { required: false, description: 'required here unless the JSON body gives it' });
     },
   },
-  { method: 'get', path: '/campaigns', summary: "The key's account's campaigns (spec 4.5)", prospects: true, answers: { 200: answers.campaignsAnswer } },
+  { method: 'get', path: '/campaigns', summary: "The key's account's campaigns", prospects: true, answers: { 200: answers.campaignsAnswer } },
   {
-    method: 'post', path: '/prospects', summary: 'Add prospects to a campaign (spec 4.6)', body: addProspectsInput, prospects: true, idempotent: true,
+    method: 'post', path: '/prospects', summary: 'Add prospects to a campaign', body: addProspectsInput, prospects: true, idempotent: true,
     answers: { 200: answers.addProspectsAnswer, ...WITH_BODY, 404: R },
   },
   {
-    method: 'get', path: '/prospects', summary: 'Look a prospect up (spec 4.7)', query: prospectQuery, prospects: true,
+    method: 'get', path: '/prospects', summary: 'Look a prospect up', query: prospectQuery, prospects: true,
     answers: { 200: answers.prospectAnswer, 400: R, 404: R },
     rules: (_body, parameters) => {
       for (const p of parameters) if (p.name === 'email' || p.name === 'site') p.description = 'give email or site, not both (400 otherwise)';
     },
   },
   {
-    method: 'post', path: '/prospects/state', summary: 'Report an outcome (spec 4.8)', body: outcomeInput, prospects: true, idempotent: true,
+    method: 'post', path: '/prospects/state', summary: 'Report an outcome', body: outcomeInput, prospects: true, idempotent: true,
     answers: { 200: answers.prospectAnswer, ...WITH_BODY, 404: R, 409: R },
   },
 ];
@@ -162,7 +162,7 @@ function queryParameters(query: Joi.Schema): JsonSchema[] {
 
 let built: JsonSchema | undefined;
 
-/** The OpenAPI 3.1 document of the public API (DESIGN section 9), built once from the schemas above. */
+/** The OpenAPI 3.1 document of the public API (docs/operator.md), built once from the schemas above. */
 export function openApiDocument(): JsonSchema {
   if (built) return built;
   const schemas: Record<string, JsonSchema> = {};

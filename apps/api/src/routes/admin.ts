@@ -15,7 +15,7 @@ import { deliveryStatusRouter } from './delivery-status';
 import { inboundRouter } from './inbound';
 import { controlRouter } from './control';
 
-/** The control plane of DESIGN section 3: what the dashboard and `npm run admin` use. */
+/** The control plane of docs/operator.md: what the dashboard and `npm run admin` use. */
 export function adminRouter(db: Db): Router {
   const router = Router();
   router.use(controlRouter(db));

@@ -6,7 +6,7 @@ import type { Db } from '../../../core/src/db';
 import { validate } from '../../../core/src/validate';
 import { methodNotAllowed } from '../middleware/errors';
 
-/** /admin/api/broadcasts (DESIGN section 7, docs/broadcasts.md). */
+/** /admin/api/broadcasts (docs/broadcasts.md). */
 export function broadcastsRouter(db: Db): Router {
   const router = Router();
 

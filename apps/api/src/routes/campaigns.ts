@@ -3,7 +3,7 @@ import { listCampaignsOf } from '../../../core/src/api/operations';
 import type { Db } from '../../../core/src/db';
 import { methodNotAllowed } from '../middleware/errors';
 
-/** Spec 4.5: the key's account's campaigns (the prospects permission is checked in v1.ts, then again by the operation). */
+/** docs/api.md: the key's account's campaigns (the prospects permission is checked in v1.ts, then again by the operation). */
 export function campaignsRoutes(router: Router, db: Db): void {
   router
     .route('/campaigns')

@@ -28,7 +28,7 @@ const INIT = `window.ui = SwaggerUIBundle({ url: '/api/v1/openapi.json', dom_id:
 const CSP = "default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; connect-src 'self'; font-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
 
 /**
- * DESIGN section 9: GET /api/v1/openapi.json (no key). Mounted on the app at its path, not through a router every
+ * docs/operator.md: GET /api/v1/openapi.json (no key). Mounted on the app at its path, not through a router every
  * request enters (a router ahead of /api/v1 cost each send about 3% of the API's CPU).
  */
 export function openApiHandler(): express.RequestHandler {

@@ -9,7 +9,7 @@ const query = Joi.object({
   limit: Joi.number().integer().min(1).max(1000).default(100),
 });
 
-/** GET /admin/api/inbound?mailbox=&limit= (DESIGN 6): the emails the IMAP reader handled, newest first. */
+/** GET /admin/api/inbound?mailbox=&limit= (docs/inbound.md): the emails the IMAP reader handled, newest first. */
 export function inboundRouter(db: Db): Router {
   const router = Router();
   router

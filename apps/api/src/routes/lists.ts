@@ -3,7 +3,7 @@ import { listListsOf } from '../../../core/src/api/operations';
 import type { Db } from '../../../core/src/db';
 import { methodNotAllowed } from '../middleware/errors';
 
-/** Spec 4.2: the key's account's lists, each with its active subscriber count. */
+/** docs/api.md: the key's account's lists, each with its active subscriber count. */
 export function listsRoutes(router: Router, db: Db): void {
   router
     .route('/lists')

@@ -4,7 +4,7 @@ import type { Db } from '../../../core/src/db';
 import { methodNotAllowed } from '../middleware/errors';
 import { idempotent } from '../middleware/idempotency';
 
-/** Spec 4.6-4.8 (the prospects permission is checked in v1.ts). Answers 200, never 201. */
+/** docs/api.md (the prospects permission is checked in v1.ts). Answers 200, never 201. */
 export function prospectsRoutes(router: Router, db: Db): void {
   router
     .route('/prospects')

@@ -36,7 +36,7 @@ export async function postSend(db: Db, res: ServerResponse, key: ApiKey, body: u
   return { status: result.status, body: result.body };
 }
 
-/** Spec 4.1 and DESIGN section 4: POST /send, GET /send/:id. */
+/** docs/api.md: POST /send, GET /send/:id. */
 export function sendRoutes(router: Router, db: Db): void {
   router
     .route('/send')

@@ -8,7 +8,7 @@ const isObject = (value: unknown): value is object => typeof value === 'object' 
 // many HTTP clients drop DELETE bodies: the same fields are accepted as query parameters
 const unsubscribeRequest = (req: Request): unknown => (isObject(req.body) ? { ...req.query, ...req.body } : req.body ?? { ...req.query });
 
-/** Spec 4.3 and 4.4: add a subscriber (double opt-in), unsubscribe one. */
+/** docs/api.md: add a subscriber (double opt-in), unsubscribe one. */
 export function subscribersRoutes(router: Router, db: Db): void {
   router
     .route('/subscribers')

@@ -10,7 +10,7 @@ import { sendRoutes } from './send';
 import { subscribersRoutes } from './subscribers';
 
 /**
- * The public API of spec section 1, top to bottom. Each resource has its own routes file (validate -> call a core
+ * The public API of docs/api.md, top to bottom. Each resource has its own routes file (validate -> call a core
  * service -> answer), registered on this one router: a nested router per resource cost every request a level of
  * Express's routing.
  */

@@ -6,7 +6,7 @@ import * as schemas from '../../../core/src/webhooks/schemas';
 import { changeWebhook, createWebhook, deleteWebhook, listDeliveries, listWebhooks, rotateSecret } from '../../../core/src/webhooks/service';
 import { methodNotAllowed } from '../middleware/errors';
 
-/** The webhook endpoints of DESIGN section 5 (under /admin/api). The secret is in the create and rotate answers only. */
+/** The webhook endpoints of docs/webhooks.md (under /admin/api). The secret is in the create and rotate answers only. */
 export function webhooksRouter(db: Db): Router {
   const router = Router();
 

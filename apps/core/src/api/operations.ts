@@ -17,7 +17,7 @@ import { validate } from '../validate';
  * Sending is `acceptSend`/`findSend` (sending/accept.ts), which both call directly.
  */
 
-/** Spec section 5.6: campaign and prospect operations need "May add prospects to campaigns". */
+/** docs/api.md: campaign and prospect operations need "May add prospects to campaigns". */
 export function requireProspects(key: ApiKey): void {
   if (!key.prospects) throw new Forbidden('this API key may not work with campaigns and prospects (it lacks the prospects permission)');
 }

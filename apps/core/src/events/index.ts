@@ -2,7 +2,7 @@ import type { Prisma } from '../../../../generated/prisma/client';
 import { rawQuery, type Tx } from '../db';
 
 /**
- * Every event type of DESIGN section 5. A webhook subscribed to `*` gets each of them, including types added later.
+ * Every event type of docs/webhooks.md. A webhook subscribed to `*` gets each of them, including types added later.
  * Adding one: name it here, emit it in the transaction of its change, and describe it in docs/webhooks.md.
  */
 export const EVENT_TYPES = [

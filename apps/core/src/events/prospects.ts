@@ -17,7 +17,7 @@ export function prospectChangeEvents(campaign: CampaignRef, previous: ProspectSt
 
 /**
  * The events of one prospect's change, whoever made it (the caller, the sequence, inbound mail, the link check):
- * `prospect.state_changed` when the status moved (data: the Prospect of spec 2.4, its campaign and `previous`), and
+ * `prospect.state_changed` when the status moved (data: the Prospect of docs/api.md, its campaign and `previous`), and
  * `prospect.replied` too when it moved to replied. Call it in the transaction that wrote `prospect`'s new row.
  */
 export async function emitProspectChange(tx: Tx, campaign: CampaignRef, previous: ProspectStatus, prospect: Prospect): Promise<void> {

@@ -6,13 +6,13 @@ import { logger } from '../logger';
 import { isDatabaseUnavailable } from '../outage';
 
 /**
- * Idempotency-Key on every write of the public API (DESIGN sections 4 and 11): one set of rules for /send and the
+ * Idempotency-Key on every write of the public API (docs/api.md and docs/idempotency.md): one set of rules for /send and the
  * subscriber and prospect writes. A key is scoped per API key AND per route, so the same key on two routes are two
  * requests. /send folds the `done` marking into its one accept statement (sending/write.ts); the other writes go
  * through the API's `idempotent` middleware, which calls the functions below.
  */
 
-/** Spec section 7: a key's answer is replayed for 24 hours. */
+/** docs/api.md: a key's answer is replayed for 24 hours. */
 export const IDEMPOTENCY_TTL_MS = 24 * 3600 * 1000;
 /**
  * A record still `processing` after this long belongs to a request that died before its transaction committed

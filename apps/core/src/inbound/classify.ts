@@ -1,7 +1,7 @@
 import { simpleParser, type AddressObject, type ParsedMail } from 'mailparser';
 
 /**
- * What an inbound email is, from its own content (DESIGN 6); matching it to our messages and prospects is match.ts's job.
+ * What an inbound email is, from its own content (docs/inbound.md); matching it to our messages and prospects is match.ts's job.
  * `delayed` is a delivery report that does not act (4.x.x, or an Action other than failed): recorded as a bounce, no effect.
  */
 export type Recognised = 'bounce' | 'delayed' | 'complaint' | 'auto_reply' | 'message';

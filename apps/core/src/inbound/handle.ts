@@ -10,7 +10,7 @@ import { suppressAddress } from '../subscribers/machine';
 import type { InboundMail } from './classify';
 
 /**
- * One inbound email's effects (DESIGN 6), in ONE transaction that first claims it: the row of inbound_messages unique
+ * One inbound email's effects (docs/inbound.md), in ONE transaction that first claims it: the row of inbound_messages unique
  * on (mailbox, uidvalidity, uid) is inserted ON CONFLICT DO NOTHING, so a second reader (or the same one after a
  * restart) finds it taken and does nothing. The mailbox's cursor moves on in the same transaction.
  */

@@ -8,7 +8,7 @@ import { classify } from './classify';
 import { handleInbound } from './handle';
 
 /**
- * The inbound reader of the worker (DESIGN 6): one loop per mailbox with an `imap` URL. Each loop opens INBOX
+ * The inbound reader of the worker (docs/inbound.md): one loop per mailbox with an `imap` URL. Each loop opens INBOX
  * read-only (EXAMINE; bodies fetched with BODY.PEEK: nothing is deleted, moved or flagged), reads the messages after its
  * cursor, hands each to handleInbound (exactly once, see handle.ts), then waits for IDLE's news or INBOX_POLL_SECONDS.
  * A failing mailbox (bad credentials, server down) records its error and retries with backoff; the others go on.

@@ -13,7 +13,7 @@ const hostOf = (url: URL) => url.host.toLowerCase().replace(/^www\./, '');
 const segmentsOf = (url: URL) => url.pathname.split('/').filter(Boolean);
 
 /**
- * Whether `href` points to `target` (DESIGN 10): http and https alike, the same host without `www.`, and the target's
+ * Whether `href` points to `target` (docs/links.md): http and https alike, the same host without `www.`, and the target's
  * path as a prefix by whole segments (`/blog` matches `/blog/` and `/blog/post`, not `/blogger`). Query and fragment
  * do not matter.
  */

@@ -6,7 +6,7 @@ import { Conflict } from '../errors';
 export const CHECKED_STATUSES = ['agreed', 'placed'] as const;
 
 /**
- * The caller's `url` on POST /api/v1/prospects/state (DESIGN 10): the page where the prospect put or will put the
+ * The caller's `url` on POST /api/v1/prospects/state (docs/links.md): the page where the prospect put or will put the
  * link, given with `agreed` or alone on an agreed or placed prospect, in a links campaign (409 otherwise). A new page
  * forgets what was found on the old one and is checked at once; the same page again changes nothing.
  */

@@ -3,7 +3,7 @@ import { logger } from '../logger';
 import { JOB_OPTIONS, QUEUE, jobId, queue } from '../queues';
 
 /**
- * Scheduling the link checks of DESIGN section 10 (apart from check.ts, so the API does not load the fetcher and
+ * Scheduling the link checks of docs/links.md (apart from check.ts, so the API does not load the fetcher and
  * the HTML parser). `link_check_at` on the prospect is the truth: set when the caller gives the
  * page's `url`, moved on by every check. The `links` maintenance task (and a kick right after the caller's report)
  * claims due prospects by pushing `link_check_at` a lease ahead in one statement and queues one job per prospect; a

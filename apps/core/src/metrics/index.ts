@@ -3,7 +3,7 @@ import type { Db } from '../db';
 import { QUEUE, queue } from '../queues';
 
 /**
- * The Prometheus metrics of DESIGN section 9, one registry per process. The API serves it at GET /metrics (admin
+ * The Prometheus metrics of docs/operator.md, one registry per process. The API serves it at GET /metrics (admin
  * token), a worker on WORKER_METRICS_PORT (worker-metrics.ts). Every metric is defined here, including those other
  * features increment (webhooks, inbound): a feature imports `metrics` and calls `.inc()`, nothing registers itself.
  */

@@ -5,7 +5,7 @@ import { emitEvents } from '../events';
 import { emitProspectChange, prospectChangeEvents } from '../events/prospects';
 
 /**
- * Writes to prospects that may move their status, each with its events in the same transaction (DESIGN section 5:
+ * Writes to prospects that may move their status, each with its events in the same transaction (docs/webhooks.md:
  * every status change, service-made or caller-made, is a `prospect.state_changed` with `previous`).
  */
 type CampaignRef = Pick<Campaign, 'id' | 'accountId' | 'stages'>;

@@ -8,7 +8,7 @@ import { addToStopList } from './contacts';
 import { prospectView, requireCampaign, type ProspectView } from './prospects';
 
 /**
- * Outcomes the caller reports (spec 3.2, POST /api/v1/prospects/state). Every check runs before any write, in one
+ * Outcomes the caller reports (docs/api.md, POST /api/v1/prospects/state). Every check runs before any write, in one
  * transaction with the prospect row locked, so a refusal changes nothing.
  */
 export const OUTCOME_STATES = ['replied', 'agreed', 'lost', 'stop'] as const;
@@ -54,7 +54,7 @@ function transition(p: Prospect, state: OutcomeState, reason: LostReason | undef
       return { status: 'lost', reason: reason!, nextAt: null, closedAt: now };
     case 'stop':
       if (p.status === 'lost' && p.reason === 'stopped') return null;
-      // DESIGN: stop closes the prospect as lost/stopped whatever it was, a won one included
+      // docs/outreach.md: stop closes the prospect as lost/stopped whatever it was, a won one included
       return { status: 'lost', reason: 'stopped', nextAt: null, closedAt: p.closedAt ?? now };
   }
 }

@@ -8,7 +8,7 @@ import { loadStopList, normaliseEmail, normaliseSite } from './contacts';
 import type { DueStep } from './scheduler';
 import { firstStepAt } from './timing';
 
-/** The Prospect of spec 2.4: every string a string, `value` a number, timestamps ISO 8601 UTC or null. */
+/** The Prospect of docs/api.md: every string a string, `value` a number, timestamps ISO 8601 UTC or null. */
 export interface ProspectView {
   id: number;
   email: string;
@@ -24,7 +24,7 @@ export interface ProspectView {
   replied_at: string | null;
   next_at: string | null;
   closed_at: string | null;
-  /** links campaigns (DESIGN 10): the page the prospect gave and what its last check found; null without a page */
+  /** links campaigns (docs/links.md): the page the prospect gave and what its last check found; null without a page */
   link: LinkView | null;
 }
 

@@ -1,7 +1,7 @@
 import { dbId, Joi } from '../validate';
 import { LOST_REASONS, OUTCOME_STATES } from './outcomes';
 
-/** Inputs of the public prospect requests (spec 2.5, 4.6-4.8). Contact problems of one item answer `invalid`, not 400. */
+/** Inputs of the public prospect requests (docs/api.md). Contact problems of one item answer `invalid`, not 400. */
 const campaignId = () => dbId().required();
 export const MAX_PROSPECTS_PER_REQUEST = 100;
 

@@ -2,7 +2,7 @@ import { BadRequest, Forbidden, PayloadTooLarge, Unprocessable } from '../errors
 import { Joi, email, validate } from '../validate';
 import type { StoredAttachment } from '../delivery/compose';
 
-/** DESIGN section 4: limits of one POST /api/v1/send. */
+/** docs/api.md: limits of one POST /api/v1/send. */
 export const SEND_LIMITS = {
   recipients: 50,
   subject: 300,

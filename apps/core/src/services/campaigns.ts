@@ -16,7 +16,7 @@ export interface StepInput {
   delay_hours: number;
 }
 
-/** The Campaign of spec 2.3. */
+/** The Campaign of docs/api.md. */
 export interface CampaignView {
   id: number;
   name: string;
@@ -26,7 +26,7 @@ export interface CampaignView {
   stages: string[];
 }
 
-/** A links campaign's target (DESIGN 10): the page the placed link must point to, and the anchor text wished for. */
+/** A links campaign's target (docs/links.md): the page the placed link must point to, and the anchor text wished for. */
 export interface CampaignTarget {
   url: string;
   anchor?: string;

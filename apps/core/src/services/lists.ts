@@ -6,7 +6,7 @@ import { NotFound } from '../errors';
 import { requireAccount } from './accounts';
 import { requireMailbox } from './mailboxes';
 
-/** The List of spec 2.1. */
+/** The List of docs/api.md. */
 export interface ListView {
   key: string;
   name: string;

@@ -3,7 +3,7 @@ import { ServiceUnavailable } from '../errors';
 import { logger } from '../logger';
 import { redis, rkey } from '../redis';
 
-/** Spec section 8: new subscribers per list per rolling hour through the API. */
+/** docs/api.md: new subscribers per list per rolling hour through the API. */
 export const NEW_SUBSCRIBERS_PER_HOUR = 600;
 export const WINDOW_MS = 3_600_000;
 

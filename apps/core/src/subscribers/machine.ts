@@ -13,7 +13,7 @@ import { CONFIRMATION_LINK_PLACEHOLDER, confirmationTokenOf } from './confirm-li
 import { issueToken } from './tokens';
 
 /**
- * The subscriber state machine of DESIGN section 4. Internal states: pending, active, unsubscribed, bounced, complained.
+ * The subscriber state machine of docs/api.md. Internal states: pending, active, unsubscribed, bounced, complained.
  * Every transition into or out of `active` moves List.subscriberCount in the same transaction, so the count is exact.
  * Lock order everywhere: the subscriber row, then the list row (no deadlocks between adds, confirmations and removals).
  */

@@ -1,6 +1,6 @@
 import { email, Joi } from '../validate';
 
-/** Spec section 8 and 2.2. */
+/** docs/api.md */
 export const NAME_MAX = 200;
 export const TAGS_MAX = 20;
 export const FIELDS_MAX = 30;

@@ -3,7 +3,7 @@ import { randomBase62, sha256 } from '../crypto';
 import type { Db, Tx } from '../db';
 import { emitSubscriberChange } from '../events/subscribers';
 
-/** Confirmation links work for 7 days (DESIGN section 4). */
+/** Confirmation links work for 7 days (docs/api.md). */
 export const TOKEN_TTL_MS = 7 * 24 * 3600 * 1000;
 const TOKEN_LENGTH = 32; // base62: about 190 random bits
 

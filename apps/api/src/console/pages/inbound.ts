@@ -8,7 +8,7 @@ const inboundFilter = Joi.object({
   limit: Joi.number().integer().min(1).max(1000).default(100),
 });
 
-/** DESIGN 6 in the console: each mailbox's IMAP reader and the emails it handled, newest first. */
+/** docs/inbound.md in the console: each mailbox's IMAP reader and the emails it handled, newest first. */
 export const inboundPage: ConsolePage = {
   path: '/inbound',
   title: 'Inbound',
