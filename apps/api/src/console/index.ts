@@ -3,8 +3,8 @@ import helmet from 'helmet';
 import { config } from '../../../core/src/config';
 import { safeEqual } from '../../../core/src/crypto';
 import type { Db } from '../../../core/src/db';
-import { AppError, Unauthorized } from '../../../core/src/errors';
-import { logger } from '../../../core/src/logger';
+import { Unauthorized } from '../../../core/src/errors';
+import { refusalOf } from '../middleware/errors';
 import type { ConsolePage, PageContext } from './page';
 import { accountsPage } from './pages/accounts';
 import { broadcastsPage } from './pages/broadcasts';
@@ -159,14 +159,12 @@ export function consoleRouter(db: Db, bodies: { budget: BodyBudget; publicBudget
 
   for (const page of PAGES) page.routes(router, ctx);
 
+  // the API's one error mapper (middleware/errors.ts refusalOf) decides the status, headers and words; shown as a page
   router.use(((err, req, res, _next) => {
-    // Express's own refusals carry a 4xx status (a path with a bad %-escape: 400); anything else unknown is a fault
-    const own = (err as { status?: unknown }).status;
-    const status = err instanceof AppError ? err.status : typeof own === 'number' && own >= 400 && own < 500 ? own : 500;
-    if (status >= 500) logger.error({ err, requestId: res.locals.requestId, path: req.path }, 'console page failed');
+    const refusal = refusalOf(err, String(res.locals.requestId ?? ''), req);
     if (res.headersSent) return;
-    const message = err instanceof AppError ? err.message : status < 500 ? 'The request could not be read (check its address).' : `Something went wrong (request id ${res.locals.requestId}).`;
-    render(req, res, 'error', status === 404 ? 'Not found' : 'Refused', { error: message, back: consoleBack(req) }, status);
+    res.set(refusal.headers);
+    render(req, res, 'error', refusal.status === 404 ? 'Not found' : 'Refused', { error: refusal.message, back: consoleBack(req) }, refusal.status);
   }) as ErrorRequestHandler);
   return router;
 }

@@ -1,11 +1,11 @@
 import express, { Router, type ErrorRequestHandler, type RequestHandler, type Response } from 'express';
 import type { Db } from '../../../core/src/db';
-import { AppError, LimitReached } from '../../../core/src/errors';
+import { LimitReached } from '../../../core/src/errors';
 import { reserveFormPost } from '../../../core/src/subscribers/limit';
-import { logger } from '../../../core/src/logger';
 import { addSubscriber, confirmByLink, findListByKey, formInput, inspectLink } from '../../../core/src/subscribers';
 import * as html from '../../../core/src/subscribers/html';
 import type { BodyBudget } from '../middleware/body-budget';
+import { refusalOf } from '../middleware/errors';
 import { checkedBody } from '../middleware/text';
 
 /**
@@ -88,9 +88,9 @@ export function send(res: Response, status: number, page: string): void {
 
 /** Faults on these pages answer a page too, never JSON or a stack trace. */
 export const pageErrors: ErrorRequestHandler = (err, req, res, _next) => {
-  const status = err instanceof AppError ? err.status : typeof err?.status === 'number' && err.status < 500 ? err.status : 500;
-  if (status >= 500) logger.error({ err, requestId: res.locals.requestId, method: req.method, path: req.path }, 'page failed');
+  // the API's one error mapper decides status and headers (middleware/errors.ts refusalOf); the page says it plainly
+  const { status, headers } = refusalOf(err, String(res.locals.requestId ?? ''), req);
   if (res.headersSent) return;
-  if (err instanceof AppError) res.set(err.headers);
-  send(res, status, err instanceof LimitReached ? html.tooManyPage() : status === 404 ? html.notFoundPage() : html.errorPage());
+  res.set(headers);
+  send(res, status, status === 429 ? html.tooManyPage() : status === 404 ? html.notFoundPage() : html.errorPage());
 };
