@@ -63,3 +63,42 @@ it('bodies the document forbids are refused by the server with 400', async () =>
     expect({ path, body, status: res.status }).toEqual({ path, body, status: 400 });
   }
 });
+
+it('every operation of the document takes a request built from it (body checked against its schema, parameters as listed)', async () => {
+  const tenant = await makeTenant({ prospects: true });
+  const list = await makeList(tenant.account.id, tenant.mailbox.id, { confirm: false });
+  const campaign = await makeCampaign(tenant.account.id, tenant.mailbox.id);
+  const doc = (await request(ctx.api.app).get('/api/v1/openapi.json')).body as { paths: Record<string, Record<string, { parameters?: { name: string; in: string; required: boolean }[]; requestBody?: { content: Record<string, { schema: object }> } }>> };
+  const sent = await request(ctx.api.app).post('/api/v1/send').set('Authorization', `Bearer ${tenant.token}`).send({ to: 'first@example.com', subject: 'S', text: 'T' });
+  await request(ctx.api.app).post('/api/v1/prospects').set('Authorization', `Bearer ${tenant.token}`).send({ campaign: campaign.id, prospects: [{ email: 'known@site.example' }] });
+  // values for every body field and parameter an operation names, valid for this tenant
+  const bodies: Record<string, object> = {
+    'post /send': { to: 'someone@example.com', subject: 'Hello', html: '<p>Hi</p>', metadata: { a: 1 } },
+    'post /subscribers': { list: list.key, email: 'every@example.org' },
+    'post /prospects': { campaign: campaign.id, prospects: [{ site: 'another.example' }] },
+    'post /prospects/state': { campaign: campaign.id, email: 'known@site.example', state: 'stop' },
+  };
+  const values: Record<string, string | number> = { id: sent.body.id, campaign: campaign.id, email: 'known@site.example', list: list.key };
+  const ajv = validator();
+  const seen: string[] = [];
+  for (const [path, operations] of Object.entries(doc.paths)) {
+    for (const [method, operation] of Object.entries(operations)) {
+      const name = `${method} ${path}`;
+      seen.push(name);
+      let url = `/api/v1${path.replace(/\{(\w+)\}/g, (_m, p: string) => String(values[p]))}`;
+      const query = (operation.parameters ?? []).filter((p) => p.in === 'query' && (p.required || p.name === 'email'));
+      if (method === 'delete') url += `?list=${encodeURIComponent(list.key)}&email=${encodeURIComponent('every@example.org')}`;
+      else if (query.length) url += '?' + query.map((p) => `${p.name}=${encodeURIComponent(String(values[p.name]))}`).join('&');
+      const body = bodies[name];
+      const schema = operation.requestBody?.content['application/json']?.schema;
+      if (body && schema) expect({ name, valid: ajv.validate(schema, body), errors: ajv.errorsText() }).toEqual({ name, valid: true, errors: 'No errors' });
+      const call = (request(ctx.api.app) as unknown as Record<string, (u: string) => request.Test>)[method]!(url).set('Authorization', `Bearer ${tenant.token}`);
+      const res = await (body ? call.send(body) : call);
+      expect({ name, status: res.status }).toEqual({ name, status: expect.any(Number) });
+      expect([400, 422]).not.toContain(res.status);
+      expect(res.status).toBeLessThan(300);
+    }
+  }
+  // every operation of the document was driven, and there are the nine this API has
+  expect(seen.sort()).toEqual(['delete /subscribers', 'get /campaigns', 'get /lists', 'get /prospects', 'get /send/{id}', 'post /prospects', 'post /prospects/state', 'post /send', 'post /subscribers']);
+});
