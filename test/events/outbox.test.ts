@@ -59,7 +59,7 @@ describe('event outbox', () => {
 
 describe('prospect change events', () => {
   it('emits state_changed with previous, and replied when the prospect replied', async () => {
-    const { emitProspectChange } = await import('../../apps/core/src/events/prospects');
+    const { emitProspectChange } = await import('../../apps/core/src/outreach/changes');
     const account = await makeAccount();
     await wantEvents(account.id);
     const campaign = { id: 7, accountId: account.id, stages: ['new', 'talking'] };

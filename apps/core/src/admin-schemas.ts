@@ -1,5 +1,6 @@
 import { dbId, email, Joi } from './validate';
 import { CAMPAIGN_STATUSES, GOALS } from './services/campaigns';
+import { isTimeZone, minuteOfDay } from './outreach/windows';
 
 /** Inputs of the admin API (docs/operator.md), shared by the HTTP routes and the CLI. */
 const id = dbId;
@@ -17,7 +18,22 @@ export const mailboxInput = Joi.object({
   imap: Joi.string().trim().max(2000).allow(null, ''),
   max_per_second: Joi.number().integer().min(1).max(100_000).allow(null),
   dkim: dkimInput().allow(null),
+  gap_jitter: gapJitter(),
+  warmup: warmupInput().allow(null),
 });
+
+/** docs/outreach.md: the wait after an outreach email is drawn from [gap, gap x (1 + gap_jitter)]. */
+function gapJitter() {
+  return Joi.number().min(0).max(1).messages({ 'number.min': 'gap_jitter must be from 0 to 1', 'number.max': 'gap_jitter must be from 0 to 1' });
+}
+
+/** docs/outreach.md: the day's outreach cap grows from `start` by `step` a day up to daily_limit. */
+function warmupInput() {
+  return Joi.object({
+    start: Joi.number().integer().min(0).max(100_000).required(),
+    step: Joi.number().integer().min(0).max(100_000).required().messages({ 'number.min': 'step must not be negative' }),
+  });
+}
 
 function dkimInput() {
   return Joi.object({
@@ -35,6 +51,8 @@ export const mailboxChange = Joi.object({
   imap: Joi.string().trim().max(2000).allow(null, ''),
   max_per_second: Joi.number().integer().min(1).max(100_000).allow(null),
   dkim: dkimInput().allow(null),
+  gap_jitter: gapJitter(),
+  warmup: warmupInput().allow(null),
 }).min(1);
 
 export const keyInput = Joi.object({
@@ -70,7 +88,40 @@ const step = Joi.object({
   delay_hours: Joi.number().min(0).max(24 * 365).required(),
 });
 
+const clock = () =>
+  Joi.string()
+    .pattern(/^(?:[01][0-9]|2[0-3]):[0-5][0-9]$|^24:00$/)
+    .messages({ 'string.pattern.base': '{{#label}} must be a local time "HH:MM" (00:00 to 24:00)' });
+
+/** docs/outreach.md: when a campaign's steps may go out, in local time. */
+const schedule = Joi.object({
+  timezone: Joi.string()
+    .required()
+    .custom((zone: string, helpers) => (isTimeZone(zone) ? zone : helpers.error('any.invalid')))
+    .messages({ 'any.invalid': 'timezone must be an IANA time zone such as Europe/Berlin' }),
+  days: Joi.array()
+    .items(Joi.number().integer().min(1).max(7).messages({ 'number.min': 'days are ISO weekdays from 1 (Monday) to 7 (Sunday)', 'number.max': 'days are ISO weekdays from 1 (Monday) to 7 (Sunday)' }))
+    .min(1)
+    .unique()
+    .required(),
+  from: clock().required(),
+  to: clock().required(),
+}).custom((value: { from: string; to: string }, helpers) => (minuteOfDay(value.from) < minuteOfDay(value.to) ? value : helpers.error('schedule.order')))
+  .messages({ 'schedule.order': 'schedule.from must be before schedule.to' });
+
+const rate = () => Joi.number().min(0).max(1).allow(null).messages({ 'number.min': '{{#label}} must be from 0 to 1', 'number.max': '{{#label}} must be from 0 to 1' });
+
+/** docs/outreach.md: the rates over the last `window` emails that pause a running campaign; null turns one off. */
+const pauseOn = Joi.object({
+  bounce_rate: rate(),
+  complaint_rate: rate(),
+  window: Joi.number().integer().min(20).max(100_000),
+});
+
 const campaignFields = {
+  schedule: schedule.allow(null),
+  pause_on: pauseOn.allow(null),
+  unsubscribe: Joi.boolean(),
   name: name(),
   goal: Joi.string().valid(...GOALS),
   mailbox: id(),

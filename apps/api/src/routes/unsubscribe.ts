@@ -1,12 +1,13 @@
 import express, { Router } from 'express';
 import { inspectUnsubscribeLink, unsubscribeByToken } from '../../../core/src/broadcasts/unsubscribe';
 import type { Db } from '../../../core/src/db';
+import { inspectProspectLink, isProspectToken, optOutByToken } from '../../../core/src/outreach/opt-out';
 import type { BodyBudget } from '../middleware/body-budget';
 import * as html from '../../../core/src/subscribers/html';
 import { pageErrors, send } from './pages';
 
 /**
- * PUBLIC_URL/u/<token>, the List-Unsubscribe link of broadcast copies (RFC 8058): POST (the mail client's one-click
+ * PUBLIC_URL/u/<token>, the List-Unsubscribe link of broadcast copies and outreach steps (`p<id>.<mac>`; RFC 8058): POST (the mail client's one-click
  * body `List-Unsubscribe=One-Click`, or the page's button) unsubscribes at once and answers 200, no redirect; GET shows
  * the button and changes nothing.
  */
@@ -15,6 +16,11 @@ export function unsubscribeRouter(db: Db, budget: BodyBudget): Router {
   const form = budget.around(express.urlencoded({ extended: false, limit: '4kb', parameterLimit: 5 }));
 
   router.get('/u/:token', async (req, res) => {
+    if (isProspectToken(req.params.token)) {
+      const optOut = await inspectProspectLink(db, req.params.token);
+      if (!optOut) return send(res, 404, html.unknownUnsubscribeLinkPage());
+      return send(res, 200, optOut.done ? html.unsubscribedPage(optOut.sender) : html.unsubscribePage(optOut.sender));
+    }
     const link = await inspectUnsubscribeLink(db, req.params.token);
     if (link.listName === null) return send(res, 404, html.unknownUnsubscribeLinkPage());
     send(res, 200, link.status === 'active' || link.status === 'pending' ? html.unsubscribePage(link.listName) : html.unsubscribedPage(link.listName));
@@ -22,6 +28,11 @@ export function unsubscribeRouter(db: Db, budget: BodyBudget): Router {
 
   // any body (or none) unsubscribes: RFC 8058 clients send `List-Unsubscribe=One-Click`, and a person pressing the button is as clear
   router.post('/u/:token', form, async (req, res) => {
+    if (isProspectToken(req.params.token)) {
+      const optOut = await optOutByToken(db, req.params.token);
+      if (!optOut) return send(res, 404, html.unknownUnsubscribeLinkPage());
+      return send(res, 200, html.unsubscribedPage(optOut.sender));
+    }
     const done = await unsubscribeByToken(db, req.params.token);
     if (!done) return send(res, 404, html.unknownUnsubscribeLinkPage());
     send(res, 200, html.unsubscribedPage(done.listName));

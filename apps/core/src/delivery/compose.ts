@@ -1,4 +1,5 @@
 import { withUnsubscribeUrl } from '../broadcasts/copy';
+import { withProspectUnsubscribeUrl } from '../outreach/opt-out';
 import { withConfirmationLink } from '../subscribers/confirm-link';
 import type Mail from 'nodemailer/lib/mailer';
 import type { Mailbox, Message, Send } from '../../../../generated/prisma/client';
@@ -42,11 +43,17 @@ export function htmlToText(html: string): string {
  * Message-ID. Copies of a Send take the content from the Send; confirmation and sequence emails carry their own.
  */
 export function composeMail(message: Message, mailbox: Mailbox, send: Send | null): Mail.Options {
-  // a confirmation's link and a broadcast copy's unsubscribe link are put in here, on the way to the wire: their stored
-  // bodies hold none (subscribers/confirm-link.ts, broadcasts/copy.ts)
-  const subscriberId = message.subscriberId;
+  // a confirmation's link and a broadcast copy's or outreach step's unsubscribe link are put in here, on the way to the
+  // wire: their stored bodies hold none (subscribers/confirm-link.ts, broadcasts/copy.ts, outreach/opt-out.ts)
+  const { subscriberId, prospectId } = message;
   const own = (body: string | null) =>
-    message.kind === 'confirmation' ? withConfirmationLink(body, message.id) : message.kind === 'broadcast' && subscriberId !== null ? withUnsubscribeUrl(body, subscriberId) : body;
+    message.kind === 'confirmation'
+      ? withConfirmationLink(body, message.id)
+      : message.kind === 'broadcast' && subscriberId !== null
+        ? withUnsubscribeUrl(body, subscriberId)
+        : message.kind === 'sequence' && prospectId !== null
+          ? withProspectUnsubscribeUrl(body, prospectId)
+          : body;
   const html = send ? send.html : own(message.html);
   const text = (send ? send.text : own(message.text)) ?? (html ? htmlToText(html) : undefined);
   const mail: Mail.Options = {
@@ -71,7 +78,7 @@ export function composeMail(message: Message, mailbox: Mailbox, send: Send | nul
   } else {
     if (message.inReplyTo) mail.inReplyTo = message.inReplyTo;
     if (message.references) mail.references = message.references;
-    // a broadcast copy's own headers (List-Unsubscribe, List-Unsubscribe-Post, List-Id)
+    // a broadcast copy's or an outreach step's own headers (List-Unsubscribe, List-Unsubscribe-Post, List-Id)
     if (message.headers) mail.headers = ownHeaders(message.headers as Mail.Headers, own);
   }
   return mail;

@@ -29,6 +29,8 @@ export interface OutgoingEmail {
   notBefore?: Date | null;
   /** the row's id when the caller needs it before the write (a confirmation's token is derived from it) */
   id?: string;
+  /** the email's own headers (nodemailer's form), e.g. an outreach email's List-Unsubscribe */
+  headers?: Record<string, unknown>;
 }
 
 /** `<uuid@domain>`: fixed when the row is written, so every retry of the row sends the same Message-ID. */
@@ -56,6 +58,7 @@ export function messageRow(email: OutgoingEmail): Prisma.MessageCreateManyInput 
     references: email.references,
     messageIdHeader: newMessageIdHeader(email.fromAddress, id),
     notBefore: email.notBefore ?? null,
+    ...(email.headers ? { headers: email.headers as Prisma.InputJsonValue } : {}),
   };
 }
 

@@ -2,7 +2,7 @@ import type { Mailbox, Prospect } from '../../../../generated/prisma/client';
 import type { InboundKind, ProspectStatus } from '../../../../generated/prisma/enums';
 import type { Db, Tx } from '../db';
 import { emitEvent } from '../events';
-import { emitProspectChange } from '../events/prospects';
+import { emitProspectChange } from '../outreach/changes';
 import { metrics } from '../metrics';
 import { addToStopList } from '../outreach/contacts';
 import { OPEN_STATUSES } from '../outreach/outcomes';

@@ -2,7 +2,7 @@ import type { Campaign, Prospect } from '../../../../generated/prisma/client';
 import { config } from '../config';
 import type { Db, Tx } from '../db';
 import { emitEvent } from '../events/index';
-import { emitProspectChange } from '../events/prospects';
+import { emitProspectChange } from '../outreach/changes';
 import { prospectView } from '../outreach/prospects';
 import { FETCH_LIMITS, fetchPage, FetchFailed, type FetchLimits } from './fetch';
 import { findLink, type FoundLink } from './find';

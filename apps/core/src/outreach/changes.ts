@@ -1,14 +1,32 @@
 import type { Campaign, Prisma, Prospect } from '../../../../generated/prisma/client';
 import type { ProspectStatus } from '../../../../generated/prisma/enums';
 import type { Tx } from '../db';
-import { emitEvents } from '../events';
-import { emitProspectChange, prospectChangeEvents } from '../events/prospects';
+import { emitEvents, type PendingEvent } from '../events';
+import { prospectView } from './view';
 
 /**
  * Writes to prospects that may move their status, each with its events in the same transaction (docs/webhooks.md:
  * every status change, service-made or caller-made, is a `prospect.state_changed` with `previous`).
  */
 type CampaignRef = Pick<Campaign, 'id' | 'accountId' | 'stages'>;
+
+/** The events of one prospect's change (none when its status did not move); see emitProspectChange. */
+export function prospectChangeEvents(campaign: CampaignRef, previous: ProspectStatus, prospect: Prospect): PendingEvent[] {
+  if (previous === prospect.status) return [];
+  const data = { ...prospectView(prospect, campaign), campaign: campaign.id, previous };
+  const events: PendingEvent[] = [{ accountId: campaign.accountId, type: 'prospect.state_changed', data }];
+  if (prospect.status === 'replied') events.push({ accountId: campaign.accountId, type: 'prospect.replied', data });
+  return events;
+}
+
+/**
+ * The events of one prospect's change, whoever made it (the caller, the sequence, inbound mail, the link check):
+ * `prospect.state_changed` when the status moved (data: the Prospect of docs/api.md, its campaign and `previous`), and
+ * `prospect.replied` too when it moved to replied. Call it in the transaction that wrote `prospect`'s new row.
+ */
+export async function emitProspectChange(tx: Tx, campaign: CampaignRef, previous: ProspectStatus, prospect: Prospect): Promise<void> {
+  await emitEvents(tx, prospectChangeEvents(campaign, previous, prospect));
+}
 
 /** One prospect whose status was `previous` (the caller holds its row lock). */
 export async function updateProspect(tx: Tx, campaign: CampaignRef, previous: ProspectStatus, id: number, data: Prisma.ProspectUpdateInput): Promise<Prospect> {

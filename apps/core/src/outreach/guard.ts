@@ -1,6 +1,6 @@
 import type { Message } from '../../../../generated/prisma/client';
 import type { Tx } from '../db';
-import { emitProspectChange } from '../events/prospects';
+import { emitProspectChange } from './changes';
 import { isStopListed } from './contacts';
 
 /**

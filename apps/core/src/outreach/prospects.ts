@@ -2,67 +2,14 @@ import type { Campaign, Prospect } from '../../../../generated/prisma/client';
 import type { ProspectStatus } from '../../../../generated/prisma/enums';
 import type { Db, Tx } from '../db';
 import { NotFound } from '../errors';
-import { iso } from '../validate';
 import { updateProspect } from './changes';
 import { loadStopList, normaliseEmail, normaliseSite } from './contacts';
 import type { DueStep } from './scheduler';
 import { firstStepAt } from './timing';
+import { scheduleOf, windowedAt } from './windows';
 
-/** The Prospect of docs/api.md: every string a string, `value` a number, timestamps ISO 8601 UTC or null. */
-export interface ProspectView {
-  id: number;
-  email: string;
-  name: string;
-  site: string;
-  status: string;
-  reason: string;
-  step: number;
-  stage: number;
-  stage_name: string;
-  value: number;
-  reply: string;
-  replied_at: string | null;
-  next_at: string | null;
-  closed_at: string | null;
-  /** links campaigns (docs/links.md): the page the prospect gave and what its last check found; null without a page */
-  link: LinkView | null;
-}
-
-export interface LinkView {
-  url: string;
-  found: boolean;
-  href: string;
-  anchor: string;
-  rel: string;
-  /** why the last check did not find the link ("" when it did, or before the first check) */
-  error: string;
-  checked_at: string | null;
-}
-
-const linkView = (p: Prospect): LinkView | null =>
-  p.linkUrl === null
-    ? null
-    : { url: p.linkUrl, found: p.linkFound, href: p.linkHref, anchor: p.linkAnchor, rel: p.linkRel, error: p.linkError, checked_at: iso(p.linkCheckedAt) };
-
-export function prospectView(p: Prospect, campaign: Pick<Campaign, 'stages'>): ProspectView {
-  return {
-    id: p.id,
-    email: p.email ?? '',
-    name: p.name,
-    site: p.site ?? '',
-    status: p.status,
-    reason: p.reason,
-    step: p.step,
-    stage: p.stage,
-    stage_name: campaign.stages[p.stage] ?? '',
-    value: p.value,
-    reply: p.reply,
-    replied_at: iso(p.repliedAt),
-    next_at: iso(p.nextAt),
-    closed_at: iso(p.closedAt),
-    link: linkView(p),
-  };
-}
+import { prospectView, type ProspectView } from './view';
+export { prospectView, type LinkView, type ProspectView } from './view';
 
 /** The account's campaign, or 404 (another account's campaign is as unknown as a missing one). `lock` serialises writers. */
 export async function requireCampaign(db: Tx, accountId: number, campaignId: number, lock = false): Promise<Campaign> {
@@ -110,10 +57,11 @@ export interface AddAnswer {
 }
 
 /** Where a prospect starts: ready (email, running campaign), hold (site only, running), new otherwise. */
-function startingState(campaign: Pick<Campaign, 'status'>, hasEmail: boolean, firstDelayHours: number | null, now: Date): { status: ProspectStatus; nextAt: Date | null } {
+function startingState(campaign: Pick<Campaign, 'status' | 'schedule'>, hasEmail: boolean, fields: unknown, firstDelayHours: number | null, now: Date): { status: ProspectStatus; nextAt: Date | null } {
   if (campaign.status !== 'running' || firstDelayHours === null) return { status: 'new', nextAt: null };
   if (!hasEmail) return { status: 'hold', nextAt: null };
-  return { status: 'ready', nextAt: firstStepAt(now, firstDelayHours) };
+  // at its sending window's opening (in the prospect's zone), so the scheduler does not claim it while the window is shut
+  return { status: 'ready', nextAt: windowedAt(scheduleOf(campaign.schedule), fields, firstStepAt(now, firstDelayHours)) };
 }
 
 const OPEN: ProspectStatus[] = ['new', 'ready', 'writing', 'hold', 'later'];
@@ -222,11 +170,11 @@ class NewProspects {
 }
 
 /** What an add request needs of its campaign, locked (writers to one campaign take turns), in one statement. */
-type CampaignForAdds = Pick<Campaign, 'id' | 'accountId' | 'status' | 'stages'> & { firstDelayHours: number | null };
+type CampaignForAdds = Pick<Campaign, 'id' | 'accountId' | 'status' | 'stages' | 'schedule'> & { firstDelayHours: number | null };
 
 async function lockCampaignForAdds(tx: Tx, accountId: number, campaignId: number): Promise<CampaignForAdds> {
   const [campaign] = await tx.$queryRawUnsafe<CampaignForAdds[]>(
-    `SELECT c.id, c.account_id AS "accountId", c.status::text AS status, c.stages,
+    `SELECT c.id, c.account_id AS "accountId", c.status::text AS status, c.stages, c.schedule,
        (SELECT s.delay_hours FROM campaign_steps s WHERE s.campaign_id = c.id ORDER BY s.position LIMIT 1) AS "firstDelayHours"
      FROM campaigns c WHERE c.id = $1 AND c.account_id = $2 FOR UPDATE OF c`,
     campaignId,
@@ -297,7 +245,7 @@ export async function addProspects(db: Db, accountId: number, campaignId: number
           existing = known.siteOnly(site);
         }
         if (!existing) {
-          const start = startingState(campaign, email !== null, first ? first.delayHours : null, now);
+          const start = startingState(campaign, email !== null, fields, first ? first.delayHours : null, now);
           const row = created.create({ campaignId, email, site, name, fields, reason: '', closedAt: null, ...start });
           known.add(row);
           if (start.status === 'ready') ready.push({ prospectId: row.id, step: 1, nextAt: start.nextAt });
@@ -316,7 +264,7 @@ export async function addProspects(db: Db, accountId: number, campaignId: number
           // a site-only prospect waiting in hold gets its address: the sequence can start
           if (existing.status === 'hold' && campaign.status === 'running' && first) {
             changes.status = 'ready';
-            changes.nextAt = firstStepAt(now, first.delayHours);
+            changes.nextAt = windowedAt(scheduleOf(campaign.schedule), mergedFields, firstStepAt(now, first.delayHours));
             ready.push({ prospectId: existing.id, step: 1, nextAt: changes.nextAt as Date });
           }
         }

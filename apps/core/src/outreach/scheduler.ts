@@ -2,6 +2,7 @@ import type { Db, Tx } from '../db';
 import { logger } from '../logger';
 import { JOB_OPTIONS, QUEUE, jobId, queue } from '../queues';
 import { updateProspects } from './changes';
+import { gapSql, effectiveLimitSql } from './limits';
 import { firstStepAt } from './timing';
 
 /**
@@ -48,13 +49,14 @@ WITH running AS (
   GROUP BY r.mailbox_id
 ), free AS (
   SELECT m.id, greatest(0, CASE
-      WHEN m.daily_limit <= 0 THEN 0
-      WHEN m.sequence_day = (now() AT TIME ZONE 'UTC')::date AND m.sequence_count >= m.daily_limit THEN 0
-      WHEN m.gap_seconds > 0 AND m.sequence_last_at > now() - make_interval(secs => m.gap_seconds) THEN 0
+      WHEN m.cap <= 0 THEN 0
+      WHEN m.sequence_day = (now() AT TIME ZONE 'UTC')::date AND m.sequence_count >= m.cap THEN 0
+      WHEN m.gap_seconds > 0 AND m.sequence_last_at > now() - make_interval(secs => ${gapSql('m')}) THEN 0
       WHEN m.gap_seconds > 0 THEN 1
-      ELSE m.daily_limit - CASE WHEN m.sequence_day = (now() AT TIME ZONE 'UTC')::date THEN m.sequence_count ELSE 0 END
+      ELSE m.cap - CASE WHEN m.sequence_day = (now() AT TIME ZONE 'UTC')::date THEN m.sequence_count ELSE 0 END
     END - coalesce(q.n, 0)) AS slots
-  FROM mailboxes m LEFT JOIN queued q ON q.mailbox_id = m.id WHERE m.id IN (SELECT mailbox_id FROM running)
+  FROM (SELECT mb.*, ${effectiveLimitSql('mb', 'now()')} AS cap FROM mailboxes mb WHERE mb.id IN (SELECT mailbox_id FROM running)) m
+  LEFT JOIN queued q ON q.mailbox_id = m.id
 ), share AS (
   SELECT $2::int / greatest(1, count(*) FILTER (WHERE slots > 0))::int + 1 AS rows FROM free
 ), open_steps AS (

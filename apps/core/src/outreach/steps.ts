@@ -8,6 +8,8 @@ import { claimMailboxSlot } from './limits';
 import { followUpSubject, renderSubject, renderTemplate, type TemplateContext } from './render';
 import { queueStepsSoon } from './scheduler';
 import { afterHours, noReplyWaitHours } from './timing';
+import { optOutHeaders, UNSUBSCRIBE_URL_PLACEHOLDER } from './opt-out';
+import { scheduleOf, windowedAt } from './windows';
 
 /**
  * The step writer: one job = one step of one prospect, decided and written in ONE transaction with the prospect row
@@ -18,7 +20,7 @@ import { afterHours, noReplyWaitHours } from './timing';
 export type StepOutcome =
   | { kind: 'written'; messageId: string; next: { step: number; at: Date } }
   | { kind: 'closed' }
-  | { kind: 'deferred'; until: Date; why: 'not_due' | 'daily_limit' | 'gap' }
+  | { kind: 'deferred'; until: Date; why: 'not_due' | 'window' | 'daily_limit' | 'gap' }
   | { kind: 'skipped'; why: string };
 
 interface LockedProspect {
@@ -67,6 +69,13 @@ async function decideAndWrite(tx: Tx, prospectId: number, step: number): Promise
     await updateProspect(tx, campaign, previous, p.id, { status: 'lost', reason: 'bounced', nextAt: null, closedAt: now });
     return { kind: 'skipped', why: 'address bounced or complained before' };
   }
+  // outside its sending window (the prospect's zone, else the campaign's): wait for the next opening, holding no slot
+  const schedule = scheduleOf(campaign.schedule);
+  const opens = windowedAt(schedule, p.fields, now);
+  if (opens.getTime() > now.getTime()) {
+    await tx.prospect.update({ where: { id: p.id }, data: { nextAt: opens } });
+    return { kind: 'deferred', until: opens, why: 'window' };
+  }
   const slot = await claimMailboxSlot(tx, campaign.mailboxId);
   if (!slot.claimed) {
     await tx.prospect.update({ where: { id: p.id }, data: { nextAt: slot.until } });
@@ -74,7 +83,9 @@ async function decideAndWrite(tx: Tx, prospectId: number, step: number): Promise
   }
 
   const current = steps[step - 1]!;
-  const ctx: TemplateContext = { name: p.name, email: p.email, site: p.site, fields: p.fields };
+  // the opt-out link is put in on the way to the wire (delivery/compose.ts): the stored body holds the placeholder
+  const unsubscribe = campaign.unsubscribe ? UNSUBSCRIBE_URL_PLACEHOLDER : undefined;
+  const ctx: TemplateContext = { name: p.name, email: p.email, site: p.site, fields: p.fields, unsubscribe_url: unsubscribe };
   const subject = step === 1 ? renderSubject(current.subject, ctx) : followUpSubject(current.subject, steps[0]!.subject, ctx);
   // a step cancelled by a pause left its row behind: it was never sent, so it gives way to the rewrite
   await tx.message.deleteMany({ where: { prospectId: p.id, step, status: 'cancelled' } });
@@ -93,10 +104,12 @@ async function decideAndWrite(tx: Tx, prospectId: number, step: number): Promise
       references: step > 1 && p.thread_id ? p.thread_id : undefined,
       // the mailbox slot this step took: a record of the spacing, and never later than now, so it holds nothing up
       notBefore: slot.at,
+      headers: unsubscribe ? optOutHeaders() : undefined,
     },
   ]);
   const following = steps[step];
-  const nextAt = afterHours(now, following ? following.delayHours : noReplyWaitHours(current.delayHours));
+  // the next step is put at its window's opening now, so the scheduler never claims it while the window is shut
+  const nextAt = following ? windowedAt(schedule, p.fields, afterHours(now, following.delayHours)) : afterHours(now, noReplyWaitHours(current.delayHours));
   await updateProspect(tx, campaign, previous, p.id, { status: 'writing', step, nextAt, threadId: step === 1 ? row!.messageIdHeader : undefined });
   return { kind: 'written', messageId: row!.id as string, next: { step: step + 1, at: nextAt } };
 }

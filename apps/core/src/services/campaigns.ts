@@ -1,6 +1,7 @@
 import type { Campaign, CampaignStep } from '../../../../generated/prisma/client';
 import type { CampaignGoal, CampaignStatus } from '../../../../generated/prisma/enums';
-import type { Db, Tx } from '../db';
+import { Prisma, type Db, type Tx } from '../db';
+import { scheduleOf, type Schedule } from '../outreach/windows';
 import { BadRequest, NotFound } from '../errors';
 import { requireAccount } from './accounts';
 import { requireMailbox } from './mailboxes';
@@ -37,6 +38,37 @@ export interface CampaignDetail extends CampaignView {
   mailbox: number;
   steps: StepInput[];
   target: { url: string; anchor: string } | null;
+  /** docs/outreach.md: the sending window; null = any time */
+  schedule: Schedule | null;
+  /** docs/outreach.md: auto-pause rates; null = never */
+  pause_on: PauseOn | null;
+  /** why the service paused the campaign; null when it did not */
+  paused_reason: string | null;
+  /** one-click opt-out in each outreach email */
+  unsubscribe: boolean;
+}
+
+export interface PauseOn {
+  bounce_rate: number | null;
+  complaint_rate: number | null;
+  window: number;
+}
+
+export const DEFAULT_PAUSE_ON: PauseOn = { bounce_rate: 0.05, complaint_rate: 0.003, window: 100 };
+
+/** A stored `pause_on` with the defaults under what was given. */
+export function pauseOnOf(stored: unknown): PauseOn | null {
+  if (!stored || typeof stored !== 'object') return null;
+  return { ...DEFAULT_PAUSE_ON, ...(stored as Partial<PauseOn>) };
+}
+
+/** The deliverability settings of a campaign (docs/outreach.md), as columns. */
+function deliverabilityColumns(input: { schedule?: Schedule | null; pause_on?: Partial<PauseOn> | null; unsubscribe?: boolean }) {
+  return {
+    ...(input.schedule !== undefined ? { schedule: input.schedule === null ? Prisma.DbNull : { ...input.schedule, days: [...input.schedule.days].sort() } } : {}),
+    ...(input.pause_on !== undefined ? { pauseOn: input.pause_on === null ? Prisma.DbNull : { ...DEFAULT_PAUSE_ON, ...input.pause_on } } : {}),
+    ...(input.unsubscribe !== undefined ? { unsubscribe: input.unsubscribe } : {}),
+  };
 }
 
 export function campaignView(c: Campaign, prospects: number): CampaignView {
@@ -52,6 +84,10 @@ function detail(c: Campaign & { steps: CampaignStep[] }, prospects: number): Cam
       .sort((a, b) => a.position - b.position)
       .map((s) => ({ subject: s.subject, body: s.body, delay_hours: s.delayHours })),
     target: c.targetUrl === null ? null : { url: c.targetUrl, anchor: c.targetAnchor ?? '' },
+    schedule: scheduleOf(c.schedule),
+    pause_on: pauseOnOf(c.pauseOn),
+    paused_reason: c.pausedReason,
+    unsubscribe: c.unsubscribe,
   };
 }
 
@@ -64,6 +100,9 @@ export interface NewCampaign {
   status?: CampaignStatus;
   steps: StepInput[];
   target?: CampaignTarget | null;
+  schedule?: Schedule | null;
+  pause_on?: Partial<PauseOn> | null;
+  unsubscribe?: boolean;
 }
 
 /** The target's columns; only a links campaign has one (400 otherwise). */
@@ -89,6 +128,7 @@ export async function createCampaign(db: Tx, input: NewCampaign): Promise<Campai
       status: input.status ?? 'draft',
       stages: input.stages ?? [],
       ...targetColumns(input.goal, input.target),
+      ...deliverabilityColumns(input),
       steps: { create: stepRows(input.steps) },
     },
     include: { steps: true },
@@ -104,6 +144,9 @@ export interface CampaignChanges {
   status?: CampaignStatus;
   steps?: StepInput[];
   target?: CampaignTarget | null;
+  schedule?: Schedule | null;
+  pause_on?: Partial<PauseOn> | null;
+  unsubscribe?: boolean;
 }
 
 /** Applies the changes; the caller runs it in a transaction with whatever a status change must also do. */
@@ -126,6 +169,9 @@ export async function updateCampaign(db: Tx, id: number, changes: CampaignChange
       stages: changes.stages,
       status: changes.status,
       ...targetColumns(changes.goal ?? before.goal, changes.target),
+      ...deliverabilityColumns(changes),
+      // resuming clears the service's reason for a pause and starts a new auto-pause window
+      ...(changes.status === 'running' && before.status !== 'running' ? { pausedReason: null, windowSince: new Date() } : {}),
     },
     include: { steps: true },
   });

@@ -5,6 +5,7 @@ import { decryptSecret, encryptSecret } from '../crypto';
 import type { Tx } from '../db';
 import { BadRequest, Conflict, NotFound } from '../errors';
 import { requireAccount } from './accounts';
+import { effectiveDailyLimit } from '../outreach/limits';
 
 export interface SmtpSettings {
   host: string;
@@ -92,6 +93,11 @@ export interface MailboxView {
   inbound: { state: string; last_error: string | null; checked_at: Date | null };
   max_per_second: number | null;
   dkim: { domain: string; selector: string } | null;
+  /** docs/outreach.md: pacing and warm-up of outreach */
+  gap_jitter: number;
+  warmup: { start: number; step: number; since: string } | null;
+  /** today's outreach cap: daily_limit, or less during a warm-up */
+  effective_daily_limit: number;
 }
 
 /** The answer shape: never the password, not even encrypted. */
@@ -109,6 +115,9 @@ export function mailboxView(m: Mailbox): MailboxView {
     max_per_second: m.maxPerSecond,
     // the private key is never echoed, not even encrypted
     dkim: m.dkimDomain && m.dkimSelector ? { domain: m.dkimDomain, selector: m.dkimSelector } : null,
+    gap_jitter: m.gapJitter,
+    warmup: m.warmupStart !== null && m.warmupSince ? { start: m.warmupStart, step: m.warmupStep ?? 0, since: m.warmupSince.toISOString() } : null,
+    effective_daily_limit: effectiveDailyLimit(m),
   };
 }
 
@@ -122,7 +131,13 @@ export interface NewMailbox {
   imap?: string | null;
   max_per_second?: number | null;
   dkim?: DkimInput | null;
+  gap_jitter?: number;
+  warmup?: { start: number; step: number } | null;
 }
+
+/** A warm-up counts its days from the moment it is set; null ends it. */
+const warmupColumns = (warmup: { start: number; step: number } | null) =>
+  warmup ? { warmupStart: warmup.start, warmupStep: warmup.step, warmupSince: new Date() } : { warmupStart: null, warmupStep: null, warmupSince: null };
 
 export interface DkimInput {
   domain: string;
@@ -159,12 +174,14 @@ export async function createMailbox(db: Tx, input: NewMailbox): Promise<MailboxV
       ...imap,
       maxPerSecond: input.max_per_second ?? null,
       ...(input.dkim ? dkimColumns(input.dkim) : {}),
+      ...(input.gap_jitter !== undefined ? { gapJitter: input.gap_jitter } : {}),
+      ...(input.warmup ? warmupColumns(input.warmup) : {}),
     },
   });
   return mailboxView(mailbox);
 }
 
-export type MailboxChange = Partial<Pick<NewMailbox, 'name' | 'smtp' | 'daily_limit' | 'gap_seconds' | 'imap' | 'max_per_second' | 'dkim'>>;
+export type MailboxChange = Partial<Pick<NewMailbox, 'name' | 'smtp' | 'daily_limit' | 'gap_seconds' | 'imap' | 'max_per_second' | 'dkim' | 'gap_jitter' | 'warmup'>>;
 
 /** The SMTP columns of a URL (the password encrypted at rest). */
 function smtpColumns(raw: string) {
@@ -192,6 +209,8 @@ export async function updateMailbox(db: Tx, id: number, change: MailboxChange): 
     ...(change.imap !== undefined ? imapColumns(change.imap) : {}),
     ...(change.max_per_second !== undefined ? { maxPerSecond: change.max_per_second } : {}),
     ...(change.dkim !== undefined ? dkimColumns(change.dkim) : {}),
+    ...(change.gap_jitter !== undefined ? { gapJitter: change.gap_jitter } : {}),
+    ...(change.warmup !== undefined ? warmupColumns(change.warmup) : {}),
   };
   const existing = await db.mailbox.findUnique({ where: { id } });
   if (!existing) throw new NotFound(`no mailbox with id ${id}`);
