@@ -42,6 +42,8 @@ export function broadcastView(b: Broadcast & { list: Pick<List, 'key'> }, progre
     text: b.text,
     tags: b.tags,
     status: b.status,
+    /** why the service paused it (auto-pause, docs/outreach.md); null otherwise */
+    paused_reason: b.pausedReason,
     send_at: iso(b.sendAt),
     audience: b.audience,
     sent: progress.sent,
@@ -128,7 +130,9 @@ export async function changeBroadcast(db: Db, id: number, changes: BroadcastChan
     if (status === 'sending') {
       const sendAt = content.send_at !== undefined ? content.send_at : current.sendAt;
       const later = current.status === 'draft' && sendAt && sendAt.getTime() > Date.now();
-      const updated = await tx.broadcast.update({ where: { id }, data: { status: later ? 'scheduled' : 'sending', runs: { increment: 1 } } });
+      // a resume clears the service's reason for a pause and starts a new auto-pause window (docs/outreach.md)
+      const resumed = current.status === 'paused' ? { pausedReason: null, windowSince: new Date() } : {};
+      const updated = await tx.broadcast.update({ where: { id }, data: { status: later ? 'scheduled' : 'sending', runs: { increment: 1 }, ...resumed } });
       return { runs: updated.runs, delay: later ? sendAt.getTime() - Date.now() : 0 };
     }
     await tx.broadcast.update({ where: { id }, data: { status, ...(status === 'cancelled' ? { finishedAt: new Date() } : {}) } });

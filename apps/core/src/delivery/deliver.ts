@@ -1,3 +1,4 @@
+import { autoPauseAfter } from '../outreach/auto-pause';
 import { announceFinished } from '../sending/finished';
 import type SMTPPool from 'nodemailer/lib/smtp-pool';
 import { Semaphore } from '../batch';
@@ -233,6 +234,8 @@ async function recordFailure(db: Db, message: ClaimedRow, err: SmtpError, option
       });
       if (permanent.suppress) await suppressAddress(tx, message.accountId, message.to, 'bounced', (answer ?? err.message).slice(0, 1000));
       await emitMessageEvent(tx, message.id, permanent.status === 'bounced' ? 'message.bounced' : 'message.failed');
+      // a bounce may take its campaign's or broadcast's share of dead addresses past the auto-pause rate
+      await autoPauseAfter(tx, message.id);
     });
     announceFinished([message.id]);
     logger.info({ message: message.id, mailbox: message.mailboxId, domain: domainOf(message.to), status: permanent.status, response: answer ?? err.message }, 'delivery refused for good');

@@ -16,6 +16,8 @@ export const EVENT_TYPES = [
   'prospect.replied',
   'prospect.state_changed',
   'broadcast.finished',
+  'broadcast.paused',
+  'campaign.paused',
   'link.placed',
   'link.lost',
 ] as const;

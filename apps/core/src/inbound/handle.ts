@@ -1,3 +1,4 @@
+import { autoPauseAfter } from '../outreach/auto-pause';
 import type { Mailbox, Prospect } from '../../../../generated/prisma/client';
 import type { InboundKind, ProspectStatus } from '../../../../generated/prisma/enums';
 import type { Db, Tx } from '../db';
@@ -112,6 +113,8 @@ async function handleOnce(db: Db, where: Where, mail: InboundMail, now: Date): P
         where: { id: claimed[0].id },
         data: { kind: result.kind, prospectId: result.prospectId, relatedId: result.relatedId, detail: result.detail.slice(0, 2000) },
       });
+      // recorded first: the complaint counts in its campaign's or broadcast's auto-pause window (docs/outreach.md)
+      if (result.relatedId && (result.kind === 'bounce' || result.kind === 'complaint')) await autoPauseAfter(tx, result.relatedId);
       return { kind: result.kind, prospectId: result.prospectId };
     },
     { timeout: 20_000, maxWait: 15_000 },

@@ -1,0 +1,177 @@
+import { db } from '../../apps/core/src/db';
+import { classify } from '../../apps/core/src/inbound/classify';
+import { handleInbound } from '../../apps/core/src/inbound/handle';
+import { autoPauseAfter, pauseReason } from '../../apps/core/src/outreach/auto-pause';
+import { runSequenceStep } from '../../apps/core/src/outreach/steps';
+import { asAdmin, useApi } from '../helpers/api';
+import { makeList, wantEvents } from '../helpers/factories';
+import { useMail } from '../helpers/mail';
+import { addProspect, deliver, outreach } from './support';
+
+/** Auto-pause on dead-address bounces and complaints (docs/outreach.md). */
+const ctx = useApi();
+const sink = useMail();
+
+beforeAll(() => {
+  sink.rule = (stage, address) => (stage === 'rcpt' && address.startsWith('dead') ? { code: 550, message: '5.1.1 no such user here' } : undefined);
+});
+
+let seeded = 0;
+
+/** `count` outreach emails of the campaign that went out well, written straight into the tables. */
+async function seedSent(campaignId: number, count: number): Promise<string[]> {
+  const campaign = await db().campaign.findUniqueOrThrow({ where: { id: campaignId } });
+  const rows = await db().$queryRaw<{ id: string }[]>`
+    WITH p AS (
+      INSERT INTO prospects (campaign_id, email, status, step, updated_at)
+      SELECT ${campaignId}, 'seed' || i || '-' || ${`${campaignId}-${seeded++}`} || '@ex.org', 'writing', 1, now() FROM generate_series(1, ${count}) AS i
+      RETURNING id, email)
+    INSERT INTO messages (id, account_id, mailbox_id, kind, prospect_id, step, "to", subject, message_id_header, status, sent_at, updated_at)
+    SELECT gen_random_uuid(), ${campaign.accountId}, ${campaign.mailboxId}, 'sequence', p.id, 1, p.email, 's', '<' || gen_random_uuid() || '@ex.org>', 'sent', now(), now() FROM p
+    RETURNING id::text`;
+  return rows.map((r) => r.id);
+}
+
+/** Writes and delivers step 1 to a new prospect (`dead...` addresses get a 550 at RCPT). */
+async function sendTo(accountId: number, campaignId: number, email: string) {
+  const id = await addProspect(accountId, campaignId, { email });
+  const written = await runSequenceStep(db(), id, 1);
+  if (written.kind !== 'written') throw new Error(`not written: ${JSON.stringify(written)}`);
+  return deliver(written.messageId);
+}
+
+const campaignRow = (id: number) => db().campaign.findUniqueOrThrow({ where: { id } });
+
+describe('auto-pause of campaigns', () => {
+  it('pauses when dead-address bounces over the last emails pass bounce_rate, with paused_reason and campaign.paused', async () => {
+    const { tenant, campaign } = await outreach({ smtp: sink.url });
+    await wantEvents(tenant.account.id, ['campaign.paused']);
+    await seedSent(campaign.id, 19);
+    // 1 of 20: 5.0%, not past 5%
+    expect(await sendTo(tenant.account.id, campaign.id, 'dead1@ex.org')).toMatchObject({ kind: 'rejected', status: 'bounced' });
+    expect((await campaignRow(campaign.id)).status).toBe('running');
+    // 2 of 21: 9.5%
+    await sendTo(tenant.account.id, campaign.id, 'dead2@ex.org');
+    const paused = await campaignRow(campaign.id);
+    expect(paused).toMatchObject({ status: 'paused', pausedReason: 'bounce rate 9.5% over the last 21 emails' });
+    const shown = await asAdmin(ctx.api).get(`/admin/api/campaigns/${campaign.id}`).expect(200);
+    expect(shown.body.campaign).toMatchObject({ status: 'paused', paused_reason: 'bounce rate 9.5% over the last 21 emails' });
+    const events = await db().event.findMany({ where: { accountId: tenant.account.id, type: 'campaign.paused' } });
+    expect(events.map((e) => e.data)).toEqual([expect.objectContaining({ campaign: campaign.id, reason: 'bounce rate 9.5% over the last 21 emails', ended: 21, bounced: 2 })]);
+
+    // resuming clears the reason and starts a new window: one more bounce alone is under the 20-email minimum
+    const resumed = await asAdmin(ctx.api).patch(`/admin/api/campaigns/${campaign.id}`).send({ status: 'running' }).expect(200);
+    expect(resumed.body.campaign.paused_reason).toBeNull();
+    await sendTo(tenant.account.id, campaign.id, 'dead3@ex.org');
+    expect(await campaignRow(campaign.id)).toMatchObject({ status: 'running', pausedReason: null });
+  });
+
+  it('needs at least 20 ended emails, and counts only the last `window` of them', async () => {
+    const { tenant, campaign } = await outreach({ smtp: sink.url });
+    await seedSent(campaign.id, 5);
+    await sendTo(tenant.account.id, campaign.id, 'dead-a@ex.org');
+    await sendTo(tenant.account.id, campaign.id, 'dead-b@ex.org');
+    expect((await campaignRow(campaign.id)).status).toBe('running'); // 2 of 7: too few to judge
+
+    // a window of 20: the two old bounces fall out of it once 20 good emails came after them
+    await asAdmin(ctx.api).patch(`/admin/api/campaigns/${campaign.id}`).send({ pause_on: { window: 20, bounce_rate: 0.06 } }).expect(200);
+    await seedSent(campaign.id, 20);
+    await sendTo(tenant.account.id, campaign.id, 'dead-c@ex.org'); // 1 of the last 20 (5%) <= 6%
+    expect((await campaignRow(campaign.id)).status).toBe('running');
+    await sendTo(tenant.account.id, campaign.id, 'dead-d@ex.org'); // 2 of the last 20 (10%)
+    expect(await campaignRow(campaign.id)).toMatchObject({ status: 'paused', pausedReason: 'bounce rate 10.0% over the last 20 emails' });
+  });
+
+  it('never pauses with pause_on null, or with a rate set to null', async () => {
+    const { tenant, campaign } = await outreach({ smtp: sink.url });
+    await asAdmin(ctx.api).patch(`/admin/api/campaigns/${campaign.id}`).send({ pause_on: { bounce_rate: null } }).expect(200);
+    await seedSent(campaign.id, 20);
+    await sendTo(tenant.account.id, campaign.id, 'dead-x@ex.org');
+    await sendTo(tenant.account.id, campaign.id, 'dead-y@ex.org');
+    expect((await campaignRow(campaign.id)).status).toBe('running');
+    const off = await asAdmin(ctx.api).patch(`/admin/api/campaigns/${campaign.id}`).send({ pause_on: null }).expect(200);
+    expect(off.body.campaign.pause_on).toBeNull();
+    await sendTo(tenant.account.id, campaign.id, 'dead-z@ex.org');
+    expect((await campaignRow(campaign.id)).status).toBe('running');
+  });
+
+  it('pauses on complaints past complaint_rate (an ARF report matched to one of its emails)', async () => {
+    const { tenant, campaign } = await outreach({ smtp: sink.url });
+    const [first] = await seedSent(campaign.id, 40);
+    const message = await db().message.findUniqueOrThrow({ where: { id: first! } });
+    const arf = [
+      'From: abuse@isp.example',
+      `To: ${tenant.mailbox.address}`,
+      'Subject: Complaint',
+      'MIME-Version: 1.0',
+      'Content-Type: multipart/report; report-type=feedback-report; boundary="F"',
+      '',
+      '--F',
+      'Content-Type: text/plain',
+      '',
+      'This is an email abuse report.',
+      '--F',
+      'Content-Type: message/feedback-report',
+      '',
+      'Feedback-Type: abuse',
+      'Version: 1',
+      `Original-Rcpt-To: <${message.to}>`,
+      '',
+      '--F',
+      'Content-Type: message/rfc822',
+      '',
+      `From: ${tenant.mailbox.address}`,
+      `To: ${message.to}`,
+      'Subject: s',
+      `Message-ID: ${message.messageIdHeader}`,
+      '',
+      'Hi',
+      '--F--',
+      '',
+    ].join('\r\n');
+    await handleInbound(db(), { mailbox: await db().mailbox.findUniqueOrThrow({ where: { id: tenant.mailbox.id } }), uidValidity: 1n, uid: 1n }, await classify(arf));
+    expect(await campaignRow(campaign.id)).toMatchObject({ status: 'paused', pausedReason: 'complaint rate 2.5% over the last 40 emails' });
+  });
+
+  it.each([
+    [{ bounce_rate: 1.5 }, /bounce_rate/],
+    [{ complaint_rate: -0.1 }, /complaint_rate/],
+    [{ window: 5 }, /window/],
+  ])('refuses pause_on %j with 400 naming the field, storing nothing', async (pauseOn, words) => {
+    const { campaign } = await outreach({ smtp: sink.url });
+    const refused = await asAdmin(ctx.api).patch(`/admin/api/campaigns/${campaign.id}`).send({ pause_on: pauseOn }).expect(400);
+    expect(refused.body).toEqual({ ok: false, error: expect.stringMatching(words) });
+    expect((await campaignRow(campaign.id)).pauseOn).toEqual({ bounce_rate: 0.05, complaint_rate: 0.003, window: 100 });
+  });
+});
+
+describe('auto-pause of broadcasts', () => {
+  it('pauses a sending broadcast whose copies bounce past 5%, with paused_reason and broadcast.paused; a resume clears it', async () => {
+    const { tenant } = await outreach({ smtp: sink.url });
+    await wantEvents(tenant.account.id, ['broadcast.paused']);
+    const list = await makeList(tenant.account.id, tenant.mailbox.id, { confirm: false });
+    const broadcast = await db().broadcast.create({ data: { accountId: tenant.account.id, listId: list.id, subject: 'News', text: 'x', status: 'sending', startedAt: new Date() } });
+    const ids = await db().$queryRaw<{ id: string }[]>`
+      INSERT INTO messages (id, account_id, mailbox_id, kind, broadcast_id, "to", subject, message_id_header, status, smtp_response, updated_at)
+      SELECT gen_random_uuid(), ${tenant.account.id}, ${tenant.mailbox.id}, 'broadcast', ${broadcast.id}, 'r' || i || '@ex.org', 'News', '<' || gen_random_uuid() || '@ex.org>',
+        (CASE WHEN i <= 3 THEN 'bounced' ELSE 'sent' END)::"MessageStatus", CASE WHEN i <= 3 THEN '550 5.1.1 unknown' END, now()
+      FROM generate_series(1, 40) AS i
+      RETURNING id::text`;
+    expect(await db().$transaction((tx) => autoPauseAfter(tx, ids[0]!.id))).toBe('bounce rate 7.5% over the last 40 emails');
+    const shown = await asAdmin(ctx.api).get(`/admin/api/broadcasts/${broadcast.id}`).expect(200);
+    expect(shown.body.broadcast).toMatchObject({ status: 'paused', paused_reason: 'bounce rate 7.5% over the last 40 emails' });
+    expect(await db().event.count({ where: { accountId: tenant.account.id, type: 'broadcast.paused' } })).toBe(1);
+    const resumed = await asAdmin(ctx.api).patch(`/admin/api/broadcasts/${broadcast.id}`).send({ status: 'sending' }).expect(200);
+    expect(resumed.body.broadcast.paused_reason).toBeNull();
+  });
+});
+
+describe('the rule', () => {
+  it('passes a rate only above it, and only from 20 ended emails', () => {
+    const rates = { bounce_rate: 0.05, complaint_rate: 0.003, window: 100 };
+    expect(pauseReason({ ended: 19, dead: 19, complained: 0 }, rates)).toBeNull();
+    expect(pauseReason({ ended: 100, dead: 5, complained: 0 }, rates)).toBeNull();
+    expect(pauseReason({ ended: 100, dead: 7, complained: 0 }, rates)).toBe('bounce rate 7.0% over the last 100 emails');
+    expect(pauseReason({ ended: 1000, dead: 0, complained: 4 }, rates)).toBe('complaint rate 0.4% over the last 1000 emails');
+  });
+});
