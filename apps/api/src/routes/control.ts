@@ -7,6 +7,7 @@ import { checkImap, checkSmtp } from '../../../core/src/delivery/check';
 import { NotFound } from '../../../core/src/errors';
 import { browseSubscribers } from '../../../core/src/services/browse';
 import { getCampaign, listCampaigns } from '../../../core/src/services/campaigns';
+import { campaignStats } from '../../../core/src/outreach/stats';
 import { changeList, getList, listLists } from '../../../core/src/services/lists';
 import { validate } from '../../../core/src/validate';
 import { methodNotAllowed } from '../middleware/errors';
@@ -23,6 +24,9 @@ export function controlRouter(db: Db): Router {
   const router = Router();
   router.get('/campaigns', async (req, res) => {
     res.json({ ok: true, campaigns: await listCampaigns(db, validate(schemas.accountQuery, req.query).account) });
+  });
+  router.get('/campaigns/:id/stats', async (req, res) => {
+    res.json({ ok: true, stats: await campaignStats(db, validate(schemas.idParam, req.params.id)) });
   });
   router.get('/campaigns/:id', async (req, res) => {
     res.json({ ok: true, campaign: await getCampaign(db, validate(schemas.idParam, req.params.id)) });

@@ -1,6 +1,9 @@
 import type { Campaign, Prospect } from '../../../../generated/prisma/client';
 import { iso } from '../validate';
 
+/** Every status of a prospect (docs/api.md), in the order of the sequence. */
+export const PROSPECT_STATUSES = ['new', 'ready', 'writing', 'hold', 'later', 'replied', 'agreed', 'placed', 'lost'] as const;
+
 /** The Prospect of docs/api.md: every string a string, `value` a number, timestamps ISO 8601 UTC or null. */
 export interface ProspectView {
   id: number;
