@@ -6,6 +6,8 @@ import { listMailboxes } from '../../../../core/src/services/mailboxes';
 import { validate } from '../../../../core/src/validate';
 import { ACCOUNT_SELECT, CSRF_FIELD, mailboxSelect } from '../views';
 import { field, numberField, type ConsolePage } from '../page';
+import { campaignStats } from '../../../../core/src/outreach/stats';
+import { CAMPAIGN_DELIVERABILITY, CAMPAIGN_STATS, campaignSendingRoutes } from './outreach-settings';
 
 export const campaignsPage: ConsolePage = {
   path: '/campaigns',
@@ -28,6 +30,8 @@ ${mailboxSelect('Mailbox')}
 </form>`,
     campaign: `<p><a href="/admin/campaigns">All campaigns</a> · <%= it.campaign.goal %> · <strong><%= it.campaign.status %></strong> · <%= it.campaign.prospects %> prospects</p>
 <form method="post" action="/admin/campaigns/<%= it.campaign.id %>/status" class="inline">${CSRF_FIELD}<input type="hidden" name="status" value="<%= it.campaign.status === 'running' ? 'paused' : 'running' %>"><button><%= it.campaign.status === 'running' ? 'Pause' : it.campaign.status === 'paused' ? 'Resume' : 'Start' %></button></form>
+${CAMPAIGN_DELIVERABILITY}
+${CAMPAIGN_STATS}
 <h2>Steps</h2>
 <table><thead><tr><th>#</th><th>After (hours)</th><th>Subject</th><th>Body</th></tr></thead><tbody>
 <% it.campaign.steps.forEach(function (s, i) { %><tr><td><%= i + 1 %></td><td><%= s.delay_hours %></td><td><%= s.subject %></td><td><%= s.body %></td></tr><% }) %>
@@ -61,7 +65,9 @@ ${mailboxSelect('Mailbox')}
     router.get('/campaigns/:id', async (req, res) => {
       const id = validate(schemas.idParam, req.params.id);
       const campaign = await findCampaign(ctx.db, id);
-      ctx.render(req, res, 'campaign', `Campaign ${campaign.name}`, { campaign, counts: await prospectCounts(ctx.db, id) });
+      const [counts, stats] = await Promise.all([prospectCounts(ctx.db, id), campaignStats(ctx.db, id)]);
+      ctx.render(req, res, 'campaign', `Campaign ${campaign.name}`, { campaign, counts, stats });
     });
+    campaignSendingRoutes(router, ctx);
   },
 };

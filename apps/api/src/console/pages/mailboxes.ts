@@ -5,14 +5,15 @@ import { listAccounts } from '../../../../core/src/services/accounts';
 import { createMailbox, listMailboxes } from '../../../../core/src/services/mailboxes';
 import { validate } from '../../../../core/src/validate';
 import { ACCOUNT_SELECT, CSRF_FIELD } from '../views';
+import { MAILBOX_PACING, mailboxPacingRoutes } from './outreach-settings';
 import { field, numberField, query, type ConsolePage } from '../page';
 
 export const mailboxesPage: ConsolePage = {
   path: '/mailboxes',
   title: 'Mailboxes',
   templates: {
-    mailboxes: `<table><thead><tr><th>Id</th><th>Account</th><th>Address</th><th>SMTP</th><th>Daily limit</th><th>Gap (s)</th><th></th></tr></thead><tbody>
-<% it.mailboxes.forEach(function (m) { %><tr><td><%= m.id %></td><td><%= m.account %></td><td><%= m.address %></td><td><%= m.smtp.user %>@<%= m.smtp.host %>:<%= m.smtp.port %><%= m.smtp.secure ? ' (TLS)' : '' %></td><td><%= m.daily_limit %></td><td><%= m.gap_seconds %></td><td><form method="post" action="/admin/mailboxes/<%= m.id %>/test" class="inline">${CSRF_FIELD}<button>Test SMTP</button></form><% if (m.imap) { %> <form method="post" action="/admin/mailboxes/<%= m.id %>/test-imap" class="inline">${CSRF_FIELD}<button>Test IMAP</button></form><% } %></td></tr><% }) %>
+    mailboxes: `<table><thead><tr><th>Id</th><th>Account</th><th>Address</th><th>SMTP</th><th>Daily limit</th><th>Gap (s)</th><th>Outreach today</th><th></th></tr></thead><tbody>
+<% it.mailboxes.forEach(function (m) { %><tr><td><%= m.id %></td><td><%= m.account %></td><td><%= m.address %></td><td><%= m.smtp.user %>@<%= m.smtp.host %>:<%= m.smtp.port %><%= m.smtp.secure ? ' (TLS)' : '' %></td><td><%= m.daily_limit %></td><td><%= m.gap_seconds %></td><td><%= m.effective_daily_limit %> (jitter <%= m.gap_jitter %><%= m.warmup ? ', warm-up ' + m.warmup.start + ' +' + m.warmup.step + '/day' : '' %>)</td><td><form method="post" action="/admin/mailboxes/<%= m.id %>/test" class="inline">${CSRF_FIELD}<button>Test SMTP</button></form><% if (m.imap) { %> <form method="post" action="/admin/mailboxes/<%= m.id %>/test-imap" class="inline">${CSRF_FIELD}<button>Test IMAP</button></form><% } %></td></tr><% }) %>
 </tbody></table>
 <form method="post" action="/admin/mailboxes" class="card">${CSRF_FIELD}
 <h2>New mailbox</h2>
@@ -23,9 +24,11 @@ ${ACCOUNT_SELECT}
 <label>Daily limit <input name="daily_limit" type="number" min="0"></label>
 <label>Gap between emails (seconds) <input name="gap_seconds" type="number" min="0"></label>
 <button>Create mailbox</button>
-</form>`,
+</form>
+${MAILBOX_PACING}`,
   },
   routes(router, ctx) {
+    mailboxPacingRoutes(router, ctx);
     router.get('/mailboxes', async (req, res) => {
       const account = query(req, 'account');
       const [mailboxes, accounts] = await Promise.all([listMailboxes(ctx.db, account ? Number(account) || -1 : undefined), listAccounts(ctx.db)]);
