@@ -24,6 +24,8 @@ import { validate } from '../apps/core/src/validate';
 import { WEBHOOK_HELP, webhookCommand, webhookOptions } from './admin-webhooks';
 import { BROADCAST_HELP, broadcastOptions, mailboxExtras, runBroadcastCommand } from './admin-broadcasts';
 import { IMPORT_HELP, importCommand, importOptions } from './admin-import';
+import { campaignOutreach, mailboxOutreach, OUTREACH_HELP, outreachOptions } from './admin-outreach';
+import { campaignStats } from '../apps/core/src/outreach/stats';
 
 const HELP = `usage: npm run admin -- <command> [options]
 
@@ -52,6 +54,7 @@ ${IMPORT_HELP}
            [--target URL [--anchor TEXT]]     (links campaigns: the page the placed link must point to)
   campaign set ID [--status S] [--name NAME] [--steps FILE.json] [--stages a,b,c] [--target URL [--anchor TEXT] | --no-target]
   messages [--to ADDRESS] [--limit N]
+${OUTREACH_HELP}
 ${WEBHOOK_HELP}
 ${BROADCAST_HELP}`;
 
@@ -82,6 +85,7 @@ const options = {
   ...webhookOptions,
   ...broadcastOptions,
   ...importOptions,
+  ...outreachOptions,
 } as const;
 
 type Flags = Partial<Record<keyof typeof options, string | boolean>>;
@@ -138,11 +142,12 @@ async function run(command: string[], flags: Flags): Promise<unknown> {
             gap_seconds: flags['gap-seconds'],
             imap: flags.imap,
             ...mailboxExtras(flags),
+            ...mailboxOutreach(flags),
           }),
         ),
       };
     case 'mailbox set': {
-      const change = { name: flags.name, smtp: flags.smtp, daily_limit: flags['daily-limit'], gap_seconds: flags['gap-seconds'], imap: flags.imap, ...mailboxExtras(flags) };
+      const change = { name: flags.name, smtp: flags.smtp, daily_limit: flags['daily-limit'], gap_seconds: flags['gap-seconds'], imap: flags.imap, ...mailboxExtras(flags), ...mailboxOutreach(flags) };
       return { mailbox: await updateMailbox(d, validate(schemas.idParam, arg), validate(schemas.mailboxChange, change)) };
     }
     case 'mailbox test': {
@@ -188,6 +193,7 @@ async function run(command: string[], flags: Flags): Promise<unknown> {
             stages: stagesFrom(flags.stages),
             status: flags.status,
             target: targetFrom(flags),
+            ...campaignOutreach(flags),
           }),
         ),
       };
@@ -199,9 +205,12 @@ async function run(command: string[], flags: Flags): Promise<unknown> {
         steps: stepsFrom(flags.steps),
         stages: stagesFrom(flags.stages),
         target: targetFrom(flags),
+        ...campaignOutreach(flags),
       });
       return { campaign: await changeCampaign(d, id, changes) };
     }
+    case 'campaign stats':
+      return { stats: await campaignStats(d, validate(schemas.idParam, arg)) };
     case 'list set': {
       const confirm = flags.confirm ? true : flags['no-confirm'] ? false : undefined;
       return { list: await changeList(d, validate(schemas.idParam, arg), validate(schemas.listChanges, { name: flags.name, mailbox: flags.mailbox, confirm })) };

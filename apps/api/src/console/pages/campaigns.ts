@@ -30,8 +30,6 @@ ${mailboxSelect('Mailbox')}
 </form>`,
     campaign: `<p><a href="/admin/campaigns">All campaigns</a> · <%= it.campaign.goal %> · <strong><%= it.campaign.status %></strong> · <%= it.campaign.prospects %> prospects</p>
 <form method="post" action="/admin/campaigns/<%= it.campaign.id %>/status" class="inline">${CSRF_FIELD}<input type="hidden" name="status" value="<%= it.campaign.status === 'running' ? 'paused' : 'running' %>"><button><%= it.campaign.status === 'running' ? 'Pause' : it.campaign.status === 'paused' ? 'Resume' : 'Start' %></button></form>
-${CAMPAIGN_DELIVERABILITY}
-${CAMPAIGN_STATS}
 <h2>Steps</h2>
 <table><thead><tr><th>#</th><th>After (hours)</th><th>Subject</th><th>Body</th></tr></thead><tbody>
 <% it.campaign.steps.forEach(function (s, i) { %><tr><td><%= i + 1 %></td><td><%= s.delay_hours %></td><td><%= s.subject %></td><td><%= s.body %></td></tr><% }) %>
@@ -39,7 +37,9 @@ ${CAMPAIGN_STATS}
 <h2>Prospects by status and stage</h2>
 <table><thead><tr><th>Status</th><th>Stage</th><th>Prospects</th></tr></thead><tbody>
 <% it.counts.forEach(function (c) { %><tr><td><%= c.status %></td><td><%= it.campaign.stages[c.stage] || c.stage %></td><td><%= c.count %></td></tr><% }) %>
-</tbody></table>`,
+</tbody></table>
+${CAMPAIGN_STATS}
+${CAMPAIGN_DELIVERABILITY}`,
   },
   routes(router, ctx) {
     router.get('/campaigns', async (req, res) => {
