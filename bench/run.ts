@@ -686,6 +686,11 @@ function print(r: Record<string, any>): void {
       `claim ${c.tickAllFreeMs} ms a tick with every mailbox free (${c.cpuPerMinuteAllFreeMs} ms a minute), ${c.tickAllInGapMs} ms with every mailbox in its gap; ${c.stepsPerSecond} steps/s written and delivered by 1 worker`,
       `1,200 due on one mailbox with a 60 s gap: ${c.oneGappedMailbox1200.tickMs} ms a tick, ${c.oneGappedMailbox1200.claimed} queued, ${c.oneGappedMailbox1200.cpuPerMinuteMs} ms a minute (before: 4,700-5,300 ms a minute)`,
     ]);
+    rows.push([
+      `scheduler: sending windows on every campaign (docs/outreach.md)`,
+      `claim ${c.windows.tickAllFreeMs} ms a tick with every mailbox free (without windows: ${c.tickAllFreeMs} ms)`,
+      `window check of ${c.prospects} prospects in 24 zones: ${c.windows.check100kMs} ms (${c.windows.checkUsPerProspect} µs a prospect)`,
+    ]);
   }
   if (r.scale) {
     for (const row of r.scale.rows) {

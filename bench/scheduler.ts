@@ -17,6 +17,12 @@ export interface SchedulerFigures {
   cpuPerMinuteAllFreeMs: number;
   oneGappedMailbox1200: { tickMs: number; claimed: number; cpuPerMinuteMs: number };
   stepsPerSecond: number;
+  /**
+   * Sending windows (docs/outreach.md): the claim with a window on every campaign (the claim does not read it: the
+   * step's next_at is put at the opening when it is scheduled), and the window check itself for 100,000 due prospects
+   * in 24 time zones, half of them outside their window (what the step writer and the adds run, per prospect).
+   */
+  windows: { tickAllFreeMs: number; check100kMs: number; checkUsPerProspect: number };
 }
 
 const MAILBOXES = 50;
@@ -79,6 +85,22 @@ export async function schedulerPhase(options: {
   const { claimDueSteps } = await import('../apps/core/src/outreach/scheduler');
   // claims only (no queueing): the statement's cost, with every mailbox free, then with every mailbox inside its gap
   const allFree = await timed(5, () => claimDueSteps(db(), { limit: 500 }));
+  // the same claim with a sending window on every campaign, then the window check of 100,000 prospects
+  await pg.query(`UPDATE campaigns SET schedule = '{"timezone": "Europe/Berlin", "days": [1,2,3,4,5,6,7], "from": "00:00", "to": "24:00"}' WHERE account_id = $1`, [account!.id]);
+  const withWindows = await timed(5, () => claimDueSteps(db(), { limit: 500 }));
+  await pg.query(`UPDATE campaigns SET schedule = NULL WHERE account_id = $1`, [account!.id]);
+  const { windowedAt } = await import('../apps/core/src/outreach/windows');
+  const zones = ['UTC', 'Europe/Berlin', 'Europe/London', 'Europe/Paris', 'America/New_York', 'America/Chicago', 'America/Denver', 'America/Los_Angeles',
+    'America/Sao_Paulo', 'Asia/Tokyo', 'Asia/Kolkata', 'Asia/Shanghai', 'Asia/Singapore', 'Australia/Sydney', 'Africa/Lagos', 'Europe/Moscow',
+    'Pacific/Auckland', 'America/Mexico_City', 'Asia/Dubai', 'Europe/Madrid', 'Europe/Warsaw', 'America/Toronto', 'Asia/Seoul', 'Atlantic/Reykjavik'];
+  const office = { timezone: 'Europe/Berlin', days: [1, 2, 3, 4, 5], from: '09:00', to: '17:00' };
+  const fields = Array.from({ length: prospects }, (_, i) => ({ timezone: zones[i % zones.length] }));
+  const due = new Date();
+  const t0check = performance.now();
+  let moved = 0;
+  for (const f of fields) if (windowedAt(office, f, due).getTime() !== due.getTime()) moved++;
+  const check100kMs = +(performance.now() - t0check).toFixed(1);
+  if (moved === 0 || moved === prospects) console.warn(`window check: ${moved} of ${prospects} moved (expected some of each)`);
   await pg.query(`UPDATE mailboxes SET gap_seconds = 60, sequence_last_at = now() WHERE account_id = $1`, [account!.id]);
   const allInGap = await timed(5, () => claimDueSteps(db(), { limit: 500 }));
 
@@ -119,5 +141,6 @@ export async function schedulerPhase(options: {
     cpuPerMinuteAllFreeMs: perMinute(allFree.ms),
     oneGappedMailbox1200: { tickMs: oneGapped.ms, claimed: oneGapped.last, cpuPerMinuteMs: perMinute(oneGapped.ms) },
     stepsPerSecond,
+    windows: { tickAllFreeMs: withWindows.ms, check100kMs, checkUsPerProspect: +((check100kMs * 1000) / prospects).toFixed(2) },
   };
 }
