@@ -27,6 +27,11 @@ describe('the window rules, on a clock the test sets', () => {
     expect(localTime('Europe/Berlin', at('2026-01-14T08:30:00Z'))).toEqual({ weekday: 3, minute: 9 * 60 + 30 });
     expect(localTime('Europe/Berlin', at('2026-07-15T08:30:00Z'))).toEqual({ weekday: 3, minute: 10 * 60 + 30 });
     expect(localTime('America/New_York', at('2026-01-14T03:00:00Z'))).toEqual({ weekday: 2, minute: 22 * 60 });
+    // half- and quarter-hour zones, and the minute on either side of a change (the offset is read per quarter-hour)
+    expect(localTime('Asia/Kolkata', at('2026-01-14T20:00:00Z'))).toEqual({ weekday: 4, minute: 1 * 60 + 30 });
+    expect(localTime('Asia/Kathmandu', at('2026-01-14T00:00:00Z'))).toEqual({ weekday: 3, minute: 5 * 60 + 45 });
+    expect(localTime('Europe/Berlin', at('2026-03-29T00:59:00Z'))).toEqual({ weekday: 7, minute: 1 * 60 + 59 });
+    expect(localTime('Europe/Berlin', at('2026-03-29T01:00:00Z'))).toEqual({ weekday: 7, minute: 3 * 60 });
   });
 
   it('is inside from `from` (inclusive) to `to` (exclusive), on the days listed', () => {

@@ -37,13 +37,35 @@ export function isTimeZone(zone: unknown): zone is string {
   return typeof zone === 'string' && zone.length > 0 && zone.length <= 64 && formatterOf(zone) !== null;
 }
 
-const WEEKDAYS: Record<string, number> = { Mon: 1, Tue: 2, Wed: 3, Thu: 4, Fri: 5, Sat: 6, Sun: 7 };
+const QUARTER_MS = 15 * 60_000;
+
+/**
+ * The zone's offset from UTC (ms) during the quarter-hour of `at`, read from Intl once per zone and quarter: clocks of
+ * today's zones change only on quarter-hour boundaries of UTC, and formatToParts costs tens of microseconds a call.
+ * Bounded: cleared when it grows past 50,000 entries.
+ */
+const offsets = new Map<string, number>();
+
+function offsetAt(zone: string, at: number): number {
+  const quarter = Math.floor(at / QUARTER_MS);
+  const key = `${zone} ${quarter}`;
+  let offset = offsets.get(key);
+  if (offset === undefined) {
+    const start = quarter * QUARTER_MS;
+    const parts = formatterOf(zone)!.formatToParts(new Date(start));
+    const get = (type: string) => Number(parts.find((p) => p.type === type)!.value);
+    const wall = Date.UTC(get('year'), get('month') - 1, get('day'), get('hour'), get('minute'));
+    offset = wall - Math.floor(start / 60_000) * 60_000;
+    if (offsets.size >= 50_000) offsets.clear();
+    offsets.set(key, offset);
+  }
+  return offset;
+}
 
 /** The local weekday (ISO) and minute of the day at `at` in `zone`. */
 export function localTime(zone: string, at: Date): { weekday: number; minute: number } {
-  const parts = formatterOf(zone)!.formatToParts(at);
-  const get = (type: string) => parts.find((p) => p.type === type)!.value;
-  return { weekday: WEEKDAYS[get('weekday')]!, minute: Number(get('hour')) * 60 + Number(get('minute')) };
+  const local = new Date(at.getTime() + offsetAt(zone, at.getTime()));
+  return { weekday: local.getUTCDay() || 7, minute: local.getUTCHours() * 60 + local.getUTCMinutes() };
 }
 
 export const minuteOfDay = (hhmm: string): number => Number(hhmm.slice(0, 2)) * 60 + Number(hhmm.slice(3, 5));
