@@ -12,7 +12,7 @@ import { suppressAddress } from '../subscribers/machine';
 import { composeMail } from './compose';
 import { claimUnguarded, markSent, type ClaimedRow } from './fast-claim';
 import { guardedKinds, preSendRefusal, type PreSendGuards } from './guards';
-import { deliveryLeaseMs, whileHeld } from './lease';
+import { deliveryLeaseMs, HOLDER, whileHeld } from './lease';
 import { addDeliveryJobs } from './outbox';
 import { transportFor } from './transport';
 
@@ -89,7 +89,7 @@ async function claim(db: Db, messageId: string, guards: PreSendGuards): Promise<
     }
     await tx.message.update({
       where: { id: messageId },
-      data: { status: 'sending', lockedUntil: new Date(now.getTime() + deliveryLeaseMs()), attempts: { increment: 1 } },
+      data: { status: 'sending', lockedUntil: new Date(now.getTime() + deliveryLeaseMs()), lockedBy: HOLDER, attempts: { increment: 1 } },
     });
     return { kind: 'claimed', message };
   }, { maxWait: 10_000, timeout: 10_000 });
