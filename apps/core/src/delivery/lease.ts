@@ -2,6 +2,7 @@ import crypto from 'node:crypto';
 import os from 'node:os';
 import { rawQuery, type Db } from '../db';
 import { logger } from '../logger';
+import { noteOutage } from '../outage';
 import { redis, rkey } from '../redis';
 
 /**
@@ -54,7 +55,7 @@ class Heartbeat {
         'renew-leases',
       );
     } catch (err) {
-      logger.warn({ rows: this.held.size, err: (err as Error).message }, 'could not renew delivery leases; trying again at the next beat');
+      if (!noteOutage(err)) logger.warn({ rows: this.held.size, err: (err as Error).message }, 'could not renew delivery leases; trying again at the next beat');
     } finally {
       this.renewing = false;
     }

@@ -3,7 +3,7 @@ import type { Mailbox } from '../../../../generated/prisma/client';
 import { config } from '../config';
 import type { Db } from '../db';
 import { logger } from '../logger';
-import { dependencies, isDatabaseUnavailable } from '../outage';
+import { noteOutage } from '../outage';
 import { imapSettings } from '../services/mailboxes';
 import { classify } from './classify';
 import { handleInbound } from './handle';
@@ -52,8 +52,7 @@ export function startInboundReader(db: Db, options: { refreshMs?: number } = {})
       }
     } catch (err) {
       // Postgres away is the dependency watch's one line (outage.ts), not a stack a tick
-      if (isDatabaseUnavailable(err)) dependencies.down('postgres', err);
-      else logger.warn({ err }, 'inbound: could not list mailboxes');
+      if (!noteOutage(err)) logger.warn({ err }, 'inbound: could not list mailboxes');
     }
     if (!stopped) timer = setTimeout(() => void refresh(), refreshMs);
   };
