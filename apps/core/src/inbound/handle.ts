@@ -5,7 +5,7 @@ import type { Db, Tx } from '../db';
 import { emitEvent } from '../events';
 import { emitProspectChange } from '../outreach/changes';
 import { metrics } from '../metrics';
-import { addToStopList } from '../outreach/contacts';
+import { addToStopList } from '../stop-list/rule';
 import { OPEN_STATUSES } from '../outreach/outcomes';
 import { suppressAddress } from '../subscribers/machine';
 import type { InboundMail } from './classify';

@@ -2,7 +2,7 @@ import crypto from 'node:crypto';
 import { config } from '../config';
 import type { Db } from '../db';
 import { updateProspects } from './changes';
-import { addToStopList } from './contacts';
+import { addToStopList } from '../stop-list/rule';
 import { OPEN_STATUSES } from './outcomes';
 
 /**
