@@ -5,6 +5,7 @@ import { rawQuery, type Db } from '../db';
 import type { MessageKind } from '../../../../generated/prisma/enums';
 import { subscribed } from '../events';
 import { MESSAGE_EVENT_DATA } from '../events/messages';
+import { countMessagesSql } from '../analytics/counters';
 
 /** Each column's camelCase name and whether it holds a timestamp, worked out once per column name. */
 const columns = new Map<string, { name: string; date: boolean }>();
@@ -43,6 +44,8 @@ WITH claimed AS (
     AND (not_before IS NULL OR not_before <= now())
     AND NOT EXISTS (SELECT 1 FROM suppressions s WHERE s.account_id = messages.account_id AND s.email = messages."to")
   RETURNING *
+), counted AS (
+  ${countMessagesSql('claimed', 'sent', 'm.attempts = 1')}
 )
 SELECT c.id::text AS id, c.send_id::text AS send_id, c.mailbox_id, row_to_json(c) AS message,
        CASE WHEN row_number() OVER (PARTITION BY c.mailbox_id) = 1 THEN row_to_json(mb) END AS mailbox,
@@ -52,7 +55,8 @@ FROM claimed c JOIN mailboxes mb ON mb.id = c.mailbox_id LEFT JOIN sends s ON s.
 
 /**
  * The claims of concurrent deliveries in one statement: take each row that is due and nobody holds, and read its
- * mailbox and Send with it. Rows of the `guarded` kinds are left to the full claim, which runs their guard.
+ * mailbox and Send with it. Rows of the `guarded` kinds are left to the full claim, which runs their guard. A row's
+ * first claim counts as `sent` in daily_counts, in the same statement (analytics/counters.ts).
  *
  * `status::text`, as in the "sent" mark below: the rows are found by primary key. Compared as the enum, the prepared
  * statement's generic plan ANDs the primary key with a walk of the status index over every queued row and every dead
@@ -93,6 +97,8 @@ WITH marked AS (
   FROM unnest($1::uuid[], $2::text[]) AS v(id, response)
   WHERE m.id = v.id AND m.status::text = 'sending'
   RETURNING m.*
+), counted AS (
+  ${countMessagesSql('marked', 'delivered')}
 )
 INSERT INTO events (account_id, type, data)
 SELECT m.account_id, 'message.sent', ${MESSAGE_EVENT_DATA} FROM marked m LEFT JOIN sends s ON s.id = m.send_id
@@ -101,7 +107,8 @@ WHERE ${subscribed('m.account_id', `'message.sent'`)}
 
 /**
  * "Delivered" for several rows at once; only the worker holding a row may say so. The same statement writes each row's
- * `message.sent` event into the outbox when an endpoint wants it (no second round trip, and no event without its mark).
+ * `message.sent` event into the outbox when an endpoint wants it (no second round trip, and no event without its mark),
+ * and adds the rows to the `delivered` counters of daily_counts (analytics/counters.ts).
  *
  * `status::text`: the rows are found by primary key. Compared as the enum, the prepared statement's generic plan
  * could walk the status index instead (few rows are `sending`, by the statistics), through every in-flight row and

@@ -1,6 +1,7 @@
 import type { Campaign, Prisma, Prospect } from '../../../../generated/prisma/client';
 import type { ProspectStatus } from '../../../../generated/prisma/enums';
 import type { Tx } from '../db';
+import { countReply } from '../analytics/counters';
 import { emitEvents } from '../events';
 import { emitProspectChange, prospectChangeEvents } from '../events/prospects';
 
@@ -25,5 +26,6 @@ export async function updateProspects(tx: Tx, where: Prisma.ProspectWhereInput, 
   const { count } = await tx.prospect.updateMany({ where: { AND: [where, { id: { in: ids } }] }, data });
   const after = new Map((await tx.prospect.findMany({ where: { id: { in: ids } } })).map((p) => [p.id, p]));
   await emitEvents(tx, before.flatMap((p) => (after.has(p.id) ? prospectChangeEvents(p.campaign, p.status, after.get(p.id)!) : [])));
+  for (const p of before) if (p.status !== 'replied' && after.get(p.id)?.status === 'replied') await countReply(tx, p.campaign.id);
   return count;
 }
