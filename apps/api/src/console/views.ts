@@ -54,6 +54,10 @@ form.inline{display:inline}
 .error{background:#fdecea;border:1px solid #f1a9a0;padding:.5em .8em}
 .token{font-family:monospace;font-size:1.1em;background:#fff8db;padding:.4em .6em;border:1px dashed #caa400;word-break:break-all}
 .muted{color:#66707a}
+.chart-figure{margin:.6em 0 1.4em;background:#fff;border:1px solid #e3e6ea;padding:.6em}
+.chart-figure svg{max-width:100%;height:auto;display:block}
+.chart-figure figcaption{color:#4a525a;font-size:.9em;margin-top:.3em}
+.chart-figure details{margin-top:.4em}
 `;
 
 export const TEMPLATES: Record<string, string> = {

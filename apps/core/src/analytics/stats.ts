@@ -97,3 +97,14 @@ export function totals(days: DayCounts[]): Record<(typeof COUNTERS)[number], num
   for (const d of days) for (const c of COUNTERS) sum[c] += d[c];
   return sum;
 }
+
+/** A broadcast's counters over its whole life (its funnel): one index range of its account's counter rows. */
+export async function broadcastTotals(db: Db, accountId: number, broadcastId: number): Promise<Record<(typeof COUNTERS)[number], number>> {
+  const sums = COUNTERS.map((c) => `COALESCE(sum(${c}), 0)::int AS ${c}`).join(', ');
+  const [row] = await rawQuery<Record<(typeof COUNTERS)[number], number>>(
+    db,
+    `SELECT ${sums} FROM daily_counts WHERE account_id = $1 AND broadcast_id = $2`,
+    [accountId, broadcastId],
+  );
+  return row!;
+}

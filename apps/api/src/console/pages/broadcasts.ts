@@ -6,6 +6,7 @@ import { browseLists } from '../../../../core/src/services/browse';
 import { validate } from '../../../../core/src/validate';
 import { CSRF_FIELD } from '../views';
 import { field, type ConsolePage } from '../page';
+import { broadcastCharts } from '../stats-section';
 
 /** The buttons a broadcast's state allows (the state machine of broadcasts/service.ts). */
 const ACTIONS: Record<string, { status: string; label: string }[]> = {
@@ -38,6 +39,7 @@ export const broadcastsPage: ConsolePage = {
     broadcast: `<p><a href="/admin/broadcasts">All broadcasts</a> · list <code><%= it.b.list %></code> · <strong><%= it.b.status %></strong><% if (it.b.send_at) { %> · send at <%= it.b.send_at %><% } %></p>
 <% var b = it.b; %><p id="progress">${PROGRESS}<% if (b.started_at) { %> · started <%= b.started_at %><% } %><% if (b.finished_at) { %> · finished <%= b.finished_at %><% } %></p>
 <% it.actions.forEach(function (a) { %><form method="post" action="/admin/broadcasts/<%= it.b.id %>/status" class="inline">${CSRF_FIELD}<input type="hidden" name="status" value="<%= a.status %>"><button><%= a.label %></button></form> <% }) %>
+<%~ it.charts %>
 <h2>Preview</h2>
 <p class="muted">As a reader named "Reader" would get it. The HTML is shown as its source: the console runs no content.</p>
 <section class="card"><p><strong>Subject:</strong> <span id="preview-subject"><%= it.preview.subject %></span></p>
@@ -69,7 +71,8 @@ export const broadcastsPage: ConsolePage = {
     });
     router.get('/broadcasts/:id', async (req, res) => {
       const b = await getBroadcast(ctx.db, validate(idParam, req.params.id));
-      ctx.render(req, res, 'broadcast', `Broadcast ${b.id}: ${b.subject}`, { b, actions: ACTIONS[b.status] ?? [], preview: previewCopy(b) });
+      const charts = await broadcastCharts(ctx.db, b.id);
+      ctx.render(req, res, 'broadcast', `Broadcast ${b.id}: ${b.subject}`, { b, actions: ACTIONS[b.status] ?? [], preview: previewCopy(b), charts });
     });
   },
 };

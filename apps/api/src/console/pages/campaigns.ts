@@ -6,6 +6,7 @@ import { listMailboxes } from '../../../../core/src/services/mailboxes';
 import { validate } from '../../../../core/src/validate';
 import { ACCOUNT_SELECT, CSRF_FIELD, mailboxSelect } from '../views';
 import { field, numberField, type ConsolePage } from '../page';
+import { campaignCharts } from '../stats-section';
 
 export const campaignsPage: ConsolePage = {
   path: '/campaigns',
@@ -35,7 +36,8 @@ ${mailboxSelect('Mailbox')}
 <h2>Prospects by status and stage</h2>
 <table><thead><tr><th>Status</th><th>Stage</th><th>Prospects</th></tr></thead><tbody>
 <% it.counts.forEach(function (c) { %><tr><td><%= c.status %></td><td><%= it.campaign.stages[c.stage] || c.stage %></td><td><%= c.count %></td></tr><% }) %>
-</tbody></table>`,
+</tbody></table>
+<%~ it.charts %>`,
   },
   routes(router, ctx) {
     router.get('/campaigns', async (req, res) => {
@@ -61,7 +63,8 @@ ${mailboxSelect('Mailbox')}
     router.get('/campaigns/:id', async (req, res) => {
       const id = validate(schemas.idParam, req.params.id);
       const campaign = await findCampaign(ctx.db, id);
-      ctx.render(req, res, 'campaign', `Campaign ${campaign.name}`, { campaign, counts: await prospectCounts(ctx.db, id) });
+      const [counts, charts] = await Promise.all([prospectCounts(ctx.db, id), campaignCharts(ctx.db, id)]);
+      ctx.render(req, res, 'campaign', `Campaign ${campaign.name}`, { campaign, counts, charts });
     });
   },
 };
