@@ -37,6 +37,7 @@ export interface CampaignDetail extends CampaignView {
   mailbox: number;
   steps: StepInput[];
   target: { url: string; anchor: string } | null;
+  track_clicks: boolean;
 }
 
 export function campaignView(c: Campaign, prospects: number): CampaignView {
@@ -52,6 +53,7 @@ function detail(c: Campaign & { steps: CampaignStep[] }, prospects: number): Cam
       .sort((a, b) => a.position - b.position)
       .map((s) => ({ subject: s.subject, body: s.body, delay_hours: s.delayHours })),
     target: c.targetUrl === null ? null : { url: c.targetUrl, anchor: c.targetAnchor ?? '' },
+    track_clicks: c.trackClicks,
   };
 }
 
@@ -64,6 +66,7 @@ export interface NewCampaign {
   status?: CampaignStatus;
   steps: StepInput[];
   target?: CampaignTarget | null;
+  track_clicks?: boolean;
 }
 
 /** The target's columns; only a links campaign has one (400 otherwise). */
@@ -89,6 +92,7 @@ export async function createCampaign(db: Tx, input: NewCampaign): Promise<Campai
       status: input.status ?? 'draft',
       stages: input.stages ?? [],
       ...targetColumns(input.goal, input.target),
+      trackClicks: input.track_clicks ?? false,
       steps: { create: stepRows(input.steps) },
     },
     include: { steps: true },
@@ -104,6 +108,7 @@ export interface CampaignChanges {
   status?: CampaignStatus;
   steps?: StepInput[];
   target?: CampaignTarget | null;
+  track_clicks?: boolean;
 }
 
 /** Applies the changes; the caller runs it in a transaction with whatever a status change must also do. */
@@ -125,6 +130,7 @@ export async function updateCampaign(db: Tx, id: number, changes: CampaignChange
       mailboxId: changes.mailbox,
       stages: changes.stages,
       status: changes.status,
+      trackClicks: changes.track_clicks,
       ...targetColumns(changes.goal ?? before.goal, changes.target),
     },
     include: { steps: true },
