@@ -71,7 +71,7 @@ describe('GET /admin/api/stats', () => {
     const [rows] = await rawQuery<Record<string, number>>(
       db(),
       `SELECT
-         (SELECT count(*)::int FROM messages WHERE account_id = $1 AND attempts > 0) AS sent,
+         (SELECT count(*)::int FROM messages WHERE account_id = $1 AND attempts > 0 AND status IN ('sent', 'bounced', 'failed')) AS sent,
          (SELECT count(*)::int FROM messages WHERE account_id = $1 AND sent_at IS NOT NULL) AS delivered,
          (SELECT count(*)::int FROM messages WHERE account_id = $1 AND status = 'bounced') AS bounced,
          (SELECT count(*)::int FROM suppressions WHERE account_id = $1 AND reason = 'complained') AS complained,

@@ -15,7 +15,7 @@ export interface ChartSeries {
   label: string;
 }
 
-const esc = (text: string | number) =>
+export const esc = (text: string | number) =>
   String(text).replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!);
 
 /** Colours that stay apart for the common colour blindnesses, but each line is told apart without them too. */

@@ -1,6 +1,7 @@
 import { broadcastTotals, readStats } from '../../../core/src/analytics/stats';
+import { broadcastLinks } from '../../../core/src/analytics/tracking';
 import type { Db } from '../../../core/src/db';
-import { dailyChart, funnelChart, type ChartSeries } from './charts';
+import { dailyChart, esc, funnelChart, type ChartSeries } from './charts';
 
 /**
  * The charts section of the console's pages (docs/analytics.md): the last 30 days of counters for the whole service,
@@ -51,6 +52,10 @@ export async function broadcastCharts(db: Db, id: number): Promise<string> {
     { label: 'Clicked', value: totals.clicked },
     { label: 'Opened', value: totals.opened },
   ]);
-  const days = await last30Days(db, { broadcast: broadcast.id }, 'this broadcast', ENGAGEMENT);
-  return `<section class="charts" id="funnel"><h2>Funnel</h2>${funnel}</section>\n${days}`;
+  const [days, links] = await Promise.all([last30Days(db, { broadcast: broadcast.id }, 'this broadcast', ENGAGEMENT), broadcastLinks(db, broadcast.id)]);
+  const rows = links.map((l) => `<tr><td>${esc(l.url)}</td><td>${l.clicks}</td><td>${l.scanner_clicks}</td></tr>`).join('');
+  const table = links.length
+    ? `<section id="links"><h2>Clicks per link</h2><table><thead><tr><th>Link</th><th>Clicks</th><th>Scanners (not counted)</th></tr></thead><tbody>${rows}</tbody></table></section>`
+    : '';
+  return `<section class="charts" id="funnel"><h2>Funnel</h2>${funnel}</section>\n${table}\n${days}`;
 }

@@ -18,25 +18,27 @@ function checked(column: CounterColumn): CounterColumn {
 const TODAY = `(now() AT TIME ZONE 'UTC')::date`;
 
 /**
- * SQL: a data-modifying statement (usable as a CTE of the statement that makes the change) adding one to `column` for
- * each row of `messages`, a relation of messages rows (e.g. the RETURNING of an UPDATE), filtered by `where` (an SQL
- * condition over `m`). A sequence email counts for its prospect's campaign, a broadcast copy for its broadcast. The rows
- * are grouped and taken in key order, so two statements cannot deadlock on the counters and one statement never
- * touches a counter row twice.
+ * SQL: a data-modifying statement (usable as a CTE of the statement that makes the change) adding one to each of
+ * `columns` for each row of `messages`, a relation of messages rows (e.g. the RETURNING of an UPDATE), filtered by
+ * `where` (an SQL condition over `m`). A sequence email counts for its prospect's campaign, a broadcast copy for its
+ * broadcast. The rows are grouped and taken in key order, so two statements cannot deadlock on the counters and one
+ * statement never touches a counter row twice.
  */
-export function countMessagesSql(messages: string, column: CounterColumn, where = 'true'): string {
-  const col = checked(column);
-  return `INSERT INTO daily_counts (account_id, mailbox_id, campaign_id, broadcast_id, day, ${col})
-  SELECT m.account_id, m.mailbox_id, COALESCE(p.campaign_id, 0), COALESCE(m.broadcast_id, 0), ${TODAY}, count(*)::int
-  FROM ${messages} m LEFT JOIN prospects p ON p.id = m.prospect_id
+export function countMessagesSql(messages: string, columns: CounterColumn | CounterColumn[], where = 'true'): string {
+  const cols = (Array.isArray(columns) ? columns : [columns]).map(checked);
+  return `INSERT INTO daily_counts (account_id, mailbox_id, campaign_id, broadcast_id, day, ${cols.join(', ')})
+  SELECT m.account_id, m.mailbox_id,
+         CASE WHEN m.prospect_id IS NULL THEN 0 ELSE COALESCE((SELECT p.campaign_id FROM prospects p WHERE p.id = m.prospect_id), 0) END,
+         COALESCE(m.broadcast_id, 0), ${TODAY}, ${cols.map(() => 'count(*)::int').join(', ')}
+  FROM ${messages} m
   WHERE ${where}
   GROUP BY 1, 2, 3, 4 ORDER BY 1, 2, 3, 4
-  ON CONFLICT (account_id, mailbox_id, campaign_id, broadcast_id, day) DO UPDATE SET ${col} = daily_counts.${col} + EXCLUDED.${col}`;
+  ON CONFLICT (account_id, mailbox_id, campaign_id, broadcast_id, day) DO UPDATE SET ${cols.map((c) => `${c} = daily_counts.${c} + EXCLUDED.${c}`).join(', ')}`;
 }
 
-/** Adds one to `column` for a message (by id), in the transaction of its change. */
-export async function countMessage(tx: Tx, messageId: string, column: CounterColumn): Promise<void> {
-  await rawQuery(tx, countMessagesSql('messages', column, 'm.id = $1::uuid'), [messageId]);
+/** Adds one to each of `columns` for a message (by id), in the transaction of its change. */
+export async function countMessage(tx: Tx, messageId: string, columns: CounterColumn | CounterColumn[]): Promise<void> {
+  await rawQuery(tx, countMessagesSql('messages', columns, 'm.id = $1::uuid'), [messageId]);
 }
 
 export interface CounterKey {

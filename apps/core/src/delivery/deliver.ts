@@ -2,9 +2,9 @@ import { announceFinished } from '../sending/finished';
 import type SMTPPool from 'nodemailer/lib/smtp-pool';
 import { Semaphore } from '../batch';
 import { config } from '../config';
-import { rawQuery, type Db } from '../db';
+import type { Db } from '../db';
 import { bounceClass, bounceColumn } from '../analytics/bounces';
-import { countMessage, countMessagesSql } from '../analytics/counters';
+import { countMessage } from '../analytics/counters';
 import { emitMessageEvent } from '../events/messages';
 import { logger } from '../logger';
 import { metrics } from '../metrics';
@@ -89,15 +89,10 @@ async function claim(db: Db, messageId: string, guards: PreSendGuards): Promise<
       await tx.message.update({ where: { id: messageId }, data: { status: 'cancelled', lastError: refusal, lockedUntil: null } });
       return { kind: 'cancelled', reason: refusal };
     }
-    // the claim and, on the row's first, its `sent` count: one statement, as in the quick claim
-    await rawQuery(
-      tx,
-      `WITH claimed AS (
-         UPDATE messages SET status = 'sending', locked_until = $2, attempts = attempts + 1, updated_at = now()
-         WHERE id = $1::uuid RETURNING *
-       ) ${countMessagesSql('claimed', 'sent', 'm.attempts = 1')}`,
-      [messageId, new Date(now.getTime() + deliveryLeaseMs())],
-    );
+    await tx.message.update({
+      where: { id: messageId },
+      data: { status: 'sending', lockedUntil: new Date(now.getTime() + deliveryLeaseMs()), attempts: { increment: 1 } },
+    });
     return { kind: 'claimed', message };
   }, { maxWait: 10_000, timeout: 10_000 });
 }
@@ -239,7 +234,8 @@ async function recordFailure(db: Db, message: ClaimedRow, err: SmtpError, option
         data: { status: permanent.status, lastError: err.message, smtpResponse: answer, lockedUntil: null },
       });
       if (permanent.suppress) await suppressAddress(tx, message.accountId, message.to, 'bounced', (answer ?? err.message).slice(0, 1000));
-      if (permanent.status === 'bounced') await countMessage(tx, message.id, bounceColumn(bounceClass({ smtp: answer })));
+      // an end of delivery: `sent`, and a bounce by its class (analytics/bounces.ts)
+      await countMessage(tx, message.id, permanent.status === 'bounced' ? ['sent', bounceColumn(bounceClass({ smtp: answer }))] : ['sent']);
       await emitMessageEvent(tx, message.id, permanent.status === 'bounced' ? 'message.bounced' : 'message.failed');
     });
     announceFinished([message.id]);
@@ -251,6 +247,7 @@ async function recordFailure(db: Db, message: ClaimedRow, err: SmtpError, option
     // retries exhausted: the end without delivery, and its event, in one transaction
     await db.$transaction(async (tx) => {
       await tx.message.update({ where: { id: message.id }, data: { ...data, status: 'failed' } });
+      await countMessage(tx, message.id, 'sent');
       await emitMessageEvent(tx, message.id, 'message.failed');
     });
     announceFinished([message.id]);

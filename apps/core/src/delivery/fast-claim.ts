@@ -44,8 +44,6 @@ WITH claimed AS (
     AND (not_before IS NULL OR not_before <= now())
     AND NOT EXISTS (SELECT 1 FROM suppressions s WHERE s.account_id = messages.account_id AND s.email = messages."to")
   RETURNING *
-), counted AS (
-  ${countMessagesSql('claimed', 'sent', 'm.attempts = 1')}
 )
 SELECT c.id::text AS id, c.send_id::text AS send_id, c.mailbox_id, row_to_json(c) AS message,
        CASE WHEN row_number() OVER (PARTITION BY c.mailbox_id) = 1 THEN row_to_json(mb) END AS mailbox,
@@ -55,8 +53,7 @@ FROM claimed c JOIN mailboxes mb ON mb.id = c.mailbox_id LEFT JOIN sends s ON s.
 
 /**
  * The claims of concurrent deliveries in one statement: take each row that is due and nobody holds, and read its
- * mailbox and Send with it. Rows of the `guarded` kinds are left to the full claim, which runs their guard. A row's
- * first claim counts as `sent` in daily_counts, in the same statement (analytics/counters.ts).
+ * mailbox and Send with it. Rows of the `guarded` kinds are left to the full claim, which runs their guard.
  *
  * `status::text`, as in the "sent" mark below: the rows are found by primary key. Compared as the enum, the prepared
  * statement's generic plan ANDs the primary key with a walk of the status index over every queued row and every dead
@@ -98,7 +95,7 @@ WITH marked AS (
   WHERE m.id = v.id AND m.status::text = 'sending'
   RETURNING m.*
 ), counted AS (
-  ${countMessagesSql('marked', 'delivered')}
+  ${countMessagesSql('marked', ['sent', 'delivered'])}
 )
 INSERT INTO events (account_id, type, data)
 SELECT m.account_id, 'message.sent', ${MESSAGE_EVENT_DATA} FROM marked m LEFT JOIN sends s ON s.id = m.send_id
@@ -108,7 +105,9 @@ WHERE ${subscribed('m.account_id', `'message.sent'`)}
 /**
  * "Delivered" for several rows at once; only the worker holding a row may say so. The same statement writes each row's
  * `message.sent` event into the outbox when an endpoint wants it (no second round trip, and no event without its mark),
- * and adds the rows to the `delivered` counters of daily_counts (analytics/counters.ts).
+ * and adds the rows to the `sent` and `delivered` counters of daily_counts (analytics/counters.ts): one counter row
+ * update per statement, not per email. (Counting `sent` at the claim as well cost Postgres 0.17 ms of CPU an email
+ * more than no counters, against 0.45 for the claim and the mark: bench/counters.ts.)
  *
  * `status::text`: the rows are found by primary key. Compared as the enum, the prepared statement's generic plan
  * could walk the status index instead (few rows are `sending`, by the statistics), through every in-flight row and
