@@ -1,5 +1,7 @@
 import request from 'supertest';
-import { clickToken, openToken, trackHtmlLinks, trackTextLinks } from '../../apps/core/src/analytics/tracking';
+import { clickToken, openToken, readClickToken, trackHtmlLinks, trackTextLinks } from '../../apps/core/src/analytics/tracking';
+import { runSequenceStep } from '../../apps/core/src/outreach/steps';
+import { makeTenant } from '../helpers/factories';
 import { db, rawQuery } from '../../apps/core/src/db';
 import { asAdmin, useApi } from '../helpers/api';
 import { useMail } from '../helpers/mail';
@@ -148,6 +150,26 @@ describe('click and open tracking (opt-in)', () => {
     await waitFor(() => sink.to('eve@clicks.org').length === 1);
     expect(links(sink.to('eve@clicks.org')[0]!.parsed.html as string)).toEqual(['https://plain.example/']);
     expect(sink.to('eve@clicks.org')[0]!.parsed.html).not.toContain('/o/');
+  });
+
+  it("tracks the links of a campaign's (text) emails when the campaign asks for it", async () => {
+    const tenant = await makeTenant({ smtp: sink.url });
+    const created = await admin()
+      .post('/admin/api/campaigns')
+      .send({ account: tenant.account.id, mailbox: tenant.mailbox.id, name: 'Tracked', goal: 'sales', track_clicks: true, steps: [{ subject: 'Hi', body: 'See https://offer.example/deal for {{name}}', delay_hours: 0 }] });
+    expect(created.status).toBe(201);
+    expect(created.body.campaign.track_clicks).toBe(true);
+    await db().campaign.update({ where: { id: created.body.campaign.id }, data: { status: 'running' } });
+    const prospect = await db().prospect.create({ data: { campaignId: created.body.campaign.id, email: 'lead@offers.org', name: 'Lee', status: 'ready', nextAt: new Date() } });
+    const outcome = await runSequenceStep(db(), prospect.id, 1);
+    expect(outcome.kind).not.toBe('skipped');
+    const message = await db().message.findFirstOrThrow({ where: { prospectId: prospect.id } });
+    const link = message.text!.match(/http:\/\/mail\.test\/c\/(\S+)/)![1]!;
+    expect(readClickToken(link)).toEqual({ messageId: message.id, url: 'https://offer.example/deal' });
+    expect(message.text).toMatch(/ for Lee$/);
+    // and it can be turned off again
+    const off = await admin().patch(`/admin/api/campaigns/${created.body.campaign.id}`).send({ track_clicks: false });
+    expect(off.body.campaign.track_clicks).toBe(false);
   });
 
   it('rewrites http(s) links of html and text bodies, and leaves the service own links and placeholders', () => {
