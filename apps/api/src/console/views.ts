@@ -2,7 +2,8 @@ import { Eta } from 'eta';
 
 /**
  * The console's templates, kept in code (they ship with `tsc` builds as they are) and rendered by eta, which escapes
- * every `<%= %>` output. `<%~ %>` (raw) is used only for `it.body`, the page the layout wraps.
+ * every `<%= %>` output. `<%~ %>` (raw) is used only for `it.body`, the page the layout wraps, and `it.charts`, the
+ * SVG charts section built from numbers and escaped text by charts.ts.
  * No template carries a script or an inline style: the CSP allows neither.
  */
 const LAYOUT = `<!doctype html>
