@@ -31,7 +31,7 @@ describe('POST /admin/api/webhooks', () => {
   it.each([
     [{ url: 'ftp://hooks.example.com/in' }, /url/],
     [{ url: 'not a url' }, /url/],
-    [{ url: 'https://hooks.example.com/in', events: ['message.sent', 'message.opened'] }, /unknown event type message\.opened/],
+    [{ url: 'https://hooks.example.com/in', events: ['message.sent', 'message.teleported'] }, /unknown event type message\.teleported/],
     [{ url: 'https://hooks.example.com/in', events: [] }, /events/],
     [{ url: 'https://hooks.example.com/in', secret: 'mine' }, /secret/],
   ])('answers 400 for %j and creates nothing', async (body, error) => {
@@ -104,7 +104,7 @@ describe('npm run admin -- webhook', () => {
     expect(await list.exited).toBe(0);
     expect(JSON.parse(list.stdout()).webhooks).toEqual([expect.objectContaining({ id: created.webhook.id })]);
     expect(list.stdout()).not.toContain(created.webhook.secret.slice(6));
-    const bad = runTs('scripts/admin.ts', ['webhook', 'create', '--account', String(account.id), '--url', 'https://x.example', '--events', 'message.opened']);
+    const bad = runTs('scripts/admin.ts', ['webhook', 'create', '--account', String(account.id), '--url', 'https://x.example', '--events', 'message.teleported']);
     expect(await bad.exited).toBe(1);
     expect(bad.stderr()).toMatch(/unknown event type/);
   }, 60_000);

@@ -21,6 +21,7 @@ import { metricsHandler } from './routes/metrics';
 import { healthRouter } from './routes/health';
 import { pagesRouter } from './routes/pages';
 import { unsubscribeRouter } from './routes/unsubscribe';
+import { trackingRouter } from './routes/tracking';
 import { v1Router } from './routes/v1';
 
 /** Request bodies above this answer 413 (docs/api.md: the email is at most 1 MB). */
@@ -67,6 +68,7 @@ export function createApp(db: Db): ApiApp {
   app.get('/metrics', requireAdmin(failures), metricsHandler(db));
   app.use('/admin', consoleRouter(db, { budget, publicBudget, failures }));
   app.use(unsubscribeRouter(db, publicBudget));
+  app.use(trackingRouter(db));
   app.use(pagesRouter(db, publicBudget));
   app.use(unknownRoute);
   app.use(errorHandler(new UnreadBodies()));

@@ -128,6 +128,8 @@ const campaignFields = {
   stages: Joi.array().items(Joi.string().trim().min(1).max(100)).max(50),
   status: Joi.string().valid(...CAMPAIGN_STATUSES),
   steps: Joi.array().items(step).min(1).max(20),
+  /** opt-in (docs/analytics.md): the links of its emails through signed redirect tokens */
+  track_clicks: Joi.boolean(),
   /** links campaigns: the page the placed link must point to; null removes it */
   target: Joi.object({
     url: Joi.string().trim().max(2000).uri({ scheme: ['http', 'https'] }).required().messages({ 'string.uriCustomScheme': 'target.url must be an http or https URL' }),

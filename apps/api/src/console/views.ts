@@ -2,7 +2,8 @@ import { Eta } from 'eta';
 
 /**
  * The console's templates, kept in code (they ship with `tsc` builds as they are) and rendered by eta, which escapes
- * every `<%= %>` output. `<%~ %>` (raw) is used only for `it.body`, the page the layout wraps.
+ * every `<%= %>` output. `<%~ %>` (raw) is used only for `it.body`, the page the layout wraps, and `it.charts`, the
+ * SVG charts section built from numbers and escaped text by charts.ts.
  * No template carries a script or an inline style: the CSP allows neither.
  */
 const LAYOUT = `<!doctype html>
@@ -54,6 +55,10 @@ form.inline{display:inline}
 .error{background:#fdecea;border:1px solid #f1a9a0;padding:.5em .8em}
 .token{font-family:monospace;font-size:1.1em;background:#fff8db;padding:.4em .6em;border:1px dashed #caa400;word-break:break-all}
 .muted{color:#66707a}
+.chart-figure{margin:.6em 0 1.4em;background:#fff;border:1px solid #e3e6ea;padding:.6em}
+.chart-figure svg{max-width:100%;height:auto;display:block}
+.chart-figure figcaption{color:#4a525a;font-size:.9em;margin-top:.3em}
+.chart-figure details{margin-top:.4em}
 `;
 
 export const TEMPLATES: Record<string, string> = {

@@ -14,6 +14,7 @@ import { webhooksRouter } from './webhooks';
 import { deliveryStatusRouter } from './delivery-status';
 import { inboundRouter } from './inbound';
 import { controlRouter } from './control';
+import { statsRouter } from './stats';
 
 /** The control plane of docs/operator.md: what the dashboard and `npm run admin` use. */
 export function adminRouter(db: Db): Router {
@@ -104,6 +105,7 @@ export function adminRouter(db: Db): Router {
 
   router.use(deliveryStatusRouter(db));
   router.use(inboundRouter(db));
+  router.use(statsRouter(db));
   router.use('/broadcasts', broadcastsRouter(db));
   return router;
 }

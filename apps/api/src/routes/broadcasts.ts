@@ -5,6 +5,7 @@ import { idParam } from '../../../core/src/admin-schemas';
 import type { Db } from '../../../core/src/db';
 import { validate } from '../../../core/src/validate';
 import { methodNotAllowed } from '../middleware/errors';
+import { broadcastLinks } from '../../../core/src/analytics/tracking';
 
 /** /admin/api/broadcasts (docs/broadcasts.md). */
 export function broadcastsRouter(db: Db): Router {
@@ -28,6 +29,15 @@ export function broadcastsRouter(db: Db): Router {
     .patch(async (req, res) => {
       const id = validate(idParam, req.params.id);
       res.json({ ok: true, broadcast: await changeBroadcast(db, id, validate(broadcastChanges, req.body)) });
+    })
+    .all(methodNotAllowed);
+
+  // clicks per link of a broadcast with click tracking (docs/analytics.md)
+  router
+    .route('/:id/links')
+    .get(async (req, res) => {
+      const broadcast = await getBroadcast(db, validate(idParam, req.params.id));
+      res.json({ ok: true, links: await broadcastLinks(db, broadcast.id) });
     })
     .all(methodNotAllowed);
 

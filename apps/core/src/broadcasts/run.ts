@@ -1,4 +1,5 @@
 import type { Broadcast, List, Mailbox } from '../../../../generated/prisma/client';
+import { tracked } from '../analytics/tracking';
 import { rawQuery, type Db } from '../db';
 import { addDeliveryJobs, markNotEnqueued, messageRow, queueDelivery } from '../delivery/outbox';
 import { emitEvent } from '../events';
@@ -106,7 +107,9 @@ async function writePage(db: Db, b: Loaded, after: number, size: number, listIdH
       subject: copy.subject,
       subscriberId: p.id,
     });
-    return { ...row, html: copy.html, text: copy.text, headers: JSON.stringify(copy.headers) };
+    // opt-in tracking: each copy's links carry its own signed tokens (analytics/tracking.ts)
+    const body = b.trackClicks || b.trackOpens ? tracked(copy, row.id!, { clicks: b.trackClicks, opens: b.trackOpens }) : copy;
+    return { ...row, html: body.html, text: body.text, headers: JSON.stringify(copy.headers) };
   });
   let written: string[] = [];
   if (rows.length) {

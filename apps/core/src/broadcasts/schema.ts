@@ -7,6 +7,9 @@ const content = {
   text: Joi.string().max(1_000_000).allow(null),
   tags: Joi.array().items(tag).max(20).unique(),
   send_at: Joi.date().iso().allow(null),
+  /** opt-in (docs/analytics.md): links through signed redirect tokens; a 1x1 image for opens */
+  track_clicks: Joi.boolean(),
+  track_opens: Joi.boolean(),
 };
 
 export interface BroadcastInput {
@@ -16,6 +19,8 @@ export interface BroadcastInput {
   text?: string | null;
   tags?: string[];
   send_at?: Date | null;
+  track_clicks?: boolean;
+  track_opens?: boolean;
 }
 
 /** POST /admin/api/broadcasts: html or text required. */

@@ -45,6 +45,8 @@ export function broadcastView(b: Broadcast & { list: Pick<List, 'key'> }, progre
     /** why the service paused it (auto-pause, docs/outreach.md); null otherwise */
     paused_reason: b.pausedReason,
     send_at: iso(b.sendAt),
+    track_clicks: b.trackClicks,
+    track_opens: b.trackOpens,
     audience: b.audience,
     sent: progress.sent,
     failed: progress.failed,
@@ -77,6 +79,8 @@ export async function createBroadcast(db: Tx, input: BroadcastInput): Promise<Br
       text: input.text ?? null,
       tags: input.tags ?? [],
       sendAt: input.send_at ?? null,
+      trackClicks: input.track_clicks ?? false,
+      trackOpens: input.track_opens ?? false,
     },
   });
   return view(db, created.id);
@@ -122,6 +126,8 @@ export async function changeBroadcast(db: Db, id: number, changes: BroadcastChan
           text: content.text,
           tags: content.tags,
           sendAt: content.send_at,
+          trackClicks: content.track_clicks,
+          trackOpens: content.track_opens,
         },
       });
     }

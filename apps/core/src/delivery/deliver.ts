@@ -4,6 +4,8 @@ import type SMTPPool from 'nodemailer/lib/smtp-pool';
 import { Semaphore } from '../batch';
 import { config } from '../config';
 import type { Db } from '../db';
+import { bounceClass, bounceColumn } from '../analytics/bounces';
+import { countMessage } from '../analytics/counters';
 import { emitMessageEvent } from '../events/messages';
 import { logger } from '../logger';
 import { metrics } from '../metrics';
@@ -236,6 +238,8 @@ async function recordFailure(db: Db, message: ClaimedRow, err: SmtpError, option
         data: { status: permanent.status, lastError: err.message, smtpResponse: answer, lockedUntil: null },
       });
       if (permanent.suppress) await suppressAddress(tx, message.accountId, message.to, 'bounced', (answer ?? err.message).slice(0, 1000));
+      // an end of delivery: `sent`, and a bounce by its class (analytics/bounces.ts)
+      await countMessage(tx, message.id, permanent.status === 'bounced' ? ['sent', bounceColumn(bounceClass({ smtp: answer }))] : ['sent']);
       await emitMessageEvent(tx, message.id, permanent.status === 'bounced' ? 'message.bounced' : 'message.failed');
       // a bounce may take its campaign's or broadcast's share of dead addresses past the auto-pause rate
       await autoPauseAfter(tx, message.id);
@@ -249,6 +253,7 @@ async function recordFailure(db: Db, message: ClaimedRow, err: SmtpError, option
     // retries exhausted: the end without delivery, and its event, in one transaction
     await db.$transaction(async (tx) => {
       await tx.message.update({ where: { id: message.id }, data: { ...data, status: 'failed' } });
+      await countMessage(tx, message.id, 'sent');
       await emitMessageEvent(tx, message.id, 'message.failed');
     });
     announceFinished([message.id]);

@@ -6,6 +6,7 @@ import type { MessageKind } from '../../../../generated/prisma/enums';
 import { subscribed } from '../events';
 import { MESSAGE_EVENT_DATA } from '../events/messages';
 import { HOLDER } from './lease';
+import { countMessagesSql } from '../analytics/counters';
 
 /** Each column's camelCase name and whether it holds a timestamp, worked out once per column name. */
 const columns = new Map<string, { name: string; date: boolean }>();
@@ -94,6 +95,8 @@ WITH marked AS (
   FROM unnest($1::uuid[], $2::text[]) AS v(id, response)
   WHERE m.id = v.id AND m.status::text = 'sending'
   RETURNING m.*
+), counted AS (
+  ${countMessagesSql('marked', ['sent', 'delivered'])}
 )
 INSERT INTO events (account_id, type, data)
 SELECT m.account_id, 'message.sent', ${MESSAGE_EVENT_DATA} FROM marked m LEFT JOIN sends s ON s.id = m.send_id
@@ -102,7 +105,10 @@ WHERE ${subscribed('m.account_id', `'message.sent'`)}
 
 /**
  * "Delivered" for several rows at once; only the worker holding a row may say so. The same statement writes each row's
- * `message.sent` event into the outbox when an endpoint wants it (no second round trip, and no event without its mark).
+ * `message.sent` event into the outbox when an endpoint wants it (no second round trip, and no event without its mark),
+ * and adds the rows to the `sent` and `delivered` counters of daily_counts (analytics/counters.ts): one counter row
+ * update per statement, not per email. (Counting `sent` at the claim as well cost Postgres 0.17 ms of CPU an email
+ * more than no counters, against 0.45 for the claim and the mark: bench/counters.ts.)
  *
  * `status::text`: the rows are found by primary key. Compared as the enum, the prepared statement's generic plan
  * could walk the status index instead (few rows are `sending`, by the statistics), through every in-flight row and

@@ -10,6 +10,8 @@ export const EVENT_TYPES = [
   'message.failed',
   'message.bounced',
   'message.complained',
+  'message.clicked',
+  'message.opened',
   'subscriber.pending',
   'subscriber.confirmed',
   'subscriber.unsubscribed',

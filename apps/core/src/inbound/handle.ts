@@ -6,6 +6,8 @@ import { emitEvent } from '../events';
 import { emitProspectChange } from '../outreach/changes';
 import { metrics } from '../metrics';
 import { addToStopList } from '../stop-list/rule';
+import { bounceClass, bounceColumn } from '../analytics/bounces';
+import { countMessage } from '../analytics/counters';
 import { OPEN_STATUSES } from '../outreach/outcomes';
 import { suppressAddress } from '../subscribers/machine';
 import type { InboundMail } from './classify';
@@ -138,11 +140,13 @@ async function effects(tx: Tx, mailbox: Mailbox, mail: InboundMail, now: Date) {
     if (mail.kind === 'bounce') {
       await tx.message.update({ where: { id: ours.id }, data: { status: 'bounced', lastError: detail || 'bounced' } });
       await suppressAddress(tx, accountId, address, 'bounced', detail);
+      await countMessage(tx, ours.id, bounceColumn(bounceClass({ status: mail.report.status })));
       await loseProspects(tx, accountId, address, 'bounced', now);
       await emitEvent(tx, accountId, 'message.bounced', { id: ours.id, mailbox: mailbox.id, to: address, status: mail.report.status, diagnostic: detail });
     } else {
       await suppressAddress(tx, accountId, address, 'complained', detail);
       await addToStopList(tx, accountId, address);
+      await countMessage(tx, ours.id, 'complained');
       await loseProspects(tx, accountId, address, 'complained', now);
       await emitEvent(tx, accountId, 'message.complained', { id: ours.id, mailbox: mailbox.id, to: address });
     }

@@ -1,6 +1,7 @@
 import type { Campaign, Prisma, Prospect } from '../../../../generated/prisma/client';
 import type { ProspectStatus } from '../../../../generated/prisma/enums';
 import type { Tx } from '../db';
+import { countReply } from '../analytics/counters';
 import { emitEvents, type PendingEvent } from '../events';
 import { prospectView } from './view';
 
@@ -22,10 +23,12 @@ export function prospectChangeEvents(campaign: CampaignRef, previous: ProspectSt
 /**
  * The events of one prospect's change, whoever made it (the caller, the sequence, inbound mail, the link check):
  * `prospect.state_changed` when the status moved (data: the Prospect of docs/api.md, its campaign and `previous`), and
- * `prospect.replied` too when it moved to replied. Call it in the transaction that wrote `prospect`'s new row.
+ * `prospect.replied` too when it moved to replied (and the campaign's `replied` counter). Call it in the transaction
+ * that wrote `prospect`'s new row.
  */
 export async function emitProspectChange(tx: Tx, campaign: CampaignRef, previous: ProspectStatus, prospect: Prospect): Promise<void> {
   await emitEvents(tx, prospectChangeEvents(campaign, previous, prospect));
+  if (prospect.status === 'replied' && previous !== 'replied') await countReply(tx, campaign.id);
 }
 
 /** One prospect whose status was `previous` (the caller holds its row lock). */
@@ -43,5 +46,6 @@ export async function updateProspects(tx: Tx, where: Prisma.ProspectWhereInput, 
   const { count } = await tx.prospect.updateMany({ where: { AND: [where, { id: { in: ids } }] }, data });
   const after = new Map((await tx.prospect.findMany({ where: { id: { in: ids } } })).map((p) => [p.id, p]));
   await emitEvents(tx, before.flatMap((p) => (after.has(p.id) ? prospectChangeEvents(p.campaign, p.status, after.get(p.id)!) : [])));
+  for (const p of before) if (p.status !== 'replied' && after.get(p.id)?.status === 'replied') await countReply(tx, p.campaign.id);
   return count;
 }

@@ -1,3 +1,5 @@
+import crypto from 'node:crypto';
+import { tracked } from '../analytics/tracking';
 import type { Db, Tx } from '../db';
 import { Prisma } from '../db';
 import { enqueueDelivery, storeMessages } from '../delivery/outbox';
@@ -89,15 +91,18 @@ async function decideAndWrite(tx: Tx, prospectId: number, step: number): Promise
   const subject = step === 1 ? renderSubject(current.subject, ctx) : followUpSubject(current.subject, steps[0]!.subject, ctx);
   // a step cancelled by a pause left its row behind: it was never sent, so it gives way to the rewrite
   await tx.message.deleteMany({ where: { prospectId: p.id, step, status: 'cancelled' } });
+  const id = crypto.randomUUID();
+  const body = tracked({ html: null, text: renderTemplate(current.body, ctx) }, id, { clicks: campaign.trackClicks, opens: false });
   const [row] = await storeMessages(tx, [
     {
+      id,
       accountId: campaign.accountId,
       mailboxId: campaign.mailboxId,
       fromAddress: campaign.mailbox.address,
       kind: 'sequence',
       to: p.email,
       subject,
-      text: renderTemplate(current.body, ctx),
+      text: body.text,
       prospectId: p.id,
       step,
       inReplyTo: step > 1 && p.thread_id ? p.thread_id : undefined,

@@ -46,6 +46,8 @@ export interface CampaignDetail extends CampaignView {
   paused_reason: string | null;
   /** one-click opt-out in each outreach email */
   unsubscribe: boolean;
+  /** docs/analytics.md: links of the steps' html go through the click counter */
+  track_clicks: boolean;
 }
 
 export interface PauseOn {
@@ -88,6 +90,7 @@ function detail(c: Campaign & { steps: CampaignStep[] }, prospects: number): Cam
     pause_on: pauseOnOf(c.pauseOn),
     paused_reason: c.pausedReason,
     unsubscribe: c.unsubscribe,
+    track_clicks: c.trackClicks,
   };
 }
 
@@ -103,6 +106,7 @@ export interface NewCampaign {
   schedule?: Schedule | null;
   pause_on?: Partial<PauseOn> | null;
   unsubscribe?: boolean;
+  track_clicks?: boolean;
 }
 
 /** The target's columns; only a links campaign has one (400 otherwise). */
@@ -129,6 +133,7 @@ export async function createCampaign(db: Tx, input: NewCampaign): Promise<Campai
       stages: input.stages ?? [],
       ...targetColumns(input.goal, input.target),
       ...deliverabilityColumns(input),
+      trackClicks: input.track_clicks ?? false,
       steps: { create: stepRows(input.steps) },
     },
     include: { steps: true },
@@ -147,6 +152,7 @@ export interface CampaignChanges {
   schedule?: Schedule | null;
   pause_on?: Partial<PauseOn> | null;
   unsubscribe?: boolean;
+  track_clicks?: boolean;
 }
 
 /** Applies the changes; the caller runs it in a transaction with whatever a status change must also do. */
@@ -168,6 +174,7 @@ export async function updateCampaign(db: Tx, id: number, changes: CampaignChange
       mailboxId: changes.mailbox,
       stages: changes.stages,
       status: changes.status,
+      trackClicks: changes.track_clicks,
       ...targetColumns(changes.goal ?? before.goal, changes.target),
       ...deliverabilityColumns(changes),
       // resuming clears the service's reason for a pause and starts a new auto-pause window

@@ -4,6 +4,7 @@ import type { Db, Tx } from '../db';
 import { enqueueDelivery, storeMessages } from '../delivery/outbox';
 import { LimitReached, NotFound } from '../errors';
 import { emitSubscriberChange } from '../events/subscribers';
+import { countUnsubscribe } from '../analytics/counters';
 import { logger } from '../logger';
 import { renderConfirmationEmail } from './email';
 import { NEW_SUBSCRIBERS_PER_HOUR, reserveNewSubscriber, type Channel } from './limit';
@@ -169,6 +170,7 @@ export async function removeSubscriber(db: Db, list: List, email: string): Promi
     if (current.status !== 'active' && current.status !== 'pending') return 'gone';
     await tx.subscriber.update({ where: { id: current.id }, data: { status: 'unsubscribed', unsubscribedAt: new Date() } });
     if (current.status === 'active') await countActive(tx, list.id, -1);
+    await countUnsubscribe(tx, list, current.id);
     await emitSubscriberChange(tx, list, current.email, 'unsubscribed');
     return 'unsubscribed';
   });

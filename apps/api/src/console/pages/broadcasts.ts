@@ -6,6 +6,7 @@ import { browseLists } from '../../../../core/src/services/browse';
 import { validate } from '../../../../core/src/validate';
 import { CSRF_FIELD } from '../views';
 import { field, type ConsolePage } from '../page';
+import { broadcastCharts } from '../stats-section';
 
 /** The buttons a broadcast's state allows (the state machine of broadcasts/service.ts). */
 const ACTIONS: Record<string, { status: string; label: string }[]> = {
@@ -32,12 +33,15 @@ export const broadcastsPage: ConsolePage = {
 <label>HTML <textarea name="html" placeholder="&lt;p&gt;Hello {{name}}&lt;/p&gt; ... &lt;a href=&quot;{{unsubscribe_url}}&quot;&gt;Unsubscribe&lt;/a&gt;"></textarea></label>
 <label>Text <textarea name="text" placeholder="Plain text part (made from the HTML when left empty)"></textarea></label>
 <label>Send at (UTC, optional) <input name="send_at" type="datetime-local"></label>
+<label><input name="track_clicks" type="checkbox" value="1"> Track clicks (links go through this service)</label>
+<label><input name="track_opens" type="checkbox" value="1"> Track opens (a 1x1 image; an overestimate, see the docs)</label>
 <p class="muted">Placeholders: {{name}}, {{email}}, {{fields.x}}, {{unsubscribe_url}}. It is saved as a draft: preview it, then send.</p>
 <button>Save draft</button>
 </form>`,
-    broadcast: `<p><a href="/admin/broadcasts">All broadcasts</a> · list <code><%= it.b.list %></code> · <strong><%= it.b.status %></strong><% if (it.b.send_at) { %> · send at <%= it.b.send_at %><% } %></p>
+    broadcast: `<p><a href="/admin/broadcasts">All broadcasts</a> · list <code><%= it.b.list %></code> · <strong><%= it.b.status %></strong><% if (it.b.send_at) { %> · send at <%= it.b.send_at %><% } %><% if (it.b.track_clicks) { %> · clicks tracked<% } %><% if (it.b.track_opens) { %> · opens tracked<% } %></p>
 <% var b = it.b; %><p id="progress">${PROGRESS}<% if (b.started_at) { %> · started <%= b.started_at %><% } %><% if (b.finished_at) { %> · finished <%= b.finished_at %><% } %></p>
 <% it.actions.forEach(function (a) { %><form method="post" action="/admin/broadcasts/<%= it.b.id %>/status" class="inline">${CSRF_FIELD}<input type="hidden" name="status" value="<%= a.status %>"><button><%= a.label %></button></form> <% }) %>
+<%~ it.charts %>
 <h2>Preview</h2>
 <p class="muted">As a reader named "Reader" would get it. The HTML is shown as its source: the console runs no content.</p>
 <section class="card"><p><strong>Subject:</strong> <span id="preview-subject"><%= it.preview.subject %></span></p>
@@ -58,6 +62,8 @@ export const broadcastsPage: ConsolePage = {
         ...(field(req, 'text') ? { text: field(req, 'text') } : {}),
         // a datetime-local field has no zone: the form says UTC
         ...(sendAt ? { send_at: /Z|[+-]\d\d:\d\d$/.test(sendAt) ? sendAt : `${sendAt}Z` } : {}),
+        ...(field(req, 'track_clicks') ? { track_clicks: true } : {}),
+        ...(field(req, 'track_opens') ? { track_opens: true } : {}),
       });
       const broadcast = await createBroadcast(ctx.db, input);
       await ctx.redirect(req, res, `/admin/broadcasts/${broadcast.id}`, `Broadcast ${broadcast.id} saved as a draft.`);
@@ -69,7 +75,8 @@ export const broadcastsPage: ConsolePage = {
     });
     router.get('/broadcasts/:id', async (req, res) => {
       const b = await getBroadcast(ctx.db, validate(idParam, req.params.id));
-      ctx.render(req, res, 'broadcast', `Broadcast ${b.id}: ${b.subject}`, { b, actions: ACTIONS[b.status] ?? [], preview: previewCopy(b) });
+      const charts = await broadcastCharts(ctx.db, b.id);
+      ctx.render(req, res, 'broadcast', `Broadcast ${b.id}: ${b.subject}`, { b, actions: ACTIONS[b.status] ?? [], preview: previewCopy(b), charts });
     });
   },
 };

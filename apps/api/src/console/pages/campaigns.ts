@@ -8,6 +8,7 @@ import { ACCOUNT_SELECT, CSRF_FIELD, mailboxSelect } from '../views';
 import { field, numberField, type ConsolePage } from '../page';
 import { campaignStats } from '../../../../core/src/outreach/stats';
 import { CAMPAIGN_DELIVERABILITY, CAMPAIGN_STATS, campaignSendingRoutes } from './outreach-settings';
+import { campaignCharts } from '../stats-section';
 
 export const campaignsPage: ConsolePage = {
   path: '/campaigns',
@@ -39,7 +40,8 @@ ${mailboxSelect('Mailbox')}
 <% it.counts.forEach(function (c) { %><tr><td><%= c.status %></td><td><%= it.campaign.stages[c.stage] || c.stage %></td><td><%= c.count %></td></tr><% }) %>
 </tbody></table>
 ${CAMPAIGN_STATS}
-${CAMPAIGN_DELIVERABILITY}`,
+${CAMPAIGN_DELIVERABILITY}
+<%~ it.charts %>`,
   },
   routes(router, ctx) {
     router.get('/campaigns', async (req, res) => {
@@ -65,8 +67,8 @@ ${CAMPAIGN_DELIVERABILITY}`,
     router.get('/campaigns/:id', async (req, res) => {
       const id = validate(schemas.idParam, req.params.id);
       const campaign = await findCampaign(ctx.db, id);
-      const [counts, stats] = await Promise.all([prospectCounts(ctx.db, id), campaignStats(ctx.db, id)]);
-      ctx.render(req, res, 'campaign', `Campaign ${campaign.name}`, { campaign, counts, stats });
+      const [counts, stats, charts] = await Promise.all([prospectCounts(ctx.db, id), campaignStats(ctx.db, id), campaignCharts(ctx.db, id)]);
+      ctx.render(req, res, 'campaign', `Campaign ${campaign.name}`, { campaign, counts, stats, charts });
     });
     campaignSendingRoutes(router, ctx);
   },

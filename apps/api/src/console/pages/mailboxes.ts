@@ -2,18 +2,19 @@ import * as schemas from '../../../../core/src/admin-schemas';
 import { checkImap, checkSmtp } from '../../../../core/src/delivery/check';
 import { NotFound } from '../../../../core/src/errors';
 import { listAccounts } from '../../../../core/src/services/accounts';
-import { createMailbox, listMailboxes } from '../../../../core/src/services/mailboxes';
+import { createMailbox, listMailboxes, mailboxView } from '../../../../core/src/services/mailboxes';
 import { validate } from '../../../../core/src/validate';
 import { ACCOUNT_SELECT, CSRF_FIELD } from '../views';
 import { MAILBOX_PACING, mailboxPacingRoutes } from './outreach-settings';
 import { field, numberField, query, type ConsolePage } from '../page';
+import { mailboxCharts } from '../stats-section';
 
 export const mailboxesPage: ConsolePage = {
   path: '/mailboxes',
   title: 'Mailboxes',
   templates: {
     mailboxes: `<table><thead><tr><th>Id</th><th>Account</th><th>Address</th><th>SMTP</th><th>Daily limit</th><th>Gap (s)</th><th>Outreach today</th><th></th></tr></thead><tbody>
-<% it.mailboxes.forEach(function (m) { %><tr><td><%= m.id %></td><td><%= m.account %></td><td><%= m.address %></td><td><%= m.smtp.user %>@<%= m.smtp.host %>:<%= m.smtp.port %><%= m.smtp.secure ? ' (TLS)' : '' %></td><td><%= m.daily_limit %></td><td><%= m.gap_seconds %></td><td><%= m.effective_daily_limit %> (jitter <%= m.gap_jitter %><%= m.warmup ? ', warm-up ' + m.warmup.start + ' +' + m.warmup.step + '/day' : '' %>)</td><td><form method="post" action="/admin/mailboxes/<%= m.id %>/test" class="inline">${CSRF_FIELD}<button>Test SMTP</button></form><% if (m.imap) { %> <form method="post" action="/admin/mailboxes/<%= m.id %>/test-imap" class="inline">${CSRF_FIELD}<button>Test IMAP</button></form><% } %></td></tr><% }) %>
+<% it.mailboxes.forEach(function (m) { %><tr><td><%= m.id %></td><td><%= m.account %></td><td><a href="/admin/mailboxes/<%= m.id %>"><%= m.address %></a></td><td><%= m.smtp.user %>@<%= m.smtp.host %>:<%= m.smtp.port %><%= m.smtp.secure ? ' (TLS)' : '' %></td><td><%= m.daily_limit %></td><td><%= m.gap_seconds %></td><td><%= m.effective_daily_limit %> (jitter <%= m.gap_jitter %><%= m.warmup ? ', warm-up ' + m.warmup.start + ' +' + m.warmup.step + '/day' : '' %>)</td><td><form method="post" action="/admin/mailboxes/<%= m.id %>/test" class="inline">${CSRF_FIELD}<button>Test SMTP</button></form><% if (m.imap) { %> <form method="post" action="/admin/mailboxes/<%= m.id %>/test-imap" class="inline">${CSRF_FIELD}<button>Test IMAP</button></form><% } %></td></tr><% }) %>
 </tbody></table>
 <form method="post" action="/admin/mailboxes" class="card">${CSRF_FIELD}
 <h2>New mailbox</h2>
@@ -26,6 +27,8 @@ ${ACCOUNT_SELECT}
 <button>Create mailbox</button>
 </form>
 ${MAILBOX_PACING}`,
+    mailbox: `<p><a href="/admin/mailboxes">All mailboxes</a> · account <%= it.mailbox.account %> · <%= it.mailbox.name %></p>
+<%~ it.charts %>`,
   },
   routes(router, ctx) {
     mailboxPacingRoutes(router, ctx);
@@ -33,6 +36,13 @@ ${MAILBOX_PACING}`,
       const account = query(req, 'account');
       const [mailboxes, accounts] = await Promise.all([listMailboxes(ctx.db, account ? Number(account) || -1 : undefined), listAccounts(ctx.db)]);
       ctx.render(req, res, 'mailboxes', 'Mailboxes', { mailboxes, accounts, account });
+    });
+    router.get('/mailboxes/:id', async (req, res) => {
+      const id = validate(schemas.idParam, req.params.id);
+      const row = await ctx.db.mailbox.findUnique({ where: { id } });
+      if (!row) throw new NotFound(`no mailbox with id ${id}`);
+      const mailbox = mailboxView(row);
+      ctx.render(req, res, 'mailbox', `Mailbox ${mailbox.address}`, { mailbox, charts: await mailboxCharts(ctx.db, id) });
     });
     router.post('/mailboxes', async (req, res) => {
       const input = {

@@ -1,11 +1,13 @@
 import { estimatedMessageCounts, liveMessageCounts, queueDepths } from '../../../../core/src/metrics';
 import type { ConsolePage } from '../page';
+import { overviewCharts } from '../stats-section';
 
 export const overviewPage: ConsolePage = {
   path: '/',
   title: 'Overview',
   templates: {
-    overview: `<h2>Queues</h2>
+    overview: `<%~ it.charts %>
+<h2>Queues</h2>
 <table><thead><tr><th>Queue</th><th>Waiting</th><th>Active</th><th>Delayed</th><th>Failed</th><th>Completed</th></tr></thead><tbody>
 <% it.queues.forEach(function (q) { %><tr><td><%= q.queue %></td><td><%= q.counts.waiting %></td><td><%= q.counts.active %></td><td><%= q.counts.delayed %></td><td><%= q.counts.failed %></td><td><%= q.counts.completed %></td></tr><% }) %>
 </tbody></table>
@@ -19,8 +21,8 @@ export const overviewPage: ConsolePage = {
   },
   routes(router, ctx) {
     router.get('/', async (req, res) => {
-      const [queues, live, estimate] = await Promise.all([queueDepths(), liveMessageCounts(ctx.db), estimatedMessageCounts(ctx.db)]);
-      ctx.render(req, res, 'overview', 'Overview', { queues, live, estimate });
+      const [queues, live, estimate, charts] = await Promise.all([queueDepths(), liveMessageCounts(ctx.db), estimatedMessageCounts(ctx.db), overviewCharts(ctx.db)]);
+      ctx.render(req, res, 'overview', 'Overview', { queues, live, estimate, charts });
     });
   },
 };

@@ -1,0 +1,172 @@
+import crypto from 'node:crypto';
+import { config } from '../config';
+import { rawQuery, type Db } from '../db';
+import { subscribed } from '../events';
+import { countMessagesSql } from './counters';
+
+/**
+ * Opt-in click and open tracking (docs/analytics.md). A tracked link is PUBLIC_URL/c/<token>, the token naming the
+ * message and the original address and signed with SECRET_KEY (HMAC-SHA256): the service redirects only to an address
+ * it put in an email itself, never to one a stranger wrote into a URL. An open is a 1x1 image at PUBLIC_URL/o/<token>.
+ */
+
+/** A link scanner of a mail filter fetches the links as soon as the email arrives: a GET this soon is not a person. */
+export const SCANNER_WINDOW_MS = 2_000;
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+
+const idBytes = (id: string) => Buffer.from(id.replace(/-/g, ''), 'hex').toString('base64url');
+function idOf(part: string): string | null {
+  const hex = Buffer.from(part, 'base64url').toString('hex');
+  if (hex.length !== 32) return null;
+  const id = `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
+  return UUID.test(id) && idBytes(id) === part ? id : null;
+}
+
+const sign = (what: string) => crypto.createHmac('sha256', config().secretKey).update(what).digest('base64url').slice(0, 22);
+
+function signed(given: string, what: string): boolean {
+  const expected = Buffer.from(sign(what));
+  const actual = Buffer.from(given);
+  return actual.length === expected.length && crypto.timingSafeEqual(actual, expected);
+}
+
+const isWebUrl = (url: string) => {
+  try {
+    const parsed = new URL(url);
+    return parsed.protocol === 'http:' || parsed.protocol === 'https:';
+  } catch {
+    return false;
+  }
+};
+
+/** `<message id>.<address>.<signature>`, each part base64url. */
+export function clickToken(messageId: string, url: string): string {
+  return `${idBytes(messageId)}.${Buffer.from(url).toString('base64url')}.${sign(`click:${messageId}:${url}`)}`;
+}
+
+/** The message and address a click token names; null for anything this service did not sign (or an altered one). */
+export function readClickToken(token: string): { messageId: string; url: string } | null {
+  const parts = token.split('.');
+  if (parts.length !== 3 || parts.some((p) => !/^[A-Za-z0-9_-]+$/.test(p))) return null;
+  const messageId = idOf(parts[0]!);
+  if (!messageId) return null;
+  const url = Buffer.from(parts[1]!, 'base64url').toString('utf8');
+  if (Buffer.from(url).toString('base64url') !== parts[1] || !isWebUrl(url)) return null;
+  return signed(parts[2]!, `click:${messageId}:${url}`) ? { messageId, url } : null;
+}
+
+export function openToken(messageId: string): string {
+  return `${idBytes(messageId)}.${sign(`open:${messageId}`)}`;
+}
+
+export function readOpenToken(token: string): string | null {
+  const parts = token.replace(/\.gif$/, '').split('.');
+  if (parts.length !== 2 || parts.some((p) => !/^[A-Za-z0-9_-]+$/.test(p))) return null;
+  const messageId = idOf(parts[0]!);
+  return messageId && signed(parts[1]!, `open:${messageId}`) ? messageId : null;
+}
+
+const clickUrl = (messageId: string, url: string) => `${config().publicUrl}/c/${clickToken(messageId, url)}`;
+
+const ENTITY = /&(amp|#38|#x26);/gi;
+
+/** Does this address stay as it is? The service's own links (unsubscribe, confirmation) and placeholders do. */
+function ownLink(url: string): boolean {
+  return url.startsWith(`${config().publicUrl}/`) || url.includes('{{');
+}
+
+/** Every http(s) link of an html body (`<a href>`) through the message's click tokens. */
+export function trackHtmlLinks(html: string, messageId: string): string {
+  return html.replace(/(<a\b[^>]*?\bhref\s*=\s*)(["'])(https?:\/\/[^"'\s<>]+)\2/gi, (whole, head: string, quote: string, href: string) => {
+    const url = href.replace(ENTITY, '&');
+    if (ownLink(url) || !isWebUrl(url)) return whole;
+    return `${head}${quote}${clickUrl(messageId, url)}${quote}`;
+  });
+}
+
+/** Every http(s) address of a plain-text body through the message's click tokens (sequence emails are text). */
+export function trackTextLinks(text: string, messageId: string): string {
+  return text.replace(/https?:\/\/[^\s<>"')\]]+[^\s<>"')\].,;:!?]/gi, (url) => (ownLink(url) || !isWebUrl(url) ? url : clickUrl(messageId, url)));
+}
+
+/** The html body with the open image at its end (inside </body> when there is one). */
+export function withOpenPixel(html: string, messageId: string): string {
+  const img = `<img src="${config().publicUrl}/o/${openToken(messageId)}.gif" width="1" height="1" alt="" border="0">`;
+  return /<\/body>/i.test(html) ? html.replace(/<\/body>/i, `${img}</body>`) : html + img;
+}
+
+/** The tracking a broadcast or campaign asked for, applied to one email's bodies as it is written. */
+export function tracked(
+  body: { html: string | null; text: string | null },
+  messageId: string,
+  options: { clicks: boolean; opens: boolean },
+): { html: string | null; text: string | null } {
+  let { html, text } = body;
+  if (options.clicks) {
+    if (html !== null) html = trackHtmlLinks(html, messageId);
+    // a text part beside an html one is tracked too; alone, it is a sequence email's body
+    if (text !== null) text = trackTextLinks(text, messageId);
+  }
+  if (options.opens && html !== null) html = withOpenPixel(html, messageId);
+  return { html, text };
+}
+
+/**
+ * A request of a tracked link, in one statement: the click row (a scanner's when it is a HEAD, or a GET within
+ * SCANNER_WINDOW_MS of delivery or before it), and for a person's click the `clicked` counter and the
+ * `message.clicked` event. A message gone (retention) is redirected without a record.
+ */
+export async function recordClick(db: Db, click: { messageId: string; url: string; head: boolean }): Promise<{ scanner: boolean } | null> {
+  const [row] = await rawQuery<{ scanner: boolean }>(
+    db,
+    `WITH m AS (
+       SELECT id, account_id, mailbox_id, broadcast_id, prospect_id, send_id, "to", sent_at FROM messages WHERE id = $1::uuid
+     ), c AS (
+       INSERT INTO link_clicks (message_id, account_id, broadcast_id, url, scanner)
+       SELECT m.id, m.account_id, m.broadcast_id, $2, ($3 OR m.sent_at IS NULL OR now() - m.sent_at < $4 * interval '1 millisecond') FROM m
+       RETURNING scanner
+     ), counted AS (
+       ${countMessagesSql('m', 'clicked', 'NOT EXISTS (SELECT 1 FROM c WHERE c.scanner)')}
+     ), event AS (
+       INSERT INTO events (account_id, type, data)
+       SELECT m.account_id, 'message.clicked', jsonb_build_object('id', m.id, 'send_id', m.send_id, 'to', m."to", 'url', $2::text, 'broadcast', m.broadcast_id)
+       FROM m WHERE NOT EXISTS (SELECT 1 FROM c WHERE c.scanner) AND ${subscribed('m.account_id', `'message.clicked'`)}
+     )
+     SELECT scanner FROM c`,
+    [click.messageId, click.url, click.head, SCANNER_WINDOW_MS],
+    'record-click',
+  );
+  return row ?? null;
+}
+
+/** An open of a tracked email, in one statement: the first counts (`opened`, `message.opened`), later ones are noted. */
+export async function recordOpen(db: Db, messageId: string): Promise<void> {
+  await rawQuery(
+    db,
+    `WITH m AS (
+       SELECT id, account_id, mailbox_id, broadcast_id, prospect_id, send_id, "to" FROM messages WHERE id = $1::uuid
+     ), first AS (
+       INSERT INTO message_opens (message_id, account_id) SELECT m.id, m.account_id FROM m
+       ON CONFLICT (message_id) DO UPDATE SET count = message_opens.count + 1, last_at = now()
+       RETURNING (xmax = 0) AS inserted
+     ), counted AS (
+       ${countMessagesSql('m', 'opened', 'EXISTS (SELECT 1 FROM first WHERE first.inserted)')}
+     )
+     INSERT INTO events (account_id, type, data)
+     SELECT m.account_id, 'message.opened', jsonb_build_object('id', m.id, 'send_id', m.send_id, 'to', m."to", 'broadcast', m.broadcast_id)
+     FROM m WHERE EXISTS (SELECT 1 FROM first WHERE first.inserted) AND ${subscribed('m.account_id', `'message.opened'`)}`,
+    [messageId],
+    'record-open',
+  );
+}
+
+/** Clicks per link of a broadcast, most clicked first: people's clicks, and the scanners' apart. */
+export async function broadcastLinks(db: Db, broadcastId: number): Promise<{ url: string; clicks: number; scanner_clicks: number }[]> {
+  return rawQuery(
+    db,
+    `SELECT url, (count(*) FILTER (WHERE NOT scanner))::int AS clicks, (count(*) FILTER (WHERE scanner))::int AS scanner_clicks
+     FROM link_clicks WHERE broadcast_id = $1 GROUP BY url ORDER BY 2 DESC, url LIMIT 200`,
+    [broadcastId],
+  );
+}
