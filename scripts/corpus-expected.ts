@@ -58,4 +58,4 @@ writeFileSync(
   join(root, 'expected.json'),
   `{\n${Object.entries(sorted).map(([k, v]) => `  ${JSON.stringify(k)}: ${JSON.stringify(v)}`).join(',\n')}\n}\n`,
 );
-console.log(`files: ${Object.keys(sorted).length}, recipients: ${Object.values(sorted).reduce((n, v) => n + v.length, 0)}`);
+console.log(`files: ${Object.keys(sorted).length}, recipients: ${Object.values(sorted).reduce((n, v) => n + (v?.length ?? 0), 0)}`);
