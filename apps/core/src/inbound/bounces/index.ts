@@ -1,4 +1,5 @@
 import { header } from './mime';
+import { readAmazonSes } from './families/amazonses';
 import { readArf } from './families/arf';
 import { readRfc3464 } from './families/rfc3464';
 import { readText } from './families/text';
@@ -12,8 +13,8 @@ export type { Failed } from './report';
  * servers write. Pure and synchronous. null: the message is not a report.
  */
 export type Report =
-  | { kind: 'bounce'; format: 'rfc3464' | 'text'; recipients: Failed[]; originalId: string | null }
-  | { kind: 'complaint'; format: 'arf'; address: string | null; feedbackType: string; originalId: string | null };
+  | { kind: 'bounce'; format: 'rfc3464' | 'text' | 'amazonses'; recipients: Failed[]; originalId: string | null }
+  | { kind: 'complaint'; format: 'arf' | 'amazonses'; addresses: string[]; feedbackType: string; originalId: string | null };
 
 const SUBJECT =
   /undeliver|undelivered|delivery (status|failure|failed|notification|report|problem|has failed)|failure notice|returned mail|mail delivery (failed|failure|system|subsystem)|could not be delivered|not (be )?delivered|non[- ]?remis|nondeliver|non-deliver|returned to sender|unzustellbar|nicht zustellbar|fehlgeschlagen|mail failure|message failure|delivery error|bounced?|rejected|permanent error|mail system error|warning: could not send|error sending|failed mail|unable to deliver|delivery notification|ndr|unbekannt|message blocked|не доставлено|未達|エラー|配信/i;
@@ -40,7 +41,11 @@ export function readReport(raw: string | Buffer): Report | null {
   const ct = header(mail.headers, 'content-type').toLowerCase();
   const originalId = originalIdOf(mail);
   const complaint = readArf(mail);
-  if (complaint) return { kind: 'complaint', format: 'arf', address: complaint.address, feedbackType: complaint.feedbackType, originalId };
+  if (complaint) return { kind: 'complaint', format: 'arf', addresses: complaint.addresses, feedbackType: complaint.feedbackType, originalId };
+  const ses = readAmazonSes(mail);
+  if (ses?.kind === 'complaint') return { kind: 'complaint', format: 'amazonses', ...ses.complaint, originalId };
+  if (ses?.kind === 'bounce') return { kind: 'bounce', format: 'amazonses', recipients: ses.found.map(finish), originalId };
+  if (ses) return null; // a delivery notice
   const isDsn = /report-type\s*=\s*"?(delivery-status|global-delivery-status)/.test(ct) || !!mail.dsn;
   if (isDsn) {
     const found = readRfc3464(mail) ?? readText(mail) ?? [];
