@@ -17,6 +17,7 @@ export const mailboxInput = Joi.object({
   imap: Joi.string().trim().max(2000).allow(null, ''),
   max_per_second: Joi.number().integer().min(1).max(100_000).allow(null),
   dkim: dkimInput().allow(null),
+  return_path: Joi.string().valid('address', 'verp'),
 });
 
 function dkimInput() {
@@ -35,6 +36,7 @@ export const mailboxChange = Joi.object({
   imap: Joi.string().trim().max(2000).allow(null, ''),
   max_per_second: Joi.number().integer().min(1).max(100_000).allow(null),
   dkim: dkimInput().allow(null),
+  return_path: Joi.string().valid('address', 'verp'),
 }).min(1);
 
 export const keyInput = Joi.object({

@@ -1,5 +1,6 @@
 import { simpleParser, type AddressObject, type ParsedMail } from 'mailparser';
-import { readReport, reasonClass, type Failed, type Reason, type ReasonClass } from './bounces';
+import { readReport, reasonClass, unknownFormatFailure, type Failed, type Reason, type ReasonClass } from './bounces';
+import { messageOfVerp } from './verp';
 
 /**
  * What an inbound email is, from its own content (docs/inbound.md); matching it to our messages and prospects is match.ts's job.
@@ -40,6 +41,8 @@ export interface InboundMail {
   threadIds: string[];
   /** for reports: what the report says (docs/inbound.md) */
   report: InboundReport | null;
+  /** the message a VERP address it came to names (Delivered-To, X-Original-To or To), if any */
+  verp: string | null;
   /** for auto-replies: the return date found in the text (UTC midnight of that day), if any */
   returnDate: Date | null;
 }
@@ -118,6 +121,7 @@ export async function classify(raw: Buffer | string, now = new Date()): Promise<
     threadIds: [...ids(mail.inReplyTo), ...ids(mail.references)],
     report: null,
     returnDate: null,
+    verp: verpOf(mail),
   };
   // a delivery or feedback report is never an auto-reply, whatever its Auto-Submitted or subject says
   const report = readReport(raw);
@@ -147,8 +151,36 @@ export async function classify(raw: Buffer | string, now = new Date()): Promise<
     };
   }
   if (isAutoReply(mail)) {
+    // an auto-reply stays one even at a VERP address (RFC 3834 answers the envelope sender)
     const text = `${mail.subject ?? ''}\n${mail.text ?? ''}`;
     return { ...base, kind: 'auto_reply', returnDate: findReturnDate(text, date) };
   }
+  if (base.verp) {
+    // mail that came back to a VERP address is a report about that message, whatever its format
+    const failed = unknownFormatFailure(raw);
+    const report: InboundReport = {
+      recipient: null, originalId: null, status: failed.status, diagnostic: failed.diagnostic, reason: failed.reason,
+      reasonClass: reasonClass(failed.reason), smtpCode: failed.smtpCode, dead: failed.dead, recipients: [failed], addresses: [], feedbackType: null,
+    };
+    return { ...base, kind: failed.permanent ? 'bounce' : 'delayed', report };
+  }
   return { ...base, kind: 'message' };
+}
+
+/** The first VERP address of ours among the addresses the email was delivered to. */
+function verpOf(mail: ParsedMail): string | null {
+  const values = ['delivered-to', 'x-original-to', 'to', 'envelope-to', 'x-envelope-to'].flatMap((name) => {
+    const v = mail.headers.get(name) as unknown;
+    if (!v) return [];
+    if (typeof v === 'string') return [v];
+    if (Array.isArray(v)) return v.map(String);
+    if (typeof v === 'object' && 'text' in (v as object)) return [String((v as { text: unknown }).text)];
+    return [String(v)];
+  });
+  for (const line of mail.headerLines ?? []) if (/^(delivered-to|x-original-to)\s*:/i.test(line.line)) values.push(line.line);
+  for (const value of values) {
+    const id = messageOfVerp(value);
+    if (id) return id;
+  }
+  return null;
 }

@@ -9,6 +9,7 @@ import { OPEN_STATUSES } from '../outreach/outcomes';
 import { suppressAddress } from '../subscribers/machine';
 import type { InboundMail } from './classify';
 import { applyBounce, bounceOf, countBounce, publicBounce } from './bounce-policy';
+import { unknownFormatFailure } from './bounces';
 
 /**
  * One inbound email's effects (docs/inbound.md), in ONE transaction that first claims it: the row of inbound_messages unique
@@ -35,6 +36,11 @@ async function byMessageIds(tx: Tx, mailboxId: number, messageIds: string[]): Pr
     SELECT id, "to", prospect_id FROM messages
     WHERE mailbox_id = ${mailboxId} AND message_id_header = ANY(${messageIds}::text[])
     ORDER BY created_at DESC LIMIT 1`;
+  return row ?? null;
+}
+
+async function byId(tx: Tx, mailboxId: number, id: string): Promise<OurMessage | null> {
+  const [row] = await tx.$queryRaw<OurMessage[]>`SELECT id, "to", prospect_id FROM messages WHERE id = ${id}::uuid AND mailbox_id = ${mailboxId}`;
   return row ?? null;
 }
 
@@ -142,10 +148,15 @@ async function effects(tx: Tx, mailbox: Mailbox, mail: InboundMail, now: Date) {
     // a bounce: each failed recipient it names, matched to its message (the original Message-ID when it went to that
     // address, else the address's latest message from this mailbox); a report naming nobody is recorded, reason undefined
     const report = mail.report;
-    const original = await byMessageIds(tx, mailbox.id, [...(report.originalId ? [report.originalId] : []), ...mail.threadIds]);
+    const verp = mail.verp ? await byId(tx, mailbox.id, mail.verp) : null;
+    const original = verp ?? (await byMessageIds(tx, mailbox.id, [...(report.originalId ? [report.originalId] : []), ...mail.threadIds]));
+    // at a VERP address the report is about that message only: its recipient is the message's
+    const recipients = verp
+      ? [{ ...(report.recipients.find((r) => r.address === verp.to.toLowerCase()) ?? report.recipients[0] ?? unknownFormatFailure('')), address: verp.to.toLowerCase() }]
+      : report.recipients;
     let first: OurMessage | null = null;
-    for (const failed of report.recipients) {
-      const message = original && (original.to.toLowerCase() === failed.address || report.recipients.length === 1) ? original : await latestTo(tx, mailbox.id, failed.address);
+    for (const failed of recipients) {
+      const message = original && (original.to.toLowerCase() === failed.address || recipients.length === 1) ? original : await latestTo(tx, mailbox.id, failed.address);
       first ??= message;
       if (!message) continue;
       const bounce = bounceOf(failed, now);

@@ -92,6 +92,8 @@ export interface MailboxView {
   inbound: { state: string; last_error: string | null; checked_at: Date | null };
   max_per_second: number | null;
   dkim: { domain: string; selector: string } | null;
+  /** the envelope sender: the mailbox's address, or VERP (docs/inbound.md) */
+  return_path: string;
 }
 
 /** The answer shape: never the password, not even encrypted. */
@@ -109,6 +111,7 @@ export function mailboxView(m: Mailbox): MailboxView {
     max_per_second: m.maxPerSecond,
     // the private key is never echoed, not even encrypted
     dkim: m.dkimDomain && m.dkimSelector ? { domain: m.dkimDomain, selector: m.dkimSelector } : null,
+    return_path: m.returnPath,
   };
 }
 
@@ -122,6 +125,7 @@ export interface NewMailbox {
   imap?: string | null;
   max_per_second?: number | null;
   dkim?: DkimInput | null;
+  return_path?: 'address' | 'verp';
 }
 
 export interface DkimInput {
@@ -159,12 +163,13 @@ export async function createMailbox(db: Tx, input: NewMailbox): Promise<MailboxV
       ...imap,
       maxPerSecond: input.max_per_second ?? null,
       ...(input.dkim ? dkimColumns(input.dkim) : {}),
+      returnPath: input.return_path ?? 'address',
     },
   });
   return mailboxView(mailbox);
 }
 
-export type MailboxChange = Partial<Pick<NewMailbox, 'name' | 'smtp' | 'daily_limit' | 'gap_seconds' | 'imap' | 'max_per_second' | 'dkim'>>;
+export type MailboxChange = Partial<Pick<NewMailbox, 'name' | 'smtp' | 'daily_limit' | 'gap_seconds' | 'imap' | 'max_per_second' | 'dkim' | 'return_path'>>;
 
 /** The SMTP columns of a URL (the password encrypted at rest). */
 function smtpColumns(raw: string) {
@@ -192,6 +197,7 @@ export async function updateMailbox(db: Tx, id: number, change: MailboxChange): 
     ...(change.imap !== undefined ? imapColumns(change.imap) : {}),
     ...(change.max_per_second !== undefined ? { maxPerSecond: change.max_per_second } : {}),
     ...(change.dkim !== undefined ? dkimColumns(change.dkim) : {}),
+    ...(change.return_path !== undefined ? { returnPath: change.return_path } : {}),
   };
   const existing = await db.mailbox.findUnique({ where: { id } });
   if (!existing) throw new NotFound(`no mailbox with id ${id}`);

@@ -55,3 +55,13 @@ export function readReport(raw: string | Buffer): Report | null {
   const found = readText(mail) ?? [];
   return { kind: 'bounce', format: 'text', recipients: found.map(finish), originalId };
 }
+
+/**
+ * A report of a format we do not read, known to be one because it came back to a VERP address: the whole text is its
+ * diagnostic; its reason is what the text gives, else undefined.
+ */
+export function unknownFormatFailure(raw: string | Buffer): Failed {
+  const mail = mailOf(typeof raw === 'string' ? raw : raw.toString('latin1'));
+  const failed = finish({ address: '', diagnostic: mail.errors || mail.text });
+  return failed.reason === 'onhold' ? { ...failed, reason: 'undefined', dead: false } : failed;
+}
