@@ -1,8 +1,11 @@
 import { Redis } from 'ioredis';
 import { refusalOf } from '../../apps/api/src/middleware/errors';
+import type { Db } from '../../apps/core/src/db';
+import { startHousekeeping } from '../../apps/core/src/housekeeping';
 import { logger } from '../../apps/core/src/logger';
 import { dependencies } from '../../apps/core/src/outage';
 import { watched } from '../../apps/core/src/redis';
+import { startDispatcher } from '../../apps/core/src/webhooks/dispatch';
 import { waitFor } from '../helpers/wait';
 
 /** A dependency going away is one warn line, its return one info line with how long it was away; no stacks. */
@@ -40,6 +43,33 @@ it('an expected 503 (Postgres away) logs no error and no stack: the outage is on
     dependencies.up('postgres');
   } finally {
     error.mockRestore();
+    warn.mockRestore();
+  }
+});
+
+it("the worker's loops (housekeeping, the event dispatcher) log an outage once, not a line a tick", async () => {
+  const warn = jest.spyOn(logger, 'warn');
+  const unreachable = Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:5432'), { code: 'ECONNREFUSED' });
+  // a database client whose every statement fails as when Postgres is stopped
+  const away = {
+    $transaction: async () => {
+      throw unreachable;
+    },
+    $queryRawUnsafe: async () => {
+      throw unreachable;
+    },
+  } as unknown as Db;
+  const housekeeping = startHousekeeping(away, [{ name: 'probe', everyMs: 20, run: async () => undefined }]);
+  const dispatcher = startDispatcher(away, { everyMs: 20 });
+  try {
+    await new Promise((resolve) => setTimeout(resolve, 400));
+    const lines = warn.mock.calls.map((call) => call[1]);
+    expect(lines.filter((l) => l === 'postgres is unreachable; waiting for it')).toHaveLength(1);
+    expect(lines.filter((l) => l !== 'postgres is unreachable; waiting for it')).toEqual([]);
+  } finally {
+    await housekeeping.stop();
+    await dispatcher.stop();
+    dependencies.up('postgres');
     warn.mockRestore();
   }
 });

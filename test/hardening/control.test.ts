@@ -135,7 +135,7 @@ describe('npm run admin -- (the same control plane from a shell)', () => {
     expect(badLimit.err).toMatch(/--daily-limit must be a number/);
     const badId = await runAdmin('list', 'set', 'abc', '--name', 'X');
     expect(badId.err).toMatch(/the ID after the command must be a number/);
-  }, 60_000);
+  }, 120_000);
 
   it('pages subscribers, exports them as CSV, and lists and removes suppressions', async () => {
     const tenant = await makeTenant();
@@ -152,5 +152,5 @@ describe('npm run admin -- (the same control plane from a shell)', () => {
     expect(listed.out.suppressions).toEqual([expect.objectContaining({ email: 'c@example.org', reason: 'bounced' })]);
     expect((await runAdmin('suppressions', 'remove', String(listed.out.suppressions[0].id))).code).toBe(0);
     expect(await db().suppression.count({ where: { accountId: tenant.account.id } })).toBe(0);
-  }, 60_000);
+  }, 120_000);
 });

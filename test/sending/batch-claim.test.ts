@@ -47,7 +47,7 @@ describe('the plans of the claim and the "sent" mark', () => {
    * the generic plan, neither may touch the status index.
    */
   it.each([
-    ['the claim', CLAIM_UNGUARDED, (id: string) => `array['${id}']::uuid[], 60000, '{}'::text[]`],
+    ['the claim', CLAIM_UNGUARDED, (id: string) => `array['${id}']::uuid[], 60000, '{}'::text[], 'plan-probe'`],
     ['the "sent" mark', MARK_SENT, (id: string) => `array['${id}']::uuid[], array['250 ok']`],
   ])('%s reads no status index in its generic plan', async (_name, sql, args) => {
     await queuedMessages(30); // queued rows for the status index to hold

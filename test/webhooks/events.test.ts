@@ -1,3 +1,5 @@
+import fs from 'node:fs';
+import path from 'node:path';
 import request from 'supertest';
 import { db } from '../../apps/core/src/db';
 import { as, asAdmin, useApi } from '../helpers/api';
@@ -189,5 +191,41 @@ describe('prospect events', () => {
     expect((await once('prospect.state_changed', changed(stops, 'lost'))).data).toMatchObject({ reason: 'stopped', previous: 'writing' });
     expect(await db().event.count({ where: { type: 'prospect.state_changed', accountId: tenant.account.id } })).toBe(6);
     expect(await db().event.count({ where: { type: 'prospect.replied', accountId: tenant.account.id } })).toBe(1);
+  });
+});
+
+describe('docs/webhooks.md', () => {
+  /** Every whole JSON example of an event in the doc, by type (abbreviated ones are left out). */
+  function documented(): Map<string, Record<string, unknown>> {
+    const doc = fs.readFileSync(path.join(__dirname, '../../docs/webhooks.md'), 'utf8');
+    const examples = new Map<string, Record<string, unknown>>();
+    // fenced blocks, in order: every other fence opens one
+    const blocks = doc.split(/^```[a-z]*$/m).filter((_, i) => i % 2 === 1);
+    for (const block of blocks) {
+      try {
+        const event = JSON.parse(block) as { type?: string; data?: Record<string, unknown> };
+        // an abbreviated example ("...": "as above") shows some fields only
+        if (event.type && event.data && !('...' in event.data)) examples.set(event.type, event.data);
+      } catch {
+        // not an example of an event
+      }
+    }
+    return examples;
+  }
+
+  it("each example's data has exactly the fields the service sends for its type (the events above, as delivered)", () => {
+    const examples = documented();
+    const compared: string[] = [];
+    for (const [type, data] of examples) {
+      const sent = receiver.accepted(type)[0];
+      if (!sent) continue;
+      expect({ type, fields: Object.keys(data).sort() }).toEqual({ type, fields: Object.keys(sent.data).sort() });
+      compared.push(type);
+    }
+    // the message, subscriber and prospect events this file makes, each checked against its example
+    expect(compared.sort()).toEqual(
+      ['message.bounced', 'message.failed', 'message.sent', 'prospect.replied', 'prospect.state_changed', 'subscriber.confirmed', 'subscriber.pending', 'subscriber.unsubscribed'].filter((t) => examples.has(t)),
+    );
+    expect(compared.length).toBeGreaterThanOrEqual(6);
   });
 });

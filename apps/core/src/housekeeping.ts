@@ -1,5 +1,6 @@
 import type { Db } from './db';
 import { logger } from './logger';
+import { noteOutage } from './outage';
 
 export interface HousekeepingTask {
   name: string;
@@ -33,7 +34,7 @@ export function startHousekeeping(db: Db, tasks: HousekeepingTask[]): Housekeepi
         { maxWait: 10_000, timeout: 10 * 60_000 },
       );
     } catch (err) {
-      logger.warn({ task: task.name, err: (err as Error).message }, 'housekeeping task failed; trying again at the next tick');
+      if (!noteOutage(err)) logger.warn({ task: task.name, err: (err as Error).message }, 'housekeeping task failed; trying again at the next tick');
     }
   };
 

@@ -57,3 +57,15 @@ export class DependencyWatch {
 }
 
 export const dependencies = new DependencyWatch();
+
+/**
+ * For a loop that tries again (a dispatcher pass, a housekeeping tick, a lease renewal): an error that only says Postgres
+ * or Redis is away goes to the dependency watch (one line for the whole outage) and answers true; any other answers
+ * false, for the caller to log.
+ */
+export function noteOutage(err: unknown): boolean {
+  if (isDatabaseUnavailable(err)) dependencies.down('postgres', err);
+  else if (isRedisConnectionError(err)) dependencies.down('redis', err);
+  else return false;
+  return true;
+}

@@ -10,6 +10,7 @@ import { closeRedis } from '../../core/src/redis';
 import { tuneRuntime } from '../../core/src/runtime';
 import { preflight } from '../../core/src/startup';
 import { startDispatcher } from '../../core/src/webhooks/dispatch';
+import { startHolderBeacon } from '../../core/src/delivery/lease';
 import type { Worker } from 'bullmq';
 import type { Housekeeping } from '../../core/src/housekeeping';
 import { createWorkers, startMaintenance } from './workers';
@@ -22,6 +23,7 @@ async function main(): Promise<void> {
   let dispatcher: { stop(): Promise<void> } | undefined;
   let inbound: { stop(): Promise<void> } | undefined;
   let metricsServer: Awaited<ReturnType<typeof serveWorkerMetrics>> | undefined;
+  let stopBeacon: (() => void) | undefined;
 
   let stopping = false;
   // SIGTERM: take no new jobs, let the in-flight ones finish, close connections, exit 0.
@@ -33,6 +35,8 @@ async function main(): Promise<void> {
     // jobs that only wait on other jobs (a broadcast's run) hand themselves back; deliveries in flight finish
     for (const w of workers) w.cancelAllJobs('the worker is stopping');
     await Promise.all([...workers.map((w) => w.close()), housekeeping?.stop(), inbound?.stop()]);
+    // every row it held is marked or handed back: its beacon can go
+    stopBeacon?.();
     metricsServer?.close();
     closeTransports();
     await closeQueues();
@@ -46,6 +50,8 @@ async function main(): Promise<void> {
 
   await preflight('worker');
   // the pre-send guards, built once here and passed down (a test runs this file as a process: test/sending/wiring.test.ts)
+  // the rows this process claims name it; its beacon tells the reconciler it lives however long Postgres is away
+  stopBeacon = startHolderBeacon();
   workers = createWorkers({ guards: productionGuards() });
   housekeeping = startMaintenance(db());
   // the event outbox's fan-out to webhook jobs

@@ -5,6 +5,7 @@ import { rawQuery, type Db } from '../db';
 import type { MessageKind } from '../../../../generated/prisma/enums';
 import { subscribed } from '../events';
 import { MESSAGE_EVENT_DATA } from '../events/messages';
+import { HOLDER } from './lease';
 
 /** Each column's camelCase name and whether it holds a timestamp, worked out once per column name. */
 const columns = new Map<string, { name: string; date: boolean }>();
@@ -37,7 +38,7 @@ export const statementStats = { claims: 0, marks: 0 };
 /** The statement of claimBatch (below); exported for the test of its plan. */
 export const CLAIM_UNGUARDED = `
 WITH claimed AS (
-  UPDATE messages SET status = 'sending', locked_until = now() + $2 * interval '1 millisecond', attempts = attempts + 1, updated_at = now()
+  UPDATE messages SET status = 'sending', locked_until = now() + $2 * interval '1 millisecond', locked_by = $4, attempts = attempts + 1, updated_at = now()
   WHERE id = ANY($1::uuid[]) AND kind::text <> ALL($3::text[])
     AND (status::text IN ('queued', 'deferred') OR (status::text = 'sending' AND locked_until < now()))
     AND (not_before IS NULL OR not_before <= now())
@@ -65,7 +66,7 @@ export async function claimBatch(db: Db, ids: string[], leaseMs: number, guarded
   const rows = await rawQuery<{ id: string; send_id: string | null; mailbox_id: number; message: Record<string, unknown>; mailbox: Record<string, unknown> | null; send: Record<string, unknown> | null }>(
     db,
     CLAIM_UNGUARDED,
-    [ids, leaseMs, guarded],
+    [ids, leaseMs, guarded, HOLDER],
     'claim-unguarded',
   );
   // the copies of one Send share one parsed Send (its attachments once in memory, not once per recipient), and the

@@ -1,5 +1,9 @@
+import crypto from 'node:crypto';
+import os from 'node:os';
 import { rawQuery, type Db } from '../db';
 import { logger } from '../logger';
+import { noteOutage } from '../outage';
+import { redis, rkey } from '../redis';
 
 /**
  * How long a claimed row stays this worker's without a word from it (30 s by default, DELIVERY_LEASE_SECONDS). The
@@ -51,7 +55,7 @@ class Heartbeat {
         'renew-leases',
       );
     } catch (err) {
-      logger.warn({ rows: this.held.size, err: (err as Error).message }, 'could not renew delivery leases; trying again at the next beat');
+      if (!noteOutage(err)) logger.warn({ rows: this.held.size, err: (err as Error).message }, 'could not renew delivery leases; trying again at the next beat');
     } finally {
       this.renewing = false;
     }
@@ -75,4 +79,37 @@ export async function whileHeld<T>(db: Db, id: string, work: () => Promise<T>): 
   } finally {
     beat.release(id);
   }
+}
+
+/**
+ * This process as the rows it claims name it (`messages.locked_by`), and its beacon in Redis: a worker keeps
+ * `<prefix>:holders:<id>` alive (renewed every HOLDER_BEAT_MS, gone HOLDER_TTL_MS after its last beat) whatever
+ * Postgres does. A lease that ran out while Postgres was away says nothing about the worker: it may hold the email's
+ * 250 in memory, its "sent" mark waiting for Postgres. The reconciler therefore leaves a `sending` row alone while its
+ * holder's beacon lives, and takes it back once the beacon is gone (docs/reliability.md, "Postgres away longer than a lease").
+ */
+export const HOLDER = `${os.hostname()}:${process.pid}:${crypto.randomBytes(4).toString('hex')}`;
+export const HOLDER_TTL_MS = 15_000;
+const HOLDER_BEAT_MS = 3_000;
+
+const holderKey = (holder: string) => rkey('holders', holder);
+
+/** Starts this process's beacon (the worker does, at start); returns its stop. */
+export function startHolderBeacon(): () => void {
+  const beat = () => void redis().set(holderKey(HOLDER), '1', 'PX', HOLDER_TTL_MS).catch(() => undefined);
+  beat();
+  const timer = setInterval(beat, HOLDER_BEAT_MS);
+  timer.unref();
+  return () => {
+    clearInterval(timer);
+    void redis().del(holderKey(HOLDER)).catch(() => undefined);
+  };
+}
+
+/** Which of these holders' beacons are alive (one round trip). */
+export async function liveHolders(holders: string[]): Promise<Set<string>> {
+  const unique = [...new Set(holders)];
+  if (!unique.length) return new Set();
+  const found = await redis().mget(...unique.map(holderKey));
+  return new Set(unique.filter((_, i) => found[i] !== null));
 }

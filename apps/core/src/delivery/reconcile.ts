@@ -1,6 +1,7 @@
 import type { Db } from '../db';
 import { logger } from '../logger';
 import { QUEUE, jobId, queue } from '../queues';
+import { liveHolders } from './lease';
 import { enqueueDelivery } from './outbox';
 
 /**
@@ -20,15 +21,16 @@ const MAX_PAGES = 100;
 /**
  * Re-queues messages Postgres holds but Redis does not: rows never queued (Redis was down at accept time, or the
  * process died between commit and enqueue), rows whose job vanished (Redis lost its data), and rows left `sending` by
- * a worker that died (lease expired). A row whose job is still waiting, delayed or running is left to it; a finished
+ * a worker that died (lease expired, and its beacon gone: lease.ts). A row whose job is still waiting, delayed or running is left to it; a finished
  * job whose row is unfinished is replaced under the same deterministic id. Goes through the whole backlog a page at a
  * time, so catching up after Redis lost everything takes one run. Safe to run anywhere and often: a queued job finds
  * a finished row and does nothing.
  */
-export async function reconcileDeliveries(db: Db, now = new Date()): Promise<{ requeued: number; onTheirWay: number }> {
+export async function reconcileDeliveries(db: Db, now = new Date()): Promise<{ requeued: number; onTheirWay: number; held: number }> {
   const deliveries = queue(QUEUE.delivery);
   let requeued = 0;
   let waiting = 0;
+  let held = 0;
   let after: { createdAt: Date; id: string } | undefined;
   for (let page = 0; page < MAX_PAGES; page++) {
     const stranded = await db.message.findMany({
@@ -43,14 +45,18 @@ export async function reconcileDeliveries(db: Db, now = new Date()): Promise<{ r
           after ? { OR: [{ createdAt: { gt: after.createdAt } }, { createdAt: after.createdAt, id: { gt: after.id } }] } : {},
         ],
       },
-      select: { id: true, notBefore: true, createdAt: true },
+      select: { id: true, notBefore: true, createdAt: true, status: true, lockedBy: true },
       orderBy: [{ createdAt: 'asc' }, { id: 'asc' }],
       take: PAGE,
     });
     if (!stranded.length) break;
     after = stranded[stranded.length - 1]!;
+    // a `sending` row whose holder still beats may have reached the SMTP server, its mark waiting for Postgres (a
+    // lease runs out during an outage longer than itself): only the holder's death frees it (lease.ts)
+    const alive = await liveHolders(stranded.flatMap((m) => (m.status === 'sending' && m.lockedBy ? [m.lockedBy] : [])));
     const states = await Promise.all(
       stranded.map(async (message) => {
+        if (message.status === 'sending' && message.lockedBy && alive.has(message.lockedBy)) return 'held';
         const job = await deliveries.getJob(jobId.delivery(message.id));
         const state = job ? await job.getState() : 'unknown';
         if (state === 'completed' || state === 'failed') return (await job!.remove().then(() => true, () => false)) ? 'requeue' : 'busy';
@@ -61,6 +67,7 @@ export async function reconcileDeliveries(db: Db, now = new Date()): Promise<{ r
     );
     const requeue = stranded.filter((_, i) => states[i] === 'requeue');
     const onTheirWay = stranded.filter((_, i) => states[i] === 'busy').map((m) => m.id);
+    held += states.filter((s) => s === 'held').length;
     // at the head of the queue: these rows have waited (a lease, a lost Redis) while the backlog behind them had not
     await enqueueDelivery(db, requeue, { first: true });
     if (onTheirWay.length) await db.message.updateMany({ where: { id: { in: onTheirWay } }, data: { enqueuedAt: now } });
@@ -69,5 +76,6 @@ export async function reconcileDeliveries(db: Db, now = new Date()): Promise<{ r
     if (stranded.length < PAGE) break;
   }
   if (requeued) logger.info({ requeued }, 'reconciler queued stranded messages');
-  return { requeued, onTheirWay: waiting };
+  if (held) logger.info({ held }, 'reconciler left rows whose lease ran out to their living worker');
+  return { requeued, onTheirWay: waiting, held };
 }

@@ -4,7 +4,7 @@ import type { Db, Tx } from '../db';
 import { emitEvent } from '../events';
 import { emitProspectChange } from '../events/prospects';
 import { metrics } from '../metrics';
-import { addToStopList } from '../outreach/contacts';
+import { addToStopList } from '../stop-list/rule';
 import { OPEN_STATUSES } from '../outreach/outcomes';
 import { suppressAddress } from '../subscribers/machine';
 import type { InboundMail } from './classify';

@@ -3,6 +3,7 @@ import type { Mailbox } from '../../../../generated/prisma/client';
 import { config } from '../config';
 import type { Db } from '../db';
 import { logger } from '../logger';
+import { noteOutage } from '../outage';
 import { imapSettings } from '../services/mailboxes';
 import { classify } from './classify';
 import { handleInbound } from './handle';
@@ -50,7 +51,8 @@ export function startInboundReader(db: Db, options: { refreshMs?: number } = {})
         }
       }
     } catch (err) {
-      logger.warn({ err }, 'inbound: could not list mailboxes');
+      // Postgres away is the dependency watch's one line (outage.ts), not a stack a tick
+      if (!noteOutage(err)) logger.warn({ err }, 'inbound: could not list mailboxes');
     }
     if (!stopped) timer = setTimeout(() => void refresh(), refreshMs);
   };
@@ -70,7 +72,7 @@ export function startInboundReader(db: Db, options: { refreshMs?: number } = {})
 async function setState(db: Db, id: number, state: string, error: string | null, checked = false): Promise<void> {
   await db.mailbox
     .updateMany({ where: { id }, data: { inboundState: state, inboundError: error, ...(checked ? { inboundCheckedAt: new Date() } : {}) } })
-    .catch((err) => logger.warn({ err, mailbox: id }, 'inbound: could not record the state'));
+    .catch((err) => logger.warn({ err: (err as Error).message, mailbox: id }, 'inbound: could not record the state'));
 }
 
 /** Runs one mailbox until stopped; returns its stop function. */

@@ -1,7 +1,6 @@
 import { Joi } from '../validate';
-import { rawQuery, type Tx } from '../db';
 
-/** How prospects are matched and who may never be written to: normalised addresses, site hosts and the stop list. */
+/** How prospects are matched: normalised addresses and site hosts (who may never be written to: stop-list/rule.ts). */
 
 const emailSchema = Joi.string().trim().lowercase().max(254).email({ tlds: false, allowUnicode: true });
 
@@ -27,50 +26,4 @@ export function normaliseSite(raw: unknown): string | null {
   host = host.replace(/\.$/, '').replace(/^www\./, '');
   if (host.length > 253 || !/^(?:[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z0-9-]{2,63}$/.test(host)) return null;
   return host;
-}
-
-export const domainOf = (email: string): string => email.slice(email.lastIndexOf('@') + 1);
-
-/** `mail.acme.co.uk` -> [mail.acme.co.uk, acme.co.uk, co.uk]: a stop-listed domain covers its subdomains too. */
-export function domainAndParents(host: string): string[] {
-  const labels = host.split('.');
-  const out: string[] = [];
-  for (let i = 0; i < labels.length - 1; i++) out.push(labels.slice(i).join('.'));
-  return out;
-}
-
-/** True when the address, its domain or the site (or a parent domain of either) is on the account's stop list. */
-export async function isStopListed(db: Tx, accountId: number, contact: { email: string | null; site: string | null }): Promise<boolean> {
-  return (await loadStopList(db, accountId, [contact])).covers(contact);
-}
-
-/** The account's stop-list entries that can touch these contacts, read once for a whole request (sending/write.ts applies the same rule in SQL). */
-export async function loadStopList(db: Tx, accountId: number, contacts: { email: string | null; site: string | null }[]) {
-  const domainsOf = (c: { email: string | null; site: string | null }) => [
-    ...(c.email ? domainAndParents(domainOf(c.email)) : []),
-    ...(c.site ? domainAndParents(c.site) : []),
-  ];
-  const emails = contacts.flatMap((c) => (c.email ? [c.email] : []));
-  const domains = [...new Set(contacts.flatMap(domainsOf))];
-  const entries = await rawQuery<{ kind: string; value: string }>(
-    db,
-    `SELECT kind::text AS kind, value FROM stop_list
-     WHERE account_id = $1 AND ((kind = 'email' AND value = ANY($2::text[])) OR (kind = 'domain' AND value = ANY($3::text[])))`,
-    [accountId, emails, domains],
-  );
-  const stoppedEmails = new Set(entries.filter((e) => e.kind === 'email').map((e) => e.value));
-  const stoppedDomains = new Set(entries.filter((e) => e.kind === 'domain').map((e) => e.value));
-  return {
-    covers: (c: { email: string | null; site: string | null }) =>
-      (c.email !== null && stoppedEmails.has(c.email)) || domainsOf(c).some((d) => stoppedDomains.has(d)),
-  };
-}
-
-/** Puts an address on the account's stop list (idempotent). */
-export async function addToStopList(db: Tx, accountId: number, email: string): Promise<void> {
-  await db.stopEntry.upsert({
-    where: { accountId_value: { accountId, value: email } },
-    create: { accountId, value: email, kind: 'email' },
-    update: {},
-  });
 }

@@ -1,7 +1,7 @@
 import type { Message } from '../../../../generated/prisma/client';
 import type { Tx } from '../db';
 import { emitProspectChange } from '../events/prospects';
-import { isStopListed } from './contacts';
+import { isStopListed } from '../stop-list/rule';
 
 /**
  * The last check before a sequence email goes out, run by the delivery processor inside the transaction that claims

@@ -4,7 +4,7 @@ import type { Db, Tx } from '../db';
 import { Conflict, NotFound } from '../errors';
 import { linkPageChange } from '../links/report';
 import { updateProspect, updateProspects } from './changes';
-import { addToStopList } from './contacts';
+import { addToStopList } from '../stop-list/rule';
 import { prospectView, requireCampaign, type ProspectView } from './prospects';
 
 /**

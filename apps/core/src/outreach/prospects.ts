@@ -4,7 +4,8 @@ import type { Db, Tx } from '../db';
 import { NotFound } from '../errors';
 import { iso } from '../validate';
 import { updateProspect } from './changes';
-import { loadStopList, normaliseEmail, normaliseSite } from './contacts';
+import { loadStopList } from '../stop-list/rule';
+import { normaliseEmail, normaliseSite } from './contacts';
 import type { DueStep } from './scheduler';
 import { firstStepAt } from './timing';
 

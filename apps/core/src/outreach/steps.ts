@@ -3,7 +3,7 @@ import { Prisma } from '../db';
 import { enqueueDelivery, storeMessages } from '../delivery/outbox';
 import type { ProspectStatus } from '../../../../generated/prisma/enums';
 import { updateProspect } from './changes';
-import { isStopListed } from './contacts';
+import { isStopListed } from '../stop-list/rule';
 import { claimMailboxSlot } from './limits';
 import { followUpSubject, renderSubject, renderTemplate, type TemplateContext } from './render';
 import { queueStepsSoon } from './scheduler';

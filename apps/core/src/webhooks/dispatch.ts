@@ -1,6 +1,7 @@
 import { rawQuery, type Db } from '../db';
 import { wants } from '../events';
 import { logger } from '../logger';
+import { noteOutage } from '../outage';
 import { JOB_OPTIONS, QUEUE, jobId, queue } from '../queues';
 
 /**
@@ -102,7 +103,7 @@ export function startDispatcher(db: Db, options: { everyMs?: number } = {}): Dis
       try {
         full = (await dispatchEvents(db)) === BATCH;
       } catch (err) {
-        logger.warn({ err: (err as Error).message }, 'event dispatch failed; trying again');
+        if (!noteOutage(err)) logger.warn({ err: (err as Error).message }, 'event dispatch failed; trying again');
       }
       if (full || stopped) continue;
       await new Promise<void>((resolve) => {
