@@ -9,6 +9,7 @@ import { validate } from '../apps/core/src/validate';
 /** The CLI's broadcast commands and the mailbox options of issue 14 (DKIM, pacing), kept apart from admin.ts. */
 export const BROADCAST_HELP = `  mailbox create ... [--dkim-domain D --dkim-selector S --dkim-key FILE.pem] [--max-per-second N]
   mailbox set ID [--dkim-domain D --dkim-selector S --dkim-key FILE.pem | --no-dkim] [--max-per-second N]
+  mailbox create|set ... [--return-path address|verp]   (VERP envelope senders, docs/inbound.md)
   broadcast create --list KEY --subject S [--html FILE] [--text FILE] [--tags a,b] [--send-at ISO]
   broadcast set ID [--status sending|paused|cancelled] [--subject S] [--html FILE] [--text FILE] [--tags a,b] [--send-at ISO]
   broadcast show ID
@@ -27,20 +28,21 @@ export const broadcastOptions = {
   'dkim-key': { type: 'string' },
   'no-dkim': { type: 'boolean' },
   'max-per-second': { type: 'string' },
+  'return-path': { type: 'string' },
 } as const;
 
 type Flags = Partial<Record<string, string | boolean>>;
 
 const file = (name: unknown) => (typeof name === 'string' ? fs.readFileSync(name, 'utf8') : undefined);
 
-/** `dkim` and `max_per_second` of `mailbox create` / `mailbox set` from the flags. */
+/** `dkim`, `max_per_second` and `return_path` of `mailbox create` / `mailbox set` from the flags. */
 export function mailboxExtras(flags: Flags) {
   const dkim = flags['no-dkim']
     ? null
     : flags['dkim-domain'] || flags['dkim-selector'] || flags['dkim-key']
       ? { domain: flags['dkim-domain'], selector: flags['dkim-selector'], private_key: file(flags['dkim-key']) }
       : undefined;
-  return { dkim, max_per_second: flags['max-per-second'] };
+  return { dkim, max_per_second: flags['max-per-second'], return_path: flags['return-path'] };
 }
 
 function content(flags: Flags) {

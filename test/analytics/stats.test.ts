@@ -50,11 +50,18 @@ describe('GET /admin/api/stats', () => {
     // a second click of the same link is no second unsubscribe
     await request(app.api.app).post(`/u/${unsubscribeToken(people[0]!.id)}`).type('form').send('List-Unsubscribe=One-Click');
 
-    // a soft DSN for a1 (bounced, other), a complaint about a2
+    // a DSN of a full mailbox for a1 (bounced, not a dead address: other), a complaint about a2
     const copies = await db().message.findMany({ where: { sendId: sent.body.id } });
     const header = (address: string) => copies.find((m) => m.to === address)!.messageIdHeader;
-    await inbound(tenant.mailbox.id, { kind: 'bounce', report: { recipient: 'a1@example.org', originalId: header('a1@example.org'), status: '4.4.7', diagnostic: 'expired' } });
-    await inbound(tenant.mailbox.id, { kind: 'complaint', report: { recipient: 'a2@example.org', originalId: header('a2@example.org'), status: null, diagnostic: '' } });
+    const full = { address: 'a1@example.org', status: '5.2.2', smtpCode: '552', diagnostic: 'mailbox full', reason: 'mailboxfull' as const, dead: false, permanent: true };
+    await inbound(tenant.mailbox.id, {
+      kind: 'bounce',
+      report: { recipient: full.address, originalId: header(full.address), status: full.status, diagnostic: full.diagnostic, reason: full.reason, reasonClass: 'mailbox', smtpCode: full.smtpCode, dead: false, recipients: [full], addresses: [full.address], feedbackType: null },
+    });
+    await inbound(tenant.mailbox.id, {
+      kind: 'complaint',
+      report: { recipient: 'a2@example.org', originalId: header('a2@example.org'), status: null, diagnostic: '', reason: null, reasonClass: null, smtpCode: null, dead: false, recipients: [], addresses: ['a2@example.org'], feedbackType: 'abuse' },
+    });
 
     // a campaign: one prospect replies (twice: counted once)
     const campaign = await makeCampaign(accountId, tenant.mailbox.id);

@@ -10,10 +10,14 @@ describe('inbound classifier (fixture emails)', () => {
   it('a DSN with Action failed and Status 5.1.1 is a bounce, with its recipient, original Message-ID and diagnostic', async () => {
     const mail = await classify(fixture('dsn-5.1.1.eml'), NOW);
     expect(mail.kind).toBe('bounce');
-    expect(mail.report).toEqual({
+    expect(mail.report).toMatchObject({
       recipient: 'nobody@example.org',
       originalId: '<abc-123@ours.test>',
       status: '5.1.1',
+      smtpCode: '550',
+      reason: 'userunknown',
+      reasonClass: 'dead',
+      dead: true,
       diagnostic: expect.stringContaining('User unknown in virtual mailbox table'),
     });
   });

@@ -6,6 +6,23 @@ import { makeAccount } from '../helpers/factories';
 /** The mailbox's `imap` URL on the admin API: POST, PATCH, encrypted, never echoed, inbound state shown. */
 const ctx = useApi();
 
+describe('mailbox return_path (admin API, docs/inbound.md)', () => {
+  it('is address by default, verp when set on create or by PATCH, and anything else is refused naming the field', async () => {
+    const account = await makeAccount();
+    const admin = asAdmin(ctx.api);
+    const plain = await admin.post('/admin/api/mailboxes').send({ account: account.id, address: 'a@verp-api.test', smtp: 'smtp://u:p@127.0.0.1:2525' });
+    expect(plain.body.mailbox.return_path).toBe('address');
+    const verp = await admin.post('/admin/api/mailboxes').send({ account: account.id, address: 'b@verp-api.test', smtp: 'smtp://u:p@127.0.0.1:2525', return_path: 'verp' });
+    expect(verp.body.mailbox.return_path).toBe('verp');
+    const bad = await admin.patch(`/admin/api/mailboxes/${plain.body.mailbox.id}`).send({ return_path: 'bounce' });
+    expect(bad.status).toBe(400);
+    expect(bad.body.error).toContain('return_path');
+    expect((await db().mailbox.findUniqueOrThrow({ where: { id: plain.body.mailbox.id } })).returnPath).toBe('address');
+    const changed = await admin.patch(`/admin/api/mailboxes/${plain.body.mailbox.id}`).send({ return_path: 'verp' });
+    expect(changed.body.mailbox.return_path).toBe('verp');
+  });
+});
+
 describe('mailbox imap URL (admin API)', () => {
   it('is set on create and by PATCH, stored encrypted, never echoed, and refused when malformed without changing anything', async () => {
     const account = await makeAccount();

@@ -1,3 +1,5 @@
+import fs from 'node:fs';
+import path from 'node:path';
 import { db } from '../../apps/core/src/db';
 import { checkImap } from '../../apps/core/src/delivery/check';
 import { startInboundReader, type InboundReader } from '../../apps/core/src/inbound/reader';
@@ -17,7 +19,7 @@ const ctx = useApi();
 const sink = useMail();
 const dove = new Dovecot();
 const PASS = 'secret-pass';
-const USERS = Array.from({ length: 12 }, (_, i) => `box${i}@imap.test`);
+const USERS = Array.from({ length: 16 }, (_, i) => `box${i}@imap.test`);
 let nextUser = 0;
 let readers: InboundReader[] = [];
 const DAY = 86_400_000;
@@ -195,6 +197,61 @@ describe('inbound mail over IMAP (dovecot)', () => {
     expect(sent.body.skipped).toEqual([{ to: 'fay@bounce.test', reason: 'bounced' }]);
     const list = await makeList(s.tenant.account.id, s.mailboxId, { confirm: false });
     expect(await addSubscriberByKey(db(), s.tenant.account.id, list.key, { email: 'fay@bounce.test' })).toBe('suppressed');
+  });
+
+  it('real reports (sisimai corpus: Exim, qmail) act by their reason: a dead address is suppressed, a blocked one is not', async () => {
+    const corpus = (name: string) => fs.readFileSync(path.join(__dirname, '..', 'fixtures', 'sisimai', 'bsd', name), 'latin1');
+    const dead = await sentTo('kijitora@neko.example.co.jp');
+    await dove.append(dead.user, PASS, corpus('lhost-exim-05.eml'));
+    expect((await handled(dead.mailboxId))[0]).toMatchObject({ kind: 'bounce', reason: 'userunknown', prospectId: dead.prospectId });
+    const bounced = await db().message.findUniqueOrThrow({ where: { id: dead.first.id } });
+    expect(bounced).toMatchObject({ status: 'bounced', bounce: expect.objectContaining({ reason: 'userunknown', class: 'dead', status: '5.1.1', smtp_code: '553', dead: true }) });
+    expect(await db().suppression.findFirst({ where: { accountId: dead.tenant.account.id, email: 'kijitora@neko.example.co.jp' } })).toMatchObject({ reason: 'bounced', bounceReason: 'userunknown' });
+    expect(await prospect(dead.prospectId)).toMatchObject({ status: 'lost', reason: 'bounced' });
+    const event = await db().event.findFirstOrThrow({ where: { accountId: dead.tenant.account.id, type: 'message.bounced' } });
+    expect(event.data).toMatchObject({ id: dead.first.id, bounce: { reason: 'userunknown', class: 'dead', status: '5.1.1', smtp_code: '553', dead: true } });
+
+    const qmail = await sentTo('kijitora@example.ne.jp');
+    await dove.append(qmail.user, PASS, corpus('lhost-qmail-01.eml'));
+    expect((await handled(qmail.mailboxId))[0]).toMatchObject({ kind: 'bounce', reason: 'userunknown' });
+    expect(await db().suppression.count({ where: { accountId: qmail.tenant.account.id, email: 'kijitora@example.ne.jp' } })).toBe(1);
+
+    const blocked = await sentTo('kijitora@example.ed.jp');
+    await dove.append(blocked.user, PASS, corpus('lhost-exim-01.eml'));
+    expect((await handled(blocked.mailboxId))[0]).toMatchObject({ kind: 'bounce', reason: 'blocked' });
+    expect((await db().message.findUniqueOrThrow({ where: { id: blocked.first.id } })).bounce).toMatchObject({ reason: 'blocked', class: 'not_address', dead: false });
+    expect(await db().suppression.count({ where: { accountId: blocked.tenant.account.id } })).toBe(0);
+    expect(await prospect(blocked.prospectId)).toMatchObject({ status: 'writing' });
+    const listed = await asAdmin(ctx.api).get(`/admin/api/inbound?mailbox=${blocked.mailboxId}&limit=10`);
+    expect(listed.body.messages).toEqual([expect.objectContaining({ kind: 'bounce', reason: 'blocked' })]);
+    const bounces = (await metrics.bounces.get()).values;
+    expect(bounces.find((v) => v.labels.class === 'not_address' && v.labels.reason === 'blocked')?.value).toBeGreaterThanOrEqual(1);
+  });
+
+  it('VERP: the envelope sender names the message, and mail of an unknown format at that address is its bounce', async () => {
+    const user = USERS[nextUser++]!;
+    const { tenant } = await outreach({ smtp: sink.url, steps: [{ subject: 'Hi', body: 'Hi', delay_hours: 0 }] });
+    await updateMailbox(db(), tenant.mailbox.id, { return_path: 'verp' });
+    const sent = await as(ctx.api, tenant.token).post('/api/v1/send').send({ to: 'hal@verp.test', subject: 'Hi', text: 'x' });
+    await deliver(sent.body.messages[0].id);
+    const [local, domain] = tenant.mailbox.address.split('@');
+    const envelope = sink.to('hal@verp.test')[0]!.envelope.from;
+    expect(envelope).toMatch(new RegExp(`^${local}\\+b-[a-z2-7]{34}@${domain}$`));
+    await updateMailbox(db(), tenant.mailbox.id, { imap: dove.url(user, PASS) });
+    // no DSN, no known wording: only the address it came back to says what it is
+    await dove.append(
+      user,
+      PASS,
+      mail({ From: 'robot@gateway.test', To: envelope, 'Delivered-To': envelope, Subject: 'Notice' }, 'We could not hand your note over.\nReason: 5.1.1 user unknown\n'),
+    );
+    expect((await handled(tenant.mailbox.id))[0]).toMatchObject({ kind: 'bounce', reason: 'userunknown', relatedId: sent.body.messages[0].id });
+    expect(await db().suppression.findFirst({ where: { accountId: tenant.account.id, email: 'hal@verp.test' } })).toMatchObject({ bounceReason: 'userunknown' });
+    const view = await as(ctx.api, tenant.token).get(`/api/v1/send/${sent.body.id}`);
+    expect(view.body.messages[0]).toMatchObject({ status: 'bounced', bounce: { reason: 'userunknown', class: 'dead', dead: true } });
+    // a token that is not ours names nothing
+    const forged = envelope.replace(/\+b-[a-z2-7]{4}/, '+b-aaaa');
+    await dove.append(user, PASS, mail({ From: 'robot@gateway.test', To: forged, Subject: 'Notice' }, 'Reason: 5.1.1 user unknown'));
+    expect((await handled(tenant.mailbox.id, 2))[1]).toMatchObject({ kind: 'other', relatedId: null });
   });
 
   it('an ARF complaint suppresses the address and puts it on the stop list', async () => {

@@ -115,14 +115,23 @@ describe('delivery worker', () => {
     await waitFor(async () => (await job!.getState()) === 'completed');
   });
 
-  it('fails at once on a 5xx answer to the message data and suppresses the address', async () => {
+  it('fails at once on a 5xx answer to the message data; spam is not about the address, so nothing is suppressed', async () => {
     const tenant = await makeTenant({ smtp: sink.url });
-    sink.rule = (stage, address) => (stage === 'data' && address === 'spamtrap@example.org' ? { code: 554, message: 'rejected as spam' } : undefined);
+    sink.rule = (stage, address) =>
+      stage === 'data' && address === 'spamtrap@example.org'
+        ? { code: 554, message: 'rejected as spam' }
+        : stage === 'data' && address === 'gone@example.org'
+          ? { code: 550, message: '5.1.1 user unknown' }
+          : undefined;
     const id = await queueEmail(tenant, { to: 'spamtrap@example.org' });
     const row = await waitForStatus(id, ['failed']);
-    expect(row).toMatchObject({ attempts: 1, smtpResponse: expect.stringMatching(/^554/) });
-    const suppression = await db().suppression.findUniqueOrThrow({ where: { accountId_email: { accountId: tenant.account.id, email: 'spamtrap@example.org' } } });
-    expect(suppression).toMatchObject({ reason: 'bounced', detail: expect.stringMatching(/^554/) });
+    expect(row).toMatchObject({ attempts: 1, smtpResponse: expect.stringMatching(/^554/), bounce: expect.objectContaining({ reason: 'spamdetected', class: 'not_address', dead: false }) });
+    expect(await db().suppression.findUnique({ where: { accountId_email: { accountId: tenant.account.id, email: 'spamtrap@example.org' } } })).toBeNull();
+    // a dead address refused at the data stage is still dead
+    const gone = await waitForStatus(await queueEmail(tenant, { to: 'gone@example.org' }), ['bounced']);
+    expect(gone.bounce).toMatchObject({ reason: 'userunknown', dead: true });
+    const suppression = await db().suppression.findUniqueOrThrow({ where: { accountId_email: { accountId: tenant.account.id, email: 'gone@example.org' } } });
+    expect(suppression).toMatchObject({ reason: 'bounced', bounceReason: 'userunknown', detail: expect.stringMatching(/^550/) });
   });
 
   it('cancels without sending when a pre-send guard refuses', async () => {

@@ -167,11 +167,43 @@ describe('POST /api/v1/send on the wire', () => {
       { id: expect.any(String), to: 'fine@example.org', status: 'sent' },
     ]);
     const view = await as(ctx.api, tenant.token).get(`/api/v1/send/${res.body.id}`);
-    expect(view.body.messages).toEqual(expect.arrayContaining(res.body.messages));
+    expect(view.body.messages).toEqual(
+      expect.arrayContaining([
+        { ...res.body.messages[0], bounce: { reason: 'userunknown', class: 'dead', status: null, smtp_code: '550', diagnostic: expect.stringMatching(/^550 user unknown/), dead: true } },
+        res.body.messages[1],
+      ]),
+    );
     const row = await db().message.findUniqueOrThrow({ where: { id: res.body.messages[0].id } });
     expect(row.smtpResponse).toMatch(/^550 user unknown/);
+    const suppression = await db().suppression.findUniqueOrThrow({ where: { accountId_email: { accountId: tenant.account.id, email: 'nobody@example.org' } } });
+    expect(suppression).toMatchObject({ reason: 'bounced', bounceReason: 'userunknown' });
     const next = await send(tenant, { to: ['nobody@example.org', 'fine@example.org'], subject: 'Again', text: 'x' });
     expect(next.body.skipped).toEqual([{ to: 'nobody@example.org', reason: 'bounced' }]);
+  });
+
+  it('SMTP answers at delivery follow the bounce reasons: not about the address never suppresses, mailbox failures suppress on the third', async () => {
+    const tenant = await makeTenant({ smtp: sink.url });
+    sink.rule = (stage, address) =>
+      stage === 'data' && address === 'spam@example.org'
+        ? { code: 554, message: '5.7.1 Message rejected as spam by Content Filtering' }
+        : stage === 'rcpt' && address === 'full@example.org'
+          ? { code: 552, message: '5.2.2 Mailbox full' }
+          : undefined;
+    const blocked = await send(tenant, { to: 'spam@example.org', subject: 'Hi', text: 'x' }).set('Prefer', 'wait=10');
+    expect(blocked.body.messages[0].status).toBe('failed');
+    const view = await as(ctx.api, tenant.token).get(`/api/v1/send/${blocked.body.id}`);
+    expect(view.body.messages[0].bounce).toMatchObject({ reason: 'spamdetected', class: 'not_address', status: '5.7.1', smtp_code: '554', dead: false });
+    const again = await send(tenant, { to: 'spam@example.org', subject: 'Again', text: 'x' });
+    expect(again.body.skipped).toEqual([]);
+    for (const n of [1, 2, 3]) {
+      const res = await send(tenant, { to: 'full@example.org', subject: `Full ${n}`, text: 'x' }).set('Prefer', 'wait=10');
+      expect(res.body.messages[0].status).toBe('bounced');
+      const suppressed = await db().suppression.findUnique({ where: { accountId_email: { accountId: tenant.account.id, email: 'full@example.org' } } });
+      if (n < 3) expect(suppressed).toBeNull();
+      else expect(suppressed).toMatchObject({ reason: 'bounced', bounceReason: 'mailboxfull' });
+    }
+    const after = await send(tenant, { to: ['full@example.org', 'ok@example.org'], subject: 'After', text: 'x' });
+    expect(after.body.skipped).toEqual([{ to: 'full@example.org', reason: 'bounced' }]);
   });
 
   it('a bounce turns the address\'s subscriptions in the account to bounced and lowers the lists\' counts', async () => {
@@ -180,7 +212,7 @@ describe('POST /api/v1/send on the wire', () => {
     const client = as(ctx.api, tenant.token);
     expect((await client.post('/api/v1/subscribers').send({ list: list.key, email: 'gone-away@example.org' })).body.status).toBe('active');
     expect((await client.get('/api/v1/lists')).body.lists[0].subscribers).toBe(1);
-    sink.rule = (stage, address) => (stage === 'rcpt' && address === 'gone-away@example.org' ? { code: 550, message: 'mailbox gone' } : undefined);
+    sink.rule = (stage, address) => (stage === 'rcpt' && address === 'gone-away@example.org' ? { code: 550, message: 'mailbox does not exist' } : undefined);
     const res = await send(tenant, { to: 'gone-away@example.org', subject: 'Hi', text: 'x' }).set('Prefer', 'wait=10');
     expect(res.body.messages[0].status).toBe('bounced');
     const subscriber = await db().subscriber.findUniqueOrThrow({ where: { listId_email: { listId: list.id, email: 'gone-away@example.org' } } });

@@ -18,6 +18,7 @@ export const mailboxInput = Joi.object({
   imap: Joi.string().trim().max(2000).allow(null, ''),
   max_per_second: Joi.number().integer().min(1).max(100_000).allow(null),
   dkim: dkimInput().allow(null),
+  return_path: Joi.string().valid('address', 'verp'),
   gap_jitter: gapJitter(),
   warmup: warmupInput().allow(null),
 });
@@ -51,6 +52,7 @@ export const mailboxChange = Joi.object({
   imap: Joi.string().trim().max(2000).allow(null, ''),
   max_per_second: Joi.number().integer().min(1).max(100_000).allow(null),
   dkim: dkimInput().allow(null),
+  return_path: Joi.string().valid('address', 'verp'),
   gap_jitter: gapJitter(),
   warmup: warmupInput().allow(null),
 }).min(1);

@@ -37,6 +37,9 @@ export interface Config {
   readonly webhookRetryBaseMs: number;
   /** how often a mailbox without IMAP IDLE is polled for inbound mail */
   readonly inboxPollSeconds: number;
+  /** mailbox failures (mailboxfull, suspend...) of different emails that suppress an address, and within how many days */
+  readonly softBounceLimit: number;
+  readonly softBounceDays: number;
   /** days a finished email keeps its body and attachments (the row stays), and events, webhook deliveries, inbound
    * messages, ended broadcasts' audiences, confirmation tokens and daily counts are kept; 0 keeps them for ever */
   readonly retentionDays: number;
@@ -239,6 +242,8 @@ export function loadConfig(): Config {
     workerMetricsPort: process.env.WORKER_METRICS_PORT ? integer('WORKER_METRICS_PORT', 0, 0, 65535) : null,
     webhookRetryBaseMs: integer('WEBHOOK_RETRY_BASE_MS', 30_000, 1, 86_400_000),
     inboxPollSeconds: integer('INBOX_POLL_SECONDS', 60, 1, 86_400),
+    softBounceLimit: integer('SOFT_BOUNCE_LIMIT', 3, 1, 1000),
+    softBounceDays: integer('SOFT_BOUNCE_DAYS', 30, 1, 3650),
     retentionDays: integer('RETENTION_DAYS', 30, 0, 36_500),
     messageRowsDays: integer('MESSAGE_ROWS_DAYS', 0, 0, 36_500),
     maxBodyBytesInFlight: integer('MAX_BODY_BYTES_IN_FLIGHT', 64 * 1024 * 1024, 1024 * 1024, 2 ** 40),

@@ -14,12 +14,29 @@ export const refusal = Joi.object({
   error: Joi.string().required().description('what was wrong, in words'),
 }).label('Refusal');
 
+/** What a bounce said about a message (docs/inbound.md, "Bounce reasons"). */
+export const bounceAnswer = Joi.object({
+  reason: Joi.string().required().description('userunknown, mailboxfull, blocked... as sisimai names them'),
+  class: Joi.string().valid('dead', 'mailbox', 'not_address').required(),
+  status: Joi.string().allow(null).required().description('enhanced status code, 5.1.1'),
+  smtp_code: Joi.string().allow(null).required().description('SMTP reply code, 550'),
+  diagnostic: Joi.string().allow('').required(),
+  dead: Joi.boolean().required().description('the address is dead: suppressed at once'),
+}).label('Bounce');
+
 export const sendAnswer = Joi.object({
   ok: Joi.valid(true).required(),
   id: Joi.string().required(),
   status: Joi.string().required().description('the send as a whole: the least advanced status of its messages'),
   messages: Joi.array()
-    .items(Joi.object({ id: Joi.string().required(), to: Joi.string().required(), status: Joi.string().valid(...MESSAGE_STATUSES).required() }))
+    .items(
+      Joi.object({
+        id: Joi.string().required(),
+        to: Joi.string().required(),
+        status: Joi.string().valid(...MESSAGE_STATUSES).required(),
+        bounce: bounceAnswer.description('GET only, when a bounce came: what it said (docs/inbound.md)'),
+      }),
+    )
     .required(),
   skipped: Joi.array()
     .items(Joi.object({ to: Joi.string().required(), reason: Joi.string().valid('bounced', 'complained', 'stopped').required() }))

@@ -1,11 +1,13 @@
 /**
- * Which counter a bounce goes to (docs/analytics.md): `dead` when the address will never take mail (a permanent,
- * 5xx / 5.x.x answer), `other` for the rest (a soft 4.x.x report, or an answer without a code). The one place the
- * distinction is made, so a finer reading of the reason (the bounce's reason code) replaces this function alone.
+ * Which counter a bounce goes to (docs/analytics.md): `dead` when the bounce reader says the address will never take
+ * mail (its reason is userunknown, hostunknown, hasmoved or notaccept: docs/inbound.md), `other` for the rest. Without
+ * the reader's verdict, a permanent 5xx / 5.x.x answer counts as dead. The one place the distinction is made.
  */
 export type BounceClass = 'dead' | 'other';
 
-export function bounceClass(answer: { status?: string | null; smtp?: string | null }): BounceClass {
+export function bounceClass(answer: { dead?: boolean | null; status?: string | null; smtp?: string | null }): BounceClass {
+  // the bounce reader's verdict (inbound/bounce-policy.ts: a dead address by its reason) when there is one
+  if (typeof answer.dead === 'boolean') return answer.dead ? 'dead' : 'other';
   const status = (answer.status ?? '').trim();
   if (/^5\.\d{1,3}\.\d{1,3}/.test(status)) return 'dead';
   if (/^4\.\d{1,3}\.\d{1,3}/.test(status)) return 'other';

@@ -13,7 +13,7 @@ export async function listSuppressions(db: Tx, query: { account: number; after?:
   const rows = await db.suppression.findMany({ where: { accountId: query.account, id: query.after ? { gt: query.after } : undefined }, orderBy: { id: 'asc' }, take: query.limit + 1 });
   const page = rows.slice(0, query.limit);
   return {
-    suppressions: page.map((s) => ({ id: s.id, account: s.accountId, email: s.email, reason: s.reason, detail: s.detail, created_at: iso(s.createdAt) })),
+    suppressions: page.map((s) => ({ id: s.id, account: s.accountId, email: s.email, reason: s.reason, bounce_reason: s.bounceReason, detail: s.detail, created_at: iso(s.createdAt) })),
     next: rows.length > query.limit ? page[page.length - 1]!.id : null,
   };
 }

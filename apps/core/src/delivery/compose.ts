@@ -1,4 +1,5 @@
 import { withUnsubscribeUrl } from '../broadcasts/copy';
+import { verpAddress } from '../inbound/verp';
 import { withProspectUnsubscribeUrl } from '../outreach/opt-out';
 import { withConfirmationLink } from '../subscribers/confirm-link';
 import type Mail from 'nodemailer/lib/mailer';
@@ -59,7 +60,7 @@ export function composeMail(message: Message, mailbox: Mailbox, send: Send | nul
   const mail: Mail.Options = {
     from: { name: (send?.fromName || mailbox.name) ?? '', address: mailbox.address },
     to: message.to,
-    envelope: { from: mailbox.address, to: [message.to] },
+    envelope: { from: mailbox.returnPath === 'verp' ? verpAddress(mailbox.address, message.id) : mailbox.address, to: [message.to] },
     subject: send ? send.subject : message.subject,
     text: text ?? undefined,
     html: html ?? undefined,

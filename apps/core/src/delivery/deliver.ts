@@ -11,7 +11,7 @@ import { logger } from '../logger';
 import { metrics } from '../metrics';
 import { isDatabaseUnavailable } from '../outage';
 import { JOB_OPTIONS } from '../queues';
-import { suppressAddress } from '../subscribers/machine';
+import { applyBounce, bounceOfAnswer, type Bounce } from '../inbound/bounce-policy';
 import { composeMail } from './compose';
 import { claimUnguarded, markSent, type ClaimedRow } from './fast-claim';
 import { guardedKinds, preSendRefusal, type PreSendGuards } from './guards';
@@ -51,16 +51,19 @@ interface SmtpError extends Error {
 }
 
 /** Permanent when the server refused for good (5xx) at a step about this message, or nodemailer refused it itself. */
-function permanence(err: SmtpError): { status: 'failed' | 'bounced'; suppress: boolean } | null {
+function permanence(err: SmtpError): { status: 'failed' | 'bounced'; bounce: Bounce | null } | null {
   const code = err.responseCode ?? 0;
   if (code >= 500 && code < 600) {
-    if (err.command === 'RCPT TO') return { status: 'bounced', suppress: true };
-    if (err.command === 'DATA') return { status: 'failed', suppress: true };
-    if (err.command === 'MAIL FROM') return { status: 'failed', suppress: false };
+    if (err.command === 'RCPT TO' || err.command === 'DATA' || err.command === 'MAIL FROM') {
+      // the same reasons and rules as a report's (docs/inbound.md): about the address -> bounced, else failed
+      const bounce = bounceOfAnswer(err.response ?? err.message, err.command);
+      if (err.command === 'MAIL FROM' && bounce.class !== 'not_address') Object.assign(bounce, { reason: 'rejected', class: 'not_address', dead: false });
+      return { status: bounce.class === 'not_address' ? 'failed' : 'bounced', bounce };
+    }
     // 5xx on AUTH or EHLO is the mailbox's set-up, not this message: retry while the operator fixes it
     return null;
   }
-  if (err.command === 'API' && (err.code === 'EENVELOPE' || err.code === 'EMESSAGE')) return { status: 'failed', suppress: false };
+  if (err.command === 'API' && (err.code === 'EENVELOPE' || err.code === 'EMESSAGE')) return { status: 'failed', bounce: null };
   return null;
 }
 
@@ -237,9 +240,9 @@ async function recordFailure(db: Db, message: ClaimedRow, err: SmtpError, option
         where: { id: message.id },
         data: { status: permanent.status, lastError: err.message, smtpResponse: answer, lockedUntil: null },
       });
-      if (permanent.suppress) await suppressAddress(tx, message.accountId, message.to, 'bounced', (answer ?? err.message).slice(0, 1000));
+      if (permanent.bounce) await applyBounce(tx, message.accountId, message.id, message.to, permanent.bounce);
       // an end of delivery: `sent`, and a bounce by its class (analytics/bounces.ts)
-      await countMessage(tx, message.id, permanent.status === 'bounced' ? ['sent', bounceColumn(bounceClass({ smtp: answer }))] : ['sent']);
+      await countMessage(tx, message.id, permanent.status === 'bounced' ? ['sent', bounceColumn(bounceClass({ dead: permanent.bounce?.dead, smtp: answer }))] : ['sent']);
       await emitMessageEvent(tx, message.id, permanent.status === 'bounced' ? 'message.bounced' : 'message.failed');
       // a bounce may take its campaign's or broadcast's share of dead addresses past the auto-pause rate
       await autoPauseAfter(tx, message.id);

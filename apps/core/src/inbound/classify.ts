@@ -1,10 +1,35 @@
 import { simpleParser, type AddressObject, type ParsedMail } from 'mailparser';
+import { readReport, reasonClass, unknownFormatFailure, type Failed, type Reason, type ReasonClass } from './bounces';
+import { messageOfVerp } from './verp';
 
 /**
  * What an inbound email is, from its own content (docs/inbound.md); matching it to our messages and prospects is match.ts's job.
  * `delayed` is a delivery report that does not act (4.x.x, or an Action other than failed): recorded as a bounce, no effect.
  */
 export type Recognised = 'bounce' | 'delayed' | 'complaint' | 'auto_reply' | 'message';
+
+/**
+ * A delivery or feedback report. For a bounce, `recipient` and the fields beside it are the first permanently failed
+ * recipient's (else the first one's); `recipients` lists every one the report names. A report that names nobody has
+ * recipient null and reason `undefined`.
+ */
+export interface InboundReport {
+  recipient: string | null;
+  originalId: string | null;
+  status: string | null;
+  diagnostic: string;
+  /** bounces: the reason in sisimai's vocabulary, its class, the SMTP reply code; null for a complaint */
+  reason: Reason | null;
+  reasonClass: ReasonClass | null;
+  smtpCode: string | null;
+  /** a dead address: suppressed at once */
+  dead: boolean;
+  recipients: Failed[];
+  /** every address the report is about: the failed recipients, or the complainants */
+  addresses: string[];
+  /** complaints: the feedback type (abuse, opt-out...) */
+  feedbackType: string | null;
+}
 
 export interface InboundMail {
   kind: Recognised;
@@ -14,8 +39,10 @@ export interface InboundMail {
   date: Date;
   /** Message-IDs of In-Reply-To and References */
   threadIds: string[];
-  /** for reports: the reported recipient, the original message's Message-ID, the status and diagnostic */
-  report: { recipient: string | null; originalId: string | null; status: string | null; diagnostic: string } | null;
+  /** for reports: what the report says (docs/inbound.md) */
+  report: InboundReport | null;
+  /** the message a VERP address it came to names (Delivered-To, X-Original-To or To), if any */
+  verp: string | null;
   /** for auto-replies: the return date found in the text (UTC midnight of that day), if any */
   returnDate: Date | null;
 }
@@ -39,46 +66,6 @@ function header(mail: ParsedMail, name: string): string {
   if (typeof v === 'string') return v;
   if (typeof v === 'object' && 'value' in v) return String((v as { value: unknown }).value);
   return String(v);
-}
-
-/** The text of the report's machine parts (message/delivery-status, message/feedback-report, the attached original). */
-function reportParts(mail: ParsedMail): { fields: string; original: string } {
-  let fields = '';
-  let original = '';
-  for (const a of mail.attachments) {
-    const type = a.contentType.toLowerCase();
-    const text = a.content.toString('utf8');
-    if (type === 'message/delivery-status' || type === 'message/feedback-report' || type === 'message/global-delivery-status') fields += `\n${text}`;
-    else if (type === 'message/rfc822' || type === 'text/rfc822-headers' || type === 'message/rfc822-headers' || type === 'message/global') original += `\n${text}`;
-  }
-  // mailparser hands message/delivery-status (and sometimes the headers part) to the body text: read it there then
-  if (!fields) fields = mail.text ?? '';
-  if (!original) original = mail.text ?? '';
-  return { fields, original };
-}
-
-const field = (text: string, name: string): string | null => {
-  const m = new RegExp(`^${name}:[ \\t]*(.*(?:\\r?\\n[ \\t]+.*)*)`, 'im').exec(text);
-  return m ? m[1]!.replace(/\r?\n[ \t]+/g, ' ').trim() : null;
-};
-const addressOf = (value: string | null): string | null => {
-  if (!value) return null;
-  const m = /([^\s;<>"]+@[^\s;<>"]+)/.exec(value);
-  return m ? m[1]!.toLowerCase() : null;
-};
-
-function readReport(mail: ParsedMail) {
-  const { fields, original } = reportParts(mail);
-  const recipient = addressOf(field(fields, 'Final-Recipient')) ?? addressOf(field(fields, 'Original-Rcpt-To')) ?? addressOf(field(fields, 'Original-Recipient'));
-  const originalId = ids(field(original, 'Message-ID') ?? '')[0] ?? null;
-  const originalTo = addressOf(field(original, 'To'));
-  return {
-    recipient: recipient ?? originalTo,
-    originalId,
-    status: field(fields, 'Status'),
-    action: (field(fields, 'Action') ?? '').toLowerCase(),
-    diagnostic: field(fields, 'Diagnostic-Code') ?? field(fields, 'Status') ?? '',
-  };
 }
 
 export function isAutoReply(mail: ParsedMail): boolean {
@@ -125,9 +112,6 @@ export function findReturnDate(text: string, after: Date): Date | null {
 /** Parses and recognises one raw email. */
 export async function classify(raw: Buffer | string, now = new Date()): Promise<InboundMail> {
   const mail = await simpleParser(raw, { skipHtmlToText: false, skipTextLinks: true });
-  const ct = mail.headers.get('content-type') as { value?: string; params?: Record<string, string> } | undefined;
-  const type = (ct?.value ?? '').toLowerCase();
-  const reportType = (ct?.params?.['report-type'] ?? '').toLowerCase();
   const date = mail.date && !Number.isNaN(mail.date.getTime()) ? mail.date : now;
   const base = {
     from: firstAddress(mail.from),
@@ -137,17 +121,66 @@ export async function classify(raw: Buffer | string, now = new Date()): Promise<
     threadIds: [...ids(mail.inReplyTo), ...ids(mail.references)],
     report: null,
     returnDate: null,
+    verp: verpOf(mail),
   };
-  if (type === 'multipart/report' && (reportType === 'delivery-status' || reportType === 'feedback-report')) {
-    const r = readReport(mail);
-    const report = { recipient: r.recipient, originalId: r.originalId, status: r.status, diagnostic: r.diagnostic };
-    if (reportType === 'feedback-report') return { ...base, kind: 'complaint', report };
-    const permanent = r.action === 'failed' && /^5\.\d{1,3}\.\d{1,3}/.test(r.status ?? '');
-    return { ...base, kind: permanent ? 'bounce' : 'delayed', report };
+  // a delivery or feedback report is never an auto-reply, whatever its Auto-Submitted or subject says
+  const report = readReport(raw);
+  if (report?.kind === 'complaint') {
+    const base2 = { recipient: report.addresses[0] ?? null, originalId: report.originalId, status: null, diagnostic: '', reason: null, reasonClass: null, smtpCode: null, dead: false, recipients: [], addresses: report.addresses };
+    return { ...base, kind: 'complaint', report: { ...base2, feedbackType: report.feedbackType } };
+  }
+  if (report?.kind === 'bounce') {
+    const first = report.recipients.find((r) => r.permanent) ?? report.recipients[0];
+    const permanent = !first || first.permanent;
+    return {
+      ...base,
+      kind: permanent ? 'bounce' : 'delayed',
+      report: {
+        recipient: first?.address ?? null,
+        originalId: report.originalId,
+        status: first?.status ?? null,
+        diagnostic: first?.diagnostic ?? '',
+        reason: first?.reason ?? 'undefined',
+        reasonClass: reasonClass(first?.reason ?? 'undefined'),
+        smtpCode: first?.smtpCode ?? null,
+        dead: first?.dead ?? false,
+        recipients: report.recipients,
+        addresses: report.recipients.map((r) => r.address),
+        feedbackType: null,
+      },
+    };
   }
   if (isAutoReply(mail)) {
+    // an auto-reply stays one even at a VERP address (RFC 3834 answers the envelope sender)
     const text = `${mail.subject ?? ''}\n${mail.text ?? ''}`;
     return { ...base, kind: 'auto_reply', returnDate: findReturnDate(text, date) };
   }
+  if (base.verp) {
+    // mail that came back to a VERP address is a report about that message, whatever its format
+    const failed = unknownFormatFailure(raw);
+    const report: InboundReport = {
+      recipient: null, originalId: null, status: failed.status, diagnostic: failed.diagnostic, reason: failed.reason,
+      reasonClass: reasonClass(failed.reason), smtpCode: failed.smtpCode, dead: failed.dead, recipients: [failed], addresses: [], feedbackType: null,
+    };
+    return { ...base, kind: failed.permanent ? 'bounce' : 'delayed', report };
+  }
   return { ...base, kind: 'message' };
+}
+
+/** The first VERP address of ours among the addresses the email was delivered to. */
+function verpOf(mail: ParsedMail): string | null {
+  const values = ['delivered-to', 'x-original-to', 'to', 'envelope-to', 'x-envelope-to'].flatMap((name) => {
+    const v = mail.headers.get(name) as unknown;
+    if (!v) return [];
+    if (typeof v === 'string') return [v];
+    if (Array.isArray(v)) return v.map(String);
+    if (typeof v === 'object' && 'text' in (v as object)) return [String((v as { text: unknown }).text)];
+    return [String(v)];
+  });
+  for (const line of mail.headerLines ?? []) if (/^(delivered-to|x-original-to)\s*:/i.test(line.line)) values.push(line.line);
+  for (const value of values) {
+    const id = messageOfVerp(value);
+    if (id) return id;
+  }
+  return null;
 }

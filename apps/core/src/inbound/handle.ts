@@ -11,6 +11,8 @@ import { countMessage } from '../analytics/counters';
 import { OPEN_STATUSES } from '../outreach/outcomes';
 import { suppressAddress } from '../subscribers/machine';
 import type { InboundMail } from './classify';
+import { applyBounce, bounceOf, countBounce, publicBounce } from './bounce-policy';
+import { unknownFormatFailure } from './bounces';
 
 /**
  * One inbound email's effects (docs/inbound.md), in ONE transaction that first claims it: the row of inbound_messages unique
@@ -37,6 +39,11 @@ async function byMessageIds(tx: Tx, mailboxId: number, messageIds: string[]): Pr
     SELECT id, "to", prospect_id FROM messages
     WHERE mailbox_id = ${mailboxId} AND message_id_header = ANY(${messageIds}::text[])
     ORDER BY created_at DESC LIMIT 1`;
+  return row ?? null;
+}
+
+async function byId(tx: Tx, mailboxId: number, id: string): Promise<OurMessage | null> {
+  const [row] = await tx.$queryRaw<OurMessage[]>`SELECT id, "to", prospect_id FROM messages WHERE id = ${id}::uuid AND mailbox_id = ${mailboxId}`;
   return row ?? null;
 }
 
@@ -113,7 +120,7 @@ async function handleOnce(db: Db, where: Where, mail: InboundMail, now: Date): P
       const result = await effects(tx, mailbox, mail, now);
       await tx.inboundMessage.update({
         where: { id: claimed[0].id },
-        data: { kind: result.kind, prospectId: result.prospectId, relatedId: result.relatedId, detail: result.detail.slice(0, 2000) },
+        data: { kind: result.kind, prospectId: result.prospectId, relatedId: result.relatedId, detail: result.detail.slice(0, 2000), reason: result.reason },
       });
       // recorded first: the complaint counts in its campaign's or broadcast's auto-pause window (docs/outreach.md)
       if (result.relatedId && (result.kind === 'bounce' || result.kind === 'complaint')) await autoPauseAfter(tx, result.relatedId);
@@ -128,36 +135,65 @@ async function effects(tx: Tx, mailbox: Mailbox, mail: InboundMail, now: Date) {
   // (1) a Message-ID of ours in In-Reply-To / References
   let ours = await byMessageIds(tx, mailbox.id, mail.threadIds);
 
-  if (mail.report) {
+  if (mail.report && mail.kind === 'complaint') {
     // (2) the report's original Message-ID, else its recipient's latest message from this mailbox
     ours ??= await byMessageIds(tx, mailbox.id, mail.report.originalId ? [mail.report.originalId] : []);
     if (!ours && mail.report.recipient) ours = await latestTo(tx, mailbox.id, mail.report.recipient);
-    const kind: InboundKind = mail.kind === 'complaint' ? 'complaint' : 'bounce';
-    const detail = [mail.report.status, mail.report.diagnostic].filter(Boolean).join(' ');
-    const base = { kind, prospectId: ours?.prospect_id ?? null, relatedId: ours?.id ?? null, detail };
-    if (!ours || mail.kind === 'delayed') return base; // recorded only
+    const base = { kind: 'complaint' as InboundKind, prospectId: ours?.prospect_id ?? null, relatedId: ours?.id ?? null, detail: mail.report.feedbackType ?? '', reason: null };
+    if (!ours) return base; // recorded only
     const address = ours.to.toLowerCase();
-    if (mail.kind === 'bounce') {
-      await tx.message.update({ where: { id: ours.id }, data: { status: 'bounced', lastError: detail || 'bounced' } });
-      await suppressAddress(tx, accountId, address, 'bounced', detail);
-      await countMessage(tx, ours.id, bounceColumn(bounceClass({ status: mail.report.status })));
-      await loseProspects(tx, accountId, address, 'bounced', now);
-      await emitEvent(tx, accountId, 'message.bounced', { id: ours.id, mailbox: mailbox.id, to: address, status: mail.report.status, diagnostic: detail });
-    } else {
-      await suppressAddress(tx, accountId, address, 'complained', detail);
-      await addToStopList(tx, accountId, address);
-      await countMessage(tx, ours.id, 'complained');
-      await loseProspects(tx, accountId, address, 'complained', now);
-      await emitEvent(tx, accountId, 'message.complained', { id: ours.id, mailbox: mailbox.id, to: address });
-    }
+    await suppressAddress(tx, accountId, address, 'complained', mail.report.feedbackType ?? '');
+    await addToStopList(tx, accountId, address);
+    await countMessage(tx, ours.id, 'complained');
+    await loseProspects(tx, accountId, address, 'complained', now);
+    await emitEvent(tx, accountId, 'message.complained', { id: ours.id, mailbox: mailbox.id, to: address });
     return base;
+  }
+
+  if (mail.report) {
+    // a bounce: each failed recipient it names, matched to its message (the original Message-ID when it went to that
+    // address, else the address's latest message from this mailbox); a report naming nobody is recorded, reason undefined
+    const report = mail.report;
+    const verp = mail.verp ? await byId(tx, mailbox.id, mail.verp) : null;
+    const original = verp ?? (await byMessageIds(tx, mailbox.id, [...(report.originalId ? [report.originalId] : []), ...mail.threadIds]));
+    // at a VERP address the report is about that message only: its recipient is the message's
+    const recipients = verp
+      ? [{ ...(report.recipients.find((r) => r.address === verp.to.toLowerCase()) ?? report.recipients[0] ?? unknownFormatFailure('')), address: verp.to.toLowerCase() }]
+      : report.recipients;
+    let first: OurMessage | null = null;
+    for (const failed of recipients) {
+      const message = original && (original.to.toLowerCase() === failed.address || recipients.length === 1) ? original : await latestTo(tx, mailbox.id, failed.address);
+      first ??= message;
+      if (!message) continue;
+      const bounce = bounceOf(failed, now);
+      if (!failed.permanent) {
+        countBounce(bounce, false);
+        continue; // 4.x.x or delayed: recorded only
+      }
+      const address = message.to.toLowerCase();
+      const { suppressed } = await applyBounce(tx, accountId, message.id, address, bounce);
+      await countMessage(tx, message.id, bounceColumn(bounceClass({ dead: bounce.dead })));
+      await tx.message.update({ where: { id: message.id }, data: { status: 'bounced', lastError: [failed.status, failed.diagnostic].filter(Boolean).join(' ') || 'bounced' } });
+      if (suppressed) await loseProspects(tx, accountId, address, 'bounced', now);
+      await emitEvent(tx, accountId, 'message.bounced', {
+        id: message.id,
+        mailbox: mailbox.id,
+        to: address,
+        status: failed.status,
+        diagnostic: [failed.status, failed.diagnostic].filter(Boolean).join(' '),
+        bounce: publicBounce(bounce),
+      });
+    }
+    first ??= original;
+    const detail = [report.status, report.diagnostic].filter(Boolean).join(' ');
+    return { kind: 'bounce' as InboundKind, prospectId: first?.prospect_id ?? null, relatedId: first?.id ?? null, detail, reason: report.reason ?? 'undefined' };
   }
 
   // (3) the sender, to a prospect of a campaign sending from this mailbox
   const prospectId = ours?.prospect_id ?? (mail.from ? await prospectFrom(tx, mailbox.id, mail.from) : null);
   const prospect = prospectId ? await lockProspect(tx, prospectId) : null;
-  if (!prospect) return { kind: 'other' as InboundKind, prospectId: null, relatedId: ours?.id ?? null, detail: '' };
-  const base = { prospectId: prospect.id, relatedId: ours?.id ?? null };
+  if (!prospect) return { kind: 'other' as InboundKind, prospectId: null, relatedId: ours?.id ?? null, detail: '', reason: null };
+  const base = { prospectId: prospect.id, relatedId: ours?.id ?? null, reason: null };
 
   if (mail.kind === 'auto_reply') {
     if (prospect.status === 'ready' || prospect.status === 'writing') {

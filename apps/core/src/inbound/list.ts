@@ -6,6 +6,8 @@ export interface InboundView {
   from: string;
   subject: string;
   kind: string;
+  /** for a bounce: the reason read from the report (docs/inbound.md) */
+  reason: string | null;
   message_id: string | null;
   prospect_id: number | null;
   received_at: Date;
@@ -24,6 +26,7 @@ export async function listInbound(db: Db, query: { mailbox?: number; limit: numb
     from: r.fromAddress,
     subject: r.subject,
     kind: r.kind,
+    reason: r.reason,
     message_id: r.messageId,
     prospect_id: r.prospectId,
     received_at: r.receivedAt,

@@ -113,6 +113,12 @@ export const metrics = {
     registers: [registry],
   }),
   /** for inbound mail: kind is reply, auto_reply, bounce, complaint or other */
+  bounces: new Counter({
+    name: 'mailservice_bounces_total',
+    help: 'Bounces (reports read from mailboxes and SMTP refusals at delivery), by class of reason (dead, mailbox, not_address; temporary for 4.x.x) and reason',
+    labelNames: ['class', 'reason'] as const,
+    registers: [registry],
+  }),
   inboundMessages: new Counter({
     name: 'mailservice_inbound_messages_total',
     help: 'Inbound emails read from mailboxes, by what they were classified as',

@@ -14,13 +14,12 @@ export const MIN_ENDED = 20;
 export const BROADCAST_PAUSE_ON = { bounce_rate: 0.05, complaint_rate: 0.003, window: 1000 } as const;
 
 /**
- * SQL over a messages row: is it a dead-address bounce? Until bounces carry their reason (docs/bounces.md), an SMTP 5xx
- * at delivery (RCPT: `bounced`; DATA: `failed` with the 5xx answer) and a DSN bounce (`bounced`) count as dead. This is
- * the one place that says so: with reasons, it becomes "the bounce's reason is userunknown, hostunknown, hasmoved or
- * notaccept".
+ * SQL over a messages row: is it a dead-address bounce? The bounce reader's verdict on it (`messages.bounce`, its reason
+ * userunknown, hostunknown, hasmoved or notaccept: docs/inbound.md), from a report or the SMTP answer at delivery; a
+ * row bounced before bounces carried their reason counts by its status. The one place that says so.
  */
 export function isDeadBounce(m: string): string {
-  return `(${m}.status = 'bounced' OR (${m}.status = 'failed' AND ${m}.smtp_response LIKE '5%'))`;
+  return `COALESCE((${m}.bounce->>'dead')::boolean, ${m}.status = 'bounced')`;
 }
 
 /** SQL over a messages row: did its recipient complain about it (an ARF report matched to it: docs/inbound.md)? */

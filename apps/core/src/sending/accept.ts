@@ -9,13 +9,14 @@ import { finishIdempotent, releaseIdempotent, requestFingerprint, startIdempoten
 import { sendingMailbox } from './mailbox';
 import { dailyQuota, refuseOverLimit, secondsToNextUtcMidnight, type DailyQuota } from './quota';
 import { writeAcceptedSend, type SkipReason } from './write';
+import { publicBounce, type Bounce, type PublicBounce } from '../inbound/bounce-policy';
 import { parseSendRequest } from './schema';
 
 export interface SendAnswer {
   ok: true;
   id: string;
   status: string;
-  messages: { id: string; to: string; status: string }[];
+  messages: { id: string; to: string; status: string; bounce?: PublicBounce }[];
   skipped: { to: string; reason: SkipReason }[];
 }
 
@@ -107,10 +108,13 @@ export async function findSend(db: Tx, accountId: number, id: string): Promise<S
   const send = UUID.test(id)
     ? await db.send.findFirst({
         where: { id, accountId },
-        include: { messages: { select: { id: true, to: true, status: true }, orderBy: [{ createdAt: 'asc' }, { id: 'asc' }] } },
+        include: { messages: { select: { id: true, to: true, status: true, bounce: true }, orderBy: [{ createdAt: 'asc' }, { id: 'asc' }] } },
       })
     : null;
   if (!send) throw new NotFound(`no send with id ${id}`);
-  const messages = send.messages.map((m) => ({ id: m.id, to: m.to, status: m.status as string }));
+  const messages = send.messages.map((m) => {
+    const bounce = publicBounce(m.bounce as unknown as Bounce | null);
+    return { id: m.id, to: m.to, status: m.status as string, ...(bounce ? { bounce } : {}) };
+  });
   return { ok: true, id: send.id, status: sendStatus(messages.map((m) => m.status)), messages, skipped: send.skipped as SendAnswer['skipped'] };
 }

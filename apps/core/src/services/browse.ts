@@ -1,3 +1,4 @@
+import { publicBounce, type Bounce, type PublicBounce } from '../inbound/bounce-policy';
 import type { SubscriberStatus } from '../../../../generated/prisma/client';
 import type { Tx } from '../db';
 import { NotFound } from '../errors';
@@ -76,7 +77,7 @@ export async function prospectCounts(db: Tx, campaignId: number): Promise<{ stat
   return groups.map((g) => ({ status: g.status, stage: g.stage, count: g._count._all }));
 }
 
-export type MessageRow = MessageSummary & { smtp_response: string | null; account: number };
+export type MessageRow = MessageSummary & { smtp_response: string | null; account: number; bounce: PublicBounce | null };
 
 /** Messages newest first; the cursor is `<created_at ms>_<id>` of the last row shown. */
 export async function browseMessages(db: Tx, filter: { to?: string; status?: string; before?: string; limit?: number }): Promise<Page<MessageRow>> {
@@ -98,6 +99,7 @@ export async function browseMessages(db: Tx, filter: { to?: string; status?: str
     rows: page.map((m) => ({
       id: m.id, account: m.accountId, kind: m.kind, to: m.to, subject: m.subject, status: m.status, attempts: m.attempts,
       last_error: m.lastError, smtp_response: m.smtpResponse, created_at: m.createdAt.toISOString(), sent_at: iso(m.sentAt),
+      bounce: publicBounce(m.bounce as unknown as Bounce | null),
     })),
     next: rows.length > limit && last ? `${last.createdAt.getTime()}_${last.id}` : null,
   };

@@ -93,6 +93,8 @@ export interface MailboxView {
   inbound: { state: string; last_error: string | null; checked_at: Date | null };
   max_per_second: number | null;
   dkim: { domain: string; selector: string } | null;
+  /** the envelope sender: the mailbox's address, or VERP (docs/inbound.md) */
+  return_path: string;
   /** docs/outreach.md: pacing and warm-up of outreach */
   gap_jitter: number;
   warmup: { start: number; step: number; since: string } | null;
@@ -115,6 +117,7 @@ export function mailboxView(m: Mailbox): MailboxView {
     max_per_second: m.maxPerSecond,
     // the private key is never echoed, not even encrypted
     dkim: m.dkimDomain && m.dkimSelector ? { domain: m.dkimDomain, selector: m.dkimSelector } : null,
+    return_path: m.returnPath,
     gap_jitter: m.gapJitter,
     warmup: m.warmupStart !== null && m.warmupSince ? { start: m.warmupStart, step: m.warmupStep ?? 0, since: m.warmupSince.toISOString() } : null,
     effective_daily_limit: effectiveDailyLimit(m),
@@ -131,6 +134,7 @@ export interface NewMailbox {
   imap?: string | null;
   max_per_second?: number | null;
   dkim?: DkimInput | null;
+  return_path?: 'address' | 'verp';
   gap_jitter?: number;
   warmup?: { start: number; step: number } | null;
 }
@@ -174,6 +178,7 @@ export async function createMailbox(db: Tx, input: NewMailbox): Promise<MailboxV
       ...imap,
       maxPerSecond: input.max_per_second ?? null,
       ...(input.dkim ? dkimColumns(input.dkim) : {}),
+      returnPath: input.return_path ?? 'address',
       ...(input.gap_jitter !== undefined ? { gapJitter: input.gap_jitter } : {}),
       ...(input.warmup ? warmupColumns(input.warmup) : {}),
     },
@@ -181,7 +186,7 @@ export async function createMailbox(db: Tx, input: NewMailbox): Promise<MailboxV
   return mailboxView(mailbox);
 }
 
-export type MailboxChange = Partial<Pick<NewMailbox, 'name' | 'smtp' | 'daily_limit' | 'gap_seconds' | 'imap' | 'max_per_second' | 'dkim' | 'gap_jitter' | 'warmup'>>;
+export type MailboxChange = Partial<Pick<NewMailbox, 'name' | 'smtp' | 'daily_limit' | 'gap_seconds' | 'imap' | 'max_per_second' | 'dkim' | 'return_path' | 'gap_jitter' | 'warmup'>>;
 
 /** The SMTP columns of a URL (the password encrypted at rest). */
 function smtpColumns(raw: string) {
@@ -209,6 +214,7 @@ export async function updateMailbox(db: Tx, id: number, change: MailboxChange): 
     ...(change.imap !== undefined ? imapColumns(change.imap) : {}),
     ...(change.max_per_second !== undefined ? { maxPerSecond: change.max_per_second } : {}),
     ...(change.dkim !== undefined ? dkimColumns(change.dkim) : {}),
+    ...(change.return_path !== undefined ? { returnPath: change.return_path } : {}),
     ...(change.gap_jitter !== undefined ? { gapJitter: change.gap_jitter } : {}),
     ...(change.warmup !== undefined ? warmupColumns(change.warmup) : {}),
   };

@@ -180,11 +180,11 @@ export async function removeSubscriber(db: Db, list: List, email: string): Promi
  * For bounce and complaint handling: puts the address on the account's suppression list and moves its pending and
  * active subscriptions in every list of the account to `reason`, keeping the counts exact.
  */
-export async function suppressAddress(tx: Tx, accountId: number, email: string, reason: 'bounced' | 'complained', detail = ''): Promise<void> {
+export async function suppressAddress(tx: Tx, accountId: number, email: string, reason: 'bounced' | 'complained', detail = '', bounceReason: string | null = null): Promise<void> {
   const address = email.trim().toLowerCase();
   await tx.suppression.upsert({
     where: { accountId_email: { accountId, email: address } },
-    create: { accountId, email: address, reason, detail },
+    create: { accountId, email: address, reason, detail, bounceReason },
     update: {},
   });
   const rows = await tx.$queryRaw<{ id: number; list_id: number; status: string }[]>`

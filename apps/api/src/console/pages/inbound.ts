@@ -24,7 +24,7 @@ export const inboundPage: ConsolePage = {
 </form>
 <h2>Handled emails</h2>
 <table><thead><tr><th>Received</th><th>Mailbox</th><th>From</th><th>Subject</th><th>Kind</th><th>Prospect</th></tr></thead><tbody>
-<% it.messages.forEach(function (m) { %><tr><td><%= m.received_at.toISOString() %></td><td><%= it.addresses[m.mailbox] || m.mailbox %></td><td><%= m.from %></td><td><%= m.subject %></td><td><%= m.kind %></td><td><%= m.prospect_id === null ? '-' : m.prospect_id %></td></tr><% }) %>
+<% it.messages.forEach(function (m) { %><tr><td><%= m.received_at.toISOString() %></td><td><%= it.addresses[m.mailbox] || m.mailbox %></td><td><%= m.from %></td><td><%= m.subject %></td><td><%= m.kind %><% if (m.reason) { %> (<%= m.reason %>)<% } %></td><td><%= m.prospect_id === null ? '-' : m.prospect_id %></td></tr><% }) %>
 </tbody></table>
 <% if (!it.messages.length) { %><p class="muted">No inbound email handled yet.</p><% } %>`,
   },

@@ -18,8 +18,8 @@ export const messagesPage: ConsolePage = {
 <label>Status <select name="status"><option value="">any</option><% it.statuses.forEach(function (s) { %><option<% if (s === it.status) { %> selected<% } %>><%= s %></option><% }) %></select></label>
 <button>Find</button>
 </form>
-<table><thead><tr><th>Created</th><th>Account</th><th>Kind</th><th>To</th><th>Subject</th><th>Status</th><th>Attempts</th><th>SMTP answer</th></tr></thead><tbody>
-<% it.page.rows.forEach(function (m) { %><tr><td><%= m.created_at %></td><td><%= m.account %></td><td><%= m.kind %></td><td><%= m.to %></td><td><%= m.subject %></td><td><%= m.status %></td><td><%= m.attempts %></td><td><%= m.smtp_response || m.last_error || '' %></td></tr><% }) %>
+<table><thead><tr><th>Created</th><th>Account</th><th>Kind</th><th>To</th><th>Subject</th><th>Status</th><th>Attempts</th><th>SMTP answer</th><th>Bounce</th></tr></thead><tbody>
+<% it.page.rows.forEach(function (m) { %><tr><td><%= m.created_at %></td><td><%= m.account %></td><td><%= m.kind %></td><td><%= m.to %></td><td><%= m.subject %></td><td><%= m.status %></td><td><%= m.attempts %></td><td><%= m.smtp_response || m.last_error || '' %></td><td><% if (m.bounce) { %><%= m.bounce.reason %> (<%= m.bounce.class %><%= m.bounce.dead ? ', suppressed' : '' %>)<% if (m.bounce.status) { %> <%= m.bounce.status %><% } %><% } %></td></tr><% }) %>
 </tbody></table>
 <% if (!it.page.rows.length) { %><p class="muted">No messages.</p><% } %>
 <% if (it.page.next) { %><p><a rel="next" href="/admin/messages?to=<%= encodeURIComponent(it.to) %>&amp;status=<%= encodeURIComponent(it.status) %>&amp;before=<%= it.page.next %>">Older</a></p><% } %>`,

@@ -1,0 +1,186 @@
+import { PHRASES, STATUS_REASON } from './keywords';
+
+/**
+ * The reason of one failure, named as sisimai names them (docs/inbound.md), from the diagnostic text, the enhanced
+ * status, the SMTP command it answered and the report's Action. The order of the checks follows sisimai's
+ * (reason/find.go, BSD 2-Clause); the phrases are its own (keywords.ts).
+ */
+export const REASONS = [
+  'userunknown', 'hostunknown', 'hasmoved', 'notaccept',
+  'suspend', 'mailboxfull', 'exceedlimit', 'expired', 'systemfull', 'onhold', 'undefined',
+  'mesgtoobig', 'blocked', 'spamdetected', 'virusdetected', 'policyviolation', 'rejected', 'norelaying', 'securityerror',
+  'authfailure', 'requireptr', 'networkerror', 'systemerror', 'toomanyconn', 'ratelimited', 'contenterror', 'syntaxerror',
+  'mailererror',
+] as const;
+export type Reason = (typeof REASONS)[number];
+
+/** dead: suppressed at once; mailbox: suppressed after SOFT_BOUNCE_LIMIT; not_address: never suppresses. */
+export type ReasonClass = 'dead' | 'mailbox' | 'not_address';
+
+const DEAD = new Set<Reason>(['userunknown', 'hostunknown', 'hasmoved', 'notaccept']);
+const MAILBOX = new Set<Reason>(['suspend', 'mailboxfull', 'exceedlimit', 'expired', 'systemfull', 'onhold', 'undefined']);
+
+export function reasonClass(reason: Reason): ReasonClass {
+  return DEAD.has(reason) ? 'dead' : MAILBOX.has(reason) ? 'mailbox' : 'not_address';
+}
+
+/** sisimai's names that our vocabulary folds into another */
+const FOLD: Record<string, Reason> = {
+  badreputation: 'blocked',
+  failedstarttls: 'securityerror',
+  notcompliantrfc: 'contenterror',
+  speeding: 'ratelimited',
+  filtered: 'onhold',
+  suppressed: 'onhold',
+};
+const fold = (name: string): Reason | null =>
+  FOLD[name] ?? ((REASONS as readonly string[]).includes(name) ? (name as Reason) : null);
+
+const REJECTED_IS_NOT = ['5.1.0 address rejected', 'recipient address rejected', 'sender ip address rejected'];
+
+/** Are the pieces found in this order in the text? (sisimai's string.Aligned) */
+function aligned(text: string, pieces: string[]): boolean {
+  let at = 0;
+  for (const p of pieces) {
+    const i = text.indexOf(p, at);
+    if (i < 0) return false;
+    at = i + p.length;
+  }
+  return true;
+}
+
+/** Phrases of ours, seen in the corpus, that sisimai's lists lack (its own modules catch these by format). */
+const OURS: Record<string, string[]> = {
+  userunknown: [
+    "address couldn't be found", 'not listed in domino directory', 'not listed in public name & address book',
+    'invalid final delivery userid', 'no valid recipients for this mm', 'the recipient name is not recognized',
+    'recipient not found by smtp address lookup', 'unknown recipient', 'recipient rejected',
+  ],
+  hostunknown: ['host unknown', 'domain not found', 'no such domain', 'name or service not known', 'dns lookup failure: host'],
+  notaccept: ['indicated no smtp service', 'null mx'],
+  spamdetected: ['rejected as spam'],
+};
+
+/** Does the lower-cased text carry one of sisimai's phrases for `name`? */
+export function includedIn(name: string, text: string): boolean {
+  const list = PHRASES[name];
+  if (!list || !text) return false;
+  if (name === 'rejected' && REJECTED_IS_NOT.some((p) => text.includes(p))) return false;
+  if (list.index.some((p) => text.includes(p))) return true;
+  if (OURS[name]?.some((p) => text.includes(p))) return true;
+  return list.pairs.some((p) => aligned(text, p));
+}
+
+/** sisimai's name for an enhanced status: 5.1.1 -> userunknown ('' when the table has none) */
+export function statusName(status: string | null): string {
+  if (!status) return '';
+  return STATUS_REASON[status] ?? '';
+}
+
+const RETRY = new Set(['undefined', 'onhold', 'systemerror', 'securityerror', 'expired', 'networkerror', 'hostunknown', 'userunknown']);
+
+export interface Failure {
+  diagnostic: string;
+  status: string | null;
+  /** RCPT, MAIL, DATA, HELO, EHLO, CONN or '' */
+  command: string;
+  /** the report's Action (failed, delayed...) or '' */
+  action: string;
+  /** a reason the family's reader already knows from the format itself */
+  known?: string;
+}
+
+type Probe = (text: string, f: Failure, sname: string) => boolean;
+const keyword = (name: string): Probe => (text, _f, sname) => sname === name || includedIn(name, text);
+
+const PROBES: [string, Probe][] = [
+  ['mailboxfull', keyword('mailboxfull')],
+  ['mesgtoobig', keyword('mesgtoobig')],
+  ['exceedlimit', keyword('exceedlimit')],
+  ['suspend', keyword('suspend')],
+  ['hasmoved', (text) => includedIn('hasmoved', text)],
+  ['norelaying', keyword('norelaying')],
+  ['authfailure', keyword('authfailure')],
+  [
+    'userunknown',
+    (text, f, sname) => {
+      if (sname === 'suspend') return false;
+      if (sname === 'userunknown') return !['norelaying', 'blocked', 'mailboxfull', 'hasmoved', 'rejected', 'notaccept'].some((r) => includedIn(r, text));
+      return includedIn('userunknown', text) && (f.command === 'RCPT' || f.command === '');
+    },
+  ],
+  [
+    'filtered',
+    (text, f, sname) => {
+      if (sname === 'suspend') return false;
+      if (sname === 'filtered') return includedIn('userunknown', text) || includedIn('filtered', text);
+      if (['CONN', 'EHLO', 'HELO', 'MAIL', 'RCPT'].includes(f.command)) return false;
+      return includedIn('filtered', text) || includedIn('userunknown', text);
+    },
+  ],
+  ['requireptr', keyword('requireptr')],
+  ['notcompliantrfc', keyword('notcompliantrfc')],
+  ['badreputation', keyword('badreputation')],
+  ['contenterror', keyword('contenterror')],
+  [
+    'rejected',
+    (text, f, sname) => {
+      if (sname === 'rejected') return true;
+      if (f.command === 'MAIL') return includedIn('rejected', text);
+      if (f.command === 'DATA') return sname !== 'userunknown' && includedIn('rejected', text);
+      if (!sname || sname === 'undefined' || sname === 'onhold' || sname === 'securityerror' || sname === 'systemerror') return includedIn('rejected', text);
+      return false;
+    },
+  ],
+  ['hostunknown', (text, _f, sname) => (sname === 'hostunknown' ? !includedIn('networkerror', text) : includedIn('hostunknown', text))],
+  ['spamdetected', keyword('spamdetected')],
+  ['speeding', keyword('speeding')],
+  ['toomanyconn', keyword('toomanyconn')],
+  ['blocked', keyword('blocked')],
+];
+
+const SECOND = [
+  'mailboxfull', 'authfailure', 'badreputation', 'speeding', 'spamdetected', 'virusdetected', 'policyviolation', 'norelaying',
+  'systemerror', 'networkerror', 'suspend', 'contenterror', 'systemfull', 'notaccept', 'expired', 'failedstarttls',
+  'securityerror', 'suppressed', 'mailererror',
+];
+
+/** The reason of one failure. */
+export function findReason(f: Failure): Reason {
+  const known = f.known ? fold(f.known) : null;
+  if (known && !RETRY.has(f.known!)) return known;
+  const text = f.diagnostic.toLowerCase().replace(/\s+/g, ' ');
+  const sname = statusName(f.status);
+  if (sname === 'delivered') return 'undefined';
+  for (const [name, probe] of PROBES) if (probe(text, f, sname)) return fold(name)!;
+  if (known) return known;
+  for (const name of SECOND) if (includedIn(name, text)) return fold(name)!;
+  if (sname && fold(sname)) return fold(sname)!;
+  const subject = (f.status ?? '').slice(0, 3);
+  if (subject === '5.6' || subject === '4.6') return 'contenterror';
+  if (subject === '5.7' || subject === '4.7') return 'securityerror';
+  if (f.action === 'delayed' || f.action === 'expired') return 'expired';
+  if (f.command === 'EHLO' || f.command === 'HELO') return 'blocked';
+  return text.trim() ? 'onhold' : 'undefined';
+}
+
+/** The first enhanced status code in a text (5.1.1), or null. */
+export function findStatus(text: string): string | null {
+  const m = /(?<![\d.])([245])\.(\d{1,3})\.(\d{1,3})(?![\d.]*\d)/.exec(text);
+  return m ? `${m[1]}.${m[2]}.${m[3]}` : null;
+}
+
+/** The first SMTP reply code in a text (550), or null. */
+export function findReplyCode(text: string): string | null {
+  const m = /(?:^|[\s:;(\["'=])([245][0-5][0-9])(?=[\s-]|$)(?![-\s]*\d{3}\b)/m.exec(text);
+  return m ? m[1]! : null;
+}
+
+/** The SMTP command a diagnostic answered, when it says. */
+export function findCommand(text: string): string {
+  const t = text.toUpperCase();
+  const m = /\b(?:AFTER|IN REPLY TO|IN RESPONSE TO|RESPONSE TO|FOR|>>>)\s+(RCPT|MAIL|DATA|HELO|EHLO|END OF DATA)\b/.exec(t) ?? /\b(RCPT|MAIL|DATA|HELO|EHLO) TO\b|\b(RCPT|MAIL) FROM\b|\bEND OF DATA\b/.exec(t);
+  if (!m) return '';
+  const word = (m[1] ?? m[2] ?? m[0]).replace(/ TO$| FROM$/, '');
+  return word === 'END OF DATA' ? 'DATA' : word;
+}
