@@ -46,6 +46,10 @@ export async function rebuildWebhookJobs(db: Db, now = new Date()): Promise<numb
   for (const row of due) {
     const id = jobId.webhook(row.eventId, row.webhookId);
     if ((await jobState(webhooks, id)) === 'busy') continue;
+    // read again after the job's state: a job that finished between the two reads deleted or moved its row before it
+    // finished (webhooks/deliver.ts), and adding it again would deliver the event twice
+    const still = await db.webhookJob.findUnique({ where: { eventId_webhookId: { eventId: row.eventId, webhookId: row.webhookId } } });
+    if (!still || still.attempts !== row.attempts || still.dueAt.getTime() !== row.dueAt.getTime()) continue;
     await webhooks.add(
       QUEUE.webhook,
       { eventId: row.eventId, webhookId: row.webhookId, attemptsBefore: row.attempts },
