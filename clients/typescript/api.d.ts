@@ -136,6 +136,20 @@ export interface components {
                 to: string;
                 /** @enum {string} */
                 status: "queued" | "sending" | "sent" | "deferred" | "failed" | "bounced" | "cancelled";
+                /** @description GET only, when a bounce came: what it said (docs/inbound.md) */
+                bounce?: {
+                    /** @description userunknown, mailboxfull, blocked... as sisimai names them */
+                    reason: string;
+                    /** @enum {string} */
+                    class: "dead" | "mailbox" | "not_address";
+                    /** @description enhanced status code, 5.1.1 */
+                    status: string | null;
+                    /** @description SMTP reply code, 550 */
+                    smtp_code: string | null;
+                    diagnostic: string;
+                    /** @description the address is dead: suppressed at once */
+                    dead: boolean;
+                };
             }[];
             skipped: {
                 to: string;
