@@ -1,10 +1,9 @@
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import path from 'node:path';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import type { Page } from 'playwright-core';
 import { db, rawQuery } from '../../apps/core/src/db';
-import { ADMIN_TOKEN, useApi } from '../helpers/api';
+import { useApi } from '../helpers/api';
 import { makeCampaign, makeList, makeTenant } from '../helpers/factories';
+import { useConsoleBrowser } from './browser';
 
 /**
  * The console's charts in a real browser (Debian's chromium through playwright-core, as console.test.ts): server-drawn
@@ -13,41 +12,30 @@ import { makeCampaign, makeList, makeTenant } from '../helpers/factories';
  */
 jest.setTimeout(90_000);
 
-const CHROMIUM = process.env.CHROMIUM_PATH || '/usr/bin/chromium';
 const ctx = useApi();
-let server: http.Server;
 let base: string;
-let browser: Browser;
 let page: Page;
 const problems: string[] = [];
 
 const DAY_MS = 86_400_000;
 const dayAgo = (n: number) => new Date(Date.now() - n * DAY_MS).toISOString().slice(0, 10);
 
-beforeAll(async () => {
-  server = http.createServer(ctx.api.app);
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking'] });
-  page = await browser.newPage({ viewport: { width: 1200, height: 900 } });
+const view = useConsoleBrowser(ctx, {
+  signIn: true,
+  viewport: { width: 1200, height: 900 },
   // a CSP violation, or anything the page complains of, fails the file
-  page.on('console', (m) => {
-    // a failed load is reported by its response below, with its address (the browser's own /favicon.ico is a 404)
-    if ((m.type() === 'error' || m.type() === 'warning') && !m.text().startsWith('Failed to load resource')) problems.push(m.text());
-  });
-  page.on('response', (r) => {
-    if (r.status() >= 400 && new URL(r.url()).pathname !== '/favicon.ico') problems.push(`${r.status()} ${r.url()}`);
-  });
-  page.on('pageerror', (e) => problems.push(e.message));
-  await page.goto(`${base}/admin/signin`);
-  await page.fill('input[name=token]', ADMIN_TOKEN);
-  await page.click('button:has-text("Sign in")');
-}, 60_000);
-
-afterAll(async () => {
-  await browser?.close();
-  await new Promise((resolve) => server?.close(resolve));
+  context: async (context) => {
+    context.on('console', (m) => {
+      // a failed load is reported by its response below, with its address (the browser's own /favicon.ico is a 404)
+      if ((m.type() === 'error' || m.type() === 'warning') && !m.text().startsWith('Failed to load resource')) problems.push(m.text());
+    });
+    context.on('response', (r) => {
+      if (r.status() >= 400 && new URL(r.url()).pathname !== '/favicon.ico') problems.push(`${r.status()} ${r.url()}`);
+    });
+    context.on('weberror', (e) => problems.push(e.error().message));
+  },
 });
+beforeAll(() => ({ base, page } = view));
 
 afterEach(() => {
   expect(problems).toEqual([]);

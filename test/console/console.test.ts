@@ -1,8 +1,6 @@
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import request from 'supertest';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import type { Page } from 'playwright-core';
 import { db } from '../../apps/core/src/db';
 import { ADMIN_TOKEN, useApi } from '../helpers/api';
 import { runBroadcast } from '../../apps/core/src/broadcasts/run';
@@ -10,6 +8,7 @@ import { emitEvent } from '../../apps/core/src/events';
 import { runImport } from '../../apps/core/src/imports';
 import { makeKey, makeList } from '../helpers/factories';
 import { SmtpSink } from '../helpers/smtp-sink';
+import { useConsoleBrowser } from './browser';
 import { waitFor } from '../helpers/wait';
 
 /**
@@ -19,40 +18,24 @@ import { waitFor } from '../helpers/wait';
 // a browser on a busy 2-core machine: steps of a few seconds each
 jest.setTimeout(90_000);
 
-const CHROMIUM = process.env.CHROMIUM_PATH || '/usr/bin/chromium';
 const ctx = useApi();
-let server: http.Server;
 let base: string;
-let browser: Browser;
 let page: Page;
 const external: string[] = [];
 const LOOPBACK = new Set(['127.0.0.1', 'localhost', '[::1]']);
-
-beforeAll(async () => {
-  server = http.createServer(ctx.api.app);
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  browser = await chromium.launch({
-    executablePath: CHROMIUM,
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-  });
-  const context = await browser.newContext();
+const view = useConsoleBrowser(ctx, {
   // anything not loopback is noted (and never leaves the machine)
-  await context.route('**/*', (route) => {
-    const url = new URL(route.request().url());
-    if (url.protocol !== 'data:' && !LOOPBACK.has(url.hostname)) {
-      external.push(route.request().url());
-      return route.abort();
-    }
-    return route.continue();
-  });
-  page = await context.newPage();
-}, 60_000);
-
-afterAll(async () => {
-  await browser?.close();
-  await new Promise((resolve) => server?.close(resolve));
+  context: (context) =>
+    context.route('**/*', (route) => {
+      const url = new URL(route.request().url());
+      if (url.protocol !== 'data:' && !LOOPBACK.has(url.hostname)) {
+        external.push(route.request().url());
+        return route.abort();
+      }
+      return route.continue();
+    }),
 });
+beforeAll(() => ({ base, page } = view));
 
 afterEach(() => {
   expect(external).toEqual([]);

@@ -1,9 +1,8 @@
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import type { Page } from 'playwright-core';
 import { db } from '../../apps/core/src/db';
-import { ADMIN_TOKEN, useApi } from '../helpers/api';
+import { useApi } from '../helpers/api';
 import { makeCampaign, makeTenant } from '../helpers/factories';
+import { useConsoleBrowser } from './browser';
 
 /**
  * The console's outreach settings and numbers (docs/outreach.md), in a real browser through the forms: a campaign's
@@ -11,28 +10,11 @@ import { makeCampaign, makeTenant } from '../helpers/factories';
  */
 jest.setTimeout(90_000);
 
-const CHROMIUM = process.env.CHROMIUM_PATH || '/usr/bin/chromium';
 const ctx = useApi();
-let server: http.Server;
 let base: string;
-let browser: Browser;
 let page: Page;
-
-beforeAll(async () => {
-  server = http.createServer(ctx.api.app);
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking'] });
-  page = await (await browser.newContext()).newPage();
-  await page.goto(`${base}/admin/signin`);
-  await page.fill('input[name=token]', ADMIN_TOKEN);
-  await page.click('button:has-text("Sign in")');
-}, 60_000);
-
-afterAll(async () => {
-  await browser?.close();
-  await new Promise((resolve) => server?.close(resolve));
-});
+const view = useConsoleBrowser(ctx, { signIn: true });
+beforeAll(() => ({ base, page } = view));
 
 const flash = () => page.locator('.flash').innerText();
 
