@@ -7,7 +7,7 @@ import { makeTenant } from '../helpers/factories';
 const DAY = 86_400_000;
 const ago = (days: number) => new Date(Date.now() - days * DAY);
 
-it('drops events, webhook deliveries, inbound messages, ended audiences, expired tokens and daily counts past RETENTION_DAYS, and keeps what is recent or pending', async () => {
+it('drops events, webhook deliveries, inbound messages, ended audiences, expired tokens, key usage, clicks and opens past RETENTION_DAYS (stats counts 400 days later), and keeps what is recent or pending', async () => {
   const t = await makeTenant();
   const event = (createdAt: Date, dispatchedAt: Date | null) => db().event.create({ data: { accountId: t.account.id, type: 'message.sent', data: {}, createdAt, dispatchedAt } });
   const oldEvent = await event(ago(40), ago(40));
@@ -39,8 +39,21 @@ it('drops events, webhook deliveries, inbound messages, ended audiences, expired
 
   await db().keyDailyUsage.createMany({ data: [{ apiKeyId: t.keyId, day: ago(45), count: 3 }, { apiKeyId: t.keyId, day: ago(0), count: 1 }] });
 
+  // tracking (clicks, opens) and the daily counts of GET /admin/api/stats (kept 400 days past the retention)
+  const tracked = crypto.randomUUID();
+  await db().message.create({ data: { id: tracked, accountId: t.account.id, mailboxId: t.mailbox.id, kind: 'broadcast', to: 'reader@example.org', subject: 'S', messageIdHeader: `<${tracked}@example.com>`, status: 'sent' } });
+  await db().linkClick.createMany({ data: [ago(31), ago(1)].map((at) => ({ messageId: tracked, accountId: t.account.id, url: 'https://shop.example/', at })) });
+  const other = crypto.randomUUID();
+  await db().message.create({ data: { id: other, accountId: t.account.id, mailboxId: t.mailbox.id, kind: 'broadcast', to: 'other@example.org', subject: 'S', messageIdHeader: `<${other}@example.com>`, status: 'sent' } });
+  await db().messageOpen.createMany({ data: [{ messageId: tracked, accountId: t.account.id, firstAt: ago(40), lastAt: ago(40) }, { messageId: other, accountId: t.account.id, firstAt: ago(40), lastAt: ago(2) }] });
+  const counts = (day: Date) => ({ accountId: t.account.id, mailboxId: t.mailbox.id, day, sent: 1 });
+  await db().dailyCount.createMany({ data: [counts(ago(440)), counts(ago(300))] });
+
   const dropped = await dropOldRecords(db());
-  expect(dropped).toMatchObject({ events: 1, webhookDeliveries: 1, inboundMessages: 1, broadcastRecipients: 1, confirmationTokens: 1, keyDailyUsage: 1, messages: 0, sends: 0 });
+  expect(dropped).toMatchObject({ events: 1, webhookDeliveries: 1, inboundMessages: 1, broadcastRecipients: 1, confirmationTokens: 1, keyDailyUsage: 1, linkClicks: 1, messageOpens: 1, dailyCounts: 1, messages: 0, sends: 0 });
+  expect(await db().linkClick.count({ where: { messageId: tracked } })).toBe(1);
+  expect((await db().messageOpen.findMany({ where: { accountId: t.account.id } })).map((o) => o.messageId)).toEqual([other]);
+  expect((await db().dailyCount.findMany({ where: { accountId: t.account.id } })).map((c) => c.day.toISOString().slice(0, 10))).toEqual([ago(300).toISOString().slice(0, 10)]);
 
   expect(await db().event.findUnique({ where: { id: oldEvent.id } })).toBeNull();
   expect(await db().event.findUnique({ where: { id: pendingOldEvent.id } })).not.toBeNull();

@@ -57,6 +57,9 @@ export async function dropOldContent(db: Db, now = new Date()): Promise<{ messag
  * go, in batches; nothing a pending piece of work still needs: an event not yet fanned out, the audience of a
  * broadcast still sending, today's quota counts.
  */
+/** The longest range GET /admin/api/stats answers (docs/analytics.md): daily counts are kept this long past RETENTION_DAYS. */
+const STATS_DAYS = 400;
+
 const RECORD_RULES: { table: string; name: string; old: string }[] = [
   // the outbox, once fanned out (webhook retries end within 3 days: failing endpoints are disabled then)
   { table: 'events', name: 'events', old: 'dispatched_at IS NOT NULL AND created_at < $1' },
@@ -70,6 +73,11 @@ const RECORD_RULES: { table: string; name: string; old: string }[] = [
   },
   { table: 'confirmation_tokens', name: 'confirmationTokens', old: 'expires_at < $1' },
   { table: 'key_daily_usage', name: 'keyDailyUsage', old: 'day < $1::date' },
+  // opt-in tracking (docs/analytics.md): each click, and each email's opens; the daily counts keep their totals
+  { table: 'link_clicks', name: 'linkClicks', old: 'at < $1' },
+  { table: 'message_opens', name: 'messageOpens', old: 'last_at < $1' },
+  // the daily counts behind GET /admin/api/stats and the charts: the 400 days a query may span, past the retention
+  { table: 'daily_counts', name: 'dailyCounts', old: `day < $1::date - ${STATS_DAYS}` },
 ];
 
 export type DroppedRecords = Record<(typeof RECORD_RULES)[number]['name'] | 'messages' | 'sends', number>;
