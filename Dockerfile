@@ -19,4 +19,5 @@ COPY --from=build /app/prisma ./prisma
 RUN mkdir -p /var/lib/mailservice && chown node:node /var/lib/mailservice
 USER node
 EXPOSE 3000
-CMD ["node", "dist/apps/api/src/server.js"]
+# the API with its V8 flag (scripts/node-options.ts); the worker (docker-compose.yml) without
+CMD ["node", "--max-semi-space-size=8", "dist/apps/api/src/server.js"]

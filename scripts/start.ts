@@ -6,6 +6,7 @@
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
+import { API_NODE_FLAGS } from './node-options';
 
 const root = path.resolve(__dirname, '..');
 const tsx = require.resolve('tsx/cli');
@@ -20,9 +21,10 @@ for (const args of steps) {
   if (result.status !== 0) process.exit(result.status ?? 1);
 }
 
-const children: ChildProcess[] = ['dist/apps/api/src/server.js', 'dist/apps/worker/src/main.js'].map((entry) =>
-  spawn(process.execPath, [path.join(root, entry)], { cwd: root, stdio: 'inherit' }),
-);
+const children: ChildProcess[] = [
+  [...API_NODE_FLAGS, path.join(root, 'dist/apps/api/src/server.js')],
+  [path.join(root, 'dist/apps/worker/src/main.js')],
+].map((args) => spawn(process.execPath, args, { cwd: root, stdio: 'inherit' }));
 
 let exiting = false;
 const stopAll = (signal: NodeJS.Signals) => {

@@ -1,6 +1,7 @@
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
+import { API_NODE_FLAGS } from '../../scripts/node-options';
 import { ROOT } from '../helpers/processes';
 
 // js-yaml is in node_modules through jest (@istanbuljs/load-nyc-config); it only reads this file
@@ -13,6 +14,7 @@ interface Service {
   environment?: Record<string, string>;
   volumes?: string[];
   depends_on?: Record<string, unknown>;
+  command?: string[];
 }
 
 const text = fs.readFileSync(path.join(ROOT, 'docker-compose.yml'), 'utf8');
@@ -47,6 +49,13 @@ describe('docker-compose.yml starts with no .env', () => {
     expect(compose.volumes).toHaveProperty('state');
     // the image lets its user write there: the volume is created from a directory the service owns
     expect(fs.readFileSync(path.join(ROOT, 'Dockerfile'), 'utf8')).toContain(`chown node:node ${compose.services.api!.environment!.STATE_DIR}`);
+  });
+
+  it('the image and the compose file run the API with the V8 flag npm start and the bench give it, the worker without', () => {
+    const cmd = /^CMD (\[.*\])$/m.exec(fs.readFileSync(path.join(ROOT, 'Dockerfile'), 'utf8'))?.[1];
+    expect(JSON.parse(cmd!)).toEqual(['node', ...API_NODE_FLAGS, 'dist/apps/api/src/server.js']);
+    expect(compose.services.api!.command).toEqual(['node', ...API_NODE_FLAGS, 'dist/apps/api/src/server.js']);
+    expect(compose.services.worker!.command).toEqual(['node', 'dist/apps/worker/src/main.js']);
   });
 
   it('`docker compose config` accepts it with an empty environment, where Docker Compose is installed', () => {
