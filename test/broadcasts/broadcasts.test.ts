@@ -109,7 +109,7 @@ it('the audience: every tag asked, less unsubscribed, suppressed and stop-listed
   await addSubscriber(t.listId, 'pending@readers.org', { tags: ['news', 'vip'], status: 'pending' });
   await addSubscriber(t.listId, 'bounced@readers.org', { tags: ['news', 'vip'] });
   await addSubscriber(t.listId, 'someone@stopped.org', { tags: ['news', 'vip'] });
-  // a stop-listed domain covers its subdomains (stop-list/rule.ts), and only them: not a name that merely ends alike
+  // a stop-listed domain covers its subdomains (stop-list/repository.ts), and only them: not a name that merely ends alike
   await addSubscriber(t.listId, 'reader@news.stopped.org', { tags: ['news'] });
   await addSubscriber(t.listId, 'reader@notstopped.org', { tags: ['news'] });
   await db().suppression.create({ data: { accountId: t.account.id, email: 'bounced@readers.org', reason: 'bounced' } });

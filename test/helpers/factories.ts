@@ -16,7 +16,7 @@ export async function makeAccount(name = `account ${unique()}`) {
 
 /**
  * An enabled endpoint of the account for every event type: events are written only for an account with an endpoint
- * that wants them (events/index.ts `subscribed`). Its URL answers nothing; no test that calls this runs a webhook worker.
+ * that wants them (events/repository.ts `subscribed`). Its URL answers nothing; no test that calls this runs a webhook worker.
  */
 export async function wantEvents(account: number, events?: string[]) {
   return createWebhook(db(), { account, url: 'http://127.0.0.1:9/events', events: events as never });

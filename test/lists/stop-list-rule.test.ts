@@ -1,10 +1,10 @@
 import { db, rawQuery } from '../../apps/core/src/db';
-import { loadStopList, stopListed } from '../../apps/core/src/stop-list/rule';
+import { loadStopList, stopListed } from '../../apps/core/src/stop-list/repository';
 import { useApi } from '../helpers/api';
 import { makeTenant } from '../helpers/factories';
 
 /**
- * The stop-list rule has one home (stop-list/rule.ts) and two forms: the SQL fragment every audience and send uses, and
+ * The stop-list rule has one home (stop-list/repository.ts) and two forms: the SQL fragment every audience and send uses, and
  * the code outreach uses on a request's prospects. Both must give each address the same answer, and the right one.
  */
 useApi();

@@ -26,7 +26,6 @@ export const activeRows = (listId: number) => db().subscriber.count({ where: { l
 export const confirmationMessages = (to: string) =>
   db().message.findMany({ where: { to, kind: 'confirmation' }, orderBy: { createdAt: 'asc' } });
 
-/** The confirmation link's token from the text of a confirmation email. */
 /** The token of a stored confirmation email, as the worker writes it into the email on the wire (confirm-link.ts). */
 export function tokenOfStored(message: { id: string; text: string | null }): string {
   return tokenFrom(withConfirmationLink(message.text, message.id));

@@ -2,7 +2,8 @@ import { db } from '../../apps/core/src/db';
 import { productionGuards } from '../../apps/core/src/delivery/production-guards';
 import { guardedKinds } from '../../apps/core/src/delivery/guards';
 import crypto from 'node:crypto';
-import { CLAIM_UNGUARDED, MARK_SENT, claimUnguarded, markSent, statementStats } from '../../apps/core/src/delivery/fast-claim';
+import { claimUnguarded, markSent, statementStats } from '../../apps/core/src/delivery/fast-claim';
+import { CLAIM_UNGUARDED, MARK_SENT } from '../../apps/core/src/delivery/repository';
 import { makeTenant } from '../helpers/factories';
 import { writtenCopies } from './helpers';
 

@@ -1,5 +1,6 @@
 import { db } from '../../apps/core/src/db';
-import { PENDING_STATEMENT, dispatchEvents, dispatchStats } from '../../apps/core/src/webhooks/dispatch';
+import { dispatchEvents, dispatchStats } from '../../apps/core/src/webhooks/dispatch';
+import { PENDING_STATEMENT } from '../../apps/core/src/webhooks/repository';
 import { makeAccount } from '../helpers/factories';
 
 /**

@@ -1,4 +1,4 @@
-import { COUNTERS } from '../../../core/src/analytics/counters';
+import { COUNTERS } from '../../../core/src/analytics/repository';
 import type { DayCounts } from '../../../core/src/analytics/stats';
 
 /**

@@ -1,5 +1,6 @@
 import { Router } from 'express';
 import type { Db } from '../../../core/src/db';
+import { pingDatabase } from '../../../core/src/health/repository';
 import { redis } from '../../../core/src/redis';
 
 const within = <T>(ms: number, work: Promise<T>) =>
@@ -12,7 +13,7 @@ export function healthRouter(db: Db): Router {
   });
   router.get('/readyz', async (_req, res) => {
     const [postgres, redisUp] = await Promise.all([
-      within(2000, db.$queryRaw`SELECT 1`).then(() => true, () => false),
+      within(2000, pingDatabase(db)).then(() => true, () => false),
       within(2000, redis().ping()).then(() => true, () => false),
     ]);
     const ok = postgres && redisUp;

@@ -1,8 +1,9 @@
 import type { Db } from '../db';
-import { rawQuery } from '../db';
 import { BadRequest, NotFound } from '../errors';
 import { dbId, Joi, validate } from '../validate';
-import { COUNTERS } from './counters';
+import { COUNTERS, filterRowsExist, readDailyCounts, type DayCounts } from './repository';
+
+export { broadcastTotals, type DayCounts } from './repository';
 
 /** The longest range GET /admin/api/stats answers, in days (both ends included). */
 export const STATS_MAX_DAYS = 400;
@@ -31,8 +32,6 @@ export const statsQuery = Joi.object<StatsQuery>({
   to: day(),
 });
 
-export type DayCounts = { date: string } & Record<(typeof COUNTERS)[number], number>;
-
 /** A YYYY-MM-DD that names a real calendar day (no 2026-02-30), as UTC midnight; a 400 naming `field` otherwise. */
 function calendarDay(value: string, field: string): Date {
   const parsed = new Date(`${value}T00:00:00Z`);
@@ -60,32 +59,14 @@ export async function readStats(db: Db, input: unknown): Promise<{ from: string;
   const query = validate(statsQuery, input ?? {});
   const { from, to } = statsRange(query);
   await requireKnown(db, query);
-  const sums = COUNTERS.map((c) => `COALESCE(sum(c.${c}), 0)::int AS ${c}`).join(', ');
-  const rows = await rawQuery<DayCounts>(
-    db,
-    `SELECT to_char(d.day, 'YYYY-MM-DD') AS date, ${sums}
-     FROM generate_series($1::date, $2::date, interval '1 day') AS d(day)
-     LEFT JOIN daily_counts c ON c.day = d.day::date
-       AND ($3::int IS NULL OR c.account_id = $3) AND ($4::int IS NULL OR c.mailbox_id = $4)
-       AND ($5::int IS NULL OR c.campaign_id = $5) AND ($6::int IS NULL OR c.broadcast_id = $6)
-     GROUP BY d.day ORDER BY d.day`,
-    [from, to, query.account ?? null, query.mailbox ?? null, query.campaign ?? null, query.broadcast ?? null],
-    'read-stats',
-  );
+  const rows = await readDailyCounts(db, from, to, query);
   return { from, to, days: rows };
 }
 
 /** Each filter names a row that exists (404 naming it otherwise). */
 async function requireKnown(db: Db, query: StatsQuery): Promise<void> {
   if (!query.account && !query.mailbox && !query.campaign && !query.broadcast) return;
-  const [row] = await rawQuery<{ account: boolean; mailbox: boolean; campaign: boolean; broadcast: boolean }>(
-    db,
-    `SELECT ($1::int IS NULL OR EXISTS (SELECT 1 FROM accounts WHERE id = $1)) AS account,
-            ($2::int IS NULL OR EXISTS (SELECT 1 FROM mailboxes WHERE id = $2)) AS mailbox,
-            ($3::int IS NULL OR EXISTS (SELECT 1 FROM campaigns WHERE id = $3)) AS campaign,
-            ($4::int IS NULL OR EXISTS (SELECT 1 FROM broadcasts WHERE id = $4)) AS broadcast`,
-    [query.account ?? null, query.mailbox ?? null, query.campaign ?? null, query.broadcast ?? null],
-  );
+  const row = await filterRowsExist(db, query);
   for (const field of ['account', 'mailbox', 'campaign', 'broadcast'] as const) {
     if (row && !row[field]) throw new NotFound(`${field} ${query[field]} not found`);
   }
@@ -96,15 +77,4 @@ export function totals(days: DayCounts[]): Record<(typeof COUNTERS)[number], num
   const sum = Object.fromEntries(COUNTERS.map((c) => [c, 0])) as Record<(typeof COUNTERS)[number], number>;
   for (const d of days) for (const c of COUNTERS) sum[c] += d[c];
   return sum;
-}
-
-/** A broadcast's counters over its whole life (its funnel): one index range of its account's counter rows. */
-export async function broadcastTotals(db: Db, accountId: number, broadcastId: number): Promise<Record<(typeof COUNTERS)[number], number>> {
-  const sums = COUNTERS.map((c) => `COALESCE(sum(${c}), 0)::int AS ${c}`).join(', ');
-  const [row] = await rawQuery<Record<(typeof COUNTERS)[number], number>>(
-    db,
-    `SELECT ${sums} FROM daily_counts WHERE account_id = $1 AND broadcast_id = $2`,
-    [accountId, broadcastId],
-  );
-  return row!;
 }

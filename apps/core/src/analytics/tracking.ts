@@ -1,8 +1,9 @@
 import crypto from 'node:crypto';
 import { config } from '../config';
-import { rawQuery, type Db } from '../db';
-import { subscribed } from '../events';
-import { countMessagesSql } from './counters';
+import type { Db } from '../db';
+import { insertClick, upsertOpen } from './repository';
+
+export { broadcastLinks } from './repository';
 
 /**
  * Opt-in click and open tracking (docs/analytics.md). A tracked link is PUBLIC_URL/c/<token>, the token naming the
@@ -118,55 +119,10 @@ export function tracked(
  * `message.clicked` event. A message gone (retention) is redirected without a record.
  */
 export async function recordClick(db: Db, click: { messageId: string; url: string; head: boolean }): Promise<{ scanner: boolean } | null> {
-  const [row] = await rawQuery<{ scanner: boolean }>(
-    db,
-    `WITH m AS (
-       SELECT id, account_id, mailbox_id, broadcast_id, prospect_id, send_id, "to", sent_at FROM messages WHERE id = $1::uuid
-     ), c AS (
-       INSERT INTO link_clicks (message_id, account_id, broadcast_id, url, scanner)
-       SELECT m.id, m.account_id, m.broadcast_id, $2, ($3 OR m.sent_at IS NULL OR now() - m.sent_at < $4 * interval '1 millisecond') FROM m
-       RETURNING scanner
-     ), counted AS (
-       ${countMessagesSql('m', 'clicked', 'NOT EXISTS (SELECT 1 FROM c WHERE c.scanner)')}
-     ), event AS (
-       INSERT INTO events (account_id, type, data)
-       SELECT m.account_id, 'message.clicked', jsonb_build_object('id', m.id, 'send_id', m.send_id, 'to', m."to", 'url', $2::text, 'broadcast', m.broadcast_id)
-       FROM m WHERE NOT EXISTS (SELECT 1 FROM c WHERE c.scanner) AND ${subscribed('m.account_id', `'message.clicked'`)}
-     )
-     SELECT scanner FROM c`,
-    [click.messageId, click.url, click.head, SCANNER_WINDOW_MS],
-    'record-click',
-  );
-  return row ?? null;
+  return insertClick(db, click, SCANNER_WINDOW_MS);
 }
 
 /** An open of a tracked email, in one statement: the first counts (`opened`, `message.opened`), later ones are noted. */
 export async function recordOpen(db: Db, messageId: string): Promise<void> {
-  await rawQuery(
-    db,
-    `WITH m AS (
-       SELECT id, account_id, mailbox_id, broadcast_id, prospect_id, send_id, "to" FROM messages WHERE id = $1::uuid
-     ), first AS (
-       INSERT INTO message_opens (message_id, account_id) SELECT m.id, m.account_id FROM m
-       ON CONFLICT (message_id) DO UPDATE SET count = message_opens.count + 1, last_at = now()
-       RETURNING (xmax = 0) AS inserted
-     ), counted AS (
-       ${countMessagesSql('m', 'opened', 'EXISTS (SELECT 1 FROM first WHERE first.inserted)')}
-     )
-     INSERT INTO events (account_id, type, data)
-     SELECT m.account_id, 'message.opened', jsonb_build_object('id', m.id, 'send_id', m.send_id, 'to', m."to", 'broadcast', m.broadcast_id)
-     FROM m WHERE EXISTS (SELECT 1 FROM first WHERE first.inserted) AND ${subscribed('m.account_id', `'message.opened'`)}`,
-    [messageId],
-    'record-open',
-  );
-}
-
-/** Clicks per link of a broadcast, most clicked first: people's clicks, and the scanners' apart. */
-export async function broadcastLinks(db: Db, broadcastId: number): Promise<{ url: string; clicks: number; scanner_clicks: number }[]> {
-  return rawQuery(
-    db,
-    `SELECT url, (count(*) FILTER (WHERE NOT scanner))::int AS clicks, (count(*) FILTER (WHERE scanner))::int AS scanner_clicks
-     FROM link_clicks WHERE broadcast_id = $1 GROUP BY url ORDER BY 2 DESC, url LIMIT 200`,
-    [broadcastId],
-  );
+  await upsertOpen(db, messageId);
 }

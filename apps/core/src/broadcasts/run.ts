@@ -1,12 +1,13 @@
 import type { Broadcast, List, Mailbox } from '../../../../generated/prisma/client';
 import { tracked } from '../analytics/tracking';
-import { rawQuery, type Db } from '../db';
-import { addDeliveryJobs, markNotEnqueued, messageRow, queueDelivery } from '../delivery/outbox';
+import type { Db } from '../db';
+import { addDeliveryJobs, messageRow, queueDelivery } from '../delivery/outbox';
+import { markNotEnqueued } from '../delivery/repository';
 import { emitEvent } from '../events';
 import { logger } from '../logger';
 import { listId, renderCopy } from './copy';
 import { progressOf } from './service';
-import { stopListed } from '../stop-list/rule';
+import { audiencePage, broadcastStatus, insertCopies, lockBroadcast, lockBroadcastStatus, queuedCopiesAfter, snapshotAudience, waitingCount } from './repository';
 
 /** Subscribers read, rendered and written per statement. */
 export const PAGE_SIZE = 500;
@@ -21,11 +22,6 @@ export const PAGES_AHEAD = 4;
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-/** Active subscribers not suppressed and not on the stop list (the address, its domain or a parent domain). */
-const ELIGIBLE = `s.status = 'active'
-  AND NOT EXISTS (SELECT 1 FROM suppressions sp WHERE sp.account_id = l.account_id AND sp.email = s.email)
-  AND NOT ${stopListed('l.account_id', 's.email')}`;
-
 type Loaded = Broadcast & { list: List & { mailbox: Mailbox } };
 
 /**
@@ -37,8 +33,7 @@ type Loaded = Broadcast & { list: List & { mailbox: Mailbox } };
 async function start(db: Db, id: number): Promise<Loaded | Date | null> {
   return db.$transaction(
     async (tx) => {
-      const locked = await rawQuery<{ id: number }>(tx, 'SELECT id FROM broadcasts WHERE id = $1 FOR UPDATE', [id]);
-      if (!locked.length) return null;
+      if (!(await lockBroadcast(tx, id))) return null;
       let b = await tx.broadcast.findUniqueOrThrow({ where: { id }, include: { list: { include: { mailbox: true } } } });
       if (b.status === 'scheduled') {
         if (b.sendAt && b.sendAt.getTime() > Date.now()) return b.sendAt;
@@ -46,19 +41,10 @@ async function start(db: Db, id: number): Promise<Loaded | Date | null> {
       }
       if (b.status !== 'sending') return null;
       if (!b.startedAt) {
-        const inserted = await rawQuery<{ n: number }>(
-          tx,
-          `WITH snap AS (
-             INSERT INTO broadcast_recipients (broadcast_id, subscriber_id)
-             SELECT $1, s.id FROM subscribers s JOIN lists l ON l.id = s.list_id
-             WHERE s.list_id = $2 AND s.tags @> $3::text[] AND ${ELIGIBLE}
-             ON CONFLICT DO NOTHING RETURNING 1)
-           SELECT count(*)::int AS n FROM snap`,
-          [id, b.listId, b.tags],
-        );
+        const audience = await snapshotAudience(tx, id, b.listId, b.tags);
         b = await tx.broadcast.update({
           where: { id },
-          data: { audience: inserted[0]!.n, startedAt: new Date() },
+          data: { audience, startedAt: new Date() },
           include: { list: { include: { mailbox: true } } },
         });
       }
@@ -66,14 +52,6 @@ async function start(db: Db, id: number): Promise<Loaded | Date | null> {
     },
     { timeout: 120_000, maxWait: 10_000 },
   );
-}
-
-interface PageRow {
-  id: number;
-  email: string;
-  name: string;
-  fields: unknown;
-  due: boolean;
 }
 
 /**
@@ -84,16 +62,7 @@ interface PageRow {
  * run twice, a retry after a crash) write nothing.
  */
 async function writePage(db: Db, b: Loaded, after: number, size: number, listIdHeader: string): Promise<{ last: number | null; written: string[] }> {
-  const page = await rawQuery<PageRow>(
-    db,
-    `SELECT s.id, s.email, s.name, s.fields,
-            (${ELIGIBLE} AND NOT EXISTS (SELECT 1 FROM messages m WHERE m.broadcast_id = r.broadcast_id AND m.subscriber_id = s.id)) AS due
-     FROM broadcast_recipients r JOIN subscribers s ON s.id = r.subscriber_id JOIN lists l ON l.id = s.list_id
-     WHERE r.broadcast_id = $1 AND r.subscriber_id > $2
-     ORDER BY r.subscriber_id LIMIT $3`,
-    [b.id, after, size],
-    'broadcast-page',
-  );
+  const page = await audiencePage(db, b.id, after, size);
   if (!page.length) return { last: null, written: [] };
   const due = page.filter((p) => p.due);
   const rows = due.map((p) => {
@@ -111,47 +80,8 @@ async function writePage(db: Db, b: Loaded, after: number, size: number, listIdH
     const body = b.trackClicks || b.trackOpens ? tracked(copy, row.id!, { clicks: b.trackClicks, opens: b.trackOpens }) : copy;
     return { ...row, html: body.html, text: body.text, headers: JSON.stringify(copy.headers) };
   });
-  let written: string[] = [];
-  if (rows.length) {
-    const inserted = await rawQuery<{ id: string }>(
-      db,
-      `WITH b AS (SELECT id FROM broadcasts WHERE id = $1 AND status = 'sending' FOR SHARE)
-       INSERT INTO messages (id, account_id, mailbox_id, kind, broadcast_id, subscriber_id, "to", subject, text, html, headers,
-                             message_id_header, enqueued_at)
-       SELECT v.id, $2, $3, 'broadcast', b.id, v.subscriber_id, v.recipient, v.subject, v.text, v.html, v.headers::jsonb, v.header, now()
-       FROM b, unnest($4::uuid[], $5::int[], $6::text[], $7::text[], $8::text[], $9::text[], $10::text[], $11::text[])
-         AS v(id, subscriber_id, recipient, subject, text, html, headers, header)
-       ON CONFLICT (broadcast_id, subscriber_id) DO NOTHING
-       RETURNING id::text`,
-      [
-        b.id,
-        b.accountId,
-        b.list.mailboxId,
-        rows.map((r) => r.id),
-        rows.map((r) => r.subscriberId),
-        rows.map((r) => r.to),
-        rows.map((r) => r.subject),
-        rows.map((r) => r.text),
-        rows.map((r) => r.html),
-        rows.map((r) => r.headers),
-        rows.map((r) => r.messageIdHeader),
-      ],
-      'broadcast-copies',
-    );
-    written = inserted.map((r) => r.id);
-  }
+  const written = rows.length ? await insertCopies(db, { id: b.id, accountId: b.accountId, mailboxId: b.list.mailboxId }, rows) : [];
   return { last: page[page.length - 1]!.id, written };
-}
-
-/** Rows of these ids still waiting for a worker (queued or claimed): a page is on its way once this reaches 0. */
-async function waitingOf(db: Db, ids: string[]): Promise<number> {
-  const [row] = await rawQuery<{ n: number }>(db, `SELECT count(*)::int AS n FROM messages WHERE id = ANY($1::uuid[]) AND status IN ('queued', 'sending')`, [ids]);
-  return row!.n;
-}
-
-async function statusOf(db: Db, id: number): Promise<string | null> {
-  const [row] = await rawQuery<{ status: string }>(db, 'SELECT status::text AS status FROM broadcasts WHERE id = $1', [id]);
-  return row?.status ?? null;
 }
 
 /**
@@ -161,11 +91,7 @@ async function statusOf(db: Db, id: number): Promise<string | null> {
  */
 async function requeueOrphans(db: Db, id: number): Promise<void> {
   for (let after = '00000000-0000-0000-0000-000000000000'; ; ) {
-    const rows = await rawQuery<{ id: string }>(
-      db,
-      `SELECT id::text FROM messages WHERE broadcast_id = $1 AND status = 'queued' AND id > $2::uuid ORDER BY id LIMIT $3`,
-      [id, after, PAGE_SIZE],
-    );
+    const rows = await queuedCopiesAfter(db, id, after, PAGE_SIZE);
     if (!rows.length) return;
     await addDeliveryJobs(rows);
     after = rows[rows.length - 1]!.id;
@@ -205,7 +131,7 @@ export async function runBroadcast(db: Db, id: number, options: RunOptions = {})
   const interrupted = () => options.signal?.aborted === true;
   for (;;) {
     if (interrupted()) return 'interrupted';
-    if ((await statusOf(db, id)) !== 'sending') return 'stopped';
+    if ((await broadcastStatus(db, id)) !== 'sending') return 'stopped';
     const began = Date.now();
     const { last, written } = await writePage(db, b, after, size, header);
     if (last === null) break;
@@ -222,8 +148,8 @@ export async function runBroadcast(db: Db, id: number, options: RunOptions = {})
     options.onPage?.(written.length);
     while (ahead.length >= PAGES_AHEAD) {
       if (interrupted()) return 'interrupted';
-      if ((await waitingOf(db, ahead[0]!)) === 0) ahead.shift();
-      else if ((await statusOf(db, id)) !== 'sending') return 'stopped';
+      if ((await waitingCount(db, ahead[0]!)) === 0) ahead.shift();
+      else if ((await broadcastStatus(db, id)) !== 'sending') return 'stopped';
       else await sleep(pollMs);
     }
     if (perSecond) await sleep(Math.max(0, (size / perSecond) * 1000 - (Date.now() - began)));
@@ -232,8 +158,7 @@ export async function runBroadcast(db: Db, id: number, options: RunOptions = {})
   for (;;) {
     if (interrupted()) return 'interrupted';
     const done = await db.$transaction(async (tx) => {
-      const locked = await rawQuery<{ status: string }>(tx, 'SELECT status::text AS status FROM broadcasts WHERE id = $1 FOR UPDATE', [id]);
-      if (locked[0]?.status !== 'sending') return 'stopped' as const;
+      if ((await lockBroadcastStatus(tx, id)) !== 'sending') return 'stopped' as const;
       const progress = await progressOf(tx, { id, status: 'sent', audience: b.audience });
       if (progress.pending > 0) return null;
       const finishedAt = new Date();

@@ -1,8 +1,9 @@
 import type { Broadcast, List } from '../../../../generated/prisma/client';
-import { rawQuery, type Db, type Tx } from '../db';
+import type { Db, Tx } from '../db';
 import { BadRequest, Conflict, NotFound } from '../errors';
 import { jobId, JOB_OPTIONS, QUEUE, queue } from '../queues';
 import { iso } from '../validate';
+import { copyCounts, deleteUnclaimedCopies, lockBroadcast } from './repository';
 import type { BroadcastChanges, BroadcastInput } from './schema';
 
 export interface Progress {
@@ -19,18 +20,9 @@ export interface Progress {
  * written (left before their page was reached).
  */
 export async function progressOf(db: Tx, broadcast: Pick<Broadcast, 'id' | 'status' | 'audience'>): Promise<Progress> {
-  const [row] = await rawQuery<{ sent: number; failed: number; cancelled: number; pending: number; copies: number }>(
-    db,
-    `SELECT count(*) FILTER (WHERE status = 'sent')::int AS sent,
-            count(*) FILTER (WHERE status IN ('failed', 'bounced'))::int AS failed,
-            count(*) FILTER (WHERE status = 'cancelled')::int AS cancelled,
-            count(*) FILTER (WHERE status IN ('queued', 'sending', 'deferred'))::int AS pending,
-            count(*)::int AS copies
-     FROM messages WHERE broadcast_id = $1`,
-    [broadcast.id],
-  );
-  const never = broadcast.status === 'sent' ? Math.max(0, broadcast.audience - row!.copies) : 0;
-  return { sent: row!.sent, failed: row!.failed, skipped: row!.cancelled + never, pending: row!.pending };
+  const row = await copyCounts(db, broadcast.id);
+  const never = broadcast.status === 'sent' ? Math.max(0, broadcast.audience - row.copies) : 0;
+  return { sent: row.sent, failed: row.failed, skipped: row.cancelled + never, pending: row.pending };
 }
 
 export function broadcastView(b: Broadcast & { list: Pick<List, 'key'> }, progress: Progress) {
@@ -110,8 +102,7 @@ export async function changeBroadcast(db: Db, id: number, changes: BroadcastChan
   const { status, ...given } = changes;
   const content = Object.fromEntries(Object.entries(given).filter(([, v]) => v !== undefined)) as typeof given;
   const queued = await db.$transaction(async (tx) => {
-    const locked = await rawQuery<{ id: number }>(tx, 'SELECT id FROM broadcasts WHERE id = $1 FOR UPDATE', [id]);
-    if (!locked.length) throw new NotFound(`no broadcast with id ${id}`);
+    if (!(await lockBroadcast(tx, id))) throw new NotFound(`no broadcast with id ${id}`);
     const current = await tx.broadcast.findUniqueOrThrow({ where: { id } });
     const hasContent = Object.keys(content).length > 0;
     if (hasContent && current.status !== 'draft') throw new Conflict(`a broadcast can be edited only while draft (it is ${current.status})`);
@@ -142,7 +133,7 @@ export async function changeBroadcast(db: Db, id: number, changes: BroadcastChan
       return { runs: updated.runs, delay: later ? sendAt.getTime() - Date.now() : 0 };
     }
     await tx.broadcast.update({ where: { id }, data: { status, ...(status === 'cancelled' ? { finishedAt: new Date() } : {}) } });
-    await rawQuery(tx, `DELETE FROM messages WHERE broadcast_id = $1 AND status IN ('queued', 'deferred')`, [id]);
+    await deleteUnclaimedCopies(tx, id);
     return null;
   });
   if (queued) await queueBroadcastJob(id, queued.runs, queued.delay);

@@ -1,6 +1,7 @@
-import { rawQuery, type Db } from '../db';
+import type { Db } from '../db';
 import { removeSubscriber } from '../subscribers/machine';
 import { subscriberOfToken } from './copy';
+import { cancelUnclaimedCopiesOf } from './repository';
 
 export interface UnsubscribeLink {
   /** null: no subscription has this token */
@@ -25,11 +26,6 @@ export async function unsubscribeByToken(db: Db, token: string): Promise<{ listN
   const subscriber = id === null ? null : await db.subscriber.findUnique({ where: { id }, include: { list: true } });
   if (!subscriber) return null;
   await removeSubscriber(db, subscriber.list, subscriber.email);
-  await rawQuery(
-    db,
-    `UPDATE messages SET status = 'cancelled', last_error = 'the person unsubscribed', updated_at = now()
-     WHERE subscriber_id = $1 AND kind = 'broadcast' AND status IN ('queued', 'deferred')`,
-    [subscriber.id],
-  );
+  await cancelUnclaimedCopiesOf(db, subscriber.id);
   return { listName: subscriber.list.name };
 }

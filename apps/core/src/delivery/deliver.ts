@@ -5,7 +5,7 @@ import { Semaphore } from '../batch';
 import { config } from '../config';
 import type { Db } from '../db';
 import { bounceClass, bounceColumn } from '../analytics/bounces';
-import { countMessage } from '../analytics/counters';
+import { countMessage } from '../analytics/repository';
 import { emitMessageEvent } from '../events/messages';
 import { logger } from '../logger';
 import { metrics } from '../metrics';
@@ -17,6 +17,7 @@ import { claimUnguarded, markSent, type ClaimedRow } from './fast-claim';
 import { guardedKinds, preSendRefusal, type PreSendGuards } from './guards';
 import { deliveryLeaseMs, HOLDER, whileHeld } from './lease';
 import { addDeliveryJobs } from './outbox';
+import { lockMessage } from './repository';
 import { transportFor } from './transport';
 
 export { deliveryLeaseMs } from './lease';
@@ -79,8 +80,7 @@ async function claim(db: Db, messageId: string, guards: PreSendGuards): Promise<
   const taken = await claimUnguarded(db, messageId, deliveryLeaseMs(), guardedKinds(guards));
   if (taken) return { kind: 'claimed', message: taken };
   return db.$transaction(async (tx) => {
-    const locked = await tx.$queryRaw<{ id: string }[]>`SELECT id FROM messages WHERE id = ${messageId}::uuid FOR UPDATE`;
-    if (!locked.length) return { kind: 'finished', status: 'missing' };
+    if (!(await lockMessage(tx, messageId))) return { kind: 'finished', status: 'missing' };
     const message = await tx.message.findUniqueOrThrow({ where: { id: messageId }, include: { mailbox: true, send: true } });
     const now = new Date();
     if (FINAL.has(message.status)) return { kind: 'finished', status: message.status };

@@ -1,12 +1,10 @@
 import { announceFinished } from '../sending/finished';
 import type { Mailbox, Message, Send } from '../../../../generated/prisma/client';
 import { Batcher } from '../batch';
-import { rawQuery, type Db } from '../db';
+import type { Db } from '../db';
 import type { MessageKind } from '../../../../generated/prisma/enums';
-import { subscribed } from '../events';
-import { MESSAGE_EVENT_DATA } from '../events/messages';
 import { HOLDER } from './lease';
-import { countMessagesSql } from '../analytics/counters';
+import { claimUnguardedRows, markRowsSent } from './repository';
 
 /** Each column's camelCase name and whether it holds a timestamp, worked out once per column name. */
 const columns = new Map<string, { name: string; date: boolean }>();
@@ -36,22 +34,6 @@ export type ClaimedRow = Message & { mailbox: Mailbox; send: Send | null };
 /** How many claim and "sent" statements this process ran (a test of the batching, like waitStats in finished.ts). */
 export const statementStats = { claims: 0, marks: 0 };
 
-/** The statement of claimBatch (below); exported for the test of its plan. */
-export const CLAIM_UNGUARDED = `
-WITH claimed AS (
-  UPDATE messages SET status = 'sending', locked_until = now() + $2 * interval '1 millisecond', locked_by = $4, attempts = attempts + 1, updated_at = now()
-  WHERE id = ANY($1::uuid[]) AND kind::text <> ALL($3::text[])
-    AND (status::text IN ('queued', 'deferred') OR (status::text = 'sending' AND locked_until < now()))
-    AND (not_before IS NULL OR not_before <= now())
-    AND NOT EXISTS (SELECT 1 FROM suppressions s WHERE s.account_id = messages.account_id AND s.email = messages."to")
-  RETURNING *
-)
-SELECT c.id::text AS id, c.send_id::text AS send_id, c.mailbox_id, row_to_json(c) AS message,
-       CASE WHEN row_number() OVER (PARTITION BY c.mailbox_id) = 1 THEN row_to_json(mb) END AS mailbox,
-       CASE WHEN c.send_id IS NOT NULL AND row_number() OVER (PARTITION BY c.send_id) = 1 THEN row_to_json(s) END AS send
-FROM claimed c JOIN mailboxes mb ON mb.id = c.mailbox_id LEFT JOIN sends s ON s.id = c.send_id
-`;
-
 /**
  * The claims of concurrent deliveries in one statement: take each row that is due and nobody holds, and read its
  * mailbox and Send with it. Rows of the `guarded` kinds are left to the full claim, which runs their guard.
@@ -64,12 +46,7 @@ export async function claimBatch(db: Db, ids: string[], leaseMs: number, guarded
   statementStats.claims++;
   // each Send and each mailbox comes once per statement, with the first of its rows: the copies of a Send with a 1 MB
   // attachment would otherwise bring the attachment from Postgres once per recipient (50 MB for 50 copies)
-  const rows = await rawQuery<{ id: string; send_id: string | null; mailbox_id: number; message: Record<string, unknown>; mailbox: Record<string, unknown> | null; send: Record<string, unknown> | null }>(
-    db,
-    CLAIM_UNGUARDED,
-    [ids, leaseMs, guarded, HOLDER],
-    'claim-unguarded',
-  );
+  const rows = await claimUnguardedRows(db, ids, leaseMs, guarded, HOLDER);
   // the copies of one Send share one parsed Send (its attachments once in memory, not once per recipient), and the
   // rows of one mailbox one parsed mailbox
   const sends = new Map<string, Send>();
@@ -88,25 +65,10 @@ export async function claimBatch(db: Db, ids: string[], leaseMs: number, guarded
   });
 }
 
-/** The statement of markSentBatch (below); exported for the test of its plan. */
-export const MARK_SENT = `
-WITH marked AS (
-  UPDATE messages m SET status = 'sent', sent_at = now(), smtp_response = v.response, last_error = NULL, locked_until = NULL, updated_at = now()
-  FROM unnest($1::uuid[], $2::text[]) AS v(id, response)
-  WHERE m.id = v.id AND m.status::text = 'sending'
-  RETURNING m.*
-), counted AS (
-  ${countMessagesSql('marked', ['sent', 'delivered'])}
-)
-INSERT INTO events (account_id, type, data)
-SELECT m.account_id, 'message.sent', ${MESSAGE_EVENT_DATA} FROM marked m LEFT JOIN sends s ON s.id = m.send_id
-WHERE ${subscribed('m.account_id', `'message.sent'`)}
-`;
-
 /**
  * "Delivered" for several rows at once; only the worker holding a row may say so. The same statement writes each row's
  * `message.sent` event into the outbox when an endpoint wants it (no second round trip, and no event without its mark),
- * and adds the rows to the `sent` and `delivered` counters of daily_counts (analytics/counters.ts): one counter row
+ * and adds the rows to the `sent` and `delivered` counters of daily_counts (analytics/repository.ts): one counter row
  * update per statement, not per email. (Counting `sent` at the claim as well cost Postgres 0.17 ms of CPU an email
  * more than no counters, against 0.45 for the claim and the mark: bench/counters.ts.)
  *
@@ -117,12 +79,7 @@ WHERE ${subscribed('m.account_id', `'message.sent'`)}
  */
 async function markSentBatch(db: Db, sent: { id: string; response: string }[]): Promise<void[]> {
   statementStats.marks++;
-  await rawQuery(
-    db,
-    MARK_SENT,
-    [sent.map((s) => s.id), sent.map((s) => s.response)],
-    'mark-sent',
-  );
+  await markRowsSent(db, sent);
   announceFinished(sent.map((s) => s.id));
   return sent.map(() => undefined);
 }

@@ -1,9 +1,10 @@
 import crypto from 'node:crypto';
 import os from 'node:os';
-import { rawQuery, type Db } from '../db';
+import type { Db } from '../db';
 import { logger } from '../logger';
 import { noteOutage } from '../outage';
 import { redis, rkey } from '../redis';
+import { renewLeases } from './repository';
 
 /**
  * How long a claimed row stays this worker's without a word from it (30 s by default, DELIVERY_LEASE_SECONDS). The
@@ -48,12 +49,7 @@ class Heartbeat {
     if (this.renewing || !this.held.size) return;
     this.renewing = true;
     try {
-      await rawQuery(
-        this.db,
-        `UPDATE messages SET locked_until = now() + $2 * interval '1 millisecond' WHERE id = ANY($1::uuid[]) AND status::text = 'sending'`,
-        [[...this.held], deliveryLeaseMs()],
-        'renew-leases',
-      );
+      await renewLeases(this.db, [...this.held], deliveryLeaseMs());
     } catch (err) {
       if (!noteOutage(err)) logger.warn({ rows: this.held.size, err: (err as Error).message }, 'could not renew delivery leases; trying again at the next beat');
     } finally {

@@ -1,10 +1,11 @@
-import crypto from 'node:crypto';
+import { newId } from '../ids';
 import type { JobsOptions } from 'bullmq';
 import type { Prisma } from '../../../../generated/prisma/client';
 import type { MessageKind } from '../../../../generated/prisma/enums';
 import { Batcher } from '../batch';
-import { rawQuery, type Tx } from '../db';
+import type { Tx } from '../db';
 import { DISPATCH, JOB_OPTIONS, QUEUE, jobId, queue, type DispatchPayload } from '../queues';
+import { markEnqueued } from './repository';
 
 /**
  * The one way mail leaves: write Message rows (in the caller's transaction), then queue their delivery after commit.
@@ -40,7 +41,7 @@ export function newMessageIdHeader(fromAddress: string, id: string): string {
 }
 
 export function messageRow(email: OutgoingEmail): Prisma.MessageCreateManyInput {
-  const id = email.id ?? crypto.randomUUID();
+  const id = email.id ?? newId();
   return {
     id,
     accountId: email.accountId,
@@ -159,10 +160,5 @@ export async function queueDelivery(messages: DeliveryJob[]): Promise<void> {
 export async function enqueueDelivery(db: Tx, messages: { id: string; notBefore?: Date | null }[], options: { first?: boolean } = {}): Promise<void> {
   if (!messages.length) return;
   await addDeliveryJobs(messages, options);
-  await rawQuery(db, 'UPDATE messages SET enqueued_at = now() WHERE id = ANY($1::uuid[])', [messages.map((m) => m.id)]);
-}
-
-/** Clears the enqueued mark of rows whose jobs Redis did not take, so the reconciler queues them on its next run. */
-export async function markNotEnqueued(db: Tx, ids: string[]): Promise<void> {
-  await rawQuery(db, 'UPDATE messages SET enqueued_at = NULL WHERE id = ANY($1::uuid[])', [ids]);
+  await markEnqueued(db, messages.map((m) => m.id));
 }

@@ -4,6 +4,7 @@ import type { Tx } from '../db';
 import { BadRequest, Conflict, Unprocessable } from '../errors';
 import { logger } from '../logger';
 import { isDatabaseUnavailable } from '../outage';
+import { insertRecordIfAbsent } from './repository';
 
 /**
  * Idempotency-Key on every write of the public API (docs/api.md and docs/idempotency.md): one set of rules for /send and the
@@ -66,12 +67,8 @@ export type IdempotentStart = { kind: 'new'; recordId: number } | { kind: 'repla
 export async function startIdempotent(db: Tx, scope: IdempotencyScope, fingerprint: string): Promise<IdempotentStart> {
   const { apiKeyId, route, key } = scope;
   for (let round = 0; round < 3; round++) {
-    const taken = await db.$queryRaw<{ id: number }[]>`
-      INSERT INTO idempotency_records (api_key_id, route, key, fingerprint, state, expires_at)
-      VALUES (${apiKeyId}, ${route}, ${key}, ${fingerprint}, 'processing', ${new Date(Date.now() + IDEMPOTENCY_TTL_MS)})
-      ON CONFLICT (api_key_id, route, key) DO NOTHING
-      RETURNING id`;
-    if (taken.length) return { kind: 'new', recordId: taken[0]!.id };
+    const taken = await insertRecordIfAbsent(db, scope, fingerprint, new Date(Date.now() + IDEMPOTENCY_TTL_MS));
+    if (taken !== null) return { kind: 'new', recordId: taken };
     const earlier = await db.idempotencyRecord.findUnique({ where: { apiKeyId_route_key: { apiKeyId, route, key } } });
     if (!earlier) continue;
     const now = Date.now();

@@ -1,10 +1,11 @@
 import { StringDecoder } from 'node:string_decoder';
 import type { Import } from '../../../../generated/prisma/client';
-import { rawQuery, type Db } from '../db';
+import type { Db } from '../db';
 import { BadRequest, NotFound, PayloadTooLarge } from '../errors';
 import { logger } from '../logger';
 import { QUEUE, jobId, queue } from '../queues';
 import { parseHeader, type ImportFormat, type ImportStatusValue } from './parse';
+import { insertImportLines } from './repository';
 
 /** The largest import body (about 2 million lines of a name and an address). */
 export const IMPORT_BODY_MAX_BYTES = 100 * 1024 * 1024;
@@ -107,11 +108,7 @@ export async function receiveImport(
     let batch: { line: number; text: string }[] = [];
     const flush = async () => {
       if (!batch.length) return;
-      await rawQuery(db, 'INSERT INTO import_lines (import_id, line, text) SELECT $1, * FROM unnest($2::int[], $3::text[])', [
-        row.id,
-        batch.map((l) => l.line),
-        batch.map((l) => l.text),
-      ]);
+      await insertImportLines(db, row.id, batch);
       total += batch.length;
       batch = [];
     };

@@ -4,6 +4,7 @@ import { metrics } from '../metrics';
 import { suppressAddress } from '../subscribers/machine';
 import { findCommand, findReason, findReplyCode, findStatus, reasonClass, type Reason, type ReasonClass } from './bounces/reasons';
 import type { Failed } from './bounces';
+import { recentMailboxBounces, recordBounce } from './repository';
 
 /**
  * What a bounce does (docs/inbound.md, "Bounce reasons"), for a report read from a mailbox and for the SMTP answer at
@@ -76,7 +77,7 @@ export function countBounce(bounce: Bounce, permanent = true): void {
  */
 export async function applyBounce(tx: Tx, accountId: number, messageId: string, address: string, bounce: Bounce): Promise<{ suppressed: boolean }> {
   const email = address.trim().toLowerCase();
-  await tx.$executeRaw`UPDATE messages SET bounce = ${JSON.stringify(bounce)}::jsonb, updated_at = now() WHERE id = ${messageId}::uuid`;
+  await recordBounce(tx, messageId, bounce);
   countBounce(bounce);
   if (bounce.class === 'dead' && bounce.dead) {
     await suppressAddress(tx, accountId, email, 'bounced', bounce.diagnostic || bounce.reason, bounce.reason);
@@ -84,15 +85,8 @@ export async function applyBounce(tx: Tx, accountId: number, messageId: string, 
   }
   if (bounce.class !== 'mailbox') return { suppressed: false };
   const { softBounceLimit, softBounceDays } = config();
-  const [row] = await tx.$queryRaw<{ n: number }[]>`
-    SELECT count(DISTINCT m.id)::int AS n FROM messages m
-    WHERE m.account_id = ${accountId} AND lower(m."to") = ${email}
-      AND m.bounce->>'class' = 'mailbox'
-      AND (m.bounce->>'at')::timestamptz > now() - make_interval(days => ${softBounceDays}::int)
-      AND (m.bounce->>'at')::timestamptz > COALESCE((
-        SELECT max(i.received_at) FROM inbound_messages i JOIN mailboxes b ON b.id = i.mailbox_id
-        WHERE b.account_id = ${accountId} AND i.kind = 'reply' AND i.from_address = ${email}), '-infinity'::timestamptz)`;
-  if ((row?.n ?? 0) < softBounceLimit) return { suppressed: false };
-  await suppressAddress(tx, accountId, email, 'bounced', `${row!.n} mailbox failures within ${softBounceDays} days, the last: ${bounce.diagnostic || bounce.reason}`.slice(0, 1000), bounce.reason);
+  const n = await recentMailboxBounces(tx, accountId, email, softBounceDays);
+  if (n < softBounceLimit) return { suppressed: false };
+  await suppressAddress(tx, accountId, email, 'bounced', `${n} mailbox failures within ${softBounceDays} days, the last: ${bounce.diagnostic || bounce.reason}`.slice(0, 1000), bounce.reason);
   return { suppressed: true };
 }

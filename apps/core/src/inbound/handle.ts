@@ -5,14 +5,16 @@ import type { Db, Tx } from '../db';
 import { emitEvent } from '../events';
 import { emitProspectChange } from '../outreach/changes';
 import { metrics } from '../metrics';
-import { addToStopList } from '../stop-list/rule';
+import { addToStopList } from '../stop-list/repository';
 import { bounceClass, bounceColumn } from '../analytics/bounces';
-import { countMessage } from '../analytics/counters';
+import { countMessage } from '../analytics/repository';
 import { OPEN_STATUSES } from '../outreach/outcomes';
+import { lockOpenProspectsAt, lockProspect, prospectAnswering } from '../outreach/repository';
 import { suppressAddress } from '../subscribers/machine';
 import type { InboundMail } from './classify';
 import { applyBounce, bounceOf, countBounce, publicBounce } from './bounce-policy';
 import { unknownFormatFailure } from './bounces';
+import { advanceCursor, claimInbound, latestMessageTo, messageById, messageByMessageIds, type OurMessage } from './repository';
 
 /**
  * One inbound email's effects (docs/inbound.md), in ONE transaction that first claims it: the row of inbound_messages unique
@@ -25,47 +27,16 @@ export interface Where {
   uid: bigint;
 }
 
-interface OurMessage {
-  id: string;
-  to: string;
-  prospect_id: number | null;
-}
-
 const DAY_MS = 86_400_000;
 
+/** The mailbox's latest message among these Message-IDs (none asked: none found). */
 async function byMessageIds(tx: Tx, mailboxId: number, messageIds: string[]): Promise<OurMessage | null> {
   if (!messageIds.length) return null;
-  const [row] = await tx.$queryRaw<OurMessage[]>`
-    SELECT id, "to", prospect_id FROM messages
-    WHERE mailbox_id = ${mailboxId} AND message_id_header = ANY(${messageIds}::text[])
-    ORDER BY created_at DESC LIMIT 1`;
-  return row ?? null;
+  return messageByMessageIds(tx, mailboxId, messageIds);
 }
 
-async function byId(tx: Tx, mailboxId: number, id: string): Promise<OurMessage | null> {
-  const [row] = await tx.$queryRaw<OurMessage[]>`SELECT id, "to", prospect_id FROM messages WHERE id = ${id}::uuid AND mailbox_id = ${mailboxId}`;
-  return row ?? null;
-}
-
-async function latestTo(tx: Tx, mailboxId: number, address: string): Promise<OurMessage | null> {
-  const [row] = await tx.$queryRaw<OurMessage[]>`
-    SELECT id, "to", prospect_id FROM messages WHERE mailbox_id = ${mailboxId} AND lower("to") = ${address}
-    ORDER BY created_at DESC LIMIT 1`;
-  return row ?? null;
-}
-
-/** The prospect an email from `address` answers: one of a campaign sending from this mailbox, the most recent first. */
-async function prospectFrom(tx: Tx, mailboxId: number, address: string): Promise<number | null> {
-  const [row] = await tx.$queryRaw<{ id: number }[]>`
-    SELECT p.id FROM prospects p JOIN campaigns c ON c.id = p.campaign_id
-    WHERE c.mailbox_id = ${mailboxId} AND p.email = ${address}
-    ORDER BY (p.status IN ('ready', 'writing', 'later')) DESC, p.updated_at DESC LIMIT 1`;
-  return row?.id ?? null;
-}
-
-async function lockProspect(tx: Tx, id: number): Promise<Prospect | null> {
-  const rows = await tx.$queryRaw<{ id: number }[]>`SELECT id FROM prospects WHERE id = ${id} FOR UPDATE`;
-  return rows[0] ? tx.prospect.findUnique({ where: { id } }) : null;
+async function lockedProspect(tx: Tx, id: number): Promise<Prospect | null> {
+  return (await lockProspect(tx, id)) ? tx.prospect.findUnique({ where: { id } }) : null;
 }
 
 async function changeProspect(tx: Tx, before: Prospect, data: Partial<Pick<Prospect, 'status' | 'reason' | 'reply' | 'repliedAt' | 'nextAt' | 'closedAt'>>): Promise<void> {
@@ -76,12 +47,7 @@ async function changeProspect(tx: Tx, before: Prospect, data: Partial<Pick<Prosp
 
 /** Every open prospect of the account at `address` closes as lost for `reason`. */
 async function loseProspects(tx: Tx, accountId: number, address: string, reason: 'bounced' | 'complained', now: Date): Promise<void> {
-  const rows = await tx.$queryRaw<{ id: number }[]>`
-    SELECT p.id FROM prospects p JOIN campaigns c ON c.id = p.campaign_id
-    WHERE c.account_id = ${accountId} AND p.email = ${address}
-      AND (p.status IN ('new', 'ready', 'writing', 'hold', 'later') OR (p.status = 'lost' AND p.reason = 'no_reply'))
-    ORDER BY p.id FOR UPDATE OF p`;
-  for (const { id } of rows) {
+  for (const { id } of await lockOpenProspectsAt(tx, accountId, address)) {
     const before = await tx.prospect.findUniqueOrThrow({ where: { id } });
     await changeProspect(tx, before, { status: 'lost', reason, reply: reason === 'bounced' ? 'bounce' : before.reply, nextAt: null, closedAt: now });
   }
@@ -108,18 +74,13 @@ async function handleOnce(db: Db, where: Where, mail: InboundMail, now: Date): P
   const { mailbox, uidValidity, uid } = where;
   return db.$transaction(
     async (tx) => {
-      const claimed = await tx.$queryRaw<{ id: number }[]>`
-        INSERT INTO inbound_messages (mailbox_id, uid_validity, uid, kind, from_address, subject, message_id, received_at)
-        VALUES (${mailbox.id}, ${uidValidity}, ${uid}, 'other', ${mail.from}, ${mail.subject.slice(0, 998)}, ${mail.messageId}, ${now})
-        ON CONFLICT (mailbox_id, uid_validity, uid) DO NOTHING RETURNING id`;
-      await tx.$executeRaw`
-        UPDATE inbound_cursors SET last_uid = GREATEST(last_uid, ${uid}), updated_at = now()
-        WHERE mailbox_id = ${mailbox.id} AND uid_validity = ${uidValidity}`;
-      if (!claimed[0]) return null;
+      const claimed = await claimInbound(tx, { mailboxId: mailbox.id, uidValidity, uid, from: mail.from, subject: mail.subject.slice(0, 998), messageId: mail.messageId, receivedAt: now });
+      await advanceCursor(tx, mailbox.id, uidValidity, uid);
+      if (claimed === undefined) return null;
 
       const result = await effects(tx, mailbox, mail, now);
       await tx.inboundMessage.update({
-        where: { id: claimed[0].id },
+        where: { id: claimed },
         data: { kind: result.kind, prospectId: result.prospectId, relatedId: result.relatedId, detail: result.detail.slice(0, 2000), reason: result.reason },
       });
       // recorded first: the complaint counts in its campaign's or broadcast's auto-pause window (docs/outreach.md)
@@ -138,7 +99,7 @@ async function effects(tx: Tx, mailbox: Mailbox, mail: InboundMail, now: Date) {
   if (mail.report && mail.kind === 'complaint') {
     // (2) the report's original Message-ID, else its recipient's latest message from this mailbox
     ours ??= await byMessageIds(tx, mailbox.id, mail.report.originalId ? [mail.report.originalId] : []);
-    if (!ours && mail.report.recipient) ours = await latestTo(tx, mailbox.id, mail.report.recipient);
+    if (!ours && mail.report.recipient) ours = await latestMessageTo(tx, mailbox.id, mail.report.recipient);
     const base = { kind: 'complaint' as InboundKind, prospectId: ours?.prospect_id ?? null, relatedId: ours?.id ?? null, detail: mail.report.feedbackType ?? '', reason: null };
     if (!ours) return base; // recorded only
     const address = ours.to.toLowerCase();
@@ -154,7 +115,7 @@ async function effects(tx: Tx, mailbox: Mailbox, mail: InboundMail, now: Date) {
     // a bounce: each failed recipient it names, matched to its message (the original Message-ID when it went to that
     // address, else the address's latest message from this mailbox); a report naming nobody is recorded, reason undefined
     const report = mail.report;
-    const verp = mail.verp ? await byId(tx, mailbox.id, mail.verp) : null;
+    const verp = mail.verp ? await messageById(tx, mailbox.id, mail.verp) : null;
     const original = verp ?? (await byMessageIds(tx, mailbox.id, [...(report.originalId ? [report.originalId] : []), ...mail.threadIds]));
     // at a VERP address the report is about that message only: its recipient is the message's
     const recipients = verp
@@ -162,7 +123,7 @@ async function effects(tx: Tx, mailbox: Mailbox, mail: InboundMail, now: Date) {
       : report.recipients;
     let first: OurMessage | null = null;
     for (const failed of recipients) {
-      const message = original && (original.to.toLowerCase() === failed.address || recipients.length === 1) ? original : await latestTo(tx, mailbox.id, failed.address);
+      const message = original && (original.to.toLowerCase() === failed.address || recipients.length === 1) ? original : await latestMessageTo(tx, mailbox.id, failed.address);
       first ??= message;
       if (!message) continue;
       const bounce = bounceOf(failed, now);
@@ -190,8 +151,8 @@ async function effects(tx: Tx, mailbox: Mailbox, mail: InboundMail, now: Date) {
   }
 
   // (3) the sender, to a prospect of a campaign sending from this mailbox
-  const prospectId = ours?.prospect_id ?? (mail.from ? await prospectFrom(tx, mailbox.id, mail.from) : null);
-  const prospect = prospectId ? await lockProspect(tx, prospectId) : null;
+  const prospectId = ours?.prospect_id ?? (mail.from ? await prospectAnswering(tx, mailbox.id, mail.from) : null);
+  const prospect = prospectId ? await lockedProspect(tx, prospectId) : null;
   if (!prospect) return { kind: 'other' as InboundKind, prospectId: null, relatedId: ours?.id ?? null, detail: '', reason: null };
   const base = { prospectId: prospect.id, relatedId: ours?.id ?? null, reason: null };
 

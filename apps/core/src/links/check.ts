@@ -1,12 +1,13 @@
-import type { Campaign, Prospect } from '../../../../generated/prisma/client';
+import type { Prospect } from '../../../../generated/prisma/client';
 import { config } from '../config';
-import type { Db, Tx } from '../db';
+import type { Db } from '../db';
 import { emitEvent } from '../events/index';
 import { emitProspectChange } from '../outreach/changes';
 import { prospectView } from '../outreach/prospects';
 import { FETCH_LIMITS, fetchPage, FetchFailed, type FetchLimits } from './fetch';
 import { findLink, type FoundLink } from './find';
 import { CHECKED_STATUSES } from './report';
+import { lockProspect } from './repository';
 
 /** A placed link missing this many checks in a row moves the prospect back to agreed. */
 export const MISSES_TO_LOSE = 2;
@@ -27,11 +28,6 @@ async function inspect(pageUrl: string, targetUrl: string | null, limits: FetchL
     if (err instanceof FetchFailed) return { link: null, error: err.message };
     throw err;
   }
-}
-
-async function lockProspect(tx: Tx, id: number): Promise<(Prospect & { campaign: Campaign }) | null> {
-  await tx.$queryRaw`SELECT id FROM prospects WHERE id = ${id} FOR UPDATE`;
-  return tx.prospect.findUnique({ where: { id }, include: { campaign: true } });
 }
 
 /**

@@ -1,6 +1,7 @@
 import type { Db } from '../db';
 import { logger } from '../logger';
 import { JOB_OPTIONS, QUEUE, jobId, queue } from '../queues';
+import { claimDueLinkChecks } from './repository';
 
 /**
  * Scheduling the link checks of docs/links.md (apart from check.ts, so the API does not load the fetcher and
@@ -22,16 +23,7 @@ export async function queueDueLinkChecks(db: Db, options: { prospectId?: number 
   const prospectId = options.prospectId ?? null;
   let total = 0;
   for (;;) {
-    const claimed = await db.$queryRaw<{ id: number; link_check_at: Date }[]>`
-      UPDATE prospects SET link_check_at = now() + ${CLAIM_LEASE_MS} * interval '1 millisecond'
-      WHERE id IN (
-        SELECT id FROM prospects
-        WHERE link_check_at <= now() AND link_url IS NOT NULL AND status IN ('agreed', 'placed')
-          AND (${prospectId}::int IS NULL OR id = ${prospectId}::int)
-        ORDER BY link_check_at
-        LIMIT ${BATCH}
-        FOR UPDATE SKIP LOCKED)
-      RETURNING id, link_check_at`;
+    const claimed = await claimDueLinkChecks(db, prospectId, CLAIM_LEASE_MS, BATCH);
     if (claimed.length) {
       const q = queue(QUEUE.links);
       await q.addBulk(

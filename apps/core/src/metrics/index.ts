@@ -1,6 +1,7 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { Db } from '../db';
 import { QUEUE, queue } from '../queues';
+import { countStatusesUpTo, estimateStatuses } from './repository';
 
 /**
  * The Prometheus metrics of docs/operator.md, one registry per process. The API serves it at GET /metrics (admin
@@ -22,21 +23,13 @@ export async function queueDepths(): Promise<{ queue: string; counts: Record<str
 
 /** Exact counts of the messages still on their way (bounded: an index range per status, at most LIVE_COUNT_CAP rows each). */
 export async function liveMessageCounts(db: Db): Promise<{ status: string; count: number }[]> {
-  const rows = await db.$queryRawUnsafe<{ status: string; n: bigint }[]>(
-    LIVE_STATUSES.map((s) => `SELECT '${s}' AS status, count(*) AS n FROM (SELECT 1 FROM messages WHERE status = '${s}' LIMIT ${LIVE_COUNT_CAP}) x`).join(' UNION ALL '),
-  );
+  const rows = await countStatusesUpTo(db, LIVE_STATUSES, LIVE_COUNT_CAP);
   return rows.map((r) => ({ status: r.status, count: Number(r.n) }));
 }
 
 /** Messages by status as Postgres's statistics estimate them (reltuples x most-common-value frequencies): no scan at all. */
 export async function estimatedMessageCounts(db: Db): Promise<{ status: string; count: number }[]> {
-  const rows = await db.$queryRawUnsafe<{ status: string; n: number }[]>(
-    `SELECT v.status, round(greatest(c.reltuples, 0) * v.freq)::float8 AS n
-       FROM pg_class c,
-            LATERAL (SELECT unnest(s.most_common_vals::text::text[]) AS status, unnest(s.most_common_freqs) AS freq
-                       FROM pg_stats s WHERE s.schemaname = current_schema() AND s.tablename = 'messages' AND s.attname = 'status') v
-      WHERE c.oid = 'messages'::regclass`,
-  );
+  const rows = await estimateStatuses(db);
   return rows.map((r) => ({ status: r.status, count: Number(r.n) }));
 }
 

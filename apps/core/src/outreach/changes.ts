@@ -1,7 +1,7 @@
 import type { Campaign, Prisma, Prospect } from '../../../../generated/prisma/client';
 import type { ProspectStatus } from '../../../../generated/prisma/enums';
 import type { Tx } from '../db';
-import { countReply } from '../analytics/counters';
+import { countReply } from '../analytics/repository';
 import { emitEvents, type PendingEvent } from '../events';
 import { prospectView } from './view';
 

@@ -1,6 +1,6 @@
 import { Joi } from '../validate';
 
-/** How prospects are matched: normalised addresses and site hosts (who may never be written to: stop-list/rule.ts). */
+/** How prospects are matched: normalised addresses and site hosts (who may never be written to: stop-list/repository.ts). */
 
 const emailSchema = Joi.string().trim().lowercase().max(254).email({ tlds: false, allowUnicode: true });
 

@@ -2,8 +2,9 @@ import crypto from 'node:crypto';
 import { config } from '../config';
 import type { Db } from '../db';
 import { updateProspects } from './changes';
-import { addToStopList } from '../stop-list/rule';
+import { addToStopList } from '../stop-list/repository';
 import { OPEN_STATUSES } from './outcomes';
+import { lockProspect } from './repository';
 
 /**
  * One-click opt-out of outreach emails (RFC 8058; docs/outreach.md): a campaign with `unsubscribe` (the default) puts
@@ -72,8 +73,7 @@ export async function optOutByToken(db: Db, token: string): Promise<OptOutLink |
   const id = prospectOfToken(token);
   if (id === null) return null;
   return db.$transaction(async (tx) => {
-    const [row] = await tx.$queryRaw<{ id: number }[]>`SELECT id FROM prospects WHERE id = ${id} FOR UPDATE`;
-    if (!row) return null;
+    if (!(await lockProspect(tx, id))) return null;
     const prospect = await tx.prospect.findUniqueOrThrow({ where: { id }, include: { campaign: { include: { mailbox: true } } } });
     const accountId = prospect.campaign.accountId;
     const now = new Date();

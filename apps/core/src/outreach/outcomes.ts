@@ -4,8 +4,9 @@ import type { Db, Tx } from '../db';
 import { Conflict, NotFound } from '../errors';
 import { linkPageChange } from '../links/report';
 import { updateProspect, updateProspects } from './changes';
-import { addToStopList } from '../stop-list/rule';
+import { addToStopList } from '../stop-list/repository';
 import { prospectView, requireCampaign, type ProspectView } from './prospects';
+import { lockProspectByEmail } from './repository';
 
 /**
  * Outcomes the caller reports (docs/api.md, POST /api/v1/prospects/state). Every check runs before any write, in one
@@ -60,9 +61,9 @@ function transition(p: Prospect, state: OutcomeState, reason: LostReason | undef
 }
 
 async function lockProspect(tx: Tx, campaignId: number, email: string): Promise<Prospect> {
-  const [row] = await tx.$queryRaw<{ id: number }[]>`SELECT id FROM prospects WHERE campaign_id = ${campaignId} AND email = ${email} FOR UPDATE`;
-  if (!row) throw new NotFound(`no prospect ${email} in campaign ${campaignId}`);
-  return tx.prospect.findUniqueOrThrow({ where: { id: row.id } });
+  const id = await lockProspectByEmail(tx, campaignId, email);
+  if (id === undefined) throw new NotFound(`no prospect ${email} in campaign ${campaignId}`);
+  return tx.prospect.findUniqueOrThrow({ where: { id } });
 }
 
 export async function reportOutcome(db: Db, accountId: number, report: OutcomeReport): Promise<ProspectView> {

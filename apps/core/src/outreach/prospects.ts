@@ -3,9 +3,10 @@ import type { ProspectStatus } from '../../../../generated/prisma/enums';
 import type { Db, Tx } from '../db';
 import { NotFound } from '../errors';
 import { updateProspect } from './changes';
-import { loadStopList } from '../stop-list/rule';
+import { loadStopList } from '../stop-list/repository';
 import { normaliseEmail, normaliseSite } from './contacts';
 import type { DueStep } from './scheduler';
+import { insertProspects, lockAccountCampaign, lockCampaignForAdds, prospectsMatching, reserveProspectIds, type KnownRow } from './repository';
 import { firstStepAt } from './timing';
 import { scheduleOf, windowedAt } from './windows';
 
@@ -14,7 +15,7 @@ export { prospectView, type LinkView, type ProspectView } from './view';
 
 /** The account's campaign, or 404 (another account's campaign is as unknown as a missing one). `lock` serialises writers. */
 export async function requireCampaign(db: Tx, accountId: number, campaignId: number, lock = false): Promise<Campaign> {
-  if (lock) await db.$queryRaw`SELECT id FROM campaigns WHERE id = ${campaignId} AND account_id = ${accountId} FOR UPDATE`;
+  if (lock) await lockAccountCampaign(db, accountId, campaignId);
   const campaign = await db.campaign.findFirst({ where: { id: campaignId, accountId } });
   if (!campaign) throw new NotFound(`no campaign with id ${campaignId}`);
   return campaign;
@@ -73,30 +74,12 @@ const sameJson = (a: unknown, b: unknown) => JSON.stringify(a) === JSON.stringif
  * The campaign's prospects an add request can meet, read once, then kept current as the request creates and changes
  * rows: the same matching as findProspect, without a query per item.
  */
-/** What an add request reads and changes of a prospect. */
-type KnownRow = Pick<Prospect, 'id' | 'campaignId' | 'email' | 'site' | 'name' | 'fields' | 'status' | 'reason' | 'nextAt' | 'closedAt'>;
-
 class KnownProspects {
   constructor(private readonly rows: KnownRow[]) {}
 
   static async load(tx: Tx, campaignId: number, emails: string[], sites: string[]): Promise<KnownProspects> {
     if (!emails.length && !sites.length) return new KnownProspects([]);
-    // One index lookup per address and per site, each in a lateral subquery the planner keeps apart (LIMIT, OFFSET 0).
-    // As one `email = ANY(...) OR site = ANY(...)`, or even as two `= ANY` arms, Postgres walked the campaign's every
-    // prospect whenever its statistics were older than the campaign's growth (bench: a campaign filled by the requests
-    // themselves, estimated at 16 rows, read 800 pages a request of 100, inside the campaign's lock that the other
-    // requests queue on).
-    const columns = `p.id, p.campaign_id AS "campaignId", p.email, p.site, p.name, p.fields, p.status::text AS status, p.reason, p.next_at AS "nextAt", p.closed_at AS "closedAt"`;
-    const rows = await tx.$queryRawUnsafe<KnownRow[]>(
-      `SELECT ${columns} FROM unnest($2::text[]) AS e(email)
-         CROSS JOIN LATERAL (SELECT * FROM prospects WHERE campaign_id = $1 AND email = e.email LIMIT 1) p
-       UNION
-       SELECT ${columns} FROM unnest($3::text[]) AS t(site)
-         CROSS JOIN LATERAL (SELECT * FROM prospects WHERE campaign_id = $1 AND site = t.site OFFSET 0) p`,
-      campaignId,
-      emails,
-      sites,
-    );
+    const rows = await prospectsMatching(tx, campaignId, emails, sites);
     return new KnownProspects(rows);
   }
 
@@ -131,8 +114,7 @@ class NewProspects {
   private constructor(private readonly ids: number[]) {}
 
   static async reserve(tx: Tx, count: number): Promise<NewProspects> {
-    const rows = await tx.$queryRaw<{ id: number }[]>`SELECT nextval('prospects_id_seq')::int AS id FROM generate_series(1, ${count})`;
-    return new NewProspects(rows.map((r) => r.id));
+    return new NewProspects(await reserveProspectIds(tx, count));
   }
 
   /** A row to write; the columns it does not name take their defaults from the table. */
@@ -152,37 +134,8 @@ class NewProspects {
   async write(tx: Tx): Promise<void> {
     const rows = [...this.rows.values()];
     if (!rows.length) return;
-    const column = <K extends keyof KnownRow>(key: K) => rows.map((r) => r[key]);
-    await tx.$executeRawUnsafe(
-      `INSERT INTO prospects (id, campaign_id, email, site, name, fields, status, reason, next_at, closed_at)
-       SELECT * FROM unnest($1::int[], $2::int[], $3::text[], $4::text[], $5::text[], $6::jsonb[], $7::"ProspectStatus"[], $8::text[], $9::timestamptz[], $10::timestamptz[])`,
-      column('id'),
-      column('campaignId'),
-      column('email'),
-      column('site'),
-      column('name'),
-      rows.map((r) => JSON.stringify(r.fields)),
-      column('status'),
-      column('reason'),
-      column('nextAt'),
-      column('closedAt'),
-    );
+    await insertProspects(tx, rows);
   }
-}
-
-/** What an add request needs of its campaign, locked (writers to one campaign take turns), in one statement. */
-type CampaignForAdds = Pick<Campaign, 'id' | 'accountId' | 'status' | 'stages' | 'schedule'> & { firstDelayHours: number | null };
-
-async function lockCampaignForAdds(tx: Tx, accountId: number, campaignId: number): Promise<CampaignForAdds> {
-  const [campaign] = await tx.$queryRawUnsafe<CampaignForAdds[]>(
-    `SELECT c.id, c.account_id AS "accountId", c.status::text AS status, c.stages, c.schedule,
-       (SELECT s.delay_hours FROM campaign_steps s WHERE s.campaign_id = c.id ORDER BY s.position LIMIT 1) AS "firstDelayHours"
-     FROM campaigns c WHERE c.id = $1 AND c.account_id = $2 FOR UPDATE OF c`,
-    campaignId,
-    accountId,
-  );
-  if (!campaign) throw new NotFound(`no campaign with id ${campaignId}`);
-  return campaign;
 }
 
 /**
@@ -194,6 +147,7 @@ export async function addProspects(db: Db, accountId: number, campaignId: number
   return db.$transaction(
     async (tx) => {
       const campaign = await lockCampaignForAdds(tx, accountId, campaignId);
+      if (!campaign) throw new NotFound(`no campaign with id ${campaignId}`);
       const first = campaign.firstDelayHours === null ? null : { delayHours: campaign.firstDelayHours };
       const answer: AddAnswer = { campaign: campaignId, added: 0, updated: 0, same: 0, stopped: 0, invalid: 0, prospects: [] };
       const now = new Date();

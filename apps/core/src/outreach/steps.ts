@@ -1,12 +1,13 @@
-import crypto from 'node:crypto';
+import { newId } from '../ids';
 import { tracked } from '../analytics/tracking';
 import type { Db, Tx } from '../db';
 import { Prisma } from '../db';
 import { enqueueDelivery, storeMessages } from '../delivery/outbox';
 import type { ProspectStatus } from '../../../../generated/prisma/enums';
 import { updateProspect } from './changes';
-import { isStopListed } from '../stop-list/rule';
+import { isStopListed } from '../stop-list/repository';
 import { claimMailboxSlot } from './limits';
+import { lockProspectForStep } from './repository';
 import { followUpSubject, renderSubject, renderTemplate, type TemplateContext } from './render';
 import { queueStepsSoon } from './scheduler';
 import { afterHours, noReplyWaitHours } from './timing';
@@ -25,23 +26,8 @@ export type StepOutcome =
   | { kind: 'deferred'; until: Date; why: 'not_due' | 'window' | 'daily_limit' | 'gap' }
   | { kind: 'skipped'; why: string };
 
-interface LockedProspect {
-  id: number;
-  campaign_id: number;
-  email: string | null;
-  site: string | null;
-  name: string;
-  fields: unknown;
-  status: string;
-  step: number;
-  next_at: Date | null;
-  thread_id: string | null;
-}
-
 async function decideAndWrite(tx: Tx, prospectId: number, step: number): Promise<StepOutcome> {
-  const [p] = await tx.$queryRaw<LockedProspect[]>`
-    SELECT id, campaign_id, email, site, name, fields, status, step, next_at, thread_id
-    FROM prospects WHERE id = ${prospectId} FOR UPDATE`;
+  const p = await lockProspectForStep(tx, prospectId);
   if (!p) return { kind: 'skipped', why: 'prospect gone' };
   // `later` (an out-of-office) resumes here at its next_at: writing the step moves it back to writing
   if (p.status !== 'ready' && p.status !== 'writing' && p.status !== 'later') return { kind: 'skipped', why: `prospect is ${p.status}` };
@@ -91,7 +77,7 @@ async function decideAndWrite(tx: Tx, prospectId: number, step: number): Promise
   const subject = step === 1 ? renderSubject(current.subject, ctx) : followUpSubject(current.subject, steps[0]!.subject, ctx);
   // a step cancelled by a pause left its row behind: it was never sent, so it gives way to the rewrite
   await tx.message.deleteMany({ where: { prospectId: p.id, step, status: 'cancelled' } });
-  const id = crypto.randomUUID();
+  const id = newId();
   const body = tracked({ html: null, text: renderTemplate(current.body, ctx) }, id, { clicks: campaign.trackClicks, opens: false });
   const [row] = await storeMessages(tx, [
     {

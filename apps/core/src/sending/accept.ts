@@ -1,8 +1,9 @@
 import { waitForFinished } from './finished';
-import crypto from 'node:crypto';
+import { newId } from '../ids';
 import type { ApiKey } from '../../../../generated/prisma/client';
 import type { Db, Tx } from '../db';
-import { markNotEnqueued, queueDelivery } from '../delivery/outbox';
+import { queueDelivery } from '../delivery/outbox';
+import { markNotEnqueued } from '../delivery/repository';
 import { NotFound, Unprocessable } from '../errors';
 import { logger } from '../logger';
 import { finishIdempotent, releaseIdempotent, requestFingerprint, startIdempotent } from '../idempotency';
@@ -67,7 +68,7 @@ export async function acceptSend(
   const recordId = idempotent?.recordId;
   let accepted: { answer: SendAnswer; quota: DailyQuota; rows: { id: string; notBefore?: Date | null }[] };
   try {
-    const sendId = crypto.randomUUID();
+    const sendId = newId();
     const written = await writeAcceptedSend(db, { key, mailbox, request: { ...request, fromName: request.fromName ?? mailbox.name }, sendId, idempotencyRecord: recordId });
     if (!written.kept.length) throw new Unprocessable('nobody to write to: every recipient is suppressed or on the stop list');
     if (written.used === null) await refuseOverLimit(db, key, written.kept.length);

@@ -1,7 +1,8 @@
 import type { RedisClient as Redis } from '../redis-connect';
-import { rawQuery, type Tx } from '../db';
+import type { Tx } from '../db';
 import { logger } from '../logger';
 import { closeWithRedis, createRedis, redis, rkey } from '../redis';
+import { messageStatuses } from './repository';
 
 /**
  * `Prefer: wait` without polling: the worker announces the messages it just finished on a Redis channel, and each API
@@ -45,7 +46,7 @@ export const waitStats = { reads: 0 };
 
 async function statuses(db: Tx, ids: string[]): Promise<Map<string, string> | null> {
   waitStats.reads++;
-  const rows = await rawQuery<{ id: string; status: string }>(db, 'SELECT id::text, status::text FROM messages WHERE id = ANY($1::uuid[])', [ids], 'wait-statuses');
+  const rows = await messageStatuses(db, ids);
   return rows.every((r) => FINAL.has(r.status)) ? new Map(rows.map((r) => [r.id, r.status])) : null;
 }
 

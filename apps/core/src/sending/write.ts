@@ -1,8 +1,8 @@
 import { Batcher } from '../batch';
-import { rawQuery, type Db } from '../db';
+import type { Db } from '../db';
 import { messageRow } from '../delivery/outbox';
-import { stopListed } from '../stop-list/rule';
 import { utcDay } from './quota';
+import { insertAcceptedSends } from './repository';
 import type { SendRequest } from './schema';
 
 /** Why a recipient is left out of a send: the account's suppression list (bounced, complained) or its stop list. */
@@ -24,110 +24,17 @@ export interface SendToWrite {
 }
 
 /**
- * Everything accepted sends do to Postgres, as ONE statement for a whole batch of sends, so one round trip and one
- * atomic commit:
- * 1. each recipient is checked against its account's suppression list (bounced, complained) and stop list (the
- *    address, or its domain or a parent domain: stop-list/rule.ts): those go to the
- *    send's `skipped`, in request order;
- * 2. per key, the kept copies of all its sends in the batch are counted against the key's usage for today, only if
- *    they all stay within the limit (the usage rows are locked in key order, so two batches cannot deadlock);
- * 3. the Send, one Message per kept recipient, and the answer an Idempotency-Key will replay.
- * Each step reads the one before it, so a send with nobody kept, or whose key's sends would pass the limit, writes
- * nothing at all. `used` is each send's count as if its key's sends had been written one by one in batch order.
- * The copies are written already marked enqueued (the caller queues them right after); if Redis refuses the jobs the
- * caller clears the mark, and a crash in between leaves a mark the reconciler treats as stale after five minutes.
+ * Everything accepted sends do to Postgres, as ONE statement for a whole batch of sends (WRITE_SENDS in repository.ts
+ * says what it checks and writes): one round trip and one atomic commit.
  */
-const WRITE_SENDS = `
-WITH s AS (
-  SELECT * FROM unnest($2::uuid[], $3::int[], $4::int[], $5::int[], $6::int[], $7::text[], $8::text[], $9::text[],
-                       $10::text[], $11::text[], $12::text[], $13::text[], $14::text[], $15::timestamptz[], $16::int[])
-    WITH ORDINALITY AS s(id, account_id, key_id, daily_limit, mailbox_id, from_name, reply_to, subject, text, html,
-                         headers, attachments, metadata, send_at, idempotency_id, ord)
-), verdict AS (
-  SELECT c.*, COALESCE(
-    (SELECT sp.reason::text FROM suppressions sp WHERE sp.account_id = s.account_id AND sp.email = c.recipient),
-    CASE WHEN ${stopListed('s.account_id', 'c.recipient')} THEN 'stopped' END) AS reason
-  FROM unnest($17::int[], $18::uuid[], $19::text[], $20::text[]) WITH ORDINALITY AS c(send_ord, id, recipient, header, ord)
-  JOIN s ON s.ord = c.send_ord
-), skipped AS (
-  SELECT send_ord, json_agg(json_build_object('to', recipient, 'reason', reason) ORDER BY ord) AS list
-  FROM verdict WHERE reason IS NOT NULL GROUP BY send_ord
-), wanted AS (
-  SELECT s.ord, s.key_id, count(*)::int AS n
-  FROM s JOIN verdict v ON v.send_ord = s.ord AND v.reason IS NULL
-  GROUP BY s.ord, s.key_id
-), per_key AS (
-  SELECT w.key_id, min(s.daily_limit) AS daily_limit, sum(w.n)::int AS n FROM wanted w JOIN s ON s.ord = w.ord GROUP BY w.key_id
-), usage AS (
-  INSERT INTO key_daily_usage (api_key_id, day, count)
-  SELECT key_id, $1::date, n FROM per_key WHERE n <= daily_limit ORDER BY key_id
-  ON CONFLICT (api_key_id, day) DO UPDATE SET count = key_daily_usage.count + EXCLUDED.count
-  WHERE key_daily_usage.count + EXCLUDED.count <= (SELECT k.daily_limit FROM per_key k WHERE k.key_id = EXCLUDED.api_key_id)
-  RETURNING api_key_id, count
-), accepted AS (
-  SELECT w.ord, (u.count - (sum(w.n) OVER (PARTITION BY w.key_id ORDER BY w.ord DESC) - w.n))::int AS used
-  FROM wanted w JOIN usage u ON u.api_key_id = w.key_id
-), send AS (
-  INSERT INTO sends (id, account_id, api_key_id, from_name, reply_to, subject, text, html, headers, attachments, metadata, skipped, send_at)
-  SELECT s.id, s.account_id, s.key_id, s.from_name, s.reply_to, s.subject, s.text, s.html, s.headers::jsonb,
-         s.attachments::jsonb, s.metadata::jsonb, coalesce(sk.list, '[]'::json)::jsonb, s.send_at
-  FROM s JOIN accepted a ON a.ord = s.ord LEFT JOIN skipped sk ON sk.send_ord = s.ord
-  RETURNING 1
-), copies AS (
-  INSERT INTO messages (id, account_id, mailbox_id, kind, send_id, "to", subject, message_id_header, not_before, enqueued_at)
-  SELECT v.id, s.account_id, s.mailbox_id, 'transactional', s.id, v.recipient, s.subject, v.header, s.send_at, now()
-  FROM verdict v JOIN s ON s.ord = v.send_ord JOIN accepted a ON a.ord = s.ord
-  WHERE v.reason IS NULL
-  RETURNING 1
-), answered AS (
-  UPDATE idempotency_records r SET state = 'done', response_status = 202, response_body = json_build_object(
-    'ok', true, 'id', s.id::text, 'status', 'queued',
-    'messages', (SELECT json_agg(json_build_object('id', v.id::text, 'to', v.recipient, 'status', 'queued') ORDER BY v.ord)
-                 FROM verdict v WHERE v.send_ord = s.ord AND v.reason IS NULL),
-    'skipped', coalesce(sk.list, '[]'::json))::jsonb
-  FROM s JOIN accepted a ON a.ord = s.ord LEFT JOIN skipped sk ON sk.send_ord = s.ord
-  WHERE r.id = s.idempotency_id
-  RETURNING 1
-)
-SELECT s.ord::int, a.used, coalesce(sk.list, '[]'::json) AS skipped
-FROM s LEFT JOIN accepted a ON a.ord = s.ord LEFT JOIN skipped sk ON sk.send_ord = s.ord
-ORDER BY s.ord`;
-
 async function writeBatch(db: Db, sends: SendToWrite[]): Promise<AcceptedWrite[]> {
   const rows = sends.map(({ key, mailbox, request, sendId }) =>
     request.to.map((to) =>
       messageRow({ accountId: key.accountId, mailboxId: mailbox.id, fromAddress: mailbox.address, kind: 'transactional', sendId, to, subject: request.subject }),
     ),
   );
-  const column = <T>(pick: (send: SendToWrite) => T) => sends.map(pick);
   const copies = rows.flatMap((list, i) => list.map((row) => ({ send: i + 1, row })));
-  const result = await rawQuery<{ ord: number; used: number | null; skipped: { to: string; reason: SkipReason }[] }>(
-    db,
-    WRITE_SENDS,
-    [
-      utcDay().toISOString().slice(0, 10),
-      column((s) => s.sendId),
-      column((s) => s.key.accountId),
-      column((s) => s.key.id),
-      column((s) => s.key.dailyLimit),
-      column((s) => s.mailbox.id),
-      column((s) => s.request.fromName),
-      column((s) => s.request.replyTo ?? null),
-      column((s) => s.request.subject),
-      column((s) => s.request.text ?? null),
-      column((s) => s.request.html ?? null),
-      column((s) => JSON.stringify(s.request.headers ?? {})),
-      column((s) => JSON.stringify(s.request.attachments ?? [])),
-      column((s) => JSON.stringify(s.request.metadata ?? {})),
-      column((s) => s.request.sendAt ?? null),
-      column((s) => s.idempotencyRecord ?? null),
-      copies.map((c) => c.send),
-      copies.map((c) => c.row.id),
-      copies.map((c) => c.row.to),
-      copies.map((c) => c.row.messageIdHeader),
-    ],
-    'write-sends',
-  );
+  const result = await insertAcceptedSends(db, utcDay().toISOString().slice(0, 10), sends, copies);
   return result.map(({ used, skipped }, i) => {
     const skippedSet = new Set(skipped.map((s) => s.to));
     const kept = rows[i]!.filter((r) => !skippedSet.has(r.to)).map((r) => ({ id: r.id!, to: r.to }));

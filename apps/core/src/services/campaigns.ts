@@ -2,6 +2,7 @@ import type { Campaign, CampaignStep } from '../../../../generated/prisma/client
 import type { CampaignGoal, CampaignStatus } from '../../../../generated/prisma/enums';
 import { Prisma, type Db, type Tx } from '../db';
 import { scheduleOf, type Schedule } from '../outreach/windows';
+import { lockCampaign } from '../outreach/repository';
 import { BadRequest, NotFound } from '../errors';
 import { requireAccount } from './accounts';
 import { requireMailbox } from './mailboxes';
@@ -158,7 +159,7 @@ export interface CampaignChanges {
 /** Applies the changes; the caller runs it in a transaction with whatever a status change must also do. */
 export async function updateCampaign(db: Tx, id: number, changes: CampaignChanges): Promise<{ before: Campaign; after: CampaignDetail }> {
   // one change of a campaign at a time: two replacing its steps at once would collide on (campaign, position)
-  await db.$queryRaw`SELECT id FROM campaigns WHERE id = ${id} FOR UPDATE`;
+  await lockCampaign(db, id);
   const before = await db.campaign.findUnique({ where: { id } });
   if (!before) throw new NotFound(`no campaign with id ${id}`);
   if (changes.mailbox !== undefined) await requireMailbox(db, before.accountId, changes.mailbox);

@@ -1,10 +1,10 @@
-import crypto from 'node:crypto';
+import { newId } from '../ids';
 import type { List, Mailbox, Prisma, Subscriber } from '../../../../generated/prisma/client';
 import type { Db, Tx } from '../db';
 import { enqueueDelivery, storeMessages } from '../delivery/outbox';
 import { LimitReached, NotFound } from '../errors';
 import { emitSubscriberChange } from '../events/subscribers';
-import { countUnsubscribe } from '../analytics/counters';
+import { countUnsubscribe } from '../analytics/repository';
 import { logger } from '../logger';
 import { renderConfirmationEmail } from './email';
 import { NEW_SUBSCRIBERS_PER_HOUR, reserveNewSubscriber, type Channel } from './limit';
@@ -12,6 +12,7 @@ import { FIELDS_MAX, TAGS_MAX, type FieldValue, type SubscriberInput } from './s
 import { fastAdd } from './fast-add';
 import { CONFIRMATION_LINK_PLACEHOLDER, confirmationTokenOf } from './confirm-link';
 import { issueToken } from './tokens';
+import { insertPending, lockLiveSubscriptions, lockSubscriberAt, suppressedInAccount } from './repository';
 
 /**
  * The subscriber state machine of docs/api.md. Internal states: pending, active, unsubscribed, bounced, complained.
@@ -118,17 +119,15 @@ export async function addSubscriberByKey(db: Db, accountId: number, listKey: str
 async function applyAdd(tx: Tx, list: ListWithMailbox, input: NewSubscriber, channel: Channel, now: Date): Promise<AddOutcome> {
   if (await isSuppressed(tx, list.accountId, input.email)) return { status: 'suppressed', created: false, messages: [] };
   const needsConfirmation = channel === 'form' || (list.confirm && input.confirmed !== true);
-  const inserted = await tx.$queryRaw<{ id: number }[]>`
-    INSERT INTO subscribers (list_id, email, status) VALUES (${list.id}, ${input.email}, 'pending')
-    ON CONFLICT (list_id, email) DO NOTHING RETURNING id`;
-  if (inserted[0]) {
+  const inserted = await insertPending(tx, list.id, input.email);
+  if (inserted !== undefined) {
     const fresh = { name: input.name ?? '', tags: unique(input.tags ?? []), fields: input.fields ?? {} };
     if (needsConfirmation) {
-      const subscriber = await tx.subscriber.update({ where: { id: inserted[0].id }, data: fresh });
+      const subscriber = await tx.subscriber.update({ where: { id: inserted }, data: fresh });
       await emitSubscriberChange(tx, list, input.email, 'pending');
       return { status: 'pending', created: true, messages: await sendConfirmation(tx, list, subscriber, now) };
     }
-    await tx.subscriber.update({ where: { id: inserted[0].id }, data: { ...fresh, status: 'active', confirmedAt: now } });
+    await tx.subscriber.update({ where: { id: inserted }, data: { ...fresh, status: 'active', confirmedAt: now } });
     await countActive(tx, list.id, 1);
     await emitSubscriberChange(tx, list, input.email, 'active');
     return { status: 'active', created: true, messages: [] };
@@ -163,10 +162,9 @@ async function applyAdd(tx: Tx, list: ListWithMailbox, input: NewSubscriber, cha
 /** Unsubscribes: active or pending -> unsubscribed; already left (or bounced) -> gone; not on the list -> absent. */
 export async function removeSubscriber(db: Db, list: List, email: string): Promise<RemoveStatus> {
   return db.$transaction(async (tx) => {
-    const rows = await tx.$queryRaw<{ id: number }[]>`
-      SELECT id FROM subscribers WHERE list_id = ${list.id} AND email = ${email} FOR UPDATE`;
-    if (!rows[0]) return 'absent';
-    const current = await tx.subscriber.findUniqueOrThrow({ where: { id: rows[0].id } });
+    const id = await lockSubscriberAt(tx, list.id, email);
+    if (id === undefined) return 'absent';
+    const current = await tx.subscriber.findUniqueOrThrow({ where: { id } });
     if (current.status !== 'active' && current.status !== 'pending') return 'gone';
     await tx.subscriber.update({ where: { id: current.id }, data: { status: 'unsubscribed', unsubscribedAt: new Date() } });
     if (current.status === 'active') await countActive(tx, list.id, -1);
@@ -187,10 +185,7 @@ export async function suppressAddress(tx: Tx, accountId: number, email: string, 
     create: { accountId, email: address, reason, detail, bounceReason },
     update: {},
   });
-  const rows = await tx.$queryRaw<{ id: number; list_id: number; status: string }[]>`
-    SELECT s.id, s.list_id, s.status::text AS status FROM subscribers s JOIN lists l ON l.id = s.list_id
-    WHERE l.account_id = ${accountId} AND s.email = ${address} AND s.status IN ('pending', 'active')
-    ORDER BY s.id FOR UPDATE OF s`;
+  const rows = await lockLiveSubscriptions(tx, accountId, address);
   if (!rows.length) return;
   await tx.subscriber.updateMany({ where: { id: { in: rows.map((r) => r.id) } }, data: { status: reason } });
   for (const row of rows.filter((r) => r.status === 'active')) await countActive(tx, row.list_id, -1);
@@ -198,17 +193,13 @@ export async function suppressAddress(tx: Tx, accountId: number, email: string, 
 
 /** Bounced or complained anywhere in the account: the suppression list, or a subscription in any of its lists. */
 export async function isSuppressed(tx: Tx, accountId: number, email: string): Promise<boolean> {
-  const [row] = await tx.$queryRaw<{ suppressed: boolean }[]>`
-    SELECT EXISTS (SELECT 1 FROM suppressions WHERE account_id = ${accountId} AND email = ${email})
-        OR EXISTS (SELECT 1 FROM subscribers s JOIN lists l ON l.id = s.list_id
-                   WHERE l.account_id = ${accountId} AND s.email = ${email} AND s.status IN ('bounced', 'complained'))
-        AS suppressed`;
-  return row?.suppressed === true;
+  return suppressedInAccount(tx, accountId, email);
 }
 
 async function lockSubscriber(tx: Tx, listId: number, email: string): Promise<Subscriber> {
-  const rows = await tx.$queryRaw<{ id: number }[]>`SELECT id FROM subscribers WHERE list_id = ${listId} AND email = ${email} FOR UPDATE`;
-  return tx.subscriber.findUniqueOrThrow({ where: { id: rows[0]!.id } });
+  const id = await lockSubscriberAt(tx, listId, email);
+  if (id === undefined) throw new Error(`no subscriber ${email} on list ${listId}`);
+  return tx.subscriber.findUniqueOrThrow({ where: { id } });
 }
 
 function countActive(tx: Tx, listId: number, by: 1 | -1) {
@@ -217,7 +208,7 @@ function countActive(tx: Tx, listId: number, by: 1 | -1) {
 
 async function sendConfirmation(tx: Tx, list: ListWithMailbox, subscriber: Subscriber, now: Date): Promise<{ id: string }[]> {
   // the link's token is derived from the email's id and goes into the email only on the wire (confirm-link.ts)
-  const id = crypto.randomUUID();
+  const id = newId();
   await issueToken(tx, subscriber.id, now, confirmationTokenOf(id));
   const content = renderConfirmationEmail({ listName: list.name, name: subscriber.name, link: CONFIRMATION_LINK_PLACEHOLDER });
   await tx.subscriber.update({ where: { id: subscriber.id }, data: { confirmationSentAt: now } });

@@ -2,6 +2,7 @@ import { config } from '../config';
 import { randomBase62, sha256 } from '../crypto';
 import type { Db, Tx } from '../db';
 import { emitSubscriberChange } from '../events/subscribers';
+import { lockSubscriber, spendToken } from './repository';
 
 /** Confirmation links work for 7 days (docs/api.md). */
 export const TOKEN_TTL_MS = 7 * 24 * 3600 * 1000;
@@ -51,16 +52,12 @@ export async function confirmByLink(db: Db, token: string, now = new Date()): Pr
   if (!looksLikeToken(token)) return { result: 'unknown', listName: '' };
   const hash = sha256(token);
   return db.$transaction(async (tx) => {
-    const spent = await tx.$queryRaw<{ subscriber_id: number }[]>`
-      UPDATE confirmation_tokens SET used_at = ${now}
-      WHERE token_hash = ${hash} AND used_at IS NULL AND expires_at > ${now}
-      RETURNING subscriber_id`;
-    if (!spent[0]) {
+    const subscriberId = await spendToken(tx, hash, now);
+    if (subscriberId === undefined) {
       const { state, listName } = await inspectLink(tx, token, now);
       return { result: state === 'valid' ? 'used' : state, listName };
     }
-    const subscriberId = spent[0].subscriber_id;
-    await tx.$queryRaw`SELECT id FROM subscribers WHERE id = ${subscriberId} FOR UPDATE`;
+    await lockSubscriber(tx, subscriberId);
     const subscriber = await tx.subscriber.findUniqueOrThrow({ where: { id: subscriberId }, include: { list: true } });
     const listName = subscriber.list.name;
     if (subscriber.status === 'active') return { result: 'already', listName };

@@ -6,6 +6,7 @@ import { guardedLookup, refuseLiteralAddress, RefusedAddress, type OutboundPolic
 import type { Db } from '../db';
 import { metrics } from '../metrics';
 import { JOB_OPTIONS, webhookRetryDelayMs } from '../queues';
+import { markWebhookFailing } from './repository';
 import { signingSecrets } from './service';
 
 /** Attempts of one delivery in all (the first and its retries), counted across rebuilt jobs. */
@@ -106,13 +107,8 @@ export async function deliverWebhook(db: Db, eventId: string, webhookId: number,
     metrics.webhookDeliveries.inc({ result: 'delivered' });
     return { kind: 'delivered', status: status! };
   }
-  const [marked] = await db.$queryRaw<{ enabled: boolean }[]>`
-    UPDATE webhooks SET failing_since = COALESCE(failing_since, now()), updated_at = now(),
-      enabled = enabled AND COALESCE(failing_since, now()) > now() - ${DISABLE_AFTER_MS}::float8 * interval '1 millisecond',
-      disabled_reason = CASE WHEN COALESCE(failing_since, now()) > now() - ${DISABLE_AFTER_MS}::float8 * interval '1 millisecond'
-        THEN disabled_reason ELSE 'no successful delivery for 3 days' END
-    WHERE id = ${webhookId} RETURNING enabled`;
-  if (marked && !marked.enabled) {
+  const enabled = await markWebhookFailing(db, webhookId, DISABLE_AFTER_MS);
+  if (enabled === false) {
     await done();
     metrics.webhookDeliveries.inc({ result: 'dead' });
     return { kind: 'disabled', error };

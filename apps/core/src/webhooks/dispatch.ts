@@ -1,8 +1,8 @@
-import { rawQuery, type Db } from '../db';
-import { wants } from '../events';
+import type { Db } from '../db';
 import { logger } from '../logger';
 import { noteOutage } from '../outage';
 import { JOB_OPTIONS, QUEUE, jobId, queue } from '../queues';
+import { claimUndispatched, deliveriesFor, eventsPending, insertWebhookJobs, markDispatched } from './repository';
 
 /**
  * The outbox's fan-out: events not yet dispatched become one `webhook` job per (event, enabled endpoint of its
@@ -23,47 +23,25 @@ function within<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
   return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
 }
 
-interface PendingRow {
-  id: string;
-  account_id: number;
-}
-
 /** Passes that found events waiting and opened their transaction (a test of the idle pass, like waitStats). */
 export const dispatchStats = { transactions: 0 };
-
-/** Whether any event waits: one look at the NULL end of the `(dispatched_at, created_at)` index (exported for its plan's test). */
-export const PENDING_STATEMENT = 'SELECT EXISTS (SELECT 1 FROM events WHERE dispatched_at IS NULL) AS pending';
 
 /** Fans out up to `limit` events; returns how many it took (a full batch means there may be more). */
 export async function dispatchEvents(db: Db, limit = BATCH): Promise<number> {
   // most passes find nothing: one statement on the pool then, not an interactive transaction of three statements,
   // four times a second for as long as the worker runs
-  const [waiting] = await rawQuery<{ pending: boolean }>(db, PENDING_STATEMENT, [], 'events-pending');
-  if (!waiting?.pending) return 0;
+  if (!(await eventsPending(db))) return 0;
   dispatchStats.transactions++;
   return db.$transaction(
     async (tx) => {
-      const events = await tx.$queryRaw<PendingRow[]>`
-        SELECT id::text AS id, account_id FROM events WHERE dispatched_at IS NULL
-        ORDER BY created_at LIMIT ${limit} FOR UPDATE SKIP LOCKED`;
+      const events = await claimUndispatched(tx, limit);
       if (!events.length) return 0;
       const ids = events.map((e) => e.id);
-      // the pairs in SQL: one statement whatever the number of endpoints; type filter and enabled flag in one place
-      const pairs = await rawQuery<{ event_id: string; webhook_id: number }>(
-        tx,
-        `SELECT e.id::text AS event_id, w.id AS webhook_id FROM events e
-         JOIN webhooks w ON w.account_id = e.account_id AND ${wants('w', 'e.type')}
-         WHERE e.id = ANY($1::uuid[])`,
-        [ids],
-      );
+      const pairs = await deliveriesFor(tx, ids);
       if (pairs.length) {
         // the deliveries to make, in Postgres before Redis: a job Redis loses is rebuilt from these rows
         // (recovery/webhooks.ts)
-        await rawQuery(
-          tx,
-          `INSERT INTO webhook_jobs (event_id, webhook_id) SELECT * FROM unnest($1::uuid[], $2::int[]) ON CONFLICT DO NOTHING`,
-          [pairs.map((p) => p.event_id), pairs.map((p) => p.webhook_id)],
-        );
+        await insertWebhookJobs(tx, pairs);
         const adding = queue(QUEUE.webhook).addBulk(
           pairs.map((p) => ({
             name: QUEUE.webhook,
@@ -75,7 +53,7 @@ export async function dispatchEvents(db: Db, limit = BATCH): Promise<number> {
         // still lands later, the next pass's add of the same job ids is ignored)
         await within(adding, REDIS_WAIT_MS, 'Redis did not take the webhook jobs');
       }
-      await rawQuery(tx, `UPDATE events SET dispatched_at = now() WHERE id = ANY($1::uuid[])`, [ids]);
+      await markDispatched(tx, ids);
       return events.length;
     },
     { timeout: 30_000, maxWait: 10_000 },

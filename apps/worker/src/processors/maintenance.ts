@@ -27,7 +27,7 @@ export const maintenanceTasks: Record<JobPayloads['maintenance']['task'], () => 
   imports: () => requeueImports(db()),
 };
 
-/** How often each task runs (apps/core/src/housekeeping.ts: a timer in each worker, one at a time by advisory lock). */
+/** How often each task runs (apps/core/src/housekeeping/index.ts: a timer in each worker, one at a time by advisory lock). */
 export const MAINTENANCE_EVERY_MS: Record<JobPayloads['maintenance']['task'], number> = {
   reconcile: 5_000,
   schedule: 5_000,

@@ -3,11 +3,13 @@ import { rawQuery, type Tx } from '../db';
 const domainOf = (email: string): string => email.slice(email.lastIndexOf('@') + 1);
 
 /**
- * The stop-list rule, written once: an address is stopped when the account's stop list holds the address itself
- * (kind `email`) or its domain or any parent domain of it (kind `domain`: `example.com` stops `a@example.com` and
- * `a@news.example.com`). Every SQL that decides who may be written to uses this fragment (broadcasts/run.ts,
- * sending/write.ts, imports/run.ts); `loadStopList` below applies the same rule in code to a prospect's address and
- * site, for the outreach requests that judge many at once (test/lists/stop-list-rule.test.ts holds the two to one answer).
+ * The stop list's repository and its rule, written once: the rule's SQL form, its code form and the one statement that
+ * reads the table stand together here, so the forms cannot drift apart. An address is stopped when the account's stop
+ * list holds the address itself (kind `email`) or its domain or any parent domain of it (kind `domain`: `example.com`
+ * stops `a@example.com` and `a@news.example.com`). Every SQL that decides who may be written to uses this fragment (the
+ * broadcasts and imports repositories, sending's send statement); `loadStopList` below applies the same rule in code to
+ * a prospect's address and site, for the outreach requests that judge many at once (test/lists/stop-list-rule.test.ts
+ * holds the two to one answer).
  *
  * `account` and `email` are SQL expressions (a column or a parameter such as `$1`) of the statement the fragment goes
  * into; they are placed as written, never built from input.
@@ -20,7 +22,7 @@ export function stopListed(account: string, email: string): string {
 }
 
 /** `mail.acme.co.uk` -> [mail.acme.co.uk, acme.co.uk, co.uk]: a stop-listed domain covers its subdomains too. */
-export function domainAndParents(host: string): string[] {
+function domainAndParents(host: string): string[] {
   const labels = host.split('.');
   const out: string[] = [];
   for (let i = 0; i < labels.length - 1; i++) out.push(labels.slice(i).join('.'));
@@ -32,6 +34,16 @@ export async function isStopListed(db: Tx, accountId: number, contact: { email: 
   return (await loadStopList(db, accountId, [contact])).covers(contact);
 }
 
+/** Reads the account's stop-list entries that are one of these addresses (kind `email`) or one of these domains (kind `domain`). */
+async function entriesMatching(db: Tx, accountId: number, emails: string[], domains: string[]): Promise<{ kind: string; value: string }[]> {
+  return rawQuery<{ kind: string; value: string }>(
+    db,
+    `SELECT kind::text AS kind, value FROM stop_list
+     WHERE account_id = $1 AND ((kind = 'email' AND value = ANY($2::text[])) OR (kind = 'domain' AND value = ANY($3::text[])))`,
+    [accountId, emails, domains],
+  );
+}
+
 /** The account's stop-list entries that can touch these contacts, read once for a whole request (sending/write.ts applies the same rule in SQL). */
 export async function loadStopList(db: Tx, accountId: number, contacts: { email: string | null; site: string | null }[]) {
   const domainsOf = (c: { email: string | null; site: string | null }) => [
@@ -40,12 +52,7 @@ export async function loadStopList(db: Tx, accountId: number, contacts: { email:
   ];
   const emails = contacts.flatMap((c) => (c.email ? [c.email] : []));
   const domains = [...new Set(contacts.flatMap(domainsOf))];
-  const entries = await rawQuery<{ kind: string; value: string }>(
-    db,
-    `SELECT kind::text AS kind, value FROM stop_list
-     WHERE account_id = $1 AND ((kind = 'email' AND value = ANY($2::text[])) OR (kind = 'domain' AND value = ANY($3::text[])))`,
-    [accountId, emails, domains],
-  );
+  const entries = await entriesMatching(db, accountId, emails, domains);
   const stoppedEmails = new Set(entries.filter((e) => e.kind === 'email').map((e) => e.value));
   const stoppedDomains = new Set(entries.filter((e) => e.kind === 'domain').map((e) => e.value));
   return {

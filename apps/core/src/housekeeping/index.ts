@@ -1,6 +1,7 @@
-import type { Db } from './db';
-import { logger } from './logger';
-import { noteOutage } from './outage';
+import type { Db } from '../db';
+import { logger } from '../logger';
+import { noteOutage } from '../outage';
+import { tryTaskLock } from './repository';
 
 export interface HousekeepingTask {
   name: string;
@@ -28,8 +29,7 @@ export function startHousekeeping(db: Db, tasks: HousekeepingTask[]): Housekeepi
     try {
       await db.$transaction(
         async (tx) => {
-          const [lock] = await tx.$queryRaw<{ taken: boolean }[]>`SELECT pg_try_advisory_xact_lock(hashtext(${`housekeeping:${task.name}`})) AS taken`;
-          if (lock?.taken) await task.run();
+          if (await tryTaskLock(tx, task.name)) await task.run();
         },
         { maxWait: 10_000, timeout: 10 * 60_000 },
       );

@@ -1,0 +1,170 @@
+import { rawQuery, type Db, type Prisma, type Tx } from '../db';
+import { stopListed } from '../stop-list/repository';
+
+/**
+ * The broadcasts' SQL, and nothing else writes it: the broadcast rows, their audience snapshot (broadcast_recipients)
+ * and their copies in messages. The named statements ('broadcast-page', 'broadcast-copies') are prepared once per
+ * connection on the run's hot path (apps/core/src/db.ts).
+ */
+
+/** Active subscribers not suppressed and not on the stop list (the address, its domain or a parent domain). */
+const ELIGIBLE = `s.status = 'active'
+  AND NOT EXISTS (SELECT 1 FROM suppressions sp WHERE sp.account_id = l.account_id AND sp.email = s.email)
+  AND NOT ${stopListed('l.account_id', 's.email')}`;
+
+/** Locks the broadcast row (FOR UPDATE) for the caller's transaction; false when there is no such broadcast. */
+export async function lockBroadcast(tx: Tx, id: number): Promise<boolean> {
+  const locked = await rawQuery<{ id: number }>(tx, 'SELECT id FROM broadcasts WHERE id = $1 FOR UPDATE', [id]);
+  return locked.length > 0;
+}
+
+/** Locks the broadcast row (FOR UPDATE) and reads its status; undefined when there is no such broadcast. */
+export async function lockBroadcastStatus(tx: Tx, id: number): Promise<string | undefined> {
+  const locked = await rawQuery<{ status: string }>(tx, 'SELECT status::text AS status FROM broadcasts WHERE id = $1 FOR UPDATE', [id]);
+  return locked[0]?.status;
+}
+
+/** Reads the broadcast's status; null when there is no such broadcast. */
+export async function broadcastStatus(db: Db, id: number): Promise<string | null> {
+  const [row] = await rawQuery<{ status: string }>(db, 'SELECT status::text AS status FROM broadcasts WHERE id = $1', [id]);
+  return row?.status ?? null;
+}
+
+/** Inserts the audience snapshot into broadcast_recipients: the list's eligible subscribers having every tag. Answers how many. */
+export async function snapshotAudience(tx: Tx, id: number, listId: number, tags: string[]): Promise<number> {
+  const inserted = await rawQuery<{ n: number }>(
+    tx,
+    `WITH snap AS (
+             INSERT INTO broadcast_recipients (broadcast_id, subscriber_id)
+             SELECT $1, s.id FROM subscribers s JOIN lists l ON l.id = s.list_id
+             WHERE s.list_id = $2 AND s.tags @> $3::text[] AND ${ELIGIBLE}
+             ON CONFLICT DO NOTHING RETURNING 1)
+           SELECT count(*)::int AS n FROM snap`,
+    [id, listId, tags],
+  );
+  return inserted[0]!.n;
+}
+
+export interface PageRow {
+  id: number;
+  email: string;
+  name: string;
+  fields: unknown;
+  /** still eligible and without a copy */
+  due: boolean;
+}
+
+/** Reads one keyset page of the snapshot (subscriber ids after `after`), each person with whether a copy is still due. */
+export function audiencePage(db: Db, id: number, after: number, size: number): Promise<PageRow[]> {
+  return rawQuery<PageRow>(
+    db,
+    `SELECT s.id, s.email, s.name, s.fields,
+            (${ELIGIBLE} AND NOT EXISTS (SELECT 1 FROM messages m WHERE m.broadcast_id = r.broadcast_id AND m.subscriber_id = s.id)) AS due
+     FROM broadcast_recipients r JOIN subscribers s ON s.id = r.subscriber_id JOIN lists l ON l.id = s.list_id
+     WHERE r.broadcast_id = $1 AND r.subscriber_id > $2
+     ORDER BY r.subscriber_id LIMIT $3`,
+    [id, after, size],
+    'broadcast-page',
+  );
+}
+
+/** A rendered copy (delivery/outbox.ts messageRow, with its body and its headers as JSON text), as insertCopies writes it. */
+export type CopyRow = Pick<Prisma.MessageCreateManyInput, 'id' | 'subscriberId' | 'to' | 'subject' | 'messageIdHeader'> & {
+  text: string | null;
+  html: string | null;
+  headers: string;
+};
+
+/**
+ * Inserts the copies into messages (enqueued now) while the broadcast, held FOR SHARE, is `sending`; one copy per
+ * (broadcast, subscriber), a copy already there is left alone. Answers the ids written.
+ */
+export async function insertCopies(db: Db, b: { id: number; accountId: number; mailboxId: number }, rows: CopyRow[]): Promise<string[]> {
+  const inserted = await rawQuery<{ id: string }>(
+    db,
+    `WITH b AS (SELECT id FROM broadcasts WHERE id = $1 AND status = 'sending' FOR SHARE)
+       INSERT INTO messages (id, account_id, mailbox_id, kind, broadcast_id, subscriber_id, "to", subject, text, html, headers,
+                             message_id_header, enqueued_at)
+       SELECT v.id, $2, $3, 'broadcast', b.id, v.subscriber_id, v.recipient, v.subject, v.text, v.html, v.headers::jsonb, v.header, now()
+       FROM b, unnest($4::uuid[], $5::int[], $6::text[], $7::text[], $8::text[], $9::text[], $10::text[], $11::text[])
+         AS v(id, subscriber_id, recipient, subject, text, html, headers, header)
+       ON CONFLICT (broadcast_id, subscriber_id) DO NOTHING
+       RETURNING id::text`,
+    [
+      b.id,
+      b.accountId,
+      b.mailboxId,
+      rows.map((r) => r.id),
+      rows.map((r) => r.subscriberId),
+      rows.map((r) => r.to),
+      rows.map((r) => r.subject),
+      rows.map((r) => r.text),
+      rows.map((r) => r.html),
+      rows.map((r) => r.headers),
+      rows.map((r) => r.messageIdHeader),
+    ],
+    'broadcast-copies',
+  );
+  return inserted.map((r) => r.id);
+}
+
+/** Counts the messages of these ids still waiting for a worker (queued or sending). */
+export async function waitingCount(db: Db, ids: string[]): Promise<number> {
+  const [row] = await rawQuery<{ n: number }>(db, `SELECT count(*)::int AS n FROM messages WHERE id = ANY($1::uuid[]) AND status IN ('queued', 'sending')`, [ids]);
+  return row!.n;
+}
+
+/** Reads the ids of the broadcast's queued copies after `after`, in id order, at most `limit`. */
+export function queuedCopiesAfter(db: Db, id: number, after: string, limit: number): Promise<{ id: string }[]> {
+  return rawQuery<{ id: string }>(
+    db,
+    `SELECT id::text FROM messages WHERE broadcast_id = $1 AND status = 'queued' AND id > $2::uuid ORDER BY id LIMIT $3`,
+    [id, after, limit],
+  );
+}
+
+/** Counts the broadcast's copies by status: sent, failed (bounced included), cancelled, pending (not final) and all. */
+export async function copyCounts(db: Tx, id: number): Promise<{ sent: number; failed: number; cancelled: number; pending: number; copies: number }> {
+  const [row] = await rawQuery<{ sent: number; failed: number; cancelled: number; pending: number; copies: number }>(
+    db,
+    `SELECT count(*) FILTER (WHERE status = 'sent')::int AS sent,
+            count(*) FILTER (WHERE status IN ('failed', 'bounced'))::int AS failed,
+            count(*) FILTER (WHERE status = 'cancelled')::int AS cancelled,
+            count(*) FILTER (WHERE status IN ('queued', 'sending', 'deferred'))::int AS pending,
+            count(*)::int AS copies
+     FROM messages WHERE broadcast_id = $1`,
+    [id],
+  );
+  return row!;
+}
+
+/** Deletes the broadcast's copies not yet claimed by a worker (queued or deferred): a resume writes them again. */
+export async function deleteUnclaimedCopies(tx: Tx, id: number): Promise<void> {
+  await rawQuery(tx, `DELETE FROM messages WHERE broadcast_id = $1 AND status IN ('queued', 'deferred')`, [id]);
+}
+
+/** Cancels the person's broadcast copies not yet claimed by a worker (queued or deferred): they left the list. */
+export async function cancelUnclaimedCopiesOf(db: Db, subscriberId: number): Promise<void> {
+  await rawQuery(
+    db,
+    `UPDATE messages SET status = 'cancelled', last_error = 'the person unsubscribed', updated_at = now()
+     WHERE subscriber_id = $1 AND kind = 'broadcast' AND status IN ('queued', 'deferred')`,
+    [subscriberId],
+  );
+}
+
+/** Reads a sending broadcast for the auto-pause check (outreach/auto-pause.ts); undefined when it is not sending. */
+export async function sendingBroadcast(tx: Tx, id: number): Promise<{ id: number; account_id: number; subject: string; window_since: Date | null } | undefined> {
+  const [b] = await rawQuery<{ id: number; account_id: number; subject: string; window_since: Date | null }>(
+    tx,
+    `SELECT id, account_id, subject, window_since FROM broadcasts WHERE id = $1 AND status = 'sending'`,
+    [id],
+  );
+  return b;
+}
+
+/** Pauses a sending broadcast with the service's reason; false when it was no longer sending. */
+export async function pauseSendingBroadcast(tx: Tx, id: number, reason: string): Promise<boolean> {
+  const paused = await rawQuery(tx, `UPDATE broadcasts SET status = 'paused', paused_reason = $2, updated_at = now() WHERE id = $1 AND status = 'sending' RETURNING id`, [id, reason]);
+  return paused.length > 0;
+}

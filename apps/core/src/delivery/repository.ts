@@ -1,0 +1,128 @@
+import type { MessageKind } from '../../../../generated/prisma/enums';
+import { countMessagesSql } from '../analytics/repository';
+import { rawQuery, type Db, type Tx } from '../db';
+import { MESSAGE_EVENT_DATA, subscribed } from '../events/repository';
+
+/**
+ * The SQL of delivery: the worker's batched claim and "sent" mark (fast-claim.ts says why their statements look as
+ * they do, `status::text` included), the full claim's row lock, the enqueued mark, lease renewal, and the counts of
+ * GET /admin/api/delivery/status.
+ */
+
+/** The statement of claimUnguardedRows (below); exported for the test of its plan. */
+export const CLAIM_UNGUARDED = `
+WITH claimed AS (
+  UPDATE messages SET status = 'sending', locked_until = now() + $2 * interval '1 millisecond', locked_by = $4, attempts = attempts + 1, updated_at = now()
+  WHERE id = ANY($1::uuid[]) AND kind::text <> ALL($3::text[])
+    AND (status::text IN ('queued', 'deferred') OR (status::text = 'sending' AND locked_until < now()))
+    AND (not_before IS NULL OR not_before <= now())
+    AND NOT EXISTS (SELECT 1 FROM suppressions s WHERE s.account_id = messages.account_id AND s.email = messages."to")
+  RETURNING *
+)
+SELECT c.id::text AS id, c.send_id::text AS send_id, c.mailbox_id, row_to_json(c) AS message,
+       CASE WHEN row_number() OVER (PARTITION BY c.mailbox_id) = 1 THEN row_to_json(mb) END AS mailbox,
+       CASE WHEN c.send_id IS NOT NULL AND row_number() OVER (PARTITION BY c.send_id) = 1 THEN row_to_json(s) END AS send
+FROM claimed c JOIN mailboxes mb ON mb.id = c.mailbox_id LEFT JOIN sends s ON s.id = c.send_id
+`;
+
+/** A claimed row as CLAIM_UNGUARDED returns it: snake_case JSON, each mailbox and Send with the first of its rows only. */
+export interface ClaimedJson {
+  id: string;
+  send_id: string | null;
+  mailbox_id: number;
+  message: Record<string, unknown>;
+  mailbox: Record<string, unknown> | null;
+  send: Record<string, unknown> | null;
+}
+
+/**
+ * Updates to `sending` (held by `holder` for `leaseMs`) each of the messages that is due, unheld, not suppressed and of
+ * no `guarded` kind, and reads it with its mailbox and Send, in one statement.
+ */
+export async function claimUnguardedRows(db: Db, ids: string[], leaseMs: number, guarded: MessageKind[], holder: string): Promise<ClaimedJson[]> {
+  return rawQuery<ClaimedJson>(
+    db,
+    CLAIM_UNGUARDED,
+    [ids, leaseMs, guarded, holder],
+    'claim-unguarded',
+  );
+}
+
+/** The statement of markRowsSent (below); exported for the test of its plan. */
+export const MARK_SENT = `
+WITH marked AS (
+  UPDATE messages m SET status = 'sent', sent_at = now(), smtp_response = v.response, last_error = NULL, locked_until = NULL, updated_at = now()
+  FROM unnest($1::uuid[], $2::text[]) AS v(id, response)
+  WHERE m.id = v.id AND m.status::text = 'sending'
+  RETURNING m.*
+), counted AS (
+  ${countMessagesSql('marked', ['sent', 'delivered'])}
+)
+INSERT INTO events (account_id, type, data)
+SELECT m.account_id, 'message.sent', ${MESSAGE_EVENT_DATA} FROM marked m LEFT JOIN sends s ON s.id = m.send_id
+WHERE ${subscribed('m.account_id', `'message.sent'`)}
+`;
+
+/**
+ * Updates the `sending` messages to `sent` with their SMTP answers, adds them to the `sent` and `delivered` counters and
+ * inserts their wanted `message.sent` events, in one statement.
+ */
+export async function markRowsSent(db: Db, sent: { id: string; response: string }[]): Promise<void> {
+  await rawQuery(
+    db,
+    MARK_SENT,
+    [sent.map((s) => s.id), sent.map((s) => s.response)],
+    'mark-sent',
+  );
+}
+
+/** Locks the messages row (FOR UPDATE, in the caller's transaction); false when there is none. */
+export async function lockMessage(tx: Tx, messageId: string): Promise<boolean> {
+  const locked = await tx.$queryRaw<{ id: string }[]>`SELECT id FROM messages WHERE id = ${messageId}::uuid FOR UPDATE`;
+  return locked.length > 0;
+}
+
+/** Sets `enqueued_at` of the messages to now: their delivery jobs are in Redis. */
+export async function markEnqueued(db: Tx, ids: string[]): Promise<void> {
+  await rawQuery(db, 'UPDATE messages SET enqueued_at = now() WHERE id = ANY($1::uuid[])', [ids]);
+}
+
+/** Clears the enqueued mark of rows whose jobs Redis did not take, so the reconciler queues them on its next run. */
+export async function markNotEnqueued(db: Tx, ids: string[]): Promise<void> {
+  await rawQuery(db, 'UPDATE messages SET enqueued_at = NULL WHERE id = ANY($1::uuid[])', [ids]);
+}
+
+/** Moves the lease of the messages still `sending` to `leaseMs` from now, in one statement (found by primary key). */
+export async function renewLeases(db: Tx, ids: string[], leaseMs: number): Promise<void> {
+  await rawQuery(
+    db,
+    `UPDATE messages SET locked_until = now() + $2 * interval '1 millisecond' WHERE id = ANY($1::uuid[]) AND status::text = 'sending'`,
+    [ids, leaseMs],
+    'renew-leases',
+  );
+}
+
+/** The counts behind deliveryStatus, as one row. */
+export interface DeliveryCounts {
+  by_status: Record<string, number> | null;
+  oldest: number | null;
+  expired: number;
+  not_enqueued: number;
+}
+
+/**
+ * Reads messages per status, the age in seconds of the oldest due queued or deferred one, the `sending` ones whose
+ * lease ran out and the queued or deferred ones not marked enqueued, in one statement.
+ */
+export async function deliveryCounts(db: Tx): Promise<DeliveryCounts | undefined> {
+  const [counts] = await rawQuery<DeliveryCounts>(
+    db,
+    `SELECT
+       (SELECT json_object_agg(status, n) FROM (SELECT status::text, count(*)::int AS n FROM messages GROUP BY status) s) AS by_status,
+       (SELECT extract(epoch FROM now() - min(created_at))::float FROM messages
+         WHERE status IN ('queued', 'deferred') AND (not_before IS NULL OR not_before <= now())) AS oldest,
+       (SELECT count(*)::int FROM messages WHERE status = 'sending' AND locked_until < now()) AS expired,
+       (SELECT count(*)::int FROM messages WHERE status IN ('queued', 'deferred') AND enqueued_at IS NULL) AS not_enqueued`,
+  );
+  return counts;
+}

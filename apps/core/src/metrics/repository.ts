@@ -1,0 +1,21 @@
+import type { Db } from '../db';
+
+/** The SQL of the metrics' Postgres gauges: counts of messages by status, exact (bounded) or estimated. */
+
+/** Reads how many messages have each of `statuses`, counting at most `cap` rows each (an index range per status). */
+export async function countStatusesUpTo(db: Db, statuses: readonly string[], cap: number): Promise<{ status: string; n: bigint }[]> {
+  return db.$queryRawUnsafe<{ status: string; n: bigint }[]>(
+    statuses.map((s) => `SELECT '${s}' AS status, count(*) AS n FROM (SELECT 1 FROM messages WHERE status = '${s}' LIMIT ${cap}) x`).join(' UNION ALL '),
+  );
+}
+
+/** Reads messages by status as Postgres's statistics estimate them (reltuples x most-common-value frequencies): no scan. */
+export async function estimateStatuses(db: Db): Promise<{ status: string; n: number }[]> {
+  return db.$queryRawUnsafe<{ status: string; n: number }[]>(
+    `SELECT v.status, round(greatest(c.reltuples, 0) * v.freq)::float8 AS n
+       FROM pg_class c,
+            LATERAL (SELECT unnest(s.most_common_vals::text::text[]) AS status, unnest(s.most_common_freqs) AS freq
+                       FROM pg_stats s WHERE s.schemaname = current_schema() AND s.tablename = 'messages' AND s.attname = 'status') v
+      WHERE c.oid = 'messages'::regclass`,
+  );
+}

@@ -1,0 +1,479 @@
+import type { Campaign, Prospect } from '../../../../generated/prisma/client';
+import { rawQuery, type Tx } from '../db';
+import type { PauseRates } from './auto-pause';
+
+/**
+ * Outreach's SQL, and nothing else writes it: campaigns, their prospects, the mailboxes' sequence slots, the
+ * campaign stats and the auto-pause windows. Typed Prisma calls stay in the modules that use them.
+ */
+
+// ---- mailbox slots (limits.ts) ----
+
+/**
+ * SQL: the mailbox's outreach cap today (a row `m` of mailboxes, at `at`): its daily_limit, or during a warm-up
+ * min(daily_limit, start + step x whole days since the warm-up was set). The slot claim and the scheduler's claim use
+ * it; limits.ts effectiveDailyLimit is the same rule for what GET shows.
+ */
+function effectiveLimitSql(m: string, at = 'clock_timestamp()'): string {
+  return `CASE WHEN ${m}.warmup_start IS NULL THEN ${m}.daily_limit ELSE least(${m}.daily_limit,
+    ${m}.warmup_start + ${m}.warmup_step * floor(greatest(0, extract(epoch FROM ${at} - ${m}.warmup_since)) / 86400)::int) END`;
+}
+
+/** SQL: the wait after the mailbox's last outreach email (seconds): the one drawn then, else gap_seconds. */
+const gapSql = (m: string) => `coalesce(${m}.sequence_gap, ${m}.gap_seconds)`;
+
+/**
+ * Takes one sequence slot of the mailbox when its day's cap and its gap allow (one conditional UPDATE: the row lock
+ * serialises concurrent claims), drawing the next gap (`sequence_gap`). Answers the slot's time, or undefined.
+ */
+export async function claimSlot(tx: Tx, mailboxId: number): Promise<{ at: Date } | undefined> {
+  const [claimed] = await rawQuery<{ at: Date }>(
+    tx,
+    `UPDATE mailboxes m SET
+      sequence_count = CASE WHEN sequence_day = (clock_timestamp() AT TIME ZONE 'UTC')::date THEN sequence_count + 1 ELSE 1 END,
+      sequence_day = (clock_timestamp() AT TIME ZONE 'UTC')::date,
+      sequence_last_at = greatest(clock_timestamp(), coalesce(sequence_last_at, clock_timestamp())),
+      sequence_gap = gap_seconds * (1 + gap_jitter * random())
+    WHERE id = $1
+      AND (sequence_day IS DISTINCT FROM (clock_timestamp() AT TIME ZONE 'UTC')::date OR sequence_count < ${effectiveLimitSql('m')})
+      AND ${effectiveLimitSql('m')} > 0
+      AND (gap_seconds = 0 OR sequence_last_at IS NULL OR sequence_last_at <= clock_timestamp() - make_interval(secs => ${gapSql('m')}))
+    RETURNING sequence_last_at AS at`,
+    [mailboxId],
+  );
+  return claimed;
+}
+
+/** Reads why the mailbox has no slot: its day is full (and when the next begins), or when its gap ends. */
+export async function slotState(tx: Tx, mailboxId: number): Promise<{ full: boolean; next_day: Date; gap_until: Date | null } | undefined> {
+  const [state] = await rawQuery<{ full: boolean; next_day: Date; gap_until: Date | null }>(
+    tx,
+    `SELECT
+      (${effectiveLimitSql('m')} <= 0 OR (sequence_day = (clock_timestamp() AT TIME ZONE 'UTC')::date AND sequence_count >= ${effectiveLimitSql('m')})) AS full,
+      (((clock_timestamp() AT TIME ZONE 'UTC')::date + 1)::timestamp AT TIME ZONE 'UTC') AS next_day,
+      sequence_last_at + make_interval(secs => ${gapSql('m')}) AS gap_until
+    FROM mailboxes m WHERE id = $1`,
+    [mailboxId],
+  );
+  return state;
+}
+
+// ---- the scheduler's claim (scheduler.ts) ----
+
+/**
+ * The due steps that can go out now, claimed in one statement whose cost follows that work, not the backlog:
+ * - a mailbox's free sequence slots are read once (0 at its daily cap or inside its gap; 1 when it has a gap; else
+ *   what is left of its day), less the steps already queued for it and not yet written, so a mailbox that cannot
+ *   send is passed over in one step, not row by row;
+ * - each mailbox gives at most its free slots of its campaigns' due prospects, oldest first, and at most its share of
+ *   the batch, so one claim reads about a batch of rows however many campaigns are due;
+ * - a step that closes a prospect (the wait after the last step is over) needs no slot and is always taken.
+ * A claimed row is marked `queued_at`; until its step job moves `next_at` on, the claim passes it over, so a backlog
+ * waiting for the workers is not claimed and queued again every tick. A mark older than QUEUED_FRESH is taken as
+ * lost (Redis lost the job) and the row is claimed again. The step job claims its mailbox slot for real (claimSlot).
+ * Only the rows finally taken are locked (SKIP LOCKED): another scheduler at the same moment never gets them.
+ */
+const QUEUED_FRESH = "interval '60 seconds'";
+const UNQUEUED = `(p.queued_at IS NULL OR p.queued_at < p.next_at OR p.queued_at < now() - ${QUEUED_FRESH})`;
+const CLAIM_DUE = `
+WITH running AS (
+  SELECT c.id, c.mailbox_id, (SELECT count(*)::int FROM campaign_steps s WHERE s.campaign_id = c.id) AS steps
+  FROM campaigns c WHERE c.status = 'running' AND ($1::int IS NULL OR c.id = $1::int)
+), queued AS (
+  -- read through the queued_at index: the rows marked in the last minute, not the due backlog
+  SELECT r.mailbox_id, count(*)::int AS n FROM prospects p JOIN running r ON r.id = p.campaign_id
+  WHERE p.queued_at >= now() - ${QUEUED_FRESH} AND p.queued_at >= p.next_at
+    AND p.status IN ('ready', 'writing', 'later') AND p.next_at <= now() AND p.step < r.steps
+  GROUP BY r.mailbox_id
+), free AS (
+  SELECT m.id, greatest(0, CASE
+      WHEN m.cap <= 0 THEN 0
+      WHEN m.sequence_day = (now() AT TIME ZONE 'UTC')::date AND m.sequence_count >= m.cap THEN 0
+      WHEN m.gap_seconds > 0 AND m.sequence_last_at > now() - make_interval(secs => ${gapSql('m')}) THEN 0
+      WHEN m.gap_seconds > 0 THEN 1
+      ELSE m.cap - CASE WHEN m.sequence_day = (now() AT TIME ZONE 'UTC')::date THEN m.sequence_count ELSE 0 END
+    END - coalesce(q.n, 0)) AS slots
+  FROM (SELECT mb.*, ${effectiveLimitSql('mb', 'now()')} AS cap FROM mailboxes mb WHERE mb.id IN (SELECT mailbox_id FROM running)) m
+  LEFT JOIN queued q ON q.mailbox_id = m.id
+), share AS (
+  SELECT $2::int / greatest(1, count(*) FILTER (WHERE slots > 0))::int + 1 AS rows FROM free
+), open_steps AS (
+  -- each running campaign of a mailbox with free slots gives its oldest due rows through the (campaign_id, next_at)
+  -- index, at most what its mailbox may take: rows read follow the slots, not the backlog
+  SELECT x.id, x.next_at, r.mailbox_id, least(f.slots, share.rows) AS cap,
+         row_number() OVER (PARTITION BY r.mailbox_id ORDER BY x.next_at, x.id) AS rank
+  FROM running r JOIN free f ON f.id = r.mailbox_id AND f.slots > 0 CROSS JOIN share
+  CROSS JOIN LATERAL (
+    SELECT p.id, p.next_at FROM prospects p
+    WHERE p.campaign_id = r.id AND p.next_at <= now() AND p.status IN ('ready', 'writing', 'later') AND p.step < r.steps AND ${UNQUEUED}
+    ORDER BY p.next_at LIMIT least(f.slots, share.rows)
+  ) x
+), candidates AS (
+  SELECT id, next_at, mailbox_id, false AS closing FROM open_steps WHERE rank <= cap
+  UNION ALL
+  SELECT p.id, p.next_at, r.mailbox_id, true
+  FROM running r
+  CROSS JOIN LATERAL (
+    -- through the (campaign_id, status, step) index: only the open rows past the last step are read
+    SELECT p.id, p.next_at FROM prospects p
+    WHERE p.campaign_id = r.id AND p.status = ANY('{ready,writing,later}'::"ProspectStatus"[]) AND p.step >= r.steps
+      AND p.next_at <= now() AND ${UNQUEUED}
+    ORDER BY p.next_at LIMIT $2::int
+  ) p
+), taken AS (
+  -- by primary key: a join here let the planner hash the whole table
+  SELECT p.id FROM prospects p WHERE p.id = ANY(ARRAY(SELECT id FROM candidates ORDER BY next_at LIMIT $2::int))
+  FOR UPDATE OF p SKIP LOCKED
+)
+UPDATE prospects p SET queued_at = now() FROM taken t WHERE p.id = t.id
+RETURNING p.id, p.step, p.next_at`;
+
+/** Claims up to `limit` due prospects (of one campaign, or of every running one when null) and marks them queued_at (CLAIM_DUE above). */
+export function claimDue(tx: Tx, campaignId: number | null, limit: number): Promise<{ id: number; step: number; next_at: Date }[]> {
+  return tx.$queryRawUnsafe<{ id: number; step: number; next_at: Date }[]>(CLAIM_DUE, campaignId, limit);
+}
+
+// ---- prospects ----
+
+/** Locks the prospect row (FOR UPDATE); false when there is none. */
+export async function lockProspect(tx: Tx, id: number): Promise<boolean> {
+  const rows = await tx.$queryRaw<{ id: number }[]>`SELECT id FROM prospects WHERE id = ${id} FOR UPDATE`;
+  return rows.length > 0;
+}
+
+/** Locks the campaign's prospect at this address (FOR UPDATE) and answers its id; undefined when there is none. */
+export async function lockProspectByEmail(tx: Tx, campaignId: number, email: string): Promise<number | undefined> {
+  const [row] = await tx.$queryRaw<{ id: number }[]>`SELECT id FROM prospects WHERE campaign_id = ${campaignId} AND email = ${email} FOR UPDATE`;
+  return row?.id;
+}
+
+export interface LockedProspect {
+  id: number;
+  campaign_id: number;
+  email: string | null;
+  site: string | null;
+  name: string;
+  fields: unknown;
+  status: string;
+  step: number;
+  next_at: Date | null;
+  thread_id: string | null;
+}
+
+/** Locks the prospect row (FOR UPDATE) and reads what the step writer decides on (steps.ts). */
+export async function lockProspectForStep(tx: Tx, prospectId: number): Promise<LockedProspect | undefined> {
+  const [p] = await tx.$queryRaw<LockedProspect[]>`
+    SELECT id, campaign_id, email, site, name, fields, status, step, next_at, thread_id
+    FROM prospects WHERE id = ${prospectId} FOR UPDATE`;
+  return p;
+}
+
+export interface GuardRow {
+  id: number;
+  status: string;
+  reason: string;
+  step: number;
+  email: string | null;
+  site: string | null;
+  account_id: number;
+  campaign_status: string;
+}
+
+/** Locks the prospect row (FOR UPDATE) and reads it with its campaign's account and status (guard.ts). */
+export async function lockProspectForGuard(tx: Tx, prospectId: number): Promise<GuardRow | undefined> {
+  const [p] = await tx.$queryRaw<GuardRow[]>`
+    SELECT p.id, p.status, p.reason, p.step, p.email, p.site, c.account_id, c.status AS campaign_status
+    FROM prospects p JOIN campaigns c ON c.id = p.campaign_id
+    WHERE p.id = ${prospectId} FOR UPDATE OF p`;
+  return p;
+}
+
+/** Moves the prospect back one step (its thread forgotten when that is step 0), keeping its status and next_at. */
+export async function rewindStep(tx: Tx, prospectId: number): Promise<void> {
+  await tx.$executeRaw`
+      UPDATE prospects SET step = step - 1, updated_at = now(), thread_id = CASE WHEN step - 1 = 0 THEN NULL ELSE thread_id END
+      WHERE id = ${prospectId}`;
+}
+
+/** Moves the prospect back one step, due at once (back to ready, its thread forgotten, when that is step 0). */
+export async function rewindStepDueNow(tx: Tx, prospectId: number): Promise<void> {
+  await tx.$executeRaw`
+        UPDATE prospects SET step = step - 1, next_at = now(), updated_at = now(),
+          status = CASE WHEN step - 1 = 0 THEN 'ready'::"ProspectStatus" ELSE status END,
+          thread_id = CASE WHEN step - 1 = 0 THEN NULL ELSE thread_id END
+        WHERE id = ${prospectId}`;
+}
+
+/** Reads the prospect an email from `address` answers: one of a campaign sending from this mailbox, open ones and then the latest first. */
+export async function prospectAnswering(tx: Tx, mailboxId: number, address: string): Promise<number | null> {
+  const [row] = await tx.$queryRaw<{ id: number }[]>`
+    SELECT p.id FROM prospects p JOIN campaigns c ON c.id = p.campaign_id
+    WHERE c.mailbox_id = ${mailboxId} AND p.email = ${address}
+    ORDER BY (p.status IN ('ready', 'writing', 'later')) DESC, p.updated_at DESC LIMIT 1`;
+  return row?.id ?? null;
+}
+
+/** Locks (FOR UPDATE, in id order) the account's prospects at `address` still open or closed only as no_reply. */
+export function lockOpenProspectsAt(tx: Tx, accountId: number, address: string): Promise<{ id: number }[]> {
+  return tx.$queryRaw<{ id: number }[]>`
+    SELECT p.id FROM prospects p JOIN campaigns c ON c.id = p.campaign_id
+    WHERE c.account_id = ${accountId} AND p.email = ${address}
+      AND (p.status IN ('new', 'ready', 'writing', 'hold', 'later') OR (p.status = 'lost' AND p.reason = 'no_reply'))
+    ORDER BY p.id FOR UPDATE OF p`;
+}
+
+/** What an add request reads and changes of a prospect. */
+export type KnownRow = Pick<Prospect, 'id' | 'campaignId' | 'email' | 'site' | 'name' | 'fields' | 'status' | 'reason' | 'nextAt' | 'closedAt'>;
+
+/** Reads the campaign's prospects at these addresses and at these sites. */
+export function prospectsMatching(tx: Tx, campaignId: number, emails: string[], sites: string[]): Promise<KnownRow[]> {
+  // One index lookup per address and per site, each in a lateral subquery the planner keeps apart (LIMIT, OFFSET 0).
+  // As one `email = ANY(...) OR site = ANY(...)`, or even as two `= ANY` arms, Postgres walked the campaign's every
+  // prospect whenever its statistics were older than the campaign's growth (bench: a campaign filled by the requests
+  // themselves, estimated at 16 rows, read 800 pages a request of 100, inside the campaign's lock that the other
+  // requests queue on).
+  const columns = `p.id, p.campaign_id AS "campaignId", p.email, p.site, p.name, p.fields, p.status::text AS status, p.reason, p.next_at AS "nextAt", p.closed_at AS "closedAt"`;
+  return tx.$queryRawUnsafe<KnownRow[]>(
+      `SELECT ${columns} FROM unnest($2::text[]) AS e(email)
+         CROSS JOIN LATERAL (SELECT * FROM prospects WHERE campaign_id = $1 AND email = e.email LIMIT 1) p
+       UNION
+       SELECT ${columns} FROM unnest($3::text[]) AS t(site)
+         CROSS JOIN LATERAL (SELECT * FROM prospects WHERE campaign_id = $1 AND site = t.site OFFSET 0) p`,
+    campaignId,
+    emails,
+    sites,
+  );
+}
+
+/** Takes `count` ids from the prospects' sequence. */
+export async function reserveProspectIds(tx: Tx, count: number): Promise<number[]> {
+  const rows = await tx.$queryRaw<{ id: number }[]>`SELECT nextval('prospects_id_seq')::int AS id FROM generate_series(1, ${count})`;
+  return rows.map((r) => r.id);
+}
+
+/** Inserts the rows in one statement, their columns as arrays; the columns a row does not name take the table's defaults. */
+export async function insertProspects(tx: Tx, rows: KnownRow[]): Promise<void> {
+  const column = <K extends keyof KnownRow>(key: K) => rows.map((r) => r[key]);
+  await tx.$executeRawUnsafe(
+      `INSERT INTO prospects (id, campaign_id, email, site, name, fields, status, reason, next_at, closed_at)
+       SELECT * FROM unnest($1::int[], $2::int[], $3::text[], $4::text[], $5::text[], $6::jsonb[], $7::"ProspectStatus"[], $8::text[], $9::timestamptz[], $10::timestamptz[])`,
+    column('id'),
+    column('campaignId'),
+    column('email'),
+    column('site'),
+    column('name'),
+    rows.map((r) => JSON.stringify(r.fields)),
+    column('status'),
+    column('reason'),
+    column('nextAt'),
+    column('closedAt'),
+  );
+}
+
+// ---- campaigns ----
+
+/** Locks the campaign row (FOR UPDATE), whoever's it is. */
+export async function lockCampaign(db: Tx, id: number): Promise<void> {
+  await db.$queryRaw`SELECT id FROM campaigns WHERE id = ${id} FOR UPDATE`;
+}
+
+/** Locks the campaign row (FOR UPDATE) when it is the account's. */
+export async function lockAccountCampaign(db: Tx, accountId: number, campaignId: number): Promise<void> {
+  await db.$queryRaw`SELECT id FROM campaigns WHERE id = ${campaignId} AND account_id = ${accountId} FOR UPDATE`;
+}
+
+/** What an add request needs of its campaign. */
+export type CampaignForAdds = Pick<Campaign, 'id' | 'accountId' | 'status' | 'stages' | 'schedule'> & { firstDelayHours: number | null };
+
+/** Locks the account's campaign row (FOR UPDATE OF c) and reads what an add request needs, its first step's delay included. */
+export async function lockCampaignForAdds(tx: Tx, accountId: number, campaignId: number): Promise<CampaignForAdds | undefined> {
+  const [campaign] = await tx.$queryRawUnsafe<CampaignForAdds[]>(
+    `SELECT c.id, c.account_id AS "accountId", c.status::text AS status, c.stages, c.schedule,
+       (SELECT s.delay_hours FROM campaign_steps s WHERE s.campaign_id = c.id ORDER BY s.position LIMIT 1) AS "firstDelayHours"
+     FROM campaigns c WHERE c.id = $1 AND c.account_id = $2 FOR UPDATE OF c`,
+    campaignId,
+    accountId,
+  );
+  return campaign;
+}
+
+// ---- what counts as a dead bounce and a complaint: the stats and the auto-pause windows ----
+
+/**
+ * SQL over a messages row: is it a dead-address bounce? The bounce reader's verdict on it (`messages.bounce`, its reason
+ * userunknown, hostunknown, hasmoved or notaccept: docs/inbound.md), from a report or the SMTP answer at delivery; a
+ * row bounced before bounces carried their reason counts by its status. The one place that says so.
+ */
+function isDeadBounce(m: string): string {
+  return `COALESCE((${m}.bounce->>'dead')::boolean, ${m}.status = 'bounced')`;
+}
+
+/** SQL over a messages row: did its recipient complain about it (an ARF report matched to it: docs/inbound.md)? */
+function isComplaint(m: string): string {
+  return `EXISTS (SELECT 1 FROM inbound_messages i WHERE i.related_id = ${m}.id AND i.kind = 'complaint')`;
+}
+
+// ---- campaign stats (stats.ts) ----
+
+/** Reads how many steps the campaign has; undefined when there is no such campaign. */
+export async function campaignStepCount(db: Tx, campaignId: number): Promise<number | undefined> {
+  const [campaign] = await rawQuery<{ steps: number }>(
+    db,
+    `SELECT (SELECT count(*)::int FROM campaign_steps s WHERE s.campaign_id = c.id) AS steps FROM campaigns c WHERE c.id = $1`,
+    [campaignId],
+  );
+  return campaign?.steps;
+}
+
+/** Counts the campaign's prospects by status (the statuses it has). */
+export function prospectStatusCounts(db: Tx, campaignId: number): Promise<{ status: string; count: number }[]> {
+  return rawQuery<{ status: string; count: number }>(
+    db,
+    `SELECT status::text AS status, count(*)::int AS count FROM prospects WHERE campaign_id = $1 GROUP BY status`,
+    [campaignId],
+  );
+}
+
+export interface StepCounts {
+  step: number;
+  sent: number;
+  bounced: number;
+  complained: number;
+  ended: number;
+  replied: number;
+  auto_replied: number;
+  unsubscribed: number;
+}
+
+/** Counts per step (1 to at least `steps`): the emails sent, dead-bounced, complained of and ended, and the prospects whose last step it was by how they answered. */
+export function stepCounts(db: Tx, campaignId: number, steps: number): Promise<StepCounts[]> {
+  return rawQuery<StepCounts>(
+    db,
+    `WITH emails AS (
+       SELECT m.step, count(*) FILTER (WHERE m.sent_at IS NOT NULL)::int AS sent,
+              count(*) FILTER (WHERE ${isDeadBounce('m')})::int AS bounced,
+              count(*) FILTER (WHERE ${isComplaint('m')})::int AS complained,
+              count(*) FILTER (WHERE m.status IN ('sent', 'bounced', 'failed'))::int AS ended
+       FROM prospects p JOIN messages m ON m.prospect_id = p.id
+       WHERE p.campaign_id = $1 AND m.kind = 'sequence' GROUP BY m.step
+     ), answers AS (
+       SELECT p.step, count(*) FILTER (WHERE p.reply IN ('human', 'reported'))::int AS replied,
+              count(*) FILTER (WHERE p.reply = 'auto')::int AS auto_replied,
+              count(*) FILTER (WHERE p.status = 'lost' AND p.reason = 'unsubscribed')::int AS unsubscribed
+       FROM prospects p WHERE p.campaign_id = $1 AND p.step > 0 GROUP BY p.step
+     )
+     SELECT s.step, coalesce(e.sent, 0) AS sent, coalesce(e.bounced, 0) AS bounced, coalesce(e.complained, 0) AS complained,
+            coalesce(e.ended, 0) AS ended, coalesce(a.replied, 0) AS replied, coalesce(a.auto_replied, 0) AS auto_replied,
+            coalesce(a.unsubscribed, 0) AS unsubscribed
+     FROM generate_series(1, greatest($2::int, (SELECT max(step) FROM emails))) AS s(step)
+     LEFT JOIN emails e ON e.step = s.step LEFT JOIN answers a ON a.step = s.step ORDER BY s.step`,
+    [campaignId, steps],
+  );
+}
+
+/** Counts the campaign's prospects written to (past step 0). */
+export async function writtenCount(db: Tx, campaignId: number): Promise<number> {
+  const written = await rawQuery<{ n: number }>(db, `SELECT count(*)::int AS n FROM prospects WHERE campaign_id = $1 AND step > 0`, [campaignId]);
+  return written[0]!.n;
+}
+
+/** Counts per UTC day, the last `days` up to `now` (oldest first, 0 included): emails sent, replies, dead bounces. */
+export function dailyCounts(db: Tx, campaignId: number, now: Date, days: number): Promise<{ date: string; sent: number; replied: number; bounced: number }[]> {
+  return rawQuery<{ date: string; sent: number; replied: number; bounced: number }>(
+    db,
+    `WITH d AS (
+       SELECT generate_series(($2::timestamptz AT TIME ZONE 'UTC')::date - ($3::int - 1), ($2::timestamptz AT TIME ZONE 'UTC')::date, interval '1 day')::date AS date
+     ), emails AS (
+       SELECT (coalesce(m.sent_at, m.updated_at) AT TIME ZONE 'UTC')::date AS date,
+              count(*) FILTER (WHERE m.sent_at IS NOT NULL)::int AS sent, count(*) FILTER (WHERE ${isDeadBounce('m')})::int AS bounced
+       FROM prospects p JOIN messages m ON m.prospect_id = p.id
+       WHERE p.campaign_id = $1 AND m.kind = 'sequence' AND coalesce(m.sent_at, m.updated_at) >= (SELECT min(date) FROM d)::timestamp AT TIME ZONE 'UTC'
+       GROUP BY 1
+     ), replies AS (
+       SELECT (p.replied_at AT TIME ZONE 'UTC')::date AS date, count(*)::int AS replied FROM prospects p
+       WHERE p.campaign_id = $1 AND p.reply IN ('human', 'reported') AND p.replied_at >= (SELECT min(date) FROM d)::timestamp AT TIME ZONE 'UTC'
+       GROUP BY 1
+     )
+     SELECT to_char(d.date, 'YYYY-MM-DD') AS date, coalesce(e.sent, 0) AS sent, coalesce(r.replied, 0) AS replied, coalesce(e.bounced, 0) AS bounced
+     FROM d LEFT JOIN emails e ON e.date = d.date LEFT JOIN replies r ON r.date = d.date ORDER BY d.date`,
+    [campaignId, now, days],
+  );
+}
+
+// ---- auto-pause (auto-pause.ts) ----
+
+export interface WindowCounts {
+  ended: number;
+  dead: number;
+  complained: number;
+}
+
+/** The last `window` ended emails among `messages` (an SQL FROM ... WHERE naming rows `m`), counted in one statement. */
+async function countWindow(tx: Tx, from: string, values: unknown[], window: number): Promise<WindowCounts> {
+  const [row] = await rawQuery<WindowCounts>(
+    tx,
+    `WITH w AS (
+       SELECT m.id, ${isDeadBounce('m')} AS dead, ${isComplaint('m')} AS complained
+       ${from} AND m.status IN ('sent', 'bounced', 'failed')
+       ORDER BY m.updated_at DESC LIMIT ${Math.trunc(window)}
+     )
+     SELECT count(*)::int AS ended, count(*) FILTER (WHERE dead)::int AS dead, count(*) FILTER (WHERE complained)::int AS complained FROM w`,
+    values,
+  );
+  return row!;
+}
+
+/** Counts the campaign's last `window` ended sequence emails since `since`: ended, dead bounces, complaints. */
+export function campaignWindow(tx: Tx, campaignId: number, since: Date | null, window: number): Promise<WindowCounts> {
+  return countWindow(
+    tx,
+    `FROM prospects p JOIN messages m ON m.prospect_id = p.id
+     WHERE p.campaign_id = $1 AND m.kind = 'sequence' AND m.updated_at >= coalesce($2::timestamptz, '-infinity')`,
+    [campaignId, since],
+    window,
+  );
+}
+
+/** Counts the broadcast's last `window` ended copies since `since`: ended, dead bounces, complaints. */
+export function broadcastWindow(tx: Tx, broadcastId: number, since: Date | null, window: number): Promise<WindowCounts> {
+  return countWindow(
+    tx,
+    `FROM messages m WHERE m.broadcast_id = $1 AND m.updated_at >= coalesce($2::timestamptz, '-infinity')`,
+    [broadcastId, since],
+    window,
+  );
+}
+
+export interface PausableCampaign {
+  id: number;
+  account_id: number;
+  name: string;
+  pause_on: Partial<PauseRates> | null;
+  window_since: Date | null;
+}
+
+/** Reads a running campaign that has auto-pause rates; undefined otherwise. */
+export async function runningCampaignWithPauseOn(tx: Tx, campaignId: number): Promise<PausableCampaign | undefined> {
+  const [c] = await rawQuery<PausableCampaign>(
+    tx,
+    `SELECT id, account_id, name, pause_on, window_since FROM campaigns WHERE id = $1 AND status = 'running' AND pause_on IS NOT NULL`,
+    [campaignId],
+  );
+  return c;
+}
+
+/** Pauses a running campaign with the service's reason; false when it was no longer running. */
+export async function pauseRunningCampaign(tx: Tx, campaignId: number, reason: string): Promise<boolean> {
+  const paused = await rawQuery(tx, `UPDATE campaigns SET status = 'paused', paused_reason = $2, updated_at = now() WHERE id = $1 AND status = 'running' RETURNING id`, [campaignId, reason]);
+  return paused.length > 0;
+}
+
+/** Reads the campaign (through its prospect) or the broadcast an email belongs to; undefined for an unknown email. */
+export async function campaignOrBroadcastOf(tx: Tx, messageId: string): Promise<{ campaign_id: number | null; broadcast_id: number | null } | undefined> {
+  const [m] = await rawQuery<{ campaign_id: number | null; broadcast_id: number | null }>(
+    tx,
+    `SELECT p.campaign_id, m.broadcast_id FROM messages m LEFT JOIN prospects p ON p.id = m.prospect_id WHERE m.id = $1::uuid`,
+    [messageId],
+  );
+  return m;
+}
