@@ -9,7 +9,7 @@
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import { Client } from 'pg';
-import { countMessagesSql } from '../apps/core/src/analytics/counters';
+import { countMessagesSql } from '../apps/core/src/analytics/repository';
 import { migrate } from '../apps/core/src/migrate';
 
 const SERVER = process.env.BENCH_DATABASE_SERVER ?? 'postgresql://postgres@127.0.0.1:5432';

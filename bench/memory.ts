@@ -9,14 +9,19 @@
  * - strangers: STRANGERS clients each announce a 1 MB body to an unknown route, to the admin API without its token or
  *   with an unknown key, and send a byte every 2 s, while one paying client makes AUTHENTICATED_SENDS sends one after
  *   another; reported: the paying client's answers and latency (target: all 202, p99 under 100 ms).
+ * - refusals: REFUSAL_CONNECTIONS kept-alive connections sending small sends with an unknown key for REFUSAL_SECONDS
+ *   as fast as they are answered; reported: refusals a second and the API's peak RSS (a refusal that left anything on
+ *   its socket grew the API past 600 MB here).
  * Targets: every process under 250 MB.
  */
 import type { ChildProcess } from 'node:child_process';
 import net from 'node:net';
+import autocannon from 'autocannon';
 
 export interface MemoryFigures {
   trickle: { connections: number; apiPeakRssMb: number; openAfter5s: number; longestOpenMs: number; answers: Record<string, number> };
   strangers: { strangers: number; sends: number; statuses: Record<string, number>; p50Ms: number; p99Ms: number };
+  refusals: { connections: number; seconds: number; perSecond: number; statuses: Record<string, number>; apiPeakRssMb: number };
   bigSends: { requests: number; copies: number; attachmentKb: number; statuses: Record<string, number>; deliveredSeconds: number; apiPeakRssMb: number; workerPeakRssMb: number };
 }
 
@@ -24,6 +29,8 @@ const TRICKLE_CONNECTIONS = 200;
 const BODY_BYTES = 1024 * 1024;
 const STRANGERS = 64;
 const AUTHENTICATED_SENDS = 300;
+const REFUSAL_CONNECTIONS = 50;
+const REFUSAL_SECONDS = 10;
 const STRANGER_TARGETS = ['POST /nonexistent HTTP/1.1', 'POST /admin/api/accounts HTTP/1.1', `POST /api/v1/send HTTP/1.1\r\nAuthorization: Bearer msk_${'s'.repeat(32)}`];
 
 /** A stranger: a 1 MB body announced, then a byte every 2 s until stopped. */
@@ -58,6 +65,21 @@ async function strangersLoad(port: number, token: string): Promise<MemoryFigures
   ms.sort((a, b) => a - b);
   const at = (q: number) => +ms[Math.min(ms.length - 1, Math.floor(q * ms.length))]!.toFixed(1);
   return { strangers: STRANGERS, sends: AUTHENTICATED_SENDS, statuses, p50Ms: at(0.5), p99Ms: at(0.99) };
+}
+
+/** Kept-alive connections sending small sends with an unknown key, as fast as they are answered (401, then 429). */
+async function refusalsLoad(port: number): Promise<Omit<MemoryFigures['refusals'], 'apiPeakRssMb'>> {
+  const result = await autocannon({
+    url: `http://127.0.0.1:${port}/api/v1/send`,
+    connections: REFUSAL_CONNECTIONS,
+    duration: REFUSAL_SECONDS,
+    method: 'POST',
+    headers: { Authorization: `Bearer msk_${'r'.repeat(32)}`, 'Content-Type': 'application/json' },
+    body: JSON.stringify({ to: 'reader@example.com', subject: 'Refused', text: 'An unknown key.' }),
+  });
+  const statuses: Record<string, number> = {};
+  for (const [code, n] of Object.entries(result.statusCodeStats ?? {})) statuses[code] = n.count ?? 0;
+  return { connections: REFUSAL_CONNECTIONS, seconds: REFUSAL_SECONDS, perSecond: Math.round(result.requests.average), statuses };
 }
 
 /** One client: headers for a 1 MB JSON body with an unknown key, then the body 10 KB every 100 ms until the server closes. */
@@ -134,7 +156,13 @@ export async function memoryPhase(options: {
   const strangers = await strangersLoad(options.apiPort, (await options.makeTenant()).token);
   await options.stop(api);
 
-  // 3. 10 requests x 50 recipients x about 1 MB, delivered by one worker
+  // 3. refusals as fast as they come on kept-alive connections, the API alone
+  api = options.startApi();
+  await options.up();
+  const refusals = { ...(await refusalsLoad(options.apiPort)), apiPeakRssMb: options.peakRssMb(api) };
+  await options.stop(api);
+
+  // 4. 10 requests x 50 recipients x about 1 MB, delivered by one worker
   api = options.startApi();
   await options.up();
   const tenant = await options.makeTenant();
@@ -178,6 +206,7 @@ export async function memoryPhase(options: {
   return {
     trickle: { connections: TRICKLE_CONNECTIONS, apiPeakRssMb: trickleRss, openAfter5s, longestOpenMs: Math.max(...outcomes.map((o) => o.openMs)), answers },
     strangers,
+    refusals,
     bigSends: figures,
   };
 }

@@ -18,6 +18,7 @@ import nodemailer from 'nodemailer';
 import { Redis } from 'ioredis';
 import { Client } from 'pg';
 import { htmlToText } from '../apps/core/src/delivery/compose';
+import { API_NODE_FLAGS } from '../scripts/node-options';
 import { growthPhase, KEPT_DATABASE } from './growth';
 import { memoryPhase } from './memory';
 import { scalePhase } from './scale';
@@ -54,7 +55,9 @@ function start(entry: string, env: Record<string, string>): ChildProcess {
   const compiled = entry.startsWith('apps/');
   // BENCH_CPU_PROF=<dir>: each service writes a V8 CPU profile there when it stops (figures are then not comparable)
   const profile = compiled && process.env.BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : [];
-  const args = compiled ? [...profile, path.join(ROOT, 'dist', entry.replace(/\.ts$/, '.js'))] : ['--import', 'tsx', path.join(ROOT, entry)];
+  // the API with the V8 flag it ships with (scripts/node-options.ts)
+  const flags = entry === 'apps/api/src/server.ts' ? API_NODE_FLAGS : [];
+  const args = compiled ? [...profile, ...flags, path.join(ROOT, 'dist', entry.replace(/\.ts$/, '.js'))] : ['--import', 'tsx', path.join(ROOT, entry)];
   const child = spawn(process.execPath, args, {
     cwd: ROOT,
     env: { ...process.env, LOG_LEVEL: 'warn', NODE_ENV: 'production', ...env },
@@ -562,6 +565,8 @@ async function mainPhases(results: Record<string, unknown>, serviceEnv: (phase: 
     const cpuBefore = cpuMs(api);
     const waited = await load({ url: `http://127.0.0.1:${PORTS.api}/api/v1/send`, method: 'POST', headers: { ...jsonHeaders(tenant.token), Prefer: 'wait=10' }, body: sendBody, connections: 20 });
     results.wait = { ...waited, apiCpuMsPerRequest: +((cpuMs(api) - cpuBefore) / Math.max(1, waited.total2xx + waited.non2xx)).toFixed(2) };
+    // the API's high-water mark after each load of this process, to see which one sets the peak
+    const apiPeakAfter: Record<string, number> = { delivery: deliveryApiRss, wait: peakRssMb(api) };
 
     // 3. subscribers: lists without confirmation; lists rotate so the 600-an-hour limit per list is not what is measured
     // (100 lists took 60,000 adds an hour, fewer than 17 s at 3,700 a second: the last ones were refused with 429)
@@ -586,6 +591,7 @@ async function mainPhases(results: Record<string, unknown>, serviceEnv: (phase: 
     await settle(env.DATABASE_URL);
     const subscribers = await load(addSubscribers);
     results.subscribers = subscribers;
+    apiPeakAfter.subscribers = peakRssMb(api);
 
     // 4. prospects: 100 per request into a draft campaign
     const { campaign } = await admin<{ campaign: { id: number } }>('/campaigns', {
@@ -615,7 +621,8 @@ async function mainPhases(results: Record<string, unknown>, serviceEnv: (phase: 
     await settle(env.DATABASE_URL);
     const prospects = await load(addProspects);
     results.prospects = { ...prospects, prospectsPerSecond: Math.round((prospects.total2xx * 100) / SECONDS) };
-    results.memory = { apiPeakRssMb: Math.max(acceptRss, peakRssMb(api)), workerPeakRssMb: Math.max(workerRss, peakRssMb(worker)) };
+    apiPeakAfter.prospects = peakRssMb(api);
+    results.memory = { apiPeakRssMb: Math.max(acceptRss, peakRssMb(api)), workerPeakRssMb: Math.max(workerRss, peakRssMb(worker)), apiPeakAfter: { accept: acceptRss, ...apiPeakAfter } };
     await stop(worker);
     await stop(api);
   }
@@ -662,6 +669,14 @@ function print(r: Record<string, any>): void {
         `hardening: ${st.strangers} strangers trickling 1 MB bodies (unknown route, admin API, wrong key) vs ${st.sends} sends`,
         `answers ${JSON.stringify(st.statuses)}, p50 ${st.p50Ms} ms, p99 ${st.p99Ms} ms`,
         'target: all 202, p99 under 100 ms',
+      ]);
+    }
+    const rf = r.memory.refusals;
+    if (rf) {
+      rows.push([
+        `memory: ${rf.connections} kept-alive connections sending with an unknown key for ${rf.seconds} s`,
+        `${rf.perSecond} refusals/s, answers ${JSON.stringify(rf.statuses)}; API peak RSS ${rf.apiPeakRssMb} MB`,
+        'target: under 250 MB',
       ]);
     }
     rows.push([
