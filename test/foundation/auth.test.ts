@@ -2,6 +2,8 @@ import request from 'supertest';
 import { db } from '../../apps/core/src/db';
 import { sha256 } from '../../apps/core/src/crypto';
 import { createApp } from '../../apps/api/src/app';
+import { createRedis } from '../../apps/core/src/redis';
+import { acknowledgeRevocation, parseRevocation, revocationChannel } from '../../apps/core/src/services/keys';
 import { as, asAdmin, useApi } from '../helpers/api';
 import { makeTenant } from '../helpers/factories';
 import { waitFor } from '../helpers/wait';
@@ -71,6 +73,45 @@ describe('public API authentication (docs/api.md)', () => {
       expect(res.status).toBe(401);
     } finally {
       await other.stop();
+    }
+  });
+
+  it('a revocation answers only once every subscribed process has dropped the key (a slow one included)', async () => {
+    // a stand-in for an API process whose event loop reads the announcement 300 ms late
+    const slow = createRedis({ maxRetriesPerRequest: null });
+    const heard: string[] = [];
+    const timers: NodeJS.Timeout[] = [];
+    slow.on('message', (_channel, message: string) => {
+      heard.push(message);
+      const { acks } = parseRevocation(message);
+      timers.push(setTimeout(() => void acknowledgeRevocation(acks!), 300));
+    });
+    await slow.subscribe(revocationChannel());
+    try {
+      const tenant = await makeTenant();
+      const started = Date.now();
+      expect((await asAdmin(ctx.api).delete(`/admin/api/keys/${tenant.keyId}`)).status).toBe(200);
+      expect(Date.now() - started).toBeGreaterThanOrEqual(300);
+      expect(heard.map((m) => parseRevocation(m).fingerprint)).toEqual([sha256(tenant.token)]);
+    } finally {
+      timers.forEach(clearTimeout);
+      await slow.quit();
+    }
+  });
+
+  it('a process that never acknowledges delays a revocation by at most 2 s, and the key is revoked', async () => {
+    const deaf = createRedis({ maxRetriesPerRequest: null });
+    await deaf.subscribe(revocationChannel());
+    try {
+      const tenant = await makeTenant();
+      const started = Date.now();
+      expect((await asAdmin(ctx.api).delete(`/admin/api/keys/${tenant.keyId}`)).status).toBe(200);
+      const took = Date.now() - started;
+      expect(took).toBeGreaterThanOrEqual(2_000);
+      expect(took).toBeLessThan(4_000);
+      expect((await as(ctx.api, tenant.token).get('/api/v1/nowhere')).status).toBe(401);
+    } finally {
+      await deaf.quit();
     }
   });
 

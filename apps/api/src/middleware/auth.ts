@@ -7,7 +7,7 @@ import { requireProspects } from '../../../core/src/api/operations';
 import { Unauthorized } from '../../../core/src/errors';
 import { logger } from '../../../core/src/logger';
 import { createRedis } from '../../../core/src/redis';
-import { findActiveKey, revocationChannel } from '../../../core/src/services/keys';
+import { acknowledgeRevocation, findActiveKey, parseRevocation, revocationChannel } from '../../../core/src/services/keys';
 import type { AuthFailures } from './failures';
 
 declare global {
@@ -30,7 +30,8 @@ const LAST_USED_EVERY_MS = 60_000;
 
 /**
  * Finds the key behind a bearer token. Live keys are cached in memory by fingerprint; a revocation is announced on
- * Redis pub/sub and drops the entry on every API process at once. While the subscription is down the cache is bypassed,
+ * Redis pub/sub and drops the entry on every API process, each of which acknowledges it before the revocation answers
+ * (services/keys.ts announceRevocation). While the subscription is down the cache is bypassed,
  * so a missed announcement can never keep a revoked key alive.
  */
 export class KeyAuthenticator {
@@ -45,7 +46,11 @@ export class KeyAuthenticator {
     subscriber.on('error', (err) => logger.warn({ err: err.message }, 'key revocation subscription error'));
     // anything may have been revoked while we were not listening
     subscriber.on('ready', () => this.cache.clear());
-    subscriber.on('message', (_channel, fingerprint: string) => this.cache.delete(fingerprint));
+    subscriber.on('message', (_channel, message: string) => {
+      const { fingerprint, acks } = parseRevocation(message);
+      this.cache.delete(fingerprint);
+      if (acks) acknowledgeRevocation(acks).catch((err: Error) => logger.warn({ err: err.message }, 'could not acknowledge a key revocation'));
+    });
     await subscriber.subscribe(revocationChannel());
     this.subscriber = subscriber;
   }

@@ -2,6 +2,7 @@ import type { ApiKey } from '../../../../generated/prisma/client';
 import { randomBase62, sha256 } from '../crypto';
 import type { Tx } from '../db';
 import { NotFound } from '../errors';
+import { logger } from '../logger';
 import { redis, rkey } from '../redis';
 import { requireAccount } from './accounts';
 import { requireMailbox } from './mailboxes';
@@ -13,6 +14,10 @@ const KEY_PATTERN = /^msk_[0-9A-Za-z]{32}$/;
 
 /** Pub/sub channel on which revocations are announced to every API process. */
 export const revocationChannel = () => rkey('keys', 'revoked');
+/** How long a revocation waits for the API processes to say they dropped the key from their caches. */
+const REVOCATION_ACK_MS = 2_000;
+/** An acknowledgement list outlives a revocation that gave up waiting by this much, then Redis drops it. */
+const REVOCATION_ACK_TTL_MS = 60_000;
 
 export function isWellFormedKey(token: string): boolean {
   return KEY_PATTERN.test(token);
@@ -92,8 +97,45 @@ export async function revokeKey(db: Tx, id: number): Promise<{ key: KeyView; fin
 /** Revokes the key and announces it: every API process drops it from its cache (the database already refuses it). */
 export async function revokeKeyEverywhere(db: Tx, id: number): Promise<KeyView> {
   const { key, fingerprint } = await revokeKey(db, id);
-  await redis().publish(revocationChannel(), fingerprint);
+  await announceRevocation(fingerprint);
   return key;
+}
+
+/**
+ * Publishes the fingerprint with a fresh acknowledgement list, and returns once every process that received the message
+ * has dropped the key and said so on that list (acknowledgeRevocation), or after REVOCATION_ACK_MS. Without the wait a
+ * request sent right after the revocation's answer could reach another process before the message does (both are
+ * bytes on sockets of one event loop, read in no set order) and pass on its cached key: "revoking a key stops it at
+ * once" (docs/api.md) holds only once the caches are known to be empty.
+ */
+async function announceRevocation(fingerprint: string): Promise<void> {
+  const acks = rkey('keys', 'revoked', randomBase62(16));
+  const receivers = await redis().publish(revocationChannel(), `${fingerprint} ${acks}`);
+  const deadline = Date.now() + REVOCATION_ACK_MS;
+  try {
+    let acknowledged = 0;
+    while (acknowledged < receivers) {
+      if (Date.now() >= deadline) {
+        logger.warn({ receivers, acknowledged }, 'not every API process acknowledged a key revocation in time');
+        return;
+      }
+      await new Promise((resolve) => setTimeout(resolve, 2));
+      acknowledged = await redis().llen(acks);
+    }
+  } finally {
+    await redis().del(acks).catch(() => undefined);
+  }
+}
+
+/** A revocation message: the key's fingerprint and, from processes that wait for it, where to acknowledge it. */
+export function parseRevocation(message: string): { fingerprint: string; acks?: string } {
+  const [fingerprint = '', acks] = message.split(' ');
+  return { fingerprint, acks };
+}
+
+/** Tells the revoking process that this one has dropped the key from its cache. */
+export async function acknowledgeRevocation(acks: string): Promise<void> {
+  await redis().multi().rpush(acks, '1').pexpire(acks, REVOCATION_ACK_TTL_MS).exec();
 }
 
 /** The live key behind a token, or null (unknown or revoked). */
