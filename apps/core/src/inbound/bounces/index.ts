@@ -1,5 +1,5 @@
 import { header } from './mime';
-import { readAmazonSes } from './families/amazonses';
+import { readAmazonSes, sesOriginalId } from './families/amazonses';
 import { readArf } from './families/arf';
 import { readRfc3464 } from './families/rfc3464';
 import { readText } from './families/text';
@@ -47,8 +47,9 @@ export function readReport(raw: string | Buffer): Report | null {
   const complaint = readArf(mail);
   if (complaint) return { kind: 'complaint', format: 'arf', addresses: complaint.addresses, feedbackType: complaint.feedbackType, originalId, originalReturnPath };
   const ses = readAmazonSes(mail);
-  if (ses?.kind === 'complaint') return { kind: 'complaint', format: 'amazonses', ...ses.complaint, originalId, originalReturnPath };
-  if (ses?.kind === 'bounce') return { kind: 'bounce', format: 'amazonses', recipients: ses.found.map(finish), originalId };
+  const sesId = ses ? (originalId ?? sesOriginalId(mail)) : null;
+  if (ses?.kind === 'complaint') return { kind: 'complaint', format: 'amazonses', ...ses.complaint, originalId: sesId, originalReturnPath };
+  if (ses?.kind === 'bounce') return { kind: 'bounce', format: 'amazonses', recipients: ses.found.map(finish), originalId: sesId };
   if (ses) return null; // a delivery notice
   const isDsn = /report-type\s*=\s*"?(delivery-status|global-delivery-status)/.test(ct) || !!mail.dsn;
   if (isDsn) {
