@@ -7,6 +7,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { classify } from '../apps/core/src/inbound/classify';
 import { reasonClass, REASONS, type Reason } from '../apps/core/src/inbound/bounces';
+import { DEAD_KINDS, WORDINGS, wordingReport, type WordingForm } from '../test/fixtures/wordings/cases';
 
 export const CORPUS_DIR = join(__dirname, '..', 'test/fixtures/sisimai');
 
@@ -138,3 +139,36 @@ export function figuresTable(f: Figures): string {
 }
 
 export { pct };
+
+/** Our own corpus (test/fixtures/wordings): every wording as a DSN and, when it has words, as a plain-text report. */
+export interface WordingFigures {
+  dead: number;
+  deadSuppressed: number;
+  live: number;
+  liveSuppressed: number;
+  autoReplies: number;
+  misses: string[];
+}
+
+export async function wordingFigures(now = new Date('2026-11-25T00:00:00Z')): Promise<WordingFigures> {
+  const out: WordingFigures = { dead: 0, deadSuppressed: 0, live: 0, liveSuppressed: 0, autoReplies: 0, misses: [] };
+  for (const c of WORDINGS) {
+    for (const form of ['dsn', 'text'] as WordingForm[]) {
+      if (form === 'text' && !c.text) continue;
+      const mail = await classify(Buffer.from(wordingReport(c, form, 'someone@remote.test', 'sales@ours.test', '<m1@ours.test>'), 'utf8'), now);
+      const failed = mail.report?.recipients.find((r) => r.address === 'someone@remote.test');
+      const suppressed = mail.kind === 'bounce' && !!failed?.dead;
+      if (mail.kind === 'auto_reply') out.autoReplies++;
+      const what = `${c.kind} ${c.lang} ${form} "${c.text}": ${mail.kind} ${failed ? `${failed.reason} ${failed.status ?? ''}` : 'no recipient'}`;
+      if (DEAD_KINDS.includes(c.kind)) {
+        out.dead++;
+        if (suppressed) out.deadSuppressed++;
+        else out.misses.push(`dead not suppressed: ${what}`);
+      } else {
+        out.live++;
+        if (suppressed) out.liveSuppressed++, out.misses.push(`live suppressed: ${what}`);
+      }
+    }
+  }
+  return out;
+}

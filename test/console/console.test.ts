@@ -300,6 +300,15 @@ describe('the admin console', () => {
     await page.selectOption('select[name=mailbox]', String(mailbox.id));
     await page.click('button:has-text("Filter")');
     expect(await page.locator('tr', { hasText: 'ann@reader.test' }).count()).toBe(1);
+
+    // a report that proved no message of ours is shown as unmatched, and can be listed alone
+    await db().inboundMessage.create({ data: { mailboxId: mailbox.id, uidValidity: 1n, uid: 8n, kind: 'bounce', reason: 'userunknown', fromAddress: 'mailer-daemon@stranger.test', subject: 'Undelivered', unmatched: 'names no Message-ID of ours' } });
+    await go('/admin/inbound');
+    expect(await page.locator('tr', { hasText: 'mailer-daemon@stranger.test' }).innerText()).toMatch(/bounce \(userunknown\)\s+unmatched, not applied: names no Message-ID of ours/);
+    await page.check('input[name=unmatched]');
+    await page.click('button:has-text("Filter")');
+    expect(await page.locator('tr', { hasText: 'mailer-daemon@stranger.test' }).count()).toBe(1);
+    expect(await page.locator('tr', { hasText: 'ann@reader.test' }).count()).toBe(0);
   });
 
   it('refuses a POST without the CSRF token, and changes nothing', async () => {

@@ -22,6 +22,13 @@ describe('inbound classifier (fixture emails)', () => {
     });
   });
 
+  it('an Amazon SES notification names the original by the Message-ID among its original headers', async () => {
+    const sisimai = fs.readFileSync(path.join(__dirname, '..', 'fixtures', 'sisimai', 'bsd', 'lhost-amazonses-09.eml'), 'latin1');
+    expect((await classify(sisimai, NOW)).report).toMatchObject({ recipient: 'bounce@simulator.amazonses.com', originalId: null });
+    const withHeaders = sisimai.replace('"commonHeaders":{', '"headers":[{"name":"From","value":"a@ours.test"},{"name":"Message-ID","value":"<abc-9@ours.test>"}],"commonHeaders":{');
+    expect((await classify(withHeaders, NOW)).report).toMatchObject({ recipient: 'bounce@simulator.amazonses.com', originalId: '<abc-9@ours.test>', dead: true });
+  });
+
   it('a DSN with 4.x.x / delayed does not act', async () => {
     const mail = await classify(fixture('dsn-4.4.7.eml'), NOW);
     expect(mail.kind).toBe('delayed');

@@ -3,6 +3,7 @@ import path from 'node:path';
 import { db } from '../../apps/core/src/db';
 import { checkImap } from '../../apps/core/src/delivery/check';
 import { startInboundReader, type InboundReader } from '../../apps/core/src/inbound/reader';
+import { readReport } from '../../apps/core/src/inbound/bounces';
 import { metrics } from '../../apps/core/src/metrics';
 import { runSequenceStep } from '../../apps/core/src/outreach/steps';
 import { updateMailbox } from '../../apps/core/src/services/mailboxes';
@@ -19,7 +20,7 @@ const ctx = useApi();
 const sink = useMail();
 const dove = new Dovecot();
 const PASS = 'secret-pass';
-const USERS = Array.from({ length: 16 }, (_, i) => `box${i}@imap.test`);
+const USERS = Array.from({ length: 20 }, (_, i) => `box${i}@imap.test`);
 let nextUser = 0;
 let readers: InboundReader[] = [];
 const DAY = 86_400_000;
@@ -94,6 +95,51 @@ Subject: Hello Ann
 Message-ID: ${originalId}
 
 --B--`,
+  );
+}
+
+/** A delivery report from a stranger that names a recipient and nothing of the original (or a made-up original). */
+function strangerDsn(to: string, recipient: string, originalId?: string): string {
+  const original = originalId ? `\n--B\nContent-Type: text/rfc822-headers\n\nTo: ${recipient}\nSubject: Hello\nMessage-ID: ${originalId}\n` : '';
+  return mail(
+    { From: 'MAILER-DAEMON@stranger.test', To: to, Subject: 'Undelivered Mail Returned to Sender', 'MIME-Version': '1.0', 'Content-Type': 'multipart/report; report-type=delivery-status; boundary="B"' },
+    `--B
+Content-Type: text/plain
+
+Your message could not be delivered.
+
+--B
+Content-Type: message/delivery-status
+
+Reporting-MTA: dns; mx.stranger.test
+
+Final-Recipient: rfc822; ${recipient}
+Action: failed
+Status: 5.1.1
+Diagnostic-Code: smtp; 550 5.1.1 <${recipient}>: Recipient address rejected: User unknown
+${original}
+--B--`,
+  );
+}
+
+/** A feedback report (ARF) about `recipient`; with `original`, the original's headers attached. */
+function arfReport(to: string, recipient: string, original = ''): string {
+  return mail(
+    { From: 'abuse@isp.test', To: to, Subject: 'Complaint', 'MIME-Version': '1.0', 'Content-Type': 'multipart/report; report-type=feedback-report; boundary="F"' },
+    `--F
+Content-Type: text/plain
+
+This is an email abuse report.
+
+--F
+Content-Type: message/feedback-report
+
+Feedback-Type: abuse
+User-Agent: test/1.0
+Version: 1
+Original-Rcpt-To: ${recipient}
+${original ? `\n--F\nContent-Type: message/rfc822\n\n${original}\n\nHi` : ''}
+--F--`,
   );
 }
 
@@ -200,9 +246,14 @@ describe('inbound mail over IMAP (dovecot)', () => {
   });
 
   it('real reports (sisimai corpus: Exim, qmail) act by their reason: a dead address is suppressed, a blocked one is not', async () => {
-    const corpus = (name: string) => fs.readFileSync(path.join(__dirname, '..', 'fixtures', 'sisimai', 'bsd', name), 'latin1');
+    // each report carries our original's Message-ID in place of sisimai's, as a real server's report of our email does
+    const corpus = (name: string, ours: string) => {
+      const raw = fs.readFileSync(path.join(__dirname, '..', 'fixtures', 'sisimai', 'bsd', name), 'latin1');
+      const theirs = readReport(raw)!.originalId!;
+      return raw.split(theirs).join(ours);
+    };
     const dead = await sentTo('kijitora@neko.example.co.jp');
-    await dove.append(dead.user, PASS, corpus('lhost-exim-05.eml'));
+    await dove.append(dead.user, PASS, corpus('lhost-exim-05.eml', dead.first.messageIdHeader));
     expect((await handled(dead.mailboxId))[0]).toMatchObject({ kind: 'bounce', reason: 'userunknown', prospectId: dead.prospectId });
     const bounced = await db().message.findUniqueOrThrow({ where: { id: dead.first.id } });
     expect(bounced).toMatchObject({ status: 'bounced', bounce: expect.objectContaining({ reason: 'userunknown', class: 'dead', status: '5.1.1', smtp_code: '553', dead: true }) });
@@ -212,12 +263,12 @@ describe('inbound mail over IMAP (dovecot)', () => {
     expect(event.data).toMatchObject({ id: dead.first.id, bounce: { reason: 'userunknown', class: 'dead', status: '5.1.1', smtp_code: '553', dead: true } });
 
     const qmail = await sentTo('kijitora@example.ne.jp');
-    await dove.append(qmail.user, PASS, corpus('lhost-qmail-01.eml'));
+    await dove.append(qmail.user, PASS, corpus('lhost-qmail-01.eml', qmail.first.messageIdHeader));
     expect((await handled(qmail.mailboxId))[0]).toMatchObject({ kind: 'bounce', reason: 'userunknown' });
     expect(await db().suppression.count({ where: { accountId: qmail.tenant.account.id, email: 'kijitora@example.ne.jp' } })).toBe(1);
 
     const blocked = await sentTo('kijitora@example.ed.jp');
-    await dove.append(blocked.user, PASS, corpus('lhost-exim-01.eml'));
+    await dove.append(blocked.user, PASS, corpus('lhost-exim-01.eml', blocked.first.messageIdHeader));
     expect((await handled(blocked.mailboxId))[0]).toMatchObject({ kind: 'bounce', reason: 'blocked' });
     expect((await db().message.findUniqueOrThrow({ where: { id: blocked.first.id } })).bounce).toMatchObject({ reason: 'blocked', class: 'not_address', dead: false });
     expect(await db().suppression.count({ where: { accountId: blocked.tenant.account.id } })).toBe(0);
@@ -252,6 +303,91 @@ describe('inbound mail over IMAP (dovecot)', () => {
     const forged = envelope.replace(/\+b-[a-z2-7]{4}/, '+b-aaaa');
     await dove.append(user, PASS, mail({ From: 'robot@gateway.test', To: forged, Subject: 'Notice' }, 'Reason: 5.1.1 user unknown'));
     expect((await handled(tenant.mailbox.id, 2))[1]).toMatchObject({ kind: 'other', relatedId: null });
+  });
+
+  it('forged reports (a stranger, no original of ours) change nothing and are listed as unmatched; a DSN naming our Message-ID acts', async () => {
+    const user = USERS[nextUser++]!;
+    const { tenant } = await outreach({ smtp: sink.url, steps: [{ subject: 'Hi', body: 'Hi', delay_hours: 0 }] });
+    const to = ['ana@forged.test', 'ben@forged.test', 'cy@forged.test', 'dee@forged.test', 'eli@forged.test'];
+    const sent = await as(ctx.api, tenant.token).post('/api/v1/send').send({ to, subject: 'Hi', text: 'x' });
+    for (const m of sent.body.messages) await deliver(m.id);
+    const list = await makeList(tenant.account.id, tenant.mailbox.id, { confirm: false });
+    expect(await addSubscriberByKey(db(), tenant.account.id, list.key, { email: 'ana@forged.test' })).toBe('active');
+    await updateMailbox(db(), tenant.mailbox.id, { imap: dove.url(user, PASS) });
+    const unmatchedBefore = (await metrics.inboundUnmatched.get()).values.find((v) => v.labels.kind === 'bounce')?.value ?? 0;
+
+    // four DSNs from a stranger: three name only the recipient, one a Message-ID that is not ours; a complaint likewise
+    await dove.append(user, PASS, strangerDsn(tenant.mailbox.address, 'ana@forged.test'));
+    await dove.append(user, PASS, strangerDsn(tenant.mailbox.address, 'ben@forged.test'));
+    await dove.append(user, PASS, strangerDsn(tenant.mailbox.address, 'cy@forged.test'));
+    await dove.append(user, PASS, strangerDsn(tenant.mailbox.address, 'dee@forged.test', '<made-up-1@stranger.test>'));
+    await dove.append(user, PASS, arfReport(tenant.mailbox.address, 'eli@forged.test'));
+    // our Message-ID, but the message went to someone else than the address the report says failed
+    const anaId = (await db().message.findFirstOrThrow({ where: { sendId: sent.body.id, to: 'ana@forged.test' } })).messageIdHeader;
+    await dove.append(user, PASS, strangerDsn(tenant.mailbox.address, 'ben@forged.test', anaId));
+    const rows = await handled(tenant.mailbox.id, 6);
+    expect(rows.map((r) => [r.kind, r.relatedId, r.prospectId])).toEqual([...Array(4).fill(['bounce', null, null]), ['complaint', null, null], ['bounce', null, null]]);
+    expect(rows.map((r) => r.unmatched)).toEqual([
+      'names no Message-ID of ours', 'names no Message-ID of ours', 'names no Message-ID of ours', 'names no Message-ID of ours',
+      'names no Message-ID of ours', 'the message it names went to another address',
+    ]);
+    expect(await db().suppression.count({ where: { accountId: tenant.account.id } })).toBe(0);
+    expect(await db().stopEntry.count({ where: { accountId: tenant.account.id } })).toBe(0);
+    expect(await db().message.findMany({ where: { sendId: sent.body.id }, select: { status: true, bounce: true } })).toEqual(Array(5).fill({ status: 'sent', bounce: null }));
+    expect(await db().subscriber.findFirstOrThrow({ where: { listId: list.id, email: 'ana@forged.test' } })).toMatchObject({ status: 'active' });
+    expect(await db().event.count({ where: { accountId: tenant.account.id, type: { in: ['message.bounced', 'message.complained'] } } })).toBe(0);
+    expect((await metrics.inboundUnmatched.get()).values.find((v) => v.labels.kind === 'bounce')?.value).toBe(unmatchedBefore + 5);
+
+    // shown in the admin API (all, or only the unmatched); the console's Inbound page: test/console/console.test.ts
+    const listed = await asAdmin(ctx.api).get(`/admin/api/inbound?mailbox=${tenant.mailbox.id}&unmatched=true`);
+    expect(listed.status).toBe(200);
+    expect(listed.body.messages).toHaveLength(6);
+    expect(listed.body.messages[0]).toMatchObject({ kind: 'bounce', unmatched: 'the message it names went to another address', reason: 'userunknown' });
+
+    // the real server's DSN carries our original's headers: it acts
+    await dove.append(user, PASS, strangerDsn(tenant.mailbox.address, 'ana@forged.test', anaId));
+    const genuine = (await handled(tenant.mailbox.id, 7))[6]!;
+    expect(genuine).toMatchObject({ kind: 'bounce', unmatched: null, reason: 'userunknown' });
+    expect(await db().suppression.findMany({ where: { accountId: tenant.account.id }, select: { email: true } })).toEqual([{ email: 'ana@forged.test' }]);
+    expect(await db().subscriber.findFirstOrThrow({ where: { listId: list.id, email: 'ana@forged.test' } })).toMatchObject({ status: 'bounced' });
+    expect((await asAdmin(ctx.api).get(`/admin/api/inbound?mailbox=${tenant.mailbox.id}&unmatched=false`)).body.messages).toEqual([expect.objectContaining({ id: genuine.id, unmatched: null })]);
+  });
+
+  it('VERP mailbox: reports to the plain address or to a made-up token change nothing; a complaint whose original has our VERP Return-Path acts', async () => {
+    const user = USERS[nextUser++]!;
+    const { tenant } = await outreach({ smtp: sink.url, steps: [{ subject: 'Hi', body: 'Hi', delay_hours: 0 }] });
+    await updateMailbox(db(), tenant.mailbox.id, { return_path: 'verp', imap: dove.url(user, PASS) });
+    const sent = await as(ctx.api, tenant.token).post('/api/v1/send').send({ to: ['ivo@verp-forged.test', 'jo@verp-forged.test'], subject: 'Hi', text: 'x' });
+    for (const m of sent.body.messages) await deliver(m.id);
+    const messages = await db().message.findMany({ where: { sendId: sent.body.id } });
+    const ivo = messages.find((m) => m.to === 'ivo@verp-forged.test')!;
+    const jo = messages.find((m) => m.to === 'jo@verp-forged.test')!;
+    const envelope = sink.to('ivo@verp-forged.test')[0]!.envelope.from as string;
+    const [local, domain] = tenant.mailbox.address.split('@');
+    const madeUp = `${local}+b-${'a'.repeat(34)}@${domain}`;
+
+    // to the plain address, even naming our Message-ID; to a made-up token; a complaint naming only our Message-ID
+    await dove.append(user, PASS, strangerDsn(tenant.mailbox.address, 'ivo@verp-forged.test', ivo.messageIdHeader));
+    await dove.append(user, PASS, strangerDsn(madeUp, 'ivo@verp-forged.test').replace(/\r\nTo: [^\r]*/, `\r\nTo: ${madeUp}\r\nDelivered-To: ${madeUp}`));
+    await dove.append(user, PASS, arfReport(tenant.mailbox.address, 'jo@verp-forged.test', `From: ${tenant.mailbox.address}\nTo: jo@verp-forged.test\nMessage-ID: ${jo.messageIdHeader}\nSubject: Hi`));
+    const rows = await handled(tenant.mailbox.id, 3);
+    expect(rows.map((r) => [r.kind, r.relatedId, r.unmatched])).toEqual([
+      ['bounce', null, 'the mailbox uses VERP and the report did not come to a valid VERP address of ours'],
+      ['bounce', null, 'the mailbox uses VERP and the report did not come to a valid VERP address of ours'],
+      ['complaint', null, 'the mailbox uses VERP and the report did not come to a valid VERP address of ours'],
+    ]);
+    expect(await db().suppression.count({ where: { accountId: tenant.account.id } })).toBe(0);
+    expect(await db().message.count({ where: { sendId: sent.body.id, status: 'sent' } })).toBe(2);
+
+    // the feedback loop's copy of the original carries its VERP Return-Path: proof enough
+    const joEnvelope = sink.to('jo@verp-forged.test')[0]!.envelope.from as string;
+    await dove.append(user, PASS, arfReport(tenant.mailbox.address, 'jo@verp-forged.test', `Return-Path: <${joEnvelope}>\nFrom: ${tenant.mailbox.address}\nTo: jo@verp-forged.test\nMessage-ID: ${jo.messageIdHeader}\nSubject: Hi`));
+    expect((await handled(tenant.mailbox.id, 4))[3]).toMatchObject({ kind: 'complaint', relatedId: jo.id, unmatched: null });
+    expect(await db().suppression.findFirst({ where: { accountId: tenant.account.id, email: 'jo@verp-forged.test' } })).toMatchObject({ reason: 'complained' });
+    // and the real bounce at the VERP address acts
+    await dove.append(user, PASS, strangerDsn(envelope, 'ivo@verp-forged.test').replace(/\r\nTo: [^\r]*/, `\r\nTo: ${envelope}\r\nDelivered-To: ${envelope}`));
+    expect((await handled(tenant.mailbox.id, 5))[4]).toMatchObject({ kind: 'bounce', relatedId: ivo.id, unmatched: null });
+    expect(await db().suppression.findFirst({ where: { accountId: tenant.account.id, email: 'ivo@verp-forged.test' } })).toMatchObject({ reason: 'bounced', bounceReason: 'userunknown' });
   });
 
   it('an ARF complaint suppresses the address and puts it on the stop list', async () => {

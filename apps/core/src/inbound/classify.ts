@@ -29,6 +29,8 @@ export interface InboundReport {
   addresses: string[];
   /** complaints: the feedback type (abuse, opt-out...) */
   feedbackType: string | null;
+  /** complaints: the message a VERP Return-Path of the attached original names (its token verified), if any */
+  originalVerp?: string | null;
 }
 
 export interface InboundMail {
@@ -127,7 +129,8 @@ export async function classify(raw: Buffer | string, now = new Date()): Promise<
   const report = readReport(raw);
   if (report?.kind === 'complaint') {
     const base2 = { recipient: report.addresses[0] ?? null, originalId: report.originalId, status: null, diagnostic: '', reason: null, reasonClass: null, smtpCode: null, dead: false, recipients: [], addresses: report.addresses };
-    return { ...base, kind: 'complaint', report: { ...base2, feedbackType: report.feedbackType } };
+    const originalVerp = report.originalReturnPath ? messageOfVerp(report.originalReturnPath) : null;
+    return { ...base, kind: 'complaint', report: { ...base2, feedbackType: report.feedbackType, originalVerp } };
   }
   if (report?.kind === 'bounce') {
     const first = report.recipients.find((r) => r.permanent) ?? report.recipients[0];

@@ -13,8 +13,8 @@ import { lockOpenProspectsAt, lockProspect, prospectAnswering } from '../outreac
 import { suppressAddress } from '../subscribers/machine';
 import type { InboundMail } from './classify';
 import { applyBounce, bounceOf, countBounce, publicBounce } from './bounce-policy';
-import { unknownFormatFailure } from './bounces';
-import { advanceCursor, claimInbound, latestMessageTo, messageById, messageByMessageIds, type OurMessage } from './repository';
+import { provenBounce, provenComplaint } from './proof';
+import { advanceCursor, claimInbound, messageByMessageIds, type OurMessage } from './repository';
 
 /**
  * One inbound email's effects (docs/inbound.md), in ONE transaction that first claims it: the row of inbound_messages unique
@@ -61,12 +61,15 @@ export function resumeAt(returnDate: Date | null, from: Date): Date {
 export interface Handled {
   kind: InboundKind;
   prospectId: number | null;
+  /** a report that proved no message of ours: why (recorded, not applied) */
+  unmatched: string | null;
 }
 
 /** Handles one email exactly once; null when another reader (or an earlier run) already did. */
 export async function handleInbound(db: Db, where: Where, mail: InboundMail, now = new Date()): Promise<Handled | null> {
   const handled = await handleOnce(db, where, mail, now);
   if (handled) metrics.inboundMessages.inc({ kind: handled.kind });
+  if (handled?.unmatched) metrics.inboundUnmatched.inc({ kind: handled.kind });
   return handled;
 }
 
@@ -81,11 +84,11 @@ async function handleOnce(db: Db, where: Where, mail: InboundMail, now: Date): P
       const result = await effects(tx, mailbox, mail, now);
       await tx.inboundMessage.update({
         where: { id: claimed },
-        data: { kind: result.kind, prospectId: result.prospectId, relatedId: result.relatedId, detail: result.detail.slice(0, 2000), reason: result.reason },
+        data: { kind: result.kind, prospectId: result.prospectId, relatedId: result.relatedId, detail: result.detail.slice(0, 2000), reason: result.reason, unmatched: result.unmatched },
       });
       // recorded first: the complaint counts in its campaign's or broadcast's auto-pause window (docs/outreach.md)
       if (result.relatedId && (result.kind === 'bounce' || result.kind === 'complaint')) await autoPauseAfter(tx, result.relatedId);
-      return { kind: result.kind, prospectId: result.prospectId };
+      return { kind: result.kind, prospectId: result.prospectId, unmatched: result.unmatched };
     },
     { timeout: 20_000, maxWait: 15_000 },
   );
@@ -93,39 +96,29 @@ async function handleOnce(db: Db, where: Where, mail: InboundMail, now: Date): P
 
 async function effects(tx: Tx, mailbox: Mailbox, mail: InboundMail, now: Date) {
   const accountId = mailbox.accountId;
-  // (1) a Message-ID of ours in In-Reply-To / References
-  let ours = await byMessageIds(tx, mailbox.id, mail.threadIds);
 
   if (mail.report && mail.kind === 'complaint') {
-    // (2) the report's original Message-ID, else its recipient's latest message from this mailbox
-    ours ??= await byMessageIds(tx, mailbox.id, mail.report.originalId ? [mail.report.originalId] : []);
-    if (!ours && mail.report.recipient) ours = await latestMessageTo(tx, mailbox.id, mail.report.recipient);
-    const base = { kind: 'complaint' as InboundKind, prospectId: ours?.prospect_id ?? null, relatedId: ours?.id ?? null, detail: mail.report.feedbackType ?? '', reason: null };
-    if (!ours) return base; // recorded only
+    const report = mail.report;
+    const proven = await provenComplaint(tx, mailbox, mail);
+    if ('unmatched' in proven) return { kind: 'complaint' as InboundKind, prospectId: null, relatedId: null, detail: report.feedbackType ?? '', reason: null, unmatched: proven.unmatched };
+    const ours = proven.message;
     const address = ours.to.toLowerCase();
-    await suppressAddress(tx, accountId, address, 'complained', mail.report.feedbackType ?? '');
+    await suppressAddress(tx, accountId, address, 'complained', report.feedbackType ?? '');
     await addToStopList(tx, accountId, address);
     await countMessage(tx, ours.id, 'complained');
     await loseProspects(tx, accountId, address, 'complained', now);
     await emitEvent(tx, accountId, 'message.complained', { id: ours.id, mailbox: mailbox.id, to: address });
-    return base;
+    return { kind: 'complaint' as InboundKind, prospectId: ours.prospect_id, relatedId: ours.id, detail: report.feedbackType ?? '', reason: null, unmatched: null };
   }
 
   if (mail.report) {
-    // a bounce: each failed recipient it names, matched to its message (the original Message-ID when it went to that
-    // address, else the address's latest message from this mailbox); a report naming nobody is recorded, reason undefined
+    // a bounce acts on the one message it proves, for that message's recipient; a report naming nobody is recorded
     const report = mail.report;
-    const verp = mail.verp ? await messageById(tx, mailbox.id, mail.verp) : null;
-    const original = verp ?? (await byMessageIds(tx, mailbox.id, [...(report.originalId ? [report.originalId] : []), ...mail.threadIds]));
-    // at a VERP address the report is about that message only: its recipient is the message's
-    const recipients = verp
-      ? [{ ...(report.recipients.find((r) => r.address === verp.to.toLowerCase()) ?? report.recipients[0] ?? unknownFormatFailure('')), address: verp.to.toLowerCase() }]
-      : report.recipients;
-    let first: OurMessage | null = null;
+    const detail = [report.status, report.diagnostic].filter(Boolean).join(' ');
+    const proven = await provenBounce(tx, mailbox, mail);
+    if ('unmatched' in proven) return { kind: 'bounce' as InboundKind, prospectId: null, relatedId: null, detail, reason: report.reason ?? 'undefined', unmatched: proven.unmatched };
+    const { message, recipients } = proven;
     for (const failed of recipients) {
-      const message = original && (original.to.toLowerCase() === failed.address || recipients.length === 1) ? original : await latestMessageTo(tx, mailbox.id, failed.address);
-      first ??= message;
-      if (!message) continue;
       const bounce = bounceOf(failed, now);
       if (!failed.permanent) {
         countBounce(bounce, false);
@@ -145,16 +138,16 @@ async function effects(tx: Tx, mailbox: Mailbox, mail: InboundMail, now: Date) {
         bounce: publicBounce(bounce),
       });
     }
-    first ??= original;
-    const detail = [report.status, report.diagnostic].filter(Boolean).join(' ');
-    return { kind: 'bounce' as InboundKind, prospectId: first?.prospect_id ?? null, relatedId: first?.id ?? null, detail, reason: report.reason ?? 'undefined' };
+    return { kind: 'bounce' as InboundKind, prospectId: message.prospect_id, relatedId: message.id, detail, reason: report.reason ?? 'undefined', unmatched: null };
   }
 
-  // (3) the sender, to a prospect of a campaign sending from this mailbox
+  // (1) a Message-ID of ours in In-Reply-To / References
+  const ours = await byMessageIds(tx, mailbox.id, mail.threadIds);
+  // (2) the sender, to a prospect of a campaign sending from this mailbox
   const prospectId = ours?.prospect_id ?? (mail.from ? await prospectAnswering(tx, mailbox.id, mail.from) : null);
   const prospect = prospectId ? await lockedProspect(tx, prospectId) : null;
-  if (!prospect) return { kind: 'other' as InboundKind, prospectId: null, relatedId: ours?.id ?? null, detail: '', reason: null };
-  const base = { prospectId: prospect.id, relatedId: ours?.id ?? null, reason: null };
+  if (!prospect) return { kind: 'other' as InboundKind, prospectId: null, relatedId: ours?.id ?? null, detail: '', reason: null, unmatched: null };
+  const base = { prospectId: prospect.id, relatedId: ours?.id ?? null, reason: null, unmatched: null };
 
   if (mail.kind === 'auto_reply') {
     if (prospect.status === 'ready' || prospect.status === 'writing') {

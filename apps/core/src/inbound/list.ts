@@ -8,15 +8,17 @@ export interface InboundView {
   kind: string;
   /** for a bounce: the reason read from the report (docs/inbound.md) */
   reason: string | null;
+  /** a bounce or complaint that proved no message of ours: why it was not applied (docs/inbound.md) */
+  unmatched: string | null;
   message_id: string | null;
   prospect_id: number | null;
   received_at: Date;
 }
 
-/** The handled emails, newest first, of one mailbox or all. */
-export async function listInbound(db: Db, query: { mailbox?: number; limit: number }): Promise<InboundView[]> {
+/** The handled emails, newest first, of one mailbox or all; `unmatched`: only the reports that proved nothing, or only the others. */
+export async function listInbound(db: Db, query: { mailbox?: number; unmatched?: boolean; limit: number }): Promise<InboundView[]> {
   const rows = await db.inboundMessage.findMany({
-    where: query.mailbox ? { mailboxId: query.mailbox } : {},
+    where: { ...(query.mailbox ? { mailboxId: query.mailbox } : {}), ...(query.unmatched !== undefined ? { unmatched: query.unmatched ? { not: null } : null } : {}) },
     orderBy: { id: 'desc' },
     take: query.limit,
   });
@@ -27,6 +29,7 @@ export async function listInbound(db: Db, query: { mailbox?: number; limit: numb
     subject: r.subject,
     kind: r.kind,
     reason: r.reason,
+    unmatched: r.unmatched,
     message_id: r.messageId,
     prospect_id: r.prospectId,
     received_at: r.receivedAt,

@@ -27,14 +27,6 @@ export async function messageById(tx: Tx, mailboxId: number, id: string): Promis
   return row ?? null;
 }
 
-/** Reads the mailbox's latest message to `address` (lower-cased); null when it never wrote there. */
-export async function latestMessageTo(tx: Tx, mailboxId: number, address: string): Promise<OurMessage | null> {
-  const [row] = await tx.$queryRaw<OurMessage[]>`
-    SELECT id, "to", prospect_id FROM messages WHERE mailbox_id = ${mailboxId} AND lower("to") = ${address}
-    ORDER BY created_at DESC LIMIT 1`;
-  return row ?? null;
-}
-
 /** The email's place in its mailbox and what it says of itself, as claimInbound records it. */
 export interface InboundHeader {
   mailboxId: number;

@@ -118,6 +118,12 @@ export const metrics = {
     labelNames: ['kind'] as const,
     registers: [registry],
   }),
+  inboundUnmatched: new Counter({
+    name: 'mailservice_inbound_unmatched_total',
+    help: 'Bounce and complaint reports that proved no message of ours (docs/inbound.md): recorded, not applied',
+    labelNames: ['kind'] as const,
+    registers: [registry],
+  }),
   inboundPolls: new Counter({
     name: 'mailservice_inbound_polls_total',
     help: 'IMAP polls of a mailbox by result (ok, error)',

@@ -5,6 +5,7 @@ import type { ConsolePage } from '../page';
 
 const inboundFilter = Joi.object({
   mailbox: Joi.number().integer().positive().allow(''),
+  unmatched: Joi.string().valid('', 'yes'),
   limit: Joi.number().integer().min(1).max(1000).default(100),
 });
 
@@ -19,22 +20,24 @@ export const inboundPage: ConsolePage = {
 </tbody></table>
 <form method="get" action="/admin/inbound" class="card">
 <label>Mailbox <select name="mailbox"><option value="">all</option><% it.readers.forEach(function (m) { %><option value="<%= m.id %>"<% if (String(m.id) === it.mailbox) { %> selected<% } %>><%= m.address %></option><% }) %></select></label>
+<label><input type="checkbox" name="unmatched" value="yes"<% if (it.unmatched) { %> checked<% } %>> Unmatched reports only</label>
 <label>Show <input name="limit" type="number" min="1" max="1000" value="<%= it.limit %>"></label>
 <button>Filter</button>
 </form>
 <h2>Handled emails</h2>
 <table><thead><tr><th>Received</th><th>Mailbox</th><th>From</th><th>Subject</th><th>Kind</th><th>Prospect</th></tr></thead><tbody>
-<% it.messages.forEach(function (m) { %><tr><td><%= m.received_at.toISOString() %></td><td><%= it.addresses[m.mailbox] || m.mailbox %></td><td><%= m.from %></td><td><%= m.subject %></td><td><%= m.kind %><% if (m.reason) { %> (<%= m.reason %>)<% } %></td><td><%= m.prospect_id === null ? '-' : m.prospect_id %></td></tr><% }) %>
+<% it.messages.forEach(function (m) { %><tr><td><%= m.received_at.toISOString() %></td><td><%= it.addresses[m.mailbox] || m.mailbox %></td><td><%= m.from %></td><td><%= m.subject %></td><td><%= m.kind %><% if (m.reason) { %> (<%= m.reason %>)<% } %><% if (m.unmatched) { %><br><strong>unmatched, not applied:</strong> <%= m.unmatched %><% } %></td><td><%= m.prospect_id === null ? '-' : m.prospect_id %></td></tr><% }) %>
 </tbody></table>
 <% if (!it.messages.length) { %><p class="muted">No inbound email handled yet.</p><% } %>`,
   },
   routes(router, ctx) {
     router.get('/inbound', async (req, res) => {
-      const filter = validate<{ mailbox?: number | ''; limit: number }>(inboundFilter, req.query);
+      const filter = validate<{ mailbox?: number | ''; unmatched?: string; limit: number }>(inboundFilter, req.query);
       const mailbox = filter.mailbox || undefined;
-      const [readers, messages] = await Promise.all([listMailboxes(ctx.db), listInbound(ctx.db, { mailbox, limit: filter.limit })]);
+      const unmatched = filter.unmatched === 'yes';
+      const [readers, messages] = await Promise.all([listMailboxes(ctx.db), listInbound(ctx.db, { mailbox, unmatched: unmatched || undefined, limit: filter.limit })]);
       const addresses = Object.fromEntries(readers.map((m) => [m.id, m.address]));
-      ctx.render(req, res, 'inbound', 'Inbound', { readers, messages, addresses, mailbox: mailbox ? String(mailbox) : '', limit: filter.limit });
+      ctx.render(req, res, 'inbound', 'Inbound', { readers, messages, addresses, mailbox: mailbox ? String(mailbox) : '', unmatched, limit: filter.limit });
     });
   },
 };

@@ -1,5 +1,5 @@
 import { header } from './mime';
-import { readAmazonSes } from './families/amazonses';
+import { readAmazonSes, sesOriginalId } from './families/amazonses';
 import { readArf } from './families/arf';
 import { readRfc3464 } from './families/rfc3464';
 import { readText } from './families/text';
@@ -14,7 +14,7 @@ export type { Failed } from './report';
  */
 export type Report =
   | { kind: 'bounce'; format: 'rfc3464' | 'text' | 'amazonses'; recipients: Failed[]; originalId: string | null }
-  | { kind: 'complaint'; format: 'arf' | 'amazonses'; addresses: string[]; feedbackType: string; originalId: string | null };
+  | { kind: 'complaint'; format: 'arf' | 'amazonses'; addresses: string[]; feedbackType: string; originalId: string | null; originalReturnPath: string | null };
 
 const SUBJECT =
   /undeliver|undelivered|delivery (status|failure|failed|notification|report|problem|has failed)|failure notice|returned mail|mail delivery (failed|failure|system|subsystem)|could not be delivered|not (be )?delivered|non[- ]?remis|nondeliver|non-deliver|returned to sender|unzustellbar|nicht zustellbar|fehlgeschlagen|mail failure|message failure|delivery error|bounced?|rejected|permanent error|mail system error|warning: could not send|error sending|failed mail|unable to deliver|delivery notification|ndr|unbekannt|message blocked|не доставлено|未達|エラー|配信/i;
@@ -36,15 +36,20 @@ function originalIdOf(mail: Mail): string | null {
   return /<[^<>\s]+>/.exec(id)?.[0] ?? null;
 }
 
+/** The attached original's Return-Path (a VERP address of ours names the message), or null. */
+const originalReturnPathOf = (mail: Mail): string | null => (mail.original ? header(mail.original, 'return-path') || null : null);
+
 export function readReport(raw: string | Buffer): Report | null {
   const mail = mailOf(typeof raw === 'string' ? raw : raw.toString('latin1'));
   const ct = header(mail.headers, 'content-type').toLowerCase();
   const originalId = originalIdOf(mail);
+  const originalReturnPath = originalReturnPathOf(mail);
   const complaint = readArf(mail);
-  if (complaint) return { kind: 'complaint', format: 'arf', addresses: complaint.addresses, feedbackType: complaint.feedbackType, originalId };
+  if (complaint) return { kind: 'complaint', format: 'arf', addresses: complaint.addresses, feedbackType: complaint.feedbackType, originalId, originalReturnPath };
   const ses = readAmazonSes(mail);
-  if (ses?.kind === 'complaint') return { kind: 'complaint', format: 'amazonses', ...ses.complaint, originalId };
-  if (ses?.kind === 'bounce') return { kind: 'bounce', format: 'amazonses', recipients: ses.found.map(finish), originalId };
+  const sesId = ses ? (originalId ?? sesOriginalId(mail)) : null;
+  if (ses?.kind === 'complaint') return { kind: 'complaint', format: 'amazonses', ...ses.complaint, originalId: sesId, originalReturnPath };
+  if (ses?.kind === 'bounce') return { kind: 'bounce', format: 'amazonses', recipients: ses.found.map(finish), originalId: sesId };
   if (ses) return null; // a delivery notice
   const isDsn = /report-type\s*=\s*"?(delivery-status|global-delivery-status)/.test(ct) || !!mail.dsn;
   if (isDsn) {

@@ -95,8 +95,19 @@ function decodeBody(body: string, encoding: string, charset: string): string {
   let bytes: Buffer;
   if (enc === 'base64') bytes = Buffer.from(body.replace(/[^A-Za-z0-9+/=]/g, ''), 'base64');
   else if (enc === 'quoted-printable') bytes = qpBytes(body);
-  else return charset && !/^(us-ascii|utf-?8)$/i.test(charset) ? decoder(charset).decode(Buffer.from(body, 'latin1')) : body;
+  else if (!/[\x80-\xff]/.test(body)) return body;
+  else if (charset && !/^us-ascii$/i.test(charset)) return decoder(charset).decode(Buffer.from(body, 'latin1'));
+  else return utf8OrAsIs(body);
   return decoder(charset).decode(bytes);
+}
+
+/** 8-bit text with no charset said: UTF-8 when it is valid UTF-8 (RFC 6532), else left as read (latin1). */
+function utf8OrAsIs(body: string): string {
+  try {
+    return new TextDecoder('utf-8', { fatal: true }).decode(Buffer.from(body, 'latin1'));
+  } catch {
+    return body;
+  }
 }
 
 /**

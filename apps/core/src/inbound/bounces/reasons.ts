@@ -1,4 +1,5 @@
 import { PHRASES, STATUS_REASON } from './keywords';
+import { aboutSender, meaningOf, saysGone } from './meaning';
 
 /**
  * The reason of one failure, named as sisimai names them (docs/inbound.md), from the diagnostic text, the enhanced
@@ -6,19 +7,23 @@ import { PHRASES, STATUS_REASON } from './keywords';
  * (reason/find.go, BSD 2-Clause); the phrases are its own (keywords.ts).
  */
 export const REASONS = [
-  'userunknown', 'hostunknown', 'hasmoved', 'notaccept',
-  'suspend', 'mailboxfull', 'exceedlimit', 'expired', 'systemfull', 'onhold', 'undefined',
-  'mesgtoobig', 'blocked', 'spamdetected', 'virusdetected', 'policyviolation', 'rejected', 'norelaying', 'securityerror',
+  'userunknown', 'hostunknown', 'hasmoved', 'notaccept', 'suspend',
+  'mailboxfull', 'expired', 'systemfull', 'onhold', 'undefined',
+  'mesgtoobig', 'exceedlimit', 'blocked', 'spamdetected', 'virusdetected', 'policyviolation', 'rejected', 'norelaying', 'securityerror',
   'authfailure', 'requireptr', 'networkerror', 'systemerror', 'toomanyconn', 'ratelimited', 'contenterror', 'syntaxerror',
   'mailererror',
 ] as const;
 export type Reason = (typeof REASONS)[number];
 
-/** dead: suppressed at once; mailbox: suppressed after SOFT_BOUNCE_LIMIT; not_address: never suppresses. */
+/**
+ * dead: suppressed at once (`suspend`: an account disabled, deactivated or closed, not for a while); mailbox: suppressed
+ * after SOFT_BOUNCE_LIMIT; not_address: never suppresses (`exceedlimit`, a message over the recipient's size limit,
+ * among them: a smaller one gets through).
+ */
 export type ReasonClass = 'dead' | 'mailbox' | 'not_address';
 
-const DEAD = new Set<Reason>(['userunknown', 'hostunknown', 'hasmoved', 'notaccept']);
-const MAILBOX = new Set<Reason>(['suspend', 'mailboxfull', 'exceedlimit', 'expired', 'systemfull', 'onhold', 'undefined']);
+const DEAD = new Set<Reason>(['userunknown', 'hostunknown', 'hasmoved', 'notaccept', 'suspend']);
+const MAILBOX = new Set<Reason>(['mailboxfull', 'expired', 'systemfull', 'onhold', 'undefined']);
 
 export function reasonClass(reason: Reason): ReasonClass {
   return DEAD.has(reason) ? 'dead' : MAILBOX.has(reason) ? 'mailbox' : 'not_address';
@@ -145,8 +150,29 @@ const SECOND = [
   'securityerror', 'suppressed', 'mailererror',
 ];
 
-/** The reason of one failure. */
+/** Reasons that say little about the address: the words' meaning (meaning.ts) may say more. */
+const WEAK = new Set<Reason>(['onhold', 'undefined', 'rejected', 'systemerror', 'securityerror', 'mailererror']);
+
+/**
+ * The reason of one failure: sisimai's reading, then the meaning of the words when that reading says little (a
+ * mailbox that does not exist, a domain that does not, an account closed for good, in any of the languages meaning.ts
+ * reads). An account suspended or disabled only for a while is a mailbox failure (`onhold`), not a dead address.
+ */
 export function findReason(f: Failure): Reason {
+  const reason = sisimaiReason(f);
+  // "sender domain does not exist": a dead reason about our own side is a refusal of the sender
+  if (reasonClass(reason) === 'dead' && aboutSender(f.diagnostic)) return 'rejected';
+  // an account disabled, deactivated or closed (or 5.7.13, "user account disabled"); frozen, locked or suspended for
+  // a while is a mailbox failure
+  if (reason === 'suspend') return f.status === '5.7.13' || saysGone(f.diagnostic) ? 'suspend' : 'onhold';
+  // after DATA the address was accepted: "user unknown" then is a filter's answer (sisimai's `filtered`), not proof;
+  // an answer to MAIL FROM is about the sender
+  if (!WEAK.has(reason) || f.command === 'DATA' || f.command === 'MAIL') return reason;
+  return meaningOf(f.diagnostic) ?? reason;
+}
+
+/** The reason of one failure as sisimai reads it (reason/find.go's order, its phrases). */
+function sisimaiReason(f: Failure): Reason {
   const known = f.known ? fold(f.known) : null;
   if (known && !RETRY.has(f.known!)) return known;
   const text = f.diagnostic.toLowerCase().replace(/\s+/g, ' ');
@@ -179,7 +205,7 @@ export function findReplyCode(text: string): string | null {
 /** The SMTP command a diagnostic answered, when it says. */
 export function findCommand(text: string): string {
   const t = text.toUpperCase();
-  const m = /\b(?:AFTER|IN REPLY TO|IN RESPONSE TO|RESPONSE TO|FOR|>>>)\s+(RCPT|MAIL|DATA|HELO|EHLO|END OF DATA)\b/.exec(t) ?? /\b(RCPT|MAIL|DATA|HELO|EHLO) TO\b|\b(RCPT|MAIL) FROM\b|\bEND OF DATA\b/.exec(t);
+  const m = /\b(?:AFTER|IN REPLY TO|IN RESPONSE TO|RESPONSE TO|FOR|>>>)\s+(RCPT|MAIL|DATA|HELO|EHLO|END OF DATA)\b/.exec(t) ?? /\b(RCPT|DATA|HELO|EHLO) TO\b|\b(RCPT|MAIL) FROM\b|\bEND OF DATA\b/.exec(t);
   if (!m) return '';
   const word = (m[1] ?? m[2] ?? m[0]).replace(/ TO$| FROM$/, '');
   return word === 'END OF DATA' ? 'DATA' : word;

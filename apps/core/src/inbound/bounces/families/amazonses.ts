@@ -52,6 +52,12 @@ function notificationOf(mail: Mail): Notification | null {
 
 export type SesResult = { kind: 'bounce'; found: Found[] } | { kind: 'complaint'; complaint: Complaint } | { kind: 'delivery' };
 
+/** The original's Message-ID header, when the notification carries the original's headers (`mail.headers`). */
+export function sesOriginalId(mail: Mail): string | null {
+  const text = mail.text.replace(/=\r?\n/g, '');
+  return /\{\s*"name"\s*:\s*"message-id"\s*,\s*"value"\s*:\s*"(<[^"<>\s]+>)"/i.exec(text)?.[1] ?? null;
+}
+
 export function readAmazonSes(mail: Mail): SesResult | null {
   const n = notificationOf(mail);
   if (!n) return null;
