@@ -46,6 +46,22 @@ export interface ProspectInput {
   fields?: Record<string, unknown>;
 }
 
+/** An item of the request that failed its own check: answered `invalid` with `refused` as its error. */
+export interface RefusedItem {
+  refused: string;
+  given: unknown;
+}
+
+export type ProspectItem = ProspectInput | RefusedItem;
+
+const isRefused = (item: ProspectItem): item is RefusedItem => 'refused' in item;
+
+/** What an item was given as its contact: the email, else the site, else "". */
+function givenContact(item: unknown): string {
+  const { email, site } = (typeof item === 'object' && item !== null ? item : {}) as Record<string, unknown>;
+  return String((typeof email === 'string' && email) || (typeof site === 'string' && site) || '');
+}
+
 export type AddResult = 'added' | 'updated' | 'same' | 'stopped' | 'invalid';
 
 export interface AddAnswer {
@@ -55,7 +71,8 @@ export interface AddAnswer {
   same: number;
   stopped: number;
   invalid: number;
-  prospects: { contact: string; result: AddResult; id: number | null }[];
+  /** `error` says why an item is `invalid` */
+  prospects: { contact: string; result: AddResult; id: number | null; error?: string }[];
 }
 
 /** Where a prospect starts: ready (email, running campaign), hold (site only, running), new otherwise. */
@@ -143,7 +160,7 @@ class NewProspects {
  * take turns and the same address can never be added twice. Items are handled in input order; a duplicate inside one
  * request meets the row its first occurrence made (same, or updated when it brings a new name or fields).
  */
-export async function addProspects(db: Db, accountId: number, campaignId: number, items: ProspectInput[]): Promise<{ answer: AddAnswer; ready: DueStep[] }> {
+export async function addProspects(db: Db, accountId: number, campaignId: number, given: ProspectItem[]): Promise<{ answer: AddAnswer; ready: DueStep[] }> {
   return db.$transaction(
     async (tx) => {
       const campaign = await lockCampaignForAdds(tx, accountId, campaignId);
@@ -153,6 +170,7 @@ export async function addProspects(db: Db, accountId: number, campaignId: number
       const now = new Date();
       /** prospects whose step 1 is now scheduled: the caller queues their jobs after the commit */
       const ready: DueStep[] = [];
+      const items = given.map((item) => (isRefused(item) ? {} : item));
       const contacts = items.map((item) => ({ email: normaliseEmail(item.email), site: normaliseSite(item.site) }));
       const known = await KnownProspects.load(
         tx,
@@ -169,9 +187,11 @@ export async function addProspects(db: Db, accountId: number, campaignId: number
       };
       for (const [i, item] of items.entries()) {
         const { email, site } = contacts[i]!;
-        if (!email && !site) {
+        const checked = given[i]!;
+        if (isRefused(checked) || (!email && !site)) {
           answer.invalid++;
-          answer.prospects.push({ contact: String(item.email || item.site || ''), result: 'invalid', id: null });
+          const error = isRefused(checked) ? checked.refused : 'neither a valid address nor a site';
+          answer.prospects.push({ contact: givenContact(isRefused(checked) ? checked.given : checked), result: 'invalid', id: null, error });
           continue;
         }
         const contact = email ?? site!;
