@@ -462,6 +462,23 @@ export async function runningCampaignWithPauseOn(tx: Tx, campaignId: number): Pr
   return c;
 }
 
+/** Whose auto-pause window: a campaign's or a broadcast's. */
+export type WindowOwner = { campaign: number } | { broadcast: number };
+
+const ownerColumn = (owner: WindowOwner) => ('campaign' in owner ? { column: 'campaign_id', id: owner.campaign } : { column: 'broadcast_id', id: owner.broadcast });
+
+/** Watches the window: each of its emails that ends judges it again (pause_watches; auto-pause.ts). */
+export async function watchWindow(tx: Tx, owner: WindowOwner): Promise<void> {
+  const { column, id } = ownerColumn(owner);
+  await rawQuery(tx, `INSERT INTO pause_watches (${column}) VALUES ($1) ON CONFLICT (${column}) DO NOTHING`, [id]);
+}
+
+/** Stops watching the window (judged for good, paused, or no longer running). */
+export async function unwatchWindow(tx: Tx, owner: WindowOwner): Promise<void> {
+  const { column, id } = ownerColumn(owner);
+  await rawQuery(tx, `DELETE FROM pause_watches WHERE ${column} = $1`, [id]);
+}
+
 /** Pauses a running campaign with the service's reason; false when it was no longer running. */
 export async function pauseRunningCampaign(tx: Tx, campaignId: number, reason: string): Promise<boolean> {
   const paused = await rawQuery(tx, `UPDATE campaigns SET status = 'paused', paused_reason = $2, updated_at = now() WHERE id = $1 AND status = 'running' RETURNING id`, [campaignId, reason]);
