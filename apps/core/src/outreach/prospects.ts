@@ -6,7 +6,8 @@ import { updateProspect } from './changes';
 import { loadStopList } from '../stop-list/repository';
 import { normaliseEmail, normaliseSite } from './contacts';
 import type { DueStep } from './scheduler';
-import { insertProspects, lockAccountCampaign, lockCampaignForAdds, prospectsMatching, reserveProspectIds, type KnownRow } from './repository';
+import { insertProspects, lockAccountCampaign, lockCampaignForAdds, planSteps, prospectsMatching, reserveProspectIds, type KnownRow, type PlannedStep } from './repository';
+import { replanHeldSteps } from './replan';
 import { firstStepAt } from './timing';
 import { scheduleOf, windowedAt } from './windows';
 
@@ -170,6 +171,9 @@ export async function addProspects(db: Db, accountId: number, campaignId: number
       const now = new Date();
       /** prospects whose step 1 is now scheduled: the caller queues their jobs after the commit */
       const ready: DueStep[] = [];
+      /** steps scheduled by this request, with when they were due; prospects whose time zone changed */
+      const planned: PlannedStep[] = [];
+      const zoneChanged: number[] = [];
       const items = given.map((item) => (isRefused(item) ? {} : item));
       const contacts = items.map((item) => ({ email: normaliseEmail(item.email), site: normaliseSite(item.site) }));
       const known = await KnownProspects.load(
@@ -223,7 +227,10 @@ export async function addProspects(db: Db, accountId: number, campaignId: number
           const start = startingState(campaign, email !== null, fields, first ? first.delayHours : null, now);
           const row = created.create({ campaignId, email, site, name, fields, reason: '', closedAt: null, ...start });
           known.add(row);
-          if (start.status === 'ready') ready.push({ prospectId: row.id, step: 1, nextAt: start.nextAt });
+          if (start.status === 'ready') {
+            ready.push({ prospectId: row.id, step: 1, nextAt: start.nextAt });
+            planned.push({ id: row.id, due: firstStepAt(now, first!.delayHours), nextAt: start.nextAt! });
+          }
           answer.added++;
           answer.prospects.push({ contact, result: 'added', id: row.id });
           continue;
@@ -241,14 +248,21 @@ export async function addProspects(db: Db, accountId: number, campaignId: number
             changes.status = 'ready';
             changes.nextAt = windowedAt(scheduleOf(campaign.schedule), mergedFields, firstStepAt(now, first.delayHours));
             ready.push({ prospectId: existing.id, step: 1, nextAt: changes.nextAt as Date });
+            planned.push({ id: existing.id, due: firstStepAt(now, first.delayHours), nextAt: changes.nextAt as Date });
           }
         }
+        // a stored prospect's time zone changed: a step of theirs held by the window is planned again (replan.ts)
+        const zone = (f: unknown) => (f as Record<string, unknown> | null)?.timezone;
+        if (changes.fields && !created.has(existing) && zone(mergedFields) !== zone(existing.fields)) zoneChanged.push(existing.id);
         const changed = Object.keys(changes).length > 0;
         if (changed) await change(existing, changes);
         answer[changed ? 'updated' : 'same']++;
         answer.prospects.push({ contact, result: changed ? 'updated' : 'same', id: existing.id });
       }
       await created.write(tx);
+      // steps put at their window's opening keep when they were due, for a later change of the window (replan.ts)
+      await planSteps(tx, planned.filter((p) => p.nextAt.getTime() > p.due.getTime()));
+      if (zoneChanged.length) await replanHeldSteps(tx, { prospectIds: zoneChanged }, now);
       return { answer, ready };
     },
     { timeout: 20_000, maxWait: 10_000 },

@@ -6,6 +6,7 @@ import type { Tx } from '../db';
 import { BadRequest, Conflict, NotFound } from '../errors';
 import { requireAccount } from './accounts';
 import { effectiveDailyLimit } from '../outreach/limits';
+import { replanHeldSteps } from '../outreach/replan';
 
 export interface SmtpSettings {
   host: string;
@@ -239,7 +240,11 @@ export async function updateMailbox(db: Tx, id: number, change: MailboxChange): 
   };
   const existing = await db.mailbox.findUnique({ where: { id } });
   if (!existing) throw new NotFound(`no mailbox with id ${id}`);
-  return mailboxView(Object.keys(data).length ? await db.mailbox.update({ where: { id }, data }) : existing);
+  const updated = Object.keys(data).length ? await db.mailbox.update({ where: { id }, data }) : existing;
+  // steps held by the mailbox's cap or gap are planned again under the new limits (docs/outreach.md)
+  const limits = [change.daily_limit, change.gap_seconds, change.gap_jitter, change.warmup];
+  if (limits.some((l) => l !== undefined)) await replanHeldSteps(db, { mailboxId: id });
+  return mailboxView(updated);
 }
 
 export async function listMailboxes(db: Tx, account?: number): Promise<MailboxView[]> {
