@@ -212,6 +212,8 @@ export interface components {
                 /** @enum {string} */
                 result: "added" | "updated" | "same" | "stopped" | "invalid";
                 id: number | null;
+                /** @description why the item is invalid */
+                error?: string;
             }[];
         };
         ProspectAnswer: {

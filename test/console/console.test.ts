@@ -136,7 +136,7 @@ describe('the admin console', () => {
     expect(csv.status()).toBe(200);
     const lines = (await csv.text()).trim().split('\r\n');
     expect(lines).toHaveLength(1201);
-    expect(lines[0]).toBe('email,name,status,created_at,confirmed_at');
+    expect(lines[0]).toBe('email,name,status,tags,fields,consent_source,consent_at,created_at,confirmed_at');
     expect(lines[8]).toMatch(/^reader0007@example\.org,"'=HYPERLINK\(""x""\)",active,/);
 
     await go('/admin/campaigns');

@@ -76,7 +76,7 @@ describe('admin changes and the lists behind the sends', () => {
     expect(csv.status).toBe(200);
     expect(csv.headers['content-type']).toMatch(/text\/csv/);
     const lines = csv.text.trim().split('\r\n');
-    expect(lines[0]).toBe('email,name,status,created_at,confirmed_at');
+    expect(lines[0]).toBe('email,name,status,tags,fields,consent_source,consent_at,created_at,confirmed_at');
     expect(lines).toHaveLength(6);
     const all = (await asAdmin(ctx.api).get(`/admin/api/lists/${list.id}/subscribers.csv`)).text;
     expect(all).toMatch(/^p03@example\.org,'=cmd\(\),active,/m);
@@ -146,7 +146,7 @@ describe('npm run admin -- (the same control plane from a shell)', () => {
     expect(page.out.subscribers.map((s: { email: string }) => s.email)).toEqual(['b@example.org']);
     const csv = runTs('scripts/admin.ts', ['subscribers', 'export', String(list.id)]);
     expect(await csv.exited).toBe(0);
-    expect(csv.stdout().trim().split('\r\n')).toEqual(['email,name,status,created_at,confirmed_at', expect.stringMatching(/^a@example\.org,,active,/), expect.stringMatching(/^b@example\.org,,pending,/)]);
+    expect(csv.stdout().trim().split('\r\n')).toEqual(['email,name,status,tags,fields,consent_source,consent_at,created_at,confirmed_at', expect.stringMatching(/^a@example\.org,,active,/), expect.stringMatching(/^b@example\.org,,pending,/)]);
     await db().$transaction((tx) => suppressAddress(tx, tenant.account.id, 'c@example.org', 'bounced'));
     const listed = await runAdmin('suppressions', '--account', String(tenant.account.id));
     expect(listed.out.suppressions).toEqual([expect.objectContaining({ email: 'c@example.org', reason: 'bounced' })]);

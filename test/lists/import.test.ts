@@ -10,6 +10,7 @@ import { suppressAddress } from '../../apps/core/src/subscribers';
 import { asAdmin, useApi } from '../helpers/api';
 import { useMail } from '../helpers/mail';
 import { waitFor } from '../helpers/wait';
+import { makeList } from '../helpers/factories';
 import { activeRows, listFixture } from './support';
 
 const server = useApi();
@@ -97,6 +98,41 @@ describe('POST /admin/api/lists/:id/import', () => {
     expect(await f.subscriber('x@news.stopped.example')).toBeNull();
     expect(await f.subscriber('gone@example.com')).toMatchObject({ status: 'unsubscribed' });
     expect(await f.count()).toBe(1);
+  });
+
+  it('round-trips: an NDJSON import with tags, fields and consent shows them in the listing, and its CSV export imports into a new list identical', async () => {
+    const f = await listFixture(server.api, { confirm: false });
+    const lines = [
+      { email: 'ann@example.com', name: 'Ann "A", Jr.', tags: ['vip', '2024', '-dash'], fields: { company: 'Acme, Inc.', size: 12, paying: true, note: '=SUM(A1)' }, consent_source: 'signup form', consent_at: '2024-03-01T10:00:00Z' },
+      { email: 'bob@example.com', status: 'unsubscribed', tags: ['x'], consent_source: 'fair', consent_at: '2023-01-02T03:04:05.678Z' },
+      { email: '-cid@example.com', name: '+plus', fields: { 'line\nbreak': 'a\nb' } },
+      { email: 'bo@example.com', status: 'bounced', tags: ['old'] },
+    ].map((l) => JSON.stringify(l));
+    const first = await importAndWait(f.list.id, lines.join('\n') + '\n', 'application/x-ndjson');
+    expect(first).toMatchObject({ status: 'done', total: 4, added: 3, refused: 1, errors: [{ line: 4, reason: 'the line says bounced: recorded, never written to' }] });
+
+    const listing = async (listId: number) => {
+      const res = await asAdmin(server.api).get(`/admin/api/lists/${listId}/subscribers`).expect(200);
+      return (res.body.subscribers as Record<string, unknown>[])
+        .map(({ id: _id, created_at: _created, confirmed_at: _confirmed, ...rest }) => rest)
+        .sort((a, b) => String(a.email).localeCompare(String(b.email)));
+    };
+    const shown = await listing(f.list.id);
+    expect(shown).toEqual([
+      { email: '-cid@example.com', name: '+plus', status: 'active', tags: [], fields: { 'line\nbreak': 'a\nb' }, consent_source: 'import', consent_at: expect.any(String) },
+      { email: 'ann@example.com', name: 'Ann "A", Jr.', status: 'active', tags: ['vip', '2024', '-dash'], fields: { company: 'Acme, Inc.', size: 12, paying: true, note: '=SUM(A1)' }, consent_source: 'signup form', consent_at: '2024-03-01T10:00:00.000Z' },
+      { email: 'bo@example.com', name: '', status: 'bounced', tags: ['old'], fields: {}, consent_source: 'import', consent_at: expect.any(String) },
+      { email: 'bob@example.com', name: '', status: 'unsubscribed', tags: ['x'], fields: {}, consent_source: 'fair', consent_at: '2023-01-02T03:04:05.678Z' },
+    ]);
+
+    const csv = (await asAdmin(server.api).get(`/admin/api/lists/${f.list.id}/subscribers.csv`).expect(200)).text;
+    expect(csv.split('\r\n')[0]).toBe('email,name,status,tags,fields,consent_source,consent_at,created_at,confirmed_at');
+    // a spreadsheet never runs a cell as a formula
+    expect(csv).toContain("'-cid@example.com,'+plus,active");
+    const copy = await makeList(f.tenant.account.id, f.tenant.mailbox.id, { confirm: false });
+    const second = await importAndWait(copy.id, csv);
+    expect(second).toMatchObject({ status: 'done', total: 4, added: 3, refused: 1 });
+    expect(await listing(copy.id)).toEqual(shown);
   });
 
   it('a list with double opt-in: rows without a status are pending and get the confirmation email', async () => {

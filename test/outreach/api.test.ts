@@ -78,9 +78,9 @@ describe('POST /api/v1/prospects', () => {
         { contact: 'old@x.org', result: 'updated', id: expect.any(Number) },
         { contact: 'same@x.org', result: 'same', id: expect.any(Number) },
         { contact: 'stop@x.org', result: 'stopped', id: expect.any(Number) },
-        { contact: 'not an address', result: 'invalid', id: null },
+        { contact: 'not an address', result: 'invalid', id: null, error: 'neither a valid address nor a site' },
         { contact: 'example.com', result: 'added', id: expect.any(Number) },
-        { contact: '', result: 'invalid', id: null },
+        { contact: '', result: 'invalid', id: null, error: 'neither a valid address nor a site' },
       ],
     });
     const old = await db().prospect.findUniqueOrThrow({ where: { id: res.body.prospects[1].id } });
@@ -184,13 +184,44 @@ describe('POST /api/v1/prospects', () => {
     ['no prospects', { campaign: 1 }],
     ['prospects not an array', { campaign: 1, prospects: 'a@b.org' }],
     ['an empty prospects array', { campaign: 1, prospects: [] }],
-    ['fields not an object', { campaign: 1, prospects: [{ email: 'a@b.org', fields: 'x' }] }],
   ])('answers 400 for a malformed request: %s', async (_what, body) => {
     const { client } = await tenantWithCampaign();
     const res = await client.post('/api/v1/prospects').send(body);
     expect(res.status).toBe(400);
     expect(res.body.ok).toBe(false);
     expect(typeof res.body.error).toBe('string');
+  });
+
+  it('answers a bad item alone as invalid, with its reason, whether it has an email, a site or neither', async () => {
+    const { campaign, client } = await tenantWithCampaign();
+    const long = 'x'.repeat(10_001);
+    const res = await client.post('/api/v1/prospects').send({
+      campaign: campaign.id,
+      prospects: [
+        { email: 'fine@x.org', fields: { note: 'x'.repeat(10_000) } },
+        { email: 'long@x.org', fields: { note: long } },
+        { site: 'long.example.org', fields: { note: long } },
+        { fields: { note: long } },
+        { email: 'named@x.org', name: 'n'.repeat(201) },
+        { email: 'typed@x.org', fields: 'x' },
+        { email: 'extra@x.org', colour: 'red' },
+        'not an object',
+      ],
+    });
+    expect(res.status).toBe(200);
+    expect(res.body).toMatchObject({ added: 1, invalid: 7 });
+    expect(res.body.prospects).toEqual([
+      { contact: 'fine@x.org', result: 'added', id: expect.any(Number) },
+      { contact: 'long@x.org', result: 'invalid', id: null, error: expect.stringMatching(/^fields\.note .*10000/) },
+      { contact: 'long.example.org', result: 'invalid', id: null, error: expect.stringMatching(/^fields\.note .*10000/) },
+      { contact: '', result: 'invalid', id: null, error: expect.stringMatching(/^fields\.note .*10000/) },
+      { contact: 'named@x.org', result: 'invalid', id: null, error: expect.stringMatching(/^name .*200/) },
+      { contact: 'typed@x.org', result: 'invalid', id: null, error: expect.stringMatching(/^fields/) },
+      { contact: 'extra@x.org', result: 'invalid', id: null, error: expect.stringMatching(/colour/) },
+      { contact: '', result: 'invalid', id: null, error: expect.any(String) },
+    ]);
+    // only the good item was stored
+    expect((await db().prospect.findMany({ where: { campaignId: campaign.id } })).map((p) => p.email)).toEqual(['fine@x.org']);
   });
 
   it('answers 404 for an unknown campaign and for another account\'s campaign', async () => {

@@ -1,4 +1,5 @@
 import { db } from '../../apps/core/src/db';
+import { markSent } from '../../apps/core/src/delivery/fast-claim';
 import { classify } from '../../apps/core/src/inbound/classify';
 import { handleInbound } from '../../apps/core/src/inbound/handle';
 import { autoPauseAfter, pauseReason } from '../../apps/core/src/outreach/auto-pause';
@@ -82,6 +83,34 @@ describe('auto-pause of campaigns', () => {
     expect(await campaignRow(campaign.id)).toMatchObject({ status: 'paused', pausedReason: 'bounce rate 10.0% over the last 20 emails' });
   });
 
+  it('judges the window again as it fills when the bounces came first: paused once 20 emails ended, 2 of them dead', async () => {
+    const { tenant, campaign } = await outreach({ smtp: sink.url });
+    await wantEvents(tenant.account.id, ['campaign.paused']);
+    // RCPT-time refusals come first: 2 of 2, too few to judge, so the window is watched
+    await sendTo(tenant.account.id, campaign.id, 'dead-first1@ex.org');
+    await sendTo(tenant.account.id, campaign.id, 'dead-first2@ex.org');
+    expect(await db().pauseWatch.count({ where: { campaignId: campaign.id } })).toBe(1);
+    for (let i = 1; i <= 17; i++) {
+      expect(await sendTo(tenant.account.id, campaign.id, `good${i}@ex.org`)).toMatchObject({ kind: 'sent' });
+    }
+    expect((await campaignRow(campaign.id)).status).toBe('running'); // 2 of 19: still too few
+    // the 20th email ends well, and the window is judged: 2 of 20
+    await sendTo(tenant.account.id, campaign.id, 'good18@ex.org');
+    expect(await campaignRow(campaign.id)).toMatchObject({ status: 'paused', pausedReason: 'bounce rate 10.0% over the last 20 emails' });
+    expect(await db().event.count({ where: { accountId: tenant.account.id, type: 'campaign.paused' } })).toBe(1);
+    expect(await db().pauseWatch.count({ where: { campaignId: campaign.id } })).toBe(0);
+  });
+
+  it('stops watching a window that reaches 20 emails under the rate, and keeps running', async () => {
+    const { tenant, campaign } = await outreach({ smtp: sink.url });
+    await sendTo(tenant.account.id, campaign.id, 'dead-once@ex.org');
+    expect(await db().pauseWatch.count({ where: { campaignId: campaign.id } })).toBe(1);
+    for (let i = 1; i <= 19; i++) await sendTo(tenant.account.id, campaign.id, `fine${i}@ex.org`);
+    // 1 of 20: 5.0%, not past 5%; from now on good emails only dilute it
+    expect((await campaignRow(campaign.id)).status).toBe('running');
+    expect(await db().pauseWatch.count({ where: { campaignId: campaign.id } })).toBe(0);
+  });
+
   it('never pauses with pause_on null, or with a rate set to null', async () => {
     const { tenant, campaign } = await outreach({ smtp: sink.url });
     await asAdmin(ctx.api).patch(`/admin/api/campaigns/${campaign.id}`).send({ pause_on: { bounce_rate: null } }).expect(200);
@@ -163,6 +192,28 @@ describe('auto-pause of broadcasts', () => {
     expect(await db().event.count({ where: { accountId: tenant.account.id, type: 'broadcast.paused' } })).toBe(1);
     const resumed = await asAdmin(ctx.api).patch(`/admin/api/broadcasts/${broadcast.id}`).send({ status: 'sending' }).expect(200);
     expect(resumed.body.broadcast.paused_reason).toBeNull();
+  });
+});
+
+describe('auto-pause of broadcasts, bounces first', () => {
+  it('pauses a sending broadcast when the copies that end well after its early bounces bring the window to 20', async () => {
+    const { tenant } = await outreach({ smtp: sink.url });
+    const list = await makeList(tenant.account.id, tenant.mailbox.id, { confirm: false });
+    const broadcast = await db().broadcast.create({ data: { accountId: tenant.account.id, listId: list.id, subject: 'News', text: 'x', status: 'sending', startedAt: new Date() } });
+    const copies = (status: string, from: number, count: number) => db().$queryRaw<{ id: string }[]>`
+      INSERT INTO messages (id, account_id, mailbox_id, kind, broadcast_id, "to", subject, message_id_header, status, smtp_response, updated_at)
+      SELECT gen_random_uuid(), ${tenant.account.id}, ${tenant.mailbox.id}, 'broadcast', ${broadcast.id}, 'c' || i || '@ex.org', 'News', '<' || gen_random_uuid() || '@ex.org>',
+        ${status}::"MessageStatus", CASE WHEN ${status} = 'bounced' THEN '550 5.1.1 unknown' END, now()
+      FROM generate_series(${from}::int, ${from + count - 1}::int) AS i
+      RETURNING id::text`;
+    const [bounced] = await copies('bounced', 1, 2);
+    expect(await db().$transaction((tx) => autoPauseAfter(tx, bounced!.id))).toBeNull(); // 2 of 2: too few
+    // 18 copies on the wire, marked sent by the worker's "sent" statement: 2 of 20
+    const sending = await copies('sending', 3, 18);
+    await Promise.all(sending.slice(0, 17).map((c) => markSent(db(), c.id, '250 ok')));
+    expect((await db().broadcast.findUniqueOrThrow({ where: { id: broadcast.id } })).status).toBe('sending');
+    await markSent(db(), sending[17]!.id, '250 ok');
+    expect(await db().broadcast.findUniqueOrThrow({ where: { id: broadcast.id } })).toMatchObject({ status: 'paused', pausedReason: 'bounce rate 10.0% over the last 20 emails' });
   });
 });
 

@@ -1,5 +1,7 @@
 import { db } from '../../apps/core/src/db';
+import { queueSteps } from '../../apps/core/src/outreach/scheduler';
 import { runSequenceStep } from '../../apps/core/src/outreach/steps';
+import { jobId, queue, QUEUE } from '../../apps/core/src/queues';
 import { insideWindow, isTimeZone, localTime, nextWindowOpen, windowedAt, zoneFor, type Schedule } from '../../apps/core/src/outreach/windows';
 import { asAdmin, useApi } from '../helpers/api';
 import { makeAccount, makeMailbox } from '../helpers/factories';
@@ -178,5 +180,67 @@ describe('schedule in the admin API', () => {
     const patched = await admin.patch(`/admin/api/campaigns/${existing.body.campaign.id}`).send({ schedule }).expect(400);
     expect(patched.body.error).toMatch(words);
     expect((await db().campaign.findUniqueOrThrow({ where: { id: existing.body.campaign.id } })).schedule).toEqual(weekdays);
+  });
+});
+
+describe('held steps are planned again when what held them changes', () => {
+  const due = async (id: number) => {
+    const p = await db().prospect.findUniqueOrThrow({ where: { id } });
+    return p.nextAt !== null && p.nextAt.getTime() <= Date.now();
+  };
+
+  it('a schedule widened to every day, all day, releases a step parked for the old opening, and its delayed job runs now', async () => {
+    const { tenant, campaign } = await outreach({ smtp: 'smtp://127.0.0.1:9' });
+    await asAdmin(ctx.api).patch(`/admin/api/campaigns/${campaign.id}`).send({ schedule: shutNow() }).expect(200);
+    const id = await addProspect(tenant.account.id, campaign.id, { email: 'parked@reader.org' });
+    const opening = nextWindowOpen(shutNow(), 'UTC', new Date())!;
+    expect((await db().prospect.findUniqueOrThrow({ where: { id } })).nextAt).toEqual(opening);
+    await queueSteps([{ prospectId: id, step: 1, nextAt: opening }]);
+    const job = () => queue(QUEUE.sequence).getJob(jobId.sequence(id, 1));
+    expect(await (await job())!.getState()).toBe('delayed');
+
+    await asAdmin(ctx.api).patch(`/admin/api/campaigns/${campaign.id}`).send({ schedule: openNow }).expect(200);
+    expect(await due(id)).toBe(true);
+    // the admin change kicked the scheduler: the job no longer waits for the old opening
+    expect(await (await job())!.getState()).not.toBe('delayed');
+    expect(await runSequenceStep(db(), id, 1)).toMatchObject({ kind: 'written' });
+  });
+
+  it('a step the writer deferred to the window is released by a wider window, and held again by a narrower one', async () => {
+    const { tenant, campaign } = await outreach({ smtp: 'smtp://127.0.0.1:9' });
+    const id = await addProspect(tenant.account.id, campaign.id, { email: 'late@reader.org' });
+    await asAdmin(ctx.api).patch(`/admin/api/campaigns/${campaign.id}`).send({ schedule: shutNow() }).expect(200);
+    expect(await runSequenceStep(db(), id, 1)).toMatchObject({ kind: 'deferred', why: 'window' });
+    expect(await due(id)).toBe(false);
+    await asAdmin(ctx.api).patch(`/admin/api/campaigns/${campaign.id}`).send({ schedule: openNow }).expect(200);
+    expect(await due(id)).toBe(true);
+    await asAdmin(ctx.api).patch(`/admin/api/campaigns/${campaign.id}`).send({ schedule: shutNow() }).expect(200);
+    expect((await db().prospect.findUniqueOrThrow({ where: { id } })).nextAt).toEqual(nextWindowOpen(shutNow(), 'UTC', new Date()));
+    await asAdmin(ctx.api).patch(`/admin/api/campaigns/${campaign.id}`).send({ schedule: null }).expect(200);
+    expect(await runSequenceStep(db(), id, 1)).toMatchObject({ kind: 'written' });
+  });
+
+  it("a mailbox's daily limit raised releases a step held for tomorrow", async () => {
+    const { tenant, campaign } = await outreach({ smtp: 'smtp://127.0.0.1:9', mailbox: { daily_limit: 0 } });
+    const id = await addProspect(tenant.account.id, campaign.id, { email: 'capped@reader.org' });
+    expect(await runSequenceStep(db(), id, 1)).toMatchObject({ kind: 'deferred', why: 'daily_limit' });
+    expect(await due(id)).toBe(false);
+    await asAdmin(ctx.api).patch(`/admin/api/mailboxes/${tenant.mailbox.id}`).send({ daily_limit: 10 }).expect(200);
+    expect(await due(id)).toBe(true);
+    expect(await runSequenceStep(db(), id, 1)).toMatchObject({ kind: 'written' });
+  });
+
+  it("a prospect's time zone changed to one whose window is open releases their held step", async () => {
+    const { tenant, campaign } = await outreach({ smtp: 'smtp://127.0.0.1:9' });
+    const now = new Date();
+    const today = localTime('UTC', now).weekday;
+    // UTC+14 and UTC-11 are 25 hours apart: one of them is on another weekday than UTC now
+    const elsewhere = ['Pacific/Kiritimati', 'Pacific/Pago_Pago'].find((zone) => localTime(zone, now).weekday !== today)!;
+    await asAdmin(ctx.api).patch(`/admin/api/campaigns/${campaign.id}`).send({ schedule: { timezone: 'UTC', days: [today], from: '00:00', to: '24:00' } }).expect(200);
+    const id = await addProspect(tenant.account.id, campaign.id, { email: 'moved@reader.org', fields: { timezone: elsewhere } });
+    expect(await due(id)).toBe(false);
+    await addProspect(tenant.account.id, campaign.id, { email: 'moved@reader.org', fields: { timezone: 'UTC' } });
+    expect(await due(id)).toBe(true);
+    expect(await runSequenceStep(db(), id, 1)).toMatchObject({ kind: 'written' });
   });
 });

@@ -1,9 +1,12 @@
 import { checkSmtp } from '../../apps/core/src/delivery/check';
 import { db } from '../../apps/core/src/db';
-import { as, asAdmin, useApi } from '../helpers/api';
+import request from 'supertest';
+import { closeTransports } from '../../apps/core/src/delivery/transport';
+import { ADMIN_TOKEN, as, asAdmin, useApi } from '../helpers/api';
 import { makeAccount, makeTenant } from '../helpers/factories';
 import { useMail } from '../helpers/mail';
 import { SmtpSink } from '../helpers/smtp-sink';
+import { TlsSink } from './tls-sink';
 import { waitFor } from '../helpers/wait';
 
 /** smtp:// with a login never sends the password in clear: STARTTLS first, unless the URL says ?tls=off. */
@@ -45,7 +48,8 @@ it('logs in over the plain connection when the URL says tls=off, and delivers', 
 it('admin API: refuses a bad tls parameter, shows require_tls, and changes SMTP URL and limits by PATCH', async () => {
   const account = await makeAccount();
   for (const [smtp, error] of [
-    ['smtp://a:b@127.0.0.1:25?tls=maybe', /tls may only be "off"/],
+    ['smtp://a:b@127.0.0.1:25?tls=maybe', /tls may only be "off" .* or "insecure"/],
+    ['smtp://a:b@127.0.0.1:25?tls=off&tls=insecure', /tls may only be/],
     ['smtps://a:b@127.0.0.1:465?tls=off', /contradicts smtps/],
     ['smtp://a:b@127.0.0.1:25?debug=1', /unknown URL parameter "debug"/],
   ] as const) {
@@ -57,11 +61,11 @@ it('admin API: refuses a bad tls parameter, shows require_tls, and changes SMTP 
 
   const created = await asAdmin(ctx.api).post('/admin/api/mailboxes').send({ account: account.id, address: 'box@acme.test', smtp: 'smtp://u:pw1@127.0.0.1:2525' });
   expect(created.status).toBe(201);
-  expect(created.body.mailbox.smtp).toEqual({ host: '127.0.0.1', port: 2525, secure: false, user: 'u', require_tls: true });
+  expect(created.body.mailbox.smtp).toEqual({ host: '127.0.0.1', port: 2525, secure: false, user: 'u', require_tls: true, tls: 'on' });
   const id = created.body.mailbox.id;
   const patched = await asAdmin(ctx.api).patch(`/admin/api/mailboxes/${id}`).send({ smtp: 'smtp://v:pw2@mail.acme.test:587?tls=off', daily_limit: 10, gap_seconds: 5, name: 'Sales' });
   expect(patched.status).toBe(200);
-  expect(patched.body.mailbox).toMatchObject({ name: 'Sales', daily_limit: 10, gap_seconds: 5, smtp: { host: 'mail.acme.test', port: 587, user: 'v', require_tls: false } });
+  expect(patched.body.mailbox).toMatchObject({ name: 'Sales', daily_limit: 10, gap_seconds: 5, smtp: { host: 'mail.acme.test', port: 587, user: 'v', require_tls: false, tls: 'off' } });
   expect(JSON.stringify(patched.body)).not.toContain('pw2');
   const row = await db().mailbox.findUniqueOrThrow({ where: { id } });
   expect(row.smtpPasswordEnc).not.toContain('pw2');
@@ -69,4 +73,66 @@ it('admin API: refuses a bad tls parameter, shows require_tls, and changes SMTP 
   const refused = await asAdmin(ctx.api).patch(`/admin/api/mailboxes/${id}`).send({ smtp: 'ftp://x', daily_limit: 99 });
   expect(refused.status).toBe(400);
   expect((await db().mailbox.findUniqueOrThrow({ where: { id } })).dailyLimit).toBe(10);
+});
+
+describe('tls=off and tls=insecure against a server that offers STARTTLS with a self-signed certificate', () => {
+  const relay = new TlsSink({ user: 'ann', pass: 's3cret' });
+  const tlsRelay = new TlsSink({ user: 'ann', pass: 's3cret' }, { secure: true });
+  beforeAll(() => Promise.all([relay.start(), tlsRelay.start()]));
+  afterAll(async () => {
+    closeTransports();
+    await Promise.all([relay.stop(), tlsRelay.stop()]);
+  });
+
+  async function send(smtp: string, to: string) {
+    const tenant = await makeTenant({ smtp });
+    const res = await as(ctx.api, tenant.token).post('/api/v1/send').send({ to, subject: 'Hi', text: 'x' });
+    expect(res.status).toBe(202);
+    return tenant;
+  }
+
+  it('tls=off speaks plain SMTP: no STARTTLS although offered, and delivers; the mailbox says tls off, require_tls false', async () => {
+    const tenant = await send(relay.url('?tls=off'), 'plain@example.org');
+    const got = await waitFor(() => relay.messages.find((m) => m.to === 'plain@example.org'), { what: 'the delivery' });
+    expect(got).toMatchObject({ secure: false, user: 'ann' });
+    expect(relay.upgrades).toBe(0);
+    const shown = await asAdmin(ctx.api).get('/admin/api/mailboxes').expect(200);
+    const mailbox = shown.body.mailboxes.find((m: { id: number }) => m.id === tenant.mailbox.id);
+    expect(mailbox.smtp).toMatchObject({ tls: 'off', require_tls: false });
+  });
+
+  it('without tls the self-signed certificate is refused: nothing sent, the error names the certificate', async () => {
+    const logins = relay.logins;
+    const tenant = await send(relay.url(''), 'checked@example.org');
+    const row = await waitFor(async () => {
+      const m = await db().message.findFirst({ where: { mailboxId: tenant.mailbox.id } });
+      return m && m.lastError ? m : undefined;
+    }, { what: 'a delivery attempt' });
+    expect(row.lastError).toMatch(/certificate/i);
+    expect(relay.messages.find((m) => m.to === 'checked@example.org')).toBeUndefined();
+    expect(relay.logins).toBe(logins);
+  });
+
+  it('tls=insecure upgrades with STARTTLS whatever the certificate, logs in over TLS and delivers', async () => {
+    const tenant = await send(relay.url('?tls=insecure'), 'insecure@example.org');
+    const got = await waitFor(() => relay.messages.find((m) => m.to === 'insecure@example.org'), { what: 'the delivery' });
+    expect(got).toMatchObject({ secure: true, user: 'ann' });
+    const mailbox = await db().mailbox.findUniqueOrThrow({ where: { id: tenant.mailbox.id } });
+    expect(await checkSmtp(mailbox)).toMatchObject({ ok: true });
+    const shown = await asAdmin(ctx.api).get('/admin/api/mailboxes').expect(200);
+    expect(shown.body.mailboxes.find((m: { id: number }) => m.id === tenant.mailbox.id).smtp).toMatchObject({ tls: 'insecure', require_tls: true });
+    // the console warns about it on the mailbox's page
+    const console = request.agent(ctx.api.app);
+    const signin = await console.get('/admin/signin');
+    const csrf = /name="_csrf" value="([^"]+)"/.exec(signin.text)![1]!;
+    await console.post('/admin/signin').type('form').send({ _csrf: csrf, token: ADMIN_TOKEN }).expect(303);
+    const page = await console.get(`/admin/mailboxes/${tenant.mailbox.id}`).expect(200);
+    expect(page.text).toMatch(/tls=insecure<\/code>: the server's certificate is not checked/);
+  });
+
+  it('smtps:// with tls=insecure is TLS from the start with any certificate', async () => {
+    await send(tlsRelay.url('?tls=insecure'), 'smtps@example.org');
+    const got = await waitFor(() => tlsRelay.messages.find((m) => m.to === 'smtps@example.org'), { what: 'the delivery' });
+    expect(got).toMatchObject({ secure: true, user: 'ann' });
+  });
 });

@@ -129,6 +129,7 @@ export const addProspectsAnswer = Joi.object({
         contact: Joi.string().allow('').required(),
         result: Joi.string().valid('added', 'updated', 'same', 'stopped', 'invalid').required(),
         id: Joi.number().integer().allow(null).required(),
+        error: Joi.string().description('why the item is invalid'),
       }),
     )
     .required(),

@@ -1,11 +1,11 @@
 import type { ApiKey } from '../../../../generated/prisma/client';
 import type { Db } from '../db';
-import { Forbidden } from '../errors';
+import { BadRequest, Forbidden } from '../errors';
 import { checkLinkSoon } from '../links/schedule';
 import { reportOutcome, type OutcomeReport } from '../outreach/outcomes';
-import { addProspects, lookupProspect, type ProspectInput } from '../outreach/prospects';
+import { addProspects, lookupProspect, type ProspectInput, type ProspectItem } from '../outreach/prospects';
 import { queueStepsSoon } from '../outreach/scheduler';
-import { addProspectsInput, outcomeInput, prospectQuery } from '../outreach/schemas';
+import { addProspectsRequest, outcomeInput, prospectInput, prospectQuery } from '../outreach/schemas';
 import { listCampaigns } from '../services/campaigns';
 import { listLists } from '../services/lists';
 import { addSubscriberByKey, removeSubscriber, requireAccountList, subscriberInput, unsubscribeInput } from '../subscribers';
@@ -44,8 +44,17 @@ export async function listCampaignsOf(db: Db, key: ApiKey) {
 
 export async function addProspectsTo(db: Db, key: ApiKey, body: unknown) {
   requireProspects(key);
-  const input = validate<{ campaign: number; prospects: ProspectInput[] }>(addProspectsInput, body);
-  const { answer, ready } = await addProspects(db, key.accountId, input.campaign, input.prospects);
+  const input = validate<{ campaign: number; prospects: unknown[] }>(addProspectsRequest, body);
+  // each item alone: one bad item answers `invalid` with its reason, whatever else it carries (docs/outreach.md)
+  const items = input.prospects.map((item): ProspectItem => {
+    try {
+      return validate<ProspectInput>(prospectInput, item);
+    } catch (err) {
+      if (!(err instanceof BadRequest)) throw err;
+      return { refused: err.message, given: item };
+    }
+  });
+  const { answer, ready } = await addProspects(db, key.accountId, input.campaign, items);
   await queueStepsSoon(ready);
   return { ok: true as const, ...answer };
 }

@@ -2,6 +2,7 @@ import { ImapFlow } from 'imapflow';
 import nodemailer from 'nodemailer';
 import type { Mailbox } from '../../../../generated/prisma/client';
 import { imapSettings, smtpSettings } from '../services/mailboxes';
+import { connectionOptions } from './transport';
 
 /**
  * The console's "test connection": connects, says EHLO, upgrades to TLS when offered and logs in with the mailbox's
@@ -10,12 +11,8 @@ import { imapSettings, smtpSettings } from '../services/mailboxes';
 export async function checkSmtp(mailbox: Mailbox): Promise<{ ok: boolean; message: string }> {
   const smtp = smtpSettings(mailbox);
   const transport = nodemailer.createTransport({
-    host: smtp.host,
-    port: smtp.port,
-    secure: smtp.secure,
-    auth: smtp.user ? { user: smtp.user, pass: smtp.password } : undefined,
-    // never a password in clear: STARTTLS or no login (docs/sending.md), unless the URL said ?tls=off
-    requireTLS: !smtp.secure && smtp.requireTls && smtp.user !== '',
+    // as the worker's pool talks to it (TLS, STARTTLS, tls=off, tls=insecure)
+    ...connectionOptions(smtp),
     connectionTimeout: 10_000,
     greetingTimeout: 10_000,
     socketTimeout: 15_000,

@@ -258,6 +258,8 @@ async function recordFailure(db: Db, message: ClaimedRow, err: SmtpError, option
       await tx.message.update({ where: { id: message.id }, data: { ...data, status: 'failed' } });
       await countMessage(tx, message.id, 'sent');
       await emitMessageEvent(tx, message.id, 'message.failed');
+      // an end like any other: it may bring a window that holds a bounce to its minimum (outreach/auto-pause.ts)
+      await autoPauseAfter(tx, message.id);
     });
     announceFinished([message.id]);
     logger.info({ message: message.id, mailbox: message.mailboxId, domain: domainOf(message.to), response: answer ?? err.message }, 'delivery failed: no attempt left');

@@ -4,6 +4,7 @@ import { Batcher } from '../batch';
 import type { Db } from '../db';
 import type { MessageKind } from '../../../../generated/prisma/enums';
 import { HOLDER } from './lease';
+import { judgeWatchedWindows } from '../outreach/auto-pause';
 import { claimUnguardedRows, markRowsSent } from './repository';
 
 /** Each column's camelCase name and whether it holds a timestamp, worked out once per column name. */
@@ -79,8 +80,10 @@ export async function claimBatch(db: Db, ids: string[], leaseMs: number, guarded
  */
 async function markSentBatch(db: Db, sent: { id: string; response: string }[]): Promise<void[]> {
   statementStats.marks++;
-  await markRowsSent(db, sent);
+  const watched = await markRowsSent(db, sent);
   announceFinished(sent.map((s) => s.id));
+  // a window short of its minimum that holds a bounce is judged again as its emails end (outreach/auto-pause.ts)
+  if (watched.length) await judgeWatchedWindows(db, watched);
   return sent.map(() => undefined);
 }
 

@@ -57,18 +57,29 @@ WITH marked AS (
   RETURNING m.*
 ), counted AS (
   ${countMessagesSql('marked', ['sent', 'delivered'])}
+), evented AS (
+  INSERT INTO events (account_id, type, data)
+  SELECT m.account_id, 'message.sent', ${MESSAGE_EVENT_DATA} FROM marked m LEFT JOIN sends s ON s.id = m.send_id
+  WHERE ${subscribed('m.account_id', `'message.sent'`)}
 )
-INSERT INTO events (account_id, type, data)
-SELECT m.account_id, 'message.sent', ${MESSAGE_EVENT_DATA} FROM marked m LEFT JOIN sends s ON s.id = m.send_id
-WHERE ${subscribed('m.account_id', `'message.sent'`)}
+SELECT w.campaign_id, w.broadcast_id FROM pause_watches w
+WHERE EXISTS (SELECT 1 FROM marked m WHERE m.broadcast_id = w.broadcast_id)
+   OR EXISTS (SELECT 1 FROM marked m JOIN prospects p ON p.id = m.prospect_id WHERE p.campaign_id = w.campaign_id)
 `;
+
+/** An auto-pause window (outreach/auto-pause.ts) one of whose emails just ended: a campaign's or a broadcast's. */
+export interface WatchedWindow {
+  campaign_id: number | null;
+  broadcast_id: number | null;
+}
 
 /**
  * Updates the `sending` messages to `sent` with their SMTP answers, adds them to the `sent` and `delivered` counters and
- * inserts their wanted `message.sent` events, in one statement.
+ * inserts their wanted `message.sent` events, in one statement. Answers the watched auto-pause windows the rows belong
+ * to (pause_watches, usually empty: then nothing).
  */
-export async function markRowsSent(db: Db, sent: { id: string; response: string }[]): Promise<void> {
-  await rawQuery(
+export async function markRowsSent(db: Db, sent: { id: string; response: string }[]): Promise<WatchedWindow[]> {
+  return rawQuery<WatchedWindow>(
     db,
     MARK_SENT,
     [sent.map((s) => s.id), sent.map((s) => s.response)],

@@ -1,12 +1,29 @@
 import nodemailer, { type Transporter } from 'nodemailer';
 import type SMTPPool from 'nodemailer/lib/smtp-pool';
 import type { Mailbox } from '../../../../generated/prisma/client';
-import { dkimSettings, smtpSettings } from '../services/mailboxes';
+import { dkimSettings, smtpSettings, type SmtpSettings } from '../services/mailboxes';
 
 /** Connections kept open per mailbox; more jobs than this wait for a free connection inside nodemailer. */
 const MAX_CONNECTIONS_PER_MAILBOX = 5;
 
 type Pool = Transporter<SMTPPool.SentMessageInfo, SMTPPool.Options>;
+
+/**
+ * How to talk to a mailbox's server, by its URL (docs/sending.md): `smtps://` is TLS from the start; `smtp://` upgrades
+ * with STARTTLS when the server offers it, and a login waits for it (never a password in clear); `?tls=off` is plain
+ * SMTP, no STARTTLS even when offered; `?tls=insecure` is TLS that accepts any certificate (self-signed, expired).
+ */
+export function connectionOptions(smtp: SmtpSettings): SMTPPool.Options {
+  return {
+    host: smtp.host,
+    port: smtp.port,
+    secure: smtp.secure,
+    auth: smtp.user ? { user: smtp.user, pass: smtp.password } : undefined,
+    requireTLS: !smtp.secure && smtp.tls !== 'off' && smtp.user !== '',
+    ignoreTLS: !smtp.secure && smtp.tls === 'off',
+    ...(smtp.tls === 'insecure' ? { tls: { rejectUnauthorized: false } } : {}),
+  };
+}
 
 /** One pooled transport per mailbox, keyed by id and rebuilt when the mailbox row changes (new host or password). */
 const pools = new Map<number, { version: number; transport: Pool }>();
@@ -20,12 +37,7 @@ export function transportFor(mailbox: Mailbox): Pool {
   const transport = nodemailer.createTransport({
     pool: true,
     maxConnections: MAX_CONNECTIONS_PER_MAILBOX,
-    host: smtp.host,
-    port: smtp.port,
-    secure: smtp.secure,
-    auth: smtp.user ? { user: smtp.user, pass: smtp.password } : undefined,
-    // never a password in clear: STARTTLS or no login (docs/sending.md), unless the URL said ?tls=off
-    requireTLS: !smtp.secure && smtp.requireTls && smtp.user !== '',
+    ...connectionOptions(smtp),
     // bounded waits: a hung server turns into a temporary failure well inside the delivery lease
     connectionTimeout: 30_000,
     greetingTimeout: 30_000,

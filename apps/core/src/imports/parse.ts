@@ -1,13 +1,19 @@
 import { BadRequest } from '../errors';
-import { NAME_MAX, TAG_LENGTH_MAX, TAGS_MAX } from '../subscribers/schema';
+import { fields as fieldsSchema, NAME_MAX, TAG_LENGTH_MAX, TAGS_MAX, type FieldValue } from '../subscribers/schema';
 import { email as emailSchema } from '../validate';
 
 export type ImportFormat = 'csv' | 'ndjson';
 /** The columns a CSV header may name (in any order; `email` is required), and the keys of an NDJSON object. */
-export const IMPORT_COLUMNS = ['email', 'name', 'tags', 'status', 'consent_source', 'consent_at'] as const;
-/** The statuses an import may give: `pending` sends the confirmation email, as the API's add would. */
+export const IMPORT_COLUMNS = ['email', 'name', 'tags', 'fields', 'status', 'consent_source', 'consent_at'] as const;
+/** Columns the export writes that an import reads past (the service sets them): an export imports as it is. */
+export const EXPORT_ONLY_COLUMNS = ['created_at', 'confirmed_at'] as const;
+const ACCEPTED_COLUMNS: readonly string[] = [...IMPORT_COLUMNS, ...EXPORT_ONLY_COLUMNS];
+/** The statuses an import may give as its default: `pending` sends the confirmation email, as the API's add would. */
 export const IMPORT_STATUSES = ['active', 'pending', 'unsubscribed'] as const;
 export type ImportStatusValue = (typeof IMPORT_STATUSES)[number];
+/** A line may also say `bounced` or `complained` (an export's): recorded so, never written to, as a suppressed address. */
+export const LINE_STATUSES = [...IMPORT_STATUSES, 'bounced', 'complained'] as const;
+export type LineStatus = (typeof LINE_STATUSES)[number];
 /** A longer line is refused (nothing we store about a subscriber comes near it). */
 export const LINE_MAX = 8_192;
 export const CONSENT_SOURCE_MAX = 100;
@@ -17,8 +23,9 @@ export interface ImportRow {
   email: string;
   name: string;
   tags: string[];
+  fields: Record<string, FieldValue>;
   /** null: the list decides (active without confirmation, pending with) */
-  status: ImportStatusValue | null;
+  status: LineStatus | null;
   consentSource: string;
   consentAt: Date | null;
 }
@@ -47,7 +54,7 @@ export function csvFields(line: string): string[] {
 /** The CSV header's columns; a missing `email` column, an unknown or a repeated one is a 400 (nothing is stored). */
 export function parseHeader(line: string): string[] {
   const columns = csvFields(line.replace(/^\uFEFF/, '')).map((c) => c.toLowerCase());
-  const unknown = columns.filter((c) => !(IMPORT_COLUMNS as readonly string[]).includes(c));
+  const unknown = columns.filter((c) => !ACCEPTED_COLUMNS.includes(c));
   if (unknown.length) throw new BadRequest(`csv header: unknown column ${JSON.stringify(unknown[0])} (columns: ${IMPORT_COLUMNS.join(', ')})`);
   if (!columns.includes('email')) throw new BadRequest(`csv header: an "email" column is required (columns: ${IMPORT_COLUMNS.join(', ')})`);
   if (new Set(columns).size !== columns.length) throw new BadRequest('csv header: a column is named twice');
@@ -65,8 +72,16 @@ export function parseLine(format: ImportFormat, columns: string[], line: number,
   if (format === 'csv') {
     const fields = csvFields(text);
     if (fields.length > columns.length) return { line, reason: `${fields.length} fields, the header names ${columns.length}` };
-    record = Object.fromEntries(columns.map((c, i) => [c, fields[i] ?? '']));
+    // the export's guard against spreadsheet formulas (control/csv.ts) is taken off again
+    record = Object.fromEntries(columns.map((c, i) => [c, (fields[i] ?? '').replace(/^'(?=[=+\-@\t\r])/, '')]));
     if (typeof record.tags === 'string') record.tags = record.tags.split(';');
+    if (typeof record.fields === 'string') {
+      try {
+        record.fields = record.fields === '' ? {} : JSON.parse(record.fields);
+      } catch {
+        return { line, reason: 'fields must be a JSON object' };
+      }
+    }
   } else {
     try {
       record = JSON.parse(text) as Record<string, unknown>;
@@ -74,11 +89,11 @@ export function parseLine(format: ImportFormat, columns: string[], line: number,
       return { line, reason: 'not JSON' };
     }
     if (record === null || typeof record !== 'object' || Array.isArray(record)) return { line, reason: 'not a JSON object' };
-    const unknown = Object.keys(record).find((k) => !(IMPORT_COLUMNS as readonly string[]).includes(k));
+    const unknown = Object.keys(record).find((k) => !ACCEPTED_COLUMNS.includes(k));
     if (unknown !== undefined) return { line, reason: `unknown key ${JSON.stringify(unknown)}` };
   }
   const parsed = checkRecord(line, record);
-  if (!('reason' in parsed) && parsed.status === null) parsed.status = defaultStatus as ImportStatusValue | null;
+  if (!('reason' in parsed) && parsed.status === null) parsed.status = defaultStatus as LineStatus | null;
   return parsed;
 }
 
@@ -101,13 +116,16 @@ function checkRecord(line: number, record: Record<string, unknown>): Parsed {
   const tags = [...new Set((rawTags as string[]).map((t) => t.trim()).filter(Boolean))];
   if (tags.length > TAGS_MAX) return refuse(`more than ${TAGS_MAX} tags`);
   if (tags.some((t) => t.length > TAG_LENGTH_MAX)) return refuse(`a tag is longer than ${TAG_LENGTH_MAX} characters`);
+  const fieldsGiven = record.fields ?? {};
+  const { error: fieldsError, value: fields } = fieldsSchema().label('fields').validate(fieldsGiven, { errors: { wrap: { label: false } } });
+  if (fieldsError) return refuse(typeof fieldsGiven === 'object' && !Array.isArray(fieldsGiven) ? fieldsError.message : 'fields must be a JSON object');
   const status = record.status === undefined || record.status === null || record.status === '' ? null : record.status;
-  if (status !== null && !(IMPORT_STATUSES as readonly unknown[]).includes(status)) return refuse(`status must be one of ${IMPORT_STATUSES.join(', ')}`);
+  if (status !== null && !(LINE_STATUSES as readonly unknown[]).includes(status)) return refuse(`status must be one of ${LINE_STATUSES.join(', ')}`);
   let consentAt: Date | null = null;
   if (record.consent_at !== undefined && record.consent_at !== null && record.consent_at !== '') {
     consentAt = typeof record.consent_at === 'string' && /^\d{4}-\d\d-\d\d/.test(record.consent_at) ? new Date(record.consent_at) : new Date(NaN);
     if (Number.isNaN(consentAt.getTime())) return refuse('consent_at must be an ISO 8601 date or time');
     if (consentAt.getTime() > Date.now() + 86_400_000) return refuse('consent_at is in the future');
   }
-  return { line, email: email as string, name, tags, status: status as ImportStatusValue | null, consentSource: consentSource || 'import', consentAt };
+  return { line, email: email as string, name, tags, fields: fields as Record<string, FieldValue>, status: status as LineStatus | null, consentSource: consentSource || 'import', consentAt };
 }

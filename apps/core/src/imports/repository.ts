@@ -94,15 +94,16 @@ const columnsOf = (rows: ImportRow[], last: (row: ImportRow & { reason: string }
   rows.map((r) => last(r as ImportRow & { reason: string })),
   rows.map((r) => r.consentSource),
   rows.map((r) => r.consentAt),
+  rows.map((r) => JSON.stringify(r.fields)),
 ];
 
 /** Inserts suppressed addresses with their reason (bounced or complained) as status; a person already on the list stays. */
 export async function insertSuppressed(tx: Tx, listId: number, rows: (ImportRow & { reason: string })[]): Promise<void> {
   await rawQuery(
     tx,
-    `INSERT INTO subscribers (list_id, email, name, tags, status, consent_source, consent_at)
-     SELECT $1, i.email, i.name, ARRAY(SELECT jsonb_array_elements_text(i.tags::jsonb)), i.reason::"SubscriberStatus", i.source, COALESCE(i.at, now())
-     FROM unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::timestamptz[]) AS i(email, name, tags, reason, source, at)
+    `INSERT INTO subscribers (list_id, email, name, tags, fields, status, consent_source, consent_at)
+     SELECT $1, i.email, i.name, ARRAY(SELECT jsonb_array_elements_text(i.tags::jsonb)), i.fields::jsonb, i.reason::"SubscriberStatus", i.source, COALESCE(i.at, now())
+     FROM unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::timestamptz[], $8::text[]) AS i(email, name, tags, reason, source, at, fields)
      ON CONFLICT (list_id, email) DO NOTHING`,
     [listId, ...columnsOf(rows, (r) => r.reason)],
   );
@@ -110,7 +111,7 @@ export async function insertSuppressed(tx: Tx, listId: number, rows: (ImportRow 
 
 /**
  * Inserts new people with their status (active unless the line says unsubscribed), or changes a person already on the
- * list: a non-empty name replaces the old one, tags are added, pending turns active and pending or active turns
+ * list: a non-empty name replaces the old one, tags are added, fields merged (the line's values win), pending turns active and pending or active turns
  * unsubscribed when the line says so; one who left or bounced is never made active. Answers the rows it wrote (a line
  * that changes nothing writes nothing), each with whether it was inserted.
  */
@@ -119,21 +120,22 @@ export function upsertSubscribers(tx: Tx, listId: number, rows: ImportRow[]): Pr
   const leaves = `s.status IN ('pending', 'active') AND EXCLUDED.status = 'unsubscribed'`;
   return rawQuery<{ inserted: boolean }>(
     tx,
-    `INSERT INTO subscribers AS s (list_id, email, name, tags, status, confirmed_at, unsubscribed_at, consent_source, consent_at)
-     SELECT $1, i.email, i.name, ARRAY(SELECT jsonb_array_elements_text(i.tags::jsonb)), i.status::"SubscriberStatus",
+    `INSERT INTO subscribers AS s (list_id, email, name, tags, fields, status, confirmed_at, unsubscribed_at, consent_source, consent_at)
+     SELECT $1, i.email, i.name, ARRAY(SELECT jsonb_array_elements_text(i.tags::jsonb)), i.fields::jsonb, i.status::"SubscriberStatus",
             CASE WHEN i.status = 'active' THEN now() END, CASE WHEN i.status = 'unsubscribed' THEN now() END,
             i.source, COALESCE(i.at, now())
-     FROM unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::timestamptz[]) AS i(email, name, tags, status, source, at)
+     FROM unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::timestamptz[], $8::text[]) AS i(email, name, tags, status, source, at, fields)
      ON CONFLICT (list_id, email) DO UPDATE SET
        name = CASE WHEN EXCLUDED.name <> '' THEN EXCLUDED.name ELSE s.name END,
        tags = (s.tags || ARRAY(SELECT t FROM unnest(EXCLUDED.tags) AS t WHERE NOT t = ANY(s.tags)))[1:${TAGS_MAX}],
+       fields = s.fields || EXCLUDED.fields,
        status = CASE WHEN ${activates} THEN 'active'::"SubscriberStatus" WHEN ${leaves} THEN 'unsubscribed'::"SubscriberStatus" ELSE s.status END,
        confirmed_at = CASE WHEN ${activates} THEN now() ELSE s.confirmed_at END,
        unsubscribed_at = CASE WHEN ${leaves} THEN now() ELSE s.unsubscribed_at END,
        consent_source = CASE WHEN ${activates} THEN EXCLUDED.consent_source ELSE s.consent_source END,
        consent_at = CASE WHEN ${activates} THEN EXCLUDED.consent_at ELSE s.consent_at END,
        updated_at = now()
-     WHERE (EXCLUDED.name <> '' AND EXCLUDED.name <> s.name) OR NOT (EXCLUDED.tags <@ s.tags) OR (${activates}) OR (${leaves})
+     WHERE (EXCLUDED.name <> '' AND EXCLUDED.name <> s.name) OR NOT (EXCLUDED.tags <@ s.tags) OR NOT (EXCLUDED.fields <@ s.fields) OR (${activates}) OR (${leaves})
      RETURNING (xmax = 0) AS inserted`,
     [listId, ...columnsOf(rows, (r) => r.status ?? 'active')],
   );

@@ -56,12 +56,16 @@ async function applyBatch(db: Db, imp: Loaded, parsed: ReturnType<typeof parseLi
   for (const row of rows) {
     const verdict = verdicts.get(row.email)!;
     if (verdict.stopped) refuse(row, 'the address is on the stop list');
-    else if (verdict.suppressed) {
+    else if (row.status === 'bounced' || row.status === 'complained') {
+      // an export's bounced or complained person: recorded so on the list (never written to), like a suppressed address
+      refuse(row, `the line says ${row.status}: recorded, never written to`);
+      suppressed.push({ ...row, reason: row.status });
+    } else if (verdict.suppressed) {
       refuse(row, `the address is suppressed (${verdict.suppressed})`);
       suppressed.push({ ...row, reason: verdict.suppressed });
     } else if (row.status === 'pending' || (row.status === null && imp.list.confirm)) {
       // the person confirms by email, as with the API's add (one transaction each, the confirmation queued after it)
-      const status = await importSubscriber(db, imp.list, { email: row.email, name: row.name, tags: row.tags });
+      const status = await importSubscriber(db, imp.list, { email: row.email, name: row.name, tags: row.tags, fields: row.fields });
       if (status === 'suppressed') refuse(row, 'the address is suppressed');
       else if (status === 'exists' || status === 'gone') tally.skipped++;
       else tally[verdict.known ? 'updated' : 'added']++;

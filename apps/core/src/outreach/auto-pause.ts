@@ -1,7 +1,19 @@
 import { deleteUnclaimedCopies, pauseSendingBroadcast, sendingBroadcast } from '../broadcasts/repository';
-import type { Tx } from '../db';
+import type { Db, Tx } from '../db';
+import type { WatchedWindow } from '../delivery/repository';
+import { logger } from '../logger';
 import { emitEvent } from '../events';
-import { broadcastWindow, campaignWindow, campaignOrBroadcastOf, pauseRunningCampaign, runningCampaignWithPauseOn, type WindowCounts } from './repository';
+import {
+  broadcastWindow,
+  campaignWindow,
+  campaignOrBroadcastOf,
+  pauseRunningCampaign,
+  runningCampaignWithPauseOn,
+  unwatchWindow,
+  watchWindow,
+  type WindowCounts,
+  type WindowOwner,
+} from './repository';
 
 /**
  * Auto-pause (docs/outreach.md): when, over the last `window` outreach emails of a running campaign that ended (at
@@ -9,8 +21,14 @@ import { broadcastWindow, campaignWindow, campaignOrBroadcastOf, pauseRunningCam
  * with `paused_reason` and the `campaign.paused` event. A sending broadcast pauses the same way over its last 1,000
  * copies (`broadcast.paused`). Resuming clears the reason and starts a new window (`window_since`).
  *
- * The shares only rise when a bounce or a complaint comes in, so the check runs then (autoPauseAfter, in the
- * transaction that records it), never for an email that went out well: the delivery hot path pays nothing.
+ * The rule is judged whenever the window changes in a way that can pass a rate, whatever came first:
+ * - a bounce or a complaint comes in: judged in the transaction that records it (autoPauseAfter);
+ * - an email ends well (or fails for good) while the window is short of MIN_ENDED and holds a bounce or a complaint:
+ *   such a window is watched (pause_watches) when the bad outcome is judged, and each of its emails that ends judges
+ *   it again (judgeWatchedWindows, after the worker's "sent" mark; autoPauseAfter after a final failure), until it
+ *   reaches MIN_ENDED. A window that has MIN_ENDED emails is only diluted by good ones (dead / ended falls, or an old
+ *   outcome leaves a full window), so from then on only bad outcomes need judging. The "sent" mark finds the watches
+ *   in its own statement: with none (the usual case) the delivery path pays nothing more.
  */
 export const MIN_ENDED = 20;
 export const BROADCAST_PAUSE_ON = { bounce_rate: 0.05, complaint_rate: 0.003, window: 1000 } as const;
@@ -34,12 +52,23 @@ export function pauseReason(counts: WindowCounts, rates: PauseRates): string | n
   return null;
 }
 
+/** A window short of MIN_ENDED that holds a bad outcome is watched; any other is not (judged for good, or clean). */
+async function keepWatch(tx: Tx, owner: WindowOwner, counts: WindowCounts, reason: string | null): Promise<void> {
+  const short = reason === null && counts.ended < MIN_ENDED && (counts.dead > 0 || counts.complained > 0);
+  await (short ? watchWindow(tx, owner) : unwatchWindow(tx, owner));
+}
+
 async function checkCampaign(tx: Tx, campaignId: number): Promise<string | null> {
   const c = await runningCampaignWithPauseOn(tx, campaignId);
-  if (!c) return null;
+  if (!c) {
+    // not running (a resume starts a new window) or not watched: nothing to judge later either
+    await unwatchWindow(tx, { campaign: campaignId });
+    return null;
+  }
   const rates: PauseRates = { bounce_rate: 0.05, complaint_rate: 0.003, window: 100, ...c.pause_on };
   const counts = await campaignWindow(tx, c.id, c.window_since, rates.window);
   const reason = pauseReason(counts, rates);
+  await keepWatch(tx, { campaign: c.id }, counts, reason);
   if (!reason) return null;
   if (!(await pauseRunningCampaign(tx, c.id, reason))) return null;
   await emitEvent(tx, c.account_id, 'campaign.paused', { campaign: c.id, name: c.name, reason, ended: counts.ended, bounced: counts.dead, complained: counts.complained });
@@ -48,9 +77,13 @@ async function checkCampaign(tx: Tx, campaignId: number): Promise<string | null>
 
 async function checkBroadcast(tx: Tx, broadcastId: number): Promise<string | null> {
   const b = await sendingBroadcast(tx, broadcastId);
-  if (!b) return null;
+  if (!b) {
+    await unwatchWindow(tx, { broadcast: broadcastId });
+    return null;
+  }
   const counts = await broadcastWindow(tx, b.id, b.window_since, BROADCAST_PAUSE_ON.window);
   const reason = pauseReason(counts, BROADCAST_PAUSE_ON);
+  await keepWatch(tx, { broadcast: b.id }, counts, reason);
   if (!reason) return null;
   if (!(await pauseSendingBroadcast(tx, b.id, reason))) return null;
   // as a pause by request (broadcasts/service.ts): the copies not yet claimed are taken back; a resume writes them again
@@ -68,4 +101,19 @@ export async function autoPauseAfter(tx: Tx, messageId: string): Promise<string 
   if (m?.campaign_id) return checkCampaign(tx, m.campaign_id);
   if (m?.broadcast_id) return checkBroadcast(tx, m.broadcast_id);
   return null;
+}
+
+/**
+ * After emails of watched windows ended (the worker's "sent" mark, delivery/fast-claim.ts): judges each window again,
+ * each in its own transaction. The marks are committed whatever happens here; a failed judgement is logged, and the
+ * window stays watched for its next email.
+ */
+export async function judgeWatchedWindows(db: Db, watched: WatchedWindow[]): Promise<void> {
+  for (const w of watched) {
+    try {
+      await db.$transaction((tx) => (w.campaign_id !== null ? checkCampaign(tx, w.campaign_id) : checkBroadcast(tx, w.broadcast_id!)));
+    } catch (err) {
+      logger.warn({ err: (err as Error).message, campaign: w.campaign_id, broadcast: w.broadcast_id }, 'auto-pause: could not judge a watched window');
+    }
+  }
 }

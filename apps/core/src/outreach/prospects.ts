@@ -6,7 +6,8 @@ import { updateProspect } from './changes';
 import { loadStopList } from '../stop-list/repository';
 import { normaliseEmail, normaliseSite } from './contacts';
 import type { DueStep } from './scheduler';
-import { insertProspects, lockAccountCampaign, lockCampaignForAdds, prospectsMatching, reserveProspectIds, type KnownRow } from './repository';
+import { insertProspects, lockAccountCampaign, lockCampaignForAdds, planSteps, prospectsMatching, reserveProspectIds, type KnownRow, type PlannedStep } from './repository';
+import { replanHeldSteps } from './replan';
 import { firstStepAt } from './timing';
 import { scheduleOf, windowedAt } from './windows';
 
@@ -46,6 +47,22 @@ export interface ProspectInput {
   fields?: Record<string, unknown>;
 }
 
+/** An item of the request that failed its own check: answered `invalid` with `refused` as its error. */
+export interface RefusedItem {
+  refused: string;
+  given: unknown;
+}
+
+export type ProspectItem = ProspectInput | RefusedItem;
+
+const isRefused = (item: ProspectItem): item is RefusedItem => 'refused' in item;
+
+/** What an item was given as its contact: the email, else the site, else "". */
+function givenContact(item: unknown): string {
+  const { email, site } = (typeof item === 'object' && item !== null ? item : {}) as Record<string, unknown>;
+  return String((typeof email === 'string' && email) || (typeof site === 'string' && site) || '');
+}
+
 export type AddResult = 'added' | 'updated' | 'same' | 'stopped' | 'invalid';
 
 export interface AddAnswer {
@@ -55,7 +72,8 @@ export interface AddAnswer {
   same: number;
   stopped: number;
   invalid: number;
-  prospects: { contact: string; result: AddResult; id: number | null }[];
+  /** `error` says why an item is `invalid` */
+  prospects: { contact: string; result: AddResult; id: number | null; error?: string }[];
 }
 
 /** Where a prospect starts: ready (email, running campaign), hold (site only, running), new otherwise. */
@@ -143,7 +161,7 @@ class NewProspects {
  * take turns and the same address can never be added twice. Items are handled in input order; a duplicate inside one
  * request meets the row its first occurrence made (same, or updated when it brings a new name or fields).
  */
-export async function addProspects(db: Db, accountId: number, campaignId: number, items: ProspectInput[]): Promise<{ answer: AddAnswer; ready: DueStep[] }> {
+export async function addProspects(db: Db, accountId: number, campaignId: number, given: ProspectItem[]): Promise<{ answer: AddAnswer; ready: DueStep[] }> {
   return db.$transaction(
     async (tx) => {
       const campaign = await lockCampaignForAdds(tx, accountId, campaignId);
@@ -153,6 +171,10 @@ export async function addProspects(db: Db, accountId: number, campaignId: number
       const now = new Date();
       /** prospects whose step 1 is now scheduled: the caller queues their jobs after the commit */
       const ready: DueStep[] = [];
+      /** steps scheduled by this request, with when they were due; prospects whose time zone changed */
+      const planned: PlannedStep[] = [];
+      const zoneChanged: number[] = [];
+      const items = given.map((item) => (isRefused(item) ? {} : item));
       const contacts = items.map((item) => ({ email: normaliseEmail(item.email), site: normaliseSite(item.site) }));
       const known = await KnownProspects.load(
         tx,
@@ -169,9 +191,11 @@ export async function addProspects(db: Db, accountId: number, campaignId: number
       };
       for (const [i, item] of items.entries()) {
         const { email, site } = contacts[i]!;
-        if (!email && !site) {
+        const checked = given[i]!;
+        if (isRefused(checked) || (!email && !site)) {
           answer.invalid++;
-          answer.prospects.push({ contact: String(item.email || item.site || ''), result: 'invalid', id: null });
+          const error = isRefused(checked) ? checked.refused : 'neither a valid address nor a site';
+          answer.prospects.push({ contact: givenContact(isRefused(checked) ? checked.given : checked), result: 'invalid', id: null, error });
           continue;
         }
         const contact = email ?? site!;
@@ -203,7 +227,10 @@ export async function addProspects(db: Db, accountId: number, campaignId: number
           const start = startingState(campaign, email !== null, fields, first ? first.delayHours : null, now);
           const row = created.create({ campaignId, email, site, name, fields, reason: '', closedAt: null, ...start });
           known.add(row);
-          if (start.status === 'ready') ready.push({ prospectId: row.id, step: 1, nextAt: start.nextAt });
+          if (start.status === 'ready') {
+            ready.push({ prospectId: row.id, step: 1, nextAt: start.nextAt });
+            planned.push({ id: row.id, due: firstStepAt(now, first!.delayHours), nextAt: start.nextAt! });
+          }
           answer.added++;
           answer.prospects.push({ contact, result: 'added', id: row.id });
           continue;
@@ -221,14 +248,21 @@ export async function addProspects(db: Db, accountId: number, campaignId: number
             changes.status = 'ready';
             changes.nextAt = windowedAt(scheduleOf(campaign.schedule), mergedFields, firstStepAt(now, first.delayHours));
             ready.push({ prospectId: existing.id, step: 1, nextAt: changes.nextAt as Date });
+            planned.push({ id: existing.id, due: firstStepAt(now, first.delayHours), nextAt: changes.nextAt as Date });
           }
         }
+        // a stored prospect's time zone changed: a step of theirs held by the window is planned again (replan.ts)
+        const zone = (f: unknown) => (f as Record<string, unknown> | null)?.timezone;
+        if (changes.fields && !created.has(existing) && zone(mergedFields) !== zone(existing.fields)) zoneChanged.push(existing.id);
         const changed = Object.keys(changes).length > 0;
         if (changed) await change(existing, changes);
         answer[changed ? 'updated' : 'same']++;
         answer.prospects.push({ contact, result: changed ? 'updated' : 'same', id: existing.id });
       }
       await created.write(tx);
+      // steps put at their window's opening keep when they were due, for a later change of the window (replan.ts)
+      await planSteps(tx, planned.filter((p) => p.nextAt.getTime() > p.due.getTime()));
+      if (zoneChanged.length) await replanHeldSteps(tx, { prospectIds: zoneChanged }, now);
       return { answer, ready };
     },
     { timeout: 20_000, maxWait: 10_000 },

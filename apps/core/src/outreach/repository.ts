@@ -158,12 +158,14 @@ export interface LockedProspect {
   step: number;
   next_at: Date | null;
   thread_id: string | null;
+  held_due: Date | null;
+  held_next: Date | null;
 }
 
 /** Locks the prospect row (FOR UPDATE) and reads what the step writer decides on (steps.ts). */
 export async function lockProspectForStep(tx: Tx, prospectId: number): Promise<LockedProspect | undefined> {
   const [p] = await tx.$queryRaw<LockedProspect[]>`
-    SELECT id, campaign_id, email, site, name, fields, status, step, next_at, thread_id
+    SELECT id, campaign_id, email, site, name, fields, status, step, next_at, thread_id, held_due, held_next
     FROM prospects WHERE id = ${prospectId} FOR UPDATE`;
   return p;
 }
@@ -462,6 +464,23 @@ export async function runningCampaignWithPauseOn(tx: Tx, campaignId: number): Pr
   return c;
 }
 
+/** Whose auto-pause window: a campaign's or a broadcast's. */
+export type WindowOwner = { campaign: number } | { broadcast: number };
+
+const ownerColumn = (owner: WindowOwner) => ('campaign' in owner ? { column: 'campaign_id', id: owner.campaign } : { column: 'broadcast_id', id: owner.broadcast });
+
+/** Watches the window: each of its emails that ends judges it again (pause_watches; auto-pause.ts). */
+export async function watchWindow(tx: Tx, owner: WindowOwner): Promise<void> {
+  const { column, id } = ownerColumn(owner);
+  await rawQuery(tx, `INSERT INTO pause_watches (${column}) VALUES ($1) ON CONFLICT (${column}) DO NOTHING`, [id]);
+}
+
+/** Stops watching the window (judged for good, paused, or no longer running). */
+export async function unwatchWindow(tx: Tx, owner: WindowOwner): Promise<void> {
+  const { column, id } = ownerColumn(owner);
+  await rawQuery(tx, `DELETE FROM pause_watches WHERE ${column} = $1`, [id]);
+}
+
 /** Pauses a running campaign with the service's reason; false when it was no longer running. */
 export async function pauseRunningCampaign(tx: Tx, campaignId: number, reason: string): Promise<boolean> {
   const paused = await rawQuery(tx, `UPDATE campaigns SET status = 'paused', paused_reason = $2, updated_at = now() WHERE id = $1 AND status = 'running' RETURNING id`, [campaignId, reason]);
@@ -476,4 +495,49 @@ export async function campaignOrBroadcastOf(tx: Tx, messageId: string): Promise<
     [messageId],
   );
   return m;
+}
+
+// ---- held steps (replan.ts) ----
+
+/** A step's planned time: `nextAt`, held past its `due` time by a window or a mailbox limit when later than it. */
+export interface PlannedStep {
+  id: number;
+  due: Date;
+  nextAt: Date;
+}
+
+/** Sets the prospects' next_at, and records each hold (held_due, held_next) or clears it when next_at is the due time. */
+export async function planSteps(tx: Tx, steps: PlannedStep[]): Promise<void> {
+  if (!steps.length) return;
+  await rawQuery(
+    tx,
+    `UPDATE prospects p SET next_at = v.next_at,
+       held_due = CASE WHEN v.next_at > v.due THEN v.due END, held_next = CASE WHEN v.next_at > v.due THEN v.next_at END
+     FROM unnest($1::int[], $2::timestamptz[], $3::timestamptz[]) AS v(id, due, next_at) WHERE p.id = v.id`,
+    [steps.map((s) => s.id), steps.map((s) => s.due), steps.map((s) => s.nextAt)],
+  );
+}
+
+export interface HeldStep {
+  id: number;
+  fields: unknown;
+  held_due: Date;
+  next_at: Date;
+  schedule: unknown;
+}
+
+/** Which held steps to re-plan: a campaign's, those of the campaigns of a mailbox, or some prospects'. */
+export type HeldScope = { campaignId: number } | { mailboxId: number } | { prospectIds: number[] };
+
+/** Locks and reads the steps still held (next_at = held_next) of running campaigns in `scope`, with their schedule. */
+export function lockHeldSteps(tx: Tx, scope: HeldScope): Promise<HeldStep[]> {
+  const [where, value] =
+    'campaignId' in scope ? ['c.id = $1', scope.campaignId] : 'mailboxId' in scope ? ['c.mailbox_id = $1', scope.mailboxId] : ['p.id = ANY($1::int[])', scope.prospectIds];
+  return rawQuery<HeldStep>(
+    tx,
+    `SELECT p.id, p.fields, p.held_due, p.next_at, c.schedule FROM prospects p JOIN campaigns c ON c.id = p.campaign_id
+     WHERE ${where} AND c.status = 'running' AND p.status IN ('ready', 'writing') AND p.held_next IS NOT NULL AND p.next_at = p.held_next
+     FOR UPDATE OF p`,
+    [value],
+  );
 }

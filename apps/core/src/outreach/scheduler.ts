@@ -54,6 +54,11 @@ export async function queueSteps(steps: DueStep[]): Promise<void> {
       const existing = await q.getJob(id);
       if (existing) {
         const state = await existing.getState();
+        // the row says the step is due but its job still waits for an older time (planned again earlier: replan.ts)
+        if (state === 'delayed' && s.nextAt && s.nextAt.getTime() <= now) {
+          await existing.promote().catch(() => undefined);
+          return;
+        }
         if (state !== 'completed' && state !== 'failed') return;
         await existing.remove().catch(() => undefined);
       }

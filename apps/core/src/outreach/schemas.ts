@@ -1,7 +1,10 @@
 import { dbId, Joi } from '../validate';
 import { LOST_REASONS, OUTCOME_STATES } from './outcomes';
 
-/** Inputs of the public prospect requests (docs/api.md). Contact problems of one item answer `invalid`, not 400. */
+/**
+ * Inputs of the public prospect requests (docs/outreach.md). POST /prospects checks the request around its items
+ * (`addProspectsRequest`), then each item alone against `prospectInput`: a bad item answers `invalid`, never a 400.
+ */
 const campaignId = () => dbId().required();
 export const MAX_PROSPECTS_PER_REQUEST = 100;
 
@@ -15,15 +18,22 @@ export const prospectInput = Joi.object({
   fields: Joi.object().pattern(/^[\w-]{1,100}$/, fieldValue).max(50),
 });
 
-export const addProspectsInput = Joi.object({
-  campaign: campaignId(),
-  prospects: Joi.array()
-    .items(prospectInput)
-    .min(1)
-    .max(MAX_PROSPECTS_PER_REQUEST)
-    .required()
-    .messages({ 'array.max': `at most ${MAX_PROSPECTS_PER_REQUEST} prospects per request` }),
-});
+const prospectsOf = (item: Joi.Schema) =>
+  Joi.object({
+    campaign: campaignId(),
+    prospects: Joi.array()
+      .items(item)
+      .min(1)
+      .max(MAX_PROSPECTS_PER_REQUEST)
+      .required()
+      .messages({ 'array.max': `at most ${MAX_PROSPECTS_PER_REQUEST} prospects per request` }),
+  });
+
+/** The request as the OpenAPI document describes it: what a good item looks like. */
+export const addProspectsInput = prospectsOf(prospectInput);
+
+/** The request as checked before its items, each of which is then checked alone (a bad one is `invalid`). */
+export const addProspectsRequest = prospectsOf(Joi.any());
 
 export const prospectQuery = Joi.object({
   campaign: campaignId(),

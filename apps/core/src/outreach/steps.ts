@@ -7,7 +7,7 @@ import type { ProspectStatus } from '../../../../generated/prisma/enums';
 import { updateProspect } from './changes';
 import { isStopListed } from '../stop-list/repository';
 import { claimMailboxSlot } from './limits';
-import { lockProspectForStep } from './repository';
+import { lockProspectForStep, planSteps } from './repository';
 import { followUpSubject, renderSubject, renderTemplate, type TemplateContext } from './render';
 import { queueStepsSoon } from './scheduler';
 import { afterHours, noReplyWaitHours } from './timing';
@@ -57,16 +57,18 @@ async function decideAndWrite(tx: Tx, prospectId: number, step: number): Promise
     await updateProspect(tx, campaign, previous, p.id, { status: 'lost', reason: 'bounced', nextAt: null, closedAt: now });
     return { kind: 'skipped', why: 'address bounced or complained before' };
   }
+  // when the step was due: before any hold that still stands (a change of what held it re-plans from there: replan.ts)
+  const due = p.held_due && p.held_next?.getTime() === p.next_at.getTime() ? p.held_due : p.next_at;
   // outside its sending window (the prospect's zone, else the campaign's): wait for the next opening, holding no slot
   const schedule = scheduleOf(campaign.schedule);
   const opens = windowedAt(schedule, p.fields, now);
   if (opens.getTime() > now.getTime()) {
-    await tx.prospect.update({ where: { id: p.id }, data: { nextAt: opens } });
+    await planSteps(tx, [{ id: p.id, due, nextAt: opens }]);
     return { kind: 'deferred', until: opens, why: 'window' };
   }
   const slot = await claimMailboxSlot(tx, campaign.mailboxId);
   if (!slot.claimed) {
-    await tx.prospect.update({ where: { id: p.id }, data: { nextAt: slot.until } });
+    await planSteps(tx, [{ id: p.id, due, nextAt: slot.until }]);
     return { kind: 'deferred', until: slot.until, why: slot.why };
   }
 
@@ -100,8 +102,17 @@ async function decideAndWrite(tx: Tx, prospectId: number, step: number): Promise
   ]);
   const following = steps[step];
   // the next step is put at its window's opening now, so the scheduler never claims it while the window is shut
-  const nextAt = following ? windowedAt(schedule, p.fields, afterHours(now, following.delayHours)) : afterHours(now, noReplyWaitHours(current.delayHours));
-  await updateProspect(tx, campaign, previous, p.id, { status: 'writing', step, nextAt, threadId: step === 1 ? row!.messageIdHeader : undefined });
+  const nextDue = following ? afterHours(now, following.delayHours) : afterHours(now, noReplyWaitHours(current.delayHours));
+  const nextAt = following ? windowedAt(schedule, p.fields, nextDue) : nextDue;
+  const held = nextAt.getTime() > nextDue.getTime();
+  await updateProspect(tx, campaign, previous, p.id, {
+    status: 'writing',
+    step,
+    nextAt,
+    heldDue: held ? nextDue : null,
+    heldNext: held ? nextAt : null,
+    threadId: step === 1 ? row!.messageIdHeader : undefined,
+  });
   return { kind: 'written', messageId: row!.id as string, next: { step: step + 1, at: nextAt } };
 }
 

@@ -35,6 +35,11 @@ export interface SubscriberRow {
   email: string;
   name: string;
   status: string;
+  tags: string[];
+  fields: Record<string, unknown>;
+  /** where the consent came from and when it was given (the import's consent_source and consent_at) */
+  consent_source: string;
+  consent_at: string | null;
   created_at: string;
   confirmed_at: string | null;
 }
@@ -60,7 +65,18 @@ export async function browseSubscribers(
   });
   const page = rows.slice(0, limit);
   return {
-    rows: page.map((s) => ({ id: s.id, email: s.email, name: s.name, status: s.status, created_at: s.createdAt.toISOString(), confirmed_at: iso(s.confirmedAt) })),
+    rows: page.map((s) => ({
+      id: s.id,
+      email: s.email,
+      name: s.name,
+      status: s.status,
+      tags: s.tags,
+      fields: (s.fields ?? {}) as Record<string, unknown>,
+      consent_source: s.consentSource,
+      consent_at: iso(s.consentAt),
+      created_at: s.createdAt.toISOString(),
+      confirmed_at: iso(s.confirmedAt),
+    })),
     next: rows.length > limit ? String(page[page.length - 1]!.id) : null,
   };
 }

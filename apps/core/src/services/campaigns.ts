@@ -7,6 +7,7 @@ import { BadRequest, NotFound } from '../errors';
 import { requireAccount } from './accounts';
 import { requireMailbox } from './mailboxes';
 import { logger } from '../logger';
+import { replanHeldSteps } from '../outreach/replan';
 import { scheduleDueSteps, startCampaignProspects } from '../outreach/scheduler';
 
 export const GOALS = ['links', 'sales', 'partners', 'press', 'hiring', 'reviews', 'winback', 'plain'] as const;
@@ -186,6 +187,8 @@ export async function updateCampaign(db: Tx, id: number, changes: CampaignChange
   // running: new prospects get step 1 scheduled (the schedule task sends what is due). paused: the scheduler, the
   // step writer and the pre-send guard all stop at once. Resuming: prospects under way continue where they stopped.
   if (campaign.status === 'running' && before.status !== 'running') await startCampaignProspects(db, id);
+  // steps held by the old window are planned again under the new one (docs/outreach.md)
+  if (changes.schedule !== undefined) await replanHeldSteps(db, { campaignId: id });
   const prospects = await db.prospect.count({ where: { campaignId: id } });
   return { before, after: detail(campaign, prospects) };
 }
@@ -196,7 +199,7 @@ export async function updateCampaign(db: Tx, id: number, changes: CampaignChange
  */
 export async function changeCampaign(db: Db, id: number, changes: CampaignChanges): Promise<CampaignDetail> {
   const { before, after } = await db.$transaction((tx) => updateCampaign(tx, id, changes));
-  if (after.status === 'running' && before.status !== 'running') {
+  if (after.status === 'running' && (before.status !== 'running' || changes.schedule !== undefined)) {
     await scheduleDueSteps(db, { campaignId: id }).catch((err: Error) =>
       logger.warn({ err: err.message, campaign: id }, 'could not queue due steps now; the schedule task will'),
     );

@@ -6,6 +6,7 @@ import type { Tx } from '../db';
 import { BadRequest, Conflict, NotFound } from '../errors';
 import { requireAccount } from './accounts';
 import { effectiveDailyLimit } from '../outreach/limits';
+import { replanHeldSteps } from '../outreach/replan';
 
 export interface SmtpSettings {
   host: string;
@@ -15,7 +16,12 @@ export interface SmtpSettings {
   password: string;
   /** a plain connection must be upgraded (STARTTLS) before the password is sent; `?tls=off` says otherwise */
   requireTls: boolean;
+  /** `?tls=off`: plain SMTP, no STARTTLS even when the server offers it; `?tls=insecure`: TLS with any certificate */
+  tls: SmtpTls;
 }
+
+/** The URL's `tls` parameter: absent (`on`: TLS when offered, certificates checked), `off` or `insecure`. */
+export type SmtpTls = 'on' | 'off' | 'insecure';
 
 /** `<scheme>://user:pass@host:port` (STARTTLS when offered) or `<scheme>s://...` (TLS), with the scheme's default ports. */
 function parseServerUrl(raw: string, scheme: 'smtp' | 'imap', ports: { plain: number; tls: number }): SmtpSettings {
@@ -33,13 +39,23 @@ function parseServerUrl(raw: string, scheme: 'smtp' | 'imap', ports: { plain: nu
   const port = url.port ? Number(url.port) : secure ? ports.tls : ports.plain;
   if (port < 1) throw new BadRequest(`${scheme} must name a port from 1 to 65535`);
   const params = [...url.searchParams.keys()];
+  const known = scheme === 'smtp' ? 'tls=off or tls=insecure' : 'tls=off';
   const unknown = params.find((p) => p !== 'tls');
-  if (unknown !== undefined) throw new BadRequest(`${scheme}: unknown URL parameter "${unknown}" (only tls=off is known)`);
-  const tls = url.searchParams.getAll('tls');
-  if (tls.length > 1 || (tls.length === 1 && tls[0] !== 'off')) throw new BadRequest(`${scheme}: tls may only be "off" (send the login without STARTTLS, for a local server)`);
-  if (tls.length && secure) throw new BadRequest(`${scheme}: tls=off contradicts ${scheme}s://, which is TLS from the start`);
+  if (unknown !== undefined) throw new BadRequest(`${scheme}: unknown URL parameter "${unknown}" (only ${known} is known)`);
+  const given = url.searchParams.getAll('tls');
+  const allowed = scheme === 'smtp' ? ['off', 'insecure'] : ['off'];
+  if (given.length > 1 || (given.length === 1 && !allowed.includes(given[0]!))) {
+    throw new BadRequest(
+      scheme === 'smtp'
+        ? 'smtp: tls may only be "off" (plain SMTP, no STARTTLS: for a local relay) or "insecure" (TLS that accepts any certificate)'
+        : `${scheme}: tls may only be "off" (send the login without STARTTLS, for a local server)`,
+    );
+  }
+  const tls = (given[0] ?? 'on') as SmtpTls;
+  if (tls === 'off' && secure) throw new BadRequest(`${scheme}: tls=off contradicts ${scheme}s://, which is TLS from the start`);
   return {
-    requireTls: tls.length === 0,
+    requireTls: tls !== 'off',
+    tls,
     host: url.hostname.replace(/^\[|\]$/g, ''),
     port,
     secure,
@@ -86,7 +102,8 @@ export interface MailboxView {
   account: number;
   address: string;
   name: string;
-  smtp: { host: string; port: number; secure: boolean; user: string; require_tls: boolean };
+  /** `tls`: the URL's tls parameter (on when absent); `require_tls`: the login waits for STARTTLS */
+  smtp: { host: string; port: number; secure: boolean; user: string; require_tls: boolean; tls: SmtpTls };
   daily_limit: number;
   gap_seconds: number;
   imap: { host: string; port: number; secure: boolean; user: string } | null;
@@ -102,6 +119,8 @@ export interface MailboxView {
   effective_daily_limit: number;
 }
 
+const smtpTlsOf = (m: Mailbox): SmtpTls => (m.smtpTlsInsecure ? 'insecure' : m.smtpRequireTls || m.smtpSecure ? 'on' : 'off');
+
 /** The answer shape: never the password, not even encrypted. */
 export function mailboxView(m: Mailbox): MailboxView {
   return {
@@ -109,7 +128,7 @@ export function mailboxView(m: Mailbox): MailboxView {
     account: m.accountId,
     address: m.address,
     name: m.name,
-    smtp: { host: m.smtpHost, port: m.smtpPort, secure: m.smtpSecure, user: m.smtpUser, require_tls: !m.smtpSecure && m.smtpRequireTls },
+    smtp: { host: m.smtpHost, port: m.smtpPort, secure: m.smtpSecure, user: m.smtpUser, require_tls: !m.smtpSecure && m.smtpRequireTls, tls: smtpTlsOf(m) },
     daily_limit: m.dailyLimit,
     gap_seconds: m.gapSeconds,
     imap: m.imapHost ? { host: m.imapHost, port: m.imapPort!, secure: m.imapSecure, user: m.imapUser } : null,
@@ -198,6 +217,7 @@ function smtpColumns(raw: string) {
     smtpUser: smtp.user,
     smtpPasswordEnc: encryptSecret(smtp.password, config().secretKey),
     smtpRequireTls: smtp.requireTls,
+    smtpTlsInsecure: smtp.tls === 'insecure',
   };
 }
 
@@ -220,7 +240,11 @@ export async function updateMailbox(db: Tx, id: number, change: MailboxChange): 
   };
   const existing = await db.mailbox.findUnique({ where: { id } });
   if (!existing) throw new NotFound(`no mailbox with id ${id}`);
-  return mailboxView(Object.keys(data).length ? await db.mailbox.update({ where: { id }, data }) : existing);
+  const updated = Object.keys(data).length ? await db.mailbox.update({ where: { id }, data }) : existing;
+  // steps held by the mailbox's cap or gap are planned again under the new limits (docs/outreach.md)
+  const limits = [change.daily_limit, change.gap_seconds, change.gap_jitter, change.warmup];
+  if (limits.some((l) => l !== undefined)) await replanHeldSteps(db, { mailboxId: id });
+  return mailboxView(updated);
 }
 
 export async function listMailboxes(db: Tx, account?: number): Promise<MailboxView[]> {
@@ -261,11 +285,12 @@ export function smtpSettings(m: Mailbox): SmtpSettings {
     user: m.smtpUser,
     password: decryptSecret(m.smtpPasswordEnc, config().secretKey),
     requireTls: m.smtpRequireTls,
+    tls: smtpTlsOf(m),
   };
 }
 
 /** IMAP settings with the password decrypted, for the worker's inbound reader only. */
 export function imapSettings(m: Mailbox): SmtpSettings | null {
   if (!m.imapHost) return null;
-  return { host: m.imapHost, port: m.imapPort!, secure: m.imapSecure, user: m.imapUser, password: decryptSecret(m.imapPasswordEnc, config().secretKey), requireTls: false };
+  return { host: m.imapHost, port: m.imapPort!, secure: m.imapSecure, user: m.imapUser, password: decryptSecret(m.imapPasswordEnc, config().secretKey), requireTls: false, tls: 'on' };
 }

@@ -49,7 +49,8 @@ const tags = () =>
     .max(TAGS_MAX)
     .messages({ 'array.max': '{{#label}} must hold at most {{#limit}} tags' });
 
-const fields = () =>
+/** A subscriber's `fields`: also what an import's `fields` column or key is checked against (imports/parse.ts). */
+export const fields = () =>
   Joi.object()
     .pattern(
       Joi.string().min(1).max(FIELD_NAME_MAX),

@@ -14,7 +14,7 @@ export const mailboxesPage: ConsolePage = {
   title: 'Mailboxes',
   templates: {
     mailboxes: `<table><thead><tr><th>Id</th><th>Account</th><th>Address</th><th>SMTP</th><th>Daily limit</th><th>Gap (s)</th><th>Outreach today</th><th></th></tr></thead><tbody>
-<% it.mailboxes.forEach(function (m) { %><tr><td><%= m.id %></td><td><%= m.account %></td><td><a href="/admin/mailboxes/<%= m.id %>"><%= m.address %></a></td><td><%= m.smtp.user %>@<%= m.smtp.host %>:<%= m.smtp.port %><%= m.smtp.secure ? ' (TLS)' : '' %></td><td><%= m.daily_limit %></td><td><%= m.gap_seconds %></td><td><%= m.effective_daily_limit %> (jitter <%= m.gap_jitter %><%= m.warmup ? ', warm-up ' + m.warmup.start + ' +' + m.warmup.step + '/day' : '' %>)</td><td><form method="post" action="/admin/mailboxes/<%= m.id %>/test" class="inline">${CSRF_FIELD}<button>Test SMTP</button></form><% if (m.imap) { %> <form method="post" action="/admin/mailboxes/<%= m.id %>/test-imap" class="inline">${CSRF_FIELD}<button>Test IMAP</button></form><% } %></td></tr><% }) %>
+<% it.mailboxes.forEach(function (m) { %><tr><td><%= m.id %></td><td><%= m.account %></td><td><a href="/admin/mailboxes/<%= m.id %>"><%= m.address %></a></td><td><%= m.smtp.user %>@<%= m.smtp.host %>:<%= m.smtp.port %><%= m.smtp.secure ? ' (TLS)' : '' %><% if (m.smtp.tls === 'insecure') { %> <strong class="error">certificate not checked (tls=insecure)</strong><% } else if (m.smtp.tls === 'off') { %> <span class="muted">plain, no TLS (tls=off)</span><% } %></td><td><%= m.daily_limit %></td><td><%= m.gap_seconds %></td><td><%= m.effective_daily_limit %> (jitter <%= m.gap_jitter %><%= m.warmup ? ', warm-up ' + m.warmup.start + ' +' + m.warmup.step + '/day' : '' %>)</td><td><form method="post" action="/admin/mailboxes/<%= m.id %>/test" class="inline">${CSRF_FIELD}<button>Test SMTP</button></form><% if (m.imap) { %> <form method="post" action="/admin/mailboxes/<%= m.id %>/test-imap" class="inline">${CSRF_FIELD}<button>Test IMAP</button></form><% } %></td></tr><% }) %>
 </tbody></table>
 <form method="post" action="/admin/mailboxes" class="card">${CSRF_FIELD}
 <h2>New mailbox</h2>
@@ -22,12 +22,14 @@ ${ACCOUNT_SELECT}
 <label>Address <input name="address" type="email" required></label>
 <label>Name <input name="name" maxlength="200"></label>
 <label>SMTP URL <input name="smtp" required placeholder="smtp://user:password@host:587" size="50"></label>
+<p class="muted">Add <code>?tls=off</code> for plain SMTP to a local relay, <code>?tls=insecure</code> to accept a self-signed or expired certificate: then anyone between here and the server can read the mail and the password.</p>
 <label>Daily limit <input name="daily_limit" type="number" min="0"></label>
 <label>Gap between emails (seconds) <input name="gap_seconds" type="number" min="0"></label>
 <button>Create mailbox</button>
 </form>
 ${MAILBOX_PACING}`,
     mailbox: `<p><a href="/admin/mailboxes">All mailboxes</a> · account <%= it.mailbox.account %> · <%= it.mailbox.name %></p>
+<% if (it.mailbox.smtp.tls === 'insecure') { %><p class="error" role="alert">This mailbox's SMTP URL says <code>tls=insecure</code>: the server's certificate is not checked, so anyone between here and <%= it.mailbox.smtp.host %> can pose as it and read the mail<%= it.mailbox.smtp.user ? ' and the password' : '' %>. Give the server a valid certificate and drop <code>?tls=insecure</code>.</p><% } %>
 <%~ it.charts %>`,
   },
   routes(router, ctx) {
