@@ -137,6 +137,57 @@ describe('the access log', () => {
   });
 });
 
+describe('the access log keeps no secret', () => {
+  it('redacts the token of every public page (confirm, unsubscribe, click, open), whatever slashes stand around it', async () => {
+    const { redactedUrl } = await import('../../apps/api/src/middleware/request');
+    expect(redactedUrl('/u//7.abcdef')).toBe('/u//[redacted]');
+    expect(redactedUrl('//u/7.abcdef?x=1')).toBe('//u/[redacted]?x=1');
+    expect(redactedUrl('/c/AAAA.aHR0cHM6.sig')).toBe('/c/[redacted]');
+    expect(redactedUrl('/O/AAAA.sig.gif')).toBe('/O/[redacted]');
+    expect(redactedUrl('/%75/7.abcdef')).toBe('/%75/[redacted]');
+    expect(redactedUrl('/confirm///tok')).toBe('/confirm///[redacted]');
+    // the hosted form's key is public (it is in every embedded form), and other paths are kept whole
+    expect(redactedUrl('/f/abc123')).toBe('/f/abc123');
+    expect(redactedUrl('/admin/api/lists/7')).toBe('/admin/api/lists/7');
+    expect(redactedUrl('/x?pw=p1&session=s2&sid=s3&PWD=p4&csrf_token=c5&session[id]=s6&page=2')).toBe(
+      '/x?pw=[redacted]&session=[redacted]&sid=[redacted]&PWD=[redacted]&csrf_token=[redacted]&session[id]=[redacted]&page=2',
+    );
+  });
+
+  it('writes no token, password or session value into any line of a request', async () => {
+    const { logger } = await import('../../apps/core/src/logger');
+    const lines: string[] = [];
+    const spies = (['info', 'warn', 'error', 'debug'] as const).map((level) =>
+      jest.spyOn(logger, level).mockImplementation(((obj: unknown) => void lines.push(JSON.stringify(obj))) as never),
+    );
+    const secrets = ['S3cretUnsub' + 'u'.repeat(20), 'S3cretClick' + 'c'.repeat(20), 'S3cretOpen' + 'o'.repeat(20), 'pw-S3cret', 'session-S3cret'];
+    try {
+      await request(ctx.api.app).get(`/u//7.${secrets[0]}`);
+      await request(ctx.api.app).get(`/c/${secrets[1]}`);
+      await request(ctx.api.app).get(`/o/${secrets[2]}.gif`);
+      await request(ctx.api.app).get(`/admin/signin?pw=${secrets[3]}&session=${secrets[4]}`).set('Cookie', `ms_console=${secrets[4]}`);
+      expect(lines.filter((line) => line.includes('requestId'))).toHaveLength(4);
+      for (const secret of secrets) expect(lines.join('\n')).not.toContain(secret);
+    } finally {
+      for (const spy of spies) spy.mockRestore();
+    }
+  });
+
+  it('redacts cookies and authorization headers wherever a line carries them', async () => {
+    const { Writable } = await import('node:stream');
+    const pino = (await import('pino')).default;
+    const { REDACT } = await import('../../apps/core/src/logger');
+    let written = '';
+    const sink = new Writable({ write: (chunk: Buffer, _enc, done) => ((written += chunk.toString()), done()) });
+    // the service's redaction, onto a stream the test reads
+    const probe = pino({ level: 'info', redact: REDACT }, sink);
+    probe.info({ req: { headers: { cookie: 'ms_console=c1', authorization: 'Bearer a1' } }, headers: { cookie: 'c2', 'set-cookie': 'ms_console=c3' }, cookie: 'c4' }, 'x');
+    probe.info({ response: { headers: { 'set-cookie': 'ms_console=c5', cookie: 'c6' } } }, 'y');
+    expect(written).toContain('[redacted]');
+    for (const secret of ['c1', 'a1', 'c2', 'c3', 'c4', 'c5', 'c6']) expect(written).not.toContain(`${secret}"`);
+  });
+});
+
 describe('failed authentication', () => {
   it('an unknown key repeated costs one lookup, not one per request', async () => {
     const { KeyAuthenticator } = await import('../../apps/api/src/middleware/auth');
