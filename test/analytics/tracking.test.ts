@@ -172,6 +172,57 @@ describe('click and open tracking (opt-in)', () => {
     expect(off.body.campaign.track_clicks).toBe(false);
   });
 
+  describe('a merged field never becomes a tracked link', () => {
+    const EVIL = 'https://evil.example/phish';
+    /** Every tracked link of a body, as the addresses they redirect to. */
+    const trackedTargets = (body: string) => [...body.matchAll(/http:\/\/mail\.test\/c\/([A-Za-z0-9_.-]+[A-Za-z0-9_-])/g)].map((m) => readClickToken(m[1]!)?.url);
+
+    it('in a broadcast: a stranger\'s name typed as a URL stays text (escaped in html) and redirects nowhere', async () => {
+      const t = await broadcastTenant(sink.url);
+      await addSubscriber(t.listId, 'stranger@clicks.org', { name: EVIL, fields: { site: `<a href="${EVIL}">win</a>` } });
+      const created = await admin()
+        .post('/admin/api/broadcasts')
+        .send({
+          list: t.list.key,
+          subject: 'Hello {{name}}',
+          html: '<p>Hi {{name}} ({{fields.site}})</p><p><a href="https://shop.example/">Shop</a></p>',
+          text: 'Hi {{name}} ({{fields.site}}), see https://shop.example/',
+          track_clicks: true,
+        });
+      const id = created.body.broadcast.id as number;
+      await admin().patch(`/admin/api/broadcasts/${id}`).send({ status: 'sending' });
+      await waitStatus(id, 'sent');
+      const mail = sink.to('stranger@clicks.org')[0]!;
+      const html = mail.parsed.html as string;
+      const text = mail.parsed.text as string;
+      // the template's own link is tracked; the merged values are not links at all
+      expect(trackedTargets(html)).toEqual(['https://shop.example/']);
+      expect(trackedTargets(text)).toEqual(['https://shop.example/']);
+      expect(links(html)).toHaveLength(1);
+      expect(html).toContain(`Hi ${EVIL} (&lt;a href=&quot;${EVIL}&quot;&gt;win&lt;/a&gt;)`);
+      expect(text).toContain(`Hi ${EVIL} (<a href="${EVIL}">win</a>), see http://mail.test/c/`);
+      // and no link of the email answers with the stranger's address
+      for (const link of [...links(html), ...text.match(/http:\/\/mail\.test\/c\/\S+/g)!]) {
+        expect((await web().get(pathOf(link))).headers.location).toBe('https://shop.example/');
+      }
+    });
+
+    it("in a campaign's step: a prospect's name or field typed as a URL stays text", async () => {
+      const tenant = await makeTenant({ smtp: sink.url });
+      const created = await admin()
+        .post('/admin/api/campaigns')
+        .send({ account: tenant.account.id, mailbox: tenant.mailbox.id, name: 'Merged', goal: 'sales', track_clicks: true, steps: [{ subject: 'Hi {{name}}', body: 'Hi {{name}}, from {{fields.company}}: see https://offer.example/deal', delay_hours: 0 }] });
+      await db().campaign.update({ where: { id: created.body.campaign.id }, data: { status: 'running' } });
+      const prospect = await db().prospect.create({
+        data: { campaignId: created.body.campaign.id, email: 'lead@merged.org', name: EVIL, fields: { company: 'http://evil.example/two' }, status: 'ready', nextAt: new Date() },
+      });
+      expect((await runSequenceStep(db(), prospect.id, 1)).kind).toBe('written');
+      const message = await db().message.findFirstOrThrow({ where: { prospectId: prospect.id } });
+      expect(trackedTargets(message.text!)).toEqual(['https://offer.example/deal']);
+      expect(message.text).toMatch(new RegExp(`^Hi ${EVIL}, from http://evil\\.example/two: see http://mail\\.test/c/\\S+$`));
+    });
+  });
+
   it('rewrites http(s) links of html and text bodies, and leaves the service own links and placeholders', () => {
     const id = '11111111-2222-4333-8444-555555555555';
     const html = trackHtmlLinks('<a href="https://x.example/a">A</a><a href="http://mail.test/u/1.abc">U</a><a href="{{unsubscribe_url}}">L</a><a href="ftp://f.example/">F</a>', id);

@@ -97,7 +97,10 @@ export function withOpenPixel(html: string, messageId: string): string {
   return /<\/body>/i.test(html) ? html.replace(/<\/body>/i, `${img}</body>`) : html + img;
 }
 
-/** The tracking a broadcast or campaign asked for, applied to one email's bodies as it is written. */
+/**
+ * The tracking a broadcast or campaign asked for, applied to one email's templates before the recipient's fields are
+ * merged: only the links the sender wrote are signed, never an address a recipient typed into a field.
+ */
 export function tracked(
   body: { html: string | null; text: string | null },
   messageId: string,
