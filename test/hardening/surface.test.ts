@@ -3,6 +3,7 @@ import net from 'node:net';
 import request from 'supertest';
 import { DASHBOARD_PATH } from '../../apps/api/src/dashboard';
 import { DRAIN_IDLE_MS } from '../../apps/api/src/middleware/unread-body';
+import { createApp } from '../../apps/api/src/app';
 import { config } from '../../apps/core/src/config';
 import { db } from '../../apps/core/src/db';
 import { ADMIN_TOKEN, useApi } from '../helpers/api';
@@ -206,26 +207,30 @@ describe('failed authentication', () => {
     expect(lookups).toBe(1);
   });
 
-  it('past the failure limit one address gets 429, and a valid key from it still passes', async () => {
+  it('past the failure limit one address gets 429 for every key, a valid one included', async () => {
     const FAILURES_PER_WINDOW = config().authFailuresPerMinute;
     const { makeTenant } = await import('../helpers/factories');
     const tenant = await makeTenant();
-    const statuses: number[] = [];
-    for (let i = 0; i <= FAILURES_PER_WINDOW + 2; i++) {
-      const res = await request(ctx.api.app).get('/api/v1/lists').set('Authorization', `Bearer msk_${String(i).padStart(32, 'f')}`);
-      statuses.push(res.status);
-      if (res.status === 429) {
-        expect(Number(res.headers['retry-after'])).toBeGreaterThan(0);
-        expect(res.body).toEqual({ ok: false, error: expect.stringContaining('failed authentications') });
+    // an app of its own: the address's allowance on the shared one stays for the tests after this
+    const api = createApp(db());
+    await api.start();
+    try {
+      const statuses: number[] = [];
+      for (let i = 0; i <= FAILURES_PER_WINDOW + 2; i++) {
+        const res = await request(api.app).get('/api/v1/lists').set('Authorization', `Bearer msk_${String(i).padStart(32, 'f')}`);
+        statuses.push(res.status);
+        if (res.status === 429) {
+          expect(Number(res.headers['retry-after'])).toBeGreaterThan(0);
+          expect(res.body).toEqual({ ok: false, error: expect.stringContaining('failed authentications') });
+        }
       }
+      expect(statuses.slice(0, FAILURES_PER_WINDOW)).toEqual(Array(FAILURES_PER_WINDOW).fill(401));
+      expect(statuses.slice(FAILURES_PER_WINDOW)).toEqual([429, 429, 429]);
+      const valid = await request(api.app).get('/api/v1/lists').set('Authorization', `Bearer ${tenant.token}`);
+      expect(valid.status).toBe(429);
+    } finally {
+      await api.stop();
     }
-    // (earlier tests of this file may have spent a failure or two of the window)
-    const first = statuses.indexOf(429);
-    expect(first).toBeGreaterThan(FAILURES_PER_WINDOW - 5);
-    expect(statuses.slice(0, first).every((s) => s === 401)).toBe(true);
-    expect(statuses.slice(first).every((s) => s === 429)).toBe(true);
-    const valid = await request(ctx.api.app).get('/api/v1/lists').set('Authorization', `Bearer ${tenant.token}`);
-    expect(valid.status).toBe(200);
   });
 });
 
