@@ -73,19 +73,21 @@ describe('click and open tracking (opt-in)', () => {
     expect(perLink.body).toEqual({
       ok: true,
       links: [
-        { url: 'https://shop.example/sale?a=1&b=2', clicks: 3, scanner_clicks: 1 },
-        { url: 'https://blog.example/post', clicks: 2, scanner_clicks: 1 },
+        { url: 'https://shop.example/sale?a=1&b=2', unique_clicks: 2, clicks: 3, scanner_clicks: 1 },
+        { url: 'https://blog.example/post', unique_clicks: 1, clicks: 2, scanner_clicks: 1 },
       ],
     });
-    const [rows] = await rawQuery<{ people: number; scanners: number; events: number }>(
+    const [rows] = await rawQuery<{ unique: number; people: number; scanners: number; events: number }>(
       db(),
-      `SELECT (SELECT count(*)::int FROM link_clicks WHERE broadcast_id = $1 AND NOT scanner) AS people,
-              (SELECT count(*)::int FROM link_clicks WHERE broadcast_id = $1 AND scanner) AS scanners,
+      `SELECT (SELECT count(*)::int FROM link_clicks WHERE broadcast_id = $1 AND NOT scanner) AS unique,
+              (SELECT sum(count)::int FROM link_clicks WHERE broadcast_id = $1 AND NOT scanner) AS people,
+              (SELECT sum(count)::int FROM link_clicks WHERE broadcast_id = $1 AND scanner) AS scanners,
               (SELECT count(*)::int FROM events WHERE account_id = $2 AND type = 'message.clicked') AS events`,
       [id, t.account.id],
     );
-    expect(rows).toEqual({ people: 5, scanners: 2, events: 5 });
-    expect(await statsToday({ broadcast: id })).toMatchObject({ sent: 3, delivered: 3, clicked: rows!.people });
+    // unique clicks (an email and a link): ann's sale and post, bob's sale; every person's request is kept in the rows
+    expect(rows).toEqual({ unique: 3, people: 5, scanners: 2, events: 3 });
+    expect(await statsToday({ broadcast: id })).toMatchObject({ sent: 3, delivered: 3, clicked: rows!.unique });
     const [event] = await rawQuery<{ data: Record<string, unknown> }>(db(), `SELECT data FROM events WHERE account_id = $1 AND type = 'message.clicked' LIMIT 1`, [t.account.id]);
     expect(event!.data).toMatchObject({ url: expect.stringMatching(/^https:\/\//), broadcast: id, to: expect.stringMatching(/@clicks\.org$/) });
 
@@ -104,6 +106,24 @@ describe('click and open tracking (opt-in)', () => {
     expect(await statsToday({ broadcast: id })).toMatchObject({ opened: 2 });
     const openEvents = await rawQuery<{ n: number }>(db(), `SELECT count(*)::int AS n FROM events WHERE account_id = $1 AND type = 'message.opened'`, [t.account.id]);
     expect(openEvents[0]!.n).toBe(2);
+  });
+
+  it('redirects a replayed click token every time and counts it once: one email sent, one click', async () => {
+    const t = await broadcastTenant(sink.url);
+    await addSubscriber(t.listId, 'replay@clicks.org');
+    const created = await admin().post('/admin/api/broadcasts').send({ list: t.list.key, subject: 'r', html: '<a href="https://replay.example/">Go</a>', track_clicks: true });
+    const id = created.body.broadcast.id as number;
+    await admin().patch(`/admin/api/broadcasts/${id}`).send({ status: 'sending' });
+    await waitStatus(id, 'sent');
+    await rawQuery(db(), `UPDATE messages SET sent_at = now() - interval '1 minute' WHERE broadcast_id = $1`, [id]);
+    const link = links(sink.to('replay@clicks.org')[0]!.parsed.html as string)[0]!;
+    const answers = await Promise.all(Array.from({ length: 50 }, () => web().get(pathOf(link))));
+    for (const res of answers) expect({ status: res.status, location: res.headers.location }).toEqual({ status: 302, location: 'https://replay.example/' });
+    expect(await statsToday({ broadcast: id })).toMatchObject({ sent: 1, clicked: 1 });
+    const events = await rawQuery<{ n: number }>(db(), `SELECT count(*)::int AS n FROM events WHERE account_id = $1 AND type = 'message.clicked'`, [t.account.id]);
+    expect(events[0]!.n).toBe(1);
+    expect((await admin().get(`/admin/api/broadcasts/${id}/links`)).body.links).toEqual([{ url: 'https://replay.example/', unique_clicks: 1, clicks: 50, scanner_clicks: 0 }]);
+    expect(await db().linkClick.count({ where: { broadcastId: id } })).toBe(1);
   });
 
   it('answers 404 without redirecting for a forged, altered or made-up token, and records nothing', async () => {
