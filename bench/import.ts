@@ -5,6 +5,7 @@
  * API's and the worker's peak RSS (VmHWM). Targets: done in under 20 s, every process under 250 MB.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
+import crypto from 'node:crypto';
 import fs from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
@@ -16,7 +17,8 @@ const ROOT = path.resolve(__dirname, '..');
 const LINES = Number(process.env.IMPORT_LINES ?? 100_000);
 const PG_SERVER = process.env.BENCH_DATABASE_SERVER ?? 'postgresql://postgres@127.0.0.1:5432';
 const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
-const TOKEN = 'bench-admin-token-0123456789';
+// NODE_ENV=production takes an admin token of at least 32 random characters
+const TOKEN = crypto.randomBytes(24).toString('hex');
 
 async function freePort(): Promise<number> {
   const server = net.createServer();

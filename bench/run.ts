@@ -10,6 +10,7 @@
  * and delivery phases load our side and the baseline in turns (`inTurns`), so the host's drift weighs on both alike.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
+import crypto from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -38,7 +39,8 @@ const WARMUP_MESSAGES = 5000;
 const PG_SERVER = process.env.BENCH_DATABASE_SERVER ?? 'postgresql://postgres@127.0.0.1:5432';
 const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
 const STAMP = Date.now().toString(36);
-const ADMIN_TOKEN = `bench-admin-${STAMP}-0123456789`;
+// NODE_ENV=production takes an admin token of at least 32 random characters
+const ADMIN_TOKEN = crypto.randomBytes(24).toString('hex');
 const SECRET_KEY = 'ab'.repeat(32);
 /** the broadcast phase's list size; BENCH_ONLY=main, broadcast, scheduler, memory, growth or scale runs that phase alone */
 const BROADCAST_SUBSCRIBERS = Number(process.env.BENCH_BROADCAST ?? 100_000);

@@ -20,7 +20,8 @@ const ROOT = path.resolve(__dirname, '..');
 const SENDS = Number(process.env.FAULTS_SENDS ?? 2000);
 const ONLY = process.env.FAULTS_ONLY?.split(',').filter(Boolean);
 const PG_BIN = '/usr/lib/postgresql/15/bin';
-const ADMIN_TOKEN = 'faults-admin-token-0123456789';
+// NODE_ENV=production takes an admin token of at least 32 characters; faults/topologies.ts uses the same
+const ADMIN_TOKEN = 'faults-admin-token-0123456789-abcdefghijklmnop';
 const SECRET_KEY = 'cd'.repeat(32);
 const SEND_CONCURRENCY = 50;
 /** each process's output, for a look after a run (not committed) */

@@ -439,7 +439,8 @@ async function webhookReceiver(): Promise<{ url: string; received: Map<string, n
   return { url: `http://127.0.0.1:${port}/hooks`, received, close: () => new Promise((resolve) => server.close(() => resolve())) };
 }
 
-const ADMIN_TOKEN = 'faults-admin-token-0123456789';
+/** faults/run.ts starts the API with this token */
+const ADMIN_TOKEN = 'faults-admin-token-0123456789-abcdefghijklmnop';
 const SENTINEL_NAME = 'msprimary';
 
 function adminClient(port: number) {

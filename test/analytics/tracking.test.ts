@@ -73,19 +73,21 @@ describe('click and open tracking (opt-in)', () => {
     expect(perLink.body).toEqual({
       ok: true,
       links: [
-        { url: 'https://shop.example/sale?a=1&b=2', clicks: 3, scanner_clicks: 1 },
-        { url: 'https://blog.example/post', clicks: 2, scanner_clicks: 1 },
+        { url: 'https://shop.example/sale?a=1&b=2', unique_clicks: 2, clicks: 3, scanner_clicks: 1 },
+        { url: 'https://blog.example/post', unique_clicks: 1, clicks: 2, scanner_clicks: 1 },
       ],
     });
-    const [rows] = await rawQuery<{ people: number; scanners: number; events: number }>(
+    const [rows] = await rawQuery<{ unique: number; people: number; scanners: number; events: number }>(
       db(),
-      `SELECT (SELECT count(*)::int FROM link_clicks WHERE broadcast_id = $1 AND NOT scanner) AS people,
-              (SELECT count(*)::int FROM link_clicks WHERE broadcast_id = $1 AND scanner) AS scanners,
+      `SELECT (SELECT count(*)::int FROM link_clicks WHERE broadcast_id = $1 AND NOT scanner) AS unique,
+              (SELECT sum(count)::int FROM link_clicks WHERE broadcast_id = $1 AND NOT scanner) AS people,
+              (SELECT sum(count)::int FROM link_clicks WHERE broadcast_id = $1 AND scanner) AS scanners,
               (SELECT count(*)::int FROM events WHERE account_id = $2 AND type = 'message.clicked') AS events`,
       [id, t.account.id],
     );
-    expect(rows).toEqual({ people: 5, scanners: 2, events: 5 });
-    expect(await statsToday({ broadcast: id })).toMatchObject({ sent: 3, delivered: 3, clicked: rows!.people });
+    // unique clicks (an email and a link): ann's sale and post, bob's sale; every person's request is kept in the rows
+    expect(rows).toEqual({ unique: 3, people: 5, scanners: 2, events: 3 });
+    expect(await statsToday({ broadcast: id })).toMatchObject({ sent: 3, delivered: 3, clicked: rows!.unique });
     const [event] = await rawQuery<{ data: Record<string, unknown> }>(db(), `SELECT data FROM events WHERE account_id = $1 AND type = 'message.clicked' LIMIT 1`, [t.account.id]);
     expect(event!.data).toMatchObject({ url: expect.stringMatching(/^https:\/\//), broadcast: id, to: expect.stringMatching(/@clicks\.org$/) });
 
@@ -104,6 +106,24 @@ describe('click and open tracking (opt-in)', () => {
     expect(await statsToday({ broadcast: id })).toMatchObject({ opened: 2 });
     const openEvents = await rawQuery<{ n: number }>(db(), `SELECT count(*)::int AS n FROM events WHERE account_id = $1 AND type = 'message.opened'`, [t.account.id]);
     expect(openEvents[0]!.n).toBe(2);
+  });
+
+  it('redirects a replayed click token every time and counts it once: one email sent, one click', async () => {
+    const t = await broadcastTenant(sink.url);
+    await addSubscriber(t.listId, 'replay@clicks.org');
+    const created = await admin().post('/admin/api/broadcasts').send({ list: t.list.key, subject: 'r', html: '<a href="https://replay.example/">Go</a>', track_clicks: true });
+    const id = created.body.broadcast.id as number;
+    await admin().patch(`/admin/api/broadcasts/${id}`).send({ status: 'sending' });
+    await waitStatus(id, 'sent');
+    await rawQuery(db(), `UPDATE messages SET sent_at = now() - interval '1 minute' WHERE broadcast_id = $1`, [id]);
+    const link = links(sink.to('replay@clicks.org')[0]!.parsed.html as string)[0]!;
+    const answers = await Promise.all(Array.from({ length: 50 }, () => web().get(pathOf(link))));
+    for (const res of answers) expect({ status: res.status, location: res.headers.location }).toEqual({ status: 302, location: 'https://replay.example/' });
+    expect(await statsToday({ broadcast: id })).toMatchObject({ sent: 1, clicked: 1 });
+    const events = await rawQuery<{ n: number }>(db(), `SELECT count(*)::int AS n FROM events WHERE account_id = $1 AND type = 'message.clicked'`, [t.account.id]);
+    expect(events[0]!.n).toBe(1);
+    expect((await admin().get(`/admin/api/broadcasts/${id}/links`)).body.links).toEqual([{ url: 'https://replay.example/', unique_clicks: 1, clicks: 50, scanner_clicks: 0 }]);
+    expect(await db().linkClick.count({ where: { broadcastId: id } })).toBe(1);
   });
 
   it('answers 404 without redirecting for a forged, altered or made-up token, and records nothing', async () => {
@@ -170,6 +190,57 @@ describe('click and open tracking (opt-in)', () => {
     // and it can be turned off again
     const off = await admin().patch(`/admin/api/campaigns/${created.body.campaign.id}`).send({ track_clicks: false });
     expect(off.body.campaign.track_clicks).toBe(false);
+  });
+
+  describe('a merged field never becomes a tracked link', () => {
+    const EVIL = 'https://evil.example/phish';
+    /** Every tracked link of a body, as the addresses they redirect to. */
+    const trackedTargets = (body: string) => [...body.matchAll(/http:\/\/mail\.test\/c\/([A-Za-z0-9_.-]+[A-Za-z0-9_-])/g)].map((m) => readClickToken(m[1]!)?.url);
+
+    it('in a broadcast: a stranger\'s name typed as a URL stays text (escaped in html) and redirects nowhere', async () => {
+      const t = await broadcastTenant(sink.url);
+      await addSubscriber(t.listId, 'stranger@clicks.org', { name: EVIL, fields: { site: `<a href="${EVIL}">win</a>` } });
+      const created = await admin()
+        .post('/admin/api/broadcasts')
+        .send({
+          list: t.list.key,
+          subject: 'Hello {{name}}',
+          html: '<p>Hi {{name}} ({{fields.site}})</p><p><a href="https://shop.example/">Shop</a></p>',
+          text: 'Hi {{name}} ({{fields.site}}), see https://shop.example/',
+          track_clicks: true,
+        });
+      const id = created.body.broadcast.id as number;
+      await admin().patch(`/admin/api/broadcasts/${id}`).send({ status: 'sending' });
+      await waitStatus(id, 'sent');
+      const mail = sink.to('stranger@clicks.org')[0]!;
+      const html = mail.parsed.html as string;
+      const text = mail.parsed.text as string;
+      // the template's own link is tracked; the merged values are not links at all
+      expect(trackedTargets(html)).toEqual(['https://shop.example/']);
+      expect(trackedTargets(text)).toEqual(['https://shop.example/']);
+      expect(links(html)).toHaveLength(1);
+      expect(html).toContain(`Hi ${EVIL} (&lt;a href=&quot;${EVIL}&quot;&gt;win&lt;/a&gt;)`);
+      expect(text).toContain(`Hi ${EVIL} (<a href="${EVIL}">win</a>), see http://mail.test/c/`);
+      // and no link of the email answers with the stranger's address
+      for (const link of [...links(html), ...text.match(/http:\/\/mail\.test\/c\/\S+/g)!]) {
+        expect((await web().get(pathOf(link))).headers.location).toBe('https://shop.example/');
+      }
+    });
+
+    it("in a campaign's step: a prospect's name or field typed as a URL stays text", async () => {
+      const tenant = await makeTenant({ smtp: sink.url });
+      const created = await admin()
+        .post('/admin/api/campaigns')
+        .send({ account: tenant.account.id, mailbox: tenant.mailbox.id, name: 'Merged', goal: 'sales', track_clicks: true, steps: [{ subject: 'Hi {{name}}', body: 'Hi {{name}}, from {{fields.company}}: see https://offer.example/deal', delay_hours: 0 }] });
+      await db().campaign.update({ where: { id: created.body.campaign.id }, data: { status: 'running' } });
+      const prospect = await db().prospect.create({
+        data: { campaignId: created.body.campaign.id, email: 'lead@merged.org', name: EVIL, fields: { company: 'http://evil.example/two' }, status: 'ready', nextAt: new Date() },
+      });
+      expect((await runSequenceStep(db(), prospect.id, 1)).kind).toBe('written');
+      const message = await db().message.findFirstOrThrow({ where: { prospectId: prospect.id } });
+      expect(trackedTargets(message.text!)).toEqual(['https://offer.example/deal']);
+      expect(message.text).toMatch(new RegExp(`^Hi ${EVIL}, from http://evil\\.example/two: see http://mail\\.test/c/\\S+$`));
+    });
   });
 
   it('rewrites http(s) links of html and text bodies, and leaves the service own links and placeholders', () => {

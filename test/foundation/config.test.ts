@@ -53,6 +53,29 @@ describe('configuration', () => {
     expect(JSON.parse(fs.readFileSync(path.join(dir, 'secrets.json'), 'utf8')).adminToken).toBe(kept.adminToken);
   });
 
+  it('refuses to start in production with an admin token of fewer than 32 characters, or not random, saying why', () => {
+    const production = (token: string) => () => withEnv({ NODE_ENV: 'production', ADMIN_TOKEN: token }, loadConfig);
+    // the test setup's token: fine outside production
+    expect(production('test-admin-token-0123456789')).toThrow(/^ADMIN_TOKEN must be at least 32 random characters, it has 27 \(generate one with: openssl rand -hex 32\)$/);
+    expect(production('abcd'.repeat(10))).toThrow(/^ADMIN_TOKEN must be random/);
+    const good = 'f3a9c0d17be24e58a6b1c9d0e7f23a4b';
+    expect(withEnv({ NODE_ENV: 'production', ADMIN_TOKEN: good }, loadConfig)).toMatchObject({ adminToken: good, adminTokenWeakness: null });
+    // outside production the same weak token starts, with the reason kept for the start-up warning
+    expect(withEnv({ NODE_ENV: 'development', ADMIN_TOKEN: 'test-admin-token-0123456789' }, loadConfig).adminTokenWeakness).toMatch(/at least 32/);
+  });
+
+  it('warns at start, outside production, when the admin token is weak', async () => {
+    const { logger } = await import('../../apps/core/src/logger');
+    const { preflight } = await import('../../apps/core/src/startup');
+    const warn = jest.spyOn(logger, 'warn');
+    try {
+      await preflight('api');
+      expect(warn.mock.calls.map((call) => call[1])).toContainEqual(expect.stringMatching(/^ADMIN_TOKEN must be at least 32 random characters, it has 27: .*refused when NODE_ENV=production$/));
+    } finally {
+      warn.mockRestore();
+    }
+  });
+
   it.each([
     ['WORKER_CONCURRENCY', '0'],
     ['PORT', '70000'],

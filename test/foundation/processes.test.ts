@@ -41,6 +41,7 @@ describe('starting with a bad configuration ends the process with one clear line
     ['an unreachable Redis', { REDIS_URL: 'redis://127.0.0.1:1' }, /^api: cannot reach Redis at redis:\/\/127\.0\.0\.1:1: .+$/],
     ['a malformed DATABASE_URL', { DATABASE_URL: 'mysql://x' }, /^api: configuration error: DATABASE_URL must start with postgresql:\/\/ or postgres:\/\/$/],
     ['a bad PORT', { PORT: 'eighty' }, /^api: configuration error: PORT must be a whole number/],
+    ['a weak admin token in production', { NODE_ENV: 'production', ADMIN_TOKEN: 'test-admin-token-0123456789' }, /^api: configuration error: ADMIN_TOKEN must be at least 32 random characters, it has 27 /],
   ])('%s', async (_what, env, line) => {
     const proc = runTs('apps/api/src/server.ts', [], { DATABASE_URL: process.env.DATABASE_URL, ...env });
     expect(await proc.exited).toBe(1);

@@ -26,9 +26,12 @@ async function listening(api: ApiApp): Promise<{ port: number; close: () => Prom
   };
 }
 
-/** A client that sends its headers and the first bytes of a body it declares much longer, then holds the connection. */
-function trickler(port: number, head: string, declared: number, type = 'application/json'): net.Socket {
-  const socket = net.connect(port, '127.0.0.1');
+/**
+ * A client that sends its headers and the first bytes of a body it declares much longer, then holds the connection;
+ * from `localAddress` (another loopback address is another client).
+ */
+function trickler(port: number, head: string, declared: number, type = 'application/json', localAddress = '127.0.0.1'): net.Socket {
+  const socket = net.connect({ port, host: '127.0.0.1', localAddress });
   socket.on('error', () => undefined);
   socket.write(`${head}\r\nHost: x\r\nContent-Type: ${type}\r\nContent-Length: ${declared}\r\n\r\n{"a":`);
   return socket;
@@ -58,7 +61,8 @@ describe('strangers cannot starve paying clients', () => {
     const strangers: net.Socket[] = [];
     try {
       const targets = ['POST /nonexistent HTTP/1.1', 'POST /admin/api/accounts HTTP/1.1', `POST /api/v1/send HTTP/1.1\r\nAuthorization: Bearer msk_${'x'.repeat(32)}`];
-      for (let i = 0; i < 64; i++) strangers.push(trickler(server.port, targets[i % targets.length]!, 1024 * 1024));
+      // from an address of their own: the paying client's address is not the one they lock out (failures.ts)
+      for (let i = 0; i < 64; i++) strangers.push(trickler(server.port, targets[i % targets.length]!, 1024 * 1024, 'application/json', '127.0.0.2'));
       // every stranger has been answered (and holds its socket, trickling) before the paying client comes
       await new Promise((resolve) => setTimeout(resolve, 300));
       const statuses: number[] = [];
@@ -126,7 +130,7 @@ describe('one failed-authentication rule for every credential', () => {
   });
   afterAll(() => api.stop());
 
-  it('counts missing and wrong keys, admin tokens, dashboard passwords and sign-ins together; past the allowance 429, and valid credentials still pass', async () => {
+  it('counts missing and wrong keys, admin tokens, dashboard passwords and sign-ins together; past the allowance every credential is refused unchecked, the right ones included', async () => {
     const tenant = await makeTenant();
     const signinPage = request.agent(api.app);
     const page = await signinPage.get('/admin/signin');
@@ -144,17 +148,72 @@ describe('one failed-authentication rule for every credential', () => {
       await request(api.app).post('/admin/api/accounts').set('Authorization', 'Bearer wrong-admin-token-0000').send({ name: 'x' }),
       await request(api.app).get(DASHBOARD_PATH).auth('admin', 'wrong-password'),
       await signinPage.post('/admin/signin').type('form').send({ _csrf: csrf, token: 'wrong' }),
+      // the right credentials: refused alike, so the answer tells a guess nothing
+      await as(api, tenant.token).get('/api/v1/lists'),
+      await as(api, tenant.token).post('/api/v1/send').send(sendBody), // the fast lane's route
+      await request(api.app).get('/admin/api/accounts').set('Authorization', `Bearer ${ADMIN_TOKEN}`),
+      await request(api.app).get(DASHBOARD_PATH).auth('admin', ADMIN_TOKEN),
+      await signinPage.post('/admin/signin').type('form').send({ _csrf: csrf, token: ADMIN_TOKEN }),
     ];
-    expect(past.map((r) => r.status)).toEqual([429, 429, 429, 429]);
+    expect(past.map((r) => r.status)).toEqual([429, 429, 429, 429, 429, 429, 429, 429, 429]);
     for (const res of past) expect(Number(res.headers['retry-after'])).toBeGreaterThan(0);
     expect(past[0]!.body).toEqual({ ok: false, error: expect.stringContaining('failed authentications') });
-    // the owner of a valid credential is never locked out by the failures of the address
-    expect((await as(api, tenant.token).get('/api/v1/lists')).status).toBe(200);
-    expect((await request(api.app).get('/admin/api/accounts').set('Authorization', `Bearer ${ADMIN_TOKEN}`)).status).toBe(200);
-    expect((await request(api.app).get(DASHBOARD_PATH).auth('admin', ADMIN_TOKEN)).status).toBe(200);
-    const signedIn = await signinPage.post('/admin/signin').type('form').send({ _csrf: csrf, token: ADMIN_TOKEN });
-    expect(signedIn.status).toBe(303);
-    expect(signedIn.headers.location).toBe('/admin');
+    expect(past[5]!.body).toEqual({ ok: false, error: expect.stringContaining('failed authentications') });
+    expect(await db().send.count({ where: { accountId: tenant.account.id } })).toBe(0);
+  });
+
+  it('refuses the right admin token unchecked once the guesses from its address are past the allowance', async () => {
+    // the issue's measure: guesses from one address, the right token among them
+    const fresh = createApp(db());
+    await fresh.start();
+    try {
+      const statuses: number[] = [];
+      for (let i = 0; i < 200; i++) {
+        const token = i === 150 ? ADMIN_TOKEN : `wrong-admin-token-${String(i).padStart(12, '0')}`;
+        statuses.push((await request(fresh.app).get('/admin/api/accounts').set('Authorization', `Bearer ${token}`)).status);
+      }
+      expect(statuses.slice(0, 5)).toEqual([401, 401, 401, 401, 401]);
+      expect(statuses.slice(5).every((s) => s === 429)).toBe(true);
+    } finally {
+      await fresh.stop();
+    }
+  });
+
+  it('counts an IPv6 client by its /64: a fresh address of the same /64 brings no fresh allowance', async () => {
+    const tenant = await makeTenant();
+    const proxied = createApp(db());
+    // the clients' addresses come from X-Forwarded-For, believed from the loopback proxy (TRUST_PROXY=loopback)
+    proxied.app.set('trust proxy', 'loopback');
+    await proxied.start();
+    const from = (address: string) => ({ get: (token: string) => as(proxied, token).get('/api/v1/lists').set('X-Forwarded-For', address) });
+    try {
+      const statuses: number[] = [];
+      for (let i = 1; i <= 8; i++) statuses.push((await from(`2001:db8:7:7::${i.toString(16)}`).get(`msk_${String(i).padStart(32, 'v')}`)).status);
+      expect(statuses).toEqual([401, 401, 401, 401, 401, 429, 429, 429]);
+      expect((await from('2001:db8:7:7:ffff:ffff:ffff:fffe').get(tenant.token)).status).toBe(429);
+      // the next /64 is another client, and so is an IPv4 address
+      expect((await from('2001:db8:7:8::1').get(tenant.token)).status).toBe(200);
+      expect((await from('203.0.113.9').get(tenant.token)).status).toBe(200);
+    } finally {
+      await proxied.stop();
+    }
+  });
+});
+
+describe('the failure rule, by the clock', () => {
+  it('lets a locked-out client present a credential again once its window ends', async () => {
+    const { AuthFailures } = await import('../../apps/api/src/middleware/failures');
+    const { Unauthorized } = await import('../../apps/core/src/errors');
+    const failures = new AuthFailures(3);
+    const t0 = 1_000_000;
+    for (let i = 0; i < 3; i++) expect(failures.refuse('::ffff:198.51.100.7', new Unauthorized('no'), t0 + i).status).toBe(401);
+    // IPv4-mapped and plain IPv4 are one client
+    expect(failures.lockedOut('198.51.100.7', t0 + 10)).toMatchObject({ status: 429, headers: { 'Retry-After': '60' } });
+    expect(failures.lockedOut('198.51.100.7', t0 + 59_999)).toMatchObject({ status: 429, headers: { 'Retry-After': '1' } });
+    expect(failures.lockedOut('198.51.100.8', t0 + 10)).toBeNull();
+    expect(failures.lockedOut('198.51.100.7', t0 + 60_000)).toBeNull();
+    expect(failures.anyLockedOut(t0 + 60_000)).toBe(false);
+    expect(failures.refuse('198.51.100.7', new Unauthorized('no'), t0 + 60_001).status).toBe(401);
   });
 });
 

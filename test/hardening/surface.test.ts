@@ -3,6 +3,7 @@ import net from 'node:net';
 import request from 'supertest';
 import { DASHBOARD_PATH } from '../../apps/api/src/dashboard';
 import { DRAIN_IDLE_MS } from '../../apps/api/src/middleware/unread-body';
+import { createApp } from '../../apps/api/src/app';
 import { config } from '../../apps/core/src/config';
 import { db } from '../../apps/core/src/db';
 import { ADMIN_TOKEN, useApi } from '../helpers/api';
@@ -137,6 +138,57 @@ describe('the access log', () => {
   });
 });
 
+describe('the access log keeps no secret', () => {
+  it('redacts the token of every public page (confirm, unsubscribe, click, open), whatever slashes stand around it', async () => {
+    const { redactedUrl } = await import('../../apps/api/src/middleware/request');
+    expect(redactedUrl('/u//7.abcdef')).toBe('/u//[redacted]');
+    expect(redactedUrl('//u/7.abcdef?x=1')).toBe('//u/[redacted]?x=1');
+    expect(redactedUrl('/c/AAAA.aHR0cHM6.sig')).toBe('/c/[redacted]');
+    expect(redactedUrl('/O/AAAA.sig.gif')).toBe('/O/[redacted]');
+    expect(redactedUrl('/%75/7.abcdef')).toBe('/%75/[redacted]');
+    expect(redactedUrl('/confirm///tok')).toBe('/confirm///[redacted]');
+    // the hosted form's key is public (it is in every embedded form), and other paths are kept whole
+    expect(redactedUrl('/f/abc123')).toBe('/f/abc123');
+    expect(redactedUrl('/admin/api/lists/7')).toBe('/admin/api/lists/7');
+    expect(redactedUrl('/x?pw=p1&session=s2&sid=s3&PWD=p4&csrf_token=c5&session[id]=s6&page=2')).toBe(
+      '/x?pw=[redacted]&session=[redacted]&sid=[redacted]&PWD=[redacted]&csrf_token=[redacted]&session[id]=[redacted]&page=2',
+    );
+  });
+
+  it('writes no token, password or session value into any line of a request', async () => {
+    const { logger } = await import('../../apps/core/src/logger');
+    const lines: string[] = [];
+    const spies = (['info', 'warn', 'error', 'debug'] as const).map((level) =>
+      jest.spyOn(logger, level).mockImplementation(((obj: unknown) => void lines.push(JSON.stringify(obj))) as never),
+    );
+    const secrets = ['S3cretUnsub' + 'u'.repeat(20), 'S3cretClick' + 'c'.repeat(20), 'S3cretOpen' + 'o'.repeat(20), 'pw-S3cret', 'session-S3cret'];
+    try {
+      await request(ctx.api.app).get(`/u//7.${secrets[0]}`);
+      await request(ctx.api.app).get(`/c/${secrets[1]}`);
+      await request(ctx.api.app).get(`/o/${secrets[2]}.gif`);
+      await request(ctx.api.app).get(`/admin/signin?pw=${secrets[3]}&session=${secrets[4]}`).set('Cookie', `ms_console=${secrets[4]}`);
+      expect(lines.filter((line) => line.includes('requestId'))).toHaveLength(4);
+      for (const secret of secrets) expect(lines.join('\n')).not.toContain(secret);
+    } finally {
+      for (const spy of spies) spy.mockRestore();
+    }
+  });
+
+  it('redacts cookies and authorization headers wherever a line carries them', async () => {
+    const { Writable } = await import('node:stream');
+    const pino = (await import('pino')).default;
+    const { REDACT } = await import('../../apps/core/src/logger');
+    let written = '';
+    const sink = new Writable({ write: (chunk: Buffer, _enc, done) => ((written += chunk.toString()), done()) });
+    // the service's redaction, onto a stream the test reads
+    const probe = pino({ level: 'info', redact: REDACT }, sink);
+    probe.info({ req: { headers: { cookie: 'ms_console=c1', authorization: 'Bearer a1' } }, headers: { cookie: 'c2', 'set-cookie': 'ms_console=c3' }, cookie: 'c4' }, 'x');
+    probe.info({ response: { headers: { 'set-cookie': 'ms_console=c5', cookie: 'c6' } } }, 'y');
+    expect(written).toContain('[redacted]');
+    for (const secret of ['c1', 'a1', 'c2', 'c3', 'c4', 'c5', 'c6']) expect(written).not.toContain(`${secret}"`);
+  });
+});
+
 describe('failed authentication', () => {
   it('an unknown key repeated costs one lookup, not one per request', async () => {
     const { KeyAuthenticator } = await import('../../apps/api/src/middleware/auth');
@@ -155,26 +207,30 @@ describe('failed authentication', () => {
     expect(lookups).toBe(1);
   });
 
-  it('past the failure limit one address gets 429, and a valid key from it still passes', async () => {
+  it('past the failure limit one address gets 429 for every key, a valid one included', async () => {
     const FAILURES_PER_WINDOW = config().authFailuresPerMinute;
     const { makeTenant } = await import('../helpers/factories');
     const tenant = await makeTenant();
-    const statuses: number[] = [];
-    for (let i = 0; i <= FAILURES_PER_WINDOW + 2; i++) {
-      const res = await request(ctx.api.app).get('/api/v1/lists').set('Authorization', `Bearer msk_${String(i).padStart(32, 'f')}`);
-      statuses.push(res.status);
-      if (res.status === 429) {
-        expect(Number(res.headers['retry-after'])).toBeGreaterThan(0);
-        expect(res.body).toEqual({ ok: false, error: expect.stringContaining('failed authentications') });
+    // an app of its own: the address's allowance on the shared one stays for the tests after this
+    const api = createApp(db());
+    await api.start();
+    try {
+      const statuses: number[] = [];
+      for (let i = 0; i <= FAILURES_PER_WINDOW + 2; i++) {
+        const res = await request(api.app).get('/api/v1/lists').set('Authorization', `Bearer msk_${String(i).padStart(32, 'f')}`);
+        statuses.push(res.status);
+        if (res.status === 429) {
+          expect(Number(res.headers['retry-after'])).toBeGreaterThan(0);
+          expect(res.body).toEqual({ ok: false, error: expect.stringContaining('failed authentications') });
+        }
       }
+      expect(statuses.slice(0, FAILURES_PER_WINDOW)).toEqual(Array(FAILURES_PER_WINDOW).fill(401));
+      expect(statuses.slice(FAILURES_PER_WINDOW)).toEqual([429, 429, 429]);
+      const valid = await request(api.app).get('/api/v1/lists').set('Authorization', `Bearer ${tenant.token}`);
+      expect(valid.status).toBe(429);
+    } finally {
+      await api.stop();
     }
-    // (earlier tests of this file may have spent a failure or two of the window)
-    const first = statuses.indexOf(429);
-    expect(first).toBeGreaterThan(FAILURES_PER_WINDOW - 5);
-    expect(statuses.slice(0, first).every((s) => s === 401)).toBe(true);
-    expect(statuses.slice(first).every((s) => s === 429)).toBe(true);
-    const valid = await request(ctx.api.app).get('/api/v1/lists').set('Authorization', `Bearer ${tenant.token}`);
-    expect(valid.status).toBe(200);
   });
 });
 

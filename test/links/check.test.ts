@@ -239,6 +239,10 @@ describe('private addresses are refused when ALLOW_PRIVATE_FETCH is off', () => 
     '192.0.2.1', '198.51.100.7', '203.0.113.9', '192.88.99.1', '198.18.0.1', '224.0.0.1',
     '::', '::1', 'fe80::1', 'fd00::1', '2001:db8::1', 'ff02::1', '::ffff:127.0.0.1', '::ffff:7f00:1', '64:ff9b::7f00:1',
     '64:ff9b::10.0.0.1', '64:ff9b:1::a00:1', '2002:7f00:1::1', '2001::1',
+    // IPv4-translated (::ffff:0:0:0/96) whatever it carries, local-use NAT64 and the rest of 64:ff9b::/32, and any other
+    // IPv6 address outside global unicast (2000::/3)
+    '::ffff:0:7f00:1', '::ffff:0:127.0.0.1', '::ffff:0:10.0.0.1', '::ffff:0:8.8.8.8', '64:ff9b:1::8.8.8.8', '64:ff9b::1:0:a00:1',
+    '64:ff9b:0:0:1::7f00:1', '100::1', '4000::1', 'e000::1',
   ])('counts %s as not public', (address) => expect(isPublicAddress(address)).toBe(false));
   it.each(['93.184.216.34', '8.8.8.8', '2606:4700::1111', '64:ff9b::8.8.8.8', '2002:808:808::1', '::ffff:8.8.8.8'])('counts %s as public', (address) =>
     expect(isPublicAddress(address)).toBe(true),

@@ -42,7 +42,7 @@ it('drops events, webhook deliveries, inbound messages, ended audiences, expired
   // tracking (clicks, opens) and the daily counts of GET /admin/api/stats (kept 400 days past the retention)
   const tracked = crypto.randomUUID();
   await db().message.create({ data: { id: tracked, accountId: t.account.id, mailboxId: t.mailbox.id, kind: 'broadcast', to: 'reader@example.org', subject: 'S', messageIdHeader: `<${tracked}@example.com>`, status: 'sent' } });
-  await db().linkClick.createMany({ data: [ago(31), ago(1)].map((at) => ({ messageId: tracked, accountId: t.account.id, url: 'https://shop.example/', at })) });
+  await db().linkClick.createMany({ data: [ago(31), ago(1)].map((at, i) => ({ messageId: tracked, accountId: t.account.id, url: `https://shop.example/${i}`, at })) });
   const other = crypto.randomUUID();
   await db().message.create({ data: { id: other, accountId: t.account.id, mailboxId: t.mailbox.id, kind: 'broadcast', to: 'other@example.org', subject: 'S', messageIdHeader: `<${other}@example.com>`, status: 'sent' } });
   await db().messageOpen.createMany({ data: [{ messageId: tracked, accountId: t.account.id, firstAt: ago(40), lastAt: ago(40) }, { messageId: other, accountId: t.account.id, firstAt: ago(40), lastAt: ago(2) }] });

@@ -74,7 +74,7 @@ export function createApp(db: Db): ApiApp {
   app.use(errorHandler(new UnreadBodies()));
   return {
     // the busiest writes go around Express (lane.ts); every other request, and any the lane does not take, through it
-    app: withFastLane(app, { db, auth, budget, bodyLimitBytes: BODY_LIMIT_BYTES }),
+    app: withFastLane(app, { db, auth, failures, budget, bodyLimitBytes: BODY_LIMIT_BYTES }),
     start: () => auth.start(),
     stop: () => auth.stop(),
   };

@@ -1,10 +1,11 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { Express } from 'express';
+import express, { type Express } from 'express';
 import type { ApiKey } from '../../../generated/prisma/client';
 import { subscribe } from '../../core/src/api/operations';
 import type { Db } from '../../core/src/db';
 import { bearerToken, type KeyAuthenticator } from './middleware/auth';
 import type { BodyBudget } from './middleware/body-budget';
+import type { AuthFailures } from './middleware/failures';
 import { refusalOf, writeJson, writeRefusal } from './middleware/errors';
 import { trackRequest } from './middleware/request';
 import { checkBody } from './middleware/text';
@@ -50,6 +51,8 @@ export const laneStats = { answered: 0 };
 export interface LaneOptions {
   db: Db;
   auth: KeyAuthenticator;
+  /** an address locked out by the failure rule goes to Express, which refuses it (middleware/failures.ts) */
+  failures: AuthFailures;
   budget: BodyBudget;
   bodyLimitBytes: number;
 }
@@ -59,12 +62,18 @@ export function withFastLane(app: Express, options: LaneOptions): Express {
   const handler = function (req: IncomingMessage, res: ServerResponse, next?: (err?: unknown) => void) {
     const route = req.method === 'POST' ? ROUTES.get(req.url ?? '') : undefined;
     const token = route && takesBody(req, options.bodyLimitBytes) && route.takes(req) ? bearerToken(req.headers.authorization) : undefined;
-    const express = () => (app as unknown as (q: IncomingMessage, s: ServerResponse, n?: (err?: unknown) => void) => void)(req, res, next);
-    if (!route || !token) return express();
-    void laneOrExpress(req, res, route, token, options, express);
+    const toExpress = () => (app as unknown as (q: IncomingMessage, s: ServerResponse, n?: (err?: unknown) => void) => void)(req, res, next);
+    if (!route || !token) return toExpress();
+    if (options.failures.anyLockedOut() && options.failures.lockedOut(clientAddress(app, req))) return toExpress();
+    void laneOrExpress(req, res, route, token, options, toExpress);
   };
   Object.setPrototypeOf(handler, app);
   return handler as unknown as Express;
+}
+
+/** The client's address as Express reads it (req.ip, under the app's `trust proxy` setting). */
+function clientAddress(app: Express, req: IncomingMessage): string {
+  return (Reflect.get(express.request, 'ip', Object.create(req, { app: { value: app } })) as string | undefined) ?? '';
 }
 
 /** A body the lane reads itself: plain UTF-8 JSON of a declared length, at most the limit. */

@@ -21,6 +21,8 @@ export interface Config {
   readonly databaseTransactionPooling: boolean;
   readonly publicUrl: string;
   readonly adminToken: string;
+  /** why ADMIN_TOKEN is too weak for production (a development or test setup starts with a warning), or null */
+  readonly adminTokenWeakness: string | null;
   /** 32 bytes that encrypt mailbox passwords at rest */
   readonly secretKey: Buffer;
   readonly workerConcurrency: number;
@@ -159,6 +161,20 @@ export function parseSecretKey(raw: string): Buffer {
   return crypto.createHash('sha256').update(raw).digest();
 }
 
+/** The admin token's length at least; every failed guess from an address past its allowance is refused unchecked too. */
+export const ADMIN_TOKEN_MIN_CHARACTERS = 32;
+
+/**
+ * Why an admin token is too weak to guard a production install, or null: fewer than 32 characters, or a few characters
+ * repeated (fewer than 8 different ones). `openssl rand -hex 32` gives a good one; the generated one is 32 random
+ * base64url characters after `adm_`.
+ */
+export function adminTokenWeakness(token: string): string | null {
+  if (token.length < ADMIN_TOKEN_MIN_CHARACTERS) return `ADMIN_TOKEN must be at least ${ADMIN_TOKEN_MIN_CHARACTERS} random characters, it has ${token.length}`;
+  if (new Set(token).size < 8) return 'ADMIN_TOKEN must be random: it repeats fewer than 8 different characters';
+  return null;
+}
+
 interface LocalSecrets {
   adminToken: string;
   secretKey: string;
@@ -220,6 +236,8 @@ export function loadConfig(): Config {
     adminToken ||= secrets.adminToken;
     secretKey ||= secrets.secretKey;
   }
+  const weakness = adminTokenWeakness(adminToken);
+  if (weakness && env === 'production') throw new ConfigError(`${weakness} (generate one with: openssl rand -hex 32)`);
   if (adminToken.length < 16) throw new ConfigError('ADMIN_TOKEN must be at least 16 characters');
   const publicUrl = url('PUBLIC_URL', `http://localhost:${port}`, ['http:', 'https:']).replace(/\/+$/, '');
   return Object.freeze({
@@ -233,6 +251,7 @@ export function loadConfig(): Config {
     databaseTransactionPooling: flag('DATABASE_TRANSACTION_POOLING', false),
     publicUrl,
     adminToken,
+    adminTokenWeakness: weakness,
     secretKey: parseSecretKey(secretKey),
     workerConcurrency: integer('WORKER_CONCURRENCY', 20, 1, 1000),
     stateDir,

@@ -1,4 +1,5 @@
 import { config, ConfigError } from './config';
+import { logger } from './logger';
 import { migrate } from './migrate';
 import { createRedis } from './redis';
 
@@ -41,6 +42,8 @@ export async function preflight(processName: string): Promise<void> {
     if (err instanceof ConfigError) fail(processName, `configuration error: ${err.message}`);
     throw err;
   }
+  // production refuses a weak admin token (config.ts); elsewhere it is said once at start
+  if (cfg.adminTokenWeakness) logger.warn({ process: processName }, `${cfg.adminTokenWeakness}: fine for development and tests, refused when NODE_ENV=production`);
   try {
     await migrate(cfg.directDatabaseUrl);
   } catch (err) {

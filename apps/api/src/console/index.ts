@@ -133,8 +133,10 @@ export function consoleRouter(db: Db, bodies: { budget: BodyBudget; publicBudget
 
   router.post('/signin', async (req, res) => {
     const token = typeof req.body?.token === 'string' ? (req.body.token as string) : '';
-    if (!safeEqual(token, config().adminToken)) {
-      const refusal = bodies.failures.refuse(req.ip ?? '', new Unauthorized('That is not the admin token.'));
+    // an address past its allowance is refused before the token is compared (failures.ts)
+    const locked = bodies.failures.lockedOut(req.ip ?? '');
+    if (locked || !safeEqual(token, config().adminToken)) {
+      const refusal = locked ?? bodies.failures.refuse(req.ip ?? '', new Unauthorized('That is not the admin token.'));
       if (refusal.status === 429) res.set(refusal.headers);
       const error = refusal.status === 429 ? 'Too many failed sign-ins from this address; try again in a minute.' : refusal.message;
       return render(req, res, 'signin', 'Sign in', { error, csrf: signinToken(req, res) }, refusal.status);

@@ -32,6 +32,12 @@ function cookieValue(req: Request, cookie = COOKIE): string | undefined {
   return undefined;
 }
 
+/**
+ * Cookies are Secure whenever the console is reached over https: PUBLIC_URL says so even when a TLS proxy in front is not
+ * named in TRUST_PROXY (then Express sees plain http and req.secure is false).
+ */
+const secure = (req: Request) => req.secure || config().publicUrl.startsWith('https:');
+
 const signinCsrf = (nonce: string) => crypto.createHmac('sha256', config().secretKey).update(`console-signin:${nonce}`).digest('base64url');
 
 /** The sign-in form's CSRF token: of the nonce cookie the browser has, or of a new one set now. Nothing is stored. */
@@ -39,7 +45,7 @@ export function signinToken(req: Request, res: Response): string {
   let nonce = cookieValue(req, SIGNIN_COOKIE);
   if (!nonce || !/^[A-Za-z0-9_-]{32}$/.test(nonce)) {
     nonce = crypto.randomBytes(24).toString('base64url');
-    res.cookie(SIGNIN_COOKIE, nonce, { httpOnly: true, sameSite: 'strict', secure: req.secure, path: '/admin', maxAge: SIGNIN_TTL_SECONDS * 1000 });
+    res.cookie(SIGNIN_COOKIE, nonce, { httpOnly: true, sameSite: 'strict', secure: secure(req), path: '/admin', maxAge: SIGNIN_TTL_SECONDS * 1000 });
   }
   return signinCsrf(nonce);
 }
@@ -67,7 +73,7 @@ export async function startSession(req: Request, res: Response, old?: Session | 
   if (old) await redis().del(key(old.id));
   const session: Session = { id: crypto.randomBytes(32).toString('base64url'), csrf: crypto.randomBytes(24).toString('base64url'), admin: true };
   await saveSession(session);
-  res.cookie(COOKIE, session.id, { httpOnly: true, sameSite: 'strict', secure: req.secure, path: '/admin', maxAge: TTL_SECONDS * 1000 });
+  res.cookie(COOKIE, session.id, { httpOnly: true, sameSite: 'strict', secure: secure(req), path: '/admin', maxAge: TTL_SECONDS * 1000 });
   res.clearCookie(SIGNIN_COOKIE, { path: '/admin' });
   return session;
 }

@@ -53,9 +53,9 @@ export async function broadcastCharts(db: Db, id: number): Promise<string> {
     { label: 'Opened', value: totals.opened },
   ]);
   const [days, links] = await Promise.all([last30Days(db, { broadcast: broadcast.id }, 'this broadcast', ENGAGEMENT), broadcastLinks(db, broadcast.id)]);
-  const rows = links.map((l) => `<tr><td>${esc(l.url)}</td><td>${l.clicks}</td><td>${l.scanner_clicks}</td></tr>`).join('');
+  const rows = links.map((l) => `<tr><td>${esc(l.url)}</td><td>${l.unique_clicks}</td><td>${l.clicks}</td><td>${l.scanner_clicks}</td></tr>`).join('');
   const table = links.length
-    ? `<section id="links"><h2>Clicks per link</h2><table><thead><tr><th>Link</th><th>Clicks</th><th>Scanners (not counted)</th></tr></thead><tbody>${rows}</tbody></table></section>`
+    ? `<section id="links"><h2>Clicks per link</h2><table><thead><tr><th>Link</th><th>Unique clicks</th><th>Clicks</th><th>Scanners (not counted)</th></tr></thead><tbody>${rows}</tbody></table></section>`
     : '';
   return `<section class="charts" id="funnel"><h2>Funnel</h2>${funnel}</section>\n${table}\n${days}`;
 }

@@ -20,10 +20,12 @@ function presentedToken(header: string | undefined): string | undefined {
 
 /**
  * The admin token, checked before anything else of the request (its body included); a missing or wrong token counts
- * as a failure of the client's address (failures.ts).
+ * as a failure of the client's address, and an address past its allowance gets 429 unchecked (failures.ts).
  */
 export function requireAdmin(failures: AuthFailures, options: { challenge?: boolean } = {}): RequestHandler {
   return (req, res, next) => {
+    const locked = failures.lockedOut(req.ip ?? '');
+    if (locked) throw locked;
     const token = presentedToken(req.get('authorization'));
     if (token && safeEqual(token, config().adminToken)) return next();
     if (options.challenge) res.set('WWW-Authenticate', 'Basic realm="mailservice admin", charset="UTF-8"');

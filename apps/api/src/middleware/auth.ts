@@ -117,10 +117,13 @@ export function bearerToken(header: string | undefined): string | undefined {
 
 /**
  * docs/api.md: `Authorization: Bearer <key>`; missing, malformed, unknown or revoked answers 401, and each counts
- * as a failure of the client's address (failures.ts).
+ * as a failure of the client's address; an address past its allowance gets 429 whatever it sends (failures.ts).
  */
 export function requireKey(auth: KeyAuthenticator, failures: AuthFailures): RequestHandler {
   return async (req, res, next) => {
+    // an address past its allowance is refused before its key is looked at: the answer says nothing of the key
+    const locked = failures.lockedOut(req.ip ?? '');
+    if (locked) throw locked;
     const header = req.get('authorization');
     if (!header) throw failures.refuse(req.ip ?? '', new Unauthorized('the Authorization header is missing: send Authorization: Bearer <API key>', CHALLENGE));
     const token = bearerToken(header);

@@ -3,6 +3,7 @@ import type { ErrorRequestHandler, RequestHandler } from 'express';
 import { AppError, MethodNotAllowed, NotFound } from '../../../core/src/errors';
 import { logger } from '../../../core/src/logger';
 import { dependencies, isDatabaseUnavailable, OUTAGE_RETRY_AFTER_SECONDS } from '../../../core/src/outage';
+import { redactedUrl } from './request';
 import type { UnreadBodies } from './unread-body';
 
 /** Unknown routes answer JSON too. */
@@ -74,7 +75,7 @@ export function refusalOf(err: unknown, requestId: string, request: { method?: s
   // a fault is an error line with its stack; an expected 503 (an outage, a full budget) is not: the outage has its one
   // warn line (outage.ts)
   if (status === 500) {
-    logger.error({ err, requestId, method: request.method, path: request.path }, 'request failed');
+    logger.error({ err, requestId, method: request.method, path: redactedUrl(request.path) }, 'request failed');
   }
   return { status, headers, message };
 }

@@ -49,15 +49,32 @@ export function trackRequest(req: IncomingMessage, res: ServerResponse, url: str
 }
 
 /**
- * Page paths that carry a secret (a confirmation or unsubscribe token: the routes match whatever the letters' case), and
- * query values that may be secrets, whatever their case and however their name is written (api_key, access-token...).
+ * Public pages whose address carries a secret after their first segment: the confirmation, unsubscribe, click and open
+ * tokens (`/confirm/<token>`, `/u/<token>`, `/c/<token>`, `/o/<token>.gif`). Matched as the routes would be, in any
+ * letter case, and however many slashes stand around the segment (`/u//<token>`).
  */
-const TOKEN_IN_PATH = /^(\/(?:confirm|u)\/)[^/?#]+/i;
-const TOKEN_IN_QUERY = /([?&](?:[\w.-]*(?:token|key|password|passwd|secret|signature|auth)[\w.-]*)=)[^&#]*/gi;
+const TOKEN_PAGES = new Set(['confirm', 'u', 'c', 'o']);
+const PAGE_PATH = /^(\/+)([^/]+)(\/+)(.+)$/;
+/** Query values whose name may hold a secret, however it is written (api_key, access-token, pw, session[id]...). */
+const SECRET_IN_QUERY =
+  /([?&][^=&#]*?(?:token|key|pass|pw|secret|signature|sig|auth|session|sid|cookie|csrf|code|otp|credential|jwt)[^=&#]*=)[^&#]*/gi;
 
-/** The request's address as logged: the whole of it (mount path and query), with tokens replaced. */
+function pageSegment(segment: string): string {
+  try {
+    return decodeURIComponent(segment).toLowerCase();
+  } catch {
+    return segment.toLowerCase();
+  }
+}
+
+/** The request's address as logged: the whole of it (mount path and query), with secrets replaced by `[redacted]`. */
 export function redactedUrl(url: string): string {
-  return url.replace(TOKEN_IN_PATH, '$1[redacted]').replace(TOKEN_IN_QUERY, '$1[redacted]');
+  const q = url.indexOf('?');
+  const path = q < 0 ? url : url.slice(0, q);
+  const query = q < 0 ? '' : url.slice(q);
+  const page = PAGE_PATH.exec(path);
+  const safePath = page && TOKEN_PAGES.has(pageSegment(page[2]!)) ? `${page[1]}${page[2]}${page[3]}[redacted]` : path;
+  return safePath + query.replace(SECRET_IN_QUERY, '$1[redacted]');
 }
 
 /** A body on a JSON endpoint must be declared as JSON; otherwise it would silently read as empty. */

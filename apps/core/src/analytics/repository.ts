@@ -132,31 +132,33 @@ export async function broadcastTotals(db: Tx, accountId: number, broadcastId: nu
 }
 
 /**
- * Inserts a link_clicks row for a message (a scanner's when `head`, or within `scannerWindowMs` of its delivery or
- * before it) and, for a person's click, adds to the `clicked` counter and inserts the `message.clicked` event, in one
- * statement. Null when the message is gone.
+ * Records a request of a tracked link of a message: the link_clicks row of the message, address and kind (a scanner's
+ * when `head`, or within `scannerWindowMs` of its delivery or before it) is inserted or counted up. A person's first
+ * request of the link from that email is its unique click: it adds to the `clicked` counter and inserts the
+ * `message.clicked` event, in the same statement; a replay only counts up the row. Null when the message is gone.
  */
 export async function insertClick(
   db: Tx,
   click: { messageId: string; url: string; head: boolean },
   scannerWindowMs: number,
-): Promise<{ scanner: boolean } | null> {
-  const [row] = await rawQuery<{ scanner: boolean }>(
+): Promise<{ scanner: boolean; first: boolean } | null> {
+  const [row] = await rawQuery<{ scanner: boolean; first: boolean }>(
     db,
     `WITH m AS (
        SELECT id, account_id, mailbox_id, broadcast_id, prospect_id, send_id, "to", sent_at FROM messages WHERE id = $1::uuid
      ), c AS (
        INSERT INTO link_clicks (message_id, account_id, broadcast_id, url, scanner)
        SELECT m.id, m.account_id, m.broadcast_id, $2, ($3 OR m.sent_at IS NULL OR now() - m.sent_at < $4 * interval '1 millisecond') FROM m
-       RETURNING scanner
+       ON CONFLICT (message_id, url, scanner) DO UPDATE SET count = link_clicks.count + 1
+       RETURNING scanner, (xmax = 0) AS first
      ), counted AS (
-       ${countMessagesSql('m', 'clicked', 'NOT EXISTS (SELECT 1 FROM c WHERE c.scanner)')}
+       ${countMessagesSql('m', 'clicked', 'EXISTS (SELECT 1 FROM c WHERE NOT c.scanner AND c.first)')}
      ), event AS (
        INSERT INTO events (account_id, type, data)
        SELECT m.account_id, 'message.clicked', jsonb_build_object('id', m.id, 'send_id', m.send_id, 'to', m."to", 'url', $2::text, 'broadcast', m.broadcast_id)
-       FROM m WHERE NOT EXISTS (SELECT 1 FROM c WHERE c.scanner) AND ${subscribed('m.account_id', `'message.clicked'`)}
+       FROM m WHERE EXISTS (SELECT 1 FROM c WHERE NOT c.scanner AND c.first) AND ${subscribed('m.account_id', `'message.clicked'`)}
      )
-     SELECT scanner FROM c`,
+     SELECT scanner, first FROM c`,
     [click.messageId, click.url, click.head, scannerWindowMs],
     'record-click',
   );
@@ -187,12 +189,17 @@ export async function upsertOpen(db: Tx, messageId: string): Promise<void> {
   );
 }
 
-/** Clicks per link of a broadcast, most clicked first: people's clicks, and the scanners' apart. */
-export async function broadcastLinks(db: Tx, broadcastId: number): Promise<{ url: string; clicks: number; scanner_clicks: number }[]> {
+/**
+ * Clicks per link of a broadcast, most unique clicks first: the emails whose reader clicked it (`unique_clicks`), every
+ * person's request of it, replays included (`clicks`), and the scanners' requests apart.
+ */
+export async function broadcastLinks(db: Tx, broadcastId: number): Promise<{ url: string; unique_clicks: number; clicks: number; scanner_clicks: number }[]> {
   return rawQuery(
     db,
-    `SELECT url, (count(*) FILTER (WHERE NOT scanner))::int AS clicks, (count(*) FILTER (WHERE scanner))::int AS scanner_clicks
-     FROM link_clicks WHERE broadcast_id = $1 GROUP BY url ORDER BY 2 DESC, url LIMIT 200`,
+    `SELECT url, (count(*) FILTER (WHERE NOT scanner))::int AS unique_clicks,
+            COALESCE(sum(count) FILTER (WHERE NOT scanner), 0)::int AS clicks,
+            COALESCE(sum(count) FILTER (WHERE scanner), 0)::int AS scanner_clicks
+     FROM link_clicks WHERE broadcast_id = $1 GROUP BY url ORDER BY 2 DESC, 3 DESC, url LIMIT 200`,
     [broadcastId],
   );
 }

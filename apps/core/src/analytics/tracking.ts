@@ -97,7 +97,10 @@ export function withOpenPixel(html: string, messageId: string): string {
   return /<\/body>/i.test(html) ? html.replace(/<\/body>/i, `${img}</body>`) : html + img;
 }
 
-/** The tracking a broadcast or campaign asked for, applied to one email's bodies as it is written. */
+/**
+ * The tracking a broadcast or campaign asked for, applied to one email's templates before the recipient's fields are
+ * merged: only the links the sender wrote are signed, never an address a recipient typed into a field.
+ */
 export function tracked(
   body: { html: string | null; text: string | null },
   messageId: string,
@@ -114,11 +117,12 @@ export function tracked(
 }
 
 /**
- * A request of a tracked link, in one statement: the click row (a scanner's when it is a HEAD, or a GET within
- * SCANNER_WINDOW_MS of delivery or before it), and for a person's click the `clicked` counter and the
- * `message.clicked` event. A message gone (retention) is redirected without a record.
+ * A request of a tracked link, in one statement: the click row of the email and link counted up (a scanner's when it
+ * is a HEAD, or a GET within SCANNER_WINDOW_MS of delivery or before it), and for a person's first click of that link
+ * from that email (its unique click) the `clicked` counter and the `message.clicked` event. A replayed link is
+ * redirected every time and counted once. A message gone (retention) is redirected without a record.
  */
-export async function recordClick(db: Db, click: { messageId: string; url: string; head: boolean }): Promise<{ scanner: boolean } | null> {
+export async function recordClick(db: Db, click: { messageId: string; url: string; head: boolean }): Promise<{ scanner: boolean; first: boolean } | null> {
   return insertClick(db, click, SCANNER_WINDOW_MS);
 }
 

@@ -4,6 +4,7 @@ import type { Db } from '../db';
 import { addDeliveryJobs, messageRow, queueDelivery } from '../delivery/outbox';
 import { markNotEnqueued } from '../delivery/repository';
 import { emitEvent } from '../events';
+import { newId } from '../ids';
 import { logger } from '../logger';
 import { listId, renderCopy } from './copy';
 import { progressOf } from './service';
@@ -66,8 +67,13 @@ async function writePage(db: Db, b: Loaded, after: number, size: number, listIdH
   if (!page.length) return { last: null, written: [] };
   const due = page.filter((p) => p.due);
   const rows = due.map((p) => {
-    const copy = renderCopy(b, p, listIdHeader);
+    const id = newId();
+    // opt-in tracking: each copy's links carry its own signed tokens (analytics/tracking.ts), put into the template before
+    // the reader's fields are merged, so a merged field (a stranger's name typed as a URL) never becomes a tracked link
+    const content = b.trackClicks || b.trackOpens ? { subject: b.subject, ...tracked(b, id, { clicks: b.trackClicks, opens: b.trackOpens }) } : b;
+    const copy = renderCopy(content, p, listIdHeader);
     const row = messageRow({
+      id,
       accountId: b.accountId,
       mailboxId: b.list.mailboxId,
       fromAddress: b.list.mailbox.address,
@@ -76,9 +82,7 @@ async function writePage(db: Db, b: Loaded, after: number, size: number, listIdH
       subject: copy.subject,
       subscriberId: p.id,
     });
-    // opt-in tracking: each copy's links carry its own signed tokens (analytics/tracking.ts)
-    const body = b.trackClicks || b.trackOpens ? tracked(copy, row.id!, { clicks: b.trackClicks, opens: b.trackOpens }) : copy;
-    return { ...row, html: body.html, text: body.text, headers: JSON.stringify(copy.headers) };
+    return { ...row, html: copy.html, text: copy.text, headers: JSON.stringify(copy.headers) };
   });
   const written = rows.length ? await insertCopies(db, { id: b.id, accountId: b.accountId, mailboxId: b.list.mailboxId }, rows) : [];
   return { last: page[page.length - 1]!.id, written };

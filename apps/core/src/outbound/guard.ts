@@ -1,15 +1,17 @@
 import dns from 'node:dns';
 import net from 'node:net';
 import os from 'node:os';
+import { expandIpv6 } from '../ip';
 
 /**
  * The one outbound-fetch guard, for every request the service makes to an address a customer chose: the link checker's
  * page fetches and webhook deliveries (docs/hardening.md, "Outbound requests"). Only globally routable unicast
  * addresses are fetched: never the IANA special-purpose ranges (IPv4 and IPv6 registries: this host, private networks,
  * shared and link-local space (cloud metadata at 169.254.169.254), documentation, benchmarking, 6to4 relays, multicast,
- * reserved), never an IPv6 address that embeds one of those (IPv4-mapped, NAT64, 6to4), and never an address of this
- * host's own interfaces. The address is checked at connect time, on every redirect hop, and the socket connects to
- * exactly the address checked (no second resolution: DNS rebinding cannot slip in between).
+ * reserved), no IPv6 address outside global unicast (2000::/3), never an IPv6 address that embeds one of those
+ * (IPv4-mapped, NAT64, 6to4), and never an address of this host's own interfaces. The address is checked at connect
+ * time, on every redirect hop, and the socket connects to exactly the address checked (no second resolution: DNS
+ * rebinding cannot slip in between).
  */
 const special = new net.BlockList();
 for (const [network, prefix] of [
@@ -51,35 +53,17 @@ for (const [network, prefix] of [
   special.addSubnet(network, prefix, 'ipv6');
 }
 
-/** The IPv4 address an IPv6 address carries and is routed to: IPv4-mapped, NAT64 (RFC 6052, RFC 8215) and 6to4. */
-function embeddedIpv4(address: string): string | null {
-  const words = expandIpv6(address.toLowerCase());
-  if (!words) return null;
+/**
+ * The IPv4 address an IPv6 address carries and is routed to: IPv4-mapped (::ffff:0:0/96), the well-known NAT64 prefix
+ * (64:ff9b::/96, RFC 6052) and 6to4 (2002::/16). Other prefixes that embed one (IPv4-translated ::ffff:0:0:0/96, the
+ * local-use NAT64 64:ff9b:1::/48) are outside global unicast and refused whatever they carry.
+ */
+function embeddedIpv4(words: number[]): string | null {
   const v4 = (hi: number, lo: number) => `${hi >> 8}.${hi & 255}.${lo >> 8}.${lo & 255}`;
-  // ::ffff:a.b.c.d written in hex
   if (words.slice(0, 5).every((w) => w === 0) && words[5] === 0xffff) return v4(words[6]!, words[7]!);
-  // 64:ff9b::/96, the well-known NAT64 prefix; 64:ff9b:1::/48, the local-use one (the IPv4 address in the last 32 bits)
-  if (words[0] === 0x64 && words[1] === 0xff9b && (words.slice(2, 6).every((w) => w === 0) || words[2] === 1)) return v4(words[6]!, words[7]!);
-  // 2002::/16, 6to4: the IPv4 address in bits 16 to 48
+  if (words[0] === 0x64 && words[1] === 0xff9b && words.slice(2, 6).every((w) => w === 0)) return v4(words[6]!, words[7]!);
   if (words[0] === 0x2002) return v4(words[1]!, words[2]!);
   return null;
-}
-
-/** The eight 16-bit words of an IPv6 address, or null. */
-function expandIpv6(address: string): number[] | null {
-  if (!net.isIPv6(address)) return null;
-  let text = address.split('%')[0]!;
-  const v4 = /(\d+\.\d+\.\d+\.\d+)$/.exec(text);
-  if (v4) {
-    const [a, b, c, d] = v4[1]!.split('.').map(Number) as [number, number, number, number];
-    text = text.slice(0, -v4[1]!.length) + `${((a << 8) | b).toString(16)}:${((c << 8) | d).toString(16)}`;
-  }
-  const [head, tail] = text.split('::') as [string, string | undefined];
-  const left = head ? head.split(':') : [];
-  const right = tail ? tail.split(':') : [];
-  const missing = 8 - left.length - right.length;
-  const all = tail === undefined ? left : [...left, ...Array(missing).fill('0'), ...right];
-  return all.length === 8 ? all.map((w) => parseInt(w || '0', 16)) : null;
 }
 
 /** This host's own interface addresses (any of them reaches the host itself). */
@@ -98,8 +82,12 @@ export function isPublicAddress(address: string, own: ReadonlySet<string> = ownA
   if (!family) return false; // not an address at all: refuse rather than guess
   if (own.has(address.toLowerCase())) return false;
   if (family === 4) return !special.check(address, 'ipv4');
-  const embedded = embeddedIpv4(address);
+  const words = expandIpv6(address);
+  if (!words) return false;
+  const embedded = embeddedIpv4(words);
   if (embedded !== null) return isPublicAddress(embedded, own);
+  // global unicast is 2000::/3, the only block IANA allocates for routing: the rest of the space is special or unassigned
+  if ((words[0]! & 0xe000) !== 0x2000) return false;
   return !special.check(address, 'ipv6');
 }
 

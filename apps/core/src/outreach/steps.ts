@@ -80,7 +80,9 @@ async function decideAndWrite(tx: Tx, prospectId: number, step: number): Promise
   // a step cancelled by a pause left its row behind: it was never sent, so it gives way to the rewrite
   await tx.message.deleteMany({ where: { prospectId: p.id, step, status: 'cancelled' } });
   const id = newId();
-  const body = tracked({ html: null, text: renderTemplate(current.body, ctx) }, id, { clicks: campaign.trackClicks, opens: false });
+  // links are tracked in the template, before the prospect's fields are merged: a merged field never becomes a tracked link
+  const template = tracked({ html: null, text: current.body }, id, { clicks: campaign.trackClicks, opens: false });
+  const text = renderTemplate(template.text!, ctx);
   const [row] = await storeMessages(tx, [
     {
       id,
@@ -90,7 +92,7 @@ async function decideAndWrite(tx: Tx, prospectId: number, step: number): Promise
       kind: 'sequence',
       to: p.email,
       subject,
-      text: body.text,
+      text,
       prospectId: p.id,
       step,
       inReplyTo: step > 1 && p.thread_id ? p.thread_id : undefined,
