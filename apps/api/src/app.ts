@@ -71,10 +71,11 @@ export function createApp(db: Db): ApiApp {
   app.use(trackingRouter(db));
   app.use(pagesRouter(db, publicBudget));
   app.use(unknownRoute);
-  app.use(errorHandler(new UnreadBodies()));
+  app.use(errorHandler);
   return {
-    // the busiest writes go around Express (lane.ts); every other request, and any the lane does not take, through it
-    app: withFastLane(app, { db, auth, budget, bodyLimitBytes: BODY_LIMIT_BYTES }),
+    // the busiest writes go around Express (lane.ts); every other request, and any the lane does not take, through it;
+    // whatever answers, a body the answer left unread is settled so its client can read the answer (unread-body.ts)
+    app: new UnreadBodies().around(withFastLane(app, { db, auth, budget, bodyLimitBytes: BODY_LIMIT_BYTES })),
     start: () => auth.start(),
     stop: () => auth.stop(),
   };
