@@ -99,12 +99,13 @@ export function writeRefusal(res: ServerResponse, refusal: Refusal): void {
 
 /**
  * Express's end of every route: the refusal of refusalOf. It touches nothing of the connection: a body the refusal left
- * unread is settled by the server (unread-body.ts), and a request whose socket is gone (the client left, or the
- * request was destroyed while its body was read) gets no answer, only its log line.
+ * unread is settled by the server (unread-body.ts); a request whose connection is gone gets no answer, only its log
+ * line; and nothing here reads the request's socket, which is null once the request was destroyed (an async iterator
+ * left early does that) although its answer may still go out.
  */
 export const errorHandler: ErrorRequestHandler = (err, req, res, _next) => {
   const refusal = refusalOf(err, String(res.locals.requestId ?? ''), req);
-  if (res.headersSent || !req.socket || req.socket.destroyed) return;
+  if (res.headersSent || res.destroyed) return;
   // through res.json, not writeRefusal: idempotent() (middleware/idempotency.ts) watches res.json to free the key of a
   // refused request
   res.set(refusal.headers).status(refusal.status).json({ ok: false, error: refusal.message });

@@ -52,7 +52,8 @@ export class UnreadBodies {
   }
 
   private settle(req: IncomingMessage, res: ServerResponse): void {
-    const socket = req.socket as Socket | null;
+    // a destroyed request has no socket left, while its answer may still go out on the response's
+    const socket = (req.socket ?? res.socket) as Socket | null;
     if (req.complete || !socket || socket.destroyed) return;
     const client = clientAddress(req);
     const count = this.draining.get(client) ?? 0;
