@@ -103,6 +103,8 @@ export class UnreadBodies {
     let answered = false;
     let idle: NodeJS.Timeout | undefined;
     const close = () => socket.destroy();
+    // the client has sent all: close once the answer and the FIN are out (destroying earlier could drop the answer)
+    const closeWhenSent = () => (socket.writableFinished ? close() : socket.once('finish', close));
     const whole = setTimeout(close, LINGER_MS);
     const arm = () => {
       clearTimeout(idle);
@@ -115,14 +117,14 @@ export class UnreadBodies {
     };
     req.on('data', onData);
     // the body ended: once the answer is out there is nothing left to wait for
-    req.once('end', () => answered && close());
+    req.once('end', () => answered && closeWhenSent());
     arm();
     // Node closes a `Connection: close` connection with destroySoon once the answer is written: the socket would be
     // closed while the client still writes (a reset). Here it only half-closes, and the reading above ends it.
     socket.destroySoon = () => {
       answered = true;
       socket.end();
-      if (req.complete) close();
+      if (req.complete) closeWhenSent();
     };
     socket.once('close', () => {
       clearTimeout(whole);
