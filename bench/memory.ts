@@ -12,20 +12,38 @@
  * - refusals: REFUSAL_CONNECTIONS kept-alive connections sending small sends with an unknown key for REFUSAL_SECONDS
  *   as fast as they are answered; reported: refusals a second and the API's peak RSS (a refusal that left anything on
  *   its socket grew the API past 600 MB here).
+ * - public pages: PUBLIC_ADDRESSES x PUBLIC_PER_ADDRESS strangers (each from its own loopback address, 127.0.0.x)
+ *   trickling 16 KB bodies to a list's hosted form, a byte a second, connecting again when cut off, while people
+ *   sign up on the form (each from an address of its own) and a mailbox provider sends one-click unsubscribes, one
+ *   after another; reported: both kinds' answers and latency (target: all 200, p99 under 100 ms).
  * Targets: every process under 250 MB.
  */
 import type { ChildProcess } from 'node:child_process';
+import http from 'node:http';
 import net from 'node:net';
 import autocannon from 'autocannon';
 
 export interface MemoryFigures {
   trickle: { connections: number; apiPeakRssMb: number; openAfter5s: number; longestOpenMs: number; answers: Record<string, number> };
   strangers: { strangers: number; sends: number; statuses: Record<string, number>; p50Ms: number; p99Ms: number };
+  publicPages: { strangers: number; addresses: number; signUps: Answers; unsubscribes: Answers };
   refusals: { connections: number; seconds: number; perSecond: number; statuses: Record<string, number>; apiPeakRssMb: number };
   bigSends: { requests: number; copies: number; attachmentKb: number; statuses: Record<string, number>; deliveredSeconds: number; apiPeakRssMb: number; workerPeakRssMb: number };
 }
 
+/** what a kind of request got: its statuses and latency */
+interface Answers {
+  requests: number;
+  statuses: Record<string, number>;
+  p50Ms: number;
+  p99Ms: number;
+}
+
 const TRICKLE_CONNECTIONS = 200;
+const PUBLIC_ADDRESSES = 16;
+const PUBLIC_PER_ADDRESS = 5;
+/** sign-ups and unsubscribes each */
+export const PUBLIC_REQUESTS = 100;
 const BODY_BYTES = 1024 * 1024;
 const STRANGERS = 64;
 const AUTHENTICATED_SENDS = 300;
@@ -65,6 +83,64 @@ async function strangersLoad(port: number, token: string): Promise<MemoryFigures
   ms.sort((a, b) => a - b);
   const at = (q: number) => +ms[Math.min(ms.length - 1, Math.floor(q * ms.length))]!.toFixed(1);
   return { strangers: STRANGERS, sends: AUTHENTICATED_SENDS, statuses, p50Ms: at(0.5), p99Ms: at(0.99) };
+}
+
+/** A stranger at `from` trickling a 16 KB form body, a byte a second; cut off, it connects again, until stopped. */
+function formTrickler(port: number, path: string, from: string): () => void {
+  let stopped = false;
+  let socket: net.Socket;
+  let timer: NodeJS.Timeout;
+  const connect = () => {
+    socket = net.connect({ port, host: '127.0.0.1', localAddress: from });
+    socket.on('error', () => undefined);
+    socket.resume();
+    socket.on('close', () => !stopped && connect());
+    socket.write(`POST ${path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: ${16 * 1024}\r\n\r\nemail=`);
+  };
+  connect();
+  timer = setInterval(() => !socket.destroyed && socket.write('a'), 1_000);
+  return () => {
+    stopped = true;
+    clearInterval(timer);
+    socket.destroy();
+  };
+}
+
+/** One form post from `from`: its status and milliseconds. */
+function formPost(port: number, path: string, from: string, body: string): Promise<{ status: number; ms: number }> {
+  const t0 = performance.now();
+  return new Promise((resolve) => {
+    const req = http.request({ port, host: '127.0.0.1', localAddress: from, method: 'POST', path, agent: false, headers: { 'Content-Type': 'application/x-www-form-urlencoded', 'Content-Length': Buffer.byteLength(body) } }, (res) => {
+      res.resume();
+      res.on('end', () => resolve({ status: res.statusCode!, ms: performance.now() - t0 }));
+    });
+    req.on('error', () => resolve({ status: 0, ms: performance.now() - t0 }));
+    req.end(body);
+  });
+}
+
+function answersOf(outcomes: { status: number; ms: number }[]): Answers {
+  const statuses: Record<string, number> = {};
+  for (const o of outcomes) statuses[o.status] = (statuses[o.status] ?? 0) + 1;
+  const ms = outcomes.map((o) => o.ms).sort((a, b) => a - b);
+  const at = (q: number) => +ms[Math.min(ms.length - 1, Math.floor(q * ms.length))]!.toFixed(1);
+  return { requests: outcomes.length, statuses, p50Ms: at(0.5), p99Ms: at(0.99) };
+}
+
+/** Strangers trickling form bodies against people's sign-ups and one-click unsubscribes (`unsubscribePaths`, /u/...). */
+async function publicPagesLoad(port: number, formPath: string, unsubscribePaths: string[]): Promise<MemoryFigures['publicPages']> {
+  const stops: (() => void)[] = [];
+  for (let a = 0; a < PUBLIC_ADDRESSES; a++) for (let i = 0; i < PUBLIC_PER_ADDRESS; i++) stops.push(formTrickler(port, formPath, `127.0.0.${a + 2}`));
+  await new Promise((r) => setTimeout(r, 1_000));
+  const signUps: { status: number; ms: number }[] = [];
+  const unsubscribes: { status: number; ms: number }[] = [];
+  for (let i = 0; i < PUBLIC_REQUESTS; i++) {
+    // a person a sign-up, each from an address of its own (the form takes 20 posts an address in 10 minutes)
+    signUps.push(await formPost(port, formPath, `127.0.1.${(i % 250) + 1}`, `email=person${i}%40example.com&name=Person`));
+    unsubscribes.push(await formPost(port, unsubscribePaths[i % unsubscribePaths.length]!, '127.0.2.1', 'List-Unsubscribe=One-Click'));
+  }
+  for (const stop of stops) stop();
+  return { strangers: stops.length, addresses: PUBLIC_ADDRESSES, signUps: answersOf(signUps), unsubscribes: answersOf(unsubscribes) };
 }
 
 /** Kept-alive connections sending small sends with an unknown key, as fast as they are answered (401, then 429). */
@@ -123,6 +199,8 @@ export async function memoryPhase(options: {
   stop: (child: ChildProcess) => Promise<void>;
   up: () => Promise<void>;
   makeTenant: () => Promise<{ token: string }>;
+  /** a list with a hosted form and PUBLIC_REQUESTS active subscribers: the form's path and their one-click paths */
+  makePublicList: () => Promise<{ formPath: string; unsubscribePaths: string[] }>;
   sinkCount: () => Promise<number>;
   resetSink: () => Promise<void>;
   peakRssMb: (child: ChildProcess) => number;
@@ -154,6 +232,13 @@ export async function memoryPhase(options: {
   api = options.startApi();
   await options.up();
   const strangers = await strangersLoad(options.apiPort, (await options.makeTenant()).token);
+  await options.stop(api);
+
+  // 2b. strangers trickling form bodies against sign-ups and one-click unsubscribes, the API alone
+  api = options.startApi();
+  await options.up();
+  const pages = await options.makePublicList();
+  const publicPages = await publicPagesLoad(options.apiPort, pages.formPath, pages.unsubscribePaths);
   await options.stop(api);
 
   // 3. refusals as fast as they come on kept-alive connections, the API alone
@@ -206,6 +291,7 @@ export async function memoryPhase(options: {
   return {
     trickle: { connections: TRICKLE_CONNECTIONS, apiPeakRssMb: trickleRss, openAfter5s, longestOpenMs: Math.max(...outcomes.map((o) => o.openMs)), answers },
     strangers,
+    publicPages,
     refusals,
     bigSends: figures,
   };

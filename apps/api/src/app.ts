@@ -26,11 +26,19 @@ import { v1Router } from './routes/v1';
 
 /** Request bodies above this answer 413 (docs/api.md: the email is at most 1 MB). */
 export const BODY_LIMIT_BYTES = 1024 * 1024;
-/** The public pages' bodies (forms of a few fields) share this much, and one client address this much of it. */
-export const PUBLIC_BODY_BUDGET_BYTES = 1024 * 1024;
-export const PUBLIC_BODY_BYTES_PER_CLIENT = 64 * 1024;
-/** The largest public form body (the hosted form's 16 KB); the console's sign-in and the unsubscribe post are smaller. */
-const PUBLIC_BODY_LIMIT_BYTES = 16 * 1024;
+/**
+ * The public pages that read a body, each with a small budget of its own (apart from the API's and from each other), a
+ * share per client address, and a deadline: a body not in within PUBLIC_BODY_DEADLINE_MS is cut off. The hosted form's
+ * bodies are at most 16 KB; those up to 1 KB (a person's sign-up) have a pool of their own, so strangers holding
+ * large bodies do not hold back sign-ups. The one-click unsubscribe (`List-Unsubscribe=One-Click`, which mailbox
+ * providers send) reads at most 512 bytes. The confirmation post and the click and open links read no body.
+ */
+export const PUBLIC_BODY_DEADLINE_MS = 5_000;
+export const PUBLIC_BODIES = {
+  form: { budgetBytes: 1024 * 1024, bodyLimitBytes: 16 * 1024, perClientBytes: 64 * 1024, small: { budgetBytes: 256 * 1024, bodyLimitBytes: 1024, perClientBytes: 8 * 1024 } },
+  unsubscribe: { budgetBytes: 64 * 1024, bodyLimitBytes: 512, perClientBytes: 2 * 1024 },
+  signIn: { budgetBytes: 256 * 1024, bodyLimitBytes: 4 * 1024, perClientBytes: 16 * 1024 },
+} as const;
 
 export interface ApiApp {
   app: Express;
@@ -52,7 +60,7 @@ export function createApp(db: Db): ApiApp {
   // a body is read only after its credential was checked (or on a public page, from their own small budget): a
   // stranger's request to an unknown route or with a wrong credential reads none (docs/hardening.md)
   const budget = new BodyBudget({ budgetBytes: config().maxBodyBytesInFlight, bodyLimitBytes: BODY_LIMIT_BYTES });
-  const publicBudget = new BodyBudget({ budgetBytes: PUBLIC_BODY_BUDGET_BYTES, bodyLimitBytes: PUBLIC_BODY_LIMIT_BYTES, perClientBytes: PUBLIC_BODY_BYTES_PER_CLIENT });
+  const publicBudget = (page: keyof typeof PUBLIC_BODIES) => new BodyBudget({ ...PUBLIC_BODIES[page], deadlineMs: PUBLIC_BODY_DEADLINE_MS });
   const json = budget.around(checkedBody(express.json({ limit: BODY_LIMIT_BYTES, strict: false })));
   app.use(requestContext);
   app.use(refuseBadUrl);
@@ -66,15 +74,16 @@ export function createApp(db: Db): ApiApp {
   // an import reads its own body (CSV or NDJSON, streamed to Postgres), after the token, before the JSON parser
   app.use('/admin/api', requireAdmin(failures), importsRouter(db), json, requireJsonBody, adminRouter(db));
   app.get('/metrics', requireAdmin(failures), metricsHandler(db));
-  app.use('/admin', consoleRouter(db, { budget, publicBudget, failures }));
-  app.use(unsubscribeRouter(db, publicBudget));
+  app.use('/admin', consoleRouter(db, { budget, signInBudget: publicBudget('signIn'), failures }));
+  app.use(unsubscribeRouter(db, publicBudget('unsubscribe')));
   app.use(trackingRouter(db));
-  app.use(pagesRouter(db, publicBudget));
+  app.use(pagesRouter(db, publicBudget('form')));
   app.use(unknownRoute);
-  app.use(errorHandler(new UnreadBodies()));
+  app.use(errorHandler);
   return {
-    // the busiest writes go around Express (lane.ts); every other request, and any the lane does not take, through it
-    app: withFastLane(app, { db, auth, failures, budget, bodyLimitBytes: BODY_LIMIT_BYTES }),
+    // the busiest writes go around Express (lane.ts); every other request, and any the lane does not take, through it;
+    // whatever answers, a body the answer left unread is settled so its client can read the answer (unread-body.ts)
+    app: new UnreadBodies().around(withFastLane(app, { db, auth, failures, budget, bodyLimitBytes: BODY_LIMIT_BYTES })),
     start: () => auth.start(),
     stop: () => auth.stop(),
   };

@@ -49,6 +49,8 @@ export interface Config {
   readonly messageRowsDays: number;
   /** request-body bytes an API process reads at once; past it, 503 with Retry-After */
   readonly maxBodyBytesInFlight: number;
+  /** the largest import body (CSV or NDJSON); a larger one answers 413 */
+  readonly importMaxBytes: number;
   /** bytes of email (bodies and attachments) a worker process holds on the wire at once */
   readonly workerMaxBytesInFlight: number;
   /** which proxies' X-Forwarded-For is believed: none (false), a hop count, or addresses and ranges (Express's `trust proxy`) */
@@ -266,6 +268,7 @@ export function loadConfig(): Config {
     retentionDays: integer('RETENTION_DAYS', 30, 0, 36_500),
     messageRowsDays: integer('MESSAGE_ROWS_DAYS', 0, 0, 36_500),
     maxBodyBytesInFlight: integer('MAX_BODY_BYTES_IN_FLIGHT', 64 * 1024 * 1024, 1024 * 1024, 2 ** 40),
+    importMaxBytes: integer('IMPORT_MAX_BYTES', 100 * 1024 * 1024, 64 * 1024, 2 ** 40),
     workerMaxBytesInFlight: integer('WORKER_MAX_BYTES_IN_FLIGHT', 8 * 1024 * 1024, 1024 * 1024, 2 ** 40),
     trustProxy: parseTrustProxy(process.env.TRUST_PROXY),
     authFailuresPerMinute: integer('AUTH_FAILURES_PER_MINUTE', 20, 1, 1_000_000),

@@ -58,13 +58,13 @@ const securityHeaders = helmet({
 /** The console's one multipart form: a list's import file. */
 const UPLOAD_PATH = /^\/lists\/\d+\/upload$/;
 
-export function consoleRouter(db: Db, bodies: { budget: BodyBudget; publicBudget: BodyBudget; failures: AuthFailures }): Router {
+export function consoleRouter(db: Db, bodies: { budget: BodyBudget; signInBudget: BodyBudget; failures: AuthFailures }): Router {
   const router = Router();
   const views = createViews(Object.assign({}, ...PAGES.map((p) => p.templates)) as Record<string, string>);
-  // a signed-in admin's forms are read within the API's body budget; anybody else's (the sign-in) within the public
-  // pages' small one, and at most 4 KB
+  // a signed-in admin's forms are read within the API's body budget; anybody else's (the sign-in) within the sign-in's
+  // own small one, and at most 4 KB
   const form = bodies.budget.around(express.urlencoded({ extended: false, limit: '256kb', parameterLimit: 100 }));
-  const strangerForm = bodies.publicBudget.around(express.urlencoded({ extended: false, limit: '4kb', parameterLimit: 10 }));
+  const strangerForm = bodies.signInBudget.around(express.urlencoded({ extended: false, limit: '4kb', parameterLimit: 10 }));
 
   const render: PageContext['render'] = (req, res, template, title, data = {}, status = 200) => {
     const session = res.locals.session;

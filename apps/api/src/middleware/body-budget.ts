@@ -1,5 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { ServiceUnavailable } from '../../../core/src/errors';
+import { clientAddress } from './unread-body';
 
 type Handler = (req: IncomingMessage, res: ServerResponse, next: (err?: unknown) => void) => void;
 
@@ -8,6 +9,11 @@ export interface BodyBudgetOptions {
   bodyLimitBytes: number;
   /** the most one client address may hold of the budget at once (the public pages' budget: a stranger's share) */
   perClientBytes?: number;
+  /** bodies of a declared length up to `small.bodyLimitBytes` reserve from a pool of their own (a person's form post
+   * is a few hundred bytes: strangers holding the large bodies' pool do not hold it back) */
+  small?: Omit<BodyBudgetOptions, 'small' | 'deadlineMs'>;
+  /** a body not read within this long is cut off (its connection closed): strangers that trickle give their share back */
+  deadlineMs?: number;
 }
 
 /**
@@ -17,15 +23,19 @@ export interface BodyBudgetOptions {
  *
  * Two budgets, so that strangers cannot starve paying clients (docs/hardening.md): the authenticated one
  * (MAX_BODY_BYTES_IN_FLIGHT, 64 MB), which a request enters only once its credential was checked, serving both ways
- * a body is read (Express's JSON parser and the fast lane, lane.ts); and the public pages' small one (the hosted form,
- * confirmation and unsubscribe posts, the console's sign-in) with a per-client share. A request of no known route or
- * with a failed credential reads no body at all.
+ * a body is read (Express's JSON parser and the fast lane, lane.ts); and a small one for each public page that reads
+ * a body (the hosted form, the one-click unsubscribe, the console's sign-in: app.ts), with a per-client share and a
+ * deadline. A request of no known route or with a failed credential reads no body at all.
  */
 export class BodyBudget {
   private inFlight = 0;
   private readonly clients = new Map<string, number>();
 
-  constructor(private readonly options: BodyBudgetOptions) {}
+  private readonly small?: BodyBudget;
+
+  constructor(private readonly options: BodyBudgetOptions) {
+    if (options.small) this.small = new BodyBudget(options.small);
+  }
 
   /**
    * Reserves the request's body; answers the function that gives it back (also called by itself when the response
@@ -35,6 +45,7 @@ export class BodyBudget {
   reserve(req: IncomingMessage, res: ServerResponse, client = ''): (() => void) | null {
     const declared = Number(req.headers['content-length'] ?? 0);
     if (!(declared > 0) && req.headers['transfer-encoding'] === undefined) return () => undefined;
+    if (this.small && declared <= this.small.options.bodyLimitBytes && req.headers['transfer-encoding'] === undefined) return this.small.reserve(req, res, client);
     const bytes = declared > 0 ? Math.min(declared, this.options.bodyLimitBytes + 1) : this.options.bodyLimitBytes;
     if (this.inFlight > 0 && this.inFlight + bytes > this.options.budgetBytes) return null;
     const share = this.options.perClientBytes;
@@ -59,11 +70,15 @@ export class BodyBudget {
   /** `parse` (a body parser) run within the budget: 503 with Retry-After when the body does not fit. */
   around(parse: Handler): Handler {
     return (req, res, next) => {
-      const release = this.reserve(req, res, (req as { ip?: string }).ip ?? req.socket.remoteAddress ?? '');
+      const release = this.reserve(req, res, clientAddress(req));
       if (!release) {
         return next(new ServiceUnavailable('the service is reading too many request bodies at once; try again in a second', { 'Retry-After': '1' }));
       }
+      const deadline = this.options.deadlineMs;
+      const cut = deadline === undefined ? undefined : setTimeout(() => (req.socket ?? res.socket)?.destroy(), deadline);
+      if (cut) res.once('close', () => clearTimeout(cut));
       parse(req, res, (err?: unknown) => {
+        clearTimeout(cut);
         release();
         next(err);
       });

@@ -4,7 +4,6 @@ import { AppError, MethodNotAllowed, NotFound } from '../../../core/src/errors';
 import { logger } from '../../../core/src/logger';
 import { dependencies, isDatabaseUnavailable, OUTAGE_RETRY_AFTER_SECONDS } from '../../../core/src/outage';
 import { redactedUrl } from './request';
-import type { UnreadBodies } from './unread-body';
 
 /** Unknown routes answer JSON too. */
 export const unknownRoute: RequestHandler = (req) => {
@@ -100,16 +99,15 @@ export function writeRefusal(res: ServerResponse, refusal: Refusal): void {
 }
 
 /**
- * Express's end of every route: the refusal of refusalOf. A body the refusal left unread is settled by `unread`
- * (drained so the client can read the answer, or the connection closed after it).
+ * Express's end of every route: the refusal of refusalOf. It touches nothing of the connection: a body the refusal left
+ * unread is settled by the server (unread-body.ts); a request whose connection is gone gets no answer, only its log
+ * line; and nothing here reads the request's socket, which is null once the request was destroyed (an async iterator
+ * left early does that) although its answer may still go out.
  */
-export function errorHandler(unread: UnreadBodies): ErrorRequestHandler {
-  return (err, req, res, _next) => {
-    const refusal = refusalOf(err, String(res.locals.requestId ?? ''), req);
-    if (res.headersSent) return;
-    unread.settle(req, res, req.ip ?? '');
-    // through res.json, not writeRefusal: idempotent() (middleware/idempotency.ts) watches res.json to free the key of a
-    // refused request
-    res.set(refusal.headers).status(refusal.status).json({ ok: false, error: refusal.message });
-  };
-}
+export const errorHandler: ErrorRequestHandler = (err, req, res, _next) => {
+  const refusal = refusalOf(err, String(res.locals.requestId ?? ''), req);
+  if (res.headersSent || res.destroyed) return;
+  // through res.json, not writeRefusal: idempotent() (middleware/idempotency.ts) watches res.json to free the key of a
+  // refused request
+  res.set(refusal.headers).status(refusal.status).json({ ok: false, error: refusal.message });
+};

@@ -2,7 +2,7 @@ import { Router } from 'express';
 import * as schemas from '../../../core/src/admin-schemas';
 import type { Db } from '../../../core/src/db';
 import { UnsupportedMediaType } from '../../../core/src/errors';
-import { getImport, IMPORT_STATUSES, receiveImport, type ImportFormat, type ImportStatusValue } from '../../../core/src/imports';
+import { getImport, importMaxBytes, importTooLarge, IMPORT_STATUSES, receiveImport, type ImportFormat, type ImportStatusValue } from '../../../core/src/imports';
 import { Joi, validate } from '../../../core/src/validate';
 import { methodNotAllowed } from '../middleware/errors';
 
@@ -12,8 +12,10 @@ const FORMATS: Record<string, ImportFormat> = { 'text/csv': 'csv', 'application/
 
 /**
  * Imports of subscribers (docs/lists.md, "Import"): the body, CSV or NDJSON, is streamed into Postgres as it arrives
- * (at most IMPORT_BODY_MAX_BYTES; the API holds a couple of thousand lines at once, not the body, so it takes no share
- * of the JSON bodies' budget) and applied by a worker; the answer is 202 with the import to follow.
+ * (the API holds a couple of thousand lines at once, not the body, so it takes no share of the JSON bodies' budget) and
+ * applied by a worker; the answer is 202 with the import to follow. At most IMPORT_MAX_BYTES: a body declaring more is
+ * refused before a byte of it is read, and a chunked one is read up to the limit, then refused (413 either way; the
+ * server settles the rest, middleware/unread-body.ts).
  */
 export function importsRouter(db: Db): Router {
   const router = Router();
@@ -27,7 +29,12 @@ export function importsRouter(db: Db): Router {
       const encoding = (req.get('content-encoding') ?? 'identity').trim().toLowerCase();
       if (encoding !== 'identity') throw new UnsupportedMediaType('send the import uncompressed (no Content-Encoding)');
       const { status } = validate<{ status?: ImportStatusValue }>(importQuery, req.query);
-      const imported = await receiveImport(db, id, format, req, { defaultStatus: status });
+      const maxBytes = importMaxBytes();
+      if (Number(req.get('content-length') ?? 0) > maxBytes) throw importTooLarge(maxBytes);
+      // an iterator left early (at the limit, or at a bad header) must leave the request whole, not destroy it: a
+      // destroyed request loses its socket, and with it the answer
+      const body = req.iterator({ destroyOnReturn: false }) as AsyncIterable<Buffer>;
+      const imported = await receiveImport(db, id, format, body, { defaultStatus: status, maxBytes });
       res.status(202).json({ ok: true, import: { id: imported.id, status: imported.status } });
     })
     .all(methodNotAllowed);

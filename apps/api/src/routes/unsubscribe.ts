@@ -13,7 +13,8 @@ import { pageErrors, send } from './pages';
  */
 export function unsubscribeRouter(db: Db, budget: BodyBudget): Router {
   const router = Router();
-  const form = budget.around(express.urlencoded({ extended: false, limit: '4kb', parameterLimit: 5 }));
+  // `List-Unsubscribe=One-Click` or the page's button: a few hundred bytes at most
+  const form = budget.around(express.urlencoded({ extended: false, limit: 512, parameterLimit: 5 }));
 
   router.get('/u/:token', async (req, res) => {
     if (isProspectToken(req.params.token)) {

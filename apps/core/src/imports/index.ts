@@ -1,3 +1,3 @@
 export { IMPORT_COLUMNS, IMPORT_STATUSES, type ImportFormat, type ImportStatusValue } from './parse';
-export { IMPORT_BODY_MAX_BYTES, IMPORT_ERRORS_KEPT, getImport, importView, queueImport, receiveImport, requeueImports, requireImportList, type ImportView } from './store';
+export { IMPORT_ERRORS_KEPT, importMaxBytes, importTooLarge, getImport, importView, queueImport, receiveImport, requeueImports, requireImportList, type ImportView } from './store';
 export { failImport, runImport } from './run';

@@ -1,5 +1,6 @@
 import { StringDecoder } from 'node:string_decoder';
 import type { Import } from '../../../../generated/prisma/client';
+import { config } from '../config';
 import type { Db } from '../db';
 import { BadRequest, NotFound, PayloadTooLarge } from '../errors';
 import { logger } from '../logger';
@@ -7,8 +8,6 @@ import { QUEUE, jobId, queue } from '../queues';
 import { parseHeader, type ImportFormat, type ImportStatusValue } from './parse';
 import { insertImportLines } from './repository';
 
-/** The largest import body (about 2 million lines of a name and an address). */
-export const IMPORT_BODY_MAX_BYTES = 100 * 1024 * 1024;
 /** Lines written to Postgres per statement while the body arrives: the API holds about this many at once. */
 const STORE_BATCH = 2_000;
 /** The per-line report keeps this many refusals (the counts cover every line). */
@@ -56,6 +55,12 @@ export async function getImport(db: Db, id: number): Promise<ImportView> {
 }
 
 /** The list exists: checked before a byte of the body is read. */
+/** The largest import body, IMPORT_MAX_BYTES (100 MB: about 2 million lines of a name and an address). */
+export const importMaxBytes = (): number => config().importMaxBytes;
+
+/** The refusal of an import over the limit, by its declared length or by the bytes read. */
+export const importTooLarge = (maxBytes: number) => new PayloadTooLarge(`an import is at most ${maxBytes} bytes (IMPORT_MAX_BYTES)`);
+
 export async function requireImportList(db: Db, listId: number): Promise<void> {
   if (!(await db.list.findUnique({ where: { id: listId }, select: { id: true } }))) throw new NotFound(`no list with id ${listId}`);
 }
@@ -69,7 +74,7 @@ async function* linesOf(body: AsyncIterable<Buffer | string> | Iterable<Buffer |
   const clean = (text: string) => text.replace(/\r$/, '').replaceAll('\0', '\uFFFD');
   for await (const chunk of body) {
     bytes += chunk.length;
-    if (bytes > maxBytes) throw new PayloadTooLarge(`an import is at most ${maxBytes} bytes`);
+    if (bytes > maxBytes) throw importTooLarge(maxBytes);
     const parts = (rest + (typeof chunk === 'string' ? chunk : decoder.write(chunk))).split('\n');
     rest = parts.pop()!;
     for (const text of parts) {
@@ -83,7 +88,7 @@ async function* linesOf(body: AsyncIterable<Buffer | string> | Iterable<Buffer |
 
 /**
  * Stores an uploaded import and queues its job: the lines are written as they arrive, STORE_BATCH at a time, so the
- * API never holds the whole body. The import is taken by a worker only once all of it is stored (`received`); a body
+ * API never holds the whole body; reading stops at the chunk that passes `maxBytes` (413). The import is taken by a worker only once all of it is stored (`received`); a body
  * cut off, too large, or whose CSV header is wrong leaves nothing behind.
  */
 export async function receiveImport(
@@ -93,7 +98,7 @@ export async function receiveImport(
   body: AsyncIterable<Buffer | string> | Iterable<Buffer | string>,
   options: { defaultStatus?: ImportStatusValue; maxBytes?: number } = {},
 ): Promise<ImportView> {
-  const maxBytes = options.maxBytes ?? IMPORT_BODY_MAX_BYTES;
+  const maxBytes = options.maxBytes ?? importMaxBytes();
   await requireImportList(db, listId);
   const lines = linesOf(body, maxBytes);
   let columns: string[] = [];
