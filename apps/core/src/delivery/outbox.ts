@@ -6,6 +6,7 @@ import { Batcher } from '../batch';
 import type { Tx } from '../db';
 import { DISPATCH, JOB_OPTIONS, QUEUE, jobId, queue, type DispatchPayload } from '../queues';
 import { markEnqueued } from './repository';
+import { dependencies } from '../outage';
 
 /**
  * The one way mail leaves: write Message rows (in the caller's transaction), then queue their delivery after commit.
@@ -134,9 +135,13 @@ async function withTimeout<T>(work: Promise<T>, ms: number): Promise<T> {
  */
 const dispatcher = new Batcher<DeliveryJob[], Error | undefined>(
   async (lists) => {
+    // Redis down or hanging is the dependency watch's one line while it lasts (the callers log nothing of their own)
     const failure = await withTimeout(dispatch(lists.flat()), ENQUEUE_TIMEOUT_MS).then(
-      () => undefined,
-      (err: unknown) => (err instanceof Error ? err : new Error(String(err))),
+      () => void dependencies.up('redis'),
+      (err: unknown) => {
+        dependencies.down('redis', err);
+        return err instanceof Error ? err : new Error(String(err));
+      },
     );
     return lists.map(() => failure);
   },
