@@ -14,7 +14,8 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { Client } from 'pg';
-import { topologyScenarios } from './topologies';
+import { serversLeftRunning, topologyScenarios } from './topologies';
+import { webhookScenarios } from './webhooks';
 
 const ROOT = path.resolve(__dirname, '..');
 const SENDS = Number(process.env.FAULTS_SENDS ?? 2000);
@@ -475,16 +476,12 @@ const scenarios: Record<string, { apis: number; workers: number; drainFirst?: bo
       await sleep(Math.max(0, back + 45_000 - Date.now()));
       const d = await delivery(world.sink, ids);
       const outage = summarizeAnswers(during);
-      // the marks the worker could not write while Postgres was away, kept and written later (its log says which)
-      const keptMarks = new Set<string>();
-      for (const w of world.workers) {
-        const text = fs.readFileSync(path.join(LOGS, `${world.name}-worker-${w.child.pid}.log`), 'utf8');
-        for (const line of text.split('\n')) if (line.includes('could not write the sent mark')) keptMarks.add(/"message":"([^"]+)"/.exec(line)?.[1] ?? '');
-      }
+      // the marks the worker could not write while Postgres was away, kept and written later
+      const kept = await keptMarks(world, d.received, back);
       return {
         ...pick(d),
         drainSeconds: seconds(ms),
-        duringFault: { sendsWhilePostgresDown: outage, sentMarksKeptThroughTheOutage: keptMarks.size, statusesAtEnd: await statusCounts(world) },
+        duringFault: { sendsWhilePostgresDown: outage, sentMarksKeptThroughTheOutage: kept, statusesAtEnd: await statusCounts(world) },
         target: '0 duplicates, 0 lost; sends during the outage 503 with Retry-After',
         met: d.duplicates === 0 && d.lost === 0 && (outage.statuses['503'] ?? 0) === during.length && outage.retryAfter503.every((r) => r !== null),
       };
@@ -709,16 +706,16 @@ const scenarios: Record<string, { apis: number; workers: number; drainFirst?: bo
       // a row handed to a second attempt would show within a lease, a beacon's life (15 s) and a reconcile of the return
       await sleep(Math.max(0, back + 50_000 - Date.now()));
       const d = await delivery(world.sink, ids);
-      const keptMarks = logLines(world, 'could not write the sent mark').size;
       // the last emails' marks follow their delivery by a statement: every row is given 30 s to be marked
       await until(async () => (await statusCounts(world)).sent === ids.length, 30_000, 'every row marked sent').catch(() => undefined);
+      const kept = await keptMarks(world, d.received, back);
       const statusesAtEnd = await statusCounts(world);
       return {
         ...pick(d),
         drainSeconds: seconds(ms),
-        duringFault: { rowsSendingAtStop: onTheWire, outageSeconds: seconds(back - stoppedAt), sentMarksKeptThroughTheOutage: keptMarks, statusesAtEnd },
+        duringFault: { rowsSendingAtStop: onTheWire, outageSeconds: seconds(back - stoppedAt), sentMarksKeptThroughTheOutage: kept, statusesAtEnd },
         target: '0 duplicates, 0 lost after an outage longer than the lease, marks kept through it, every row sent at the end',
-        met: d.duplicates === 0 && d.lost === 0 && keptMarks > 0 && statusesAtEnd.sent === ids.length,
+        met: d.duplicates === 0 && d.lost === 0 && kept > 0 && statusesAtEnd.sent === ids.length,
       };
     },
   },
@@ -818,15 +815,19 @@ const scenarios: Record<string, { apis: number; workers: number; drainFirst?: bo
 const LONG_OUTAGE_MS = 45_000;
 let slowSink: Service | undefined;
 
-/** The distinct message ids the world's workers logged on lines containing `text`. */
-function logLines(world: World, text: string): Set<string> {
-  const found = new Set<string>();
-  for (const w of world.workers) {
-    const file = path.join(LOGS, `${world.name}-worker-${w.child.pid}.log`);
-    if (!fs.existsSync(file)) continue;
-    for (const line of fs.readFileSync(file, 'utf8').split('\n')) if (line.includes(text)) found.add(/"message":"([^"]+)"/.exec(line)?.[1] ?? '');
+/**
+ * The "sent" marks kept through a Postgres outage: rows the sink received before Postgres was back (`back`, epoch ms)
+ * whose mark was written after it (the worker logs them at debug only, so they are counted from the rows).
+ */
+async function keptMarks(world: World, received: Map<string, number[]>, back: number): Promise<number> {
+  const client = new Client({ connectionString: world.env.DATABASE_URL });
+  await client.connect();
+  try {
+    const { rows } = await client.query<{ id: string }>(`SELECT id::text FROM messages WHERE status = 'sent' AND sent_at >= to_timestamp($1::float8 / 1000)`, [back]);
+    return rows.filter((r) => (received.get(r.id)?.[0] ?? Infinity) < back).length;
+  } finally {
+    await client.end();
   }
-  return found;
 }
 
 /**
@@ -896,13 +897,77 @@ async function webhookReceiver() {
   return Object.assign(state, { url, close: () => new Promise((resolve) => server.close(resolve)) });
 }
 
-// PgBouncer, Redis Cluster, Redis Sentinel: servers of their own (faults/topologies.ts)
-Object.assign(
-  scenarios,
-  topologyScenarios({
-    tmp, asRoot, pgPort: () => ownServers!.pg.port, freePort, until, sleep, log, load, accepted, drained, delivery, deliveredCount, summarizeAnswers, sends: SENDS, logsDir: LOGS,
-  }),
-);
+// PgBouncer, Redis Cluster, Redis Sentinel: servers of their own (faults/topologies.ts); the webhook workload with no
+// fault (faults/webhooks.ts)
+const kit = {
+  tmp, asRoot, pgPort: () => ownServers!.pg.port, freePort, until, sleep, log, load, accepted, drained, delivery, deliveredCount, summarizeAnswers, sends: SENDS, logsDir: LOGS,
+};
+Object.assign(scenarios, topologyScenarios(kit), webhookScenarios(kit));
+
+/**
+ * The dependency outages each scenario makes its services see (Postgres or Redis going and coming back); the others
+ * make none. `quiet-logs` allows each service log of a scenario two lines at warn or above per outage.
+ */
+const OUTAGES: Record<string, number> = {
+  'redis-lost': 1,
+  'postgres-stopped': 1,
+  'redis-down-accept': 1,
+  'webhook-retries-redis-lost': 1,
+  'scheduled-broadcast-redis-lost': 1,
+  'postgres-longer-than-lease': 1,
+  'idempotency-through-faults': 1,
+  'sentinel-failover': 1,
+};
+
+/**
+ * Every API and worker log of the scenarios run (at LOG_LEVEL=warn, so each line is warn or above, or a line that is
+ * not pino's): no error line, since every fault here is an expected one, and at most two lines per dependency outage.
+ */
+function quietLogs(ran: string[]): Omit<Result, 'scenario'> {
+  let errorLines = 0;
+  const overBudget: Record<string, { lines: number; allowed: number; messages: Record<string, number> }> = {};
+  const errors: Record<string, number> = {};
+  for (const file of logFiles) {
+    const base = path.basename(file);
+    const scenario = ran.find((name) => base.startsWith(`${name}-api-`) || base.startsWith(`${name}-worker-`));
+    if (!scenario || !fs.existsSync(file)) continue;
+    const messages: Record<string, number> = {};
+    let lines = 0;
+    for (const line of fs.readFileSync(file, 'utf8').split('\n')) {
+      if (!line.trim()) continue;
+      let entry: { level?: number; msg?: string; err?: unknown } = {};
+      try {
+        entry = JSON.parse(line);
+      } catch {
+        entry = { level: 40, msg: line.slice(0, 80) };
+      }
+      if ((entry.level ?? 0) < 40) continue;
+      lines++;
+      const what = `${entry.msg}${typeof entry.err === 'string' ? `: ${entry.err.slice(0, 60)}` : ''}`;
+      messages[what] = (messages[what] ?? 0) + 1;
+      if ((entry.level ?? 0) >= 50) {
+        errorLines++;
+        errors[`${base}: ${what}`] = (errors[`${base}: ${what}`] ?? 0) + 1;
+      }
+    }
+    const allowed = 2 * (OUTAGES[scenario] ?? 0);
+    if (lines > allowed) overBudget[base] = { lines, allowed, messages };
+  }
+  return {
+    accepted: 0, delivered: 0, duplicates: 0, lost: 0, drainSeconds: null,
+    duringFault: { errorLines, errors, logsOverTheirBudget: overBudget },
+    target: 'over every scenario\'s API and worker logs: no error line for an expected outage, at most two lines (warn or above) per dependency outage',
+    met: errorLines === 0 && Object.keys(overBudget).length === 0,
+  };
+}
+
+/** Processes the run started that still live once it is done (its services, its Redis, the topology servers). */
+function leftRunning(): string[] {
+  const left = [...children].filter((c) => c.exitCode === null && c.signalCode === null).map((c) => `pid ${c.pid} (${c.spawnargs.slice(0, 2).join(' ')})`);
+  for (const group of serversLeftRunning()) left.push(`process group ${group}`);
+  if (ownServers && fs.existsSync(path.join(ownServers.pg.dir, 'postmaster.pid'))) left.push('postgres');
+  return left;
+}
 
 function pick(d: Delivery) {
   return { accepted: d.accepted, delivered: d.delivered, duplicates: d.duplicates, lost: d.lost };
@@ -961,6 +1026,11 @@ async function main(): Promise<void> {
         await redis.kill();
       }
     }
+    if (!ONLY || ONLY.includes('quiet-logs')) {
+      const quiet = quietLogs(results.map((r) => r.scenario));
+      results.push({ scenario: 'quiet-logs', ...quiet });
+      log(`quiet-logs: ${quiet.met ? 'MET' : 'NOT MET'}`, JSON.stringify(quiet.duringFault));
+    }
     // the services that lived through every scenario above: a stack frame for an expected fault is noise in an
     // operator's log (docs/reliability.md, "Logs")
     if (!ONLY || ONLY.includes('logs')) {
@@ -976,6 +1046,10 @@ async function main(): Promise<void> {
       // already stopped
     }
   }
+
+  // nothing the suite started may outlive it (a PgBouncer under runuser once did)
+  const left = leftRunning();
+  results.push({ scenario: 'left-running', accepted: 0, delivered: 0, duplicates: 0, lost: 0, drainSeconds: null, duringFault: { left }, target: 'no process the suite started still running at its end', met: left.length === 0 });
 
   console.log('\n| scenario | accepted | delivered | duplicates | lost | time to drain (s) | during the fault | target | met |');
   console.log('|---|---|---|---|---|---|---|---|---|');

@@ -24,37 +24,61 @@ export function isDatabaseUnavailable(err: unknown, depth = 0): boolean {
 /** Whether an error of a Redis client or BullMQ says the connection is down (not a command refused). */
 export function isRedisConnectionError(err: unknown): boolean {
   const e = err as { code?: unknown; message?: unknown };
-  return (typeof e?.code === 'string' && NETWORK_CODES.has(e.code)) || (typeof e?.message === 'string' && /Connection is closed|connect E\w+|Stream isn't writeable|MaxRetriesPerRequest/i.test(e.message));
+  return (
+    (typeof e?.code === 'string' && NETWORK_CODES.has(e.code)) ||
+    (typeof e?.message === 'string' &&
+      /Connection is closed|connect E\w+|Stream isn't writeable|MaxRetriesPerRequest|All sentinels are unreachable|Failed to refresh slots cache|CLUSTERDOWN|READONLY You can't write against a read only replica|LOADING Redis is loading/i.test(e.message))
+  );
+}
+
+/**
+ * Whether a BullMQ worker error says Redis lost a job's keys or lock (Redis restarted empty, or failed over to a replica
+ * that had not got them): the aftermath of an outage, whose work the reconciler rebuilds from Postgres.
+ */
+export function isRedisStateLost(err: unknown): boolean {
+  const message = (err as { message?: unknown })?.message;
+  return typeof message === 'string' && /Missing key for job|Missing lock for job|could not renew lock|Lock mismatch/i.test(message);
 }
 
 /** What the API tells a client to wait before repeating a request refused during an outage. */
 export const OUTAGE_RETRY_AFTER_SECONDS = 5;
 
 /**
- * One line at warn when a dependency (Postgres, Redis) goes away and one at info when it is back, with how long it was
- * away: not a stack per failed statement or reconnection attempt (docs/reliability.md, "Logs"). Fed by the pool's and
- * the Redis clients' connection events and by the API's 503s; one per process.
+ * One line at warn when a dependency (Postgres, Redis, a mailbox's SMTP server) goes away and one at info when it is
+ * back, with how long it was away: not a stack per failed statement or reconnection attempt, nor a line per request or
+ * job it failed (docs/reliability.md, "Logs"). Fed by the pool's and the Redis clients' connection events, the API's
+ * 503s, the worker's loops and its SMTP conversations; one per process.
  */
 export class DependencyWatch {
   private readonly downSince = new Map<string, number>();
+  private readonly backAt = new Map<string, number>();
 
-  down(dependency: 'postgres' | 'redis', err?: unknown): void {
+  down(dependency: string, err?: unknown): void {
     if (this.downSince.has(dependency)) return;
     this.downSince.set(dependency, Date.now());
     logger.warn({ dependency, err: err instanceof Error ? err.message : undefined }, `${dependency} is unreachable; waiting for it`);
   }
 
-  up(dependency: 'postgres' | 'redis'): void {
+  up(dependency: string): void {
     const since = this.downSince.get(dependency);
     if (since === undefined) return;
     this.downSince.delete(dependency);
+    this.backAt.set(dependency, Date.now());
     logger.info({ dependency, awayMs: Date.now() - since }, `${dependency} is back`);
   }
 
-  isDown(dependency: 'postgres' | 'redis'): boolean {
+  isDown(dependency: string): boolean {
     return this.downSince.has(dependency);
   }
+
+  /** Whether the dependency is away, or came back within `withinMs` (what follows an outage is part of it). */
+  wasAway(dependency: string, withinMs = AFTERMATH_MS): boolean {
+    return this.downSince.has(dependency) || Date.now() - (this.backAt.get(dependency) ?? -Infinity) <= withinMs;
+  }
 }
+
+/** How long after a dependency's return the errors it left behind (a job's lost lock) still count as the outage's. */
+const AFTERMATH_MS = 120_000;
 
 export const dependencies = new DependencyWatch();
 

@@ -1,10 +1,10 @@
-import { Worker, type Processor } from 'bullmq';
+import { Worker, type Job, type Processor } from 'bullmq';
 import { config } from '../../core/src/config';
 import type { Db } from '../../core/src/db';
 import type { PreSendGuards } from '../../core/src/delivery/guards';
 import { startHousekeeping, type Housekeeping } from '../../core/src/housekeeping';
 import { logger } from '../../core/src/logger';
-import { dependencies, isRedisConnectionError } from '../../core/src/outage';
+import { dependencies, isRedisConnectionError, isRedisStateLost } from '../../core/src/outage';
 import { QUEUE, WEBHOOK_WORKER_LOCK, WORKER_LOCK, queue, queueConnection, queuePrefix, retryDelayMs, type JobPayloads, type QueueName } from '../../core/src/queues';
 import { deliveryProcessor } from './processors/delivery';
 import { processLinkCheck } from './processors/links';
@@ -42,11 +42,8 @@ export function createWorkers(options: WorkerOptions): Worker[] {
       settings: { backoffStrategy: retryDelayMs },
       ...(name === QUEUE.webhook ? WEBHOOK_WORKER_LOCK : WORKER_LOCK),
     });
-    worker.on('failed', (job, err) =>
-      logger.warn({ queue: name, job: job?.id, attempt: job?.attemptsMade, err: err.message }, 'job failed'),
-    );
-    // Redis away: one warn line for the process (the dependency watch), not an error line per reconnection attempt
-    worker.on('error', (err) => (isRedisConnectionError(err) ? dependencies.down('redis', err) : logger.error({ queue: name, err: err.message }, 'worker error')));
+    worker.on('failed', (job, err) => onJobFailed(name, job, err));
+    worker.on('error', (err) => onWorkerError(name, err));
     return worker;
   });
 }
@@ -63,4 +60,25 @@ export function startMaintenance(db: Db): Housekeeping {
     db,
     Object.entries(MAINTENANCE_EVERY_MS).map(([name, everyMs]) => ({ name, everyMs, run: maintenanceTasks[name as JobPayloads['maintenance']['task']] })),
   );
+}
+
+/**
+ * A failed attempt with attempts left is the row's business (deferred with its error, or the webhook delivery's
+ * record), logged at debug: a relay away for minutes failed thousands of attempts, a warn line each. The attempt that
+ * ends the job's budget is a warn line.
+ */
+export function onJobFailed(queueName: string, job: Job | undefined, err: Error): void {
+  const retried = job !== undefined && job.attemptsMade < (job.opts.attempts ?? 1);
+  logger[retried ? 'debug' : 'warn']({ queue: queueName, job: job?.id, attempt: job?.attemptsMade, err: err.message }, retried ? 'job attempt failed; retrying' : 'job failed');
+}
+
+/**
+ * BullMQ's worker errors. Redis away: the dependency watch's one line for the process. A job's keys or lock lost with
+ * Redis (restarted empty, failed over): part of that outage, at debug, the reconciler rebuilds the work. Anything else
+ * is an error line.
+ */
+export function onWorkerError(queueName: string, err: Error): void {
+  if (isRedisConnectionError(err)) dependencies.down('redis', err);
+  else if (isRedisStateLost(err)) logger[dependencies.wasAway('redis') ? 'debug' : 'warn']({ queue: queueName, err: err.message }, 'a job lost its keys or lock in Redis');
+  else logger.error({ queue: queueName, err: err.message }, 'worker error');
 }

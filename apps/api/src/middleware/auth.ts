@@ -43,7 +43,7 @@ export class KeyAuthenticator {
 
   async start(): Promise<void> {
     const subscriber = createRedis({ maxRetriesPerRequest: null });
-    subscriber.on('error', (err) => logger.warn({ err: err.message }, 'key revocation subscription error'));
+    // its connection errors are the dependency watch's (createRedis): one line while Redis is away
     // anything may have been revoked while we were not listening
     subscriber.on('ready', () => this.cache.clear());
     subscriber.on('message', (_channel, message: string) => {

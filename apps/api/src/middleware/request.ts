@@ -41,7 +41,9 @@ export function trackRequest(req: IncomingMessage, res: ServerResponse, url: str
   res.setHeader('X-Request-Id', id);
   res.on('finish', () => {
     const ms = Number(process.hrtime.bigint() - started) / 1e6;
-    const level = res.statusCode >= 500 ? 'error' : url.split('?', 1)[0] === '/healthz' ? 'debug' : 'info';
+    // a 503 with Retry-After is expected (a dependency away, a full budget): its outage has its own line (outage.ts)
+    const fault = res.statusCode >= 500 && !(res.statusCode === 503 && res.hasHeader('retry-after'));
+    const level = fault ? 'error' : url.split('?', 1)[0] === '/healthz' ? 'debug' : 'info';
     metrics.httpSeconds.observe({ method: req.method!, route: route(), status: res.statusCode }, ms / 1000);
     logger[level]({ requestId: id, method: req.method, url: redactedUrl(url), status: res.statusCode, ms: Math.round(ms * 10) / 10 }, 'request');
   });

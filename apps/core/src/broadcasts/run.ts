@@ -143,8 +143,9 @@ export async function runBroadcast(db: Db, id: number, options: RunOptions = {})
     for (let i = 0; i < written.length; i += DISPATCH_SIZE) {
       const chunk = written.slice(i, i + DISPATCH_SIZE);
       await queueDelivery(chunk.map((messageId) => ({ id: messageId }))).catch(async (err: unknown) => {
-        // Redis did not take the job: the reconciler queues the rows (their enqueued mark is cleared)
-        logger.warn({ broadcast: id, err: (err as Error).message }, 'broadcast copies left to the reconciler');
+        // Redis did not take the job: the reconciler queues the rows (their enqueued mark is cleared); Redis away is
+        // the dependency watch's one line (queueDelivery)
+        logger.debug({ broadcast: id, err: (err as Error).message }, 'broadcast copies left to the reconciler');
         await markNotEnqueued(db, chunk);
       });
     }

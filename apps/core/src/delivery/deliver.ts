@@ -9,7 +9,7 @@ import { countMessage } from '../analytics/repository';
 import { emitMessageEvent } from '../events/messages';
 import { logger } from '../logger';
 import { metrics } from '../metrics';
-import { isDatabaseUnavailable } from '../outage';
+import { dependencies, isDatabaseUnavailable } from '../outage';
 import { JOB_OPTIONS } from '../queues';
 import { applyBounce, bounceOfAnswer, type Bounce } from '../inbound/bounce-policy';
 import { composeMail } from './compose';
@@ -49,6 +49,14 @@ interface SmtpError extends Error {
   command?: string;
   response?: string;
   responseCode?: number;
+}
+
+/** The dependency watch's name of a mailbox's SMTP server (outage.ts). */
+const smtpServer = (mailboxId: number) => `smtp server of mailbox ${mailboxId}`;
+
+/** Whether a failed conversation says the server is away (no connection, no greeting, 421 closing), not this message. */
+function serverAway(err: SmtpError): boolean {
+  return ['ECONNECTION', 'ESOCKET', 'ETIMEDOUT', 'EDNS', 'ECONNREFUSED', 'ECONNRESET', 'EGREETING'].includes(err.code ?? '') || err.responseCode === 421;
 }
 
 /** Permanent when the server refused for good (5xx) at a step about this message, or nodemailer refused it itself. */
@@ -185,6 +193,8 @@ async function talkAndMark(
   } catch (caught) {
     options.afterWire?.();
     stopWatch({ outcome: 'error' });
+    // the server away: one line for the outage, not one a message (each row records its error)
+    if (serverAway(caught as SmtpError)) dependencies.down(smtpServer(message.mailboxId), caught);
     let rejected: Awaited<ReturnType<typeof recordFailure>>;
     try {
       rejected = await recordFailure(db, message, caught as SmtpError, options);
@@ -197,6 +207,7 @@ async function talkAndMark(
   }
   options.afterWire?.();
   stopWatch({ outcome: 'ok' });
+  dependencies.up(smtpServer(message.mailboxId));
   const response = String(info.response ?? '');
   await markSentUntilWritten(db, message.id, response);
   metrics.deliveries.inc({ result: 'sent' });
@@ -219,12 +230,15 @@ async function markSentUntilWritten(db: Db, id: string, response: string): Promi
   for (let pause = 100, tries = 1; ; pause = Math.min(pause * 2, MARK_RETRY_MAX_MS), tries++) {
     try {
       await markSent(db, id, response);
-      if (tries > 1) logger.info({ message: id, tries }, 'kept sent mark written');
+      if (tries > 1) logger.debug({ message: id, tries }, 'kept sent mark written');
       return;
     } catch (err) {
       if (!isDatabaseUnavailable(err)) throw err;
-      // one line a message for the whole outage (the faults suite counts the kept marks by it)
-      if (tries === 1) logger.warn({ message: id, err: (err as Error).message }, 'could not write the sent mark; keeping it and trying again');
+      // Postgres away: the outage's one line (outage.ts), not one a message
+      if (tries === 1) {
+        dependencies.down('postgres', err);
+        logger.debug({ message: id, err: (err as Error).message }, 'could not write the sent mark; keeping it and trying again');
+      }
       await new Promise((resolve) => setTimeout(resolve, pause));
     }
   }

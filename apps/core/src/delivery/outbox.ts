@@ -6,6 +6,7 @@ import { Batcher } from '../batch';
 import type { Tx } from '../db';
 import { DISPATCH, JOB_OPTIONS, QUEUE, jobId, queue, type DispatchPayload } from '../queues';
 import { markEnqueued } from './repository';
+import { dependencies, isRedisConnectionError } from '../outage';
 
 /**
  * The one way mail leaves: write Message rows (in the caller's transaction), then queue their delivery after commit.
@@ -134,9 +135,14 @@ async function withTimeout<T>(work: Promise<T>, ms: number): Promise<T> {
  */
 const dispatcher = new Batcher<DeliveryJob[], Error | undefined>(
   async (lists) => {
+    // Redis down is the dependency watch's one line while it lasts (the callers log at debug only). An answer later than
+    // the timeout is not an outage (a busy host gives some): the rows go to the reconciler, without a warn line
     const failure = await withTimeout(dispatch(lists.flat()), ENQUEUE_TIMEOUT_MS).then(
-      () => undefined,
-      (err: unknown) => (err instanceof Error ? err : new Error(String(err))),
+      () => void dependencies.up('redis'),
+      (err: unknown) => {
+        if (isRedisConnectionError(err)) dependencies.down('redis', err);
+        return err instanceof Error ? err : new Error(String(err));
+      },
     );
     return lists.map(() => failure);
   },

@@ -103,11 +103,17 @@ export async function markNotEnqueued(db: Tx, ids: string[]): Promise<void> {
   await rawQuery(db, 'UPDATE messages SET enqueued_at = NULL WHERE id = ANY($1::uuid[])', [ids]);
 }
 
-/** Moves the lease of the messages still `sending` to `leaseMs` from now, in one statement (found by primary key). */
+/**
+ * Moves the lease of the messages still `sending` to `leaseMs` from now, in one statement (found by primary key). A row
+ * another statement has locked (its "sent" mark, most likely) is skipped, renewed at the next beat if still held: the
+ * renewal never waits for a row lock, so it can never deadlock with a mark taking the same rows in another order (it
+ * did, under load through PgBouncer).
+ */
 export async function renewLeases(db: Tx, ids: string[], leaseMs: number): Promise<void> {
   await rawQuery(
     db,
-    `UPDATE messages SET locked_until = now() + $2 * interval '1 millisecond' WHERE id = ANY($1::uuid[]) AND status::text = 'sending'`,
+    `UPDATE messages SET locked_until = now() + $2 * interval '1 millisecond'
+     WHERE id IN (SELECT id FROM messages WHERE id = ANY($1::uuid[]) AND status::text = 'sending' FOR UPDATE SKIP LOCKED)`,
     [ids, leaseMs],
     'renew-leases',
   );

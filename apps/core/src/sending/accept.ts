@@ -85,7 +85,8 @@ export async function acceptSend(
   try {
     await queueDelivery(accepted.rows);
   } catch (err) {
-    logger.warn({ send: accepted.answer.id, err: (err as Error).message }, 'could not queue delivery now; the reconciler will');
+    // Redis did not take the jobs: the outage's one line is queueDelivery's (outage.ts), not one a send
+    logger.debug({ send: accepted.answer.id, err: (err as Error).message }, 'could not queue delivery now; the reconciler will');
     await markNotEnqueued(db, accepted.rows.map((r) => r.id)).catch(() => undefined);
   }
 

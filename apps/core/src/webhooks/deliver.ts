@@ -82,14 +82,18 @@ function post(url: string, body: string, headers: Record<string, string>, policy
 
 /**
  * One attempt to deliver one event to one endpoint (the job's payload is ids; both rows are reloaded). Every attempt is
- * recorded; a 2xx clears the endpoint's failure record, anything else starts or extends it and throws, and a failure
+ * recorded (only while its `webhook_jobs` row says it is owed); a 2xx clears the endpoint's failure record, anything else starts or extends it and throws, and a failure
  * three days after the first one since the last success disables the endpoint instead.
  */
 export async function deliverWebhook(db: Db, eventId: string, webhookId: number, attempt: number): Promise<WebhookOutcome> {
-  const [webhook, event] = await Promise.all([
+  const [webhook, event, owed] = await Promise.all([
     db.webhook.findUnique({ where: { id: webhookId } }),
     db.event.findUnique({ where: { id: eventId } }),
+    db.webhookJob.findUnique({ where: { eventId_webhookId: { eventId, webhookId } }, select: { attempts: true } }),
   ]);
+  // the row goes with the outcome: a job that finds none repeats one whose outcome is recorded (a job its worker died
+  // after finishing, or added again after it ran)
+  if (!owed) return { kind: 'dropped', why: 'the delivery has its outcome already' };
   // the delivery's row (webhook_jobs) goes with every outcome but a failure with attempts left, which moves it on
   const done = () => db.webhookJob.deleteMany({ where: { eventId, webhookId } });
   if (!webhook || !webhook.enabled || !event) {

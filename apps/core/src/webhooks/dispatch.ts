@@ -6,10 +6,12 @@ import { claimUndispatched, deliveriesFor, eventsPending, insertWebhookJobs, mar
 
 /**
  * The outbox's fan-out: events not yet dispatched become one `webhook` job per (event, enabled endpoint of its
- * account subscribed to its type). Claimed with FOR UPDATE SKIP LOCKED, queued while the claim holds, and marked
- * dispatched in the same transaction: a process that dies before the commit leaves the events undispatched for the
- * next run, whose jobs carry the same deterministic ids, so BullMQ adds nothing it still has (at-least-once, duplicates
- * rare). Redis down: the add fails, the transaction rolls back, the events wait in Postgres.
+ * account subscribed to its type). Claimed with FOR UPDATE SKIP LOCKED; the deliveries owed (`webhook_jobs` rows) are
+ * written and the events marked dispatched in one transaction, and only once it has committed are the jobs added to
+ * Redis: a job never runs before its row is there to delete (a job that ran first found no row to delete, and the
+ * reconciler, finding the row committed after it, delivered the event a second time). Redis down, or the process
+ * dying between the commit and the add: the rows wait in Postgres and the reconciler adds their jobs
+ * (recovery/index.ts), with the same deterministic ids.
  */
 const BATCH = 500;
 const REDIS_WAIT_MS = 10_000;
@@ -32,32 +34,32 @@ export async function dispatchEvents(db: Db, limit = BATCH): Promise<number> {
   // four times a second for as long as the worker runs
   if (!(await eventsPending(db))) return 0;
   dispatchStats.transactions++;
-  return db.$transaction(
+  const { taken, pairs } = await db.$transaction(
     async (tx) => {
       const events = await claimUndispatched(tx, limit);
-      if (!events.length) return 0;
+      if (!events.length) return { taken: 0, pairs: [] };
       const ids = events.map((e) => e.id);
-      const pairs = await deliveriesFor(tx, ids);
-      if (pairs.length) {
-        // the deliveries to make, in Postgres before Redis: a job Redis loses is rebuilt from these rows
-        // (recovery/webhooks.ts)
-        await insertWebhookJobs(tx, pairs);
-        const adding = queue(QUEUE.webhook).addBulk(
-          pairs.map((p) => ({
-            name: QUEUE.webhook,
-            data: { eventId: p.event_id, webhookId: p.webhook_id },
-            opts: { ...JOB_OPTIONS.webhook, jobId: jobId.webhook(p.event_id, p.webhook_id) },
-          })),
-        );
-        // Redis away: BullMQ would wait for it forever, holding the claim; give up and roll back instead (if the add
-        // still lands later, the next pass's add of the same job ids is ignored)
-        await within(adding, REDIS_WAIT_MS, 'Redis did not take the webhook jobs');
-      }
+      const owed = await deliveriesFor(tx, ids);
+      // the deliveries to make, in Postgres before Redis: a job Redis loses is rebuilt from these rows
+      if (owed.length) await insertWebhookJobs(tx, owed);
       await markDispatched(tx, ids);
-      return events.length;
+      return { taken: events.length, pairs: owed };
     },
     { timeout: 30_000, maxWait: 10_000 },
   );
+  if (pairs.length) {
+    const adding = queue(QUEUE.webhook).addBulk(
+      pairs.map((p) => ({
+        name: QUEUE.webhook,
+        data: { eventId: p.event_id, webhookId: p.webhook_id },
+        opts: { ...JOB_OPTIONS.webhook, jobId: jobId.webhook(p.event_id, p.webhook_id) },
+      })),
+    );
+    // Redis away or hanging: the rows are committed, the reconciler adds their jobs (if this add still lands later,
+    // the reconciler finds the jobs on their way)
+    await within(adding, REDIS_WAIT_MS, 'Redis did not take the webhook jobs');
+  }
+  return taken;
 }
 
 export interface Dispatcher {
