@@ -250,6 +250,10 @@ export interface components {
                 } | null;
             };
         };
+        /** @description any JSON value; no text (string or key) may hold a NUL byte; spelled out to two levels here, deeper ones (up to 32) are taken too */
+        JsonValue: string | number | boolean | null | (string | number | boolean | null)[] | {
+            [key: string]: string | number | boolean | null;
+        };
     };
     responses: never;
     parameters: never;
@@ -265,7 +269,7 @@ export interface operations {
             header?: {
                 /** @description wait=N (RFC 7240, N up to 30): answer once every copy is delivered or failed, or after N seconds (200 with the statuses then); see docs/sending.md */
                 Prefer?: string;
-                /** @description replays the first answer (Idempotent-Replayed: true) for 24 h; see docs/idempotency.md */
+                /** @description 1 to 200 printable ASCII characters; replays the first answer (Idempotent-Replayed: true) for 24 h; see docs/idempotency.md */
                 "Idempotency-Key"?: string;
             };
             path?: never;
@@ -274,12 +278,14 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": {
-                    /** @description one address or up to 500; none left after suppressions and the stop list (or an empty list) answers 422 */
-                    to: string[] | string;
+                    /** @description one address or a list of up to 50 (`address` or `Name <address>`); each gets a copy of their own. None left after suppressions and the stop list (or an empty list) answers 422 */
+                    to: (string)[] | (string);
                     subject: string;
                     text?: string;
                     html?: string;
+                    /** @description the key's mailbox address (403 for another), optionally with a display name: `address` or `Name <address>` */
                     from?: string;
+                    /** @description `address` or `Name <address>` */
                     reply_to?: string;
                     headers?: {
                         [key: string]: string;
@@ -289,12 +295,19 @@ export interface operations {
                         content: string;
                         content_type?: string;
                     }[];
-                    /** Format: date-time */
+                    /**
+                     * Format: date-time
+                     * @description when to send (RFC 3339); at most 30 days ahead (400 otherwise); a time past sends now
+                     */
                     send_at?: string;
                     metadata?: {
-                        [key: string]: unknown;
+                        [key: string]: components["schemas"]["JsonValue"];
                     };
-                } | unknown | unknown;
+                } & ({
+                    text: string;
+                } | {
+                    html: string;
+                });
             };
         };
         responses: {
@@ -553,7 +566,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description replays the first answer (Idempotent-Replayed: true) for 24 h; see docs/idempotency.md */
+                /** @description 1 to 200 printable ASCII characters; replays the first answer (Idempotent-Replayed: true) for 24 h; see docs/idempotency.md */
                 "Idempotency-Key"?: string;
             };
             path?: never;
@@ -685,7 +698,7 @@ export interface operations {
                 email?: string;
             };
             header?: {
-                /** @description replays the first answer (Idempotent-Replayed: true) for 24 h; see docs/idempotency.md */
+                /** @description 1 to 200 printable ASCII characters; replays the first answer (Idempotent-Replayed: true) for 24 h; see docs/idempotency.md */
                 "Idempotency-Key"?: string;
             };
             path?: never;
@@ -969,7 +982,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description replays the first answer (Idempotent-Replayed: true) for 24 h; see docs/idempotency.md */
+                /** @description 1 to 200 printable ASCII characters; replays the first answer (Idempotent-Replayed: true) for 24 h; see docs/idempotency.md */
                 "Idempotency-Key"?: string;
             };
             path?: never;
@@ -1105,7 +1118,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description replays the first answer (Idempotent-Replayed: true) for 24 h; see docs/idempotency.md */
+                /** @description 1 to 200 printable ASCII characters; replays the first answer (Idempotent-Replayed: true) for 24 h; see docs/idempotency.md */
                 "Idempotency-Key"?: string;
             };
             path?: never;
@@ -1113,7 +1126,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": ({
+                "application/json": {
                     campaign: number;
                     email: string;
                     /** @enum {string} */
@@ -1123,7 +1136,30 @@ export interface operations {
                     value?: number;
                     /** Format: uri */
                     url?: string;
-                } & (unknown & unknown)) | unknown | unknown | unknown;
+                } & ({
+                    /** @constant */
+                    state: "lost";
+                    /** @enum {unknown} */
+                    reason: "declined" | "price" | "timing" | "competitor" | "no_need" | "no_budget" | "other";
+                    url?: never;
+                } | {
+                    /** @constant */
+                    state: "agreed";
+                    reason?: never;
+                } | {
+                    /** @enum {unknown} */
+                    state: "replied" | "stop";
+                    reason?: never;
+                    url?: never;
+                } | {
+                    state?: never;
+                    reason?: never;
+                    value: number;
+                } | {
+                    state?: never;
+                    reason?: never;
+                    url: string;
+                });
             };
         };
         responses: {

@@ -20,7 +20,7 @@ describe('GET /api/v1/openapi.json', () => {
     expect(res.body.openapi).toBe('3.1.0');
     expect(res.body.paths['/send'].post.responses['202'].content['application/json'].schema).toEqual({ $ref: '#/components/schemas/SendAnswer' });
     // generated from the joi schema that validates the request
-    expect(res.body.paths['/send'].post.requestBody.content['application/json'].schema.properties.subject).toEqual({ type: 'string', minLength: 1, maxLength: 300 });
+    expect(res.body.paths['/send'].post.requestBody.content['application/json'].schema.properties.subject).toEqual({ type: 'string', minLength: 1, maxLength: 300, pattern: '^[^\\u0000\\uD800-\\uDFFF]*$' });
   });
 
   it('documents every route the public router serves, and nothing else', async () => {

@@ -64,7 +64,7 @@ export function createApp(db: Db): ApiApp {
   const json = budget.around(checkedBody(express.json({ limit: BODY_LIMIT_BYTES, strict: false })));
   app.use(requestContext);
   app.use(refuseBadUrl);
-  app.get('/api/v1/openapi.json', openApiHandler());
+  app.get('/api/v1/openapi.json', openApiHandler(db, auth, failures));
   app.use('/docs', docsRouter());
   // the public API first: it carries the load, and every router passed on the way costs each request
   app.use('/api/v1', v1Router(db, auth, failures, json));

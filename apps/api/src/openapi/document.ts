@@ -3,6 +3,7 @@ import type Joi from 'joi';
 import { addProspectsInput, outcomeInput, prospectQuery } from '../../../core/src/outreach/schemas';
 import { MAX_WAIT_SECONDS } from '../../../core/src/sending/accept';
 import { sendSchema } from '../../../core/src/sending/schema';
+import { DOCUMENTED, JSON_VALUE, NO_NUL } from '../../../core/src/validate';
 import { subscriberInput, unsubscribeInput } from '../../../core/src/subscribers/schema';
 import * as answers from './answers';
 
@@ -24,8 +25,6 @@ interface Operation {
   rules?: (body: JsonSchema | undefined, parameters: JsonSchema[]) => JsonSchema[] | void;
 }
 
-const property = (schema: JsonSchema | undefined, name: string) => ((schema?.properties ?? {}) as Record<string, JsonSchema>)[name]!;
-
 const R = answers.refusal;
 /**
  * Every operation may answer these: a malformed address (a bad %-escape, a NUL), no or a bad key, too many failed
@@ -39,15 +38,10 @@ export const OPERATIONS: Operation[] = [
   {
     method: 'post', path: '/send', summary: 'Send an email', body: sendSchema, idempotent: true,
     answers: { 200: answers.sendAnswer, 202: answers.sendAnswer, ...WITH_BODY, 403: R, 409: R, 422: R, 429: R },
-    rules: (body) => {
-      // sending/schema.ts: text or html (400 without either); an empty `from` is refused (400); a `to` that leaves
-      // nobody to write to (empty, or every address suppressed or stop-listed) is 422
-      body!.anyOf = [{ required: ['text'] }, { required: ['html'] }];
-      property(body, 'from').minLength = 1;
-      property(body, 'to').description = 'one address or up to 500; none left after suppressions and the stop list (or an empty list) answers 422';
+    rules: () => {
       return [
         {
-          name: 'Prefer', in: 'header', required: false, schema: { type: 'string' },
+          name: 'Prefer', in: 'header', required: false, schema: { type: 'string', pattern: '^[ -~]*$' },
           description: `wait=N (RFC 7240, N up to ${MAX_WAIT_SECONDS}): answer once every copy is delivered or failed, or after N seconds (200 with the statuses then); see docs/sending.md`,
         },
       ];
@@ -104,10 +98,17 @@ function fixExtensions(node: unknown): unknown {
  *   `additionalProperties` with the value's schema and `propertyNames` with the names' schema;
  * - `.pattern(regex, value)` also gets a property named after the regex's text: dropped (patternProperties says it);
  * - the branches of `when` (if/then/else) repeat `additionalProperties: false` with only the keys they mention, which
- *   no body can satisfy alongside the other keys: a branch only adds conditions, so it is left open.
+ *   no body can satisfy alongside the other keys: a branch only adds conditions, so it is left open;
+ * - `.max(n)` / `.min(n)` of an object (how many keys) are not written: maxProperties / minProperties;
+ * And about strings: joi refuses an empty string unless a schema allows it (`.allow('')`), which is minLength 1.
  */
 function fixObjects(node: JsonSchema, schema: Joi.Schema | undefined): JsonSchema {
   const terms = (schema as unknown as { $_terms?: JoiTerms } | undefined)?.$_terms;
+  const rule = (name: string) => (schema as unknown as { $_getRule(n: string): { args: { limit: number } } | undefined }).$_getRule(name);
+  if (schema?.type === 'string' && node.type === 'string' && !(schema as unknown as { _valids?: Set<unknown> })._valids?.has('') && !rule('min') && !rule('length') && node.minLength === undefined) node.minLength = 1;
+  if (schema?.type === 'alternatives' && Array.isArray(node.anyOf) && terms?.matches?.length === node.anyOf.length) {
+    terms.matches.forEach((match, i) => match.schema && fixObjects((node.anyOf as JsonSchema[])[i]!, match.schema));
+  }
   if (schema?.type === 'object' && terms) {
     const properties = (node.properties ?? {}) as Record<string, JsonSchema>;
     const patterns = terms.patterns ?? [];
@@ -120,6 +121,10 @@ function fixObjects(node: JsonSchema, schema: Joi.Schema | undefined): JsonSchem
       node.additionalProperties = true;
     }
     for (const child of terms.keys ?? []) if (properties[child.key]) fixObjects(properties[child.key]!, child.schema);
+    const patternProperties = (node.patternProperties ?? {}) as Record<string, JsonSchema>;
+    for (const p of patterns) if (p.regex && patternProperties[p.regex.source]) fixObjects(patternProperties[p.regex.source]!, p.rule);
+    if (rule('max')) node.maxProperties = rule('max')!.args.limit;
+    if (rule('min')) node.minProperties = rule('min')!.args.limit;
   }
   if (schema?.type === 'array' && node.items && terms?.items?.length === 1) fixObjects(node.items as JsonSchema, terms.items[0]);
   for (const branch of (node.allOf ?? []) as JsonSchema[]) {
@@ -132,6 +137,7 @@ interface JoiTerms {
   keys?: { key: string; schema: Joi.Schema }[] | null;
   patterns?: { regex?: RegExp; schema?: Joi.Schema; rule: Joi.Schema }[] | null;
   items?: Joi.Schema[];
+  matches?: { schema?: Joi.Schema }[];
 }
 
 /** `Joi.any()` is written as every type at once, `array` among them without `items`: it is no type at all. */
@@ -144,7 +150,46 @@ function dropAnyType(node: unknown): unknown {
   return object;
 }
 
-export const toJsonSchema = (schema: Joi.Schema): JsonSchema => dropAnyType(fixObjects(fixExtensions(parse(schema, 'open-api-3.1')) as JsonSchema, schema)) as JsonSchema;
+/** The JSON Schema a joi schema's `documented(...)` (core/validate.ts) states beside its rule, merged into the node. */
+function mergeDocumented(node: unknown): unknown {
+  if (Array.isArray(node)) return node.map(mergeDocumented);
+  if (!node || typeof node !== 'object') return node;
+  const object = node as JsonSchema;
+  for (const value of Object.values(object)) mergeDocumented(value);
+  const extra = object[DOCUMENTED] as JsonSchema | undefined;
+  if (extra) {
+    delete object[DOCUMENTED];
+    // a key given as null drops what joi-to-json wrote there (the documented schema says it another way)
+    for (const [key, value] of Object.entries(structuredClone(extra))) {
+      if (value === null) delete object[key];
+      else object[key] = value;
+    }
+  }
+  return object;
+}
+
+/** joi refuses a number past ±(2^53 - 1) (`number.unsafe`) unless a schema allows it, and none of ours does. */
+const SAFE = Number.MAX_SAFE_INTEGER;
+
+/**
+ * What joi checks on every value that joi-to-json does not write: text without NUL (a string with no pattern, format
+ * or enum of its own says so), numbers within the safe integers.
+ */
+function addImplicitRules(node: unknown): unknown {
+  if (Array.isArray(node)) return node.map(addImplicitRules);
+  if (!node || typeof node !== 'object') return node;
+  const object = node as JsonSchema;
+  if (object.type === 'string' && !['pattern', 'format', 'enum', 'const', 'anyOf', 'oneOf'].some((k) => k in object)) object.pattern = NO_NUL;
+  if (object.type === 'number' || object.type === 'integer') {
+    if (!('minimum' in object || 'exclusiveMinimum' in object)) object.minimum = -SAFE;
+    if (!('maximum' in object || 'exclusiveMaximum' in object)) object.maximum = SAFE;
+  }
+  for (const value of Object.values(object)) addImplicitRules(value);
+  return object;
+}
+
+export const toJsonSchema = (schema: Joi.Schema): JsonSchema =>
+  addImplicitRules(mergeDocumented(dropAnyType(fixObjects(fixExtensions(parse(schema, 'open-api-3.1')) as JsonSchema, schema)))) as JsonSchema;
 
 const STATUS_TEXT: Record<number, string> = {
   200: 'OK', 202: 'Accepted: queued', 400: 'A field is malformed (named in error)', 401: 'The API key is missing, unknown or revoked',
@@ -187,8 +232,9 @@ export function openApiDocument(): JsonSchema {
     parameters.push(...(op.rules?.(body, parameters) ?? []));
     if (op.idempotent) {
       parameters.push({
-        name: 'Idempotency-Key', in: 'header', required: false, schema: { type: 'string', minLength: 1, maxLength: 200 },
-        description: 'replays the first answer (Idempotent-Replayed: true) for 24 h; see docs/idempotency.md',
+        // 1 to 200 printable ASCII characters (core/idempotency); HTTP drops the spaces around a header's value
+        name: 'Idempotency-Key', in: 'header', required: false, schema: { type: 'string', minLength: 1, maxLength: 200, pattern: '^[!-~](?:[ -~]*[!-~])?$' },
+        description: '1 to 200 printable ASCII characters; replays the first answer (Idempotent-Replayed: true) for 24 h; see docs/idempotency.md',
       });
     }
     (paths[op.path] ??= {})[op.method] = {
@@ -206,7 +252,74 @@ export function openApiDocument(): JsonSchema {
     servers: [{ url: '/api/v1' }],
     security: [{ bearer: [] }],
     paths,
-    components: { schemas, securitySchemes: { bearer: { type: 'http', scheme: 'bearer' } } },
+    components: { schemas: { ...schemas, JsonValue: JSON_VALUE }, securitySchemes: { bearer: { type: 'http', scheme: 'bearer' } } },
   };
   return built;
+}
+
+/** A regex alternative matching the decimal numbers of `width` digits from 0 up to `max` (inclusive). */
+function upTo(max: number, width: number): string {
+  const digits = String(max).padStart(width, '0');
+  // e.g. 2025 of 4: [0-1][0-9]{3} | 20[0-1][0-9]{1} | 202[0-4] | 2025
+  const parts: string[] = [];
+  for (let i = 0; i < width; i++) {
+    const d = Number(digits[i]);
+    if (d > 0) parts.push(`${digits.slice(0, i)}${d === 1 ? '0' : `[0-${d - 1}]`}${i + 1 < width ? `[0-9]{${width - i - 1}}` : ''}`);
+  }
+  parts.push(digits);
+  return parts.join('|');
+}
+
+const TIME = 'T(?:[01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](?:\\.[0-9]{1,9})?(?:Z|[+-](?:[01][0-9]|2[0-3]):[0-5][0-9])';
+const ANY_DAY = '(?:0[1-9]|1[0-2])-(?:0[1-9]|[12][0-9]|3[01])';
+
+/**
+ * RFC 3339 date-times on a day up to `last` (UTC): every earlier year, then the earlier months of its year, then its
+ * month's days up to its own.
+ */
+export function dateTimesUpTo(last: Date): string {
+  const [y, m, d] = [last.getUTCFullYear(), last.getUTCMonth() + 1, last.getUTCDate()];
+  const pad = (n: number) => String(n).padStart(2, '0');
+  const from1 = (n: number) => Array.from({ length: n }, (_, i) => pad(i + 1)).join('|');
+  const days = [`(?:${upTo(y - 1, 4)})-${ANY_DAY}`];
+  if (m > 1) days.push(`${y}-(?:${from1(m - 1)})-(?:0[1-9]|[12][0-9]|3[01])`);
+  days.push(`${y}-${pad(m)}-(?:${from1(d)})`);
+  return `^(?:${days.join('|')})${TIME}$`;
+}
+
+/** The keyed document's shortest Idempotency-Key: 16 characters, as random ones do not collide. */
+const IDEMPOTENCY_KEY_ADVISED = 16;
+
+/** A day less than 30: the latest local date a client in any time zone may write and still be within 30 days. */
+const SEND_AHEAD_DAYS_SAFE = 28;
+
+/**
+ * The document as a key sees it (GET /api/v1/openapi.json with the key): the same operations, and on POST /send what
+ * only the key and the hour can say. `from` is the key's mailbox address (any other answers 403), and `send_at` a date
+ * up to 28 days after today (at most 30 days ahead, less the widest time zones); and an Idempotency-Key of 16
+ * characters or more (the service takes 1 to 200, but short keys repeat): a document a tool can generate requests from
+ * that the service accepts.
+ */
+export function openApiDocumentFor(mailboxAddress: string, now = new Date()): JsonSchema {
+  const doc = structuredClone(openApiDocument()) as {
+    paths: Record<string, Record<string, { parameters?: JsonSchema[]; requestBody: { content: Record<string, { schema: { properties: Record<string, JsonSchema> } }> } }>>;
+  };
+  for (const operations of Object.values(doc.paths)) {
+    for (const operation of Object.values(operations)) {
+      const idempotencyKey = operation.parameters?.find((p) => p.name === 'Idempotency-Key');
+      // the service takes 1 to 200 characters; keys this long do not repeat by chance when a tool generates them
+      // (a key reused with another body is 422)
+      if (idempotencyKey) Object.assign(idempotencyKey.schema as JsonSchema, { minLength: IDEMPOTENCY_KEY_ADVISED });
+    }
+  }
+  const send = doc.paths['/send']!.post!.requestBody.content['application/json']!.schema.properties;
+  const address = mailboxAddress.toLowerCase().replace(/[.*+?^${}()|[\]\\/]/g, '\\$&');
+  send.from = {
+    type: 'string',
+    description: `this key's mailbox address (403 for another), optionally with a display name: \`${mailboxAddress}\` or \`Name <${mailboxAddress}>\``,
+    anyOf: [{ type: 'string', pattern: `^${address}$` }, { type: 'string', pattern: `^[^"<>\\r\\n\\u0000]*<${address}>$` }],
+  };
+  send.send_at = { ...send.send_at, pattern: dateTimesUpTo(new Date(now.getTime() + SEND_AHEAD_DAYS_SAFE * 86_400_000)) };
+  delete send.send_at.format;
+  return doc as unknown as JsonSchema;
 }

@@ -1,5 +1,9 @@
 import path from 'node:path';
 import express, { Router } from 'express';
+import type { Db } from '../../../core/src/db';
+import { sendingMailbox } from '../../../core/src/sending/mailbox';
+import { requireKey, type KeyAuthenticator } from '../middleware/auth';
+import type { AuthFailures } from '../middleware/failures';
 
 const SWAGGER_UI = path.dirname(require.resolve('swagger-ui-dist/package.json'));
 
@@ -28,15 +32,21 @@ const INIT = `window.ui = SwaggerUIBundle({ url: '/api/v1/openapi.json', dom_id:
 const CSP = "default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; connect-src 'self'; font-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
 
 /**
- * docs/operator.md: GET /api/v1/openapi.json (no key). Mounted on the app at its path, not through a router every
- * request enters (a router ahead of /api/v1 cost each send about 3% of the API's CPU).
+ * docs/operator.md: GET /api/v1/openapi.json, without a key; with one (checked as on every route: 401 for a bad one),
+ * the document as that key sees it (`openApiDocumentFor`: its mailbox's `from`, today's `send_at` range). Mounted on
+ * the app at its path, not through a router every request enters (a router ahead of /api/v1 cost each send about 3% of
+ * the API's CPU).
  */
-export function openApiHandler(): express.RequestHandler {
-  // built on the first request: the converter and the schemas' walk cost every API process start otherwise
-  let document: Promise<object> | undefined;
-  return async (_req, res) => {
-    document ??= import('../openapi/document').then((m) => m.openApiDocument());
-    res.set('Cache-Control', 'no-cache').json(await document);
+export function openApiHandler(db: Db, auth: KeyAuthenticator, failures: AuthFailures): express.RequestHandler {
+  // loaded on the first request: the converter and the schemas' walk cost every API process start otherwise
+  const load = () => import('../openapi/document');
+  const keyed = requireKey(auth, failures);
+  return async (req, res) => {
+    if (!req.get('authorization')) return void res.set('Cache-Control', 'no-cache').json((await load()).openApiDocument());
+    // throws the 401 for a missing, malformed or unknown key (counted as a failure of the client's address)
+    await keyed(req, res, () => {});
+    const mailbox = await sendingMailbox(db, res.locals.key.mailboxId);
+    res.set({ 'Cache-Control': 'private, no-cache', Vary: 'Authorization' }).json((await load()).openApiDocumentFor(mailbox.address));
   };
 }
 

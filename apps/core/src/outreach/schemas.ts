@@ -1,4 +1,4 @@
-import { dbId, Joi } from '../validate';
+import { dbId, documented, Joi } from '../validate';
 import { LOST_REASONS, OUTCOME_STATES } from './outcomes';
 
 /**
@@ -15,7 +15,7 @@ export const prospectInput = Joi.object({
   email: contactText(),
   site: contactText(),
   name: Joi.string().allow('', null).max(200),
-  fields: Joi.object().pattern(/^[\w-]{1,100}$/, fieldValue).max(50),
+  fields: Joi.object().pattern(/^[A-Za-z0-9_-]{1,100}$/, fieldValue).max(50),
 });
 
 const prospectsOf = (item: Joi.Schema) =>
@@ -43,7 +43,7 @@ export const prospectQuery = Joi.object({
   .xor('email', 'site')
   .messages({ 'object.missing': 'give email or site', 'object.xor': 'give email or site, not both' });
 
-export const outcomeInput = Joi.object({
+const outcomeRules = Joi.object({
   campaign: campaignId(),
   email: Joi.string().trim().min(1).max(254).required(),
   state: Joi.string().valid(...OUTCOME_STATES),
@@ -60,3 +60,20 @@ export const outcomeInput = Joi.object({
     then: Joi.object({ reason: Joi.required().messages({ 'any.required': `lost needs a reason: one of ${LOST_REASONS.join(', ')}` }) }),
     otherwise: Joi.object({ reason: Joi.forbidden().messages({ 'any.unknown': 'reason goes only with state lost' }) }),
   });
+
+/** The combinations outcomeRules takes, one object each, so the document (and the typed client) can say them. */
+const ABSENT = false;
+const otherStates = OUTCOME_STATES.filter((s) => s !== 'lost' && s !== 'agreed');
+const combinations = [
+  { properties: { state: { const: 'lost' }, reason: { enum: LOST_REASONS }, url: ABSENT }, required: ['state', 'reason'] },
+  { properties: { state: { const: 'agreed' }, reason: ABSENT }, required: ['state'] },
+  { properties: { state: { enum: otherStates }, reason: ABSENT, url: ABSENT }, required: ['state'] },
+  { properties: { state: ABSENT, reason: ABSENT, value: { type: 'number' } }, required: ['value'] },
+  { properties: { state: ABSENT, reason: ABSENT, url: { type: 'string' } }, required: ['url'] },
+].map((c) => ({ type: 'object', ...c }));
+
+/**
+ * POST /prospects/state: a state, a value, a url or some of them; `reason` only with (and required by) `lost`; `url`
+ * only with `agreed` or without a state.
+ */
+export const outcomeInput = documented(outcomeRules, { anyOf: null, allOf: [{ anyOf: combinations }] });

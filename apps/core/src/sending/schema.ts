@@ -1,5 +1,5 @@
 import { BadRequest, Forbidden, PayloadTooLarge, Unprocessable } from '../errors';
-import { Joi, email, validate } from '../validate';
+import { DOCUMENTED, Joi, NO_NUL, documented, email, validate } from '../validate';
 import type { StoredAttachment } from '../delivery/compose';
 
 /** docs/api.md: limits of one POST /api/v1/send. */
@@ -22,44 +22,85 @@ function splitNamed(raw: string): { name: string; address: string } {
 }
 
 const address = email();
+/** What email() documents beside `format: email` (validate.ts). */
+const BARE_PATTERN = (address.describe().metas?.[0] as Record<string, { pattern: string }>)[DOCUMENTED]!.pattern;
+
+/**
+ * The named form in the document: a display name (no quotes, brackets, line breaks), then `<address>` with a local
+ * part of up to four dot-separated atoms and up to four domain labels before the TLD, each short enough that the whole
+ * stays within joi's limits (64 for the local part, 254 for the address): the common shapes, not every address joi
+ * takes.
+ */
+const ATEXT = "[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]";
+const LABEL = '[A-Za-z0-9](?:[A-Za-z0-9-]{0,30}[A-Za-z0-9])?';
+const NAMED_PATTERN = `^[^"<>\\r\\n\\u0000\\uD800-\\uDFFF]*<${ATEXT}{1,16}(?:\\.${ATEXT}{1,15}){0,3}@(?:${LABEL}\\.){1,4}[A-Za-z](?:[A-Za-z0-9-]{0,30}[A-Za-z0-9])?>$`;
 
 /** An address field that may carry a display name: validated on the address, converted to `{name, address}`. */
-const namedAddress = () =>
-  Joi.string()
-    .max(400)
-    .custom((raw: string, helpers) => {
-      const { name, address: bare } = splitNamed(raw);
-      const { error, value } = address.validate(bare);
-      if (error) return helpers.error('string.email', { value: raw });
-      return { name, address: value as string };
-    });
+const namedAddress = (description: string) =>
+  documented(
+    Joi.string()
+      .max(400)
+      .description(description)
+      .custom((raw: string, helpers) => {
+        const { name, address: bare } = splitNamed(raw);
+        const { error, value } = address.validate(bare);
+        if (error) return helpers.error('string.email', { value: raw });
+        return { name, address: value as string };
+      }),
+    { anyOf: [{ type: 'string', format: 'email', maxLength: 254, pattern: BARE_PATTERN }, { type: 'string', pattern: NAMED_PATTERN }] },
+  );
 
 const CUSTOM_HEADER = /^X-[A-Za-z0-9-]{1,70}$/;
 
-export const sendSchema = Joi.object({
-  to: Joi.alternatives().try(Joi.array().items(namedAddress()).max(500), namedAddress().allow('')).required(),
-  subject: Joi.string().min(1).max(SEND_LIMITS.subject).required(),
-  text: Joi.string().allow(''),
-  html: Joi.string().allow(''),
-  from: namedAddress(),
-  reply_to: namedAddress(),
-  headers: Joi.object()
-    .pattern(Joi.string().pattern(CUSTOM_HEADER).message('headers may only name custom X- headers'), Joi.string().max(1000).pattern(/^[^\r\n]*$/, 'one line'))
-    .max(SEND_LIMITS.headers),
-  attachments: Joi.array()
-    .items(
-      Joi.object({
-        filename: Joi.string().min(1).max(255).pattern(/^[^\r\n/\\]+$/, 'a file name').required(),
-        content: Joi.string().base64().allow('').required(),
-        content_type: Joi.string().max(255).pattern(/^[\w.+-]+\/[\w.+-]+(\s*;.*)?$/, 'a MIME type'),
-      }),
-    )
-    .max(SEND_LIMITS.attachments),
-  send_at: Joi.date().iso(),
-  metadata: Joi.object().max(50),
-})
-  .required()
-  .messages({ 'object.base': 'the body must be a JSON object' });
+const ADDRESS = '`address` or `Name <address>`';
+/** Standard base64 with padding, as joi's base64 rule takes it. */
+const BASE64 = '^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$';
+
+export const sendSchema = documented(
+  Joi.object({
+    to: documented(
+      Joi.alternatives()
+        .try(
+          documented(
+            Joi.array()
+              .items(namedAddress(ADDRESS))
+              .max(SEND_LIMITS.recipients)
+              .messages({ 'array.max': `at most ${SEND_LIMITS.recipients} recipients per request` }),
+            // an empty list is no malformed field: it names nobody (422)
+            { minItems: 1 },
+          ),
+          namedAddress(ADDRESS).allow(''),
+        )
+        .required(),
+      {
+        description: `one address or a list of up to ${SEND_LIMITS.recipients} (${ADDRESS}); each gets a copy of their own. None left after suppressions and the stop list (or an empty list) answers 422`,
+      },
+    ),
+    subject: Joi.string().min(1).max(SEND_LIMITS.subject).required(),
+    text: Joi.string().allow(''),
+    html: Joi.string().allow(''),
+    from: namedAddress(`the key's mailbox address (403 for another), optionally with a display name: ${ADDRESS}`),
+    reply_to: namedAddress(ADDRESS),
+    headers: Joi.object()
+      .pattern(Joi.string().pattern(CUSTOM_HEADER).message('headers may only name custom X- headers'), Joi.string().max(1000).pattern(/^[^\r\n\0]*$/, 'one line'))
+      .max(SEND_LIMITS.headers),
+    attachments: Joi.array()
+      .items(
+        Joi.object({
+          filename: Joi.string().min(1).max(255).pattern(/^[^\r\n/\\\0]+$/, 'a file name').required(),
+          content: documented(Joi.string().base64().allow('').required(), { contentEncoding: 'base64', pattern: BASE64 }),
+          content_type: Joi.string().max(255).pattern(/^[A-Za-z0-9_.+-]+\/[A-Za-z0-9_.+-]+(?:[ \t]*;[^\0\r\n]*)?$/, 'a MIME type'),
+        }),
+      )
+      .max(SEND_LIMITS.attachments),
+    send_at: Joi.date().iso().description('when to send (RFC 3339); at most 30 days ahead (400 otherwise); a time past sends now'),
+    metadata: documented(Joi.object().max(50), { propertyNames: { pattern: NO_NUL }, additionalProperties: { $ref: '#/components/schemas/JsonValue' } }),
+  })
+    .required()
+    .messages({ 'object.base': 'the body must be a JSON object' }),
+  // checked by parseSendRequest: a text or an html that is not empty
+  { allOf: [{ anyOf: [{ type: 'object', properties: { text: { type: 'string', minLength: 1 } }, required: ['text'] }, { type: 'object', properties: { html: { type: 'string', minLength: 1 } }, required: ['html'] }] }] },
+);
 
 interface RawSend {
   to: { name: string; address: string } | { name: string; address: string }[] | '';
@@ -97,7 +138,6 @@ const format = (a: { name: string; address: string }) => (a.name ? `"${a.name.re
 export function parseSendRequest(body: unknown, mailboxAddress: string, now = new Date()): SendRequest {
   const raw = validate<RawSend>(sendSchema, body);
   const to = [...new Set((raw.to === '' ? [] : Array.isArray(raw.to) ? raw.to : [raw.to]).map((r) => r.address))];
-  if (to.length > SEND_LIMITS.recipients) throw new BadRequest(`to: at most ${SEND_LIMITS.recipients} recipients per request, got ${to.length}`);
   if (!raw.text && !raw.html) throw new BadRequest('text or html: give at least one of them');
   if (raw.from && raw.from.address !== mailboxAddress.toLowerCase()) {
     throw new Forbidden(`from: this key sends only from ${mailboxAddress}`);
