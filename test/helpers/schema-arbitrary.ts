@@ -52,7 +52,8 @@ function stringOf(schema: Schema): fc.Arbitrary<string> {
   let base: fc.Arbitrary<string>;
   if (schema.format === 'email') base = fc.emailAddress();
   else if (schema.format === 'date-time') base = fc.date({ min: new Date('1970-01-01'), max: new Date('2100-01-01') }).map((d) => d.toISOString());
-  else if (pattern) return fc.stringMatching(pattern).filter(fits);
+  // a pattern's repeats are short at fast-check's default size: a minLength (an Idempotency-Key's 16) wants longer ones
+  else if (pattern) return fc.stringMatching(pattern, min > 0 ? { size: 'medium' } : {}).filter(fits);
   else base = fc.string({ minLength: min, maxLength: Math.min(max, min + 40), unit: 'grapheme' });
   return base.filter((s) => fits(s) && (!pattern || pattern.test(s)));
 }
