@@ -1,26 +1,18 @@
 import http from 'node:http';
 import net from 'node:net';
 import type { AddressInfo } from 'node:net';
-import { useApi } from '../helpers/api';
+import { useListeningApi } from '../helpers/api';
 import { makeTenant } from '../helpers/factories';
 
 // two 1 MB bodies at once, no more (set before the app reads its configuration)
 process.env.MAX_BODY_BYTES_IN_FLIGHT = String(2 * 1024 * 1024);
 
 /** The API reads at most MAX_BODY_BYTES_IN_FLIGHT of request bodies at once: slow clients cannot hold more. */
-const ctx = useApi();
-let server: http.Server;
-let port = 0;
-beforeAll(async () => {
-  server = http.createServer(ctx.api.app);
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  port = (server.address() as AddressInfo).port;
-});
-afterAll(() => new Promise((resolve) => server.close(resolve)));
+const ctx = useListeningApi();
 
 /** A client that announces a 1 MB body and sends only its first bytes; `answer` is what came back, if anything. */
 function slowClient(token: string) {
-  const socket = net.connect(port, '127.0.0.1');
+  const socket = net.connect(ctx.port, '127.0.0.1');
   let answer = '';
   socket.on('data', (d) => (answer += d.toString('latin1')));
   socket.on('error', () => undefined);
@@ -49,7 +41,7 @@ it('answers 503 with Retry-After, in JSON, to a body that does not fit, and take
   await settle();
   expect(fourth.answer()).toBe('');
   // the budget is full again, but a request without a body is never held back
-  const lists = await fetch(`http://127.0.0.1:${port}/api/v1/lists`, { headers: { Authorization: `Bearer ${tenant.token}` } });
+  const lists = await fetch(`http://127.0.0.1:${ctx.port}/api/v1/lists`, { headers: { Authorization: `Bearer ${tenant.token}` } });
   expect(lists.status).toBe(200);
   for (const c of [second, third, fourth]) c.socket.destroy();
 });

@@ -4,7 +4,7 @@ import express from 'express';
 import { errorHandler } from '../../apps/api/src/middleware/errors';
 import { PayloadTooLarge } from '../../apps/core/src/errors';
 import { db } from '../../apps/core/src/db';
-import { ADMIN_TOKEN, useApi } from '../helpers/api';
+import { ADMIN_TOKEN, useListeningApi } from '../helpers/api';
 import { makeList, makeTenant } from '../helpers/factories';
 import { waitFor } from '../helpers/wait';
 
@@ -12,18 +12,7 @@ import { waitFor } from '../helpers/wait';
 const LIMIT = 1024 * 1024;
 process.env.IMPORT_MAX_BYTES = String(LIMIT);
 
-const ctx = useApi();
-let server: http.Server;
-let port = 0;
-beforeAll(async () => {
-  server = http.createServer(ctx.api.app);
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  port = (server.address() as net.AddressInfo).port;
-});
-afterAll(async () => {
-  server.closeAllConnections();
-  await new Promise((resolve) => server.close(resolve));
-});
+const ctx = useListeningApi();
 
 async function listId(): Promise<number> {
   const tenant = await makeTenant();
@@ -47,7 +36,7 @@ interface Upload {
  */
 function upload(list: number, total: number, options: { declared?: number; stopAfter?: number } = {}): Promise<Upload> {
   return new Promise((resolve, reject) => {
-    const socket = net.connect(port, '127.0.0.1');
+    const socket = net.connect(ctx.port, '127.0.0.1');
     const received: Buffer[] = [];
     let sent = 0;
     let sentWhenAnswered = -1;

@@ -3,25 +3,14 @@ import net from 'node:net';
 import type { Express } from 'express';
 import { LINGER_MAX_BYTES } from '../../apps/api/src/middleware/unread-body';
 import { openApiDocument } from '../../apps/api/src/openapi/document';
-import { useApi } from '../helpers/api';
+import { useListeningApi } from '../helpers/api';
 
 /**
  * A body over the 1 MB limit sent without credentials, to every path and method of the public API's OpenAPI document
  * and of the admin API: whatever the route, the client reads its JSON answer, never a reset (EPIPE or ECONNRESET on its
  * write). The server settles a body left unread (middleware/unread-body.ts), not each route.
  */
-const ctx = useApi();
-let server: http.Server;
-let port = 0;
-beforeAll(async () => {
-  server = http.createServer(ctx.api.app);
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  port = (server.address() as net.AddressInfo).port;
-});
-afterAll(async () => {
-  server.closeAllConnections();
-  await new Promise((resolve) => server.close(resolve));
-});
+const ctx = useListeningApi();
 
 interface Layer {
   route?: { path: string; methods: Record<string, boolean> };
@@ -63,7 +52,7 @@ interface Exchange {
  */
 function exchange(method: string, path: string, size: number, chunked: boolean, writesAfterEnd = false): Promise<Exchange> {
   return new Promise((resolve) => {
-    const socket = net.connect({ port, host: '127.0.0.1', allowHalfOpen: writesAfterEnd });
+    const socket = net.connect({ port: ctx.port, host: '127.0.0.1', allowHalfOpen: writesAfterEnd });
     const received: Buffer[] = [];
     let error: string | undefined;
     socket.on('data', (chunk) => received.push(chunk));
@@ -135,7 +124,7 @@ describe('a body over 1 MB without credentials gets its JSON answer on every rou
     const size = LINGER_MAX_BYTES + 32 * 1024 * 1024;
     const connections: net.Socket[] = [];
     const seen = (socket: net.Socket) => connections.push(socket);
-    server.on('connection', seen);
+    ctx.server.on('connection', seen);
     try {
       const x = await exchange('POST', '/api/v1/send', size, true, true);
       // the answer came first, whole; then the server read at most the bound more, and closed
@@ -144,7 +133,7 @@ describe('a body over 1 MB without credentials gets its JSON answer on every rou
       expect(connections[0]!.destroyed).toBe(true);
       expect(connections[0]!.bytesRead).toBeLessThan(LINGER_MAX_BYTES + 4 * 1024 * 1024);
     } finally {
-      server.off('connection', seen);
+      ctx.server.off('connection', seen);
     }
   }, 60_000);
 });

@@ -2,7 +2,7 @@ import http from 'node:http';
 import net from 'node:net';
 import { PUBLIC_BODY_DEADLINE_MS } from '../../apps/api/src/app';
 import { unsubscribeToken } from '../../apps/core/src/broadcasts/copy';
-import { useApi } from '../helpers/api';
+import { useListeningApi } from '../helpers/api';
 import { waitFor } from '../helpers/wait';
 import { address, listFixture } from '../lists/support';
 
@@ -11,22 +11,11 @@ import { address, listFixture } from '../lists/support';
  * (127.0.0.2 to 127.0.0.17, each its own address for the per-address shares) leave a person's sign-up and a mailbox
  * provider's one-click unsubscribe answered; and the trickled bodies are cut off after PUBLIC_BODY_DEADLINE_MS.
  */
-const ctx = useApi();
-let server: http.Server;
-let port = 0;
-beforeAll(async () => {
-  server = http.createServer(ctx.api.app);
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  port = (server.address() as net.AddressInfo).port;
-});
-afterAll(async () => {
-  server.closeAllConnections();
-  await new Promise((resolve) => server.close(resolve));
-});
+const ctx = useListeningApi();
 
 /** A client at `from` that announces a 16 KB form body and sends its first bytes only. */
 function trickler(from: string, path: string): net.Socket {
-  const socket = net.connect({ port, host: '127.0.0.1', localAddress: from });
+  const socket = net.connect({ port: ctx.port, host: '127.0.0.1', localAddress: from });
   socket.on('error', () => undefined);
   // reads what comes (a 503 page for those past their address's share), so the server's end is seen
   socket.resume();
@@ -37,7 +26,7 @@ function trickler(from: string, path: string): net.Socket {
 /** A form post from `from`, answered: its status and page. */
 function post(from: string, path: string, body: string): Promise<{ status: number; text: string }> {
   return new Promise((resolve, reject) => {
-    const req = http.request({ port, host: '127.0.0.1', localAddress: from, method: 'POST', path, agent: false, headers: { 'Content-Type': 'application/x-www-form-urlencoded', 'Content-Length': Buffer.byteLength(body) } }, (res) => {
+    const req = http.request({ port: ctx.port, host: '127.0.0.1', localAddress: from, method: 'POST', path, agent: false, headers: { 'Content-Type': 'application/x-www-form-urlencoded', 'Content-Length': Buffer.byteLength(body) } }, (res) => {
       let text = '';
       res.on('data', (chunk) => (text += chunk));
       res.on('end', () => resolve({ status: res.statusCode!, text }));

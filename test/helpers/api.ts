@@ -1,3 +1,5 @@
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import request from 'supertest';
 import { db } from '../../apps/core/src/db';
 import { createApp, type ApiApp } from '../../apps/api/src/app';
@@ -21,6 +23,36 @@ export function useApi(): { readonly api: ApiApp } {
     get api() {
       if (!holder.api) throw new Error('useApi(): the app starts in beforeAll');
       return holder.api;
+    },
+  };
+}
+
+/** useApi's app served on a loopback port, for tests that speak HTTP on raw sockets. */
+export function useListeningApi(): { readonly api: ApiApp; readonly server: http.Server; readonly port: number } {
+  const ctx = useApi();
+  let server: http.Server | undefined;
+  beforeAll(async () => {
+    server = http.createServer(ctx.api.app);
+    await new Promise<void>((resolve) => server!.listen(0, '127.0.0.1', resolve));
+  });
+  afterAll(async () => {
+    if (!server) return;
+    server.closeAllConnections();
+    await new Promise((resolve) => server!.close(resolve));
+  });
+  const listening = () => {
+    if (!server) throw new Error('useListeningApi(): the server listens in beforeAll');
+    return server;
+  };
+  return {
+    get api() {
+      return ctx.api;
+    },
+    get server() {
+      return listening();
+    },
+    get port() {
+      return (listening().address() as AddressInfo).port;
     },
   };
 }
