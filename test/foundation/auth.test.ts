@@ -3,7 +3,7 @@ import { db } from '../../apps/core/src/db';
 import { sha256 } from '../../apps/core/src/crypto';
 import { createApp } from '../../apps/api/src/app';
 import { createRedis } from '../../apps/core/src/redis';
-import { acknowledgeRevocation, parseRevocation, revocationChannel } from '../../apps/core/src/services/keys';
+import { acknowledgeRevocation, parseRevocation, revocationChannel } from '../../apps/core/src/auth/keys';
 import { as, asAdmin, useApi } from '../helpers/api';
 import { makeTenant } from '../helpers/factories';
 import { waitFor } from '../helpers/wait';

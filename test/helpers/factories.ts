@@ -1,10 +1,10 @@
 import crypto from 'node:crypto';
 import { db } from '../../apps/core/src/db';
-import { createAccount } from '../../apps/core/src/services/accounts';
-import { createCampaign, type NewCampaign } from '../../apps/core/src/services/campaigns';
-import { createKey } from '../../apps/core/src/services/keys';
-import { createList } from '../../apps/core/src/services/lists';
-import { createMailbox } from '../../apps/core/src/services/mailboxes';
+import { createAccount } from '../../apps/core/src/accounts';
+import { createCampaign, type NewCampaign } from '../../apps/core/src/outreach/campaigns';
+import { createKey } from '../../apps/core/src/auth/keys';
+import { createList } from '../../apps/core/src/subscribers/lists';
+import { createMailbox } from '../../apps/core/src/mailboxes';
 import { createWebhook } from '../../apps/core/src/webhooks/service';
 
 /** Factories over the core services: each call makes fresh rows, so tests in one database never collide. */

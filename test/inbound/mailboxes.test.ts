@@ -1,5 +1,5 @@
 import { db } from '../../apps/core/src/db';
-import { imapSettings } from '../../apps/core/src/services/mailboxes';
+import { imapSettings } from '../../apps/core/src/mailboxes';
 import { asAdmin, useApi } from '../helpers/api';
 import { makeAccount } from '../helpers/factories';
 

@@ -6,7 +6,7 @@ import { startInboundReader, type InboundReader } from '../../apps/core/src/inbo
 import { readReport } from '../../apps/core/src/inbound/bounces';
 import { metrics } from '../../apps/core/src/metrics';
 import { runSequenceStep } from '../../apps/core/src/outreach/steps';
-import { updateMailbox } from '../../apps/core/src/services/mailboxes';
+import { updateMailbox } from '../../apps/core/src/mailboxes';
 import { addSubscriberByKey } from '../../apps/core/src/subscribers/machine';
 import { as, asAdmin, useApi } from '../helpers/api';
 import { Dovecot } from '../helpers/dovecot';

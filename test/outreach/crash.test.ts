@@ -3,7 +3,7 @@ import { productionGuards } from '../../apps/core/src/delivery/production-guards
 import { db } from '../../apps/core/src/db';
 import { closeTransports } from '../../apps/core/src/delivery/transport';
 import { scheduleDueSteps } from '../../apps/core/src/outreach/scheduler';
-import { updateCampaign } from '../../apps/core/src/services/campaigns';
+import { updateCampaign } from '../../apps/core/src/outreach/campaigns';
 import { createWorkers } from '../../apps/worker/src/workers';
 import { runTs } from '../helpers/processes';
 import { SmtpSink } from '../helpers/smtp-sink';

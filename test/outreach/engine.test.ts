@@ -4,7 +4,7 @@ import { claimMailboxSlot } from '../../apps/core/src/outreach/limits';
 import { reportOutcome } from '../../apps/core/src/outreach/outcomes';
 import { claimDueSteps } from '../../apps/core/src/outreach/scheduler';
 import { runSequenceStep } from '../../apps/core/src/outreach/steps';
-import { updateCampaign } from '../../apps/core/src/services/campaigns';
+import { updateCampaign } from '../../apps/core/src/outreach/campaigns';
 import { processSequenceStep } from '../../apps/worker/src/processors/sequence';
 import { SmtpSink } from '../helpers/smtp-sink';
 import { addProspect, deliver, fakeJob, outreach, stepMessage } from './support';

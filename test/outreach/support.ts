@@ -4,7 +4,7 @@ import { db } from '../../apps/core/src/db';
 import { deliverMessage } from '../../apps/core/src/delivery/deliver';
 import { addProspects, type ProspectInput } from '../../apps/core/src/outreach/prospects';
 import type { JobPayloads } from '../../apps/core/src/queues';
-import type { StepInput } from '../../apps/core/src/services/campaigns';
+import type { StepInput } from '../../apps/core/src/outreach/campaigns';
 import { makeCampaign, makeTenant } from '../helpers/factories';
 
 /** An account whose mailbox writes to `smtp`, with a campaign (running unless told otherwise). */

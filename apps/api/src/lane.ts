@@ -1,7 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import express, { type Express } from 'express';
 import type { ApiKey } from '../../../generated/prisma/client';
-import { subscribe } from '../../core/src/api/operations';
+import { subscribe } from '../../core/src/subscribers/operations';
 import type { Db } from '../../core/src/db';
 import { bearerToken, type KeyAuthenticator } from './middleware/auth';
 import type { BodyBudget } from './middleware/body-budget';

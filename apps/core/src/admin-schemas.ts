@@ -1,5 +1,5 @@
 import { dbId, email, Joi } from './validate';
-import { CAMPAIGN_STATUSES, GOALS } from './services/campaigns';
+import { CAMPAIGN_STATUSES, GOALS } from './outreach/campaigns';
 import { isTimeZone, minuteOfDay } from './outreach/windows';
 
 /** Inputs of the admin API (docs/operator.md), shared by the HTTP routes and the CLI. */

@@ -3,15 +3,8 @@ import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
 import type { ApiKey } from '../../../../generated/prisma/client';
-import {
-  addProspectsTo,
-  findProspect,
-  listCampaignsOf,
-  listListsOf,
-  reportProspectState,
-  subscribe,
-  unsubscribe,
-} from '../../../core/src/api/operations';
+import { addProspectsTo, findProspect, listCampaignsOf, reportProspectState } from '../../../core/src/outreach/operations';
+import { listListsOf, subscribe, unsubscribe } from '../../../core/src/subscribers/operations';
 import type { Db } from '../../../core/src/db';
 import { AppError } from '../../../core/src/errors';
 import { logger } from '../../../core/src/logger';

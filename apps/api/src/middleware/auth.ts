@@ -3,11 +3,11 @@ import type { RequestHandler } from 'express';
 import type { ApiKey } from '../../../../generated/prisma/client';
 import { sha256 } from '../../../core/src/crypto';
 import type { Db } from '../../../core/src/db';
-import { requireProspects } from '../../../core/src/api/operations';
+import { requireProspects } from '../../../core/src/outreach/operations';
 import { Unauthorized } from '../../../core/src/errors';
 import { logger } from '../../../core/src/logger';
 import { createRedis } from '../../../core/src/redis';
-import { acknowledgeRevocation, findActiveKey, parseRevocation, revocationChannel } from '../../../core/src/services/keys';
+import { acknowledgeRevocation, findActiveKey, parseRevocation, revocationChannel } from '../../../core/src/auth/keys';
 import type { AuthFailures } from './failures';
 
 declare global {

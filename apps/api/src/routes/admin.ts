@@ -1,12 +1,12 @@
 import { Router } from 'express';
 import * as schemas from '../../../core/src/admin-schemas';
 import type { Db } from '../../../core/src/db';
-import { createAccount, listAccounts } from '../../../core/src/services/accounts';
-import { changeCampaign, createCampaign } from '../../../core/src/services/campaigns';
-import { createKey, listKeys, revokeKeyEverywhere } from '../../../core/src/services/keys';
-import { createList } from '../../../core/src/services/lists';
-import { createMailbox, listMailboxes, updateMailbox } from '../../../core/src/services/mailboxes';
-import { listMessages } from '../../../core/src/services/messages';
+import { createAccount, listAccounts } from '../../../core/src/accounts';
+import { changeCampaign, createCampaign } from '../../../core/src/outreach/campaigns';
+import { createKey, listKeys, revokeKeyEverywhere } from '../../../core/src/auth/keys';
+import { createList } from '../../../core/src/subscribers/lists';
+import { createMailbox, listMailboxes, updateMailbox } from '../../../core/src/mailboxes';
+import { listMessages } from '../../../core/src/sending/messages';
 import { broadcastsRouter } from './broadcasts';
 import { validate } from '../../../core/src/validate';
 import { methodNotAllowed } from '../middleware/errors';

@@ -1,5 +1,5 @@
 import type { Router } from 'express';
-import { listCampaignsOf } from '../../../core/src/api/operations';
+import { listCampaignsOf } from '../../../core/src/outreach/operations';
 import type { Db } from '../../../core/src/db';
 import { methodNotAllowed } from '../middleware/errors';
 

@@ -1,14 +1,15 @@
 import { Router } from 'express';
 import * as schemas from '../../../core/src/admin-schemas';
-import { writeSubscribersCsv } from '../../../core/src/control/csv';
-import { deleteStopEntry, deleteSuppression, listStopEntries, listSuppressions } from '../../../core/src/control/entries';
+import { writeSubscribersCsv } from '../../../core/src/subscribers/csv';
+import { deleteStopEntry, listStopEntries } from '../../../core/src/stop-list/entries';
+import { deleteSuppression, listSuppressions } from '../../../core/src/suppressions';
 import type { Db } from '../../../core/src/db';
 import { checkImap, checkSmtp } from '../../../core/src/delivery/check';
 import { NotFound } from '../../../core/src/errors';
-import { browseSubscribers } from '../../../core/src/services/browse';
-import { getCampaign, listCampaigns } from '../../../core/src/services/campaigns';
+import { browseSubscribers } from '../../../core/src/subscribers/browse';
+import { getCampaign, listCampaigns } from '../../../core/src/outreach/campaigns';
 import { campaignStats } from '../../../core/src/outreach/stats';
-import { changeList, getList, listLists } from '../../../core/src/services/lists';
+import { changeList, getList, listLists } from '../../../core/src/subscribers/lists';
 import { validate } from '../../../core/src/validate';
 import { methodNotAllowed } from '../middleware/errors';
 

@@ -1,5 +1,5 @@
 import type { Router } from 'express';
-import { listListsOf } from '../../../core/src/api/operations';
+import { listListsOf } from '../../../core/src/subscribers/operations';
 import type { Db } from '../../../core/src/db';
 import { methodNotAllowed } from '../middleware/errors';
 

@@ -1,5 +1,5 @@
 import type { Router } from 'express';
-import { addProspectsTo, findProspect, reportProspectState } from '../../../core/src/api/operations';
+import { addProspectsTo, findProspect, reportProspectState } from '../../../core/src/outreach/operations';
 import type { Db } from '../../../core/src/db';
 import { methodNotAllowed } from '../middleware/errors';
 import { idempotent } from '../middleware/idempotency';

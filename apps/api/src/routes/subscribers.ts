@@ -1,5 +1,5 @@
 import type { Request, Router } from 'express';
-import { subscribe, unsubscribe } from '../../../core/src/api/operations';
+import { subscribe, unsubscribe } from '../../../core/src/subscribers/operations';
 import type { Db } from '../../../core/src/db';
 import { methodNotAllowed } from '../middleware/errors';
 import { idempotent } from '../middleware/idempotency';

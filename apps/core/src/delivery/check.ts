@@ -1,7 +1,7 @@
 import { ImapFlow } from 'imapflow';
 import nodemailer from 'nodemailer';
 import type { Mailbox } from '../../../../generated/prisma/client';
-import { imapSettings, smtpSettings } from '../services/mailboxes';
+import { imapSettings, smtpSettings } from '../mailboxes';
 import { connectionOptions } from './transport';
 
 /**

@@ -1,7 +1,7 @@
 import nodemailer, { type Transporter } from 'nodemailer';
 import type SMTPPool from 'nodemailer/lib/smtp-pool';
 import type { Mailbox } from '../../../../generated/prisma/client';
-import { dkimSettings, smtpSettings, type SmtpSettings } from '../services/mailboxes';
+import { dkimSettings, smtpSettings, type SmtpSettings } from '../mailboxes';
 
 /** Connections kept open per mailbox; more jobs than this wait for a free connection inside nodemailer. */
 const MAX_CONNECTIONS_PER_MAILBOX = 5;

@@ -4,7 +4,7 @@ import { config } from '../config';
 import type { Db } from '../db';
 import { logger } from '../logger';
 import { noteOutage } from '../outage';
-import { imapSettings } from '../services/mailboxes';
+import { imapSettings } from '../mailboxes';
 import { classify } from './classify';
 import { handleInbound } from './handle';
 

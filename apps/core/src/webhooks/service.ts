@@ -5,7 +5,7 @@ import { decryptSecret, encryptSecret } from '../crypto';
 import type { Tx } from '../db';
 import { NotFound } from '../errors';
 import { iso } from '../validate';
-import { requireAccount } from '../services/accounts';
+import { requireAccount } from '../accounts';
 import type { WebhookChanges, WebhookInput } from './schemas';
 
 /** How long the secret before a rotation keeps signing deliveries, next to the new one. */

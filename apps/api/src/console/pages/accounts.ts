@@ -1,5 +1,5 @@
 import * as schemas from '../../../../core/src/admin-schemas';
-import { createAccount, listAccounts } from '../../../../core/src/services/accounts';
+import { createAccount, listAccounts } from '../../../../core/src/accounts';
 import { validate } from '../../../../core/src/validate';
 import { CSRF_FIELD } from '../views';
 import { field, type ConsolePage } from '../page';

@@ -2,7 +2,7 @@ import { idParam } from '../../../../core/src/admin-schemas';
 import { previewCopy } from '../../../../core/src/broadcasts/copy';
 import { broadcastChanges, broadcastInput } from '../../../../core/src/broadcasts/schema';
 import { changeBroadcast, createBroadcast, getBroadcast, listBroadcasts } from '../../../../core/src/broadcasts/service';
-import { browseLists } from '../../../../core/src/services/browse';
+import { browseLists } from '../../../../core/src/subscribers/browse';
 import { validate } from '../../../../core/src/validate';
 import { CSRF_FIELD } from '../views';
 import { field, type ConsolePage } from '../page';

@@ -1,8 +1,8 @@
 import * as schemas from '../../../../core/src/admin-schemas';
-import { listAccounts } from '../../../../core/src/services/accounts';
-import { browseCampaigns, prospectCounts } from '../../../../core/src/services/browse';
-import { changeCampaign, createCampaign, findCampaign, GOALS } from '../../../../core/src/services/campaigns';
-import { listMailboxes } from '../../../../core/src/services/mailboxes';
+import { listAccounts } from '../../../../core/src/accounts';
+import { browseCampaigns, prospectCounts } from '../../../../core/src/outreach/browse';
+import { changeCampaign, createCampaign, findCampaign, GOALS } from '../../../../core/src/outreach/campaigns';
+import { listMailboxes } from '../../../../core/src/mailboxes';
 import { validate } from '../../../../core/src/validate';
 import { ACCOUNT_SELECT, CSRF_FIELD, mailboxSelect } from '../views';
 import { field, numberField, type ConsolePage } from '../page';

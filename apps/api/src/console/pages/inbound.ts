@@ -1,5 +1,5 @@
 import { listInbound } from '../../../../core/src/inbound/list';
-import { listMailboxes } from '../../../../core/src/services/mailboxes';
+import { listMailboxes } from '../../../../core/src/mailboxes';
 import { Joi, validate } from '../../../../core/src/validate';
 import type { ConsolePage } from '../page';
 

@@ -1,7 +1,7 @@
 import * as schemas from '../../../../core/src/admin-schemas';
-import { listAccounts } from '../../../../core/src/services/accounts';
-import { createKey, listKeys, revokeKeyEverywhere } from '../../../../core/src/services/keys';
-import { listMailboxes } from '../../../../core/src/services/mailboxes';
+import { listAccounts } from '../../../../core/src/accounts';
+import { createKey, listKeys, revokeKeyEverywhere } from '../../../../core/src/auth/keys';
+import { listMailboxes } from '../../../../core/src/mailboxes';
 import { validate } from '../../../../core/src/validate';
 import { ACCOUNT_SELECT, CSRF_FIELD, mailboxSelect } from '../views';
 import { field, numberField, query, type ConsolePage } from '../page';

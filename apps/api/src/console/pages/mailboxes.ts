@@ -1,8 +1,8 @@
 import * as schemas from '../../../../core/src/admin-schemas';
 import { checkImap, checkSmtp } from '../../../../core/src/delivery/check';
 import { NotFound } from '../../../../core/src/errors';
-import { listAccounts } from '../../../../core/src/services/accounts';
-import { createMailbox, listMailboxes, mailboxView } from '../../../../core/src/services/mailboxes';
+import { listAccounts } from '../../../../core/src/accounts';
+import { createMailbox, listMailboxes, mailboxView } from '../../../../core/src/mailboxes';
 import { validate } from '../../../../core/src/validate';
 import { ACCOUNT_SELECT, CSRF_FIELD } from '../views';
 import { MAILBOX_PACING, mailboxPacingRoutes } from './outreach-settings';

@@ -1,4 +1,4 @@
-import { browseMessages } from '../../../../core/src/services/browse';
+import { browseMessages } from '../../../../core/src/sending/messages';
 import { Joi, validate } from '../../../../core/src/validate';
 import type { ConsolePage } from '../page';
 

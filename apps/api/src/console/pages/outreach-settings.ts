@@ -1,7 +1,7 @@
 import type { Request, Router } from 'express';
 import * as schemas from '../../../../core/src/admin-schemas';
-import { changeCampaign } from '../../../../core/src/services/campaigns';
-import { updateMailbox } from '../../../../core/src/services/mailboxes';
+import { changeCampaign } from '../../../../core/src/outreach/campaigns';
+import { updateMailbox } from '../../../../core/src/mailboxes';
 import { validate } from '../../../../core/src/validate';
 import { CSRF_FIELD, mailboxSelect } from '../views';
 import { field, type PageContext } from '../page';

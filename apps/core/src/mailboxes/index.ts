@@ -4,7 +4,7 @@ import { config } from '../config';
 import { decryptSecret, encryptSecret } from '../crypto';
 import type { Tx } from '../db';
 import { BadRequest, Conflict, NotFound } from '../errors';
-import { requireAccount } from './accounts';
+import { requireAccount } from '../accounts';
 import { effectiveDailyLimit } from '../outreach/limits';
 import { replanHeldSteps } from '../outreach/replan';
 

@@ -2,39 +2,21 @@ import type { ApiKey } from '../../../../generated/prisma/client';
 import type { Db } from '../db';
 import { BadRequest, Forbidden } from '../errors';
 import { checkLinkSoon } from '../links/schedule';
-import { reportOutcome, type OutcomeReport } from '../outreach/outcomes';
-import { addProspects, lookupProspect, type ProspectInput, type ProspectItem } from '../outreach/prospects';
-import { queueStepsSoon } from '../outreach/scheduler';
-import { addProspectsRequest, outcomeInput, prospectInput, prospectQuery } from '../outreach/schemas';
-import { listCampaigns } from '../services/campaigns';
-import { listLists } from '../services/lists';
-import { addSubscriberByKey, removeSubscriber, requireAccountList, subscriberInput, unsubscribeInput } from '../subscribers';
 import { validate } from '../validate';
+import { listCampaigns } from './campaigns';
+import { reportOutcome, type OutcomeReport } from './outcomes';
+import { addProspects, lookupProspect, type ProspectInput, type ProspectItem } from './prospects';
+import { queueStepsSoon } from './scheduler';
+import { addProspectsRequest, outcomeInput, prospectInput, prospectQuery } from './schemas';
 
 /**
- * The public API's operations past authentication: validate the input, call the domain, give the answer's body. The HTTP
- * routes (apps/api/src/routes) and the MCP tools (apps/api/src/mcp) both call these, so every rule has one copy.
- * Sending is `acceptSend`/`findSend` (sending/accept.ts), which both call directly.
+ * The public API's campaign and prospect operations past authentication: validate the input, call the domain, give
+ * the answer's body. The HTTP routes (apps/api/src/routes) and the MCP tools (apps/api/src/mcp) both call these.
  */
 
 /** docs/api.md: campaign and prospect operations need "May add prospects to campaigns". */
 export function requireProspects(key: ApiKey): void {
   if (!key.prospects) throw new Forbidden('this API key may not work with campaigns and prospects (it lacks the prospects permission)');
-}
-
-export async function listListsOf(db: Db, key: ApiKey) {
-  return { ok: true as const, lists: await listLists(db, key.accountId) };
-}
-
-export async function subscribe(db: Db, key: ApiKey, body: unknown) {
-  const { list: listKey, ...person } = validate(subscriberInput, body ?? {});
-  return { ok: true as const, status: await addSubscriberByKey(db, key.accountId, listKey, person) };
-}
-
-export async function unsubscribe(db: Db, key: ApiKey, body: unknown) {
-  const { list: listKey, email } = validate(unsubscribeInput, body);
-  const list = await requireAccountList(db, key.accountId, listKey);
-  return { ok: true as const, status: await removeSubscriber(db, list, email) };
 }
 
 export async function listCampaignsOf(db: Db, key: ApiKey) {

@@ -1,14 +1,14 @@
 import type { Campaign, CampaignStep } from '../../../../generated/prisma/client';
 import type { CampaignGoal, CampaignStatus } from '../../../../generated/prisma/enums';
 import { Prisma, type Db, type Tx } from '../db';
-import { scheduleOf, type Schedule } from '../outreach/windows';
-import { lockCampaign } from '../outreach/repository';
+import { scheduleOf, type Schedule } from './windows';
+import { lockCampaign } from './repository';
 import { BadRequest, NotFound } from '../errors';
-import { requireAccount } from './accounts';
-import { requireMailbox } from './mailboxes';
+import { requireAccount } from '../accounts';
+import { requireMailbox } from '../mailboxes';
 import { logger } from '../logger';
-import { replanHeldSteps } from '../outreach/replan';
-import { scheduleDueSteps, startCampaignProspects } from '../outreach/scheduler';
+import { replanHeldSteps } from './replan';
+import { scheduleDueSteps, startCampaignProspects } from './scheduler';
 
 export const GOALS = ['links', 'sales', 'partners', 'press', 'hiring', 'reviews', 'winback', 'plain'] as const;
 export const CAMPAIGN_STATUSES = ['draft', 'running', 'paused'] as const;

@@ -3,8 +3,8 @@ import { config } from '../config';
 import { randomBase62 } from '../crypto';
 import type { Tx } from '../db';
 import { NotFound } from '../errors';
-import { requireAccount } from './accounts';
-import { requireMailbox } from './mailboxes';
+import { requireAccount } from '../accounts';
+import { requireMailbox } from '../mailboxes';
 
 /** The List of docs/api.md. */
 export interface ListView {

@@ -4,8 +4,8 @@ import type { Tx } from '../db';
 import { NotFound } from '../errors';
 import { logger } from '../logger';
 import { redis, rkey } from '../redis';
-import { requireAccount } from './accounts';
-import { requireMailbox } from './mailboxes';
+import { requireAccount } from '../accounts';
+import { requireMailbox } from '../mailboxes';
 
 export const KEY_PREFIX = 'msk_';
 /** 32 base62 characters: about 190 random bits. */

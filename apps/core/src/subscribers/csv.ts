@@ -1,6 +1,6 @@
 import type { Writable } from 'node:stream';
 import type { Tx } from '../db';
-import { browseSubscribers } from '../services/browse';
+import { browseSubscribers } from './browse';
 
 /** RFC 4180 quoting; a leading = + - @ is prefixed with ' so a spreadsheet never runs a cell as a formula. */
 export function csvCell(value: string): string {

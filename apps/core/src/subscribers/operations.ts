@@ -1,0 +1,25 @@
+import type { ApiKey } from '../../../../generated/prisma/client';
+import type { Db } from '../db';
+import { validate } from '../validate';
+import { listLists } from './lists';
+import { addSubscriberByKey, removeSubscriber, requireAccountList, subscriberInput, unsubscribeInput } from '.';
+
+/**
+ * The public API's list and subscriber operations past authentication: validate the input, call the domain, give the
+ * answer's body. The HTTP routes (apps/api/src/routes) and the MCP tools (apps/api/src/mcp) both call these.
+ */
+
+export async function listListsOf(db: Db, key: ApiKey) {
+  return { ok: true as const, lists: await listLists(db, key.accountId) };
+}
+
+export async function subscribe(db: Db, key: ApiKey, body: unknown) {
+  const { list: listKey, ...person } = validate(subscriberInput, body ?? {});
+  return { ok: true as const, status: await addSubscriberByKey(db, key.accountId, listKey, person) };
+}
+
+export async function unsubscribe(db: Db, key: ApiKey, body: unknown) {
+  const { list: listKey, email } = validate(unsubscribeInput, body);
+  const list = await requireAccountList(db, key.accountId, listKey);
+  return { ok: true as const, status: await removeSubscriber(db, list, email) };
+}
