@@ -15,9 +15,9 @@ import { changeList, createList, getList, listLists } from '../apps/core/src/sub
 import { writeSubscribersCsv } from '../apps/core/src/subscribers/csv';
 import { deleteStopEntry, listStopEntries } from '../apps/core/src/stop-list/entries';
 import { deleteSuppression, listSuppressions } from '../apps/core/src/suppressions';
-import { checkImap, checkSmtp } from '../apps/core/src/delivery/check';
 import { browseSubscribers } from '../apps/core/src/subscribers/browse';
 import { createMailbox, listMailboxes, updateMailbox } from '../apps/core/src/mailboxes';
+import { testMailbox } from '../apps/core/src/mailboxes/connection';
 import { listMessages } from '../apps/core/src/sending/messages';
 import { migrate } from '../apps/core/src/migrate';
 import { config } from '../apps/core/src/config';
@@ -152,10 +152,8 @@ async function run(command: string[], flags: Flags): Promise<unknown> {
       return { mailbox: await updateMailbox(d, validate(schemas.idParam, arg), validate(schemas.mailboxChange, change)) };
     }
     case 'mailbox test': {
-      const id = validate(schemas.idParam, arg);
-      const mailbox = await d.mailbox.findUnique({ where: { id } });
-      if (!mailbox) throw new AppError(`no mailbox with id ${id}`);
-      return { smtp: await checkSmtp(mailbox), imap: await checkImap(mailbox) };
+      const { smtp, imap } = await testMailbox(d, validate(schemas.idParam, arg));
+      return { smtp, imap };
     }
     case 'mailbox list':
       return { mailboxes: await listMailboxes(d) };

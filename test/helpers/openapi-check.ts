@@ -36,6 +36,12 @@ export function answerProblems(answers: RecordedAnswer[]): string[] {
   const problems: string[] = [];
   for (const answer of answers) {
     const where = `${answer.method} ${answer.path} -> ${answer.status}`;
+    if (answer.method === 'HEAD') {
+      // GET's answer without its body (RFC 9110 9.3.2; Express answers HEAD with the GET route): GET's statuses
+      const { template, operation } = operationOf('GET', answer.path);
+      if (!operation?.responses[String(answer.status)]) problems.push(`${where}: status ${answer.status} is not documented for GET ${template ?? '(no path)'}`);
+      continue;
+    }
     if (!answer.contentType.startsWith('application/json')) {
       problems.push(`${where}: not JSON (${answer.contentType})`);
       continue;

@@ -7,15 +7,14 @@ import { requireAdmin } from './middleware/admin';
 import { KeyAuthenticator } from './middleware/auth';
 import { AuthFailures } from './middleware/failures';
 import { UnreadBodies } from './middleware/unread-body';
-import { errorHandler, unknownRoute } from './middleware/errors';
+import { errorHandler, methodNotAllowed, unknownRoute } from './middleware/errors';
 import { mcpRouter } from './mcp/router';
-import { requestContext, requireJsonBody } from './middleware/request';
+import { requestContext } from './middleware/request';
 import { config } from '../../core/src/config';
 import { BodyBudget } from './middleware/body-budget';
 import { checkedBody, refuseBadUrl } from './middleware/text';
 import { refuseCrossSiteWrites, refuseFraming } from './middleware/framing';
 import { adminRouter } from './routes/admin';
-import { importsRouter } from './routes/imports';
 import { docsRouter, openApiHandler } from './routes/docs';
 import { metricsHandler } from './routes/metrics';
 import { healthRouter } from './routes/health';
@@ -64,16 +63,16 @@ export function createApp(db: Db): ApiApp {
   const json = budget.around(checkedBody(express.json({ limit: BODY_LIMIT_BYTES, strict: false })));
   app.use(requestContext);
   app.use(refuseBadUrl);
-  app.get('/api/v1/openapi.json', openApiHandler(db, auth, failures));
+  app.route('/api/v1/openapi.json').get(openApiHandler(db, auth, failures)).all(methodNotAllowed);
   app.use('/docs', docsRouter());
   // the public API first: it carries the load, and every router passed on the way costs each request
   app.use('/api/v1', v1Router(db, auth, failures, json));
   app.use('/mcp', mcpRouter(db, auth, failures, json));
   app.use(healthRouter(db));
   app.use(DASHBOARD_PATH, refuseFraming, refuseCrossSiteWrites, requireAdmin(failures, { challenge: true }), dashboardRouter());
-  // an import reads its own body (CSV or NDJSON, streamed to Postgres), after the token, before the JSON parser
-  app.use('/admin/api', requireAdmin(failures), importsRouter(db), json, requireJsonBody, adminRouter(db));
-  app.get('/metrics', requireAdmin(failures), metricsHandler(db));
+  // the JSON parser runs after the token (an import reads its own body: routes/admin/index.ts)
+  app.use('/admin/api', requireAdmin(failures), adminRouter(db, json));
+  app.route('/metrics').all(requireAdmin(failures)).get(metricsHandler(db)).all(methodNotAllowed);
   app.use('/admin', consoleRouter(db, { budget, signInBudget: publicBudget('signIn'), failures }));
   app.use(unsubscribeRouter(db, publicBudget('unsubscribe')));
   app.use(trackingRouter(db));

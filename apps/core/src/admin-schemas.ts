@@ -1,8 +1,12 @@
 import { dbId, email, Joi } from './validate';
 import { CAMPAIGN_STATUSES, GOALS } from './outreach/campaigns';
 import { isTimeZone, minuteOfDay } from './outreach/windows';
+import { IMPORT_STATUSES } from './imports/parse';
 
-/** Inputs of the admin API (docs/operator.md), shared by the HTTP routes and the CLI. */
+/**
+ * Inputs of the admin API (docs/api.md), shared by the HTTP routes, the console and the CLI, and written into the admin
+ * API's OpenAPI document (apps/api/src/openapi/admin-document.ts).
+ */
 const id = dbId;
 const name = () => Joi.string().trim().min(1).max(200);
 
@@ -160,3 +164,13 @@ export const idParam = id().required().label('id');
 
 /** The reads of one account's rows: `?account=<id>`. */
 export const accountQuery = Joi.object({ account: id().required() });
+
+/** `?status=active`: the status of an import's lines that name none (otherwise the list decides: active, or pending with double opt-in). */
+export const importQuery = Joi.object({ status: Joi.string().valid(...IMPORT_STATUSES) });
+
+/** The emails the IMAP reader handled (docs/inbound.md), newest first. */
+export const inboundQuery = Joi.object({
+  mailbox: Joi.number().integer().positive(),
+  unmatched: Joi.boolean(),
+  limit: Joi.number().integer().min(1).max(1000).default(100),
+});

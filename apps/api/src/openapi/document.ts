@@ -7,7 +7,7 @@ import { DOCUMENTED, JSON_VALUE, NO_NUL } from '../../../core/src/validate';
 import { subscriberInput, unsubscribeInput } from '../../../core/src/subscribers/schema';
 import * as answers from './answers';
 
-type JsonSchema = Record<string, unknown>;
+export type JsonSchema = Record<string, unknown>;
 
 /** One operation of the public API: the joi schemas that validate its request and describe each of its answers. */
 interface Operation {
@@ -198,12 +198,16 @@ const STATUS_TEXT: Record<number, string> = {
   503: 'Unavailable for now: the database is unreachable, or too many request bodies are being read at once (Retry-After); nothing was done',
 };
 
-function queryParameters(query: Joi.Schema): JsonSchema[] {
+export function queryParameters(query: Joi.Schema): JsonSchema[] {
   const schema = toJsonSchema(query) as { properties?: Record<string, JsonSchema>; required?: string[] };
   return Object.entries(schema.properties ?? {}).map(([name, property]) => ({
     name, in: 'query', required: schema.required?.includes(name) ?? false, schema: property,
   }));
 }
+
+/** `post /send/{id}` -> `postSendBy_id`. */
+export const operationId = (method: string, path: string): string =>
+  `${method}${path.replace(/\{(\w+)\}/g, 'By_$1').replace(/\/(\w)/g, (_, c: string) => c.toUpperCase()).replace(/\W/g, '')}`;
 
 let built: JsonSchema | undefined;
 
@@ -239,7 +243,7 @@ export function openApiDocument(): JsonSchema {
     }
     (paths[op.path] ??= {})[op.method] = {
       summary: op.summary,
-      operationId: `${op.method}${op.path.replace(/\{(\w+)\}/g, 'By_$1').replace(/\/(\w)/g, (_, c: string) => c.toUpperCase()).replace(/\W/g, '')}`,
+      operationId: operationId(op.method, op.path),
       ...(parameters.length ? { parameters } : {}),
       ...(body ? { requestBody: { required: true, content: { 'application/json': { schema: body } } } } : {}),
       ...(op.query && op.method !== 'get' ? { requestBody: { required: false, content: { 'application/json': { schema: toJsonSchema(op.query) } } } } : {}),

@@ -4,6 +4,7 @@ import type { Db } from '../../../core/src/db';
 import { sendingMailbox } from '../../../core/src/sending/mailbox';
 import { requireKey, type KeyAuthenticator } from '../middleware/auth';
 import type { AuthFailures } from '../middleware/failures';
+import { methodNotAllowed } from '../middleware/errors';
 
 const SWAGGER_UI = path.dirname(require.resolve('swagger-ui-dist/package.json'));
 
@@ -57,16 +58,26 @@ export function docsRouter(): Router {
     res.set({ 'Content-Security-Policy': CSP, 'X-Content-Type-Options': 'nosniff', 'Referrer-Policy': 'no-referrer' });
     next();
   });
-  router.get('/', (_req, res) => {
-    res.type('html').send(PAGE);
-  });
-  router.get('/init.js', (_req, res) => {
-    res.type('js').send(INIT);
-  });
-  router.get('/assets/:file', (req, res, next) => {
-    const file = String(req.params.file);
-    if (!ASSETS.includes(file)) return next();
-    res.sendFile(path.join(SWAGGER_UI, file), { maxAge: '1d' });
-  });
+  router
+    .route('/')
+    .get((_req, res) => {
+      res.type('html').send(PAGE);
+    })
+    .all(methodNotAllowed);
+  router
+    .route('/init.js')
+    .get((_req, res) => {
+      res.type('js').send(INIT);
+    })
+    .all(methodNotAllowed);
+  router
+    .route('/assets/:file')
+    .get((req, res, next) => {
+      const file = String(req.params.file);
+      // an asset not served: 404, as any unknown path
+      if (!ASSETS.includes(file)) return next('route');
+      res.sendFile(path.join(SWAGGER_UI, file), { maxAge: '1d' });
+    })
+    .all(methodNotAllowed);
   return router;
 }

@@ -5,7 +5,7 @@ import { reserveFormPost } from '../../../core/src/subscribers/limit';
 import { addSubscriber, confirmByLink, findListByKey, formInput, inspectLink } from '../../../core/src/subscribers';
 import * as html from '../../../core/src/subscribers/html';
 import type { BodyBudget } from '../middleware/body-budget';
-import { refusalOf } from '../middleware/errors';
+import { methodNotAllowed, refusalOf } from '../middleware/errors';
 import { checkedBody } from '../middleware/text';
 
 /**
@@ -16,42 +16,46 @@ export function pagesRouter(db: Db, budget: BodyBudget): Router {
   const router = Router();
   const form = budget.around(checkedBody(express.urlencoded({ extended: false, limit: '16kb', parameterLimit: 20 })));
 
-  router.get('/confirm/:token', async (req, res) => {
-    const { state, listName } = await inspectLink(db, req.params.token);
-    if (state === 'valid') return send(res, 200, html.confirmPage(listName));
-    return send(res, ...linkProblem(state));
-  });
+  router
+    .route('/confirm/:token')
+    .get(async (req, res) => {
+      const { state, listName } = await inspectLink(db, req.params.token);
+      if (state === 'valid') return send(res, 200, html.confirmPage(listName));
+      return send(res, ...linkProblem(state));
+    })
+    .post(async (req, res) => {
+      const { result, listName } = await confirmByLink(db, req.params.token);
+      if (result === 'confirmed') return send(res, 200, html.confirmedPage(listName));
+      if (result === 'already') return send(res, 200, html.alreadyConfirmedPage(listName));
+      return send(res, ...linkProblem(result === 'gone' ? 'used' : result));
+    })
+    .all(methodNotAllowed);
 
-  router.post('/confirm/:token', async (req, res) => {
-    const { result, listName } = await confirmByLink(db, req.params.token);
-    if (result === 'confirmed') return send(res, 200, html.confirmedPage(listName));
-    if (result === 'already') return send(res, 200, html.alreadyConfirmedPage(listName));
-    return send(res, ...linkProblem(result === 'gone' ? 'used' : result));
-  });
-
-  router.get('/f/:key', async (req, res) => {
-    const list = await findListByKey(db, req.params.key);
-    if (!list) return send(res, 404, html.notFoundPage());
-    send(res, 200, html.subscribeFormPage(list.name));
-  });
-
-  router.post('/f/:key', formClientLimit, form, async (req, res) => {
-    const list = await findListByKey(db, req.params.key);
-    if (!list) return send(res, 404, html.notFoundPage());
-    const body = (req.body ?? {}) as Record<string, unknown>;
-    // a bot filled the hidden field: the same answer as a person gets, and nothing stored or sent
-    // (sent twice, `website=&website=x`, the field reads as a list: any filled value counts)
-    if ([body[html.HONEYPOT_FIELD]].flat().some((v) => typeof v === 'string' && v !== '')) {
-      return send(res, 200, html.checkInboxPage(list.name));
-    }
-    const { error, value } = formInput.validate(body, { abortEarly: true, errors: { wrap: { label: false } } });
-    if (error) {
-      const state = { email: String(body.email ?? ''), name: String(body.name ?? ''), error: error.details[0]?.message ?? 'Please check the form' };
-      return send(res, 400, html.subscribeFormPage(list.name, state));
-    }
-    await addSubscriber(db, list, { email: value.email, name: value.name }, 'form');
-    send(res, 200, html.checkInboxPage(list.name));
-  });
+  router
+    .route('/f/:key')
+    .get(async (req, res) => {
+      const list = await findListByKey(db, req.params.key);
+      if (!list) return send(res, 404, html.notFoundPage());
+      send(res, 200, html.subscribeFormPage(list.name));
+    })
+    .post(formClientLimit, form, async (req, res) => {
+      const list = await findListByKey(db, req.params.key);
+      if (!list) return send(res, 404, html.notFoundPage());
+      const body = (req.body ?? {}) as Record<string, unknown>;
+      // a bot filled the hidden field: the same answer as a person gets, and nothing stored or sent
+      // (sent twice, `website=&website=x`, the field reads as a list: any filled value counts)
+      if ([body[html.HONEYPOT_FIELD]].flat().some((v) => typeof v === 'string' && v !== '')) {
+        return send(res, 200, html.checkInboxPage(list.name));
+      }
+      const { error, value } = formInput.validate(body, { abortEarly: true, errors: { wrap: { label: false } } });
+      if (error) {
+        const state = { email: String(body.email ?? ''), name: String(body.name ?? ''), error: error.details[0]?.message ?? 'Please check the form' };
+        return send(res, 400, html.subscribeFormPage(list.name, state));
+      }
+      await addSubscriber(db, list, { email: value.email, name: value.name }, 'form');
+      send(res, 200, html.checkInboxPage(list.name));
+    })
+    .all(methodNotAllowed);
 
   router.use(pageErrors);
   return router;

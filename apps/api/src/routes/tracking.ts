@@ -2,6 +2,7 @@ import { Router } from 'express';
 import { readClickToken, readOpenToken, recordClick, recordOpen } from '../../../core/src/analytics/tracking';
 import type { Db } from '../../../core/src/db';
 import { logger } from '../../../core/src/logger';
+import { methodNotAllowed } from '../middleware/errors';
 import * as html from '../../../core/src/subscribers/html';
 import { pageErrors, send } from './pages';
 
@@ -17,29 +18,35 @@ export function trackingRouter(db: Db): Router {
   const router = Router();
 
   // Express answers HEAD with the GET route: a HEAD is recorded as a scanner's
-  router.get('/c/:token', async (req, res) => {
-    const click = readClickToken(req.params.token);
-    if (!click) return send(res, 404, html.notFoundPage());
-    try {
-      await recordClick(db, { ...click, head: req.method === 'HEAD' });
-    } catch (err) {
-      logger.warn({ err: (err as Error).message, message: click.messageId }, 'a click was not recorded');
-    }
-    res.set({ 'Cache-Control': 'no-store', 'Referrer-Policy': 'no-referrer' }).redirect(302, click.url);
-  });
-
-  router.get('/o/:token', async (req, res) => {
-    const messageId = readOpenToken(req.params.token);
-    if (!messageId) return send(res, 404, html.notFoundPage());
-    if (req.method === 'GET') {
+  router
+    .route('/c/:token')
+    .get(async (req, res) => {
+      const click = readClickToken(req.params.token);
+      if (!click) return send(res, 404, html.notFoundPage());
       try {
-        await recordOpen(db, messageId);
+        await recordClick(db, { ...click, head: req.method === 'HEAD' });
       } catch (err) {
-        logger.warn({ err: (err as Error).message, message: messageId }, 'an open was not recorded');
+        logger.warn({ err: (err as Error).message, message: click.messageId }, 'a click was not recorded');
       }
-    }
-    res.status(200).set({ 'Content-Type': 'image/gif', 'Cache-Control': 'no-store, private', 'Content-Length': String(PIXEL.length) }).end(PIXEL);
-  });
+      res.set({ 'Cache-Control': 'no-store', 'Referrer-Policy': 'no-referrer' }).redirect(302, click.url);
+    })
+    .all(methodNotAllowed);
+
+  router
+    .route('/o/:token')
+    .get(async (req, res) => {
+      const messageId = readOpenToken(req.params.token);
+      if (!messageId) return send(res, 404, html.notFoundPage());
+      if (req.method === 'GET') {
+        try {
+          await recordOpen(db, messageId);
+        } catch (err) {
+          logger.warn({ err: (err as Error).message, message: messageId }, 'an open was not recorded');
+        }
+      }
+      res.status(200).set({ 'Content-Type': 'image/gif', 'Cache-Control': 'no-store, private', 'Content-Length': String(PIXEL.length) }).end(PIXEL);
+    })
+    .all(methodNotAllowed);
 
   router.use(pageErrors);
   return router;

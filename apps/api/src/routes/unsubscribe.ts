@@ -3,6 +3,7 @@ import { inspectUnsubscribeLink, unsubscribeByToken } from '../../../core/src/br
 import type { Db } from '../../../core/src/db';
 import { inspectProspectLink, isProspectToken, optOutByToken } from '../../../core/src/outreach/opt-out';
 import type { BodyBudget } from '../middleware/body-budget';
+import { methodNotAllowed } from '../middleware/errors';
 import * as html from '../../../core/src/subscribers/html';
 import { pageErrors, send } from './pages';
 
@@ -16,28 +17,30 @@ export function unsubscribeRouter(db: Db, budget: BodyBudget): Router {
   // `List-Unsubscribe=One-Click` or the page's button: a few hundred bytes at most
   const form = budget.around(express.urlencoded({ extended: false, limit: 512, parameterLimit: 5 }));
 
-  router.get('/u/:token', async (req, res) => {
-    if (isProspectToken(req.params.token)) {
-      const optOut = await inspectProspectLink(db, req.params.token);
-      if (!optOut) return send(res, 404, html.unknownUnsubscribeLinkPage());
-      return send(res, 200, optOut.done ? html.unsubscribedPage(optOut.sender) : html.unsubscribePage(optOut.sender));
-    }
-    const link = await inspectUnsubscribeLink(db, req.params.token);
-    if (link.listName === null) return send(res, 404, html.unknownUnsubscribeLinkPage());
-    send(res, 200, link.status === 'active' || link.status === 'pending' ? html.unsubscribePage(link.listName) : html.unsubscribedPage(link.listName));
-  });
-
-  // any body (or none) unsubscribes: RFC 8058 clients send `List-Unsubscribe=One-Click`, and a person pressing the button is as clear
-  router.post('/u/:token', form, async (req, res) => {
-    if (isProspectToken(req.params.token)) {
-      const optOut = await optOutByToken(db, req.params.token);
-      if (!optOut) return send(res, 404, html.unknownUnsubscribeLinkPage());
-      return send(res, 200, html.unsubscribedPage(optOut.sender));
-    }
-    const done = await unsubscribeByToken(db, req.params.token);
-    if (!done) return send(res, 404, html.unknownUnsubscribeLinkPage());
-    send(res, 200, html.unsubscribedPage(done.listName));
-  });
+  router
+    .route('/u/:token')
+    .get(async (req, res) => {
+      if (isProspectToken(req.params.token)) {
+        const optOut = await inspectProspectLink(db, req.params.token);
+        if (!optOut) return send(res, 404, html.unknownUnsubscribeLinkPage());
+        return send(res, 200, optOut.done ? html.unsubscribedPage(optOut.sender) : html.unsubscribePage(optOut.sender));
+      }
+      const link = await inspectUnsubscribeLink(db, req.params.token);
+      if (link.listName === null) return send(res, 404, html.unknownUnsubscribeLinkPage());
+      send(res, 200, link.status === 'active' || link.status === 'pending' ? html.unsubscribePage(link.listName) : html.unsubscribedPage(link.listName));
+    })
+    // any body (or none) unsubscribes: RFC 8058 clients send `List-Unsubscribe=One-Click`, and a person pressing the button is as clear
+    .post(form, async (req, res) => {
+      if (isProspectToken(req.params.token)) {
+        const optOut = await optOutByToken(db, req.params.token);
+        if (!optOut) return send(res, 404, html.unknownUnsubscribeLinkPage());
+        return send(res, 200, html.unsubscribedPage(optOut.sender));
+      }
+      const done = await unsubscribeByToken(db, req.params.token);
+      if (!done) return send(res, 404, html.unknownUnsubscribeLinkPage());
+      send(res, 200, html.unsubscribedPage(done.listName));
+    })
+    .all(methodNotAllowed);
 
   router.use(pageErrors);
   return router;

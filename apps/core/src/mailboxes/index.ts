@@ -252,6 +252,13 @@ export async function listMailboxes(db: Tx, account?: number): Promise<MailboxVi
   return rows.map(mailboxView);
 }
 
+/** One mailbox row by id (whatever its account: the operator's read), or NotFound. */
+export async function findMailbox(db: Tx, id: number): Promise<Mailbox> {
+  const mailbox = await db.mailbox.findUnique({ where: { id } });
+  if (!mailbox) throw new NotFound(`no mailbox with id ${id}`);
+  return mailbox;
+}
+
 /** A mailbox of the account, or NotFound. */
 export async function requireMailbox(db: Tx, account: number, id: number): Promise<Mailbox> {
   const mailbox = await db.mailbox.findFirst({ where: { id, accountId: account } });

@@ -207,13 +207,6 @@ export async function changeCampaign(db: Db, id: number, changes: CampaignChange
   return after;
 }
 
-/** One campaign with its steps (the console's campaign page), or NotFound. */
-export async function findCampaign(db: Tx, id: number): Promise<CampaignDetail> {
-  const campaign = await db.campaign.findUnique({ where: { id }, include: { steps: true } });
-  if (!campaign) throw new NotFound(`no campaign with id ${id}`);
-  return detail(campaign, await db.prospect.count({ where: { campaignId: id } }));
-}
-
 export async function listCampaigns(db: Tx, account: number): Promise<CampaignView[]> {
   const campaigns = await db.campaign.findMany({ where: { accountId: account }, orderBy: { id: 'asc' } });
   const counts = await db.prospect.groupBy({
@@ -225,7 +218,7 @@ export async function listCampaigns(db: Tx, account: number): Promise<CampaignVi
   return campaigns.map((c) => campaignView(c, byCampaign.get(c.id) ?? 0));
 }
 
-/** One campaign with its steps and prospect count (the admin's read). */
+/** One campaign with its steps and prospect count (the admin API's read and the console's campaign page), or NotFound. */
 export async function getCampaign(db: Tx, id: number): Promise<CampaignDetail> {
   const campaign = await db.campaign.findUnique({ where: { id }, include: { steps: true } });
   if (!campaign) throw new NotFound(`no campaign with id ${id}`);

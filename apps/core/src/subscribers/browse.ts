@@ -1,6 +1,5 @@
 import type { SubscriberStatus } from '../../../../generated/prisma/client';
 import type { Tx } from '../db';
-import { NotFound } from '../errors';
 import { PAGE_SIZE, type Page } from '../keyset';
 import { iso } from '../validate';
 import { listView, type ListView } from './lists';
@@ -9,12 +8,6 @@ import { listView, type ListView } from './lists';
 export async function browseLists(db: Tx, account?: number): Promise<(ListView & { id: number; account: number })[]> {
   const lists = await db.list.findMany({ where: { accountId: account }, orderBy: { id: 'asc' } });
   return lists.map((l) => ({ id: l.id, account: l.accountId, ...listView(l) }));
-}
-
-export async function findList(db: Tx, id: number): Promise<ListView & { id: number; account: number }> {
-  const list = await db.list.findUnique({ where: { id } });
-  if (!list) throw new NotFound(`no list ${id}`);
-  return { id: list.id, account: list.accountId, ...listView(list) };
 }
 
 export interface SubscriberRow {

@@ -1,7 +1,7 @@
 import * as schemas from '../../../../core/src/admin-schemas';
 import { listAccounts } from '../../../../core/src/accounts';
 import { browseCampaigns, prospectCounts } from '../../../../core/src/outreach/browse';
-import { changeCampaign, createCampaign, findCampaign, GOALS } from '../../../../core/src/outreach/campaigns';
+import { changeCampaign, createCampaign, getCampaign, GOALS } from '../../../../core/src/outreach/campaigns';
 import { listMailboxes } from '../../../../core/src/mailboxes';
 import { validate } from '../../../../core/src/validate';
 import { ACCOUNT_SELECT, CSRF_FIELD, mailboxSelect } from '../views';
@@ -66,7 +66,7 @@ ${CAMPAIGN_DELIVERABILITY}
     });
     router.get('/campaigns/:id', async (req, res) => {
       const id = validate(schemas.idParam, req.params.id);
-      const campaign = await findCampaign(ctx.db, id);
+      const campaign = await getCampaign(ctx.db, id);
       const [counts, stats, charts] = await Promise.all([prospectCounts(ctx.db, id), campaignStats(ctx.db, id), campaignCharts(ctx.db, id)]);
       ctx.render(req, res, 'campaign', `Campaign ${campaign.name}`, { campaign, counts, stats, charts });
     });

@@ -1,8 +1,8 @@
 import * as schemas from '../../../../core/src/admin-schemas';
 import { listAccounts } from '../../../../core/src/accounts';
 import { writeSubscribersCsv } from '../../../../core/src/subscribers/csv';
-import { browseLists, browseSubscribers, findList } from '../../../../core/src/subscribers/browse';
-import { createList, formUrl } from '../../../../core/src/subscribers/lists';
+import { browseLists, browseSubscribers } from '../../../../core/src/subscribers/browse';
+import { createList, formUrl, getList } from '../../../../core/src/subscribers/lists';
 import { embedSnippet } from '../../../../core/src/subscribers/html';
 import { BadRequest } from '../../../../core/src/errors';
 import { getImport, receiveImport } from '../../../../core/src/imports';
@@ -84,9 +84,9 @@ ${mailboxSelect('Mailbox (sends the confirmation emails)')}
       const list = await createList(ctx.db, input);
       await ctx.redirect(req, res, `/admin/lists/${list.id}`, `List ${list.id} "${list.name}" created.`);
     });
-    // every subscriber as CSV, streamed a keyset page at a time (control/csv.ts, shared with the admin API)
+    // every subscriber as CSV, streamed a keyset page at a time (subscribers/csv.ts, shared with the admin API)
     router.get('/lists/:id/subscribers.csv', async (req, res) => {
-      const list = await findList(ctx.db, validate(schemas.idParam, req.params.id));
+      const list = await getList(ctx.db, validate(schemas.idParam, req.params.id));
       res.set({ 'Content-Type': 'text/csv; charset=utf-8', 'Content-Disposition': `attachment; filename="list-${list.id}.csv"`, 'Cache-Control': 'no-store' });
       await writeSubscribersCsv(ctx.db, list.id, res);
       res.end();
@@ -132,7 +132,7 @@ ${mailboxSelect('Mailbox (sends the confirmation emails)')}
       ctx.render(req, res, 'import', `Import ${view.id}`, { import: view, running, percent });
     });
     router.get('/lists/:id', async (req, res) => {
-      const list = await findList(ctx.db, validate(schemas.idParam, req.params.id));
+      const list = await getList(ctx.db, validate(schemas.idParam, req.params.id));
       const filter = validate<{ q?: string; status?: string; after?: number }>(subscribersQuery, req.query);
       const status = filter.status || undefined;
       const page = await browseSubscribers(ctx.db, list.id, { search: filter.q || undefined, status: status as (typeof SUBSCRIBER_STATUSES)[number] | undefined, after: filter.after });

@@ -1,8 +1,7 @@
 import * as schemas from '../../../../core/src/admin-schemas';
-import { checkImap, checkSmtp } from '../../../../core/src/delivery/check';
-import { NotFound } from '../../../../core/src/errors';
 import { listAccounts } from '../../../../core/src/accounts';
-import { createMailbox, listMailboxes, mailboxView } from '../../../../core/src/mailboxes';
+import { createMailbox, findMailbox, listMailboxes, mailboxView } from '../../../../core/src/mailboxes';
+import { testMailbox } from '../../../../core/src/mailboxes/connection';
 import { validate } from '../../../../core/src/validate';
 import { ACCOUNT_SELECT, CSRF_FIELD } from '../views';
 import { MAILBOX_PACING, mailboxPacingRoutes } from './outreach-settings';
@@ -41,9 +40,7 @@ ${MAILBOX_PACING}`,
     });
     router.get('/mailboxes/:id', async (req, res) => {
       const id = validate(schemas.idParam, req.params.id);
-      const row = await ctx.db.mailbox.findUnique({ where: { id } });
-      if (!row) throw new NotFound(`no mailbox with id ${id}`);
-      const mailbox = mailboxView(row);
+      const mailbox = mailboxView(await findMailbox(ctx.db, id));
       ctx.render(req, res, 'mailbox', `Mailbox ${mailbox.address}`, { mailbox, charts: await mailboxCharts(ctx.db, id) });
     });
     router.post('/mailboxes', async (req, res) => {
@@ -60,17 +57,13 @@ ${MAILBOX_PACING}`,
     });
     router.post('/mailboxes/:id/test', async (req, res) => {
       const id = validate(schemas.idParam, req.params.id);
-      const mailbox = await ctx.db.mailbox.findUnique({ where: { id } });
-      if (!mailbox) throw new NotFound(`no mailbox ${id}`);
-      const { ok, message } = await checkSmtp(mailbox);
-      await ctx.redirect(req, res, '/admin/mailboxes', `SMTP ${ok ? 'works' : 'failed'} for ${mailbox.address}: ${message}`);
+      const { address, smtp } = await testMailbox(ctx.db, id, ['smtp']);
+      await ctx.redirect(req, res, '/admin/mailboxes', `SMTP ${smtp!.ok ? 'works' : 'failed'} for ${address}: ${smtp!.message}`);
     });
     router.post('/mailboxes/:id/test-imap', async (req, res) => {
       const id = validate(schemas.idParam, req.params.id);
-      const mailbox = await ctx.db.mailbox.findUnique({ where: { id } });
-      if (!mailbox) throw new NotFound(`no mailbox ${id}`);
-      const result = await checkImap(mailbox);
-      const flash = result ? `IMAP ${result.ok ? 'works' : 'failed'} for ${mailbox.address}: ${result.message}` : `${mailbox.address} has no imap settings.`;
+      const { address, imap } = await testMailbox(ctx.db, id, ['imap']);
+      const flash = imap ? `IMAP ${imap.ok ? 'works' : 'failed'} for ${address}: ${imap.message}` : `${address} has no imap settings.`;
       await ctx.redirect(req, res, '/admin/mailboxes', flash);
     });
   },

@@ -1,18 +1,18 @@
 import { Router } from 'express';
-import { broadcastChanges, broadcastInput, broadcastsQuery } from '../../../core/src/broadcasts/schema';
-import { changeBroadcast, createBroadcast, getBroadcast, listBroadcasts } from '../../../core/src/broadcasts/service';
-import { idParam } from '../../../core/src/admin-schemas';
-import type { Db } from '../../../core/src/db';
-import { validate } from '../../../core/src/validate';
-import { methodNotAllowed } from '../middleware/errors';
-import { broadcastLinks } from '../../../core/src/analytics/tracking';
+import { broadcastChanges, broadcastInput, broadcastsQuery } from '../../../../core/src/broadcasts/schema';
+import { changeBroadcast, createBroadcast, getBroadcast, listBroadcasts } from '../../../../core/src/broadcasts/service';
+import { idParam } from '../../../../core/src/admin-schemas';
+import type { Db } from '../../../../core/src/db';
+import { validate } from '../../../../core/src/validate';
+import { methodNotAllowed } from '../../middleware/errors';
+import { broadcastLinks } from '../../../../core/src/analytics/tracking';
 
 /** /admin/api/broadcasts (docs/broadcasts.md). */
 export function broadcastsRouter(db: Db): Router {
   const router = Router();
 
   router
-    .route('/')
+    .route('/broadcasts')
     .post(async (req, res) => {
       res.status(201).json({ ok: true, broadcast: await createBroadcast(db, validate(broadcastInput, req.body)) });
     })
@@ -22,7 +22,7 @@ export function broadcastsRouter(db: Db): Router {
     .all(methodNotAllowed);
 
   router
-    .route('/:id')
+    .route('/broadcasts/:id')
     .get(async (req, res) => {
       res.json({ ok: true, broadcast: await getBroadcast(db, validate(idParam, req.params.id)) });
     })
@@ -34,7 +34,7 @@ export function broadcastsRouter(db: Db): Router {
 
   // clicks per link of a broadcast with click tracking (docs/analytics.md)
   router
-    .route('/:id/links')
+    .route('/broadcasts/:id/links')
     .get(async (req, res) => {
       const broadcast = await getBroadcast(db, validate(idParam, req.params.id));
       res.json({ ok: true, links: await broadcastLinks(db, broadcast.id) });

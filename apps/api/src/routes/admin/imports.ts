@@ -1,16 +1,15 @@
 import { Router } from 'express';
-import * as schemas from '../../../core/src/admin-schemas';
-import type { Db } from '../../../core/src/db';
-import { UnsupportedMediaType } from '../../../core/src/errors';
-import { getImport, importMaxBytes, importTooLarge, IMPORT_STATUSES, receiveImport, type ImportFormat, type ImportStatusValue } from '../../../core/src/imports';
-import { Joi, validate } from '../../../core/src/validate';
-import { methodNotAllowed } from '../middleware/errors';
+import * as schemas from '../../../../core/src/admin-schemas';
+import type { Db } from '../../../../core/src/db';
+import { UnsupportedMediaType } from '../../../../core/src/errors';
+import { getImport, importMaxBytes, importTooLarge, receiveImport, type ImportFormat, type ImportStatusValue } from '../../../../core/src/imports';
+import { validate } from '../../../../core/src/validate';
+import { methodNotAllowed } from '../../middleware/errors';
 
-/** `?status=active`: the status of lines that name none (otherwise the list decides: active, or pending with double opt-in). */
-const importQuery = Joi.object({ status: Joi.string().valid(...IMPORT_STATUSES) });
 const FORMATS: Record<string, ImportFormat> = { 'text/csv': 'csv', 'application/x-ndjson': 'ndjson' };
 
 /**
+ * POST /admin/api/lists/:id/import and GET /admin/api/imports/:id. Mounted ahead of the JSON parser (admin/index.ts).
  * Imports of subscribers (docs/lists.md, "Import"): the body, CSV or NDJSON, is streamed into Postgres as it arrives
  * (the API holds a couple of thousand lines at once, not the body, so it takes no share of the JSON bodies' budget) and
  * applied by a worker; the answer is 202 with the import to follow. At most IMPORT_MAX_BYTES: a body declaring more is
@@ -28,7 +27,7 @@ export function importsRouter(db: Db): Router {
       if (!format) throw new UnsupportedMediaType('send the import as Content-Type: text/csv (a header line first) or application/x-ndjson (one object a line)');
       const encoding = (req.get('content-encoding') ?? 'identity').trim().toLowerCase();
       if (encoding !== 'identity') throw new UnsupportedMediaType('send the import uncompressed (no Content-Encoding)');
-      const { status } = validate<{ status?: ImportStatusValue }>(importQuery, req.query);
+      const { status } = validate<{ status?: ImportStatusValue }>(schemas.importQuery, req.query);
       const maxBytes = importMaxBytes();
       if (Number(req.get('content-length') ?? 0) > maxBytes) throw importTooLarge(maxBytes);
       // an iterator left early (at the limit, or at a bad header) must leave the request whole, not destroy it: a

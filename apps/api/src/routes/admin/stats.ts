@@ -1,7 +1,7 @@
 import { Router } from 'express';
-import { readStats } from '../../../core/src/analytics/stats';
-import type { Db } from '../../../core/src/db';
-import { methodNotAllowed } from '../middleware/errors';
+import { readStats } from '../../../../core/src/analytics/stats';
+import type { Db } from '../../../../core/src/db';
+import { methodNotAllowed } from '../../middleware/errors';
 
 /** GET /admin/api/stats (docs/analytics.md): the daily counters of a range, for an account, mailbox, campaign or broadcast. */
 export function statsRouter(db: Db): Router {

@@ -1,10 +1,10 @@
 import { Router } from 'express';
-import type { Db } from '../../../core/src/db';
-import { idParam } from '../../../core/src/admin-schemas';
-import { validate } from '../../../core/src/validate';
-import * as schemas from '../../../core/src/webhooks/schemas';
-import { changeWebhook, createWebhook, deleteWebhook, listDeliveries, listWebhooks, rotateSecret } from '../../../core/src/webhooks/service';
-import { methodNotAllowed } from '../middleware/errors';
+import type { Db } from '../../../../core/src/db';
+import { idParam } from '../../../../core/src/admin-schemas';
+import { validate } from '../../../../core/src/validate';
+import * as schemas from '../../../../core/src/webhooks/schemas';
+import { changeWebhook, createWebhook, deleteWebhook, listDeliveries, listWebhooks, rotateSecret } from '../../../../core/src/webhooks/service';
+import { methodNotAllowed } from '../../middleware/errors';
 
 /** The webhook endpoints of docs/webhooks.md (under /admin/api). The secret is in the create and rotate answers only. */
 export function webhooksRouter(db: Db): Router {

@@ -1,7 +1,7 @@
 import { Router } from 'express';
-import type { Db } from '../../../core/src/db';
-import { deliveryStatus } from '../../../core/src/delivery/status';
-import { methodNotAllowed } from '../middleware/errors';
+import type { Db } from '../../../../core/src/db';
+import { deliveryStatus } from '../../../../core/src/delivery/status';
+import { methodNotAllowed } from '../../middleware/errors';
 
 /** GET /admin/api/delivery/status: Postgres's counts by status and the oldest queued age (delivery/status.ts). */
 export function deliveryStatusRouter(db: Db): Router {

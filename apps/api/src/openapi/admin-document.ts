@@ -1,0 +1,153 @@
+import type Joi from 'joi';
+import * as schemas from '../../../core/src/admin-schemas';
+import { statsQuery } from '../../../core/src/analytics/stats';
+import { broadcastChanges, broadcastInput, broadcastsQuery } from '../../../core/src/broadcasts/schema';
+import { deliveriesQuery, webhookChanges, webhookInput, webhooksQuery } from '../../../core/src/webhooks/schemas';
+import { operationId, queryParameters, toJsonSchema, type JsonSchema } from './document';
+
+/**
+ * One operation of the admin API (docs/api.md): the joi schemas its route validates the request with, and what it
+ * answers. test/operator/allow.test.ts holds this table to the routers both ways: every operation here is served (no
+ * 405), every route served is here, and a method not here answers 405 with `Allow` naming the ones that are.
+ */
+interface AdminOperation {
+  method: 'get' | 'post' | 'patch' | 'delete';
+  path: string;
+  summary: string;
+  body?: Joi.Schema;
+  query?: Joi.Schema;
+  /** the status of success and the key that carries the answer beside `ok` (none: `{ok: true}` alone) */
+  answer: { status: 200 | 201 | 202; key?: string };
+  /** the answer is a CSV file, not JSON */
+  csv?: boolean;
+  /** the body is a file (CSV or NDJSON), read as it streams in */
+  file?: boolean;
+}
+
+const ok = (key?: string) => ({ status: 200 as const, key });
+const created = (key: string) => ({ status: 201 as const, key });
+
+export const ADMIN_OPERATIONS: AdminOperation[] = [
+  { method: 'get', path: '/openapi.json', summary: 'This document', answer: ok() },
+
+  { method: 'post', path: '/accounts', summary: 'Create an account', body: schemas.accountInput, answer: created('account') },
+  { method: 'get', path: '/accounts', summary: 'Every account', answer: ok('accounts') },
+
+  { method: 'post', path: '/mailboxes', summary: 'Create a mailbox', body: schemas.mailboxInput, answer: created('mailbox') },
+  { method: 'get', path: '/mailboxes', summary: 'Every mailbox (never a password)', answer: ok('mailboxes') },
+  { method: 'patch', path: '/mailboxes/{id}', summary: 'Change a mailbox', body: schemas.mailboxChange, answer: ok('mailbox') },
+  { method: 'post', path: '/mailboxes/{id}/test', summary: 'Try its SMTP (and IMAP) login; nothing is sent', answer: ok('smtp') },
+
+  { method: 'post', path: '/keys', summary: 'Create an API key (the token is in this answer only)', body: schemas.keyInput, answer: created('key') },
+  { method: 'get', path: '/keys', summary: 'Every API key (a hint of the token, never the token)', answer: ok('keys') },
+  { method: 'delete', path: '/keys/{id}', summary: 'Revoke a key on every API process', answer: ok('key') },
+
+  { method: 'post', path: '/lists', summary: 'Create a list', body: schemas.listInput, answer: created('list') },
+  { method: 'get', path: '/lists', summary: "An account's lists", query: schemas.accountQuery, answer: ok('lists') },
+  { method: 'get', path: '/lists/{id}', summary: 'A list, with its hosted form', answer: ok('list') },
+  { method: 'patch', path: '/lists/{id}', summary: 'Change a list (never its key)', body: schemas.listChanges, answer: ok('list') },
+  { method: 'get', path: '/lists/{id}/subscribers', summary: "A list's subscribers in keyset pages", query: schemas.subscribersQuery, answer: ok('subscribers') },
+  { method: 'get', path: '/lists/{id}/subscribers.csv', summary: "A list's subscribers as CSV (only status filters)", query: schemas.subscribersQuery, answer: ok(), csv: true },
+  { method: 'post', path: '/lists/{id}/import', summary: 'Import subscribers from a CSV or NDJSON file', query: schemas.importQuery, file: true, answer: { status: 202, key: 'import' } },
+  { method: 'get', path: '/imports/{id}', summary: "An import's progress and refused lines", answer: ok('import') },
+
+  { method: 'post', path: '/campaigns', summary: 'Create an outreach campaign', body: schemas.campaignInput, answer: created('campaign') },
+  { method: 'get', path: '/campaigns', summary: "An account's campaigns", query: schemas.accountQuery, answer: ok('campaigns') },
+  { method: 'get', path: '/campaigns/{id}', summary: 'A campaign with its steps', answer: ok('campaign') },
+  { method: 'patch', path: '/campaigns/{id}', summary: 'Change a campaign', body: schemas.campaignChanges, answer: ok('campaign') },
+  { method: 'get', path: '/campaigns/{id}/stats', summary: "A campaign's numbers", answer: ok('stats') },
+
+  { method: 'get', path: '/messages', summary: 'The latest messages', query: schemas.messagesQuery, answer: ok('messages') },
+
+  { method: 'get', path: '/suppressions', summary: "An account's suppressed addresses in keyset pages", query: schemas.entriesQuery, answer: ok() },
+  { method: 'delete', path: '/suppressions/{id}', summary: 'Remove a suppression', answer: ok() },
+  { method: 'get', path: '/stop-list', summary: "An account's stop list in keyset pages", query: schemas.entriesQuery, answer: ok() },
+  { method: 'delete', path: '/stop-list/{id}', summary: 'Remove a stop-list entry', answer: ok() },
+
+  { method: 'post', path: '/webhooks', summary: 'Create a webhook endpoint (the secret is in this answer)', body: webhookInput, answer: created('webhook') },
+  { method: 'get', path: '/webhooks', summary: 'The webhook endpoints', query: webhooksQuery, answer: ok('webhooks') },
+  { method: 'patch', path: '/webhooks/{id}', summary: 'Change a webhook endpoint', body: webhookChanges, answer: ok('webhook') },
+  { method: 'delete', path: '/webhooks/{id}', summary: 'Delete a webhook endpoint', answer: ok() },
+  { method: 'post', path: '/webhooks/{id}/rotate', summary: 'A new signing secret (in this answer)', answer: ok('webhook') },
+  { method: 'get', path: '/webhooks/{id}/deliveries', summary: "A webhook's latest delivery attempts", query: deliveriesQuery, answer: ok('deliveries') },
+
+  { method: 'post', path: '/broadcasts', summary: 'Create a broadcast, in draft', body: broadcastInput, answer: created('broadcast') },
+  { method: 'get', path: '/broadcasts', summary: 'Broadcasts, newest first', query: broadcastsQuery, answer: ok('broadcasts') },
+  { method: 'get', path: '/broadcasts/{id}', summary: 'A broadcast', answer: ok('broadcast') },
+  { method: 'patch', path: '/broadcasts/{id}', summary: 'Send, pause, cancel or change a broadcast', body: broadcastChanges, answer: ok('broadcast') },
+  { method: 'get', path: '/broadcasts/{id}/links', summary: "Clicks per link of a broadcast", answer: ok('links') },
+
+  { method: 'get', path: '/inbound', summary: 'The emails the IMAP reader handled, newest first', query: schemas.inboundQuery, answer: ok('messages') },
+  { method: 'get', path: '/stats', summary: 'Daily counters of a range', query: statsQuery, answer: ok('days') },
+  { method: 'get', path: '/delivery/status', summary: 'Messages by status and the oldest queued age, from Postgres', answer: ok() },
+];
+
+const REFUSAL: JsonSchema = {
+  type: 'object',
+  required: ['ok', 'error'],
+  properties: { ok: { const: false }, error: { type: 'string', description: 'what was wrong, in words' } },
+};
+
+const STATUS_TEXT: Record<number, string> = {
+  200: 'OK', 201: 'Created', 202: 'Accepted: a worker applies it', 400: 'A field is malformed (named in error)',
+  401: 'The admin token is missing or wrong', 404: 'No such row', 409: 'Conflict with what is stored', 413: 'The body is over the limit',
+  415: 'A body type or encoding the route does not take', 429: 'Too many failed tokens from this client (Retry-After)', 500: 'Internal error',
+  503: 'Unavailable for now: the database is unreachable, or too many request bodies are being read at once (Retry-After); nothing was done',
+};
+
+function answerSchema(op: AdminOperation): JsonSchema {
+  const properties: JsonSchema = { ok: { const: true } };
+  if (op.answer.key) properties[op.answer.key] = {};
+  return { type: 'object', required: ['ok', ...(op.answer.key ? [op.answer.key] : [])], properties };
+}
+
+let built: JsonSchema | undefined;
+
+/** The OpenAPI 3.1 document of the admin API (GET /admin/api/openapi.json), built once from the table above. */
+export function adminOpenApiDocument(): JsonSchema {
+  if (built) return built;
+  const idSchema = toJsonSchema(schemas.idParam);
+  const paths: Record<string, Record<string, JsonSchema>> = {};
+  for (const op of ADMIN_OPERATIONS) {
+    const refusals = [400, 401, 429, 500, 503];
+    if (op.path.includes('{id}')) refusals.push(404);
+    if (op.method !== 'get') refusals.push(404, 409);
+    if (op.body || op.file) refusals.push(413, 415);
+    const success = op.csv
+      ? { description: STATUS_TEXT[op.answer.status], content: { 'text/csv': { schema: { type: 'string' } } } }
+      : { description: STATUS_TEXT[op.answer.status], content: { 'application/json': { schema: answerSchema(op) } } };
+    const responses: Record<string, JsonSchema> = { [op.answer.status]: success };
+    for (const status of [...new Set(refusals)].sort((a, b) => a - b)) {
+      responses[status] = { description: STATUS_TEXT[status], content: { 'application/json': { schema: { $ref: '#/components/schemas/Refusal' } } } };
+    }
+    const parameters: JsonSchema[] = [];
+    if (op.path.includes('{id}')) parameters.push({ name: 'id', in: 'path', required: true, schema: idSchema });
+    if (op.query) parameters.push(...queryParameters(op.query));
+    const file = { schema: { type: 'string' } };
+    const requestBody = op.body
+      ? { required: true, content: { 'application/json': { schema: toJsonSchema(op.body) } } }
+      : op.file
+        ? { required: true, description: 'CSV (a header line naming the columns) or NDJSON (one object a line)', content: { 'text/csv': file, 'application/x-ndjson': file } }
+        : undefined;
+    (paths[op.path] ??= {})[op.method] = {
+      summary: op.summary,
+      operationId: operationId(op.method, op.path),
+      ...(parameters.length ? { parameters } : {}),
+      ...(requestBody ? { requestBody } : {}),
+      responses,
+    };
+  }
+  built = {
+    openapi: '3.1.0',
+    info: {
+      title: 'mailservice admin API',
+      version: '1',
+      description: 'The operator\'s control plane (docs/api.md). Authenticate with `Authorization: Bearer <ADMIN_TOKEN>`. A method a path does not take answers 405 with `Allow`.',
+    },
+    servers: [{ url: '/admin/api' }],
+    security: [{ adminToken: [] }],
+    paths,
+    components: { schemas: { Refusal: REFUSAL }, securitySchemes: { adminToken: { type: 'http', scheme: 'bearer' } } },
+  };
+  return built;
+}

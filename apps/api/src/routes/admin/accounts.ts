@@ -1,0 +1,21 @@
+import { Router } from 'express';
+import * as schemas from '../../../../core/src/admin-schemas';
+import { createAccount, listAccounts } from '../../../../core/src/accounts';
+import type { Db } from '../../../../core/src/db';
+import { validate } from '../../../../core/src/validate';
+import { methodNotAllowed } from '../../middleware/errors';
+
+/** /admin/api/accounts (docs/api.md): create one, list them. */
+export function accountsRouter(db: Db): Router {
+  const router = Router();
+  router
+    .route('/accounts')
+    .post(async (req, res) => {
+      res.status(201).json({ ok: true, account: await createAccount(db, validate(schemas.accountInput, req.body)) });
+    })
+    .get(async (_req, res) => {
+      res.json({ ok: true, accounts: await listAccounts(db) });
+    })
+    .all(methodNotAllowed);
+  return router;
+}

@@ -1,0 +1,46 @@
+import { Router, type RequestHandler } from 'express';
+import type { Db } from '../../../../core/src/db';
+import { requireJsonBody } from '../../middleware/request';
+import { accountsRouter } from './accounts';
+import { broadcastsRouter } from './broadcasts';
+import { campaignsRouter } from './campaigns';
+import { deliveryStatusRouter } from './delivery-status';
+import { importsRouter } from './imports';
+import { inboundRouter } from './inbound';
+import { keysRouter } from './keys';
+import { listsRouter } from './lists';
+import { mailboxesRouter } from './mailboxes';
+import { messagesRouter } from './messages';
+import { openApiRouter } from './openapi';
+import { statsRouter } from './stats';
+import { stopListRouter } from './stop-list';
+import { suppressionsRouter } from './suppressions';
+import { webhooksRouter } from './webhooks';
+
+/**
+ * The control plane of docs/api.md under /admin/api (behind the admin token): what the console's forms, `npm run admin`
+ * and the operator's scripts use. One router per resource, each owning every method of its paths, so a method a path
+ * does not take answers 405 with `Allow` naming exactly the ones it does. Every route here is in the admin API's
+ * OpenAPI document (openapi/admin-document.ts); test/operator/allow.test.ts fails on a route missing from it.
+ */
+export function adminRouter(db: Db, json: RequestHandler): Router {
+  const router = Router();
+  // an import reads its own body (CSV or NDJSON, streamed to Postgres), before the JSON parser
+  router.use(importsRouter(db));
+  router.use(json, requireJsonBody);
+  router.use(openApiRouter());
+  router.use(accountsRouter(db));
+  router.use(mailboxesRouter(db));
+  router.use(keysRouter(db));
+  router.use(listsRouter(db));
+  router.use(campaignsRouter(db));
+  router.use(messagesRouter(db));
+  router.use(suppressionsRouter(db));
+  router.use(stopListRouter(db));
+  router.use(webhooksRouter(db));
+  router.use(broadcastsRouter(db));
+  router.use(inboundRouter(db));
+  router.use(statsRouter(db));
+  router.use(deliveryStatusRouter(db));
+  return router;
+}

@@ -1,0 +1,29 @@
+import { Router } from 'express';
+import * as schemas from '../../../../core/src/admin-schemas';
+import { createKey, listKeys, revokeKeyEverywhere } from '../../../../core/src/auth/keys';
+import type { Db } from '../../../../core/src/db';
+import { validate } from '../../../../core/src/validate';
+import { methodNotAllowed } from '../../middleware/errors';
+
+/** /admin/api/keys (docs/api.md): create one (the token is in this answer only), list them, revoke one. */
+export function keysRouter(db: Db): Router {
+  const router = Router();
+  router
+    .route('/keys')
+    .post(async (req, res) => {
+      const { key, token } = await createKey(db, validate(schemas.keyInput, req.body));
+      res.status(201).json({ ok: true, key: { ...key, token } });
+    })
+    .get(async (_req, res) => {
+      res.json({ ok: true, keys: await listKeys(db) });
+    })
+    .all(methodNotAllowed);
+
+  router
+    .route('/keys/:id')
+    .delete(async (req, res) => {
+      res.json({ ok: true, key: await revokeKeyEverywhere(db, validate(schemas.idParam, req.params.id)) });
+    })
+    .all(methodNotAllowed);
+  return router;
+}

@@ -1,0 +1,39 @@
+import { Router } from 'express';
+import * as schemas from '../../../../core/src/admin-schemas';
+import type { Db } from '../../../../core/src/db';
+import { createMailbox, listMailboxes, updateMailbox } from '../../../../core/src/mailboxes';
+import { testMailbox } from '../../../../core/src/mailboxes/connection';
+import { validate } from '../../../../core/src/validate';
+import { methodNotAllowed } from '../../middleware/errors';
+
+/** /admin/api/mailboxes (docs/api.md): create, list, change one, test its connection. */
+export function mailboxesRouter(db: Db): Router {
+  const router = Router();
+  router
+    .route('/mailboxes')
+    .post(async (req, res) => {
+      res.status(201).json({ ok: true, mailbox: await createMailbox(db, validate(schemas.mailboxInput, req.body)) });
+    })
+    .get(async (_req, res) => {
+      res.json({ ok: true, mailboxes: await listMailboxes(db) });
+    })
+    .all(methodNotAllowed);
+
+  router
+    .route('/mailboxes/:id')
+    .patch(async (req, res) => {
+      const id = validate(schemas.idParam, req.params.id);
+      res.json({ ok: true, mailbox: await updateMailbox(db, id, validate(schemas.mailboxChange, req.body)) });
+    })
+    .all(methodNotAllowed);
+
+  // a server that refuses is an answer about the mailbox, not a failure of this call: 200 with ok inside
+  router
+    .route('/mailboxes/:id/test')
+    .post(async (req, res) => {
+      const { smtp, imap } = await testMailbox(db, validate(schemas.idParam, req.params.id));
+      res.json({ ok: true, smtp, imap });
+    })
+    .all(methodNotAllowed);
+  return router;
+}

@@ -1,0 +1,28 @@
+import { Router } from 'express';
+import * as schemas from '../../../../core/src/admin-schemas';
+import type { Db } from '../../../../core/src/db';
+import { deleteStopEntry, listStopEntries } from '../../../../core/src/stop-list/entries';
+import { validate } from '../../../../core/src/validate';
+import { methodNotAllowed } from '../../middleware/errors';
+
+type EntriesQuery = { account: number; after?: number; limit: number };
+
+/** /admin/api/stop-list (docs/api.md): an account's "never write to" addresses and domains in keyset pages; removal of one. */
+export function stopListRouter(db: Db): Router {
+  const router = Router();
+  router
+    .route('/stop-list')
+    .get(async (req, res) => {
+      res.json({ ok: true, ...(await listStopEntries(db, validate<EntriesQuery>(schemas.entriesQuery, req.query))) });
+    })
+    .all(methodNotAllowed);
+
+  router
+    .route('/stop-list/:id')
+    .delete(async (req, res) => {
+      await deleteStopEntry(db, validate(schemas.idParam, req.params.id));
+      res.json({ ok: true });
+    })
+    .all(methodNotAllowed);
+  return router;
+}

@@ -1,0 +1,28 @@
+import { Router } from 'express';
+import * as schemas from '../../../../core/src/admin-schemas';
+import type { Db } from '../../../../core/src/db';
+import { deleteSuppression, listSuppressions } from '../../../../core/src/suppressions';
+import { validate } from '../../../../core/src/validate';
+import { methodNotAllowed } from '../../middleware/errors';
+
+type EntriesQuery = { account: number; after?: number; limit: number };
+
+/** /admin/api/suppressions (docs/api.md): an account's suppressed addresses in keyset pages; removal of one. */
+export function suppressionsRouter(db: Db): Router {
+  const router = Router();
+  router
+    .route('/suppressions')
+    .get(async (req, res) => {
+      res.json({ ok: true, ...(await listSuppressions(db, validate<EntriesQuery>(schemas.entriesQuery, req.query))) });
+    })
+    .all(methodNotAllowed);
+
+  router
+    .route('/suppressions/:id')
+    .delete(async (req, res) => {
+      await deleteSuppression(db, validate(schemas.idParam, req.params.id));
+      res.json({ ok: true });
+    })
+    .all(methodNotAllowed);
+  return router;
+}
