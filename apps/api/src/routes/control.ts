@@ -17,7 +17,7 @@ type EntriesQuery = { account: number; after?: number; limit: number };
 type SubscribersQuery = { status?: 'pending' | 'active' | 'unsubscribed' | 'bounced' | 'complained'; q?: string; after?: number; limit: number };
 
 /**
- * The operator's control plane beyond create (issue 11): reads of campaigns and lists, list changes, a list's
+ * The operator's control plane beyond create: reads of campaigns and lists, list changes, a list's
  * subscribers (filtered, keyset pages, CSV), the suppression and stop lists (read, remove an entry), and a mailbox's
  * connection test. Thin: each route validates and calls core.
  */
