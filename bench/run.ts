@@ -33,7 +33,7 @@ const CONNECTIONS = 50;
  * Emails sent through the same path before a delivery or broadcast measurement, on each side. 500 were not enough:
  * after them, the worker's CPU an email kept falling over the next 4,000 (1,000 at a time: 1.10, 0.80, 0.73, 0.63,
  * 0.60, 0.57 ms; the API's 0.48 to 0.21), its V8 threads still compiling, so a 5,000-send turn measured the JIT's
- * warm-up more than the service (bench/README.md, "The warm-up").
+ * warm-up more than the service (bench/README.md, "How it measures").
  */
 const WARMUP_MESSAGES = 5000;
 const PG_SERVER = process.env.BENCH_DATABASE_SERVER ?? 'postgresql://postgres@127.0.0.1:5432';

@@ -6,7 +6,7 @@ import type { Db } from '../apps/core/src/db';
 import { closeQueues } from '../apps/core/src/queues';
 import { validate } from '../apps/core/src/validate';
 
-/** The CLI's broadcast commands and the mailbox options of issue 14 (DKIM, pacing), kept apart from admin.ts. */
+/** The CLI's broadcast commands and the mailbox options for broadcasts (DKIM, pacing), kept apart from admin.ts. */
 export const BROADCAST_HELP = `  mailbox create ... [--dkim-domain D --dkim-selector S --dkim-key FILE.pem] [--max-per-second N]
   mailbox set ID [--dkim-domain D --dkim-selector S --dkim-key FILE.pem | --no-dkim] [--max-per-second N]
   mailbox create|set ... [--return-path address|verp]   (VERP envelope senders, docs/inbound.md)

@@ -11,7 +11,7 @@ const DOVECOT = ['/usr/sbin/dovecot', '/usr/local/sbin/dovecot'].find((p) => fs.
 
 /**
  * A real IMAP server for tests: Debian's dovecot (`apt-get install -y dovecot-imapd`) on a free loopback port, with a
- * passwd-file of users and maildirs in a temp folder (see /work/shared/recipes). Messages go in with IMAP APPEND.
+ * passwd-file of users and maildirs in a temp folder. Messages go in with IMAP APPEND.
  */
 export class Dovecot {
   port = 0;

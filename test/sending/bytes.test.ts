@@ -7,7 +7,7 @@ import { waitFor } from '../helpers/wait';
 // the smallest budget: about one email of this test at a time (set before the worker reads its configuration)
 process.env.WORKER_MAX_BYTES_IN_FLIGHT = String(1024 * 1024);
 
-/** A worker bounds the bytes of email it holds on the wire, not only their number (issue 11). */
+/** A worker bounds the bytes of email it holds on the wire, not only their number. */
 const ctx = useApi();
 const sink = useMail({ queues: ['delivery'], concurrency: 10 });
 

@@ -7,7 +7,7 @@ import { useMail } from '../helpers/mail';
 import { waitFor } from '../helpers/wait';
 import { addProspect, fakeJob, outreach } from '../outreach/support';
 
-/** The worker tells the operator, at info, what became of every email and every sequence step (issue 11). */
+/** The worker tells the operator, at info, what became of every email and every sequence step. */
 const ctx = useApi();
 const sink = useMail({ queues: ['delivery'] });
 const lines: { fields: Record<string, unknown>; msg: string }[] = [];

@@ -4,7 +4,7 @@ import { email, Joi } from '../validate';
 export const NAME_MAX = 200;
 export const TAGS_MAX = 20;
 export const FIELDS_MAX = 30;
-/** Not in the spec: bounds that keep one subscriber row small (docs/lists.md). */
+/** Bounds of our own that keep one subscriber row small (docs/lists.md). */
 export const TAG_LENGTH_MAX = 100;
 export const FIELD_NAME_MAX = 100;
 export const FIELD_VALUE_MAX = 5000;
