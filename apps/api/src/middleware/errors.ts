@@ -24,8 +24,8 @@ export const methodNotAllowed: RequestHandler = (req) => {
 };
 
 /**
- * body-parser's errors (http-errors, told apart by their documented `type`) and the words we answer them with. Express's
- * router and raw-body make http-errors too, with other types: those keep their 4xx status with plain words.
+ * body-parser's errors (http-errors, told apart by their documented `type`) and the words we answer them with. Other
+ * errors of the Express stack with a 4xx status keep it, in plain words (clientErrorStatus).
  */
 const BODY_REFUSALS = new Map<unknown, { status: number; message: string }>([
   ['entity.too.large', { status: 413, message: 'the request body is over the limit of 1 MB' }],
@@ -36,12 +36,14 @@ const BODY_REFUSALS = new Map<unknown, { status: number; message: string }>([
 ]);
 
 /**
- * An http-errors error (body-parser's, raw-body's, Express's router's), as http-errors' own `isHttpError` tells one made
- * by another copy of it (http-errors 2.0 index.js:185): not a dependency of ours, so its test is repeated here.
+ * The 4xx status an error of the Express stack carries (http-errors' of body-parser and raw-body; the router's URIError
+ * for a bad %-escape, router 2 lib/layer.js:336), read as Express's finalhandler reads it: `status`, else `statusCode`.
  */
-function isHttpError(err: unknown): err is Error & { status: number } {
-  const e = err as { expose?: unknown; statusCode?: unknown; status?: unknown };
-  return err instanceof Error && typeof e.expose === 'boolean' && typeof e.statusCode === 'number' && e.status === e.statusCode;
+function clientErrorStatus(err: unknown): number | undefined {
+  if (!(err instanceof Error)) return undefined;
+  const { status, statusCode } = err as { status?: unknown; statusCode?: unknown };
+  const code = typeof status === 'number' ? status : statusCode;
+  return typeof code === 'number' && code >= 400 && code < 500 ? code : undefined;
 }
 
 /**
@@ -58,9 +60,9 @@ export interface Refusal {
 /**
  * The one error mapper, for every way a request comes in: Express's error handler, the fast lane (lane.ts), the console's
  * and the public pages' error pages, and the MCP tools (mcp/tools.ts). Decided by the error's class (AppError and its
- * subclasses, joi's ValidationError, body-parser's http-errors by type, an outage by outage.ts's classes and codes),
- * never by its words. A fault is 500 `internal error (request id ...)` and an error line with its stack; an unreachable
- * database is 503 with Retry-After and the outage's one warn line (outage.ts), no line per request.
+ * subclasses, joi's ValidationError, an outage by outage.ts's classes and codes), body-parser's `type` and the Express
+ * stack's 4xx status, never by its words. A fault is 500 `internal error (request id ...)` and an error line with its
+ * stack; an unreachable database is 503 with Retry-After and the outage's one warn line (outage.ts), no line per request.
  */
 export function refusalOf(err: unknown, requestId: string, request: { method?: string; path: string }): Refusal {
   if (err instanceof AppError) return { status: err.status, headers: err.headers, message: err.message, ...(err.status >= 500 ? { requestId } : {}) };
@@ -78,10 +80,11 @@ export function refusalOf(err: unknown, requestId: string, request: { method?: s
   // body-parser's, and the fast lane's own reading of a body, which gives the same types (lane.ts readJson)
   const body = err instanceof Error ? BODY_REFUSALS.get((err as { type?: unknown }).type) : undefined;
   if (body) return { ...body, headers: {} };
-  if (isHttpError(err) && err.status >= 400 && err.status < 500) {
+  const status = clientErrorStatus(err);
+  if (status !== undefined) {
     // the body parser's and the router's own refusals (a body that does not inflate, a path with a bad %-escape)
-    const message = err.status === 400 ? 'the request could not be read (check its encoding and escapes)' : `the request was refused (${err.status})`;
-    return { status: err.status, headers: {}, message };
+    const message = status === 400 ? 'the request could not be read (check its encoding and escapes)' : `the request was refused (${status})`;
+    return { status, headers: {}, message };
   }
   logger.error({ err, requestId, method: request.method, path: redactedUrl(request.path) }, 'request failed');
   return { status: 500, headers: {}, message: `internal error (request id ${requestId})`, requestId };
