@@ -101,6 +101,7 @@ describe('while Postgres is unreachable', () => {
     expect(res.status).toBe(503);
     expect(res.headers['retry-after']).toBe('5');
     expect(res.headers['content-type']).toMatch(/^text\/html/);
+    expect(res.text).toContain('Briefly unavailable');
     expect(res.text).toContain(OUTAGE_WORDS);
   });
 });
@@ -122,7 +123,8 @@ describe('an internal fault (a table the code needs is gone)', () => {
 
       const page = await request(api.app).get('/admin/lists').set('Cookie', console.cookie).set('X-Request-Id', 'console-fault-1');
       expect(page.status).toBe(500);
-      expect(page.text).toContain('internal error (request id console-fault-1)');
+      expect(page.text).toContain('Internal error');
+    expect(page.text).toContain('internal error (request id console-fault-1)');
 
       const faults = errors.mock.calls.filter(([, msg]) => msg === 'request failed').map(([fields]) => (fields as { requestId: string }).requestId);
       expect(faults).toEqual(['http-fault-1', 'mcp-outage-1', 'console-fault-1']);
