@@ -6,7 +6,11 @@ import request from 'supertest';
 import { createApp, type ApiApp } from '../../apps/api/src/app';
 import { createDb, type Db } from '../../apps/core/src/db';
 import { logger } from '../../apps/core/src/logger';
+import { Redis } from 'ioredis';
+import { refusalOf } from '../../apps/api/src/middleware/errors';
+import { toolRefusal } from '../../apps/api/src/mcp/tools';
 import { ADMIN_TOKEN } from '../helpers/api';
+import { freePort } from '../helpers/processes';
 import { makeList, makeTenant, type Tenant } from '../helpers/factories';
 import { PgProxy } from '../helpers/pg-proxy';
 
@@ -132,4 +136,25 @@ describe('an internal fault (a table the code needs is gone)', () => {
       errors.mockRestore();
     }
   });
+});
+
+it('a Redis outage reaching the mapper is a 503 with Retry-After too, as HTTP answers it and as an MCP result', async () => {
+  const away = new Redis({ host: '127.0.0.1', port: await freePort(), maxRetriesPerRequest: 0, retryStrategy: () => 50 });
+  away.on('error', () => undefined);
+  try {
+    const err = await away.get('session').then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    const refusal = refusalOf(err, 'redis-away-1', { method: 'GET', path: '/admin' });
+    expect(refusal).toEqual({
+      status: 503,
+      headers: { 'Retry-After': '5' },
+      message: 'the service is briefly unavailable (Redis unreachable); repeat the request shortly',
+      requestId: 'redis-away-1',
+    });
+    expect(toolRefusal(refusal)).toEqual({ ok: false, error: refusal.message, status: 503, retry_after: 5, request_id: 'redis-away-1' });
+  } finally {
+    away.disconnect();
+  }
 });

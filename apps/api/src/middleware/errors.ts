@@ -3,7 +3,7 @@ import type { ErrorRequestHandler, RequestHandler } from 'express';
 import { ValidationError } from 'joi';
 import { AppError, MethodNotAllowed, NotFound } from '../../../core/src/errors';
 import { logger } from '../../../core/src/logger';
-import { dependencies, isDatabaseUnavailable, OUTAGE_RETRY_AFTER_SECONDS } from '../../../core/src/outage';
+import { dependencies, isDatabaseUnavailable, isRedisConnectionError, OUTAGE_RETRY_AFTER_SECONDS } from '../../../core/src/outage';
 import { redactedUrl } from './request';
 
 /** Unknown routes answer JSON too. */
@@ -62,18 +62,20 @@ export interface Refusal {
  * and the public pages' error pages, and the MCP tools (mcp/tools.ts). Decided by the error's class (AppError and its
  * subclasses, joi's ValidationError, an outage by outage.ts's classes and codes), body-parser's `type` and the Express
  * stack's 4xx status, never by its words. A fault is 500 `internal error (request id ...)` and an error line with its
- * stack; an unreachable database is 503 with Retry-After and the outage's one warn line (outage.ts), no line per request.
+ * stack; an unreachable Postgres or Redis is 503 with Retry-After and the outage's one warn line (outage.ts), no line
+ * per request.
  */
 export function refusalOf(err: unknown, requestId: string, request: { method?: string; path: string }): Refusal {
   if (err instanceof AppError) return { status: err.status, headers: err.headers, message: err.message, ...(err.status >= 500 ? { requestId } : {}) };
   if (err instanceof ValidationError) return { status: 400, headers: {}, message: err.message };
-  if (isDatabaseUnavailable(err)) {
-    // Postgres is stopped or restarting: nothing was accepted, the same request may simply be repeated
-    dependencies.down('postgres', err);
+  const away = isDatabaseUnavailable(err) ? 'postgres' : isRedisConnectionError(err) ? 'redis' : undefined;
+  if (away) {
+    // Postgres or Redis is stopped or restarting: the request may simply be repeated. The outage's one warn line
+    dependencies.down(away, err);
     return {
       status: 503,
       headers: { 'Retry-After': String(OUTAGE_RETRY_AFTER_SECONDS) },
-      message: 'the service is briefly unavailable (database unreachable); repeat the request shortly',
+      message: `the service is briefly unavailable (${away === 'postgres' ? 'database' : 'Redis'} unreachable); repeat the request shortly`,
       requestId,
     };
   }
