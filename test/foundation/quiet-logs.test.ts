@@ -1,6 +1,6 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import type { Worker } from 'bullmq';
+import { ErrorCode, type Worker } from 'bullmq';
 import { trackRequest } from '../../apps/api/src/middleware/request';
 import { productionGuards } from '../../apps/core/src/delivery/production-guards';
 import { logger } from '../../apps/core/src/logger';
@@ -59,7 +59,8 @@ describe('the worker', () => {
     for (let i = 0; i < 20; i++) worker.emit('error', new Error('All sentinels are unreachable. Retrying from scratch after 10ms.'));
     dependencies.up('redis');
     for (let i = 0; i < 20; i++) {
-      worker.emit('error', new Error(`Missing key for job ${i}. moveToFinished`));
+      // as BullMQ makes them: finishedErrors (a code), and the lock renewal's plain Error (lock-manager.ts)
+      worker.emit('error', Object.assign(new Error(`Missing key for job ${i}. moveToFinished`), { code: ErrorCode.JobNotExist }));
       worker.emit('error', new Error(`could not renew lock for job ${i}`));
     }
     expect(lines.filter((l) => l.level === 'error')).toEqual([]);

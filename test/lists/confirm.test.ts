@@ -1,6 +1,7 @@
 import request from 'supertest';
 import { sha256 } from '../../apps/core/src/crypto';
 import { db } from '../../apps/core/src/db';
+import { confirmationTokenOf } from '../../apps/core/src/subscribers/confirm-link';
 import { useApi } from '../helpers/api';
 import { useMail } from '../helpers/mail';
 import { waitFor } from '../helpers/wait';
@@ -48,6 +49,20 @@ describe('the confirmation email (double opt-in)', () => {
     expect((await page(path)).status).toBe(200);
     expect((await press(path)).status).toBe(200);
     expect((await f.subscriber(email))?.status).toBe('active');
+  });
+
+  it("puts in the link a token of 32 lowercase hex characters, the HMAC of the email's id, and no other", async () => {
+    const f = await listFixture(ctx.api, { smtp: sink.url });
+    const email = address();
+    await f.subscribe({ email });
+    const mail = await waitFor(() => sink.to(email)[0], { timeout: 15_000, what: 'the confirmation email' });
+    const [message] = await confirmationMessages(email);
+    const links = [...mail.parsed.text!.matchAll(/\/confirm\/(\S+)/g)].map((m) => m[1]);
+    expect(links).toEqual([confirmationTokenOf(message!.id)]);
+    expect(links[0]).toMatch(/^[0-9a-f]{32}$/);
+    // the one token stored for the person is that one's (by its hash)
+    const rows = await db().confirmationToken.findMany({ where: { subscriberId: (await f.subscriber(email))!.id } });
+    expect(rows.map((r) => r.tokenHash)).toEqual([sha256(links[0]!)]);
   });
 
   it('stores only the SHA-256 of the token, valid for 7 days', async () => {

@@ -48,12 +48,15 @@ function ok(result: ToolResult): Record<string, any> {
   return result.structuredContent!;
 }
 
-/** A refusal: an isError result with the HTTP API's status and words. */
-function refused(result: ToolResult, status: number, words: RegExp | string): void {
+/**
+ * A refusal: an isError result with the HTTP API's status and words (and `extra`: retry_after where HTTP sends
+ * Retry-After), the same JSON as text.
+ */
+function refused(result: ToolResult, status: number, words: RegExp | string, extra: Record<string, unknown> = {}): void {
   expect(result.isError).toBe(true);
-  expect(result.structuredContent).toEqual({ ok: false, error: expect.any(String), status });
+  expect(result.structuredContent).toEqual({ ok: false, error: expect.any(String), status, ...extra });
   expect(result.structuredContent!.error).toEqual(typeof words === 'string' ? words : expect.stringMatching(words));
-  expect(result.content[0]!.text).toBe(result.structuredContent!.error);
+  expect(JSON.parse(result.content[0]!.text!)).toEqual(result.structuredContent);
 }
 
 const BASIC_TOOLS = ['add_subscriber', 'get_send_status', 'list_lists', 'remove_subscriber', 'send_email'];
@@ -148,7 +151,11 @@ describe('MCP tools give what the HTTP API gives', () => {
     refused(await call(client, 'send_email', { to: [], subject: 'x', text: 'x' }), 422, /nobody|recipient/i);
     const used = await db().message.count({ where: { accountId: tenant.account.id } });
     const over = Array.from({ length: 6 - used }, (_, i) => `over${i}@example.org`);
-    refused(await call(client, 'send_email', { to: over, subject: 'x', text: 'x' }), 429, /daily limit/);
+    const limited = await call(client, 'send_email', { to: over, subject: 'x', text: 'x' });
+    refused(limited, 429, /daily limit/, { retry_after: expect.any(Number) });
+    // the seconds HTTP's Retry-After gives: until the next UTC midnight
+    const untilMidnight = (Date.UTC(new Date().getUTCFullYear(), new Date().getUTCMonth(), new Date().getUTCDate() + 1) - Date.now()) / 1000;
+    expect(Math.abs(limited.structuredContent!.retry_after - untilMidnight)).toBeLessThan(60);
     expect(await db().message.count({ where: { accountId: tenant.account.id } })).toBe(used);
     refused(await call(client, 'get_send_status', { id: '00000000-0000-4000-8000-000000000000' }), 404, /no send/);
   });

@@ -1,4 +1,3 @@
-import net from 'node:net';
 import request from 'supertest';
 import { createApp } from '../../apps/api/src/app';
 import { createDb, db, type Db } from '../../apps/core/src/db';
@@ -7,50 +6,11 @@ import { productionGuards } from '../../apps/core/src/delivery/production-guards
 import { closeTransports } from '../../apps/core/src/delivery/transport';
 import { logger } from '../../apps/core/src/logger';
 import { makeTenant } from '../helpers/factories';
+import { PgProxy } from '../helpers/pg-proxy';
 import { freePort } from '../helpers/processes';
 import { SmtpSink } from '../helpers/smtp-sink';
 import { waitFor } from '../helpers/wait';
 import { insertMessage, writtenCopies } from './helpers';
-
-/** Postgres going away under the API and under a worker, through a TCP proxy the test can cut and restore. */
-class PgProxy {
-  private server = net.createServer((client) => this.accept(client));
-  private sockets = new Set<net.Socket>();
-  private cut = false;
-  port = 0;
-
-  async start(): Promise<void> {
-    await new Promise<void>((resolve) => this.server.listen(0, '127.0.0.1', resolve));
-    this.port = (this.server.address() as net.AddressInfo).port;
-  }
-
-  private accept(client: net.Socket): void {
-    if (this.cut) return void client.destroy();
-    const upstream = net.connect(5432, '127.0.0.1');
-    for (const [a, b] of [[client, upstream], [upstream, client]] as const) {
-      a.pipe(b);
-      a.on('error', () => b.destroy());
-      a.on('close', () => b.destroy());
-      this.sockets.add(a);
-      a.on('close', () => this.sockets.delete(a));
-    }
-  }
-
-  /** Every connection dropped, new ones refused: Postgres is gone for the clients behind the proxy. */
-  cutOff(): void {
-    this.cut = true;
-    for (const s of this.sockets) s.destroy();
-  }
-
-  restore(): void {
-    this.cut = false;
-  }
-
-  stop(): Promise<void> {
-    this.cutOff();
-    return new Promise((resolve) => this.server.close(() => resolve()));
-  }
-}
 
 const sink = new SmtpSink();
 const proxy = new PgProxy();
@@ -58,9 +18,7 @@ let proxied: Db;
 beforeAll(async () => {
   await sink.start();
   await proxy.start();
-  const url = new URL(process.env.DATABASE_URL!);
-  url.host = `127.0.0.1:${proxy.port}`;
-  proxied = createDb(url.toString());
+  proxied = createDb(proxy.url());
 });
 afterAll(async () => {
   closeTransports();

@@ -166,9 +166,16 @@ export function consoleRouter(db: Db, bodies: { budget: BodyBudget; signInBudget
     const refusal = refusalOf(err, String(res.locals.requestId ?? ''), req);
     if (res.headersSent) return;
     res.set(refusal.headers);
-    render(req, res, 'error', refusal.status === 404 ? 'Not found' : 'Refused', { error: refusal.message, back: consoleBack(req) }, refusal.status);
+    render(req, res, 'error', pageTitle(refusal.status), { error: refusal.message, back: consoleBack(req) }, refusal.status);
   }) as ErrorRequestHandler);
   return router;
+}
+
+/** An error page's title: what kind of refusal it is (its words are the mapper's). */
+function pageTitle(status: number): string {
+  if (status === 404) return 'Not found';
+  if (status === 503) return 'Briefly unavailable';
+  return status >= 500 ? 'Internal error' : 'Refused';
 }
 
 /** Back to the page of the resource the failed request was about. */

@@ -13,7 +13,7 @@ import { mcpServer } from './tools';
 export function mcpRouter(db: Db, auth: KeyAuthenticator, failures: AuthFailures, json: RequestHandler): Router {
   const router = Router();
   router.post('/', requireKey(auth, failures), json, async (req, res) => {
-    const server = mcpServer(db, res.locals.key);
+    const server = mcpServer(db, res.locals.key, { requestId: String(res.locals.requestId ?? ''), method: req.method, path: req.originalUrl });
     const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
     res.on('close', () => {
       void transport.close();

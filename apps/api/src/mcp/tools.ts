@@ -6,11 +6,10 @@ import type { ApiKey } from '../../../../generated/prisma/client';
 import { addProspectsTo, findProspect, listCampaignsOf, reportProspectState } from '../../../core/src/outreach/operations';
 import { listListsOf, subscribe, unsubscribe } from '../../../core/src/subscribers/operations';
 import type { Db } from '../../../core/src/db';
-import { AppError } from '../../../core/src/errors';
-import { logger } from '../../../core/src/logger';
 import { LOST_REASONS, OUTCOME_STATES } from '../../../core/src/outreach/outcomes';
 import { acceptSend, findSend, MAX_WAIT_SECONDS } from '../../../core/src/sending/accept';
 import { parseIdempotencyKey } from '../../../core/src/idempotency';
+import { refusalOf, type Refusal } from '../middleware/errors';
 
 /**
  * The MCP tools of docs/mcp.md. Each calls the operation its HTTP route calls, with the same arguments as the
@@ -81,22 +80,49 @@ function tool(server: McpServer, name: string, config: ToolConfig, handler: (arg
   );
 }
 
-/** A result: the HTTP answer as structured content and as text; a refusal is an isError result with the same words. */
-async function answer(work: () => Promise<Answer>): Promise<CallToolResult> {
+/** The MCP request a tool runs for: its request id (X-Request-Id, on the log lines), method and path. */
+export interface McpRequest {
+  requestId: string;
+  method: string;
+  path: string;
+}
+
+/**
+ * A refusal as a tool result's structured content: the HTTP answer's `{ok:false, error}` with the status HTTP would
+ * answer, `retry_after` (seconds) where HTTP sends Retry-After (an outage, a limit), and `request_id` for a fault or an
+ * outage (the id its log lines carry).
+ */
+export function toolRefusal(refusal: Refusal): Answer {
+  const retryAfter = refusal.headers['Retry-After'];
+  return {
+    ok: false,
+    error: refusal.message,
+    status: refusal.status,
+    ...(retryAfter === undefined ? {} : { retry_after: Number(retryAfter) }),
+    ...(refusal.requestId === undefined ? {} : { request_id: refusal.requestId }),
+  };
+}
+
+/**
+ * A result: the HTTP answer as structured content and the same JSON as text (the MCP specification's advice for
+ * structured content); a refusal is an isError result worded by the API's one error mapper (middleware/errors.ts).
+ */
+async function answerFor(request: McpRequest, work: () => Promise<Answer>): Promise<CallToolResult> {
+  let body: Answer;
+  let isError = false;
   try {
-    const body = await work();
-    return { structuredContent: body, content: [{ type: 'text', text: JSON.stringify(body) }] };
+    body = await work();
   } catch (err) {
-    let refusal = { ok: false, error: 'internal error', status: 500 };
-    if (err instanceof AppError) refusal = { ok: false, error: err.message, status: err.status };
-    else logger.error({ err }, 'MCP tool failed');
-    return { isError: true, structuredContent: refusal, content: [{ type: 'text', text: refusal.error }] };
+    body = toolRefusal(refusalOf(err, request.requestId, request));
+    isError = true;
   }
+  return { ...(isError ? { isError } : {}), structuredContent: body, content: [{ type: 'text', text: JSON.stringify(body) }] };
 }
 
 /** The server for one request of one key: campaign and prospect tools only when the key has the prospects permission. */
-export function mcpServer(db: Db, key: ApiKey): McpServer {
+export function mcpServer(db: Db, key: ApiKey, request: McpRequest): McpServer {
   const server = new McpServer({ name: 'mailservice', version: '1.0.0' });
+  const answer = (work: () => Promise<Answer>) => answerFor(request, work);
 
   tool(
     server,

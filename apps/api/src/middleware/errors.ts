@@ -1,8 +1,9 @@
 import type { ServerResponse } from 'node:http';
 import type { ErrorRequestHandler, RequestHandler } from 'express';
+import { ValidationError } from 'joi';
 import { AppError, MethodNotAllowed, NotFound } from '../../../core/src/errors';
 import { logger } from '../../../core/src/logger';
-import { dependencies, isDatabaseUnavailable, OUTAGE_RETRY_AFTER_SECONDS } from '../../../core/src/outage';
+import { dependencies, isDatabaseUnavailable, isRedisConnectionError, OUTAGE_RETRY_AFTER_SECONDS } from '../../../core/src/outage';
 import { redactedUrl } from './request';
 
 /** Unknown routes answer JSON too. */
@@ -22,61 +23,73 @@ export const methodNotAllowed: RequestHandler = (req) => {
   throw new MethodNotAllowed(`${req.method} is not allowed on ${req.path}`, { Allow: methods.join(', ') });
 };
 
-interface BodyParserError {
-  type?: string;
-  status?: number;
+/**
+ * body-parser's errors (http-errors, told apart by their documented `type`) and the words we answer them with. Other
+ * errors of the Express stack with a 4xx status keep it, in plain words (clientErrorStatus).
+ */
+const BODY_REFUSALS = new Map<unknown, { status: number; message: string }>([
+  ['entity.too.large', { status: 413, message: 'the request body is over the limit of 1 MB' }],
+  ['entity.parse.failed', { status: 400, message: 'the body is not valid JSON' }],
+  ['encoding.unsupported', { status: 415, message: 'the body must be UTF-8 JSON' }],
+  ['charset.unsupported', { status: 415, message: 'the body must be UTF-8 JSON' }],
+  ['request.aborted', { status: 400, message: 'the request was aborted' }],
+]);
+
+/**
+ * The 4xx status an error of the Express stack carries (http-errors' of body-parser and raw-body; the router's URIError
+ * for a bad %-escape, router 2 lib/layer.js:336), read as Express's finalhandler reads it: `status`, else `statusCode`.
+ */
+function clientErrorStatus(err: unknown): number | undefined {
+  if (!(err instanceof Error)) return undefined;
+  const { status, statusCode } = err as { status?: unknown; statusCode?: unknown };
+  const code = typeof status === 'number' ? status : statusCode;
+  return typeof code === 'number' && code >= 400 && code < 500 ? code : undefined;
 }
 
-/** What a refusal answers: its status, its headers and the `error` of `{ok:false, error}`. */
+/**
+ * What a refusal answers: its status, its headers (Retry-After, Allow...), the `error` of `{ok:false, error}`, and for
+ * a fault or an outage (5xx) the request id the log line carries.
+ */
 export interface Refusal {
   status: number;
   headers: Record<string, string>;
   message: string;
+  requestId?: string;
 }
 
 /**
- * The one place refusals are worded: `{ok:false, error}` with the error's status; faults become 500 with a request
- * id (and an error log line), an unreachable database 503 with Retry-After.
+ * The one error mapper, for every way a request comes in: Express's error handler, the fast lane (lane.ts), the console's
+ * and the public pages' error pages, and the MCP tools (mcp/tools.ts). Decided by the error's class (AppError and its
+ * subclasses, joi's ValidationError, an outage by outage.ts's classes and codes), body-parser's `type` and the Express
+ * stack's 4xx status, never by its words. A fault is 500 `internal error (request id ...)` and an error line with its
+ * stack; an unreachable Postgres or Redis is 503 with Retry-After and the outage's one warn line (outage.ts), no line
+ * per request.
  */
 export function refusalOf(err: unknown, requestId: string, request: { method?: string; path: string }): Refusal {
-  let status = 500;
-  let message = `internal error (request id ${requestId})`;
-  let headers: Record<string, string> = {};
-  const parserError = err as BodyParserError;
-  if (err instanceof AppError) {
-    status = err.status;
-    message = err.message;
-    headers = err.headers;
-  } else if (isDatabaseUnavailable(err)) {
-    // Postgres is stopped or restarting: nothing was accepted, the same request may simply be repeated. An expected
-    // answer, logged as the outage's one warn line (outage.ts), with no stack
-    dependencies.down('postgres', err);
-    status = 503;
-    message = 'the service is briefly unavailable (database unreachable); repeat the request shortly';
-    headers = { 'Retry-After': String(OUTAGE_RETRY_AFTER_SECONDS) };
-  } else if (parserError.type === 'entity.too.large') {
-    status = 413;
-    message = 'the request body is over the limit of 1 MB';
-  } else if (parserError.type === 'entity.parse.failed') {
-    status = 400;
-    message = 'the body is not valid JSON';
-  } else if (parserError.type === 'encoding.unsupported' || parserError.type === 'charset.unsupported') {
-    status = 415;
-    message = 'the body must be UTF-8 JSON';
-  } else if (parserError.type === 'request.aborted') {
-    status = 400;
-    message = 'the request was aborted';
-  } else if (typeof parserError.status === 'number' && parserError.status >= 400 && parserError.status < 500) {
+  if (err instanceof AppError) return { status: err.status, headers: err.headers, message: err.message, ...(err.status >= 500 ? { requestId } : {}) };
+  if (err instanceof ValidationError) return { status: 400, headers: {}, message: err.message };
+  const away = isDatabaseUnavailable(err) ? 'postgres' : isRedisConnectionError(err) ? 'redis' : undefined;
+  if (away) {
+    // Postgres or Redis is stopped or restarting: the request may simply be repeated. The outage's one warn line
+    dependencies.down(away, err);
+    return {
+      status: 503,
+      headers: { 'Retry-After': String(OUTAGE_RETRY_AFTER_SECONDS) },
+      message: `the service is briefly unavailable (${away === 'postgres' ? 'database' : 'Redis'} unreachable); repeat the request shortly`,
+      requestId,
+    };
+  }
+  // body-parser's, and the fast lane's own reading of a body, which gives the same types (lane.ts readJson)
+  const body = err instanceof Error ? BODY_REFUSALS.get((err as { type?: unknown }).type) : undefined;
+  if (body) return { ...body, headers: {} };
+  const status = clientErrorStatus(err);
+  if (status !== undefined) {
     // the body parser's and the router's own refusals (a body that does not inflate, a path with a bad %-escape)
-    status = parserError.status;
-    message = status === 400 ? 'the request could not be read (check its encoding and escapes)' : `the request was refused (${status})`;
+    const message = status === 400 ? 'the request could not be read (check its encoding and escapes)' : `the request was refused (${status})`;
+    return { status, headers: {}, message };
   }
-  // a fault is an error line with its stack; an expected 503 (an outage, a full budget) is not: the outage has its one
-  // warn line (outage.ts)
-  if (status === 500) {
-    logger.error({ err, requestId, method: request.method, path: redactedUrl(request.path) }, 'request failed');
-  }
-  return { status, headers, message };
+  logger.error({ err, requestId, method: request.method, path: redactedUrl(request.path) }, 'request failed');
+  return { status: 500, headers: {}, message: `internal error (request id ${requestId})`, requestId };
 }
 
 /** A JSON answer as Express's res.json writes it, for handlers that run without Express (the fast lane). */

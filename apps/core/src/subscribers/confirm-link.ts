@@ -7,6 +7,9 @@ import { config } from '../config';
  */
 export const CONFIRMATION_LINK_PLACEHOLDER = '{{confirmation_link}}';
 
+/** What confirmationTokenOf makes: 32 lowercase hex characters. */
+export const CONFIRMATION_TOKEN = /^[0-9a-f]{32}$/;
+
 /**
  * The token of the confirmation email `messageId`: HMAC-SHA256 of the id under SECRET_KEY, 128 bits as 32 hex
  * characters. Derived, never stored: the worker derives it again to write the link, the store keeps its hash.

@@ -1,20 +1,17 @@
-import { config } from '../config';
-import { randomBase62, sha256 } from '../crypto';
+import { sha256 } from '../crypto';
 import type { Db, Tx } from '../db';
 import { emitSubscriberChange } from '../events/subscribers';
+import { CONFIRMATION_TOKEN } from './confirm-link';
 import { lockSubscriber, spendToken } from './repository';
 
 /** Confirmation links work for 7 days (docs/api.md). */
 export const TOKEN_TTL_MS = 7 * 24 * 3600 * 1000;
-const TOKEN_LENGTH = 32; // base62: about 190 random bits
 
+/** Cheap shape check before any database work on a token from a URL: the shape confirm-link.ts makes. */
+export const looksLikeToken = (value: string) => CONFIRMATION_TOKEN.test(value);
 
-/** Cheap shape check before any database work on a token from a URL. */
-export const looksLikeToken = (value: string) => /^[0-9A-Za-z]{32}$/.test(value);
-
-/** A new single-use token for the subscriber (random unless given: see confirm-link.ts); only its SHA-256 is stored. */
-export async function issueToken(tx: Tx, subscriberId: number, now: Date, given?: string): Promise<string> {
-  const token = given ?? randomBase62(TOKEN_LENGTH);
+/** Records the single-use token of a confirmation email (confirmationTokenOf, confirm-link.ts): only its SHA-256. */
+export async function issueToken(tx: Tx, subscriberId: number, now: Date, token: string): Promise<string> {
   await tx.confirmationToken.create({
     data: { subscriberId, tokenHash: sha256(token), expiresAt: new Date(now.getTime() + TOKEN_TTL_MS), createdAt: now },
   });
