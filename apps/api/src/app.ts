@@ -2,7 +2,7 @@ import express, { type Express } from 'express';
 import type { Db } from '../../core/src/db';
 import { consoleRouter } from './console';
 import { DASHBOARD_PATH, dashboardRouter } from './dashboard';
-import { withFastLane } from './lane';
+import { withFastLane, type LaneStats } from './lane';
 import { requireAdmin } from './middleware/admin';
 import { KeyAuthenticator } from './middleware/auth';
 import { AuthFailures } from './middleware/failures';
@@ -11,6 +11,7 @@ import { errorHandler, unknownRoute } from './middleware/errors';
 import { mcpRouter } from './mcp/router';
 import { requestContext, requireJsonBody } from './middleware/request';
 import { config } from '../../core/src/config';
+import { createSending, type Sending } from '../../core/src/sending/accept';
 import { BodyBudget } from './middleware/body-budget';
 import { checkedBody, refuseBadUrl } from './middleware/text';
 import { refuseCrossSiteWrites, refuseFraming } from './middleware/framing';
@@ -42,6 +43,10 @@ export const PUBLIC_BODIES = {
 
 export interface ApiApp {
   app: Express;
+  /** what accepting sends keeps in memory (the key's mailboxes, the waiters of `Prefer: wait`) */
+  sending: Sending;
+  /** the requests the fast lane answered itself */
+  lane: LaneStats;
   /** subscribes to key revocations; call before serving */
   start(): Promise<void>;
   stop(): Promise<void>;
@@ -50,6 +55,8 @@ export interface ApiApp {
 export function createApp(db: Db): ApiApp {
   const auth = new KeyAuthenticator(db);
   const failures = new AuthFailures(config().authFailuresPerMinute);
+  const sending = createSending();
+  const lane: LaneStats = { answered: 0 };
   const app = express();
   app.disable('x-powered-by');
   // answers are fresh state, mostly to writes: an ETag (a hash of every body) would cost each request for no use
@@ -64,11 +71,11 @@ export function createApp(db: Db): ApiApp {
   const json = budget.around(checkedBody(express.json({ limit: BODY_LIMIT_BYTES, strict: false })));
   app.use(requestContext);
   app.use(refuseBadUrl);
-  app.get('/api/v1/openapi.json', openApiHandler(db, auth, failures));
+  app.get('/api/v1/openapi.json', openApiHandler(db, auth, failures, sending.mailboxes));
   app.use('/docs', docsRouter());
   // the public API first: it carries the load, and every router passed on the way costs each request
-  app.use('/api/v1', v1Router(db, auth, failures, json));
-  app.use('/mcp', mcpRouter(db, auth, failures, json));
+  app.use('/api/v1', v1Router(db, auth, failures, json, sending));
+  app.use('/mcp', mcpRouter(db, auth, failures, json, sending));
   app.use(healthRouter(db));
   app.use(DASHBOARD_PATH, refuseFraming, refuseCrossSiteWrites, requireAdmin(failures, { challenge: true }), dashboardRouter());
   // an import reads its own body (CSV or NDJSON, streamed to Postgres), after the token, before the JSON parser
@@ -83,8 +90,13 @@ export function createApp(db: Db): ApiApp {
   return {
     // the busiest writes go around Express (lane.ts); every other request, and any the lane does not take, through it;
     // whatever answers, a body the answer left unread is settled so its client can read the answer (unread-body.ts)
-    app: new UnreadBodies().around(withFastLane(app, { db, auth, failures, budget, bodyLimitBytes: BODY_LIMIT_BYTES })),
+    app: new UnreadBodies().around(withFastLane(app, { db, sending, stats: lane, auth, failures, budget, bodyLimitBytes: BODY_LIMIT_BYTES })),
+    sending,
+    lane,
     start: () => auth.start(),
-    stop: () => auth.stop(),
+    stop: async () => {
+      await auth.stop();
+      await sending.finished.stop();
+    },
   };
 }

@@ -9,7 +9,7 @@ import type { Db } from '../../../core/src/db';
 import { AppError } from '../../../core/src/errors';
 import { logger } from '../../../core/src/logger';
 import { LOST_REASONS, OUTCOME_STATES } from '../../../core/src/outreach/outcomes';
-import { acceptSend, findSend, MAX_WAIT_SECONDS } from '../../../core/src/sending/accept';
+import { acceptSend, findSend, MAX_WAIT_SECONDS, type Sending } from '../../../core/src/sending/accept';
 import { parseIdempotencyKey } from '../../../core/src/idempotency';
 
 /**
@@ -95,7 +95,7 @@ async function answer(work: () => Promise<Answer>): Promise<CallToolResult> {
 }
 
 /** The server for one request of one key: campaign and prospect tools only when the key has the prospects permission. */
-export function mcpServer(db: Db, key: ApiKey): McpServer {
+export function mcpServer(db: Db, sending: Sending, key: ApiKey): McpServer {
   const server = new McpServer({ name: 'mailservice', version: '1.0.0' });
 
   tool(
@@ -109,7 +109,7 @@ export function mcpServer(db: Db, key: ApiKey): McpServer {
     ({ idempotency_key, wait_seconds, ...body }) =>
       answer(async () => {
         const idempotencyKey = parseIdempotencyKey(idempotency_key === undefined ? undefined : String(idempotency_key));
-        const result = await acceptSend(db, key, body, { idempotencyKey, waitSeconds: Number(wait_seconds ?? 0) });
+        const result = await acceptSend(db, sending, key, body, { idempotencyKey, waitSeconds: Number(wait_seconds ?? 0) });
         return { ...result.body, replayed: result.replayed } as unknown as Answer;
       }),
   );
