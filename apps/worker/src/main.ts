@@ -2,6 +2,7 @@ import { config } from '../../core/src/config';
 import { closeDb, db } from '../../core/src/db';
 import { productionGuards } from '../../core/src/delivery/production-guards';
 import { startInboundReader } from '../../core/src/inbound/reader';
+import { collectProcessMetrics } from '../../core/src/metrics';
 import { serveWorkerMetrics } from '../../core/src/metrics/worker-server';
 import { createDelivery, type Delivery } from '../../core/src/delivery/deliver';
 import { logger } from '../../core/src/logger';
@@ -17,6 +18,7 @@ import { createWorkers, startMaintenance } from './workers';
 
 async function main(): Promise<void> {
   tuneRuntime();
+  collectProcessMetrics();
   // what is running, filled in as it starts: a SIGTERM at any moment stops what there is
   let workers: Worker[] = [];
   let delivery: Delivery | undefined;
