@@ -243,7 +243,7 @@ describe('inbound mail over IMAP (dovecot)', () => {
     expect(sent.status).toBe(202);
     expect(sent.body.skipped).toEqual([{ to: 'fay@bounce.test', reason: 'bounced' }]);
     const list = await makeList(s.tenant.account.id, s.mailboxId, { confirm: false });
-    expect(await addSubscriberByKey(db(), s.tenant.account.id, list.key, { email: 'fay@bounce.test' })).toBe('suppressed');
+    expect(await addSubscriberByKey(db(), ctx.api.state.adds, s.tenant.account.id, list.key, { email: 'fay@bounce.test' })).toBe('suppressed');
   });
 
   it('real reports (sisimai corpus: Exim, qmail) act by their reason: a dead address is suppressed, a blocked one is not', async () => {
@@ -313,7 +313,7 @@ describe('inbound mail over IMAP (dovecot)', () => {
     const sent = await as(ctx.api, tenant.token).post('/api/v1/send').send({ to, subject: 'Hi', text: 'x' });
     for (const m of sent.body.messages) await deliver(worker.delivery, m.id);
     const list = await makeList(tenant.account.id, tenant.mailbox.id, { confirm: false });
-    expect(await addSubscriberByKey(db(), tenant.account.id, list.key, { email: 'ana@forged.test' })).toBe('active');
+    expect(await addSubscriberByKey(db(), ctx.api.state.adds, tenant.account.id, list.key, { email: 'ana@forged.test' })).toBe('active');
     await updateMailbox(db(), tenant.mailbox.id, { imap: dove.url(user, PASS) });
     const unmatchedBefore = (await metrics.inboundUnmatched.get()).values.find((v) => v.labels.kind === 'bounce')?.value ?? 0;
 

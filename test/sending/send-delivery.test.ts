@@ -129,14 +129,14 @@ describe('POST /api/v1/send on the wire', () => {
   it('wakes 20 waiting requests when their copies are delivered, reading the statuses a few times, not every 100 ms', async () => {
     const tenant = await makeTenant({ smtp: sink.url });
     sink.dataDelayMs = 1_500;
-    const before = ctx.api.sending.finished.stats.reads;
+    const before = ctx.api.state.sending.finished.stats.reads;
     const started = Date.now();
     try {
       const answers = await Promise.all(Array.from({ length: 20 }, (_, i) => send(tenant, { to: `waiter${i}@example.org`, subject: 'Now', text: 'x' }).set('Prefer', 'wait=15')));
       expect(answers.map((r) => r.status)).toEqual(Array(20).fill(200));
       expect(answers.every((r) => r.body.status === 'sent')).toBe(true);
       // each waiter: one read at the start, one per wake-up or 2-second fallback; polling every 100 ms would be 15+ each
-      const reads = ctx.api.sending.finished.stats.reads - before;
+      const reads = ctx.api.state.sending.finished.stats.reads - before;
       const seconds = (Date.now() - started) / 1000;
       expect(reads).toBeLessThanOrEqual(20 * (3 + Math.ceil(seconds / 2)));
       expect(reads).toBeLessThan(20 * Math.floor(seconds * 10));

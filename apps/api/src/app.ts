@@ -2,7 +2,7 @@ import express, { type Express } from 'express';
 import type { Db } from '../../core/src/db';
 import { consoleRouter } from './console';
 import { DASHBOARD_PATH, dashboardRouter } from './dashboard';
-import { withFastLane, type LaneStats } from './lane';
+import { withFastLane } from './lane';
 import { requireAdmin } from './middleware/admin';
 import { KeyAuthenticator } from './middleware/auth';
 import { AuthFailures } from './middleware/failures';
@@ -11,8 +11,8 @@ import { errorHandler, unknownRoute } from './middleware/errors';
 import { mcpRouter } from './mcp/router';
 import { requestContext, requireJsonBody } from './middleware/request';
 import { config } from '../../core/src/config';
-import { createSending, type Sending } from '../../core/src/sending/accept';
 import { BodyBudget } from './middleware/body-budget';
+import { createApiState, type ApiState } from './state';
 import { checkedBody, refuseBadUrl } from './middleware/text';
 import { refuseCrossSiteWrites, refuseFraming } from './middleware/framing';
 import { adminRouter } from './routes/admin';
@@ -43,10 +43,8 @@ export const PUBLIC_BODIES = {
 
 export interface ApiApp {
   app: Express;
-  /** what accepting sends keeps in memory (the key's mailboxes, the waiters of `Prefer: wait`) */
-  sending: Sending;
-  /** the requests the fast lane answered itself */
-  lane: LaneStats;
+  /** what the process keeps in memory for its requests (state.ts), made here and passed down */
+  state: ApiState;
   /** subscribes to key revocations; call before serving */
   start(): Promise<void>;
   stop(): Promise<void>;
@@ -55,8 +53,7 @@ export interface ApiApp {
 export function createApp(db: Db): ApiApp {
   const auth = new KeyAuthenticator(db);
   const failures = new AuthFailures(config().authFailuresPerMinute);
-  const sending = createSending();
-  const lane: LaneStats = { answered: 0 };
+  const state = createApiState(db);
   const app = express();
   app.disable('x-powered-by');
   // answers are fresh state, mostly to writes: an ETag (a hash of every body) would cost each request for no use
@@ -71,11 +68,11 @@ export function createApp(db: Db): ApiApp {
   const json = budget.around(checkedBody(express.json({ limit: BODY_LIMIT_BYTES, strict: false })));
   app.use(requestContext);
   app.use(refuseBadUrl);
-  app.get('/api/v1/openapi.json', openApiHandler(db, auth, failures, sending.mailboxes));
+  app.get('/api/v1/openapi.json', openApiHandler(db, auth, failures, state.sending.mailboxes));
   app.use('/docs', docsRouter());
   // the public API first: it carries the load, and every router passed on the way costs each request
-  app.use('/api/v1', v1Router(db, auth, failures, json, sending));
-  app.use('/mcp', mcpRouter(db, auth, failures, json, sending));
+  app.use('/api/v1', v1Router(db, auth, failures, json, state));
+  app.use('/mcp', mcpRouter(db, auth, failures, json, state));
   app.use(healthRouter(db));
   app.use(DASHBOARD_PATH, refuseFraming, refuseCrossSiteWrites, requireAdmin(failures, { challenge: true }), dashboardRouter());
   // an import reads its own body (CSV or NDJSON, streamed to Postgres), after the token, before the JSON parser
@@ -90,13 +87,12 @@ export function createApp(db: Db): ApiApp {
   return {
     // the busiest writes go around Express (lane.ts); every other request, and any the lane does not take, through it;
     // whatever answers, a body the answer left unread is settled so its client can read the answer (unread-body.ts)
-    app: new UnreadBodies().around(withFastLane(app, { db, sending, stats: lane, auth, failures, budget, bodyLimitBytes: BODY_LIMIT_BYTES })),
-    sending,
-    lane,
+    app: new UnreadBodies().around(withFastLane(app, { db, state, auth, failures, budget, bodyLimitBytes: BODY_LIMIT_BYTES })),
+    state,
     start: () => auth.start(),
     stop: async () => {
       await auth.stop();
-      await sending.finished.stop();
+      await state.sending.finished.stop();
     },
   };
 }

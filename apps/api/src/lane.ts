@@ -3,10 +3,10 @@ import express, { type Express } from 'express';
 import type { ApiKey } from '../../../generated/prisma/client';
 import { subscribe } from '../../core/src/subscribers/operations';
 import type { Db } from '../../core/src/db';
-import type { Sending } from '../../core/src/sending/accept';
 import { bearerToken, type KeyAuthenticator } from './middleware/auth';
 import type { BodyBudget } from './middleware/body-budget';
 import type { AuthFailures } from './middleware/failures';
+import type { ApiState } from './state';
 import { refusalOf, writeJson, writeRefusal } from './middleware/errors';
 import { trackRequest } from './middleware/request';
 import { checkBody } from './middleware/text';
@@ -32,13 +32,13 @@ type LaneRoute = {
 };
 
 const ROUTES = new Map<string, LaneRoute>([
-  ['/api/v1/send', { takes: () => true, answer: (o, res, key, body, req) => postSend(o.db, o.sending, res, key, body, req.headers) }],
+  ['/api/v1/send', { takes: () => true, answer: (o, res, key, body, req) => postSend(o.db, o.state.sending, res, key, body, req.headers) }],
   [
     '/api/v1/subscribers',
     {
       // an Idempotency-Key needs Express's idempotent() middleware: those requests go there
       takes: (req) => req.headers['idempotency-key'] === undefined,
-      answer: async (o, _res, key, body) => ({ status: 200, body: await subscribe(o.db, key, body) }),
+      answer: async (o, _res, key, body) => ({ status: 200, body: await subscribe(o.db, o.state.adds, key, body) }),
     },
   ],
 ]);
@@ -46,15 +46,10 @@ const ROUTES = new Map<string, LaneRoute>([
 /** The only body types the lane reads; body-parser reads any other charset, or refuses it, on the Express side. */
 const PLAIN_JSON = /^application\/json\s*(?:;\s*charset\s*=\s*"?utf-8"?\s*)?$/i;
 
-/** Requests the lane answered itself (a test's way to know which side answered): one per app, made by createApp. */
-export interface LaneStats {
-  answered: number;
-}
-
 export interface LaneOptions {
   db: Db;
-  sending: Sending;
-  stats: LaneStats;
+  /** the app's state (state.ts): what the routes need, and the count of requests the lane answered */
+  state: ApiState;
   auth: KeyAuthenticator;
   /** an address locked out by the failure rule goes to Express, which refuses it (middleware/failures.ts) */
   failures: AuthFailures;
@@ -103,7 +98,7 @@ async function laneOrExpress(req: IncomingMessage, res: ServerResponse, route: L
   }
   const release = key && options.budget.reserve(req, res);
   if (!key || !release) return toExpress();
-  options.stats.answered++;
+  options.state.lane.answered++;
   const url = req.url!;
   const requestId = trackRequest(req, res, url, () => url);
   try {

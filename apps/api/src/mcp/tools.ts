@@ -9,8 +9,9 @@ import type { Db } from '../../../core/src/db';
 import { AppError } from '../../../core/src/errors';
 import { logger } from '../../../core/src/logger';
 import { LOST_REASONS, OUTCOME_STATES } from '../../../core/src/outreach/outcomes';
-import { acceptSend, findSend, MAX_WAIT_SECONDS, type Sending } from '../../../core/src/sending/accept';
+import { acceptSend, findSend, MAX_WAIT_SECONDS } from '../../../core/src/sending/accept';
 import { parseIdempotencyKey } from '../../../core/src/idempotency';
+import type { ApiState } from '../state';
 
 /**
  * The MCP tools of docs/mcp.md. Each calls the operation its HTTP route calls, with the same arguments as the
@@ -95,7 +96,7 @@ async function answer(work: () => Promise<Answer>): Promise<CallToolResult> {
 }
 
 /** The server for one request of one key: campaign and prospect tools only when the key has the prospects permission. */
-export function mcpServer(db: Db, sending: Sending, key: ApiKey): McpServer {
+export function mcpServer(db: Db, state: ApiState, key: ApiKey): McpServer {
   const server = new McpServer({ name: 'mailservice', version: '1.0.0' });
 
   tool(
@@ -109,7 +110,7 @@ export function mcpServer(db: Db, sending: Sending, key: ApiKey): McpServer {
     ({ idempotency_key, wait_seconds, ...body }) =>
       answer(async () => {
         const idempotencyKey = parseIdempotencyKey(idempotency_key === undefined ? undefined : String(idempotency_key));
-        const result = await acceptSend(db, sending, key, body, { idempotencyKey, waitSeconds: Number(wait_seconds ?? 0) });
+        const result = await acceptSend(db, state.sending, key, body, { idempotencyKey, waitSeconds: Number(wait_seconds ?? 0) });
         return { ...result.body, replayed: result.replayed } as unknown as Answer;
       }),
   );
@@ -148,7 +149,7 @@ export function mcpServer(db: Db, sending: Sending, key: ApiKey): McpServer {
         confirmed: z.boolean().optional().describe('true when the person already confirmed elsewhere: skips the confirmation email'),
       },
     },
-    (args) => answer(() => subscribe(db, key, args)),
+    (args) => answer(() => subscribe(db, state.adds, key, args)),
   );
 
   tool(

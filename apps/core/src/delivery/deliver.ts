@@ -15,7 +15,7 @@ import { applyBounce, bounceOfAnswer, type Bounce } from '../inbound/bounce-poli
 import { composeMail } from './compose';
 import { FastClaims, type ClaimedRow } from './fast-claim';
 import { guardedKinds, preSendRefusal, type PreSendGuards } from './guards';
-import { deliveryLeaseMs, HOLDER, whileHeld } from './lease';
+import { deliveryLeaseMs, Heartbeat, HOLDER, whileHeld } from './lease';
 import { addDeliveryJobs } from './outbox';
 import { lockMessage } from './repository';
 import { isFinalStatus } from './status';
@@ -26,12 +26,14 @@ export { deliveryLeaseMs } from './lease';
 /**
  * What a worker process keeps for delivering, made once by its wiring (apps/worker/src/main.ts) and passed to the
  * delivery processor: the database, the pre-send guards, the claims and "sent" marks its deliveries share (with their
- * counts), the SMTP pools, and the bounds on email bytes and `dispatch` rows in flight.
+ * counts), the heartbeat of its leases, the SMTP pools, and the bounds on email bytes and `dispatch` rows in flight.
  */
 export interface Delivery {
   readonly db: Db;
   readonly guards: PreSendGuards;
   readonly claims: FastClaims;
+  /** renews the leases of the rows this process holds */
+  readonly heartbeat: Heartbeat;
   readonly transports: Transports;
   /** the bytes of email in memory on their way to the wire (WORKER_MAX_BYTES_IN_FLIGHT; see takeBytes) */
   readonly bytes: Semaphore;
@@ -47,6 +49,7 @@ export function createDelivery(db: Db, guards: PreSendGuards): Delivery {
     db,
     guards,
     claims: new FastClaims(db),
+    heartbeat: new Heartbeat(db),
     transports,
     bytes: new Semaphore(config().workerMaxBytesInFlight),
     rows: new Semaphore(batchRowsOnTheWire()),
@@ -162,7 +165,7 @@ async function sendClaimed(
 ): Promise<Extract<DeliveryOutcome, { kind: 'sent' | 'rejected' }>> {
   // the heartbeat renews the row's lease until it is marked, however long SMTP, the wait for memory (below) or an
   // outage of Postgres lasts
-  return whileHeld(delivery.db, message.id, async () => {
+  return whileHeld(delivery.heartbeat, message.id, async () => {
     // the email's bytes are reserved before nodemailer builds it: big emails wait for each other, not the heap
     const bytes = await takeBytes(delivery.bytes, message);
     let held = true;

@@ -10,7 +10,7 @@ import { logger } from '../logger';
 import { finishIdempotent, releaseIdempotent, requestFingerprint, startIdempotent } from '../idempotency';
 import { MailboxCache } from './mailbox';
 import { dailyQuota, refuseOverLimit, secondsToNextUtcMidnight, type DailyQuota } from './quota';
-import { writeAcceptedSend, type SkipReason } from './write';
+import { SendWriter, type SkipReason } from './write';
 import { publicBounce, type Bounce, type PublicBounce } from '../inbound/bounce-policy';
 import { parseSendRequest } from './schema';
 
@@ -31,16 +31,19 @@ export interface AcceptedSend {
 }
 
 /**
- * What accepting sends keeps in an API process: the key's mailboxes, briefly, and the waiters of `Prefer: wait`. The
- * API's createApp makes one and passes it to the routes, the fast lane and the MCP tools; stop() closes its connection.
+ * What accepting sends keeps in an API process: the writer its accepted sends share (one statement and commit for
+ * those that arrive together), the key's mailboxes, briefly, and the waiters of `Prefer: wait`. The API's createApp
+ * makes one over its database and passes it to the routes, the fast lane and the MCP tools; `finished.stop()` closes
+ * the waiters' connection.
  */
 export interface Sending {
+  writer: SendWriter;
   mailboxes: MailboxCache;
   finished: FinishedWaits;
 }
 
-export function createSending(): Sending {
-  return { mailboxes: new MailboxCache(), finished: new FinishedWaits() };
+export function createSending(db: Db): Sending {
+  return { writer: new SendWriter(db), mailboxes: new MailboxCache(), finished: new FinishedWaits() };
 }
 
 /** The idempotency scope of sends (records written before route scoping have it as their default). */
@@ -83,7 +86,7 @@ export async function acceptSend(
   let accepted: { answer: SendAnswer; quota: DailyQuota; rows: { id: string; notBefore?: Date | null }[] };
   try {
     const sendId = newId();
-    const written = await writeAcceptedSend(db, { key, mailbox, request: { ...request, fromName: request.fromName ?? mailbox.name }, sendId, idempotencyRecord: recordId });
+    const written = await sending.writer.write({ key, mailbox, request: { ...request, fromName: request.fromName ?? mailbox.name }, sendId, idempotencyRecord: recordId });
     if (!written.kept.length) throw new Unprocessable('nobody to write to: every recipient is suppressed or on the stop list');
     if (written.used === null) await refuseOverLimit(db, key, written.kept.length);
     accepted = {
