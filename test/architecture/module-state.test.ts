@@ -33,9 +33,6 @@ const EXCEPTIONS: Record<string, Record<string, string>> = {
     registry: "the process's Prometheus registry: metric definitions made once; values only grow, and tests read differences",
   },
   'apps/core/src/outage.ts': { dependencies: "the dependency watch: one line per outage for the whole process (the errors helper's file)" },
-  'apps/core/src/delivery/outbox.ts': {
-    dispatcher: 'the batching of accepted rows into one Redis call; holds no figure a test reads, only calls in flight',
-  },
   'apps/core/src/outbound/guard.ts': { special: 'the IANA special-purpose ranges, filled once at import and only read after' },
   'apps/core/src/validate.ts': { prepared: 'a memo of a pure function (each joi schema with our preferences): the same answer whatever ran before' },
   'apps/core/src/outreach/windows.ts': {

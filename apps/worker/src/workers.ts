@@ -11,7 +11,7 @@ import { processLinkCheck } from './processors/links';
 import { MAINTENANCE_EVERY_MS, maintenanceTasks, processMaintenance } from './processors/maintenance';
 import { processSequenceStep } from './processors/sequence';
 import { processWebhook } from './processors/webhook';
-import { processBroadcast } from './processors/broadcast';
+import { broadcastProcessor } from './processors/broadcast';
 import { processImport } from './processors/imports';
 
 export interface WorkerOptions {
@@ -29,7 +29,7 @@ export function createWorkers(options: WorkerOptions): Worker[] {
     maintenance: processMaintenance,
     links: processLinkCheck,
     webhook: processWebhook,
-    broadcast: processBroadcast,
+    broadcast: broadcastProcessor(options.delivery.queue),
     imports: processImport,
   };
   const concurrency = options.concurrency ?? config().workerConcurrency;

@@ -16,7 +16,7 @@ import { composeMail } from './compose';
 import { FastClaims, type ClaimedRow } from './fast-claim';
 import { guardedKinds, preSendRefusal, type PreSendGuards } from './guards';
 import { deliveryLeaseMs, Heartbeat, HOLDER, whileHeld } from './lease';
-import { addDeliveryJobs } from './outbox';
+import { addDeliveryJobs, DeliveryQueue } from './outbox';
 import { lockMessage } from './repository';
 import { isFinalStatus } from './status';
 import { Transports } from './transport';
@@ -35,6 +35,8 @@ export interface Delivery {
   /** renews the leases of the rows this process holds */
   readonly heartbeat: Heartbeat;
   readonly transports: Transports;
+  /** the worker's own queueing of rows it wrote (a broadcast's copies), batched as the API's */
+  readonly queue: DeliveryQueue;
   /** the bytes of email in memory on their way to the wire (WORKER_MAX_BYTES_IN_FLIGHT; see takeBytes) */
   readonly bytes: Semaphore;
   /** the rows of `dispatch` jobs on the wire at once (batchRowsOnTheWire) */
@@ -51,6 +53,7 @@ export function createDelivery(db: Db, guards: PreSendGuards): Delivery {
     claims: new FastClaims(db),
     heartbeat: new Heartbeat(db),
     transports,
+    queue: new DeliveryQueue(),
     bytes: new Semaphore(config().workerMaxBytesInFlight),
     rows: new Semaphore(batchRowsOnTheWire()),
     close: () => transports.close(),

@@ -2,7 +2,7 @@ import { FinishedWaits } from './finished';
 import { newId } from '../ids';
 import type { ApiKey } from '../../../../generated/prisma/client';
 import type { Db, Tx } from '../db';
-import { queueDelivery } from '../delivery/outbox';
+import { DeliveryQueue } from '../delivery/outbox';
 import { isFinalStatus } from '../delivery/status';
 import { markNotEnqueued } from '../delivery/repository';
 import { NotFound, Unprocessable } from '../errors';
@@ -32,18 +32,19 @@ export interface AcceptedSend {
 
 /**
  * What accepting sends keeps in an API process: the writer its accepted sends share (one statement and commit for
- * those that arrive together), the key's mailboxes, briefly, and the waiters of `Prefer: wait`. The API's createApp
+ * those that arrive together), the queueing of their deliveries (one Redis call for those too), the key's mailboxes, briefly, and the waiters of `Prefer: wait`. The API's createApp
  * makes one over its database and passes it to the routes, the fast lane and the MCP tools; `finished.stop()` closes
  * the waiters' connection.
  */
 export interface Sending {
   writer: SendWriter;
+  deliveries: DeliveryQueue;
   mailboxes: MailboxCache;
   finished: FinishedWaits;
 }
 
 export function createSending(db: Db): Sending {
-  return { writer: new SendWriter(db), mailboxes: new MailboxCache(), finished: new FinishedWaits() };
+  return { writer: new SendWriter(db), deliveries: new DeliveryQueue(), mailboxes: new MailboxCache(), finished: new FinishedWaits() };
 }
 
 /** The idempotency scope of sends (records written before route scoping have it as their default). */
@@ -100,9 +101,9 @@ export async function acceptSend(
   }
 
   try {
-    await queueDelivery(accepted.rows);
+    await sending.deliveries.add(accepted.rows);
   } catch (err) {
-    // Redis did not take the jobs: the outage's one line is queueDelivery's (outage.ts), not one a send
+    // Redis did not take the jobs: the outage's one line is DeliveryQueue's (outage.ts), not one a send
     logger.debug({ send: accepted.answer.id, err: (err as Error).message }, 'could not queue delivery now; the reconciler will');
     await markNotEnqueued(db, accepted.rows.map((r) => r.id)).catch(() => undefined);
   }
