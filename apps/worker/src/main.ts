@@ -54,9 +54,9 @@ async function main(): Promise<void> {
   await preflight('worker');
   // the rows this process claims name it; its beacon tells the reconciler it lives however long Postgres is away
   stopBeacon = startHolderBeacon();
-  // delivery's parts, built once here and passed down: the pre-send guards, the claims and "sent" marks all its jobs
-  // share, the SMTP pools, the bounds on bytes and rows in flight (a test runs this file as a process:
-  // test/sending/wiring.test.ts)
+  // delivery's parts, built once here and passed down (createDelivery): the pre-send guards, the claims and "sent" marks
+  // all its jobs share, the lease heartbeat, the SMTP pools, the queueing of a broadcast's copies, the bounds on bytes
+  // and rows in flight (a test runs this file as a process: test/sending/wiring.test.ts)
   delivery = createDelivery(db(), productionGuards());
   workers = createWorkers({ delivery });
   housekeeping = startMaintenance(db());
