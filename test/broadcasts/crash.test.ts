@@ -1,6 +1,7 @@
 import { runBroadcast } from '../../apps/core/src/broadcasts/run';
 import { createBroadcast } from '../../apps/core/src/broadcasts/service';
 import { db } from '../../apps/core/src/db';
+import { DeliveryQueue } from '../../apps/core/src/delivery/outbox';
 import { useMail } from '../helpers/mail';
 import { runTs } from '../helpers/processes';
 import { waitFor } from '../helpers/wait';
@@ -25,7 +26,7 @@ it('a broadcast worker killed mid-way, then the job run twice at once: exactly o
   expect(before).toBeGreaterThanOrEqual(1500);
   expect(before).toBeLessThan(5000);
 
-  const [a, b] = await Promise.all([runBroadcast(db(), created.id), runBroadcast(db(), created.id)]);
+  const [a, b] = await Promise.all([runBroadcast(db(), new DeliveryQueue(), created.id), runBroadcast(db(), new DeliveryQueue(), created.id)]);
   // one of them closes the broadcast; the other finds it closed
   expect([a, b].sort()).toEqual(['sent', 'stopped']);
   expect(await db().message.count({ where: { broadcastId: created.id } })).toBe(5000);
@@ -37,5 +38,5 @@ it('a broadcast worker killed mid-way, then the job run twice at once: exactly o
   expect(done).toMatchObject({ status: 'sent', audience: 5000 });
   expect(await db().event.count({ where: { accountId: t.account.id, type: 'broadcast.finished' } })).toBe(1);
   // a third run after the end does nothing
-  expect(await runBroadcast(db(), created.id)).toBe('idle');
+  expect(await runBroadcast(db(), new DeliveryQueue(), created.id)).toBe('idle');
 }, 240_000);

@@ -4,6 +4,7 @@ import type { Page } from 'playwright-core';
 import { db } from '../../apps/core/src/db';
 import { ADMIN_TOKEN, useApi } from '../helpers/api';
 import { runBroadcast } from '../../apps/core/src/broadcasts/run';
+import { DeliveryQueue } from '../../apps/core/src/delivery/outbox';
 import { emitEvent } from '../../apps/core/src/events';
 import { runImport } from '../../apps/core/src/imports';
 import { makeKey, makeList } from '../helpers/factories';
@@ -279,7 +280,7 @@ describe('the admin console', () => {
     const broadcast = await db().broadcast.findFirstOrThrow({ where: { listId: list.id } });
     // the worker's part, in this process: the copy is written and queued (no SMTP worker here, so it stays pending
     // and the run waits for it until the pause below)
-    const run = runBroadcast(db(), broadcast.id, { pollMs: 20 });
+    const run = runBroadcast(db(), new DeliveryQueue(), broadcast.id, { pollMs: 20 });
     await waitFor(async () => ((await db().message.count({ where: { broadcastId: broadcast.id } })) === 1 ? true : undefined), { what: 'the copy' });
     await go(`/admin/broadcasts/${broadcast.id}`);
     expect(await page.locator('#progress').innerText()).toMatch(/^1 in the audience · 0 sent · 0 failed · 0 skipped · 1 pending/);

@@ -1,5 +1,4 @@
 import request from 'supertest';
-import { laneStats } from '../../apps/api/src/lane';
 import { db } from '../../apps/core/src/db';
 import { useApi } from '../helpers/api';
 import { makeList, makeTenant, type Tenant } from '../helpers/factories';
@@ -23,12 +22,12 @@ const UUID = /[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/g;
 const PER_REQUEST = new Set(['date', 'x-request-id', 'location', 'ratelimit-remaining', 'ratelimit-reset', 'retry-after', 'content-length', 'connection', 'keep-alive']);
 
 async function post(path: string, token: string, body: string, headers: Record<string, string> = {}): Promise<Answer> {
-  const before = laneStats.answered;
+  const before = ctx.api.state.lane.answered;
   const res = await request(ctx.api.app)
     .post(path)
     .set({ Authorization: `Bearer ${token}`, 'Content-Type': 'application/json', ...headers })
     .send(body);
-  return { status: res.status, body: res.body, headers: res.headers as Record<string, string>, viaLane: laneStats.answered > before };
+  return { status: res.status, body: res.body, headers: res.headers as Record<string, string>, viaLane: ctx.api.state.lane.answered > before };
 }
 
 /** What must be the same either way: ids replaced, per-request header values left out (their names kept). */
@@ -111,14 +110,14 @@ describe('the fast lane: POST /api/v1/send', () => {
     expect(latin).toMatchObject({ status: 415, viaLane: false, body: { ok: false, error: 'the body must be UTF-8 JSON' } });
     const text = await post('/api/v1/send', tenant.token, plain, { 'Content-Type': 'text/plain' });
     expect(text).toMatchObject({ status: 400, viaLane: false });
-    const before = laneStats.answered;
+    const before = ctx.api.state.lane.answered;
     const chunked = await new Promise<number>((resolve, reject) => {
       const req = request(ctx.api.app).post('/api/v1/send').set({ Authorization: `Bearer ${tenant.token}`, 'Content-Type': 'application/json', 'Transfer-Encoding': 'chunked' });
       req.write(plain);
       req.end((err, res) => (err ? reject(err) : resolve(res.status)));
     });
     expect(chunked).toBe(202);
-    expect(laneStats.answered).toBe(before);
+    expect(ctx.api.state.lane.answered).toBe(before);
   });
 });
 

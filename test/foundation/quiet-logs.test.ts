@@ -2,6 +2,8 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { ErrorCode, type Worker } from 'bullmq';
 import { trackRequest } from '../../apps/api/src/middleware/request';
+import { db } from '../../apps/core/src/db';
+import { createDelivery, type Delivery } from '../../apps/core/src/delivery/deliver';
 import { productionGuards } from '../../apps/core/src/delivery/production-guards';
 import { logger } from '../../apps/core/src/logger';
 import { dependencies } from '../../apps/core/src/outage';
@@ -48,13 +50,16 @@ it("an expected 503 (with Retry-After) writes its access line below error; a 500
 
 describe('the worker', () => {
   let workers: Worker[] = [];
+  // the worker's delivery, as main.ts makes it; its SMTP pools close with the test's workers
+  let delivery: Delivery | undefined;
   afterEach(async () => {
     await Promise.all(workers.map((w) => w.close()));
     workers = [];
+    delivery?.close();
   });
 
   it("reports Redis's loss of a job's keys or lock after an outage below error, and Sentinel's loss as the outage's one line", () => {
-    workers = createWorkers({ guards: productionGuards(), queues: ['webhook'] });
+    workers = createWorkers({ delivery: (delivery = createDelivery(db(), productionGuards())), queues: ['webhook'] });
     const worker = workers[0]!;
     for (let i = 0; i < 20; i++) worker.emit('error', new Error('All sentinels are unreachable. Retrying from scratch after 10ms.'));
     dependencies.up('redis');
@@ -72,7 +77,7 @@ describe('the worker', () => {
 
   it("an SMTP server away for every attempt of a delivery is one warn line for the outage and one for the job's end", async () => {
     const tenant = await makeTenant({ smtp: `smtp://127.0.0.1:${await freePort()}` });
-    workers = createWorkers({ guards: productionGuards(), queues: ['delivery'] });
+    workers = createWorkers({ delivery: (delivery = createDelivery(db(), productionGuards())), queues: ['delivery'] });
     const { id } = await insertMessage(tenant, 'nobody-home@example.org');
     await queue(QUEUE.delivery).add(QUEUE.delivery, { messageId: id }, { ...JOB_OPTIONS.delivery, attempts: 4, jobId: jobId.delivery(id), backoff: { type: 'fixed', delay: 50 } });
     await waitForStatus(id, ['failed'], 30_000);

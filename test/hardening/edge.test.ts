@@ -1,7 +1,6 @@
 import http from 'node:http';
 import net from 'node:net';
 import { SERVER_TIMEOUTS, configureServer } from '../../apps/api/src/edge';
-import { laneStats } from '../../apps/api/src/lane';
 import { config } from '../../apps/core/src/config';
 import { useApi } from '../helpers/api';
 
@@ -122,7 +121,7 @@ describe('a refused 1 MB body', () => {
 
   it.each(routes)('%s: %s answers its 401 to the client every time (50 tries without a key, 50 with an unknown one)', async (_side, path) => {
     expect(config().authFailuresPerMinute).toBe(1_000_000);
-    const laneBefore = laneStats.answered;
+    const laneBefore = ctx.api.state.lane.answered;
     const answers: string[] = [];
     for (let i = 0; i < 50; i++) {
       for (const authorization of [undefined, `Bearer msk_${'z'.repeat(32)}`]) {
@@ -132,6 +131,6 @@ describe('a refused 1 MB body', () => {
     expect(answers.filter((a) => a !== '401 false')).toEqual([]);
     expect(answers).toHaveLength(100);
     // the lane hands requests without a valid key to Express, which refuses them
-    expect(laneStats.answered).toBe(laneBefore);
+    expect(ctx.api.state.lane.answered).toBe(laneBefore);
   });
 });

@@ -1,25 +1,53 @@
 import type { Worker } from 'bullmq';
+import { db } from '../../apps/core/src/db';
+import { createDelivery, type Delivery } from '../../apps/core/src/delivery/deliver';
+import type { PreSendGuards } from '../../apps/core/src/delivery/guards';
 import { productionGuards } from '../../apps/core/src/delivery/production-guards';
-import { closeTransports } from '../../apps/core/src/delivery/transport';
 import type { QueueName } from '../../apps/core/src/queues';
 import { createWorkers } from '../../apps/worker/src/workers';
 import { SmtpSink } from './smtp-sink';
 
 /**
- * An SMTP sink for the file's tests and, when `queues` are named, in-process workers on them. Closed in the order that
- * cannot hang: workers first, then the pooled SMTP connections, then the sink.
+ * An SMTP sink for the file's tests and, when `queues` are named, in-process workers on them, wired as the worker's
+ * main.ts wires them: with the file's `delivery` (useDelivery) when given, so that the tests' direct calls and the
+ * workers share it as a process's jobs do, else with one of their own. Closed in the order that cannot hang: workers
+ * first, then the pooled SMTP connections, then the sink.
  */
-export function useMail(options: { queues?: QueueName[]; concurrency?: number } = {}): SmtpSink {
+export function useMail(options: { queues?: QueueName[]; concurrency?: number; delivery?: { readonly delivery: Delivery } } = {}): SmtpSink {
   const sink = new SmtpSink();
   let workers: Worker[] = [];
+  let delivery: Delivery | undefined;
   beforeAll(async () => {
     await sink.start();
-    if (options.queues?.length) workers = createWorkers({ guards: productionGuards(), queues: options.queues, concurrency: options.concurrency ?? 5 });
+    delivery = options.delivery?.delivery;
+    if (options.queues?.length) {
+      delivery ??= createDelivery(db(), productionGuards());
+      workers = createWorkers({ delivery, queues: options.queues, concurrency: options.concurrency ?? 5 });
+    }
   });
   afterAll(async () => {
     await Promise.all(workers.map((w) => w.close()));
-    closeTransports();
+    delivery?.close();
     await sink.stop();
   });
   return sink;
+}
+
+/**
+ * A worker process's delivery for the file's tests to call directly (deliverMessage, deliverBatch, the delivery
+ * processor), made as main.ts makes it, with `guards` (productionGuards() by default). Its SMTP pools close when the
+ * file ends; with a sink of useMail, pass it there (useMail closes it before the sink stops).
+ */
+export function useDelivery(guards?: PreSendGuards): { readonly delivery: Delivery } {
+  let delivery: Delivery | undefined;
+  beforeAll(() => {
+    delivery = createDelivery(db(), guards ?? productionGuards());
+  });
+  afterAll(() => delivery?.close());
+  return {
+    get delivery() {
+      if (!delivery) throw new Error('useDelivery(): the delivery is made in beforeAll');
+      return delivery;
+    },
+  };
 }

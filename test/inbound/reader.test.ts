@@ -11,13 +11,14 @@ import { addSubscriberByKey } from '../../apps/core/src/subscribers/machine';
 import { as, asAdmin, useApi } from '../helpers/api';
 import { Dovecot } from '../helpers/dovecot';
 import { makeList, wantEvents } from '../helpers/factories';
-import { useMail } from '../helpers/mail';
+import { useDelivery, useMail } from '../helpers/mail';
 import { waitFor } from '../helpers/wait';
 import { addProspect, deliver, outreach, stepMessage } from '../outreach/support';
 
 /** The IMAP reader against a real dovecot: each test has its own IMAP user (= the INBOX of one mailbox). */
 const ctx = useApi();
-const sink = useMail();
+const worker = useDelivery();
+const sink = useMail({ delivery: worker });
 const dove = new Dovecot();
 const PASS = 'secret-pass';
 const USERS = Array.from({ length: 20 }, (_, i) => `box${i}@imap.test`);
@@ -48,7 +49,7 @@ async function sentTo(email: string) {
   const prospectId = await addProspect(tenant.account.id, campaign.id, { email, name: 'Ann' });
   expect((await runSequenceStep(db(), prospectId, 1)).kind).toBe('written');
   const first = (await stepMessage(prospectId, 1))!;
-  await deliver(first.id);
+  await deliver(worker.delivery, first.id);
   await updateMailbox(db(), tenant.mailbox.id, { imap: dove.url(user, PASS) });
   return { tenant, campaign, prospectId, first: (await stepMessage(prospectId, 1))!, user, mailboxId: tenant.mailbox.id };
 }
@@ -160,7 +161,7 @@ describe('inbound mail over IMAP (dovecot)', () => {
     expect(p).toMatchObject({ status: 'replied', reply: 'human', nextAt: null });
     expect(p.repliedAt!.getTime()).toBe(Math.floor(date.getTime() / 1000) * 1000);
     const second = (await stepMessage(s.prospectId, 2))!;
-    await deliver(second.id);
+    await deliver(worker.delivery, second.id);
     expect((await db().message.findUniqueOrThrow({ where: { id: second.id } })).status).toBe('cancelled');
     expect(sink.to('ann@reply.test')).toHaveLength(1);
     expect(await db().event.count({ where: { accountId: s.tenant.account.id, type: 'prospect.replied' } })).toBe(1);
@@ -209,14 +210,14 @@ describe('inbound mail over IMAP (dovecot)', () => {
 
     // the step written before is not sent now, and not skipped: the prospect goes back to step 1
     const pending = (await stepMessage(b.prospectId, 2))!;
-    await deliver(pending.id);
+    await deliver(worker.delivery, pending.id);
     expect((await db().message.findUniqueOrThrow({ where: { id: pending.id } })).status).toBe('cancelled');
     expect(await prospect(b.prospectId)).toMatchObject({ status: 'later', step: 1 });
     // at next_at the sequence goes on with step 2
     await db().prospect.update({ where: { id: b.prospectId }, data: { nextAt: new Date() } });
     expect((await runSequenceStep(db(), b.prospectId, 2)).kind).toBe('written');
     expect(await prospect(b.prospectId)).toMatchObject({ status: 'writing', step: 2 });
-    await deliver((await stepMessage(b.prospectId, 2))!.id);
+    await deliver(worker.delivery, (await stepMessage(b.prospectId, 2))!.id);
     expect(sink.to('dan@ooo.test')).toHaveLength(2);
   });
 
@@ -242,7 +243,7 @@ describe('inbound mail over IMAP (dovecot)', () => {
     expect(sent.status).toBe(202);
     expect(sent.body.skipped).toEqual([{ to: 'fay@bounce.test', reason: 'bounced' }]);
     const list = await makeList(s.tenant.account.id, s.mailboxId, { confirm: false });
-    expect(await addSubscriberByKey(db(), s.tenant.account.id, list.key, { email: 'fay@bounce.test' })).toBe('suppressed');
+    expect(await addSubscriberByKey(db(), ctx.api.state.adds, s.tenant.account.id, list.key, { email: 'fay@bounce.test' })).toBe('suppressed');
   });
 
   it('real reports (sisimai corpus: Exim, qmail) act by their reason: a dead address is suppressed, a blocked one is not', async () => {
@@ -284,7 +285,7 @@ describe('inbound mail over IMAP (dovecot)', () => {
     const { tenant } = await outreach({ smtp: sink.url, steps: [{ subject: 'Hi', body: 'Hi', delay_hours: 0 }] });
     await updateMailbox(db(), tenant.mailbox.id, { return_path: 'verp' });
     const sent = await as(ctx.api, tenant.token).post('/api/v1/send').send({ to: 'hal@verp.test', subject: 'Hi', text: 'x' });
-    await deliver(sent.body.messages[0].id);
+    await deliver(worker.delivery, sent.body.messages[0].id);
     const [local, domain] = tenant.mailbox.address.split('@');
     const envelope = sink.to('hal@verp.test')[0]!.envelope.from;
     expect(envelope).toMatch(new RegExp(`^${local}\\+b-[a-z2-7]{34}@${domain}$`));
@@ -310,9 +311,9 @@ describe('inbound mail over IMAP (dovecot)', () => {
     const { tenant } = await outreach({ smtp: sink.url, steps: [{ subject: 'Hi', body: 'Hi', delay_hours: 0 }] });
     const to = ['ana@forged.test', 'ben@forged.test', 'cy@forged.test', 'dee@forged.test', 'eli@forged.test'];
     const sent = await as(ctx.api, tenant.token).post('/api/v1/send').send({ to, subject: 'Hi', text: 'x' });
-    for (const m of sent.body.messages) await deliver(m.id);
+    for (const m of sent.body.messages) await deliver(worker.delivery, m.id);
     const list = await makeList(tenant.account.id, tenant.mailbox.id, { confirm: false });
-    expect(await addSubscriberByKey(db(), tenant.account.id, list.key, { email: 'ana@forged.test' })).toBe('active');
+    expect(await addSubscriberByKey(db(), ctx.api.state.adds, tenant.account.id, list.key, { email: 'ana@forged.test' })).toBe('active');
     await updateMailbox(db(), tenant.mailbox.id, { imap: dove.url(user, PASS) });
     const unmatchedBefore = (await metrics.inboundUnmatched.get()).values.find((v) => v.labels.kind === 'bounce')?.value ?? 0;
 
@@ -358,7 +359,7 @@ describe('inbound mail over IMAP (dovecot)', () => {
     const { tenant } = await outreach({ smtp: sink.url, steps: [{ subject: 'Hi', body: 'Hi', delay_hours: 0 }] });
     await updateMailbox(db(), tenant.mailbox.id, { return_path: 'verp', imap: dove.url(user, PASS) });
     const sent = await as(ctx.api, tenant.token).post('/api/v1/send').send({ to: ['ivo@verp-forged.test', 'jo@verp-forged.test'], subject: 'Hi', text: 'x' });
-    for (const m of sent.body.messages) await deliver(m.id);
+    for (const m of sent.body.messages) await deliver(worker.delivery, m.id);
     const messages = await db().message.findMany({ where: { sendId: sent.body.id } });
     const ivo = messages.find((m) => m.to === 'ivo@verp-forged.test')!;
     const jo = messages.find((m) => m.to === 'jo@verp-forged.test')!;

@@ -1,6 +1,7 @@
 import { productionGuards } from '../../apps/core/src/delivery/production-guards';
 import type { Worker } from 'bullmq';
 import { db } from '../../apps/core/src/db';
+import { createDelivery } from '../../apps/core/src/delivery/deliver';
 import { maintenanceTasks } from '../../apps/worker/src/processors/maintenance';
 import { createWorkers } from '../../apps/worker/src/workers';
 import { as, asAdmin, useApi } from '../helpers/api';
@@ -16,7 +17,7 @@ const ctx = useApi();
 const pages = usePages();
 let workers: Worker[] = [];
 beforeAll(() => {
-  workers = createWorkers({ guards: productionGuards(), queues: ['links'], concurrency: 5 });
+  workers = createWorkers({ delivery: createDelivery(db(), productionGuards()), queues: ['links'], concurrency: 5 });
 });
 afterAll(async () => {
   await Promise.all(workers.map((w) => w.close()));

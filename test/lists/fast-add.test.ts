@@ -1,6 +1,5 @@
 import { db } from '../../apps/core/src/db';
 import { suppressAddress } from '../../apps/core/src/subscribers';
-import { fastAdd } from '../../apps/core/src/subscribers/fast-add';
 import { useApi } from '../helpers/api';
 import { makeList, wantEvents } from '../helpers/factories';
 import { activeRows, address, listFixture } from './support';
@@ -100,10 +99,10 @@ describe('the one-statement add (group commit)', () => {
     const other = await listFixture(ctx.api, { confirm: false });
     const email = address();
     const common = { name: '', tags: [], fields: {}, confirmed: false };
-    expect(await fastAdd(db(), { accountId: f.tenant.account.id, listKey: f.list.key, email, ...common })).toBeNull();
-    expect(await fastAdd(db(), { accountId: f.tenant.account.id, listKey: other.list.key, email, ...common })).toBe('no_list');
-    expect(await fastAdd(db(), { accountId: f.tenant.account.id, listKey: f.list.key, email, ...common, confirmed: true })).toBe('active');
-    expect(await fastAdd(db(), { accountId: f.tenant.account.id, listKey: f.list.key, email, ...common, confirmed: true })).toBeNull();
+    expect(await ctx.api.state.adds.add({ accountId: f.tenant.account.id, listKey: f.list.key, email, ...common })).toBeNull();
+    expect(await ctx.api.state.adds.add({ accountId: f.tenant.account.id, listKey: other.list.key, email, ...common })).toBe('no_list');
+    expect(await ctx.api.state.adds.add({ accountId: f.tenant.account.id, listKey: f.list.key, email, ...common, confirmed: true })).toBe('active');
+    expect(await ctx.api.state.adds.add({ accountId: f.tenant.account.id, listKey: f.list.key, email, ...common, confirmed: true })).toBeNull();
     expect(await f.count()).toBe(1);
   });
 });

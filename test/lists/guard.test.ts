@@ -1,14 +1,14 @@
 import type { Worker } from 'bullmq';
-import { productionGuards } from '../../apps/core/src/delivery/production-guards';
 import { db } from '../../apps/core/src/db';
-import { closeTransports } from '../../apps/core/src/delivery/transport';
 import { createWorkers } from '../../apps/worker/src/workers';
 import { useApi } from '../helpers/api';
+import { useDelivery } from '../helpers/mail';
 import { SmtpSink } from '../helpers/smtp-sink';
 import { waitFor } from '../helpers/wait';
 import { address, confirmationMessages, listFixture } from './support';
 
 const ctx = useApi();
+const worker = useDelivery();
 const sink = new SmtpSink();
 let workers: Worker[] = [];
 
@@ -19,7 +19,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await Promise.all(workers.map((w) => w.close()));
-  closeTransports();
+  worker.delivery.close();
   await sink.stop();
 });
 
@@ -31,7 +31,7 @@ describe('the confirmation email\'s pre-send guard', () => {
     await f.unsubscribe({ email: left });
     await f.subscribe({ email: confirmedMeanwhile, confirmed: true });
     // only now does a worker pick up the three queued emails
-    workers = createWorkers({ guards: productionGuards(), queues: ['delivery'], concurrency: 5 });
+    workers = createWorkers({ delivery: worker.delivery, queues: ['delivery'], concurrency: 5 });
     await waitFor(() => sink.to(waiting)[0], { timeout: 15_000, what: 'the waiting person\'s email' });
     const status = async (email: string) => (await confirmationMessages(email))[0]!.status;
     // the worker marks a message sent after the server's answer, so the sink may hold it a moment before the row says so

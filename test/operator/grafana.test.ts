@@ -1,6 +1,6 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import { registry } from '../../apps/core/src/metrics';
+import { collectProcessMetrics, registry } from '../../apps/core/src/metrics';
 
 /**
  * docs/grafana/mailservice.json is imported into Grafana as is: it must parse, take its data source as an input, and
@@ -46,6 +46,9 @@ async function exported(): Promise<Set<string>> {
   }
   return names;
 }
+
+// the process figures, as the API's and the worker's main collect them at start
+beforeAll(() => collectProcessMetrics());
 
 describe('docs/grafana/mailservice.json', () => {
   const dashboard = JSON.parse(fs.readFileSync(file, 'utf8')) as { __inputs: { name: string; pluginId: string }[]; panels: Panel[]; title: string; uid: string };

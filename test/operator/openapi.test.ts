@@ -3,6 +3,7 @@ import { KeyAuthenticator } from '../../apps/api/src/middleware/auth';
 import { AuthFailures } from '../../apps/api/src/middleware/failures';
 import { v1Router } from '../../apps/api/src/routes/v1';
 import { db } from '../../apps/core/src/db';
+import { createApiState } from '../../apps/api/src/state';
 import { as, useApi } from '../helpers/api';
 import { makeTenant } from '../helpers/factories';
 import { answerProblems } from '../helpers/openapi-check';
@@ -25,7 +26,7 @@ describe('GET /api/v1/openapi.json', () => {
 
   it('documents every route the public router serves, and nothing else', async () => {
     const { body } = await request(ctx.api.app).get('/api/v1/openapi.json');
-    const served = ((v1Router(db(), new KeyAuthenticator(db()), new AuthFailures(20), (_req, _res, next) => next()) as unknown as { stack: Layer[] }).stack as Layer[])
+    const served = ((v1Router(db(), new KeyAuthenticator(db()), new AuthFailures(20), (_req, _res, next) => next(), createApiState(db())) as unknown as { stack: Layer[] }).stack as Layer[])
       .filter((layer) => layer.route)
       .flatMap((layer) => Object.keys(layer.route!.methods).filter((m) => m !== '_all').map((m) => `${m} ${layer.route!.path.replace(/:(\w+)/g, '{$1}')}`))
       .sort();

@@ -1,17 +1,17 @@
 import { db } from '../../apps/core/src/db';
-import { markSent } from '../../apps/core/src/delivery/fast-claim';
 import { classify } from '../../apps/core/src/inbound/classify';
 import { handleInbound } from '../../apps/core/src/inbound/handle';
 import { autoPauseAfter, pauseReason } from '../../apps/core/src/outreach/auto-pause';
 import { runSequenceStep } from '../../apps/core/src/outreach/steps';
 import { asAdmin, useApi } from '../helpers/api';
 import { makeList, wantEvents } from '../helpers/factories';
-import { useMail } from '../helpers/mail';
+import { useDelivery, useMail } from '../helpers/mail';
 import { addProspect, deliver, outreach } from './support';
 
 /** Auto-pause on dead-address bounces and complaints (docs/outreach.md). */
 const ctx = useApi();
-const sink = useMail();
+const worker = useDelivery();
+const sink = useMail({ delivery: worker });
 
 beforeAll(() => {
   sink.rule = (stage, address) => (stage === 'rcpt' && address.startsWith('dead') ? { code: 550, message: '5.1.1 no such user here' } : undefined);
@@ -38,7 +38,7 @@ async function sendTo(accountId: number, campaignId: number, email: string) {
   const id = await addProspect(accountId, campaignId, { email });
   const written = await runSequenceStep(db(), id, 1);
   if (written.kind !== 'written') throw new Error(`not written: ${JSON.stringify(written)}`);
-  return deliver(written.messageId);
+  return deliver(worker.delivery, written.messageId);
 }
 
 const campaignRow = (id: number) => db().campaign.findUniqueOrThrow({ where: { id } });
@@ -210,9 +210,9 @@ describe('auto-pause of broadcasts, bounces first', () => {
     expect(await db().$transaction((tx) => autoPauseAfter(tx, bounced!.id))).toBeNull(); // 2 of 2: too few
     // 18 copies on the wire, marked sent by the worker's "sent" statement: 2 of 20
     const sending = await copies('sending', 3, 18);
-    await Promise.all(sending.slice(0, 17).map((c) => markSent(db(), c.id, '250 ok')));
+    await Promise.all(sending.slice(0, 17).map((c) => worker.delivery.claims.markSent(c.id, '250 ok')));
     expect((await db().broadcast.findUniqueOrThrow({ where: { id: broadcast.id } })).status).toBe('sending');
-    await markSent(db(), sending[17]!.id, '250 ok');
+    await worker.delivery.claims.markSent(sending[17]!.id, '250 ok');
     expect(await db().broadcast.findUniqueOrThrow({ where: { id: broadcast.id } })).toMatchObject({ status: 'paused', pausedReason: 'bounce rate 10.0% over the last 20 emails' });
   });
 });

@@ -1,22 +1,22 @@
 import type { Worker } from 'bullmq';
-import { productionGuards } from '../../apps/core/src/delivery/production-guards';
 import { db } from '../../apps/core/src/db';
-import { closeTransports } from '../../apps/core/src/delivery/transport';
 import { scheduleDueSteps } from '../../apps/core/src/outreach/scheduler';
 import { updateCampaign } from '../../apps/core/src/outreach/campaigns';
 import { createWorkers } from '../../apps/worker/src/workers';
 import { runTs } from '../helpers/processes';
+import { useDelivery } from '../helpers/mail';
 import { SmtpSink } from '../helpers/smtp-sink';
 import { waitFor } from '../helpers/wait';
 import { addProspect, outreach } from './support';
 
 /** Crash safety: a worker process killed between writing a step and committing it. No other worker runs until then. */
+const worker = useDelivery();
 const sink = new SmtpSink();
 let workers: Worker[] = [];
 beforeAll(() => sink.start());
 afterAll(async () => {
   await Promise.all(workers.map((w) => w.close()));
-  closeTransports();
+  worker.delivery.close();
   await sink.stop();
 });
 
@@ -40,7 +40,7 @@ it('a worker killed mid-step leaves nothing behind: the step is written once, by
   await dying.exited;
   // the lock went with the connection: the row and the mailbox slot of the dead worker were rolled back, and the
   // prospect is still due, so the next scheduler run and a live worker write the step
-  workers = createWorkers({ guards: productionGuards(), queues: ['delivery', 'sequence'], concurrency: 5 });
+  workers = createWorkers({ delivery: worker.delivery, queues: ['delivery', 'sequence'], concurrency: 5 });
   // the periodic schedule task, run by hand: until Postgres has noticed the dead connection the row is still locked
   // and the claim skips it; the next run takes it
   await waitFor(

@@ -1,21 +1,22 @@
 import { db } from '../../apps/core/src/db';
-import { closeTransports } from '../../apps/core/src/delivery/transport';
 import { claimMailboxSlot } from '../../apps/core/src/outreach/limits';
 import { reportOutcome } from '../../apps/core/src/outreach/outcomes';
 import { claimDueSteps } from '../../apps/core/src/outreach/scheduler';
 import { runSequenceStep } from '../../apps/core/src/outreach/steps';
 import { updateCampaign } from '../../apps/core/src/outreach/campaigns';
 import { processSequenceStep } from '../../apps/worker/src/processors/sequence';
+import { useDelivery } from '../helpers/mail';
 import { SmtpSink } from '../helpers/smtp-sink';
 import { addProspect, deliver, fakeJob, outreach, stepMessage } from './support';
 
 /** The step writer and the pre-send guard called directly (no workers): every outcome is observed row by row. */
+const worker = useDelivery();
 const sink = new SmtpSink();
 beforeAll(async () => {
   await sink.start();
 });
 afterAll(async () => {
-  closeTransports();
+  worker.delivery.close();
   await sink.stop();
 });
 
@@ -86,8 +87,8 @@ describe('the step writer', () => {
     expect(await processSequenceStep(job)).toMatchObject({ kind: 'skipped' });
     const message = (await stepMessage(id, 1))!;
     expect(await db().message.count({ where: { prospectId: id } })).toBe(1);
-    expect((await deliver(message.id)).kind).toBe('sent');
-    expect((await deliver(message.id)).kind).toBe('finished');
+    expect((await deliver(worker.delivery, message.id)).kind).toBe('sent');
+    expect((await deliver(worker.delivery, message.id)).kind).toBe('finished');
     expect(sink.to('twice@ex.org')).toHaveLength(1);
   });
 
@@ -139,10 +140,10 @@ describe('the pre-send guard', () => {
     await db().prospect.update({ where: { id }, data: { nextAt: new Date() } });
     await runSequenceStep(db(), id, 2);
     const first = (await stepMessage(id, 1))!;
-    expect((await deliver(first.id)).kind).toBe('sent');
+    expect((await deliver(worker.delivery, first.id)).kind).toBe('sent');
     await reportOutcome(db(), tenant.account.id, { campaign: campaign.id, email: 'replied-first@ex.org', state: 'replied' });
     const second = (await stepMessage(id, 2))!;
-    expect(await deliver(second.id)).toEqual({ kind: 'cancelled', reason: 'the prospect is replied' });
+    expect(await deliver(worker.delivery, second.id)).toEqual({ kind: 'cancelled', reason: 'the prospect is replied' });
     expect(await db().message.findUniqueOrThrow({ where: { id: second.id } })).toMatchObject({ status: 'cancelled', sentAt: null });
     expect(sink.to('replied-first@ex.org')).toHaveLength(1);
   });
@@ -156,7 +157,7 @@ describe('the pre-send guard', () => {
     await runSequenceStep(db(), id, 1);
     await reportOutcome(db(), tenant.account.id, { campaign: other.id, email: 'two-campaigns@ex.org', state: 'stop' });
     const message = (await stepMessage(id, 1))!;
-    expect((await deliver(message.id)).kind).toBe('cancelled');
+    expect((await deliver(worker.delivery, message.id)).kind).toBe('cancelled');
     expect(sink.to('two-campaigns@ex.org')).toHaveLength(0);
   });
 
@@ -166,7 +167,7 @@ describe('the pre-send guard', () => {
     await runSequenceStep(db(), id, 1);
     await db().$transaction((tx) => updateCampaign(tx, campaign.id, { status: 'paused' }));
     const held = (await stepMessage(id, 1))!;
-    expect(await deliver(held.id)).toEqual({ kind: 'cancelled', reason: 'the campaign is paused' });
+    expect(await deliver(worker.delivery, held.id)).toEqual({ kind: 'cancelled', reason: 'the campaign is paused' });
     expect(await db().prospect.findUniqueOrThrow({ where: { id } })).toMatchObject({ status: 'ready', step: 0, threadId: null });
     expect(await claimDueSteps(db(), { campaignId: campaign.id })).toEqual([]);
 
@@ -176,7 +177,7 @@ describe('the pre-send guard', () => {
     expect((await runSequenceStep(db(), id, 1)).kind).toBe('written');
     const rewritten = (await stepMessage(id, 1))!;
     expect(rewritten.id).not.toBe(held.id);
-    expect((await deliver(rewritten.id)).kind).toBe('sent');
+    expect((await deliver(worker.delivery, rewritten.id)).kind).toBe('sent');
     expect(sink.to('paused@ex.org').map((m) => m.parsed.subject)).toEqual(['Hello Pat']);
     expect((await db().prospect.findUniqueOrThrow({ where: { id } })).threadId).toBe(rewritten.messageIdHeader);
   });

@@ -1,10 +1,9 @@
 import type { Worker } from 'bullmq';
-import { productionGuards } from '../../apps/core/src/delivery/production-guards';
 import { db } from '../../apps/core/src/db';
-import { closeTransports } from '../../apps/core/src/delivery/transport';
 import { createWorkers } from '../../apps/worker/src/workers';
 import { as, useApi } from '../helpers/api';
 import { runTs, type Proc } from '../helpers/processes';
+import { useDelivery } from '../helpers/mail';
 import { SmtpSink } from '../helpers/smtp-sink';
 import { waitFor } from '../helpers/wait';
 import { outreach } from './support';
@@ -14,6 +13,7 @@ import { outreach } from './support';
  * apps/worker/src/main.ts`, as `npm run worker` starts it) and the workers of this process consume the same queues.
  */
 const ctx = useApi();
+const worker = useDelivery();
 const sink = new SmtpSink();
 let workers: Worker[] = [];
 let child: Proc | undefined;
@@ -25,12 +25,12 @@ beforeAll(async () => {
     if (child!.child.exitCode !== null) throw new Error(`worker exited: ${child!.stderr()}`);
     return child!.stdout().includes('worker started');
   }, { timeout: 30_000, what: 'the second worker process to start' });
-  workers = createWorkers({ guards: productionGuards(), queues: ['delivery', 'sequence'], concurrency: 5 });
+  workers = createWorkers({ delivery: worker.delivery, queues: ['delivery', 'sequence'], concurrency: 5 });
 }, 40_000);
 
 afterAll(async () => {
   await Promise.all(workers.map((w) => w.close()));
-  closeTransports();
+  worker.delivery.close();
   if (child && child.child.exitCode === null) {
     child.child.kill('SIGTERM');
     await child.exited;

@@ -4,13 +4,14 @@ import { prospectUnsubscribeToken } from '../../apps/core/src/outreach/opt-out';
 import { runSequenceStep } from '../../apps/core/src/outreach/steps';
 import { asAdmin, useApi } from '../helpers/api';
 import { wantEvents } from '../helpers/factories';
-import { useMail } from '../helpers/mail';
+import { useDelivery, useMail } from '../helpers/mail';
 import { rawHeaders } from '../broadcasts/support';
 import { addProspect, deliver, outreach } from './support';
 
 /** One-click opt-out of outreach emails (RFC 8058; docs/outreach.md), checked on the wire. */
 const ctx = useApi();
-const sink = useMail();
+const worker = useDelivery();
+const sink = useMail({ delivery: worker });
 
 const steps = [
   { subject: 'Hello {{name}}', body: 'Hi {{name}}\nNot interested? {{unsubscribe_url}}', delay_hours: 0 },
@@ -24,7 +25,7 @@ async function firstStepOut(unsubscribe?: boolean) {
   const id = await addProspect(tenant.account.id, campaign.id, { email: address, name: 'Ann' });
   const written = await runSequenceStep(db(), id, 1);
   expect(written.kind).toBe('written');
-  await deliver((written as { messageId: string }).messageId);
+  await deliver(worker.delivery, (written as { messageId: string }).messageId);
   const [mail] = sink.to(address);
   return { tenant, campaign, id, address, mail: mail! };
 }

@@ -1,6 +1,7 @@
 import type { Worker } from 'bullmq';
 import { productionGuards } from '../../apps/core/src/delivery/production-guards';
 import { db } from '../../apps/core/src/db';
+import { createDelivery } from '../../apps/core/src/delivery/deliver';
 import { scheduleDueSteps } from '../../apps/core/src/outreach/scheduler';
 import { QUEUE, jobId, queue } from '../../apps/core/src/queues';
 import { createWorkers } from '../../apps/worker/src/workers';
@@ -161,7 +162,9 @@ describe('sequences on the wire', () => {
   });
 
   it('with two sets of workers and a scheduler racing the API kick, every prospect gets each step once', async () => {
-    const more = createWorkers({ guards: productionGuards(), queues: ['delivery', 'sequence'], concurrency: 5 });
+    // a second worker process: its own delivery (claims, marks, SMTP pools)
+    const second = createDelivery(db(), productionGuards());
+    const more = createWorkers({ delivery: second, queues: ['delivery', 'sequence'], concurrency: 5 });
     try {
       const { campaign, client } = await start([{ subject: 'Once, {{name}}', body: 'only once', delay_hours: 0 }]);
       const prospects = Array.from({ length: 12 }, (_, i) => ({ email: `once${i}@reader.org`, name: `P${i}` }));
@@ -174,6 +177,7 @@ describe('sequences on the wire', () => {
       expect(await db().message.count({ where: { prospect: { campaignId: campaign.id } } })).toBe(12);
     } finally {
       await Promise.all(more.map((w) => w.close()));
+      second.close();
     }
   });
 });

@@ -1,7 +1,6 @@
 import type { Job } from 'bullmq';
-import { productionGuards } from '../../apps/core/src/delivery/production-guards';
 import { db } from '../../apps/core/src/db';
-import { deliverMessage } from '../../apps/core/src/delivery/deliver';
+import { deliverMessage, type Delivery } from '../../apps/core/src/delivery/deliver';
 import { addProspects, type ProspectInput } from '../../apps/core/src/outreach/prospects';
 import type { JobPayloads } from '../../apps/core/src/queues';
 import type { StepInput } from '../../apps/core/src/outreach/campaigns';
@@ -31,6 +30,7 @@ export async function addProspect(accountId: number, campaignId: number, input: 
 /** A stand-in for BullMQ's job, as a test calling a processor directly needs it. */
 export const fakeJob = <T extends keyof JobPayloads>(data: JobPayloads[T]) => ({ id: 'test', data, attemptsMade: 0, opts: { attempts: 1 } }) as unknown as Job<JobPayloads[T]>;
 
-export const deliver = (messageId: string) => deliverMessage(db(), messageId, { lastAttempt: false, guards: productionGuards() });
+/** One delivery attempt of the row, as a worker's job makes it with the file's delivery (useDelivery). */
+export const deliver = (delivery: Delivery, messageId: string) => deliverMessage(delivery, messageId, { lastAttempt: false });
 
 export const stepMessage = (prospectId: number, step: number) => db().message.findUnique({ where: { prospectId_step: { prospectId, step } } });

@@ -2,7 +2,7 @@ import { db } from '../../apps/core/src/db';
 import { productionGuards } from '../../apps/core/src/delivery/production-guards';
 import { guardedKinds } from '../../apps/core/src/delivery/guards';
 import crypto from 'node:crypto';
-import { claimUnguarded, markSent, statementStats } from '../../apps/core/src/delivery/fast-claim';
+import { FastClaims } from '../../apps/core/src/delivery/fast-claim';
 import { CLAIM_UNGUARDED, MARK_SENT } from '../../apps/core/src/delivery/repository';
 import { makeTenant } from '../helpers/factories';
 import { writtenCopies } from './helpers';
@@ -13,10 +13,14 @@ async function queuedMessages(n: number): Promise<string[]> {
 }
 
 describe('delivery claims and "sent" marks shared by concurrent deliveries', () => {
+  // a worker process's claims (createDelivery makes one for each)
+  const claims = new FastClaims(db());
+  const claimUnguarded = (id: string) => claims.claimUnguarded(id, 60_000, guardedKinds(productionGuards()));
+
   it('gives a row asked for twice in one batch to one asker only', async () => {
     const [filler, contested] = await queuedMessages(2);
     // the three calls arrive within the claim's wait for company and share one statement
-    const [first, a, b] = await Promise.all([claimUnguarded(db(), filler!, 60_000, guardedKinds(productionGuards())), claimUnguarded(db(), contested!, 60_000, guardedKinds(productionGuards())), claimUnguarded(db(), contested!, 60_000, guardedKinds(productionGuards()))]);
+    const [first, a, b] = await Promise.all([claimUnguarded(filler!), claimUnguarded(contested!), claimUnguarded(contested!)]);
     expect(first?.id).toBe(filler);
     expect([a?.id ?? null, b?.id ?? null].filter(Boolean)).toEqual([contested]);
     const row = await db().message.findUniqueOrThrow({ where: { id: contested! } });
@@ -26,15 +30,15 @@ describe('delivery claims and "sent" marks shared by concurrent deliveries', () 
 
   it('claims many rows at once, each with its mailbox and Send, and marks each sent with its own answer', async () => {
     const ids = await queuedMessages(12);
-    const claimed = await Promise.all(ids.map((id) => claimUnguarded(db(), id, 60_000, guardedKinds(productionGuards()))));
+    const claimed = await Promise.all(ids.map((id) => claimUnguarded(id)));
     expect(claimed.map((c) => c?.id)).toEqual(ids);
     expect(claimed.every((c) => c!.mailbox.address.startsWith('sender-') && c!.send?.subject === 'Batch')).toBe(true);
-    expect(await Promise.all(ids.map((id) => claimUnguarded(db(), id, 60_000, guardedKinds(productionGuards()))))).toEqual(ids.map(() => null));
+    expect(await Promise.all(ids.map((id) => claimUnguarded(id)))).toEqual(ids.map(() => null));
 
     // the marks wait for company: one statement for all twelve
-    const marks = statementStats.marks;
-    await Promise.all(ids.map((id, i) => markSent(db(), id, `250 ok ${i}`)));
-    expect(statementStats.marks - marks).toBe(1);
+    const marks = claims.stats.marks;
+    await Promise.all(ids.map((id, i) => claims.markSent(id, `250 ok ${i}`)));
+    expect(claims.stats.marks - marks).toBe(1);
     const rows = await db().message.findMany({ where: { id: { in: ids } } });
     expect(rows.every((r) => r.status === 'sent' && r.lockedUntil === null && r.sentAt)).toBe(true);
     expect(new Map(rows.map((r) => [r.id, r.smtpResponse]))).toEqual(new Map(ids.map((id, i) => [id, `250 ok ${i}`])));

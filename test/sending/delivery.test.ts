@@ -1,19 +1,18 @@
 import { Job } from 'bullmq';
-import { productionGuards } from '../../apps/core/src/delivery/production-guards';
 import { db } from '../../apps/core/src/db';
-import { deliverMessage } from '../../apps/core/src/delivery/deliver';
+import { createDelivery, deliverMessage } from '../../apps/core/src/delivery/deliver';
 import type { PreSendGuards } from '../../apps/core/src/delivery/guards';
 import { storeMessages } from '../../apps/core/src/delivery/outbox';
-import { closeTransports } from '../../apps/core/src/delivery/transport';
 import { JOB_OPTIONS, QUEUE, jobId, queue } from '../../apps/core/src/queues';
 import { deliveryProcessor } from '../../apps/worker/src/processors/delivery';
 import { makeTenant } from '../helpers/factories';
-import { useMail } from '../helpers/mail';
+import { useDelivery, useMail } from '../helpers/mail';
 import { SmtpSink } from '../helpers/smtp-sink';
 import { waitFor } from '../helpers/wait';
 import { insertMessage, queueEmail, waitForStatus } from './helpers';
 
-const sink = useMail({ queues: ['delivery'] });
+const ctx = useDelivery();
+const sink = useMail({ queues: ['delivery'], delivery: ctx });
 beforeEach(() => {
   sink.rule = undefined;
 });
@@ -40,10 +39,10 @@ describe('delivery worker', () => {
     const id = await queueEmail(tenant, { to: 'twice@example.org' });
     await waitForStatus(id, ['sent']);
     const job = await Job.fromId(queue(QUEUE.delivery), jobId.delivery(id));
-    expect(await deliveryProcessor(productionGuards())(job!)).toBe('finished');
+    expect(await deliveryProcessor(ctx.delivery)(job!)).toBe('finished');
 
     const row = await insertMessage(tenant, 'race@example.org');
-    const outcomes = await Promise.all([1, 2, 3].map(() => deliverMessage(db(), row.id, { lastAttempt: false, guards: productionGuards() })));
+    const outcomes = await Promise.all([1, 2, 3].map(() => deliverMessage(ctx.delivery, row.id, { lastAttempt: false })));
     // one sends; each other finds the row held (busy) or, when the winner's SMTP and mark were quicker than its own
     // look at the row under load, already sent (finished): either way it sends nothing
     const kinds = outcomes.map((o) => o.kind);
@@ -141,7 +140,7 @@ describe('delivery worker', () => {
     const [row] = await db().$transaction((tx) =>
       storeMessages(tx, [{ accountId: tenant.account.id, mailboxId: tenant.mailbox.id, fromAddress: tenant.mailbox.address, kind: 'sequence', to: 'replied@example.org', subject: 'Hi', text: 'x' }]),
     );
-    expect(await deliverMessage(db(), row!.id!, { lastAttempt: false, guards })).toEqual({ kind: 'cancelled', reason: 'the prospect replied' });
+    expect(await deliverMessage(createDelivery(db(), guards), row!.id!, { lastAttempt: false })).toEqual({ kind: 'cancelled', reason: 'the prospect replied' });
     expect((await db().message.findUniqueOrThrow({ where: { id: row!.id! } })).lastError).toBe('the prospect replied');
     expect(sink.to('replied@example.org')).toHaveLength(0);
   });
@@ -170,7 +169,7 @@ describe('delivery worker', () => {
       expect(other.to('second@example.org')).toHaveLength(1);
       expect(sink.to('second@example.org')).toHaveLength(0);
     } finally {
-      closeTransports();
+      ctx.delivery.close();
       await other.stop();
     }
   });
@@ -183,7 +182,12 @@ describe('delivery worker', () => {
         { accountId: tenant.account.id, mailboxId: tenant.mailbox.id, fromAddress: tenant.mailbox.address, kind: 'sequence', to: 'thread@example.org', subject: 'Re', text: 'x', inReplyTo: '<first@example.com>', references: '<first@example.com>' },
       ]),
     );
-    expect(await deliverMessage(db(), row!.id!, { lastAttempt: false, guards: { sequence: async () => null } })).toMatchObject({ kind: 'sent' });
+    const letThrough = createDelivery(db(), { sequence: async () => null });
+    try {
+      expect(await deliverMessage(letThrough, row!.id!, { lastAttempt: false })).toMatchObject({ kind: 'sent' });
+    } finally {
+      letThrough.close();
+    }
     const [mail] = sink.to('thread@example.org');
     expect(mail!.parsed.inReplyTo).toBe('<first@example.com>');
     expect(mail!.parsed.references).toBe('<first@example.com>');

@@ -1,15 +1,14 @@
 import { db } from '../../apps/core/src/db';
-import { productionGuards } from '../../apps/core/src/delivery/production-guards';
 import { batchRowsOnTheWire, deliverBatch } from '../../apps/core/src/delivery/deliver';
-import { statementStats } from '../../apps/core/src/delivery/fast-claim';
 import { QUEUE, jobId, queue } from '../../apps/core/src/queues';
 import { deliveryProcessor } from '../../apps/worker/src/processors/delivery';
 import { makeTenant } from '../helpers/factories';
-import { useMail } from '../helpers/mail';
+import { useDelivery, useMail } from '../helpers/mail';
 import { writtenCopies } from './helpers';
 
 // no worker: the test runs the batch itself and looks at the jobs it leaves
-const sink = useMail();
+const ctx = useDelivery();
+const sink = useMail({ delivery: ctx });
 beforeEach(() => {
   sink.rule = undefined;
 });
@@ -30,9 +29,8 @@ describe('dispatch jobs: a batch of accepted copies delivered in one job', () =>
     const later = new Date(Date.now() + 3_600_000);
 
     const result = await deliverBatch(
-      db(),
+      ctx.delivery,
       [...ids].map(([to, messageId]) => ({ id: messageId, notBefore: to === 'later@example.org' ? later : null })),
-      productionGuards(),
     );
 
     expect(result).toEqual({ sent: 2, handedOn: 4 });
@@ -58,7 +56,7 @@ describe('dispatch jobs: a batch of accepted copies delivered in one job', () =>
     expect(await row(id('later@example.org'))).toMatchObject({ status: 'queued', attempts: 0 });
     // left to the full claim of their own jobs: it cancels the suppressed one and waits out the other worker's lease
     for (const to of ['gone@example.org', 'busy@example.org']) expect(await (await deliveryJob(id(to)))!.getState()).toBe('waiting');
-    expect(await deliveryProcessor(productionGuards())((await deliveryJob(id('gone@example.org')))!)).toBe('cancelled');
+    expect(await deliveryProcessor(ctx.delivery)((await deliveryJob(id('gone@example.org')))!)).toBe('cancelled');
     expect(sink.to('gone@example.org')).toHaveLength(0);
     expect(sink.to('busy@example.org')).toHaveLength(0);
   });
@@ -66,10 +64,10 @@ describe('dispatch jobs: a batch of accepted copies delivered in one job', () =>
   it("claims the rows of a worker's concurrent dispatch jobs in one statement", async () => {
     const tenant = await makeTenant({ smtp: sink.url });
     const ids = [...(await writtenCopies(tenant, ['job1a@example.org', 'job1b@example.org', 'job2a@example.org', 'job2b@example.org'])).values()];
-    const before = statementStats.claims;
-    const jobs = [ids.slice(0, 2), ids.slice(2)].map((rows) => deliverBatch(db(), rows.map((id) => ({ id, notBefore: null })), productionGuards()));
+    const before = ctx.delivery.claims.stats.claims;
+    const jobs = [ids.slice(0, 2), ids.slice(2)].map((rows) => deliverBatch(ctx.delivery, rows.map((id) => ({ id, notBefore: null }))));
     expect(await Promise.all(jobs)).toEqual([{ sent: 2, handedOn: 0 }, { sent: 2, handedOn: 0 }]);
-    expect(statementStats.claims - before).toBe(1);
+    expect(ctx.delivery.claims.stats.claims - before).toBe(1);
     for (const id of ids) expect(await row(id)).toMatchObject({ status: 'sent', attempts: 1 });
   });
 
@@ -77,9 +75,9 @@ describe('dispatch jobs: a batch of accepted copies delivered in one job', () =>
     const tenant = await makeTenant({ smtp: sink.url });
     const ids = [...(await writtenCopies(tenant, ['again1@example.org', 'again2@example.org'])).values()];
     const batch = ids.map((id) => ({ id, notBefore: null }));
-    expect(await deliverBatch(db(), batch, productionGuards())).toEqual({ sent: 2, handedOn: 0 });
-    expect(await deliverBatch(db(), batch, productionGuards())).toEqual({ sent: 0, handedOn: 2 });
-    for (const id of ids) expect(await deliveryProcessor(productionGuards())((await deliveryJob(id))!)).toBe('finished');
+    expect(await deliverBatch(ctx.delivery, batch)).toEqual({ sent: 2, handedOn: 0 });
+    expect(await deliverBatch(ctx.delivery, batch)).toEqual({ sent: 0, handedOn: 2 });
+    for (const id of ids) expect(await deliveryProcessor(ctx.delivery)((await deliveryJob(id))!)).toBe('finished');
     expect(sink.to('again1@example.org')).toHaveLength(1);
     expect(sink.to('again2@example.org')).toHaveLength(1);
   });
@@ -103,7 +101,7 @@ describe('dispatch jobs: a batch of accepted copies delivered in one job', () =>
       }
     })();
     try {
-      expect(await deliverBatch(db(), ids.map((id) => ({ id, notBefore: null })), productionGuards())).toEqual({ sent: ids.length, handedOn: 0 });
+      expect(await deliverBatch(ctx.delivery, ids.map((id) => ({ id, notBefore: null })))).toEqual({ sent: ids.length, handedOn: 0 });
     } finally {
       done = true;
       sink.dataDelayMs = 0;

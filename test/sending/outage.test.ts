@@ -1,9 +1,8 @@
 import request from 'supertest';
 import { createApp } from '../../apps/api/src/app';
 import { createDb, db, type Db } from '../../apps/core/src/db';
-import { deliverBatch, deliverMessage } from '../../apps/core/src/delivery/deliver';
+import { createDelivery, deliverBatch, deliverMessage, type Delivery } from '../../apps/core/src/delivery/deliver';
 import { productionGuards } from '../../apps/core/src/delivery/production-guards';
-import { closeTransports } from '../../apps/core/src/delivery/transport';
 import { logger } from '../../apps/core/src/logger';
 import { makeTenant } from '../helpers/factories';
 import { PgProxy } from '../helpers/pg-proxy';
@@ -15,13 +14,19 @@ import { insertMessage, writtenCopies } from './helpers';
 const sink = new SmtpSink();
 const proxy = new PgProxy();
 let proxied: Db;
+/** a worker's delivery behind the proxy, and one straight on the test database */
+let behindProxy: Delivery;
+let direct: Delivery;
 beforeAll(async () => {
   await sink.start();
   await proxy.start();
   proxied = createDb(proxy.url());
+  behindProxy = createDelivery(proxied, productionGuards());
+  direct = createDelivery(db(), productionGuards());
 });
 afterAll(async () => {
-  closeTransports();
+  behindProxy.close();
+  direct.close();
   await sink.stop();
   await proxied.$disconnect().catch(() => undefined);
   await proxy.stop();
@@ -52,7 +57,7 @@ it('keeps a "sent" mark Postgres did not take and writes it once Postgres is bac
     if (stage === 'data') proxy.cutOff();
     return undefined;
   };
-  const delivering = deliverMessage(proxied, id, { lastAttempt: false, guards: productionGuards() });
+  const delivering = deliverMessage(behindProxy, id, { lastAttempt: false });
   const settled = jest.fn();
   void delivering.then(settled, settled);
   // until the mark was tried and refused (a worker without the fix gives up there and the call settles)
@@ -70,7 +75,7 @@ it('keeps a "sent" mark Postgres did not take and writes it once Postgres is bac
   expect(await delivering).toMatchObject({ kind: 'sent' });
   expect(await db().message.findUniqueOrThrow({ where: { id } })).toMatchObject({ status: 'sent', lockedUntil: null });
   // a second delivery of the row (a job run again) finds it final
-  expect(await deliverMessage(db(), id, { lastAttempt: false, guards: productionGuards() })).toEqual({ kind: 'finished', status: 'sent' });
+  expect(await deliverMessage(direct, id, { lastAttempt: false })).toEqual({ kind: 'finished', status: 'sent' });
   expect(sink.to('outage@example.org')).toHaveLength(1);
 });
 
@@ -80,14 +85,14 @@ it('fails a dispatch batch whose claim Postgres did not answer, sending nothing,
   const batch = ids.map((id) => ({ id, notBefore: null }));
   proxy.cutOff();
   try {
-    await expect(deliverBatch(proxied, batch, productionGuards())).rejects.toThrow();
+    await expect(deliverBatch(behindProxy, batch)).rejects.toThrow();
   } finally {
     proxy.restore();
   }
   expect(sink.to('claim-outage1@example.org')).toHaveLength(0);
   for (const id of ids) expect(await db().message.findUniqueOrThrow({ where: { id } })).toMatchObject({ status: 'queued', attempts: 0 });
   // the job's next run (BullMQ retries a failed dispatch job)
-  expect(await deliverBatch(proxied, batch, productionGuards())).toEqual({ sent: 2, handedOn: 0 });
+  expect(await deliverBatch(behindProxy, batch)).toEqual({ sent: 2, handedOn: 0 });
   expect(sink.to('claim-outage1@example.org')).toHaveLength(1);
   expect(sink.to('claim-outage2@example.org')).toHaveLength(1);
 });

@@ -1,10 +1,10 @@
 import net from 'node:net';
 import { productionGuards } from '../../apps/core/src/delivery/production-guards';
+import { createDelivery, type Delivery } from '../../apps/core/src/delivery/deliver';
 import { Worker } from 'bullmq';
 import { createApp } from '../../apps/api/src/app';
 import { db } from '../../apps/core/src/db';
 import { EXPIRED_GRACE_MS } from '../../apps/core/src/delivery/reconcile';
-import { closeTransports } from '../../apps/core/src/delivery/transport';
 import { QUEUE, jobId, queue, queueConnection, queuePrefix } from '../../apps/core/src/queues';
 import { deliveryProcessor } from '../../apps/worker/src/processors/delivery';
 import { maintenanceTasks } from '../../apps/worker/src/processors/maintenance';
@@ -20,6 +20,7 @@ jest.setTimeout(60_000);
 const sink = new SmtpSink();
 const children: OwnProcess[] = [];
 const workers: Worker[] = [];
+const deliveries: Delivery[] = [];
 beforeAll(() => sink.start());
 // each test starts its own workers and processes, so no job of one test is taken by another's
 afterEach(async () => {
@@ -27,13 +28,15 @@ afterEach(async () => {
   await Promise.all(workers.splice(0).map((w) => w.close()));
 });
 afterAll(async () => {
-  closeTransports();
+  for (const delivery of deliveries) delivery.close();
   await sink.stop();
 });
 
 /** A delivery worker in this process, as after a restart; checks for stalled jobs every second. */
 function startWorker(): Worker {
-  const worker = new Worker(QUEUE.delivery, deliveryProcessor(productionGuards()), { connection: queueConnection(), prefix: queuePrefix(), stalledInterval: 1000 });
+  const delivery = createDelivery(db(), productionGuards());
+  deliveries.push(delivery);
+  const worker = new Worker(QUEUE.delivery, deliveryProcessor(delivery), { connection: queueConnection(), prefix: queuePrefix(), stalledInterval: 1000 });
   workers.push(worker);
   return worker;
 }

@@ -1,5 +1,6 @@
 import { db } from '../../apps/core/src/db';
 import { productionGuards } from '../../apps/core/src/delivery/production-guards';
+import { createDelivery } from '../../apps/core/src/delivery/deliver';
 import { PayloadTooLarge } from '../../apps/core/src/errors';
 import { parseSendRequest } from '../../apps/core/src/sending/schema';
 import { DISPATCH, QUEUE, jobId, queue } from '../../apps/core/src/queues';
@@ -53,7 +54,7 @@ describe('POST /api/v1/send: acceptance', () => {
     expect(fan?.data).toEqual({ messages: ids.map((id) => ({ id, notBefore: sendAt.getTime() })) });
     expect(await Promise.all(ids.map((id) => queue(QUEUE.delivery).getJob(jobId.delivery(id))))).toEqual(ids.map(() => undefined));
 
-    expect(await deliveryProcessor(productionGuards())(fan!)).toBe('dispatched');
+    expect(await deliveryProcessor(createDelivery(db(), productionGuards()))(fan!)).toBe('dispatched');
     for (const id of ids) {
       const job = await queue(QUEUE.delivery).getJob(jobId.delivery(id));
       expect(job?.data).toEqual({ messageId: id });

@@ -1,17 +1,16 @@
 import crypto from 'node:crypto';
-import { productionGuards } from '../../apps/core/src/delivery/production-guards';
 import { db } from '../../apps/core/src/db';
 import { deliverMessage } from '../../apps/core/src/delivery/deliver';
 import { QUEUE, jobId, queue } from '../../apps/core/src/queues';
-import { waitStats } from '../../apps/core/src/sending/finished';
 import { as, useApi } from '../helpers/api';
 import { makeList, makeTenant, type Tenant } from '../helpers/factories';
-import { useMail } from '../helpers/mail';
+import { useDelivery, useMail } from '../helpers/mail';
 import { waitFor } from '../helpers/wait';
 import { waitForStatus } from './helpers';
 
 const ctx = useApi();
-const sink = useMail({ queues: ['delivery'], concurrency: 10 });
+const worker = useDelivery();
+const sink = useMail({ queues: ['delivery'], concurrency: 10, delivery: worker });
 beforeEach(() => {
   sink.rule = undefined;
 });
@@ -102,7 +101,7 @@ describe('POST /api/v1/send on the wire', () => {
     const job = await queue(QUEUE.delivery).getJob(jobId.delivery(id));
     expect(await job!.getState()).toBe('delayed');
     // a job that runs early (say, queued again without its delay) still waits for send_at
-    expect(await deliverMessage(db(), id, { lastAttempt: false, guards: productionGuards() })).toEqual({ kind: 'early', until: sendAt });
+    expect(await deliverMessage(worker.delivery, id, { lastAttempt: false })).toEqual({ kind: 'early', until: sendAt });
     expect(sink.to('later@example.org')).toHaveLength(0);
     await waitFor(() => sink.to('later@example.org').length === 1, { timeout: 15_000 });
     const sent = await waitForStatus(id, ['sent']);
@@ -130,14 +129,14 @@ describe('POST /api/v1/send on the wire', () => {
   it('wakes 20 waiting requests when their copies are delivered, reading the statuses a few times, not every 100 ms', async () => {
     const tenant = await makeTenant({ smtp: sink.url });
     sink.dataDelayMs = 1_500;
-    const before = waitStats.reads;
+    const before = ctx.api.state.sending.finished.stats.reads;
     const started = Date.now();
     try {
       const answers = await Promise.all(Array.from({ length: 20 }, (_, i) => send(tenant, { to: `waiter${i}@example.org`, subject: 'Now', text: 'x' }).set('Prefer', 'wait=15')));
       expect(answers.map((r) => r.status)).toEqual(Array(20).fill(200));
       expect(answers.every((r) => r.body.status === 'sent')).toBe(true);
       // each waiter: one read at the start, one per wake-up or 2-second fallback; polling every 100 ms would be 15+ each
-      const reads = waitStats.reads - before;
+      const reads = ctx.api.state.sending.finished.stats.reads - before;
       const seconds = (Date.now() - started) / 1000;
       expect(reads).toBeLessThanOrEqual(20 * (3 + Math.ceil(seconds / 2)));
       expect(reads).toBeLessThan(20 * Math.floor(seconds * 10));

@@ -1,17 +1,17 @@
 import { checkSmtp } from '../../apps/core/src/delivery/check';
 import { db } from '../../apps/core/src/db';
 import request from 'supertest';
-import { closeTransports } from '../../apps/core/src/delivery/transport';
 import { ADMIN_TOKEN, as, asAdmin, useApi } from '../helpers/api';
 import { makeAccount, makeTenant } from '../helpers/factories';
-import { useMail } from '../helpers/mail';
+import { useDelivery, useMail } from '../helpers/mail';
 import { SmtpSink } from '../helpers/smtp-sink';
 import { TlsSink } from './tls-sink';
 import { waitFor } from '../helpers/wait';
 
 /** smtp:// with a login never sends the password in clear: STARTTLS first, unless the URL says ?tls=off. */
 const ctx = useApi();
-useMail({ queues: ['delivery'] });
+const worker = useDelivery();
+useMail({ queues: ['delivery'], delivery: worker });
 const sink = new SmtpSink({ user: 'ann', pass: 's3cret' });
 beforeAll(() => sink.start());
 afterAll(() => sink.stop());
@@ -80,7 +80,7 @@ describe('tls=off and tls=insecure against a server that offers STARTTLS with a 
   const tlsRelay = new TlsSink({ user: 'ann', pass: 's3cret' }, { secure: true });
   beforeAll(() => Promise.all([relay.start(), tlsRelay.start()]));
   afterAll(async () => {
-    closeTransports();
+    worker.delivery.close();
     await Promise.all([relay.stop(), tlsRelay.stop()]);
   });
 

@@ -1,7 +1,7 @@
 import { db } from '../../apps/core/src/db';
+import { createDelivery } from '../../apps/core/src/delivery/deliver';
 import { storeMessages, type OutgoingEmail } from '../../apps/core/src/delivery/outbox';
 import { productionGuards } from '../../apps/core/src/delivery/production-guards';
-import { closeTransports } from '../../apps/core/src/delivery/transport';
 import { QUEUE, queue } from '../../apps/core/src/queues';
 import { createWorkers } from '../../apps/worker/src/workers';
 import { makeList, makeTenant } from '../helpers/factories';
@@ -24,7 +24,6 @@ afterAll(async () => {
     worker.child.kill('SIGTERM');
     await worker.exited;
   }
-  closeTransports();
   await sink.stop();
 });
 
@@ -33,7 +32,7 @@ it('productionGuards() watches every guarded kind', () => {
 });
 
 it("every queue's worker looks for a dead worker's jobs every 5 s, so they run again about when its leases run out", async () => {
-  const workers = createWorkers({ guards: productionGuards(), concurrency: 1 });
+  const workers = createWorkers({ delivery: createDelivery(db(), productionGuards()), concurrency: 1 });
   try {
     const opts = Object.fromEntries(workers.map((w) => [w.name, { stalledInterval: w.opts.stalledInterval, lockDuration: w.opts.lockDuration }]));
     expect(Object.keys(opts).sort()).toEqual(Object.values(QUEUE).sort());

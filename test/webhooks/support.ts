@@ -2,6 +2,7 @@ import { productionGuards } from '../../apps/core/src/delivery/production-guards
 import type { Worker } from 'bullmq';
 import type { ApiApp } from '../../apps/api/src/app';
 import { db } from '../../apps/core/src/db';
+import { createDelivery } from '../../apps/core/src/delivery/deliver';
 import { startDispatcher, type Dispatcher } from '../../apps/core/src/webhooks/dispatch';
 import { createWorkers } from '../../apps/worker/src/workers';
 import { asAdmin } from '../helpers/api';
@@ -52,7 +53,7 @@ export function useLateWorker(): { start: () => void } {
   });
   return {
     start: () => {
-      workers = createWorkers({ guards: productionGuards(), queues: ['webhook'], concurrency: 2 });
+      workers = createWorkers({ delivery: createDelivery(db(), productionGuards()), queues: ['webhook'], concurrency: 2 });
       dispatcher = startDispatcher(db(), { everyMs: 50 });
     },
   };

@@ -12,6 +12,7 @@ import { mcpRouter } from './mcp/router';
 import { requestContext } from './middleware/request';
 import { config } from '../../core/src/config';
 import { BodyBudget } from './middleware/body-budget';
+import { createApiState, type ApiState } from './state';
 import { checkedBody, refuseBadUrl } from './middleware/text';
 import { refuseCrossSiteWrites, refuseFraming } from './middleware/framing';
 import { adminRouter } from './routes/admin';
@@ -41,6 +42,8 @@ export const PUBLIC_BODIES = {
 
 export interface ApiApp {
   app: Express;
+  /** what the process keeps in memory for its requests (state.ts), made here and passed down */
+  state: ApiState;
   /** subscribes to key revocations; call before serving */
   start(): Promise<void>;
   stop(): Promise<void>;
@@ -49,6 +52,7 @@ export interface ApiApp {
 export function createApp(db: Db): ApiApp {
   const auth = new KeyAuthenticator(db);
   const failures = new AuthFailures(config().authFailuresPerMinute);
+  const state = createApiState(db);
   const app = express();
   app.disable('x-powered-by');
   // answers are fresh state, mostly to writes: an ETag (a hash of every body) would cost each request for no use
@@ -63,11 +67,11 @@ export function createApp(db: Db): ApiApp {
   const json = budget.around(checkedBody(express.json({ limit: BODY_LIMIT_BYTES, strict: false })));
   app.use(requestContext);
   app.use(refuseBadUrl);
-  app.route('/api/v1/openapi.json').get(openApiHandler(db, auth, failures)).all(methodNotAllowed);
+  app.route('/api/v1/openapi.json').get(openApiHandler(db, auth, failures, state.sending.mailboxes)).all(methodNotAllowed);
   app.use('/docs', docsRouter());
   // the public API first: it carries the load, and every router passed on the way costs each request
-  app.use('/api/v1', v1Router(db, auth, failures, json));
-  app.use('/mcp', mcpRouter(db, auth, failures, json));
+  app.use('/api/v1', v1Router(db, auth, failures, json, state));
+  app.use('/mcp', mcpRouter(db, auth, failures, json, state));
   app.use(healthRouter(db));
   app.use(DASHBOARD_PATH, refuseFraming, refuseCrossSiteWrites, requireAdmin(failures, { challenge: true }), dashboardRouter());
   // the JSON parser runs after the token (an import reads its own body: routes/admin/index.ts)
@@ -82,8 +86,12 @@ export function createApp(db: Db): ApiApp {
   return {
     // the busiest writes go around Express (lane.ts); every other request, and any the lane does not take, through it;
     // whatever answers, a body the answer left unread is settled so its client can read the answer (unread-body.ts)
-    app: new UnreadBodies().around(withFastLane(app, { db, auth, failures, budget, bodyLimitBytes: BODY_LIMIT_BYTES })),
+    app: new UnreadBodies().around(withFastLane(app, { db, state, auth, failures, budget, bodyLimitBytes: BODY_LIMIT_BYTES })),
+    state,
     start: () => auth.start(),
-    stop: () => auth.stop(),
+    stop: async () => {
+      await auth.stop();
+      await state.sending.finished.stop();
+    },
   };
 }

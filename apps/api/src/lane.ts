@@ -6,6 +6,7 @@ import type { Db } from '../../core/src/db';
 import { bearerToken, type KeyAuthenticator } from './middleware/auth';
 import type { BodyBudget } from './middleware/body-budget';
 import type { AuthFailures } from './middleware/failures';
+import type { ApiState } from './state';
 import { refusalOf, writeJson, writeRefusal } from './middleware/errors';
 import { trackRequest } from './middleware/request';
 import { checkBody } from './middleware/text';
@@ -27,17 +28,17 @@ import { postSend } from './routes/send';
 type LaneRoute = {
   /** Express answers the request instead when this says no (a header the lane does not handle) */
   takes(req: IncomingMessage): boolean;
-  answer(db: Db, res: ServerResponse, key: ApiKey, body: unknown, req: IncomingMessage): Promise<{ status: number; body: unknown }>;
+  answer(options: LaneOptions, res: ServerResponse, key: ApiKey, body: unknown, req: IncomingMessage): Promise<{ status: number; body: unknown }>;
 };
 
 const ROUTES = new Map<string, LaneRoute>([
-  ['/api/v1/send', { takes: () => true, answer: (db, res, key, body, req) => postSend(db, res, key, body, req.headers) }],
+  ['/api/v1/send', { takes: () => true, answer: (o, res, key, body, req) => postSend(o.db, o.state.sending, res, key, body, req.headers) }],
   [
     '/api/v1/subscribers',
     {
       // an Idempotency-Key needs Express's idempotent() middleware: those requests go there
       takes: (req) => req.headers['idempotency-key'] === undefined,
-      answer: async (db, _res, key, body) => ({ status: 200, body: await subscribe(db, key, body) }),
+      answer: async (o, _res, key, body) => ({ status: 200, body: await subscribe(o.db, o.state.adds, key, body) }),
     },
   ],
 ]);
@@ -45,11 +46,10 @@ const ROUTES = new Map<string, LaneRoute>([
 /** The only body types the lane reads; body-parser reads any other charset, or refuses it, on the Express side. */
 const PLAIN_JSON = /^application\/json\s*(?:;\s*charset\s*=\s*"?utf-8"?\s*)?$/i;
 
-/** Requests the lane answered itself (a test's way to know which side answered). */
-export const laneStats = { answered: 0 };
-
 export interface LaneOptions {
   db: Db;
+  /** the app's state (state.ts): what the routes need, and the count of requests the lane answered */
+  state: ApiState;
   auth: KeyAuthenticator;
   /** an address locked out by the failure rule goes to Express, which refuses it (middleware/failures.ts) */
   failures: AuthFailures;
@@ -98,14 +98,14 @@ async function laneOrExpress(req: IncomingMessage, res: ServerResponse, route: L
   }
   const release = key && options.budget.reserve(req, res);
   if (!key || !release) return toExpress();
-  laneStats.answered++;
+  options.state.lane.answered++;
   const url = req.url!;
   const requestId = trackRequest(req, res, url, () => url);
   try {
     const body = await readJson(req);
     release();
     checkBody(body);
-    const answer = await route.answer(options.db, res, key, body, req);
+    const answer = await route.answer(options, res, key, body, req);
     writeJson(res, answer.status, answer.body);
   } catch (err) {
     release();

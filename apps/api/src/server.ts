@@ -1,6 +1,7 @@
 import { config, localSecretsFile } from '../../core/src/config';
 import { closeDb, db } from '../../core/src/db';
 import { logger } from '../../core/src/logger';
+import { collectProcessMetrics } from '../../core/src/metrics';
 import { closeQueues } from '../../core/src/queues';
 import { closeRedis } from '../../core/src/redis';
 import { tuneRuntime } from '../../core/src/runtime';
@@ -10,6 +11,7 @@ import { configureServer } from './edge';
 
 async function main(): Promise<void> {
   tuneRuntime();
+  collectProcessMetrics();
   await preflight('api');
   const cfg = config();
   const api = createApp(db());

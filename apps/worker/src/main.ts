@@ -2,8 +2,9 @@ import { config } from '../../core/src/config';
 import { closeDb, db } from '../../core/src/db';
 import { productionGuards } from '../../core/src/delivery/production-guards';
 import { startInboundReader } from '../../core/src/inbound/reader';
+import { collectProcessMetrics } from '../../core/src/metrics';
 import { serveWorkerMetrics } from '../../core/src/metrics/worker-server';
-import { closeTransports } from '../../core/src/delivery/transport';
+import { createDelivery, type Delivery } from '../../core/src/delivery/deliver';
 import { logger } from '../../core/src/logger';
 import { closeQueues } from '../../core/src/queues';
 import { closeRedis } from '../../core/src/redis';
@@ -17,8 +18,10 @@ import { createWorkers, startMaintenance } from './workers';
 
 async function main(): Promise<void> {
   tuneRuntime();
+  collectProcessMetrics();
   // what is running, filled in as it starts: a SIGTERM at any moment stops what there is
   let workers: Worker[] = [];
+  let delivery: Delivery | undefined;
   let housekeeping: Housekeeping | undefined;
   let dispatcher: { stop(): Promise<void> } | undefined;
   let inbound: { stop(): Promise<void> } | undefined;
@@ -38,7 +41,7 @@ async function main(): Promise<void> {
     // every row it held is marked or handed back: its beacon can go
     stopBeacon?.();
     metricsServer?.close();
-    closeTransports();
+    delivery?.close();
     await closeQueues();
     await closeRedis();
     await closeDb();
@@ -49,10 +52,13 @@ async function main(): Promise<void> {
   process.on('SIGINT', () => void shutdown('SIGINT'));
 
   await preflight('worker');
-  // the pre-send guards, built once here and passed down (a test runs this file as a process: test/sending/wiring.test.ts)
   // the rows this process claims name it; its beacon tells the reconciler it lives however long Postgres is away
   stopBeacon = startHolderBeacon();
-  workers = createWorkers({ guards: productionGuards() });
+  // delivery's parts, built once here and passed down (createDelivery): the pre-send guards, the claims and "sent" marks
+  // all its jobs share, the lease heartbeat, the SMTP pools, the queueing of a broadcast's copies, the bounds on bytes
+  // and rows in flight (a test runs this file as a process: test/sending/wiring.test.ts)
+  delivery = createDelivery(db(), productionGuards());
+  workers = createWorkers({ delivery });
   housekeeping = startMaintenance(db());
   // the event outbox's fan-out to webhook jobs
   dispatcher = startDispatcher(db());

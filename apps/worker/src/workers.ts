@@ -1,7 +1,7 @@
 import { Worker, type Job, type Processor } from 'bullmq';
 import { config } from '../../core/src/config';
 import type { Db } from '../../core/src/db';
-import type { PreSendGuards } from '../../core/src/delivery/guards';
+import type { Delivery } from '../../core/src/delivery/deliver';
 import { startHousekeeping, type Housekeeping } from '../../core/src/housekeeping';
 import { logger } from '../../core/src/logger';
 import { dependencies, isRedisConnectionError, isRedisStateLost } from '../../core/src/outage';
@@ -11,12 +11,12 @@ import { processLinkCheck } from './processors/links';
 import { MAINTENANCE_EVERY_MS, maintenanceTasks, processMaintenance } from './processors/maintenance';
 import { processSequenceStep } from './processors/sequence';
 import { processWebhook } from './processors/webhook';
-import { processBroadcast } from './processors/broadcast';
+import { broadcastProcessor } from './processors/broadcast';
 import { processImport } from './processors/imports';
 
 export interface WorkerOptions {
-  /** what the delivery processor asks right before SMTP: is this email still wanted? (productionGuards() in main) */
-  guards: PreSendGuards;
+  /** the process's delivery: its pre-send guards, shared claims and SMTP pools (createDelivery in main) */
+  delivery: Delivery;
   concurrency?: number;
   queues?: QueueName[];
 }
@@ -24,12 +24,12 @@ export interface WorkerOptions {
 /** One BullMQ worker per queue. Used by main.ts and by tests that want a worker in-process. */
 export function createWorkers(options: WorkerOptions): Worker[] {
   const processors: { [N in QueueName]: Processor<JobPayloads[N]> } = {
-    delivery: deliveryProcessor(options.guards),
+    delivery: deliveryProcessor(options.delivery),
     sequence: processSequenceStep,
     maintenance: processMaintenance,
     links: processLinkCheck,
     webhook: processWebhook,
-    broadcast: processBroadcast,
+    broadcast: broadcastProcessor(options.delivery.queue),
     imports: processImport,
   };
   const concurrency = options.concurrency ?? config().workerConcurrency;

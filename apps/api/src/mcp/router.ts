@@ -1,6 +1,7 @@
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { Router, type RequestHandler } from 'express';
 import type { Db } from '../../../core/src/db';
+import type { ApiState } from '../state';
 import { MethodNotAllowed } from '../../../core/src/errors';
 import { requireKey, type KeyAuthenticator } from '../middleware/auth';
 import type { AuthFailures } from '../middleware/failures';
@@ -10,10 +11,10 @@ import { mcpServer } from './tools';
  * docs/mcp.md: MCP over Streamable HTTP at /mcp, stateless (a server and transport per request, no session), so
  * any API process can answer any request. The key is checked before the MCP layer sees anything: 401 JSON otherwise.
  */
-export function mcpRouter(db: Db, auth: KeyAuthenticator, failures: AuthFailures, json: RequestHandler): Router {
+export function mcpRouter(db: Db, auth: KeyAuthenticator, failures: AuthFailures, json: RequestHandler, state: ApiState): Router {
   const router = Router();
   router.post('/', requireKey(auth, failures), json, async (req, res) => {
-    const server = mcpServer(db, res.locals.key, { requestId: String(res.locals.requestId ?? ''), method: req.method, path: req.originalUrl });
+    const server = mcpServer(db, state, res.locals.key, { requestId: String(res.locals.requestId ?? ''), method: req.method, path: req.originalUrl });
     const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
     res.on('close', () => {
       void transport.close();

@@ -10,6 +10,7 @@ import { LOST_REASONS, OUTCOME_STATES } from '../../../core/src/outreach/outcome
 import { acceptSend, findSend, MAX_WAIT_SECONDS } from '../../../core/src/sending/accept';
 import { parseIdempotencyKey } from '../../../core/src/idempotency';
 import { refusalOf, type Refusal } from '../middleware/errors';
+import type { ApiState } from '../state';
 
 /**
  * The MCP tools of docs/mcp.md. Each calls the operation its HTTP route calls, with the same arguments as the
@@ -120,7 +121,7 @@ async function answerFor(request: McpRequest, work: () => Promise<Answer>): Prom
 }
 
 /** The server for one request of one key: campaign and prospect tools only when the key has the prospects permission. */
-export function mcpServer(db: Db, key: ApiKey, request: McpRequest): McpServer {
+export function mcpServer(db: Db, state: ApiState, key: ApiKey, request: McpRequest): McpServer {
   const server = new McpServer({ name: 'mailservice', version: '1.0.0' });
   const answer = (work: () => Promise<Answer>) => answerFor(request, work);
 
@@ -135,7 +136,7 @@ export function mcpServer(db: Db, key: ApiKey, request: McpRequest): McpServer {
     ({ idempotency_key, wait_seconds, ...body }) =>
       answer(async () => {
         const idempotencyKey = parseIdempotencyKey(idempotency_key === undefined ? undefined : String(idempotency_key));
-        const result = await acceptSend(db, key, body, { idempotencyKey, waitSeconds: Number(wait_seconds ?? 0) });
+        const result = await acceptSend(db, state.sending, key, body, { idempotencyKey, waitSeconds: Number(wait_seconds ?? 0) });
         return { ...result.body, replayed: result.replayed } as unknown as Answer;
       }),
   );
@@ -174,7 +175,7 @@ export function mcpServer(db: Db, key: ApiKey, request: McpRequest): McpServer {
         confirmed: z.boolean().optional().describe('true when the person already confirmed elsewhere: skips the confirmation email'),
       },
     },
-    (args) => answer(() => subscribe(db, key, args)),
+    (args) => answer(() => subscribe(db, state.adds, key, args)),
   );
 
   tool(

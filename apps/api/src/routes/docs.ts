@@ -1,7 +1,7 @@
 import path from 'node:path';
 import express, { Router } from 'express';
 import type { Db } from '../../../core/src/db';
-import { sendingMailbox } from '../../../core/src/sending/mailbox';
+import type { MailboxCache } from '../../../core/src/sending/mailbox';
 import { requireKey, type KeyAuthenticator } from '../middleware/auth';
 import type { AuthFailures } from '../middleware/failures';
 import { methodNotAllowed } from '../middleware/errors';
@@ -38,7 +38,7 @@ const CSP = "default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inl
  * the app at its path, not through a router every request enters (a router ahead of /api/v1 cost each send about 3% of
  * the API's CPU).
  */
-export function openApiHandler(db: Db, auth: KeyAuthenticator, failures: AuthFailures): express.RequestHandler {
+export function openApiHandler(db: Db, auth: KeyAuthenticator, failures: AuthFailures, mailboxes: MailboxCache): express.RequestHandler {
   // loaded on the first request: the converter and the schemas' walk cost every API process start otherwise
   const load = () => import('../openapi/document');
   const keyed = requireKey(auth, failures);
@@ -46,7 +46,7 @@ export function openApiHandler(db: Db, auth: KeyAuthenticator, failures: AuthFai
     if (!req.get('authorization')) return void res.set('Cache-Control', 'no-cache').json((await load()).openApiDocument());
     // throws the 401 for a missing, malformed or unknown key (counted as a failure of the client's address)
     await keyed(req, res, () => {});
-    const mailbox = await sendingMailbox(db, res.locals.key.mailboxId);
+    const mailbox = await mailboxes.sendingMailbox(db, res.locals.key.mailboxId);
     res.set({ 'Cache-Control': 'private, no-cache', Vary: 'Authorization' }).json((await load()).openApiDocumentFor(mailbox.address));
   };
 }

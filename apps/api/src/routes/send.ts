@@ -3,7 +3,7 @@ import type { Router } from 'express';
 import type { ApiKey } from '../../../../generated/prisma/client';
 import type { Db } from '../../../core/src/db';
 import { AppError } from '../../../core/src/errors';
-import { acceptSend, findSend, MAX_WAIT_SECONDS, type SendAnswer } from '../../../core/src/sending/accept';
+import { acceptSend, findSend, MAX_WAIT_SECONDS, type SendAnswer, type Sending } from '../../../core/src/sending/accept';
 import { parseIdempotencyKey } from '../../../core/src/idempotency';
 import { methodNotAllowed, setHeaders } from '../middleware/errors';
 import { dailyQuota, rateLimitHeaders } from '../../../core/src/sending/quota';
@@ -19,11 +19,11 @@ function preferredWait(header: string | undefined): number {
  * headers (RateLimit-*, Location, Idempotent-Replayed, Preference-Applied) set on `res`. Every send answer carries the
  * key's RateLimit-* headers, refusals too. Express's route and the fast lane (lane.ts) both answer with it.
  */
-export async function postSend(db: Db, res: ServerResponse, key: ApiKey, body: unknown, headers: IncomingHttpHeaders): Promise<{ status: number; body: SendAnswer }> {
+export async function postSend(db: Db, sending: Sending, res: ServerResponse, key: ApiKey, body: unknown, headers: IncomingHttpHeaders): Promise<{ status: number; body: SendAnswer }> {
   const wait = preferredWait(headers.prefer as string | undefined);
   let result;
   try {
-    result = await acceptSend(db, key, body, { idempotencyKey: parseIdempotencyKey(headers['idempotency-key'] as string | undefined), waitSeconds: wait });
+    result = await acceptSend(db, sending, key, body, { idempotencyKey: parseIdempotencyKey(headers['idempotency-key'] as string | undefined), waitSeconds: wait });
   } catch (err) {
     // a refusal carries the key's RateLimit-* headers too; they are read here, not before every accepted send
     if (err instanceof AppError) setHeaders(res, rateLimitHeaders(await dailyQuota(db, key)));
@@ -37,11 +37,11 @@ export async function postSend(db: Db, res: ServerResponse, key: ApiKey, body: u
 }
 
 /** docs/api.md: POST /send, GET /send/:id. */
-export function sendRoutes(router: Router, db: Db): void {
+export function sendRoutes(router: Router, db: Db, sending: Sending): void {
   router
     .route('/send')
     .post(async (req, res) => {
-      const answer = await postSend(db, res, res.locals.key, req.body, req.headers);
+      const answer = await postSend(db, sending, res, res.locals.key, req.body, req.headers);
       res.status(answer.status).json(answer.body);
     })
     .all(methodNotAllowed);

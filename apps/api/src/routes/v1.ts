@@ -1,5 +1,6 @@
 import { Router, type RequestHandler } from 'express';
 import type { Db } from '../../../core/src/db';
+import type { ApiState } from '../state';
 import { requireKey, requireProspectsPermission, type KeyAuthenticator } from '../middleware/auth';
 import type { AuthFailures } from '../middleware/failures';
 import { requireJsonBody } from '../middleware/request';
@@ -14,13 +15,13 @@ import { subscribersRoutes } from './subscribers';
  * service -> answer), registered on this one router: a nested router per resource cost every request a level of
  * Express's routing.
  */
-export function v1Router(db: Db, auth: KeyAuthenticator, failures: AuthFailures, json: RequestHandler): Router {
+export function v1Router(db: Db, auth: KeyAuthenticator, failures: AuthFailures, json: RequestHandler, state: ApiState): Router {
   const router = Router();
   // the key (a header) is checked before a byte of the body is read: an unauthenticated client holds no memory
   router.use(requireKey(auth, failures), json, requireJsonBody);
-  sendRoutes(router, db);
+  sendRoutes(router, db, state.sending);
   listsRoutes(router, db);
-  subscribersRoutes(router, db);
+  subscribersRoutes(router, db, state.adds);
   router.use('/campaigns', requireProspectsPermission);
   router.use('/prospects', requireProspectsPermission);
   campaignsRoutes(router, db);

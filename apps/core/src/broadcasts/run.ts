@@ -1,7 +1,7 @@
 import type { Broadcast, List, Mailbox } from '../../../../generated/prisma/client';
 import { tracked } from '../analytics/tracking';
 import type { Db } from '../db';
-import { addDeliveryJobs, messageRow, queueDelivery } from '../delivery/outbox';
+import { addDeliveryJobs, messageRow, type DeliveryQueue } from '../delivery/outbox';
 import { markNotEnqueued } from '../delivery/repository';
 import { emitEvent } from '../events';
 import { newId } from '../ids';
@@ -122,7 +122,7 @@ export interface RunOptions {
  * When every page is written and no copy is left unfinished, the broadcast becomes `sent` and `broadcast.finished` is
  * written in that same transaction. A job that comes before send_at answers send_at (the processor waits till then). Any number of runs at once, or one after a crash, end with one copy per person.
  */
-export async function runBroadcast(db: Db, id: number, options: RunOptions = {}): Promise<'sent' | 'stopped' | 'idle' | 'interrupted' | Date> {
+export async function runBroadcast(db: Db, deliveries: DeliveryQueue, id: number, options: RunOptions = {}): Promise<'sent' | 'stopped' | 'idle' | 'interrupted' | Date> {
   const b = await start(db, id);
   if (!b || b instanceof Date) return b ?? 'idle';
   await requeueOrphans(db, id);
@@ -142,9 +142,9 @@ export async function runBroadcast(db: Db, id: number, options: RunOptions = {})
     after = last;
     for (let i = 0; i < written.length; i += DISPATCH_SIZE) {
       const chunk = written.slice(i, i + DISPATCH_SIZE);
-      await queueDelivery(chunk.map((messageId) => ({ id: messageId }))).catch(async (err: unknown) => {
+      await deliveries.add(chunk.map((messageId) => ({ id: messageId }))).catch(async (err: unknown) => {
         // Redis did not take the job: the reconciler queues the rows (their enqueued mark is cleared); Redis away is
-        // the dependency watch's one line (queueDelivery)
+        // the dependency watch's one line (DeliveryQueue)
         logger.debug({ broadcast: id, err: (err as Error).message }, 'broadcast copies left to the reconciler');
         await markNotEnqueued(db, chunk);
       });

@@ -13,14 +13,52 @@ import { dependencies, isDatabaseUnavailable } from '../outage';
 import { JOB_OPTIONS } from '../queues';
 import { applyBounce, bounceOfAnswer, type Bounce } from '../inbound/bounce-policy';
 import { composeMail } from './compose';
-import { claimUnguarded, markSent, type ClaimedRow } from './fast-claim';
+import { FastClaims, type ClaimedRow } from './fast-claim';
 import { guardedKinds, preSendRefusal, type PreSendGuards } from './guards';
-import { deliveryLeaseMs, HOLDER, whileHeld } from './lease';
-import { addDeliveryJobs } from './outbox';
+import { deliveryLeaseMs, Heartbeat, HOLDER, whileHeld } from './lease';
+import { addDeliveryJobs, DeliveryQueue } from './outbox';
 import { lockMessage } from './repository';
-import { transportFor } from './transport';
+import { isFinalStatus } from './status';
+import { Transports } from './transport';
 
 export { deliveryLeaseMs } from './lease';
+
+/**
+ * What a worker process keeps for delivering, made once by its wiring (apps/worker/src/main.ts) and passed to the
+ * delivery processor: the database, the pre-send guards, the claims and "sent" marks its deliveries share (with their
+ * counts), the heartbeat of its leases, the SMTP pools, and the bounds on email bytes and `dispatch` rows in flight.
+ */
+export interface Delivery {
+  readonly db: Db;
+  readonly guards: PreSendGuards;
+  readonly claims: FastClaims;
+  /** renews the leases of the rows this process holds */
+  readonly heartbeat: Heartbeat;
+  readonly transports: Transports;
+  /** the worker's own queueing of rows it wrote (a broadcast's copies), batched as the API's */
+  readonly queue: DeliveryQueue;
+  /** the bytes of email in memory on their way to the wire (WORKER_MAX_BYTES_IN_FLIGHT; see takeBytes) */
+  readonly bytes: Semaphore;
+  /** the rows of `dispatch` jobs on the wire at once (batchRowsOnTheWire) */
+  readonly rows: Semaphore;
+  /** closes the SMTP pools (the worker's shutdown, a test's end) */
+  close(): void;
+}
+
+export function createDelivery(db: Db, guards: PreSendGuards): Delivery {
+  const transports = new Transports();
+  return {
+    db,
+    guards,
+    claims: new FastClaims(db),
+    heartbeat: new Heartbeat(db),
+    transports,
+    queue: new DeliveryQueue(),
+    bytes: new Semaphore(config().workerMaxBytesInFlight),
+    rows: new Semaphore(batchRowsOnTheWire()),
+    close: () => transports.close(),
+  };
+}
 
 /** The wait before a delivery's first retry (the backoff of JOB_OPTIONS.delivery). */
 function firstRetryDelayMs(): number {
@@ -78,20 +116,19 @@ function permanence(err: SmtpError): { status: 'failed' | 'bounced'; bounce: Bou
 
 type Claim = { kind: 'claimed'; message: ClaimedRow } | Exclude<DeliveryOutcome, { kind: 'sent' } | { kind: 'rejected' }>;
 
-const FINAL = new Set(['sent', 'failed', 'bounced', 'cancelled']);
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /** Takes the row for this worker under a row lock, after the pre-send guards had their say. */
-async function claim(db: Db, messageId: string, guards: PreSendGuards): Promise<Claim> {
+async function claim({ db, claims, guards }: Delivery, messageId: string): Promise<Claim> {
   if (!UUID.test(messageId)) return { kind: 'finished', status: 'missing' };
   // the common case in one statement; everything else (guarded kinds, held, early, final rows) below
-  const taken = await claimUnguarded(db, messageId, deliveryLeaseMs(), guardedKinds(guards));
+  const taken = await claims.claimUnguarded(messageId, deliveryLeaseMs(), guardedKinds(guards));
   if (taken) return { kind: 'claimed', message: taken };
   return db.$transaction(async (tx) => {
     if (!(await lockMessage(tx, messageId))) return { kind: 'finished', status: 'missing' };
     const message = await tx.message.findUniqueOrThrow({ where: { id: messageId }, include: { mailbox: true, send: true } });
     const now = new Date();
-    if (FINAL.has(message.status)) return { kind: 'finished', status: message.status };
+    if (isFinalStatus(message.status)) return { kind: 'finished', status: message.status };
     if (message.status === 'sending' && message.lockedUntil && message.lockedUntil > now) return { kind: 'busy', until: message.lockedUntil };
     if (message.notBefore && message.notBefore > now) return { kind: 'early', until: message.notBefore };
     // an address that bounced or complained after this email was queued gets nothing more from the account
@@ -114,10 +151,10 @@ async function claim(db: Db, messageId: string, guards: PreSendGuards): Promise<
  * live worker, is left alone, so a job that runs twice sends once. Temporary failures mark the row deferred (failed on
  * the last attempt) and throw; permanent ones mark it failed or bounced, suppress the address, and return.
  */
-export async function deliverMessage(db: Db, messageId: string, options: { lastAttempt: boolean; guards: PreSendGuards }): Promise<DeliveryOutcome> {
-  const claimed = await claim(db, messageId, options.guards);
+export async function deliverMessage(delivery: Delivery, messageId: string, options: { lastAttempt: boolean }): Promise<DeliveryOutcome> {
+  const claimed = await claim(delivery, messageId);
   if (claimed.kind !== 'claimed') return claimed;
-  return sendClaimed(db, claimed.message, options);
+  return sendClaimed(delivery, claimed.message, options);
 }
 
 /**
@@ -125,24 +162,24 @@ export async function deliverMessage(db: Db, messageId: string, options: { lastA
  * the conversation is over, before the row is updated.
  */
 async function sendClaimed(
-  db: Db,
+  delivery: Delivery,
   message: ClaimedRow,
   options: { lastAttempt: boolean; afterWire?: () => void },
 ): Promise<Extract<DeliveryOutcome, { kind: 'sent' | 'rejected' }>> {
   // the heartbeat renews the row's lease until it is marked, however long SMTP, the wait for memory (below) or an
   // outage of Postgres lasts
-  return whileHeld(db, message.id, async () => {
+  return whileHeld(delivery.heartbeat, message.id, async () => {
     // the email's bytes are reserved before nodemailer builds it: big emails wait for each other, not the heap
-    const bytes = await takeBytes(message);
+    const bytes = await takeBytes(delivery.bytes, message);
     let held = true;
     const giveBack = () => {
       if (held) {
         held = false;
-        byteSlots!.release(bytes);
+        delivery.bytes.release(bytes);
       }
     };
     try {
-      return await talkAndMark(db, message, {
+      return await talkAndMark(delivery, message, {
         ...options,
         afterWire: () => {
           giveBack();
@@ -156,15 +193,13 @@ async function sendClaimed(
 }
 
 /**
- * The bytes of email a worker process has in memory on their way to the wire, whatever their number
+ * Delivery.bytes: the bytes of email a worker process has in memory on their way to the wire, whatever their number
  * (WORKER_MAX_BYTES_IN_FLIGHT, 8 MB by default): ten requests of 50 recipients with a 1 MB attachment are 500 MB of
  * MIME to build otherwise. An email larger than the whole budget goes alone. An email on the wire holds about three
  * times its stored size (the decoded attachment, its base64 lines, the socket's buffers): the worker of the bench's
  * big sends peaked at 291 MB with 64 MB, 231 to 267 MB with 16 MB and 212 to 236 MB with 8 MB, delivering as fast
  * (bench/README.md, "Latest figures").
  */
-let byteSlots: Semaphore | undefined;
-
 /** About what building and sending the email holds: its bodies and attachments (base64, as stored). */
 export function emailBytes(message: ClaimedRow): number {
   const send = message.send;
@@ -174,22 +209,21 @@ export function emailBytes(message: ClaimedRow): number {
   return own + (send.text?.length ?? 0) + (send.html?.length ?? 0) + attachments + 1_000;
 }
 
-async function takeBytes(message: ClaimedRow): Promise<number> {
-  byteSlots ??= new Semaphore(config().workerMaxBytesInFlight);
+async function takeBytes(byteSlots: Semaphore, message: ClaimedRow): Promise<number> {
   const bytes = Math.min(emailBytes(message), byteSlots.capacity);
   await byteSlots.acquire(bytes);
   return bytes;
 }
 
 async function talkAndMark(
-  db: Db,
+  delivery: Delivery,
   message: ClaimedRow,
   options: { lastAttempt: boolean; afterWire?: () => void },
 ): Promise<Extract<DeliveryOutcome, { kind: 'sent' | 'rejected' }>> {
   let info: SMTPPool.SentMessageInfo;
   const stopWatch = metrics.smtpSeconds.startTimer();
   try {
-    info = await transportFor(message.mailbox).sendMail(composeMail(message, message.mailbox, message.send));
+    info = await delivery.transports.for(message.mailbox).sendMail(composeMail(message, message.mailbox, message.send));
   } catch (caught) {
     options.afterWire?.();
     stopWatch({ outcome: 'error' });
@@ -197,7 +231,7 @@ async function talkAndMark(
     if (serverAway(caught as SmtpError)) dependencies.down(smtpServer(message.mailboxId), caught);
     let rejected: Awaited<ReturnType<typeof recordFailure>>;
     try {
-      rejected = await recordFailure(db, message, caught as SmtpError, options);
+      rejected = await recordFailure(delivery.db, message, caught as SmtpError, options);
     } catch (temporary) {
       metrics.deliveries.inc({ result: options.lastAttempt ? 'failed' : 'deferred' });
       throw temporary;
@@ -209,7 +243,7 @@ async function talkAndMark(
   stopWatch({ outcome: 'ok' });
   dependencies.up(smtpServer(message.mailboxId));
   const response = String(info.response ?? '');
-  await markSentUntilWritten(db, message.id, response);
+  await markSentUntilWritten(delivery.claims, message.id, response);
   metrics.deliveries.inc({ result: 'sent' });
   logger.info({ message: message.id, mailbox: message.mailboxId, domain: domainOf(message.to), response }, 'delivered');
   return { kind: 'sent', response };
@@ -226,10 +260,10 @@ const MARK_RETRY_MAX_MS = 1_000;
  * While Postgres does not answer, the mark is kept (with the row's lease, renewed by the heartbeat as soon as Postgres
  * is back) and tried again every 100 ms to 1 s until it is written.
  */
-async function markSentUntilWritten(db: Db, id: string, response: string): Promise<void> {
+async function markSentUntilWritten(claims: FastClaims, id: string, response: string): Promise<void> {
   for (let pause = 100, tries = 1; ; pause = Math.min(pause * 2, MARK_RETRY_MAX_MS), tries++) {
     try {
-      await markSent(db, id, response);
+      await claims.markSent(id, response);
       if (tries > 1) logger.debug({ message: id, tries }, 'kept sent mark written');
       return;
     } catch (err) {
@@ -295,8 +329,6 @@ export function batchRowsOnTheWire(): number {
   return config().workerConcurrency * 5;
 }
 
-let rowSlots: Semaphore | undefined;
-
 /**
  * Delivers a batch of rows in one job (the API's `dispatch` jobs), without a queue job per row: the due rows are
  * claimed a slice at a time (in the statements the worker's claims share: fast-claim.ts) and go out concurrently over
@@ -304,13 +336,9 @@ let rowSlots: Semaphore | undefined;
  * row: one not due yet (delayed to `send_at`), one the quick claim leaves alone (a guarded kind, held, suppressed,
  * already final), and one that failed for now (after the first retry's wait; it has the usual attempts still ahead).
  */
-export async function deliverBatch(
-  db: Db,
-  rows: { id: string; notBefore: Date | null }[],
-  guards: PreSendGuards,
-): Promise<{ sent: number; handedOn: number }> {
-  const skip = guardedKinds(guards);
-  const slots = (rowSlots ??= new Semaphore(batchRowsOnTheWire()));
+export async function deliverBatch(delivery: Delivery, rows: { id: string; notBefore: Date | null }[]): Promise<{ sent: number; handedOn: number }> {
+  const skip = guardedKinds(delivery.guards);
+  const slots = delivery.rows;
   const now = Date.now();
   const due: typeof rows = [];
   const handOn: typeof rows = [];
@@ -320,13 +348,13 @@ export async function deliverBatch(
   const sendSlice = async (slice: typeof rows) => {
     await slots.acquire(slice.length);
     // each row with the claims of the worker's other jobs and single deliveries: one statement for all of them
-    const claims = await Promise.allSettled(slice.map((r) => claimUnguarded(db, r.id, deliveryLeaseMs(), skip)));
+    const claims = await Promise.allSettled(slice.map((r) => delivery.claims.claimUnguarded(r.id, deliveryLeaseMs(), skip)));
     let failure: { reason: unknown } | undefined;
     claims.forEach((claimed, j) => {
       const message = claimed.status === 'fulfilled' ? claimed.value : null;
       if (message) {
         // the slot is the email in memory and on the wire: free once the SMTP conversation is over
-        const sending = sendClaimed(db, message, { lastAttempt: false, afterWire: () => slots.release() }).catch((err: unknown) => {
+        const sending = sendClaimed(delivery, message, { lastAttempt: false, afterWire: () => slots.release() }).catch((err: unknown) => {
           if (!(err instanceof TemporaryDeliveryError)) throw err;
           handOn.push({ id: message.id, notBefore: retryAt });
           return null;

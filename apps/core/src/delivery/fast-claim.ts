@@ -7,33 +7,38 @@ import { HOLDER } from './lease';
 import { judgeWatchedWindows } from '../outreach/auto-pause';
 import { claimUnguardedRows, markRowsSent } from './repository';
 
-/** Each column's camelCase name and whether it holds a timestamp, worked out once per column name. */
-const columns = new Map<string, { name: string; date: boolean }>();
-function column(key: string): { name: string; date: boolean } {
-  let found = columns.get(key);
-  if (!found) {
-    const name = key.replace(/_([a-z])/g, (_, c: string) => c.toUpperCase());
-    columns.set(key, (found = { name, date: /(At|Day|Until|Before)$/.test(name) }));
-  }
-  return found;
-}
+/** A column's camelCase name and whether it holds a timestamp. */
+type Column = { name: string; date: boolean };
 
-/** snake_case row JSON (row_to_json) to the client's camelCase model, timestamps as Dates. */
-function fromRow<T>(row: Record<string, unknown> | null): T | null {
+/** snake_case row JSON (row_to_json) to the client's camelCase model, timestamps as Dates; `columns` memoises names. */
+function fromRow<T>(row: Record<string, unknown> | null, columns: Map<string, Column>): T | null {
   if (!row) return null;
   const out: Record<string, unknown> = {};
   for (const key in row) {
     const value = row[key];
-    const { name, date } = column(key);
-    out[name] = date && typeof value === 'string' ? new Date(value) : value;
+    let column = columns.get(key);
+    if (!column) {
+      const name = key.replace(/_([a-z])/g, (_, c: string) => c.toUpperCase());
+      columns.set(key, (column = { name, date: /(At|Day|Until|Before)$/.test(name) }));
+    }
+    out[column.name] = column.date && typeof value === 'string' ? new Date(value) : value;
   }
   return out as T;
 }
 
 export type ClaimedRow = Message & { mailbox: Mailbox; send: Send | null };
 
-/** How many claim and "sent" statements this process ran (a test of the batching, like waitStats in finished.ts). */
-export const statementStats = { claims: 0, marks: 0 };
+/** How many claim and "sent" statements a FastClaims ran (a test of the batching). */
+export interface StatementStats {
+  claims: number;
+  marks: number;
+}
+
+/** Each statement's view of the claims' shared parts: its counters and the memo of column names. */
+interface ClaimState {
+  stats: StatementStats;
+  columns: Map<string, Column>;
+}
 
 /**
  * The claims of concurrent deliveries in one statement: take each row that is due and nobody holds, and read its
@@ -43,8 +48,9 @@ export const statementStats = { claims: 0, marks: 0 };
  * statement's generic plan ANDs the primary key with a walk of the status index over every queued row and every dead
  * entry the claims left (a BitmapAnd, seen with EXPLAIN under plan_cache_mode = force_generic_plan).
  */
-export async function claimBatch(db: Db, ids: string[], leaseMs: number, guarded: MessageKind[]): Promise<(ClaimedRow | null)[]> {
-  statementStats.claims++;
+async function claimBatch(db: Db, state: ClaimState, ids: string[], leaseMs: number, guarded: MessageKind[]): Promise<(ClaimedRow | null)[]> {
+  state.stats.claims++;
+  const { columns } = state;
   // each Send and each mailbox comes once per statement, with the first of its rows: the copies of a Send with a 1 MB
   // attachment would otherwise bring the attachment from Postgres once per recipient (50 MB for 50 copies)
   const rows = await claimUnguardedRows(db, ids, leaseMs, guarded, HOLDER);
@@ -53,11 +59,11 @@ export async function claimBatch(db: Db, ids: string[], leaseMs: number, guarded
   const sends = new Map<string, Send>();
   const mailboxes = new Map<number, Mailbox>();
   for (const row of rows) {
-    if (row.send) sends.set(row.send_id!, fromRow<Send>(row.send)!);
-    if (row.mailbox) mailboxes.set(row.mailbox_id, fromRow<Mailbox>(row.mailbox)!);
+    if (row.send) sends.set(row.send_id!, fromRow<Send>(row.send, columns)!);
+    if (row.mailbox) mailboxes.set(row.mailbox_id, fromRow<Mailbox>(row.mailbox, columns)!);
   }
   const byId = new Map(
-    rows.map((row) => [row.id, { ...fromRow<Message>(row.message)!, mailbox: mailboxes.get(row.mailbox_id)!, send: row.send_id ? sends.get(row.send_id)! : null }]),
+    rows.map((row) => [row.id, { ...fromRow<Message>(row.message, columns)!, mailbox: mailboxes.get(row.mailbox_id)!, send: row.send_id ? sends.get(row.send_id)! : null }]),
   );
   return ids.map((id) => {
     const claimed = byId.get(id) ?? null;
@@ -78,8 +84,8 @@ export async function claimBatch(db: Db, ids: string[], leaseMs: number, guarded
  * every dead entry the claims and marks left: 800 index entries read per mark in the bench, 60% of Postgres's index
  * reads. (A plan made before the table's first ANALYZE scans it whole either way, until autovacuum analyses it.)
  */
-async function markSentBatch(db: Db, sent: { id: string; response: string }[]): Promise<void[]> {
-  statementStats.marks++;
+async function markSentBatch(db: Db, stats: StatementStats, sent: { id: string; response: string }[]): Promise<void[]> {
+  stats.marks++;
   const watched = await markRowsSent(db, sent);
   announceFinished(sent.map((s) => s.id));
   // a window short of its minimum that holds a bounce is judged again as its emails end (outreach/auto-pause.ts)
@@ -98,33 +104,34 @@ async function markSentBatch(db: Db, sent: { id: string; response: string }[]): 
  *
  * Between the SMTP server's 250 and the mark's commit is the window in which a killed worker sends an email twice
  * (docs/reliability.md): the marks' wait widens it by 3 ms, against the 50 ms a busy Postgres already puts there.
+ *
+ * One per worker process (createDelivery, delivery/deliver.ts), so that all its deliveries share the batches.
  */
 const LINGER_MS = 3;
-const batchers = new WeakMap<Db, { claim: Batcher<{ id: string; leaseMs: number; guarded: MessageKind[] }, ClaimedRow | null>; sent: Batcher<{ id: string; response: string }, void> }>();
 
-function batchersOf(db: Db) {
-  let found = batchers.get(db);
-  if (!found) {
-    found = {
-      // one lease and guard list for the whole batch: the first caller's (every caller of a process passes the same)
-      claim: new Batcher((items) => claimBatch(db, items.map((i) => i.id), items[0]!.leaseMs, items[0]!.guarded), { maxInFlight: 1, maxBatch: 100, lingerMs: LINGER_MS }),
-      sent: new Batcher((items) => markSentBatch(db, items), { maxInFlight: 1, maxBatch: 100, lingerMs: LINGER_MS }),
-    };
-    batchers.set(db, found);
+export class FastClaims {
+  readonly stats: StatementStats = { claims: 0, marks: 0 };
+  private readonly claims: Batcher<{ id: string; leaseMs: number; guarded: MessageKind[] }, ClaimedRow | null>;
+  private readonly marks: Batcher<{ id: string; response: string }, void>;
+
+  constructor(db: Db) {
+    const state: ClaimState = { stats: this.stats, columns: new Map() };
+    // one lease and guard list for the whole batch: the first caller's (every caller of a process passes the same)
+    this.claims = new Batcher((items) => claimBatch(db, state, items.map((i) => i.id), items[0]!.leaseMs, items[0]!.guarded), { maxInFlight: 1, maxBatch: 100, lingerMs: LINGER_MS });
+    this.marks = new Batcher((items) => markSentBatch(db, this.stats, items), { maxInFlight: 1, maxBatch: 100, lingerMs: LINGER_MS });
   }
-  return found;
-}
 
-/**
- * The claim of a message no pre-send guard watches (transactional copies): take the row if it is due and nobody
- * holds it, and read its mailbox and Send with it. Returns null when the row is not claimable this way (guarded kind,
- * final, held, early, suppressed, missing): the caller's full claim then decides what to answer.
- */
-export function claimUnguarded(db: Db, messageId: string, leaseMs: number, guarded: MessageKind[]): Promise<ClaimedRow | null> {
-  return batchersOf(db).claim.submit({ id: messageId, leaseMs, guarded });
-}
+  /**
+   * The claim of a message no pre-send guard watches (transactional copies): take the row if it is due and nobody
+   * holds it, and read its mailbox and Send with it. Returns null when the row is not claimable this way (guarded kind,
+   * final, held, early, suppressed, missing): the caller's full claim then decides what to answer.
+   */
+  claimUnguarded(messageId: string, leaseMs: number, guarded: MessageKind[]): Promise<ClaimedRow | null> {
+    return this.claims.submit({ id: messageId, leaseMs, guarded });
+  }
 
-/** The row is delivered; only the worker holding it may say so. Resolves once that is committed. */
-export function markSent(db: Db, messageId: string, response: string): Promise<void> {
-  return batchersOf(db).sent.submit({ id: messageId, response });
+  /** The row is delivered; only the worker holding it may say so. Resolves once that is committed. */
+  markSent(messageId: string, response: string): Promise<void> {
+    return this.marks.submit({ id: messageId, response });
+  }
 }

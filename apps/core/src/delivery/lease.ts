@@ -16,8 +16,11 @@ export function deliveryLeaseMs(): number {
   return Number.isFinite(seconds) && seconds > 0 ? seconds * 1000 : 30_000;
 }
 
-/** The rows this process holds (claimed, not yet marked), per database client, and the timer that renews them. */
-class Heartbeat {
+/**
+ * The rows a worker process holds (claimed, not yet marked) and the timer that renews them: one per process, made with
+ * its delivery (createDelivery, delivery/deliver.ts).
+ */
+export class Heartbeat {
   readonly held = new Set<string>();
   private timer?: NodeJS.Timeout;
   private renewing = false;
@@ -58,17 +61,8 @@ class Heartbeat {
   }
 }
 
-const heartbeats = new WeakMap<Db, Heartbeat>();
-
-export function heartbeatOf(db: Db): Heartbeat {
-  let found = heartbeats.get(db);
-  if (!found) heartbeats.set(db, (found = new Heartbeat(db)));
-  return found;
-}
-
-/** Runs `work` while the row's lease is renewed; the row is let go when it settles. */
-export async function whileHeld<T>(db: Db, id: string, work: () => Promise<T>): Promise<T> {
-  const beat = heartbeatOf(db);
+/** Runs `work` while the row's lease is renewed by `beat`; the row is let go when it settles. */
+export async function whileHeld<T>(beat: Heartbeat, id: string, work: () => Promise<T>): Promise<T> {
   beat.hold(id);
   try {
     return await work();

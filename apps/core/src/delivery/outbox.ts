@@ -131,32 +131,35 @@ async function withTimeout<T>(work: Promise<T>, ms: number): Promise<T> {
  * The rows of concurrent callers go to Redis together: one job, one round trip and one timer for a batch (batch.ts).
  * A failure is Redis's, not one caller's: every caller of the batch gets it at once (the Batcher would otherwise run
  * each again alone, and a request would wait out the timeout twice while Redis is down). One batch in flight, as for
- * the accept statement (sending/write.ts): larger `dispatch` jobs, fewer of them for the worker to run.
+ * the accept statement (sending/write.ts): larger `dispatch` jobs, fewer of them for the worker to run. One per process,
+ * made by its main's wiring (the API's createApp, the worker's createDelivery) and passed down.
  */
-const dispatcher = new Batcher<DeliveryJob[], Error | undefined>(
-  async (lists) => {
-    // Redis down is the dependency watch's one line while it lasts (the callers log at debug only). An answer later than
-    // the timeout is not an outage (a busy host gives some): the rows go to the reconciler, without a warn line
-    const failure = await withTimeout(dispatch(lists.flat()), ENQUEUE_TIMEOUT_MS).then(
-      () => void dependencies.up('redis'),
-      (err: unknown) => {
-        if (isRedisConnectionError(err)) dependencies.down('redis', err);
-        return err instanceof Error ? err : new Error(String(err));
-      },
-    );
-    return lists.map(() => failure);
-  },
-  { maxInFlight: 1, maxBatch: 100 },
-);
+export class DeliveryQueue {
+  private readonly batcher = new Batcher<DeliveryJob[], Error | undefined>(
+    async (lists) => {
+      // Redis down is the dependency watch's one line while it lasts (the callers log at debug only). An answer later
+      // than the timeout is not an outage (a busy host gives some): the rows go to the reconciler, without a warn line
+      const failure = await withTimeout(dispatch(lists.flat()), ENQUEUE_TIMEOUT_MS).then(
+        () => void dependencies.up('redis'),
+        (err: unknown) => {
+          if (isRedisConnectionError(err)) dependencies.down('redis', err);
+          return err instanceof Error ? err : new Error(String(err));
+        },
+      );
+      return lists.map(() => failure);
+    },
+    { maxInFlight: 1, maxBatch: 100 },
+  );
 
-/**
- * Queues the delivery of rows just accepted (the API's path), together with those of concurrent callers. Rejects when
- * Redis did not take them (at once when it is down, after ENQUEUE_TIMEOUT_MS when it hangs).
- */
-export async function queueDelivery(messages: DeliveryJob[]): Promise<void> {
-  if (!messages.length) return;
-  const failure = await dispatcher.submit(messages);
-  if (failure) throw failure;
+  /**
+   * Queues the delivery of rows just accepted, together with those of concurrent callers. Rejects when Redis did not
+   * take them (at once when it is down, after ENQUEUE_TIMEOUT_MS when it hangs).
+   */
+  async add(messages: DeliveryJob[]): Promise<void> {
+    if (!messages.length) return;
+    const failure = await this.batcher.submit(messages);
+    if (failure) throw failure;
+  }
 }
 
 /**

@@ -25,32 +25,37 @@ export function connectionOptions(smtp: SmtpSettings): SMTPPool.Options {
   };
 }
 
-/** One pooled transport per mailbox, keyed by id and rebuilt when the mailbox row changes (new host or password). */
-const pools = new Map<number, { version: number; transport: Pool }>();
+/**
+ * A worker's SMTP connections: one pooled transport per mailbox, keyed by id and rebuilt when the mailbox row changes
+ * (new host or password). Made once per worker process (createDelivery) and closed when it stops.
+ */
+export class Transports {
+  private readonly pools = new Map<number, { version: number; transport: Pool }>();
 
-export function transportFor(mailbox: Mailbox): Pool {
-  const version = mailbox.updatedAt.getTime();
-  const cached = pools.get(mailbox.id);
-  if (cached && cached.version === version) return cached.transport;
-  cached?.transport.close();
-  const smtp = smtpSettings(mailbox);
-  const transport = nodemailer.createTransport({
-    pool: true,
-    maxConnections: MAX_CONNECTIONS_PER_MAILBOX,
-    ...connectionOptions(smtp),
-    // bounded waits: a hung server turns into a temporary failure well inside the delivery lease
-    connectionTimeout: 30_000,
-    greetingTimeout: 30_000,
-    socketTimeout: 60_000,
-    // every email from a mailbox with a DKIM key is signed, by nodemailer itself (docs/broadcasts.md)
-    dkim: dkimSettings(mailbox),
-  });
-  pools.set(mailbox.id, { version, transport });
-  return transport;
-}
+  for(mailbox: Mailbox): Pool {
+    const version = mailbox.updatedAt.getTime();
+    const cached = this.pools.get(mailbox.id);
+    if (cached && cached.version === version) return cached.transport;
+    cached?.transport.close();
+    const smtp = smtpSettings(mailbox);
+    const transport = nodemailer.createTransport({
+      pool: true,
+      maxConnections: MAX_CONNECTIONS_PER_MAILBOX,
+      ...connectionOptions(smtp),
+      // bounded waits: a hung server turns into a temporary failure well inside the delivery lease
+      connectionTimeout: 30_000,
+      greetingTimeout: 30_000,
+      socketTimeout: 60_000,
+      // every email from a mailbox with a DKIM key is signed, by nodemailer itself (docs/broadcasts.md)
+      dkim: dkimSettings(mailbox),
+    });
+    this.pools.set(mailbox.id, { version, transport });
+    return transport;
+  }
 
-/** Closes every pooled connection (worker shutdown, tests). */
-export function closeTransports(): void {
-  for (const { transport } of pools.values()) transport.close();
-  pools.clear();
+  /** Closes every pooled connection (worker shutdown, tests). */
+  close(): void {
+    for (const { transport } of this.pools.values()) transport.close();
+    this.pools.clear();
+  }
 }

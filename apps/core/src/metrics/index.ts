@@ -5,11 +5,21 @@ import { countStatusesUpTo, estimateStatuses } from './repository';
 
 /**
  * The Prometheus metrics of docs/operator.md, one registry per process. The API serves it at GET /metrics (admin
- * token), a worker on WORKER_METRICS_PORT (worker-metrics.ts). Every metric is defined here, including those other
+ * token), a worker on WORKER_METRICS_PORT (worker-server.ts). Every metric is defined here, including those other
  * features increment (webhooks, inbound): a feature imports `metrics` and calls `.inc()`, nothing registers itself.
+ * The definitions are constant; their values only grow (tests read differences). The process figures (CPU, memory,
+ * event loop) are collected once a main asks for them (collectProcessMetrics), not on import.
  */
 export const registry = new Registry();
-collectDefaultMetrics({ register: registry, prefix: 'mailservice_' });
+
+const PREFIX = 'mailservice_';
+
+/** The process figures (prom-client's default metrics, `mailservice_process_*`, `mailservice_nodejs_*`): each main calls it at start. */
+export function collectProcessMetrics(): void {
+  // once per registry: a second call (a test that runs a main's wiring twice) would register every metric again
+  if (registry.getSingleMetric(`${PREFIX}process_cpu_user_seconds_total`)) return;
+  collectDefaultMetrics({ register: registry, prefix: PREFIX });
+}
 
 const QUEUE_STATES = ['waiting', 'active', 'delayed', 'failed', 'completed', 'prioritized', 'waiting-children'] as const;
 /** Live statuses are counted exactly up to this many rows each (an index range on (status, not_before)). */
@@ -33,9 +43,6 @@ export async function estimatedMessageCounts(db: Db): Promise<{ status: string; 
   return rows.map((r) => ({ status: r.status, count: Number(r.n) }));
 }
 
-/** Set once by the process that can read them (the API): the gauges read Redis and Postgres at scrape time only. */
-let source: { db: Db } | undefined;
-
 export const metrics = {
   httpSeconds: new Histogram({
     name: 'mailservice_http_request_duration_seconds',
@@ -49,35 +56,18 @@ export const metrics = {
     help: 'Jobs per BullMQ queue and state (getJobCounts at scrape time)',
     labelNames: ['queue', 'state'] as const,
     registers: [registry],
-    async collect() {
-      if (!source) return;
-      this.reset();
-      for (const { queue: name, counts } of await queueDepths()) {
-        for (const state of QUEUE_STATES) this.set({ queue: name, state }, counts[state] ?? 0);
-      }
-    },
   }),
   messagesLive: new Gauge({
     name: 'mailservice_messages_live',
     help: `Messages still on their way, exact up to ${LIVE_COUNT_CAP} per status (read through the (status, not_before) index)`,
     labelNames: ['status'] as const,
     registers: [registry],
-    async collect() {
-      if (!source) return;
-      for (const row of await liveMessageCounts(source.db)) this.set({ status: row.status }, row.count);
-    },
   }),
   messagesEstimate: new Gauge({
     name: 'mailservice_messages_estimate',
     help: "Messages by status, estimated from Postgres's statistics (pg_class.reltuples x pg_stats frequencies, as fresh as the last ANALYZE); no table scan",
     labelNames: ['status'] as const,
     registers: [registry],
-    async collect() {
-      if (!source) return;
-      const rows = await estimatedMessageCounts(source.db);
-      this.reset();
-      for (const row of rows) this.set({ status: row.status }, row.count);
-    },
   }),
   deliveries: new Counter({
     name: 'mailservice_deliveries_total',
@@ -132,10 +122,22 @@ export const metrics = {
   }),
 };
 
-/** The API process reads queue depths and message counts at scrape time; a worker only reports its own counters. */
-export function readStateFrom(db: Db): void {
-  source = { db };
+/** Sets the gauges of shared state from Redis and Postgres: queue depths, live and estimated message counts. */
+async function readState(db: Db): Promise<void> {
+  const [depths, live, estimated] = await Promise.all([queueDepths(), liveMessageCounts(db), estimatedMessageCounts(db)]);
+  metrics.queueJobs.reset();
+  for (const { queue: name, counts } of depths) for (const state of QUEUE_STATES) metrics.queueJobs.set({ queue: name, state }, counts[state] ?? 0);
+  for (const row of live) metrics.messagesLive.set({ status: row.status }, row.count);
+  metrics.messagesEstimate.reset();
+  for (const row of estimated) metrics.messagesEstimate.set({ status: row.status }, row.count);
 }
 
-export const scrape = () => registry.metrics();
+/**
+ * The registry as Prometheus text. With `state` (the API, GET /metrics) the gauges of queue depths and message counts
+ * are read first, at scrape time only; a worker reports its own counters and process figures.
+ */
+export async function scrape(state?: { db: Db }): Promise<string> {
+  if (state) await readState(state.db);
+  return registry.metrics();
+}
 export const contentType = registry.contentType;

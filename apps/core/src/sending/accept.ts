@@ -1,15 +1,16 @@
-import { waitForFinished } from './finished';
+import { FinishedWaits } from './finished';
 import { newId } from '../ids';
 import type { ApiKey } from '../../../../generated/prisma/client';
 import type { Db, Tx } from '../db';
-import { queueDelivery } from '../delivery/outbox';
+import { DeliveryQueue } from '../delivery/outbox';
+import { isFinalStatus } from '../delivery/status';
 import { markNotEnqueued } from '../delivery/repository';
 import { NotFound, Unprocessable } from '../errors';
 import { logger } from '../logger';
 import { finishIdempotent, releaseIdempotent, requestFingerprint, startIdempotent } from '../idempotency';
-import { sendingMailbox } from './mailbox';
+import { MailboxCache } from './mailbox';
 import { dailyQuota, refuseOverLimit, secondsToNextUtcMidnight, type DailyQuota } from './quota';
-import { writeAcceptedSend, type SkipReason } from './write';
+import { SendWriter, type SkipReason } from './write';
 import { publicBounce, type Bounce, type PublicBounce } from '../inbound/bounce-policy';
 import { parseSendRequest } from './schema';
 
@@ -29,12 +30,28 @@ export interface AcceptedSend {
   replayed: boolean;
 }
 
+/**
+ * What accepting sends keeps in an API process: the writer its accepted sends share (one statement and commit for
+ * those that arrive together), the queueing of their deliveries (one Redis call for those too), the key's mailboxes, briefly, and the waiters of `Prefer: wait`. The API's createApp
+ * makes one over its database and passes it to the routes, the fast lane and the MCP tools; `finished.stop()` closes
+ * the waiters' connection.
+ */
+export interface Sending {
+  writer: SendWriter;
+  deliveries: DeliveryQueue;
+  mailboxes: MailboxCache;
+  finished: FinishedWaits;
+}
+
+export function createSending(db: Db): Sending {
+  return { writer: new SendWriter(db), deliveries: new DeliveryQueue(), mailboxes: new MailboxCache(), finished: new FinishedWaits() };
+}
+
 /** The idempotency scope of sends (records written before route scoping have it as their default). */
 export const SEND_ROUTE = 'POST /send';
 
 /** The longest `Prefer: wait` honoured; a larger N waits this long. */
 export const MAX_WAIT_SECONDS = 30;
-const FINAL = new Set(['sent', 'failed', 'bounced', 'cancelled']);
 
 /**
  * The send's own status from its copies: queued until any copy was tried, sending while some are unfinished; once all
@@ -42,7 +59,7 @@ const FINAL = new Set(['sent', 'failed', 'bounced', 'cancelled']);
  */
 export function sendStatus(statuses: string[]): string {
   if (statuses.every((s) => s === 'queued')) return 'queued';
-  if (!statuses.every((s) => FINAL.has(s))) return 'sending';
+  if (!statuses.every((s) => isFinalStatus(s))) return 'sending';
   if (statuses.some((s) => s === 'sent')) return 'sent';
   return statuses.every((s) => s === 'bounced') ? 'bounced' : 'failed';
 }
@@ -55,11 +72,12 @@ export function sendStatus(statuses: string[]): string {
  */
 export async function acceptSend(
   db: Db,
+  sending: Sending,
   key: ApiKey,
   body: unknown,
   options: { idempotencyKey: string | null; waitSeconds: number },
 ): Promise<AcceptedSend> {
-  const mailbox = await sendingMailbox(db, key.mailboxId);
+  const mailbox = await sending.mailboxes.sendingMailbox(db, key.mailboxId);
   const request = parseSendRequest(body, mailbox.address);
   const idempotent = options.idempotencyKey ? await startIdempotent(db, { apiKeyId: key.id, route: SEND_ROUTE, key: options.idempotencyKey }, requestFingerprint(body)) : null;
   if (idempotent?.kind === 'replay') {
@@ -69,7 +87,7 @@ export async function acceptSend(
   let accepted: { answer: SendAnswer; quota: DailyQuota; rows: { id: string; notBefore?: Date | null }[] };
   try {
     const sendId = newId();
-    const written = await writeAcceptedSend(db, { key, mailbox, request: { ...request, fromName: request.fromName ?? mailbox.name }, sendId, idempotencyRecord: recordId });
+    const written = await sending.writer.write({ key, mailbox, request: { ...request, fromName: request.fromName ?? mailbox.name }, sendId, idempotencyRecord: recordId });
     if (!written.kept.length) throw new Unprocessable('nobody to write to: every recipient is suppressed or on the stop list');
     if (written.used === null) await refuseOverLimit(db, key, written.kept.length);
     accepted = {
@@ -83,16 +101,16 @@ export async function acceptSend(
   }
 
   try {
-    await queueDelivery(accepted.rows);
+    await sending.deliveries.add(accepted.rows);
   } catch (err) {
-    // Redis did not take the jobs: the outage's one line is queueDelivery's (outage.ts), not one a send
+    // Redis did not take the jobs: the outage's one line is DeliveryQueue's (outage.ts), not one a send
     logger.debug({ send: accepted.answer.id, err: (err as Error).message }, 'could not queue delivery now; the reconciler will');
     await markNotEnqueued(db, accepted.rows.map((r) => r.id)).catch(() => undefined);
   }
 
   const waitSeconds = Math.min(options.waitSeconds, MAX_WAIT_SECONDS);
   if (waitSeconds > 0 && !accepted.rows.some((r) => r.notBefore)) {
-    const finished = await waitForFinished(db, accepted.rows.map((r) => r.id), waitSeconds);
+    const finished = await sending.finished.waitFor(db, accepted.rows.map((r) => r.id), waitSeconds);
     if (finished) {
       const messages = accepted.answer.messages.map((m) => ({ ...m, status: finished.get(m.id) ?? m.status }));
       const answer: SendAnswer = { ...accepted.answer, status: sendStatus(messages.map((m) => m.status)), messages };

@@ -62,13 +62,15 @@ export async function writeSends(db: Db, sends: SendToWrite[]): Promise<Accepted
  * flight: the sends that arrive meanwhile make the next one (with two, the delivery phase's statements carried 3.3
  * sends; fewer and larger ones left Postgres and the API more of the two cores for delivering).
  */
-const batchers = new WeakMap<Db, Batcher<SendToWrite, AcceptedWrite>>();
+export class SendWriter {
+  private readonly batcher: Batcher<SendToWrite, AcceptedWrite>;
 
-export function writeAcceptedSend(db: Db, send: SendToWrite): Promise<AcceptedWrite> {
-  let batcher = batchers.get(db);
-  if (!batcher) {
-    batcher = new Batcher((sends) => writeSends(db, sends), { maxInFlight: 1, maxBatch: 50 });
-    batchers.set(db, batcher);
+  /** One per API process (createSending): its accepted sends share the statements. */
+  constructor(db: Db) {
+    this.batcher = new Batcher((sends) => writeSends(db, sends), { maxInFlight: 1, maxBatch: 50 });
   }
-  return batcher.submit(send);
+
+  write(send: SendToWrite): Promise<AcceptedWrite> {
+    return this.batcher.submit(send);
+  }
 }

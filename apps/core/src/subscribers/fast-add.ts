@@ -21,15 +21,17 @@ export interface FastAdd {
   confirmed: boolean;
 }
 
-const batchers = new WeakMap<Db, Batcher<FastAdd, FastAddOutcome>>();
+/** The shared statement of an API process's adds: one per process (the API's createApp), passed down. */
+export class FastAdds {
+  private readonly batcher: Batcher<FastAdd, FastAddOutcome>;
 
-/** One add through the shared statement; resolves once its commit is done. */
-export function fastAdd(db: Db, add: FastAdd): Promise<FastAddOutcome> {
-  let batcher = batchers.get(db);
-  if (!batcher) {
+  constructor(db: Db) {
     // one batch in flight per process: batches of one process never wait on each other's list rows
-    batcher = new Batcher((adds) => fastAddRows(db, adds), { maxInFlight: 1, maxBatch: 100 });
-    batchers.set(db, batcher);
+    this.batcher = new Batcher((adds) => fastAddRows(db, adds), { maxInFlight: 1, maxBatch: 100 });
   }
-  return batcher.submit(add);
+
+  /** One add through the shared statement; resolves once its commit is done. */
+  add(add: FastAdd): Promise<FastAddOutcome> {
+    return this.batcher.submit(add);
+  }
 }

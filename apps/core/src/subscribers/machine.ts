@@ -9,7 +9,7 @@ import { logger } from '../logger';
 import { renderConfirmationEmail } from './email';
 import { NEW_SUBSCRIBERS_PER_HOUR, reserveNewSubscriber, type Channel } from './limit';
 import { FIELDS_MAX, TAGS_MAX, type FieldValue, type SubscriberInput } from './schema';
-import { fastAdd } from './fast-add';
+import type { FastAdds } from './fast-add';
 import { CONFIRMATION_LINK_PLACEHOLDER, confirmationTokenOf } from './confirm-link';
 import { issueToken } from './tokens';
 import { insertPending, lockLiveSubscriptions, lockSubscriberAt, suppressedInAccount } from './repository';
@@ -91,12 +91,12 @@ export async function importSubscriber(db: Db, list: ListWithMailbox, input: New
  * one-statement path after taking a slot of the list's hourly window; everything else, and a full window, through
  * `addSubscriber`'s transaction, which answers exactly as before. The slot is given back unless a new person was added.
  */
-export async function addSubscriberByKey(db: Db, accountId: number, listKey: string, input: NewSubscriber): Promise<AddStatus> {
+export async function addSubscriberByKey(db: Db, adds: FastAdds, accountId: number, listKey: string, input: NewSubscriber): Promise<AddStatus> {
   const reservation = await reserveNewSubscriber(listKey, 'api');
   if (reservation.taken) {
     let outcome;
     try {
-      outcome = await fastAdd(db, {
+      outcome = await adds.add({
         accountId,
         listKey,
         email: input.email,

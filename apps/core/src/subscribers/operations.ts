@@ -1,5 +1,6 @@
 import type { ApiKey } from '../../../../generated/prisma/client';
 import type { Db } from '../db';
+import type { FastAdds } from './fast-add';
 import { validate } from '../validate';
 import { listLists } from './lists';
 import { addSubscriberByKey, removeSubscriber, requireAccountList, subscriberInput, unsubscribeInput } from '.';
@@ -13,9 +14,9 @@ export async function listListsOf(db: Db, key: ApiKey) {
   return { ok: true as const, lists: await listLists(db, key.accountId) };
 }
 
-export async function subscribe(db: Db, key: ApiKey, body: unknown) {
+export async function subscribe(db: Db, adds: FastAdds, key: ApiKey, body: unknown) {
   const { list: listKey, ...person } = validate(subscriberInput, body ?? {});
-  return { ok: true as const, status: await addSubscriberByKey(db, key.accountId, listKey, person) };
+  return { ok: true as const, status: await addSubscriberByKey(db, adds, key.accountId, listKey, person) };
 }
 
 export async function unsubscribe(db: Db, key: ApiKey, body: unknown) {

@@ -25,15 +25,21 @@ function within<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
   return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
 }
 
-/** Passes that found events waiting and opened their transaction (a test of the idle pass, like waitStats). */
-export const dispatchStats = { transactions: 0 };
+/** Passes that found events waiting and opened their transaction (a test of the idle pass). */
+export interface DispatchStats {
+  transactions: number;
+}
 
-/** Fans out up to `limit` events; returns how many it took (a full batch means there may be more). */
-export async function dispatchEvents(db: Db, limit = BATCH): Promise<number> {
+/**
+ * Fans out up to `limit` events; returns how many it took (a full batch means there may be more). `stats`, when given,
+ * counts the passes that opened a transaction (the dispatcher's own).
+ */
+export async function dispatchEvents(db: Db, options: { limit?: number; stats?: DispatchStats } = {}): Promise<number> {
+  const limit = options.limit ?? BATCH;
   // most passes find nothing: one statement on the pool then, not an interactive transaction of three statements,
   // four times a second for as long as the worker runs
   if (!(await eventsPending(db))) return 0;
-  dispatchStats.transactions++;
+  if (options.stats) options.stats.transactions++;
   const { taken, pairs } = await db.$transaction(
     async (tx) => {
       const events = await claimUndispatched(tx, limit);
@@ -63,6 +69,8 @@ export async function dispatchEvents(db: Db, limit = BATCH): Promise<number> {
 }
 
 export interface Dispatcher {
+  /** this dispatcher's passes that opened a transaction */
+  readonly stats: DispatchStats;
   /** runs a pass now instead of at the next tick (tests, or a caller that just wrote events) */
   kick(): void;
   stop(): Promise<void>;
@@ -77,11 +85,12 @@ export function startDispatcher(db: Db, options: { everyMs?: number } = {}): Dis
   let stopped = false;
   let timer: NodeJS.Timeout | undefined;
   let wake: (() => void) | undefined;
+  const stats: DispatchStats = { transactions: 0 };
   const loop = (async () => {
     while (!stopped) {
       let full = false;
       try {
-        full = (await dispatchEvents(db)) === BATCH;
+        full = (await dispatchEvents(db, { stats })) === BATCH;
       } catch (err) {
         if (!noteOutage(err)) logger.warn({ err: (err as Error).message }, 'event dispatch failed; trying again');
       }
@@ -93,6 +102,7 @@ export function startDispatcher(db: Db, options: { everyMs?: number } = {}): Dis
     }
   })();
   return {
+    stats,
     kick: () => wake?.(),
     stop: async () => {
       stopped = true;
