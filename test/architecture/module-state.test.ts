@@ -40,6 +40,7 @@ const EXCEPTIONS: Record<string, Record<string, string>> = {
     offsets: "a bounded memo of a pure function (a zone's offset in a quarter-hour)",
   },
   'apps/api/src/openapi/document.ts': { built: 'a memo of a pure build (the OpenAPI document), made at the first request to spare every start' },
+  'apps/api/src/openapi/admin-document.ts': { built: 'a memo of a pure build (the admin OpenAPI document), made at the first request to spare every start' },
 };
 
 function sources(dir: string): string[] {
