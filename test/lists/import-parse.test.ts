@@ -42,6 +42,8 @@ describe('parseHeader', () => {
     ['email,', 'csv header: unknown column "" (columns: email, name, tags, fields, status, consent_source, consent_at)'],
     ['name,tags', 'csv header: an "email" column is required (columns: email, name, tags, fields, status, consent_source, consent_at)'],
     ['email,name,Email', 'csv header: a column is named twice'],
+    // a byte order mark is taken off the start of the header only
+    ['email,na\uFEFFme', 'csv header: unknown column "na\uFEFFme" (columns: email, name, tags, fields, status, consent_source, consent_at)'],
   ])('refuses %j with a 400: %s', (line, message) => {
     let thrown: unknown;
     try {
@@ -217,7 +219,8 @@ describe('parseLine: the address, texts, status and consent', () => {
     expect(ndjson({ email: 'a@example.com', consent_at: '' })).toMatchObject({ consentAt: null });
     const soon = new Date(Date.now() + 3_600_000).toISOString();
     expect(ndjson({ email: 'a@example.com', consent_at: soon })).toMatchObject({ consentAt: new Date(soon) });
-    for (const consent_at of ['March 1, 2024', '1 2024-03-01', '2024-13-45', '2024-3-1', 'yesterday']) {
+    // words before the date (which Date would read past) and a date in a list are refused too
+    for (const consent_at of ['March 1, 2024', '1 2024-03-01', 'Fri 2024-03-01', 'on 2024-03-01', '2024-13-45', '2024-3-1', 'yesterday', ['2024-03-01']]) {
       expect({ consent_at, parsed: ndjson({ email: 'a@example.com', consent_at }) }).toEqual({ consent_at, parsed: refused('consent_at must be an ISO 8601 date or time') });
     }
     const later = new Date(Date.now() + 2 * 86_400_000).toISOString();
