@@ -130,6 +130,13 @@ describe('applyBounce', () => {
     expect(await suppression('quiet@remote.test')).toMatchObject({ detail: 'hostunknown', bounceReason: 'hostunknown' });
   });
 
+  it('the class decides, not the flag: a report marked dead whose reason is a full mailbox is not suppressed at once', async () => {
+    const id = await sentTo('marked@remote.test');
+    const bounce = bounceOf({ reason: 'mailboxfull', status: '5.2.2', smtpCode: '552', diagnostic: 'full', dead: true });
+    expect(await apply(id, 'marked@remote.test', bounce)).toEqual({ suppressed: false });
+    expect(await suppression('marked@remote.test')).toBeNull();
+  });
+
   it('a dead reason that is not final (4xx) suppresses nothing, nor counts as a mailbox failure', async () => {
     for (let i = 0; i < 4; i++) {
       const id = await sentTo('later@remote.test');
@@ -156,8 +163,12 @@ describe('applyBounce', () => {
     expect(await apply(first, 'full@remote.test', full(1))).toEqual({ suppressed: false });
     expect(await apply(await sentTo('full@remote.test'), 'full@remote.test', full(2))).toEqual({ suppressed: false });
     expect(await suppression('full@remote.test')).toBeNull();
-    expect(await apply(await sentTo('FULL@remote.test'), 'Full@Remote.test', full(3))).toEqual({ suppressed: true });
+    expect(await apply(await sentTo('FULL@remote.test'), ' Full@Remote.test ', full(3))).toEqual({ suppressed: true });
     expect(await suppression('full@remote.test')).toMatchObject({ reason: 'bounced', detail: '3 mailbox failures within 30 days, the last: 552 5.2.2 Mailbox full (3)', bounceReason: 'mailboxfull' });
+    // the operator lifts the suppression: a later refusal that is not about the mailbox does not bring it back
+    await db().suppression.delete({ where: { accountId_email: { accountId: tenant.account.id, email: 'full@remote.test' } } });
+    expect(await apply(await sentTo('full@remote.test'), 'full@remote.test', bounceOfAnswer('554 5.7.1 Service unavailable; blocked using zen.spamhaus.org', 'RCPT TO'))).toEqual({ suppressed: false });
+    expect(await suppression('full@remote.test')).toBeNull();
   });
 
   it('mailbox failures without a diagnostic name the reason, and the detail is cut at 1,000 characters', async () => {

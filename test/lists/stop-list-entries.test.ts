@@ -40,10 +40,13 @@ describe('the operator\'s view: listStopEntries and deleteStopEntry', () => {
   it('removes an entry, so the address may be written to again; an entry that is not there is a 404', async () => {
     const account = (await makeAccount()).id;
     const entry = await db().stopEntry.create({ data: { accountId: account, kind: 'email', value: 'back@example.org' } });
+    const kept = await db().stopEntry.create({ data: { accountId: account, kind: 'email', value: 'kept@example.org' } });
     expect(await isStopListed(db(), account, { email: 'back@example.org', site: null })).toBe(true);
     await deleteStopEntry(db(), entry.id);
     expect(await isStopListed(db(), account, { email: 'back@example.org', site: null })).toBe(false);
     await expect(deleteStopEntry(db(), entry.id)).rejects.toMatchObject({ status: 404, message: `no stop-list entry ${entry.id}` });
+    // only that entry
+    expect(await db().stopEntry.findUnique({ where: { id: kept.id } })).not.toBeNull();
   });
 });
 
