@@ -143,3 +143,22 @@ describe('a person already on the list', () => {
     expect(await person(list.id, 'gone@example.com')).toMatchObject({ status: 'unsubscribed' });
   });
 });
+
+describe('what the mutation run found open', () => {
+  it('a line that says pending takes the add of the API (one by one): on a list without double opt-in that is active', async () => {
+    const list = await makeList(tenant.account.id, tenant.mailbox.id, { confirm: false });
+    const report = await imported(list.id, 'csv', 'email,status\nask@example.com,pending\n');
+    expect(report).toMatchObject({ added: 1 });
+    expect(await person(list.id, 'ask@example.com')).toMatchObject({ status: 'active' });
+    expect(await countOf(list.id)).toBe(1);
+  });
+
+  it('a finished import removes its own stored lines only; processed counts every kind of line', async () => {
+    const list = await makeList(tenant.account.id, tenant.mailbox.id, { confirm: false });
+    await db().stopEntry.create({ data: { accountId: tenant.account.id, kind: 'email', value: 'stop@example.com' } });
+    const waiting = await receiveImport(db(), list.id, 'csv', ['email\nlater@example.com\n']);
+    const report = await imported(list.id, 'csv', 'email,name\nnew@example.com,N\nnew@example.com,M\nstop@example.com,S\nbad\n');
+    expect(report).toMatchObject({ added: 1, updated: 1, refused: 1, skipped: 1, processed: 4 });
+    expect(await db().importLine.count({ where: { importId: waiting.id } })).toBe(1);
+  });
+});
