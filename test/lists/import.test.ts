@@ -73,6 +73,22 @@ describe('POST /admin/api/lists/:id/import', () => {
     expect(await db().importLine.count({ where: { importId: again.id } })).toBe(0);
   });
 
+  it('refuses a CSV line with more fields than the header names, or more than 20 tags, and applies the others', async () => {
+    const f = await listFixture(server.api, { confirm: false });
+    const tags = (n: number) => Array.from({ length: n }, (_, i) => `t${i}`).join(';');
+    const csv = ['email,name,tags', 'extra@example.com,Ex,a,surplus', `many@example.com,Many,${tags(21)}`, `twenty@example.com,Twenty,${tags(20)}`, 'fit@example.com,"Fit, Jr.",a'].join('\n');
+    const result = await importAndWait(f.list.id, csv);
+    expect(result).toMatchObject({ status: 'done', total: 4, added: 2, skipped: 2, refused: 0 });
+    expect(result.errors).toEqual([
+      { line: 2, reason: '4 fields, the header names 3' },
+      { line: 3, reason: 'more than 20 tags' },
+    ]);
+    expect(await f.subscriber('extra@example.com')).toBeNull();
+    expect(await f.subscriber('many@example.com')).toBeNull();
+    expect((await f.subscriber('twenty@example.com'))!.tags).toHaveLength(20);
+    expect(await f.subscriber('fit@example.com')).toMatchObject({ name: 'Fit, Jr.', tags: ['a'] });
+  });
+
   it('NDJSON: tags as an array; suppressed and stop-listed addresses come in as such, never active', async () => {
     const f = await listFixture(server.api, { confirm: false });
     await db().$transaction((tx) => suppressAddress(tx, f.tenant.account.id, 'bounced@example.com', 'bounced'));

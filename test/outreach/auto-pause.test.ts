@@ -224,5 +224,8 @@ describe('the rule', () => {
     expect(pauseReason({ ended: 100, dead: 5, complained: 0 }, rates)).toBeNull();
     expect(pauseReason({ ended: 100, dead: 7, complained: 0 }, rates)).toBe('bounce rate 7.0% over the last 100 emails');
     expect(pauseReason({ ended: 1000, dead: 0, complained: 4 }, rates)).toBe('complaint rate 0.4% over the last 1000 emails');
+    // exactly at the rate is not past it; a rate set to null never pauses
+    expect(pauseReason({ ended: 1000, dead: 0, complained: 3 }, rates)).toBeNull();
+    expect(pauseReason({ ended: 100, dead: 0, complained: 50 }, { ...rates, complaint_rate: null })).toBeNull();
   });
 });

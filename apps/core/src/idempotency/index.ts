@@ -4,7 +4,9 @@ import type { Tx } from '../db';
 import { BadRequest, Conflict, Unprocessable } from '../errors';
 import { logger } from '../logger';
 import { isDatabaseUnavailable } from '../outage';
-import { insertRecordIfAbsent } from './repository';
+import { insertRecordIfAbsent, type IdempotencyScope } from './repository';
+
+export type { IdempotencyScope } from './repository';
 
 /**
  * Idempotency-Key on every write of the public API (docs/api.md and docs/idempotency.md): one set of rules for /send and the
@@ -47,13 +49,6 @@ function canonical(value: unknown): string {
 /** SHA-256 of the canonical request body. */
 export function requestFingerprint(body: unknown): string {
   return crypto.createHash('sha256').update(canonical(body ?? null)).digest('hex');
-}
-
-/** Whose key it is: the API key, the write (method and path, e.g. `POST /send`), and the Idempotency-Key itself. */
-export interface IdempotencyScope {
-  apiKeyId: number;
-  route: string;
-  key: string;
 }
 
 const inProgress = { 'Retry-After': String(IN_PROGRESS_RETRY_AFTER_SECONDS) };

@@ -1,7 +1,13 @@
 import type { Tx } from '../db';
-import type { IdempotencyScope } from './index';
 
 /** The SQL of Idempotency-Key records (the rest of their reads and writes are Prisma's typed queries in index.ts). */
+
+/** Whose key it is: the API key, the write (method and path, e.g. `POST /send`), and the Idempotency-Key itself. */
+export interface IdempotencyScope {
+  apiKeyId: number;
+  route: string;
+  key: string;
+}
 
 /**
  * Inserts the `processing` record of the key unless one exists (an insert only one of many parallel requests wins);

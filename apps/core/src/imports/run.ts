@@ -69,6 +69,8 @@ async function applyBatch(db: Db, imp: Loaded, parsed: ReturnType<typeof parseLi
       if (status === 'suppressed') refuse(row, 'the address is suppressed');
       else if (status === 'exists' || status === 'gone') tally.skipped++;
       else tally[verdict.known ? 'updated' : 'added']++;
+      // a later line of the same address in this batch finds the person on the list
+      verdict.known = true;
     } else bulk.push(row);
   }
   return db.$transaction(

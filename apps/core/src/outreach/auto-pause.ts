@@ -11,6 +11,7 @@ import {
   runningCampaignWithPauseOn,
   unwatchWindow,
   watchWindow,
+  type PauseRates,
   type WindowCounts,
   type WindowOwner,
 } from './repository';
@@ -32,12 +33,6 @@ import {
  */
 export const MIN_ENDED = 20;
 export const BROADCAST_PAUSE_ON = { bounce_rate: 0.05, complaint_rate: 0.003, window: 1000 } as const;
-
-export interface PauseRates {
-  bounce_rate: number | null;
-  complaint_rate: number | null;
-  window: number;
-}
 
 const percent = (share: number) => `${(share * 100).toFixed(1)}%`;
 

@@ -1,6 +1,5 @@
 import type { Campaign, Prospect } from '../../../../generated/prisma/client';
 import { rawQuery, type Tx } from '../db';
-import type { PauseRates } from './auto-pause';
 
 /**
  * Outreach's SQL, and nothing else writes it: campaigns, their prospects, the mailboxes' sequence slots, the
@@ -444,6 +443,13 @@ export function broadcastWindow(tx: Tx, broadcastId: number, since: Date | null,
     [broadcastId, since],
     window,
   );
+}
+
+/** A campaign's `pause_on` (auto-pause.ts): the rates that pause it, over its last `window` emails. */
+export interface PauseRates {
+  bounce_rate: number | null;
+  complaint_rate: number | null;
+  window: number;
 }
 
 export interface PausableCampaign {

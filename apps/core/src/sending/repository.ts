@@ -1,9 +1,21 @@
 import type { Prisma } from '../../../../generated/prisma/client';
 import { rawQuery, type Db, type Tx } from '../db';
 import { stopListed } from '../stop-list/repository';
-import type { SendToWrite, SkipReason } from './write';
+import type { SendRequest } from './schema';
 
 /** The SQL of sending: the accepted sends' one write, and the statuses `Prefer: wait` reads. */
+
+/** Why a recipient is left out of a send: the account's suppression list (bounced, complained) or its stop list. */
+export type SkipReason = 'bounced' | 'complained' | 'stopped';
+
+/** One accepted send as WRITE_SENDS writes it (write.ts batches them). */
+export interface SendToWrite {
+  key: { id: number; accountId: number; dailyLimit: number };
+  mailbox: { id: number; address: string };
+  request: SendRequest & { fromName: string };
+  sendId: string;
+  idempotencyRecord: number | undefined;
+}
 
 /**
  * Everything accepted sends do to Postgres, as ONE statement for a whole batch of sends, so one round trip and one

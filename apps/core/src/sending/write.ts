@@ -2,25 +2,15 @@ import { Batcher } from '../batch';
 import type { Db } from '../db';
 import { messageRow } from '../delivery/outbox';
 import { utcDay } from './quota';
-import { insertAcceptedSends } from './repository';
-import type { SendRequest } from './schema';
+import { insertAcceptedSends, type SendToWrite, type SkipReason } from './repository';
 
-/** Why a recipient is left out of a send: the account's suppression list (bounced, complained) or its stop list. */
-export type SkipReason = 'bounced' | 'complained' | 'stopped';
+export type { SendToWrite, SkipReason } from './repository';
 
 export interface AcceptedWrite {
   /** what was written: nothing when `kept` is empty (nobody to write to) or `used` is null (over the daily limit) */
   used: number | null;
   kept: { id: string; to: string }[];
   skipped: { to: string; reason: SkipReason }[];
-}
-
-export interface SendToWrite {
-  key: { id: number; accountId: number; dailyLimit: number };
-  mailbox: { id: number; address: string };
-  request: SendRequest & { fromName: string };
-  sendId: string;
-  idempotencyRecord: number | undefined;
 }
 
 /**

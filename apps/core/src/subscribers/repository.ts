@@ -1,6 +1,5 @@
 import { rawQuery, type Db, type Tx } from '../db';
 import { subscribed } from '../events/repository';
-import type { FastAdd, FastAddOutcome } from './fast-add';
 
 /**
  * The subscribers' SQL, and nothing else writes it: subscriptions, their confirmation tokens and the suppressions
@@ -54,6 +53,20 @@ SELECT r.ord::int,
   CASE WHEN r.list_id IS NULL THEN 'no_list' WHEN r.suppressed THEN 'suppressed' WHEN a.id IS NOT NULL THEN 'active' END AS outcome
 FROM r LEFT JOIN added a ON a.list_id = r.list_id AND a.email = r.email AND r.first
 ORDER BY r.ord`;
+
+/** What one add through FAST_ADD became: active, refused as suppressed, no such list, or null (the state machine's turn). */
+export type FastAddOutcome = 'active' | 'suppressed' | 'no_list' | null;
+
+/** One add that FAST_ADD takes (fast-add.ts batches them). */
+export interface FastAdd {
+  accountId: number;
+  listKey: string;
+  email: string;
+  name: string;
+  tags: string[];
+  fields: Record<string, unknown>;
+  confirmed: boolean;
+}
 
 /** Adds a batch of people in one statement (FAST_ADD above); answers each add's outcome, in order. */
 export async function fastAddRows(db: Db, adds: FastAdd[]): Promise<FastAddOutcome[]> {
