@@ -8,7 +8,7 @@ export const IMPORT_COLUMNS = ['email', 'name', 'tags', 'fields', 'status', 'con
 /** Columns the export writes that an import reads past (the service sets them): an export imports as it is. */
 export const EXPORT_ONLY_COLUMNS = ['created_at', 'confirmed_at'] as const;
 const ACCEPTED_COLUMNS: readonly string[] = [...IMPORT_COLUMNS, ...EXPORT_ONLY_COLUMNS];
-/** The statuses an import may give as its default: `pending` sends the confirmation email, as the API's add would. */
+/** The statuses an import may give as its default: `pending` is added as the API's add would (the confirmation email on a double opt-in list, active on a list without confirmation). */
 export const IMPORT_STATUSES = ['active', 'pending', 'unsubscribed'] as const;
 export type ImportStatusValue = (typeof IMPORT_STATUSES)[number];
 /** A line may also say `bounced` or `complained` (an export's): recorded so, never written to, as a suppressed address. */
