@@ -1,27 +1,7 @@
-import { Redis } from 'ioredis';
-import { Client } from 'pg';
-import { databaseUrl, runId } from './shared';
+import { dropRunData, runId } from './shared';
 
 /** Drops every database and Redis key of this run, including what a crashed test file left behind. */
 export default async function globalTeardown(): Promise<void> {
   const run = runId();
-  const admin = new Client({ connectionString: databaseUrl('postgres') });
-  await admin.connect();
-  try {
-    const { rows } = await admin.query<{ datname: string }>('SELECT datname FROM pg_database WHERE datname LIKE $1', [`ms_test_${run}_%`]);
-    for (const { datname } of rows) await admin.query(`DROP DATABASE IF EXISTS "${datname}" WITH (FORCE)`);
-  } finally {
-    await admin.end();
-  }
-  const redis = new Redis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379');
-  try {
-    let cursor = '0';
-    do {
-      const [next, keys] = await redis.scan(cursor, 'MATCH', `mstest:${run}:*`, 'COUNT', 1000);
-      cursor = next;
-      if (keys.length) await redis.unlink(...keys);
-    } while (cursor !== '0');
-  } finally {
-    redis.disconnect();
-  }
+  await dropRunData(`${run}_`, `${run}:`);
 }
