@@ -69,9 +69,14 @@ function mail(headers: Record<string, string>, body: string): string {
   return `${Object.entries(all).map(([k, v]) => `${k}: ${v}`).join('\r\n')}\r\n\r\n${body.replace(/\n/g, '\r\n')}\r\n`;
 }
 
-function dsn(to: string, from: string, recipient: string, action: string, status: string, originalId: string): string {
+/**
+ * A delivery report (RFC 3464) from MAILER-DAEMON of `domain` about `recipient`; `original`: the original's headers
+ * attached (text/rfc822-headers), or nothing of the original.
+ */
+function deliveryReport(r: { to: string; domain: string; mta: string; recipient: string; action: string; status: string; original?: string }): string {
+  const original = r.original === undefined ? '' : `\n--B\nContent-Type: text/rfc822-headers\n\n${r.original}\n`;
   return mail(
-    { From: `MAILER-DAEMON@${from.split('@')[1]}`, To: to, Subject: 'Undelivered Mail Returned to Sender', 'MIME-Version': '1.0', 'Content-Type': 'multipart/report; report-type=delivery-status; boundary="B"' },
+    { From: `MAILER-DAEMON@${r.domain}`, To: r.to, Subject: 'Undelivered Mail Returned to Sender', 'MIME-Version': '1.0', 'Content-Type': 'multipart/report; report-type=delivery-status; boundary="B"' },
     `--B
 Content-Type: text/plain
 
@@ -80,47 +85,27 @@ Your message could not be delivered.
 --B
 Content-Type: message/delivery-status
 
-Reporting-MTA: dns; mx.example.org
+Reporting-MTA: dns; ${r.mta}
 
-Final-Recipient: rfc822; ${recipient}
-Action: ${action}
-Status: ${status}
-Diagnostic-Code: smtp; 550 ${status} <${recipient}>: Recipient address rejected: User unknown
-
---B
-Content-Type: text/rfc822-headers
-
-From: ${to}
-To: ${recipient}
-Subject: Hello Ann
-Message-ID: ${originalId}
-
+Final-Recipient: rfc822; ${r.recipient}
+Action: ${r.action}
+Status: ${r.status}
+Diagnostic-Code: smtp; 550 ${r.status} <${r.recipient}>: Recipient address rejected: User unknown
+${original}
 --B--`,
   );
 }
 
+/** A mail server's report about a message this mailbox sent (the original's headers attached). */
+function dsn(to: string, from: string, recipient: string, action: string, status: string, originalId: string): string {
+  const original = `From: ${to}\nTo: ${recipient}\nSubject: Hello Ann\nMessage-ID: ${originalId}`;
+  return deliveryReport({ to, domain: from.split('@')[1]!, mta: 'mx.example.org', recipient, action, status, original });
+}
+
 /** A delivery report from a stranger that names a recipient and nothing of the original (or a made-up original). */
 function strangerDsn(to: string, recipient: string, originalId?: string): string {
-  const original = originalId ? `\n--B\nContent-Type: text/rfc822-headers\n\nTo: ${recipient}\nSubject: Hello\nMessage-ID: ${originalId}\n` : '';
-  return mail(
-    { From: 'MAILER-DAEMON@stranger.test', To: to, Subject: 'Undelivered Mail Returned to Sender', 'MIME-Version': '1.0', 'Content-Type': 'multipart/report; report-type=delivery-status; boundary="B"' },
-    `--B
-Content-Type: text/plain
-
-Your message could not be delivered.
-
---B
-Content-Type: message/delivery-status
-
-Reporting-MTA: dns; mx.stranger.test
-
-Final-Recipient: rfc822; ${recipient}
-Action: failed
-Status: 5.1.1
-Diagnostic-Code: smtp; 550 5.1.1 <${recipient}>: Recipient address rejected: User unknown
-${original}
---B--`,
-  );
+  const original = originalId ? `To: ${recipient}\nSubject: Hello\nMessage-ID: ${originalId}` : undefined;
+  return deliveryReport({ to, domain: 'stranger.test', mta: 'mx.stranger.test', recipient, action: 'failed', status: '5.1.1', original });
 }
 
 /** A feedback report (ARF) about `recipient`; with `original`, the original's headers attached. */
