@@ -1,7 +1,7 @@
 /**
  * `npm start`: everything a fresh clone needs, then the API and one worker as child processes.
- * Generate the Prisma client, compile to dist/ (plain node uses about 50 MB less per process than running the sources
- * through tsx), migrate once (each process would too, under an advisory lock, but one line of output is nicer), then
+ * Build (scripts/build.ts: the Prisma client, then dist/ compiled afresh; plain node uses about 50 MB less per process
+ * than running the sources through tsx), migrate once (each process would too, under an advisory lock, but one line of output is nicer), then
  * run both, forwarding SIGINT/SIGTERM so each can shut down gracefully. If either dies, stop the other.
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
@@ -10,10 +10,8 @@ import { API_NODE_FLAGS } from './node-options';
 
 const root = path.resolve(__dirname, '..');
 const tsx = require.resolve('tsx/cli');
-const tsc = require.resolve('typescript/bin/tsc');
 const steps = [
-  [tsx, path.join(root, 'scripts/generate.ts')],
-  [tsc, '-p', path.join(root, 'tsconfig.build.json')],
+  [tsx, path.join(root, 'scripts/build.ts')],
   [path.join(root, 'dist/scripts/migrate.js')],
 ];
 for (const args of steps) {
