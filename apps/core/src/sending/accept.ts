@@ -5,14 +5,27 @@ import type { Db, Tx } from '../db';
 import { DeliveryQueue } from '../delivery/outbox';
 import { isFinalStatus } from '../delivery/status';
 import { markNotEnqueued } from '../delivery/repository';
-import { NotFound, Unprocessable } from '../errors';
+import { Conflict, NotFound, Unprocessable } from '../errors';
 import { logger } from '../logger';
 import { finishIdempotent, releaseIdempotent, requestFingerprint, startIdempotent } from '../idempotency';
 import { MailboxCache } from './mailbox';
 import { dailyQuota, refuseOverLimit, secondsToNextUtcMidnight, type DailyQuota } from './quota';
 import { SendWriter, type SkipReason } from './write';
 import { publicBounce, type Bounce, type PublicBounce } from '../inbound/bounce-policy';
-import { parseSendRequest } from './schema';
+import { checkEmailSize, checkRenderedSubject, parseSendRequest, type SendRequest } from './schema';
+import { TemplateCache, type TemplateStamp } from '../templates/cache';
+
+/** How many times a send renders again when a template it used changed before its write (each time: a change). */
+const RENDER_ATTEMPTS = 3;
+
+/** The request with its template rendered into subject, html and text (422 naming what is wrong), and the versions used. */
+async function rendered(db: Db, sending: Sending, accountId: number, request: SendRequest): Promise<{ request: SendRequest; stamp?: TemplateStamp }> {
+  if (!request.template) return { request };
+  const { email, stamp } = await sending.templates.render(db, accountId, request.template.ref, request.template.variables);
+  checkRenderedSubject(email.subject, request.template.ref);
+  checkEmailSize({ text: email.text, html: email.html, attachments: request.attachments });
+  return { request: { ...request, subject: email.subject, html: email.html, text: email.text }, stamp };
+}
 
 export interface SendAnswer {
   ok: true;
@@ -38,13 +51,14 @@ export interface AcceptedSend {
  */
 export interface Sending {
   writer: SendWriter;
+  templates: TemplateCache;
   deliveries: DeliveryQueue;
   mailboxes: MailboxCache;
   finished: FinishedWaits;
 }
 
 export function createSending(db: Db): Sending {
-  return { writer: new SendWriter(db), deliveries: new DeliveryQueue(), mailboxes: new MailboxCache(), finished: new FinishedWaits() };
+  return { writer: new SendWriter(db), templates: new TemplateCache(), deliveries: new DeliveryQueue(), mailboxes: new MailboxCache(), finished: new FinishedWaits() };
 }
 
 /** The idempotency scope of sends (records written before route scoping have it as their default). */
@@ -78,7 +92,8 @@ export async function acceptSend(
   options: { idempotencyKey: string | null; waitSeconds: number },
 ): Promise<AcceptedSend> {
   const mailbox = await sending.mailboxes.sendingMailbox(db, key.mailboxId);
-  const request = parseSendRequest(body, mailbox.address);
+  const parsed = parseSendRequest(body, mailbox.address);
+  let { request, stamp } = await rendered(db, sending, key.accountId, parsed);
   const idempotent = options.idempotencyKey ? await startIdempotent(db, { apiKeyId: key.id, route: SEND_ROUTE, key: options.idempotencyKey }, requestFingerprint(body)) : null;
   if (idempotent?.kind === 'replay') {
     return { status: idempotent.status as 200 | 202, body: idempotent.body as SendAnswer, quota: await dailyQuota(db, key), replayed: true };
@@ -87,7 +102,15 @@ export async function acceptSend(
   let accepted: { answer: SendAnswer; quota: DailyQuota; rows: { id: string; notBefore?: Date | null }[] };
   try {
     const sendId = newId();
-    const written = await sending.writer.write({ key, mailbox, request: { ...request, fromName: request.fromName ?? mailbox.name }, sendId, idempotencyRecord: recordId });
+    const write = () => sending.writer.write({ key, mailbox, request: { ...request, fromName: request.fromName ?? mailbox.name }, sendId, idempotencyRecord: recordId, templates: stamp });
+    let written = await write();
+    // a template changed since this process compiled it: render from the current version and write again
+    for (let attempt = 1; written.stale && attempt < RENDER_ATTEMPTS; attempt++) {
+      sending.templates.forget(key.accountId, parsed.template!.ref);
+      ({ request, stamp } = await rendered(db, sending, key.accountId, parsed));
+      written = await write();
+    }
+    if (written.stale) throw new Conflict('the template changed while this send was written: send it again');
     if (!written.kept.length) throw new Unprocessable('nobody to write to: every recipient is suppressed or on the stop list');
     if (written.used === null) await refuseOverLimit(db, key, written.kept.length);
     accepted = {

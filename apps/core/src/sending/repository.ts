@@ -15,6 +15,8 @@ export interface SendToWrite {
   request: SendRequest & { fromName: string };
   sendId: string;
   idempotencyRecord: number | undefined;
+  /** the template versions its content was rendered from (templates/cache.ts); checked by the write */
+  templates?: { id: number; version: number }[];
 }
 
 /**
@@ -26,6 +28,8 @@ export interface SendToWrite {
  * 2. per key, the kept copies of all its sends in the batch are counted against the key's usage for today, only if
  *    they all stay within the limit (the usage rows are locked in key order, so two batches cannot deadlock);
  * 3. the Send, one Message per kept recipient, and the answer an Idempotency-Key will replay.
+ * A send rendered from stored templates is written only while each version it rendered is still the template's
+ * (`stale` otherwise, and nothing written: the caller renders again): the API's cache of templates costs no query.
  * Each step reads the one before it, so a send with nobody kept, or whose key's sends would pass the limit, writes
  * nothing at all. `used` is each send's count as if its key's sends had been written one by one in batch order.
  * The copies are written already marked enqueued (the caller queues them right after); if Redis refuses the jobs the
@@ -34,9 +38,13 @@ export interface SendToWrite {
 const WRITE_SENDS = `
 WITH s AS (
   SELECT * FROM unnest($2::uuid[], $3::int[], $4::int[], $5::int[], $6::int[], $7::text[], $8::text[], $9::text[],
-                       $10::text[], $11::text[], $12::text[], $13::text[], $14::text[], $15::timestamptz[], $16::int[])
+                       $10::text[], $11::text[], $12::text[], $13::text[], $14::text[], $15::timestamptz[], $16::int[], $21::text[])
     WITH ORDINALITY AS s(id, account_id, key_id, daily_limit, mailbox_id, from_name, reply_to, subject, text, html,
-                         headers, attachments, metadata, send_at, idempotency_id, ord)
+                         headers, attachments, metadata, send_at, idempotency_id, templates, ord)
+), stale AS (
+  SELECT s.ord FROM s, jsonb_to_recordset(s.templates::jsonb) AS t(id int, version int)
+  WHERE s.templates IS NOT NULL
+    AND NOT EXISTS (SELECT 1 FROM templates c WHERE c.id = t.id AND c.account_id = s.account_id AND c.version = t.version)
 ), verdict AS (
   SELECT c.*, COALESCE(
     (SELECT sp.reason::text FROM suppressions sp WHERE sp.account_id = s.account_id AND sp.email = c.recipient),
@@ -49,6 +57,7 @@ WITH s AS (
 ), wanted AS (
   SELECT s.ord, s.key_id, count(*)::int AS n
   FROM s JOIN verdict v ON v.send_ord = s.ord AND v.reason IS NULL
+  WHERE s.ord NOT IN (SELECT ord FROM stale)
   GROUP BY s.ord, s.key_id
 ), per_key AS (
   SELECT w.key_id, min(s.daily_limit) AS daily_limit, sum(w.n)::int AS n FROM wanted w JOIN s ON s.ord = w.ord GROUP BY w.key_id
@@ -83,12 +92,12 @@ WITH s AS (
   WHERE r.id = s.idempotency_id
   RETURNING 1
 )
-SELECT s.ord::int, a.used, coalesce(sk.list, '[]'::json) AS skipped
+SELECT s.ord::int, a.used, coalesce(sk.list, '[]'::json) AS skipped, s.ord IN (SELECT ord FROM stale) AS stale
 FROM s LEFT JOIN accepted a ON a.ord = s.ord LEFT JOIN skipped sk ON sk.send_ord = s.ord
 ORDER BY s.ord`;
 
 /** A send's row of WRITE_SENDS: its count for the key today (null: over the limit) and the recipients left out. */
-export type WrittenSend = { ord: number; used: number | null; skipped: { to: string; reason: SkipReason }[] };
+export type WrittenSend = { ord: number; used: number | null; skipped: { to: string; reason: SkipReason }[]; stale: boolean };
 
 /**
  * Runs WRITE_SENDS for a batch of sends (`day`: today, UTC, as YYYY-MM-DD; `copies`: each recipient's Message row
@@ -126,6 +135,7 @@ export async function insertAcceptedSends(
       copies.map((c) => c.row.id),
       copies.map((c) => c.row.to),
       copies.map((c) => c.row.messageIdHeader),
+      column((s) => (s.templates ? JSON.stringify(s.templates) : null)),
     ],
     'write-sends',
   );

@@ -1,6 +1,7 @@
 import { BadRequest, Forbidden, PayloadTooLarge, Unprocessable } from '../errors';
 import { DOCUMENTED, Joi, NO_NUL, documented, email, validate } from '../validate';
 import type { StoredAttachment } from '../delivery/compose';
+import { templateRef, variables } from '../templates/schema';
 
 /** docs/api.md: limits of one POST /api/v1/send. */
 export const SEND_LIMITS = {
@@ -76,9 +77,11 @@ export const sendSchema = documented(
         description: `one address or a list of up to ${SEND_LIMITS.recipients} (${ADDRESS}); each gets a copy of their own. None left after suppressions and the stop list (or an empty list) answers 422`,
       },
     ),
-    subject: Joi.string().min(1).max(SEND_LIMITS.subject).required(),
-    text: Joi.string().allow(''),
-    html: Joi.string().allow(''),
+    subject: Joi.string().min(1).max(SEND_LIMITS.subject).when('template', { is: Joi.exist(), then: Joi.forbidden(), otherwise: Joi.required() }),
+    text: Joi.string().allow('').when('template', { is: Joi.exist(), then: Joi.forbidden() }),
+    html: Joi.string().allow('').when('template', { is: Joi.exist(), then: Joi.forbidden() }),
+    template: templateRef().description('a stored template (its id or alias) to render instead of subject, html and text (docs/templates.md); unknown: 422'),
+    variables: variables().description("the template's variables (a JSON object); a required one missing: 422"),
     from: namedAddress(`the key's mailbox address (403 for another), optionally with a display name: ${ADDRESS}`),
     reply_to: namedAddress(ADDRESS),
     headers: Joi.object()
@@ -98,13 +101,25 @@ export const sendSchema = documented(
   })
     .required()
     .messages({ 'object.base': 'the body must be a JSON object' }),
-  // checked by parseSendRequest: a text or an html that is not empty
-  { allOf: [{ anyOf: [{ type: 'object', properties: { text: { type: 'string', minLength: 1 } }, required: ['text'] }, { type: 'object', properties: { html: { type: 'string', minLength: 1 } }, required: ['html'] }] }] },
+  // checked by parseSendRequest: a text or an html that is not empty, or a template
+  {
+    allOf: [
+      {
+        anyOf: [
+          { type: 'object', properties: { text: { type: 'string', minLength: 1 } }, required: ['text'] },
+          { type: 'object', properties: { html: { type: 'string', minLength: 1 } }, required: ['html'] },
+          { type: 'object', required: ['template'] },
+        ],
+      },
+    ],
+  },
 );
 
 interface RawSend {
   to: { name: string; address: string } | { name: string; address: string }[] | '';
-  subject: string;
+  subject?: string;
+  template?: number | string;
+  variables?: Record<string, unknown>;
   text?: string;
   html?: string;
   from?: { name: string; address: string };
@@ -127,6 +142,8 @@ export interface SendRequest {
   attachments: StoredAttachment[];
   sendAt: Date | null;
   metadata: Record<string, unknown>;
+  /** a stored template to render into subject, html and text (acceptSend does, before the write) */
+  template?: { ref: number | string; variables: Record<string, unknown> } | null;
 }
 
 const format = (a: { name: string; address: string }) => (a.name ? `"${a.name.replace(/["\\]/g, '')}" <${a.address}>` : a.address);
@@ -138,7 +155,8 @@ const format = (a: { name: string; address: string }) => (a.name ? `"${a.name.re
 export function parseSendRequest(body: unknown, mailboxAddress: string, now = new Date()): SendRequest {
   const raw = validate<RawSend>(sendSchema, body);
   const to = [...new Set((raw.to === '' ? [] : Array.isArray(raw.to) ? raw.to : [raw.to]).map((r) => r.address))];
-  if (!raw.text && !raw.html) throw new BadRequest('text or html: give at least one of them');
+  if (raw.variables !== undefined && raw.template === undefined) throw new BadRequest('variables: give them with a template');
+  if (raw.template === undefined && !raw.text && !raw.html) throw new BadRequest('text or html: give at least one of them');
   if (raw.from && raw.from.address !== mailboxAddress.toLowerCase()) {
     throw new Forbidden(`from: this key sends only from ${mailboxAddress}`);
   }
@@ -146,15 +164,11 @@ export function parseSendRequest(body: unknown, mailboxAddress: string, now = ne
     throw new BadRequest('send_at: at most 30 days ahead');
   }
   const attachments = raw.attachments ?? [];
-  const bytes =
-    Buffer.byteLength(raw.text ?? '') +
-    Buffer.byteLength(raw.html ?? '') +
-    attachments.reduce((sum, a) => sum + Buffer.from(a.content, 'base64').length, 0);
-  if (bytes > SEND_LIMITS.emailBytes) throw new PayloadTooLarge(`the email is ${bytes} bytes, over the limit of 1 MB (1,048,576 bytes)`);
+  checkEmailSize({ text: raw.text ?? null, html: raw.html ?? null, attachments });
   if (!to.length) throw new Unprocessable('nobody to write to: to is empty');
   return {
     to,
-    subject: raw.subject,
+    subject: raw.subject ?? '',
     text: raw.text || null,
     html: raw.html || null,
     fromName: raw.from ? raw.from.name : null,
@@ -163,5 +177,21 @@ export function parseSendRequest(body: unknown, mailboxAddress: string, now = ne
     attachments,
     sendAt: raw.send_at && raw.send_at.getTime() > now.getTime() ? raw.send_at : null,
     metadata: raw.metadata ?? {},
+    template: raw.template === undefined ? null : { ref: raw.template, variables: raw.variables ?? {} },
   };
+}
+
+/** 413 for an email (text + html + decoded attachments) over 1 MB: as given, or as a template rendered it. */
+export function checkEmailSize(email: { text: string | null; html: string | null; attachments: StoredAttachment[] }): void {
+  const bytes =
+    Buffer.byteLength(email.text ?? '') +
+    Buffer.byteLength(email.html ?? '') +
+    email.attachments.reduce((sum, a) => sum + Buffer.from(a.content, 'base64').length, 0);
+  if (bytes > SEND_LIMITS.emailBytes) throw new PayloadTooLarge(`the email is ${bytes} bytes, over the limit of 1 MB (1,048,576 bytes)`);
+}
+
+/** A template's rendered subject as a send's: 1 to 300 characters (422 naming the template otherwise). */
+export function checkRenderedSubject(subject: string, ref: number | string): void {
+  if (!subject) throw new Unprocessable(`template ${JSON.stringify(ref)}: the subject renders empty`);
+  if (subject.length > SEND_LIMITS.subject) throw new Unprocessable(`template ${JSON.stringify(ref)}: the subject renders longer than ${SEND_LIMITS.subject} characters`);
 }

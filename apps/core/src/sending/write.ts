@@ -11,6 +11,8 @@ export interface AcceptedWrite {
   used: number | null;
   kept: { id: string; to: string }[];
   skipped: { to: string; reason: SkipReason }[];
+  /** a template it was rendered from changed meanwhile: nothing written (render again) */
+  stale: boolean;
 }
 
 /**
@@ -25,10 +27,10 @@ async function writeBatch(db: Db, sends: SendToWrite[]): Promise<AcceptedWrite[]
   );
   const copies = rows.flatMap((list, i) => list.map((row) => ({ send: i + 1, row })));
   const result = await insertAcceptedSends(db, utcDay().toISOString().slice(0, 10), sends, copies);
-  return result.map(({ used, skipped }, i) => {
+  return result.map(({ used, skipped, stale }, i) => {
     const skippedSet = new Set(skipped.map((s) => s.to));
     const kept = rows[i]!.filter((r) => !skippedSet.has(r.to)).map((r) => ({ id: r.id!, to: r.to }));
-    return { used, kept, skipped };
+    return { used, kept, skipped, stale };
   });
 }
 
@@ -40,7 +42,7 @@ export async function writeSends(db: Db, sends: SendToWrite[]): Promise<Accepted
   const written = await writeBatch(db, sends);
   if (sends.length > 1) {
     for (let i = 0; i < sends.length; i++) {
-      if (written[i]!.used === null && written[i]!.kept.length) written[i] = (await writeBatch(db, [sends[i]!]))[0]!;
+      if (written[i]!.used === null && written[i]!.kept.length && !written[i]!.stale) written[i] = (await writeBatch(db, [sends[i]!]))[0]!;
     }
   }
   return written;

@@ -1,0 +1,114 @@
+import { compile as compileToText } from 'html-to-text';
+import juice from 'juice';
+import { TokenKind, Tokenizer, type Template } from 'liquidjs';
+import { parse, renderParsed, TemplateError, type Part } from './engine';
+
+/** The parts of an email as written: subject, html and text sources (null: the part is not given). */
+export interface EmailSource {
+  subject: string;
+  html: string | null;
+  text: string | null;
+}
+
+/** What an email's sources become once: the layout put around the html, CSS inlined, each part parsed. */
+export interface CompiledEmail {
+  subject: Template[];
+  html: Template[] | null;
+  text: Template[] | null;
+  /** make a text part from the rendered html when no text is given */
+  textFromHtml: boolean;
+}
+
+export interface RenderedEmail {
+  subject: string;
+  html: string | null;
+  text: string | null;
+}
+
+/** How a layout names where its template's html goes. */
+export const CONTENT_VARIABLE = 'content';
+
+/** The [begin, end) offsets of each `{{ content }}` output in a layout's html, wherever it sits (read by Liquid's tokenizer). */
+export function contentSlots(layoutHtml: string): [number, number][] {
+  parse(layoutHtml, 'html');
+  return new Tokenizer(layoutHtml)
+    .readTopLevelTokens()
+    .filter((t) => t.kind === TokenKind.Output && (t as unknown as { content: string }).content.trim() === CONTENT_VARIABLE)
+    .map((t) => [t.begin, t.end] as [number, number]);
+}
+
+/** The layout's html with the template's html in place of its `{{ content }}`: one source, parsed once. */
+export function withLayout(layoutHtml: string, html: string): string {
+  const slots = contentSlots(layoutHtml);
+  if (!slots.length) throw new TemplateError('the layout has no {{ content }} where the template goes', null, 'syntax');
+  let out = layoutHtml;
+  for (const [begin, end] of slots.reverse()) out = out.slice(0, begin) + html + out.slice(end);
+  return out;
+}
+
+/** Liquid's tags and outputs, kept out of juice's HTML parser (it would move or re-encode them) and put back after. */
+const LIQUID_MARKUP = /\{%[\s\S]*?%\}|\{\{[\s\S]*?\}\}/g;
+
+/** `<style>` rules written into each element's style attribute (juice), for mail clients that drop style sheets. */
+export function inlineCss(html: string): string {
+  if (!/<style[\s>]/i.test(html)) return html;
+  const kept: string[] = [];
+  const shielded = html.replace(LIQUID_MARKUP, (markup) => `LIQUIDMARKUP${kept.push(markup) - 1}X`);
+  const inlined = juice(shielded, { preserveMediaQueries: true, preserveFontFaces: true, applyWidthAttributes: false, applyHeightAttributes: false });
+  return inlined.replace(/LIQUIDMARKUP(\d+)X(?:="")?/g, (_m, i: string) => kept[Number(i)]!);
+}
+
+const htmlToText = compileToText({ wordwrap: 78, selectors: [{ selector: 'img', format: 'skip' }] });
+
+/** The text part made from an html part (html-to-text). */
+export function textOf(html: string): string {
+  return htmlToText(html);
+}
+
+/**
+ * Compiles an email's sources: the html inside the layout's `{{ content }}` when there is a layout, `<style>` inlined
+ * when asked, each part parsed. Throws TemplateError (syntax) naming the part and line.
+ */
+export function compileEmail(source: EmailSource, options: { layoutHtml?: string | null; inlineCss?: boolean; textFromHtml?: boolean } = {}): CompiledEmail {
+  let html = source.html;
+  if (html !== null && options.layoutHtml) html = withLayout(options.layoutHtml, html);
+  if (html !== null && options.inlineCss) html = inlineCss(html);
+  return {
+    subject: parsePart(source.subject, 'subject'),
+    html: html === null ? null : parsePart(html, 'html'),
+    text: source.text === null ? null : parsePart(source.text, 'text'),
+    textFromHtml: options.textFromHtml ?? false,
+  };
+}
+
+function parsePart(source: string, part: Part): Template[] {
+  try {
+    return parse(source, part);
+  } catch (err) {
+    if (err instanceof TemplateError) throw new TemplateError(`${part}: ${err.message}${err.line ? ` (line ${err.line})` : ''}`, err.line, err.kind);
+    throw err;
+  }
+}
+
+function renderPart(parsed: Template[], variables: Record<string, unknown>, part: Part): string {
+  try {
+    return renderParsed(parsed, variables, part);
+  } catch (err) {
+    if (err instanceof TemplateError) throw new TemplateError(`${part}: ${err.message}${err.line ? ` (line ${err.line})` : ''}`, err.line, err.kind);
+    throw err;
+  }
+}
+
+/** A subject is a header: one line, never html-escaped. */
+export function oneLine(subject: string): string {
+  return subject.replace(/[\r\n]+/g, ' ').trim();
+}
+
+/** Renders a compiled email with `variables`: html escaped, text and subject raw, a text part made when asked. */
+export function renderEmail(compiled: CompiledEmail, variables: Record<string, unknown>): RenderedEmail {
+  const subject = oneLine(renderPart(compiled.subject, variables, 'subject'));
+  const html = compiled.html ? renderPart(compiled.html, variables, 'html') : null;
+  let text = compiled.text ? renderPart(compiled.text, variables, 'text') : null;
+  if (text === null && html !== null && compiled.textFromHtml) text = textOf(html);
+  return { subject, html, text };
+}
