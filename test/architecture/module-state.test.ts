@@ -39,6 +39,7 @@ const EXCEPTIONS: Record<string, Record<string, string>> = {
     formatters: 'a bounded memo of a pure function (a time zone\'s Intl formatter)',
     offsets: "a bounded memo of a pure function (a zone's offset in a quarter-hour)",
   },
+  'apps/core/src/templates/engine.ts': { parsedMemo: 'a bounded memo of a pure function (a Liquid source parsed for a part of an email)' },
   'apps/api/src/openapi/document.ts': { built: 'a memo of a pure build (the OpenAPI document), made at the first request to spare every start' },
   'apps/api/src/openapi/admin-document.ts': { built: 'a memo of a pure build (the admin OpenAPI document), made at the first request to spare every start' },
 };

@@ -1,3 +1,4 @@
+import { holdsMarkup } from '../templates/markers';
 import crypto from 'node:crypto';
 import { config } from '../config';
 import type { Db } from '../db';
@@ -74,7 +75,7 @@ const ENTITY = /&(amp|#38|#x26);/gi;
 
 /** Does this address stay as it is? The service's own links (unsubscribe, confirmation) and placeholders do. */
 function ownLink(url: string): boolean {
-  return url.startsWith(`${config().publicUrl}/`) || url.includes('{{');
+  return url.startsWith(`${config().publicUrl}/`) || holdsMarkup(url);
 }
 
 /** Every http(s) link of an html body (`<a href>`) through the message's click tokens. */

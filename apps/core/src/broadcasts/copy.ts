@@ -1,7 +1,7 @@
 import crypto from 'node:crypto';
 import { config } from '../config';
 import { renderSubject, renderTemplate, type TemplateContext } from '../outreach/render';
-import { escapeHtml } from '../subscribers/html';
+import { fillMarker, UNSUBSCRIBE_URL_MARKER } from '../templates/markers';
 
 /**
  * The unsubscribe token of one subscription (one subscriber row: one address on one list): `<subscriber id>.<HMAC>`,
@@ -33,12 +33,11 @@ export const unsubscribeUrl = (subscriberId: number) => `${config().publicUrl}/u
  * A copy is stored with this placeholder where its unsubscribe link goes (bodies and List-Unsubscribe), and the link is
  * put in when the email is composed for the wire (delivery/compose.ts): the messages table holds no usable token.
  */
-export const UNSUBSCRIBE_URL_PLACEHOLDER = '{{unsubscribe_url}}';
+export const UNSUBSCRIBE_URL_PLACEHOLDER = UNSUBSCRIBE_URL_MARKER;
 
 /** A stored copy's body or header with the subscriber's real link in place of the placeholder. */
 export function withUnsubscribeUrl<T extends string | null>(stored: T, subscriberId: number): T {
-  if (stored === null || !stored.includes(UNSUBSCRIBE_URL_PLACEHOLDER)) return stored;
-  return stored.split(UNSUBSCRIBE_URL_PLACEHOLDER).join(unsubscribeUrl(subscriberId)) as T;
+  return fillMarker(stored, UNSUBSCRIBE_URL_MARKER, () => unsubscribeUrl(subscriberId));
 }
 
 export interface BroadcastContent {
@@ -73,7 +72,7 @@ export function renderCopy(content: BroadcastContent, recipient: Recipient, list
   const ctx: TemplateContext = { name: recipient.name, email: recipient.email, unsubscribe_url: url, fields: recipient.fields };
   return {
     subject: renderSubject(content.subject, ctx),
-    html: content.html === null ? null : renderTemplate(content.html, ctx, escapeHtml),
+    html: content.html === null ? null : renderTemplate(content.html, ctx, 'html'),
     text: content.text === null ? null : renderTemplate(content.text, ctx),
     // `prepared`: written on the wire exactly so (nodemailer would otherwise MIME-encode `<` and `"`), all ASCII
     headers: {
@@ -92,7 +91,7 @@ export function previewCopy(content: BroadcastContent, sample: Omit<Recipient, '
   const ctx: TemplateContext = { name: sample.name, email: sample.email, unsubscribe_url: `${config().publicUrl}/u/(each-copy-has-its-own)`, fields: sample.fields };
   return {
     subject: renderSubject(content.subject, ctx),
-    html: content.html === null ? null : renderTemplate(content.html, ctx, escapeHtml),
+    html: content.html === null ? null : renderTemplate(content.html, ctx, 'html'),
     text: content.text === null ? null : renderTemplate(content.text, ctx),
   };
 }

@@ -3,6 +3,7 @@ import { verpAddress } from '../inbound/verp';
 import { withProspectUnsubscribeUrl } from '../outreach/opt-out';
 import { withConfirmationLink } from '../subscribers/confirm-link';
 import type Mail from 'nodemailer/lib/mailer';
+import { textOf } from '../templates/content';
 import type { Mailbox, Message, Send } from '../../../../generated/prisma/client';
 
 /** An attachment as stored on a Send: the content stays base64 until it is written to the wire. */
@@ -12,32 +13,8 @@ export interface StoredAttachment {
   content_type?: string;
 }
 
-const ENTITIES: Record<string, string> = { amp: '&', lt: '<', gt: '>', quot: '"', apos: "'", nbsp: ' ' };
-
-/** A readable plain-text part for html-only mail: block tags become line breaks, links keep their address. */
-export function htmlToText(html: string): string {
-  return html
-    .replace(/<(script|style|head)[^>]*>[\s\S]*?<\/\1>/gi, '')
-    .replace(/<a\s[^>]*href\s*=\s*["']([^"']+)["'][^>]*>([\s\S]*?)<\/a>/gi, (_m, href: string, label: string) => {
-      const text = label.replace(/<[^>]+>/g, '').trim();
-      return text && text !== href ? `${text} (${href})` : href;
-    })
-    .replace(/<br\s*\/?>/gi, '\n')
-    .replace(/<li[^>]*>/gi, '\n- ')
-    .replace(/<\/(p|div|h[1-6]|tr|table|ul|ol|blockquote)>/gi, '\n\n')
-    .replace(/<[^>]+>/g, '')
-    .replace(/&(#x?[0-9a-f]+|\w+);/gi, (whole, name: string) => {
-      if (name[0] === '#') {
-        const code = name[1]?.toLowerCase() === 'x' ? parseInt(name.slice(2), 16) : parseInt(name.slice(1), 10);
-        return Number.isFinite(code) ? String.fromCodePoint(code) : whole;
-      }
-      return ENTITIES[name.toLowerCase()] ?? whole;
-    })
-    .replace(/[ \t]+\n/g, '\n')
-    .replace(/[ \t]{2,}/g, ' ')
-    .replace(/\n{3,}/g, '\n\n')
-    .trim();
-}
+/** A readable plain-text part for html-only mail (html-to-text, as a template's text part is made). */
+export const htmlToText = textOf;
 
 /**
  * The email of one Message row, as nodemailer takes it: one recipient in To and in the envelope, the row's own

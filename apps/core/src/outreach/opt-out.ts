@@ -5,6 +5,7 @@ import { updateProspects } from './changes';
 import { addToStopList } from '../stop-list/repository';
 import { OPEN_STATUSES } from './outcomes';
 import { lockProspect } from './repository';
+import { fillMarker, UNSUBSCRIBE_URL_MARKER } from '../templates/markers';
 
 /**
  * One-click opt-out of outreach emails (RFC 8058; docs/outreach.md): a campaign with `unsubscribe` (the default) puts
@@ -13,7 +14,7 @@ import { lockProspect } from './repository';
  * label, so neither kind can be turned into the other. Using it stop-lists the address in the account and ends the
  * prospect lost with reason `unsubscribed`.
  */
-export const UNSUBSCRIBE_URL_PLACEHOLDER = '{{unsubscribe_url}}';
+export const UNSUBSCRIBE_URL_PLACEHOLDER = UNSUBSCRIBE_URL_MARKER;
 
 function mac(prospectId: number): string {
   return crypto.createHmac('sha256', config().secretKey).update(`prospect-unsubscribe:${prospectId}`).digest('base64url').slice(0, 32);
@@ -45,8 +46,7 @@ export function optOutHeaders(): Record<string, unknown> {
 
 /** A stored step's body or header with the prospect's real link in place of the placeholder. */
 export function withProspectUnsubscribeUrl<T extends string | null>(stored: T, prospectId: number): T {
-  if (stored === null || !stored.includes(UNSUBSCRIBE_URL_PLACEHOLDER)) return stored;
-  return stored.split(UNSUBSCRIBE_URL_PLACEHOLDER).join(prospectUnsubscribeUrl(prospectId)) as T;
+  return fillMarker(stored, UNSUBSCRIBE_URL_MARKER, () => prospectUnsubscribeUrl(prospectId));
 }
 
 export interface OptOutLink {

@@ -1,8 +1,11 @@
-/**
- * Step and broadcast templates: `{{name}}`, `{{email}}`, `{{site}}`, `{{unsubscribe_url}}` and `{{fields.X}}`; anything
- * missing renders empty, never "undefined".
- */
+import { oneLine } from '../templates/content';
+import { renderSource } from '../templates/engine';
 
+/**
+ * Step and broadcast bodies, through the one renderer (templates/engine.ts): `{{name}}`, `{{email}}`, `{{site}}`,
+ * `{{unsubscribe_url}}` and `{{fields.X}}` are Liquid variables, and the rest of Liquid works too; anything missing
+ * renders empty, never "undefined". The broadcast and list-series writers call renderTemplate and renderSubject.
+ */
 export interface TemplateContext {
   name: string;
   email: string | null;
@@ -11,30 +14,20 @@ export interface TemplateContext {
   fields: unknown;
 }
 
-const PLACEHOLDER = /\{\{\s*([A-Za-z_][\w-]*(?:\.[\w-]+)?)\s*\}\}/g;
-
-function lookup(path: string, ctx: TemplateContext): string {
-  const [head, key] = path.split('.') as [string, string | undefined];
-  let value: unknown;
-  if (key !== undefined) {
-    if (head !== 'fields' || !ctx.fields || typeof ctx.fields !== 'object' || Array.isArray(ctx.fields)) return '';
-    value = Object.prototype.hasOwnProperty.call(ctx.fields, key) ? (ctx.fields as Record<string, unknown>)[key] : undefined;
-  } else if (head === 'name' || head === 'email' || head === 'site' || head === 'unsubscribe_url') {
-    value = ctx[head];
-  }
-  if (typeof value === 'string') return value;
-  if (typeof value === 'number' || typeof value === 'boolean') return String(value);
-  return '';
+/** The variables of a step or a copy: the reader's name, address, site, unsubscribe link and fields (an object only). */
+export function contextVariables(ctx: TemplateContext): Record<string, unknown> {
+  const fields = ctx.fields && typeof ctx.fields === 'object' && !Array.isArray(ctx.fields) ? ctx.fields : {};
+  return { name: ctx.name, email: ctx.email ?? '', site: ctx.site ?? '', unsubscribe_url: ctx.unsubscribe_url ?? '', fields };
 }
 
-/** `escape` is applied to every value put in (escapeHtml for html bodies); the template's own text is left as written. */
-export function renderTemplate(template: string, ctx: TemplateContext, escape: (value: string) => string = (v) => v): string {
-  return template.replace(PLACEHOLDER, (_m, path: string) => escape(lookup(path, ctx)));
+/** A body rendered for one reader: values HTML-escaped in an html part, written as they are in a text part. */
+export function renderTemplate(template: string, ctx: TemplateContext, part: 'html' | 'text' = 'text'): string {
+  return renderSource(template, contextVariables(ctx), part);
 }
 
 /** A subject line: rendered, on one line. */
 export function renderSubject(template: string, ctx: TemplateContext): string {
-  return renderTemplate(template, ctx).replace(/[\r\n]+/g, ' ').trim();
+  return oneLine(renderSource(template, contextVariables(ctx), 'subject'));
 }
 
 /**

@@ -1,11 +1,12 @@
 import crypto from 'node:crypto';
 import { config } from '../config';
+import { CONFIRMATION_LINK_MARKER, fillMarker } from '../templates/markers';
 
 /**
  * A confirmation email is stored with this placeholder where its link goes, and the link is put in when the email is
  * composed for the wire (delivery/compose.ts): no table holds a usable token, only its SHA-256 (confirmation_tokens).
  */
-export const CONFIRMATION_LINK_PLACEHOLDER = '{{confirmation_link}}';
+export const CONFIRMATION_LINK_PLACEHOLDER = CONFIRMATION_LINK_MARKER;
 
 /** What confirmationTokenOf makes: 32 lowercase hex characters. */
 export const CONFIRMATION_TOKEN = /^[0-9a-f]{32}$/;
@@ -22,5 +23,5 @@ export const confirmationLink = (token: string) => `${config().publicUrl}/confir
 
 /** The stored body with the real link in place of the placeholder (bodies written before the placeholder pass as they are). */
 export function withConfirmationLink(body: string | null, messageId: string): string | null {
-  return body === null || !body.includes(CONFIRMATION_LINK_PLACEHOLDER) ? body : body.split(CONFIRMATION_LINK_PLACEHOLDER).join(confirmationLink(confirmationTokenOf(messageId)));
+  return fillMarker(body, CONFIRMATION_LINK_MARKER, () => confirmationLink(confirmationTokenOf(messageId)));
 }

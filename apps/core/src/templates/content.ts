@@ -58,9 +58,18 @@ export function inlineCss(html: string): string {
   return inlined.replace(/LIQUIDMARKUP(\d+)X(?:="")?/g, (_m, i: string) => kept[Number(i)]!);
 }
 
-const htmlToText = compileToText({ wordwrap: 78, selectors: [{ selector: 'img', format: 'skip' }] });
+const HEADINGS = ['h1', 'h2', 'h3', 'h4', 'h5', 'h6'].map((selector) => ({ selector, options: { uppercase: false } }));
+const htmlToText = compileToText({
+  wordwrap: false,
+  selectors: [
+    { selector: 'a', options: { linkBrackets: ['(', ')'], hideLinkHrefIfSameAsText: true } },
+    { selector: 'img', format: 'skip' },
+    { selector: 'table', options: { uppercaseHeaderCells: false } },
+    ...HEADINGS,
+  ],
+});
 
-/** The text part made from an html part (html-to-text). */
+/** The text part made from an html part (html-to-text): links keep their address, images are left out. */
 export function textOf(html: string): string {
   return htmlToText(html);
 }
