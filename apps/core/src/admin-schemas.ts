@@ -1,3 +1,4 @@
+import { templateRef } from './templates/schema';
 import { dbId, email, Joi } from './validate';
 import { CAMPAIGN_STATUSES, GOALS } from './outreach/campaigns';
 import { isTimeZone, minuteOfDay } from './outreach/windows';
@@ -89,8 +90,10 @@ export const listInput = Joi.object({
 });
 
 const step = Joi.object({
-  subject: Joi.string().trim().min(1).max(300).required(),
-  body: Joi.string().min(1).max(100_000).required(),
+  subject: Joi.string().trim().min(1).max(300).when('template', { is: Joi.exist(), then: Joi.optional(), otherwise: Joi.required() }),
+  body: Joi.string().min(1).max(100_000).when('template', { is: Joi.exist(), then: Joi.optional(), otherwise: Joi.required() }),
+  /** a stored template (id or alias) rendered instead of subject and body (docs/templates.md) */
+  template: templateRef(),
   delay_hours: Joi.number().min(0).max(24 * 365).required(),
 });
 

@@ -24,9 +24,17 @@ const sendShape = {
   to: z
     .union([z.string(), z.array(z.string())])
     .describe(`the recipient: ${address}; or an array of 1 to 50 of them (duplicates count once). Each gets a separate copy.`),
-  subject: z.string().describe('the subject line, 1 to 300 characters'),
-  text: z.string().optional().describe('the plain-text body; give text, html or both'),
-  html: z.string().optional().describe('the HTML body; give text, html or both'),
+  subject: z.string().optional().describe('the subject line, 1 to 300 characters; required unless a template is given'),
+  text: z.string().optional().describe('the plain-text body; give text, html or both, or a template'),
+  html: z.string().optional().describe('the HTML body; give text, html or both, or a template'),
+  template: z
+    .union([z.number().int(), z.string()])
+    .optional()
+    .describe("a stored template's id or alias (list them with GET /api/v1/templates), rendered instead of subject, text and html"),
+  variables: z
+    .record(z.unknown())
+    .optional()
+    .describe("the template's variables, a JSON object (name to value); a variable the template requires and that is missing is refused"),
   from: z.string().optional().describe("the sender; its address must be this key's mailbox, the display name may be anything"),
   reply_to: z.string().optional().describe(`where replies go: ${address}`),
   headers: z.record(z.string()).optional().describe('custom headers, names starting with X- only, one line each'),

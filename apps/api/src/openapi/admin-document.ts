@@ -3,6 +3,7 @@ import * as schemas from '../../../core/src/admin-schemas';
 import { statsQuery } from '../../../core/src/analytics/stats';
 import { broadcastChanges, broadcastInput, broadcastsQuery } from '../../../core/src/broadcasts/schema';
 import { deliveriesQuery, webhookChanges, webhookInput, webhooksQuery } from '../../../core/src/webhooks/schemas';
+import { previewInput, restoreInput, templateChanges, templateInput, templatesQuery, testSendInput } from '../../../core/src/templates/schema';
 import { operationId, queryParameters, toJsonSchema, type JsonSchema } from './document';
 
 /**
@@ -80,6 +81,16 @@ export const ADMIN_OPERATIONS: AdminOperation[] = [
   { method: 'get', path: '/inbound', summary: 'The emails the IMAP reader handled, newest first', query: schemas.inboundQuery, answer: ok('messages') },
   { method: 'get', path: '/stats', summary: 'Daily counters of a range', query: statsQuery, answer: ok('days') },
   { method: 'get', path: '/delivery/status', summary: 'Messages by status and the oldest queued age, from Postgres', answer: ok() },
+
+  { method: 'post', path: '/templates', summary: 'Create a template or a layout (400 naming the line when it does not parse)', body: templateInput, answer: created('template') },
+  { method: 'get', path: '/templates', summary: "An account's templates and layouts", query: templatesQuery, answer: ok('templates') },
+  { method: 'get', path: '/templates/{id}', summary: 'A template', answer: ok('template') },
+  { method: 'patch', path: '/templates/{id}', summary: 'Change a template (a new version)', body: templateChanges, answer: ok('template') },
+  { method: 'delete', path: '/templates/{id}', summary: 'Delete a template no broadcast, step or template uses (409 otherwise)', answer: ok() },
+  { method: 'get', path: '/templates/{id}/versions', summary: 'The kept versions (the last 20), newest first', answer: ok('versions') },
+  { method: 'post', path: '/templates/{id}/restore', summary: 'A kept version as the next version', body: restoreInput, answer: ok('template') },
+  { method: 'post', path: '/templates/{id}/preview', summary: 'Render with variables: {ok, subject, html, text} (422 naming what is wrong)', body: previewInput, answer: ok('subject') },
+  { method: 'post', path: '/templates/{id}/test', summary: 'Send one rendered email to an address', body: testSendInput, answer: { status: 202, key: 'message' } },
 ];
 
 const REFUSAL: JsonSchema = {
@@ -91,6 +102,7 @@ const REFUSAL: JsonSchema = {
 const STATUS_TEXT: Record<number, string> = {
   200: 'OK', 201: 'Created', 202: 'Accepted: a worker applies it', 400: 'A field is malformed (named in error)',
   401: 'The admin token is missing or wrong', 404: 'No such row', 409: 'Conflict with what is stored', 413: 'The body is over the limit',
+  422: 'The template does not render with these variables (named in error)',
   415: 'A body type or encoding the route does not take', 429: 'Too many failed tokens from this client (Retry-After)', 500: 'Internal error',
   503: 'Unavailable for now: the database is unreachable, or too many request bodies are being read at once (Retry-After); nothing was done',
 };
@@ -113,6 +125,7 @@ export function adminOpenApiDocument(): JsonSchema {
     if (op.path.includes('{id}')) refusals.push(404);
     if (op.method !== 'get') refusals.push(404, 409);
     if (op.body || op.file) refusals.push(413, 415);
+    if (op.path.startsWith('/templates/{id}/')) refusals.push(422);
     const success = op.csv
       ? { description: STATUS_TEXT[op.answer.status], content: { 'text/csv': { schema: { type: 'string' } } } }
       : { description: STATUS_TEXT[op.answer.status], content: { 'application/json': { schema: answerSchema(op) } } };

@@ -57,6 +57,31 @@ export const listsAnswer = Joi.object({
     .required(),
 }).label('ListsAnswer');
 
+export const templatesAnswer = Joi.object({
+  ok: Joi.valid(true).required(),
+  templates: Joi.array()
+    .items(
+      Joi.object({
+        id: Joi.number().integer().required(),
+        account: Joi.number().integer().required(),
+        name: Joi.string().required(),
+        alias: Joi.string().allow(null).required(),
+        kind: Joi.string().valid('template', 'layout').required(),
+        subject: Joi.string().allow('').required(),
+        html: Joi.string().allow('', null).required(),
+        text: Joi.string().allow('', null).required(),
+        layout: Joi.number().integer().allow(null).required(),
+        required: Joi.array().items(Joi.string()).required(),
+        inline_css: Joi.boolean().required(),
+        text_from_html: Joi.boolean().required(),
+        version: Joi.number().integer().min(1).required(),
+        created_at: Joi.string().isoDate().required(),
+        updated_at: Joi.string().isoDate().required(),
+      }),
+    )
+    .required(),
+}).label('TemplatesAnswer');
+
 export const subscribeAnswer = Joi.object({
   ok: Joi.valid(true).required(),
   status: Joi.string().valid('pending', 'active', 'exists', 'gone', 'suppressed').required(),

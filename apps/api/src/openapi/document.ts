@@ -6,6 +6,7 @@ import { sendSchema } from '../../../core/src/sending/schema';
 import { DOCUMENTED, JSON_VALUE, NO_NUL } from '../../../core/src/validate';
 import { subscriberInput, unsubscribeInput } from '../../../core/src/subscribers/schema';
 import * as answers from './answers';
+import { keyTemplatesQuery } from '../../../core/src/templates/schema';
 
 export type JsonSchema = Record<string, unknown>;
 
@@ -49,6 +50,7 @@ export const OPERATIONS: Operation[] = [
   },
   { method: 'get', path: '/send/{id}', summary: 'A send and its messages', answers: { 200: answers.sendAnswer, 404: R } },
   { method: 'get', path: '/lists', summary: "The key's account's lists", answers: { 200: answers.listsAnswer } },
+  { method: 'get', path: '/templates', summary: "The key's account's templates and layouts", query: keyTemplatesQuery, answers: { 200: answers.templatesAnswer } },
   {
     method: 'post', path: '/subscribers', summary: 'Add a subscriber, double opt-in', body: subscriberInput, idempotent: true,
     answers: { 200: answers.subscribeAnswer, ...WITH_BODY, 404: R, 429: R },

@@ -9,6 +9,7 @@ import { listsRoutes } from './lists';
 import { prospectsRoutes } from './prospects';
 import { sendRoutes } from './send';
 import { subscribersRoutes } from './subscribers';
+import { templatesRoutes } from './templates';
 
 /**
  * The public API of docs/api.md, top to bottom. Each resource has its own routes file (validate -> call a core
@@ -22,6 +23,7 @@ export function v1Router(db: Db, auth: KeyAuthenticator, failures: AuthFailures,
   sendRoutes(router, db, state.sending);
   listsRoutes(router, db);
   subscribersRoutes(router, db, state.adds);
+  templatesRoutes(router, db);
   router.use('/campaigns', requireProspectsPermission);
   router.use('/prospects', requireProspectsPermission);
   campaignsRoutes(router, db);

@@ -7,6 +7,7 @@ import { emitEvent } from '../events';
 import { newId } from '../ids';
 import { logger } from '../logger';
 import { listId, renderCopy } from './copy';
+import { storedSource } from '../templates/service';
 import { progressOf } from './service';
 import { audiencePage, broadcastStatus, insertCopies, lockBroadcast, lockBroadcastStatus, queuedCopiesAfter, snapshotAudience, waitingCount } from './repository';
 
@@ -66,11 +67,13 @@ async function writePage(db: Db, b: Loaded, after: number, size: number, listIdH
   const page = await audiencePage(db, b.id, after, size);
   if (!page.length) return { last: null, written: [] };
   const due = page.filter((p) => p.due);
+  // a broadcast built on a stored template: its sources (html inside its layout) as they are now, read once a page
+  const source = b.templateId === null ? b : await storedSource(db, b.templateId);
   const rows = due.map((p) => {
     const id = newId();
     // opt-in tracking: each copy's links carry its own signed tokens (analytics/tracking.ts), put into the template before
     // the reader's fields are merged, so a merged field (a stranger's name typed as a URL) never becomes a tracked link
-    const content = b.trackClicks || b.trackOpens ? { subject: b.subject, ...tracked(b, id, { clicks: b.trackClicks, opens: b.trackOpens }) } : b;
+    const content = b.trackClicks || b.trackOpens ? { subject: source.subject, ...tracked(source, id, { clicks: b.trackClicks, opens: b.trackOpens }) } : source;
     const copy = renderCopy(content, p, listIdHeader);
     const row = messageRow({
       id,

@@ -1,4 +1,5 @@
 import { Joi } from '../validate';
+import { templateRef } from '../templates/schema';
 
 const tag = Joi.string().trim().min(1).max(100);
 const content = {
@@ -10,11 +11,14 @@ const content = {
   /** opt-in (docs/analytics.md): links through signed redirect tokens; a 1x1 image for opens */
   track_clicks: Joi.boolean(),
   track_opens: Joi.boolean(),
+  /** a stored template (id or alias) rendered for each reader instead of subject, html and text (docs/templates.md) */
+  template: templateRef().allow(null),
 };
 
 export interface BroadcastInput {
   list: string;
-  subject: string;
+  subject?: string;
+  template?: number | string | null;
   html?: string | null;
   text?: string | null;
   tags?: string[];
@@ -23,14 +27,14 @@ export interface BroadcastInput {
   track_opens?: boolean;
 }
 
-/** POST /admin/api/broadcasts: html or text required. */
+/** POST /admin/api/broadcasts: html or text required, or a template. */
 export const broadcastInput = Joi.object<BroadcastInput>({
   list: Joi.string().trim().min(1).max(100).required(),
   ...content,
-  subject: content.subject.required(),
+  subject: content.subject.when('template', { is: Joi.exist().not(null), then: Joi.optional(), otherwise: Joi.required() }),
 })
-  .or('html', 'text')
-  .messages({ 'object.missing': 'html or text is required' });
+  .or('html', 'text', 'template')
+  .messages({ 'object.missing': 'html or text is required (or a template)' });
 
 export type BroadcastStatusChange = 'sending' | 'paused' | 'cancelled';
 

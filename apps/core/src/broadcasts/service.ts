@@ -1,3 +1,4 @@
+import { checkSources, templateIdOf } from '../templates/service';
 import type { Broadcast, List } from '../../../../generated/prisma/client';
 import type { Db, Tx } from '../db';
 import { BadRequest, Conflict, NotFound } from '../errors';
@@ -39,6 +40,8 @@ export function broadcastView(b: Broadcast & { list: Pick<List, 'key'> }, progre
     send_at: iso(b.sendAt),
     track_clicks: b.trackClicks,
     track_opens: b.trackOpens,
+    /** the stored template its copies are rendered from (docs/templates.md), or null */
+    template: b.templateId,
     audience: b.audience,
     sent: progress.sent,
     failed: progress.failed,
@@ -62,13 +65,16 @@ export const getBroadcast = view;
 export async function createBroadcast(db: Tx, input: BroadcastInput): Promise<BroadcastView> {
   const list = await db.list.findUnique({ where: { key: input.list } });
   if (!list) throw new NotFound(`no list with key "${input.list}"`);
+  const templateId = input.template == null ? null : await templateIdOf(db, list.accountId, input.template);
+  checkSources({ subject: input.subject, html: input.html, text: input.text });
   const created = await db.broadcast.create({
     data: {
       accountId: list.accountId,
       listId: list.id,
-      subject: input.subject,
+      subject: input.subject ?? '',
       html: input.html ?? null,
       text: input.text ?? null,
+      templateId,
       tags: input.tags ?? [],
       sendAt: input.send_at ?? null,
       trackClicks: input.track_clicks ?? false,
@@ -107,11 +113,14 @@ export async function changeBroadcast(db: Db, id: number, changes: BroadcastChan
     const hasContent = Object.keys(content).length > 0;
     if (hasContent && current.status !== 'draft') throw new Conflict(`a broadcast can be edited only while draft (it is ${current.status})`);
     if (hasContent) {
+      const templateId = content.template === undefined ? current.templateId : content.template === null ? null : await templateIdOf(tx, current.accountId, content.template);
       const next = { html: current.html, text: current.text, ...content };
-      if (!next.html && !next.text) throw new BadRequest('html or text is required');
+      if (!next.html && !next.text && templateId === null) throw new BadRequest('html or text is required (or a template)');
+      checkSources({ subject: content.subject, html: content.html, text: content.text });
       await tx.broadcast.update({
         where: { id },
         data: {
+          templateId,
           subject: content.subject,
           html: content.html,
           text: content.text,

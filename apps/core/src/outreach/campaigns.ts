@@ -1,3 +1,4 @@
+import { checkSources, templateIdOf } from '../templates/service';
 import type { Campaign, CampaignStep } from '../../../../generated/prisma/client';
 import type { CampaignGoal, CampaignStatus } from '../../../../generated/prisma/enums';
 import { Prisma, type Db, type Tx } from '../db';
@@ -14,9 +15,22 @@ export const GOALS = ['links', 'sales', 'partners', 'press', 'hiring', 'reviews'
 export const CAMPAIGN_STATUSES = ['draft', 'running', 'paused'] as const;
 
 export interface StepInput {
-  subject: string;
-  body: string;
+  subject?: string;
+  body?: string;
+  /** a stored template (id or alias), rendered instead of subject and body */
+  template?: number | string;
   delay_hours: number;
+}
+
+/** The steps' rows: each template named resolved to the account's (400 otherwise), each body checked to parse. */
+async function stepRows(db: Tx, accountId: number, steps: StepInput[]) {
+  const rows = [];
+  for (const [i, s] of steps.entries()) {
+    checkSources({ [`steps[${i}].subject`]: s.subject, [`steps[${i}].body`]: s.body });
+    const templateId = s.template === undefined ? null : await templateIdOf(db, accountId, s.template, `steps[${i}].template`);
+    rows.push({ position: i + 1, subject: s.subject ?? '', body: s.body ?? '', delayHours: s.delay_hours, templateId });
+  }
+  return rows;
 }
 
 /** The Campaign of docs/api.md. */
@@ -86,7 +100,7 @@ function detail(c: Campaign & { steps: CampaignStep[] }, prospects: number): Cam
     mailbox: c.mailboxId,
     steps: c.steps
       .sort((a, b) => a.position - b.position)
-      .map((s) => ({ subject: s.subject, body: s.body, delay_hours: s.delayHours })),
+      .map((s) => ({ subject: s.subject, body: s.body, delay_hours: s.delayHours, ...(s.templateId !== null ? { template: s.templateId } : {}) })),
     target: c.targetUrl === null ? null : { url: c.targetUrl, anchor: c.targetAnchor ?? '' },
     schedule: scheduleOf(c.schedule),
     pause_on: pauseOnOf(c.pauseOn),
@@ -119,12 +133,10 @@ function targetColumns(goal: CampaignGoal, target: CampaignTarget | null | undef
   return { targetUrl: target.url, targetAnchor: target.anchor ?? '' };
 }
 
-const stepRows = (steps: StepInput[]) =>
-  steps.map((s, i) => ({ position: i + 1, subject: s.subject, body: s.body, delayHours: s.delay_hours }));
-
 export async function createCampaign(db: Tx, input: NewCampaign): Promise<CampaignDetail> {
   await requireAccount(db, input.account);
   await requireMailbox(db, input.account, input.mailbox);
+  const steps = await stepRows(db, input.account, input.steps);
   const campaign = await db.campaign.create({
     data: {
       accountId: input.account,
@@ -136,7 +148,7 @@ export async function createCampaign(db: Tx, input: NewCampaign): Promise<Campai
       ...targetColumns(input.goal, input.target),
       ...deliverabilityColumns(input),
       trackClicks: input.track_clicks ?? false,
-      steps: { create: stepRows(input.steps) },
+      steps: { create: steps },
     },
     include: { steps: true },
   });
@@ -165,8 +177,9 @@ export async function updateCampaign(db: Tx, id: number, changes: CampaignChange
   if (!before) throw new NotFound(`no campaign with id ${id}`);
   if (changes.mailbox !== undefined) await requireMailbox(db, before.accountId, changes.mailbox);
   if (changes.steps) {
+    const rows = await stepRows(db, before.accountId, changes.steps);
     await db.campaignStep.deleteMany({ where: { campaignId: id } });
-    await db.campaignStep.createMany({ data: stepRows(changes.steps).map((s) => ({ ...s, campaignId: id })) });
+    await db.campaignStep.createMany({ data: rows.map((s) => ({ ...s, campaignId: id })) });
   }
   const campaign = await db.campaign.update({
     where: { id },

@@ -13,6 +13,7 @@ import { queueStepsSoon } from './scheduler';
 import { afterHours, noReplyWaitHours } from './timing';
 import { optOutHeaders, UNSUBSCRIBE_URL_PLACEHOLDER } from './opt-out';
 import { scheduleOf, windowedAt } from './windows';
+import { storedSource } from '../templates/service';
 
 /**
  * The step writer: one job = one step of one prospect, decided and written in ONE transaction with the prospect row
@@ -76,13 +77,18 @@ async function decideAndWrite(tx: Tx, prospectId: number, step: number): Promise
   // the opt-out link is put in on the way to the wire (delivery/compose.ts): the stored body holds the placeholder
   const unsubscribe = campaign.unsubscribe ? UNSUBSCRIBE_URL_PLACEHOLDER : undefined;
   const ctx: TemplateContext = { name: p.name, email: p.email, site: p.site, fields: p.fields, unsubscribe_url: unsubscribe };
-  const subject = step === 1 ? renderSubject(current.subject, ctx) : followUpSubject(current.subject, steps[0]!.subject, ctx);
+  // a step built on a stored template takes its subject, text and html (inside its layout) from it, as they are now
+  const source = async (s: (typeof steps)[number]) => (s.templateId === null ? { subject: s.subject, html: null, text: s.body } : storedSource(tx, s.templateId));
+  const own = await source(current);
+  const firstSubject = step === 1 ? own.subject : (await source(steps[0]!)).subject;
+  const subject = step === 1 ? renderSubject(own.subject, ctx) : followUpSubject(own.subject, firstSubject, ctx);
   // a step cancelled by a pause left its row behind: it was never sent, so it gives way to the rewrite
   await tx.message.deleteMany({ where: { prospectId: p.id, step, status: 'cancelled' } });
   const id = newId();
   // links are tracked in the template, before the prospect's fields are merged: a merged field never becomes a tracked link
-  const template = tracked({ html: null, text: current.body }, id, { clicks: campaign.trackClicks, opens: false });
-  const text = renderTemplate(template.text!, ctx);
+  const template = tracked({ html: own.html, text: own.text }, id, { clicks: campaign.trackClicks, opens: false });
+  const text = template.text === null ? null : renderTemplate(template.text, ctx);
+  const html = template.html === null ? null : renderTemplate(template.html, ctx, 'html');
   const [row] = await storeMessages(tx, [
     {
       id,
@@ -93,6 +99,7 @@ async function decideAndWrite(tx: Tx, prospectId: number, step: number): Promise
       to: p.email,
       subject,
       text,
+      html,
       prospectId: p.id,
       step,
       inReplyTo: step > 1 && p.thread_id ? p.thread_id : undefined,

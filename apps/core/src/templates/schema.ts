@@ -62,3 +62,6 @@ export interface TemplateInput {
   text_from_html?: boolean;
 }
 export type TemplateChanges = Partial<Omit<TemplateInput, 'account' | 'kind'>>;
+
+/** GET /api/v1/templates?kind=: the key's account's templates, or only its layouts. */
+export const keyTemplatesQuery = Joi.object({ kind: Joi.string().valid('template', 'layout') });

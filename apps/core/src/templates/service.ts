@@ -2,8 +2,8 @@ import type { Prisma, Template } from '../../../../generated/prisma/client';
 import type { Db, Tx } from '../db';
 import { BadRequest, Conflict, NotFound, Unprocessable } from '../errors';
 import { requireAccount } from '../accounts';
-import { compileEmail, contentSlots, renderEmail, type CompiledEmail, type RenderedEmail } from './content';
-import { TemplateError } from './engine';
+import { compileEmail, contentSlots, inlineCss, renderEmail, withLayout, type CompiledEmail, type RenderedEmail } from './content';
+import { parse, TemplateError } from './engine';
 import { TEMPLATE_FIELD_LIMITS, type TemplateChanges, type TemplateInput } from './schema';
 
 /** A template or layout as the admin API and the key's read API answer it. */
@@ -281,4 +281,44 @@ export async function previewTemplate(db: Tx, id: number, variables: Record<stri
     return renderStored(t, compiled, { ...variables, content: variables.content ?? '' });
   }
   return renderStored(t, compileTemplate(t, t.layout), variables);
+}
+
+/** The sources of a stored template as a broadcast or a campaign step renders them: its html inside its layout, CSS inlined. */
+export interface StoredSource {
+  subject: string;
+  html: string | null;
+  text: string | null;
+}
+
+export function sourceOf(t: Template, layout: Pick<Template, 'html'> | null): StoredSource {
+  let html = t.html || null;
+  if (html !== null && layout?.html) html = withLayout(layout.html, html);
+  if (html !== null && t.inlineCss) html = inlineCss(html);
+  return { subject: t.subject, html, text: t.text || null };
+}
+
+/** The sources of template `id` (a broadcast's or a step's), read when its copies are written. */
+export async function storedSource(db: Tx, id: number): Promise<StoredSource> {
+  const t = await db.template.findUniqueOrThrow({ where: { id }, include: { layout: true } });
+  return sourceOf(t, t.layout);
+}
+
+/** A template (not a layout) of the account named by id or alias, as its id: 400 naming `field` otherwise. */
+export async function templateIdOf(db: Tx, accountId: number, ref: number | string, field = 'template'): Promise<number> {
+  const t = await findTemplate(db, accountId, ref);
+  if (!t || t.kind !== 'template') throw new BadRequest(`${field}: no template ${JSON.stringify(ref)} in this account`);
+  return t.id;
+}
+
+/** Bodies written with the request (a broadcast's, a step's) parse as Liquid: 400 naming the field and the line. */
+export function checkSources(sources: Record<string, string | null | undefined>): void {
+  for (const [field, source] of Object.entries(sources)) {
+    if (!source) continue;
+    try {
+      parse(source, field.endsWith('html') ? 'html' : 'text');
+    } catch (err) {
+      if (err instanceof TemplateError) throw new BadRequest(`${field} does not parse: ${err.message}${err.line ? ` (line ${err.line})` : ''}`);
+      throw err;
+    }
+  }
 }

@@ -15,6 +15,7 @@ import { openApiRouter } from './openapi';
 import { statsRouter } from './stats';
 import { stopListRouter } from './stop-list';
 import { suppressionsRouter } from './suppressions';
+import { templatesRouter } from './templates';
 import { webhooksRouter } from './webhooks';
 
 /**
@@ -42,5 +43,6 @@ export function adminRouter(db: Db, json: RequestHandler): Router {
   router.use(inboundRouter(db));
   router.use(statsRouter(db));
   router.use(deliveryStatusRouter(db));
+  router.use(templatesRouter(db));
   return router;
 }
