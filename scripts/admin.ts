@@ -23,6 +23,7 @@ import { migrate } from '../apps/core/src/migrate';
 import { config } from '../apps/core/src/config';
 import { validate } from '../apps/core/src/validate';
 import { WEBHOOK_HELP, webhookCommand, webhookOptions } from './admin-webhooks';
+import { TEMPLATE_HELP, templateCommand, templateOptions } from './admin-templates';
 import { BROADCAST_HELP, broadcastOptions, mailboxExtras, runBroadcastCommand } from './admin-broadcasts';
 import { IMPORT_HELP, importCommand, importOptions } from './admin-import';
 import { campaignOutreach, mailboxOutreach, OUTREACH_HELP, outreachOptions } from './admin-outreach';
@@ -57,6 +58,7 @@ ${IMPORT_HELP}
   messages [--to ADDRESS] [--limit N]
 ${OUTREACH_HELP}
 ${WEBHOOK_HELP}
+${TEMPLATE_HELP}
 ${BROADCAST_HELP}`;
 
 const options = {
@@ -84,6 +86,7 @@ const options = {
   'no-target': { type: 'boolean' },
   help: { type: 'boolean', short: 'h' },
   ...webhookOptions,
+  ...templateOptions,
   ...broadcastOptions,
   ...importOptions,
   ...outreachOptions,
@@ -115,6 +118,7 @@ async function run(command: string[], flags: Flags): Promise<unknown> {
   const [resource, action, arg] = command;
   const d = db();
   if (resource === 'webhook') return webhookCommand(d, action, arg, flags);
+  if (resource === 'template') return templateCommand(d, action, arg, flags);
   if (resource === 'import') return importCommand(d, action, arg, flags);
   const page = { after: flags.after, limit: flags.limit };
   if (resource === 'subscribers' && action !== 'export') {

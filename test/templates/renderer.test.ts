@@ -1,0 +1,60 @@
+import { compileEmail, contentSlots, renderEmail, withLayout } from '../../apps/core/src/templates/content';
+import { parse, renderSource, TemplateError, TEMPLATE_LIMITS } from '../../apps/core/src/templates/engine';
+
+/** The one renderer (docs/templates.md), without HTTP: escaping, layouts, the text part, inlined CSS and the limits. */
+const refusal = (run: () => unknown): TemplateError => {
+  try {
+    run();
+  } catch (err) {
+    if (err instanceof TemplateError) return err;
+    throw err;
+  }
+  throw new Error('expected a TemplateError');
+};
+
+describe('the one renderer', () => {
+  it('escapes values in html parts, writes them as they are in text parts and subjects; | raw opts out', () => {
+    const vars = { name: '<b>Tom</b> & "Jerry"' };
+    expect(renderSource('<p>{{ name }}</p>', vars, 'html')).toBe('<p>&lt;b&gt;Tom&lt;/b&gt; &amp; &quot;Jerry&quot;</p>');
+    expect(renderSource('<p>{{ name | raw }}</p>', vars, 'html')).toBe('<p><b>Tom</b> & "Jerry"</p>');
+    expect(renderSource('Hi {{ name }}', vars, 'text')).toBe('Hi <b>Tom</b> & "Jerry"');
+    const email = renderEmail(compileEmail({ subject: 'For {{ name }}\r\nBcc: x@y.z', html: '<p>{{ name }}</p>', text: null }, { textFromHtml: true }), vars);
+    expect(email.subject).toBe('For <b>Tom</b> & "Jerry" Bcc: x@y.z');
+  });
+
+  it('renders missing values, objects and prototype names empty; loops, conditions and filters work', () => {
+    expect(renderSource('[{{ nope }}][{{ fields }}][{{ fields.toString }}][{{ fields.__proto__ }}]', { fields: { a: 1 } }, 'text')).toBe('[][][][]');
+    expect(renderSource('{% for i in items %}{{ i | upcase }}{% unless forloop.last %}, {% endunless %}{% endfor %}{% if vip %}!{% endif %}', { items: ['a', 'b'], vip: true }, 'text')).toBe('A, B!');
+  });
+
+  it('refuses what does not parse, naming the line; unknown filters and file tags are syntax errors', () => {
+    expect(refusal(() => parse('line one\nline two {% if %}', 'html'))).toMatchObject({ kind: 'syntax', line: 2 });
+    expect(refusal(() => parse('a\nb\n{{ x | no_such_filter }}', 'text'))).toMatchObject({ kind: 'syntax', line: 3 });
+    for (const tag of ['include', 'render', 'layout']) expect(refusal(() => parse(`{% ${tag} 'x' %}`, 'html')).kind).toBe('syntax');
+  });
+
+  it('stops a loop that would run forever, a range too large and an output too large', () => {
+    const started = Date.now();
+    const forever = refusal(() => renderSource('{% for a in (1..100000) %}{% for b in (1..100000) %}{% for c in (1..100000) %}x{% endfor %}{% endfor %}{% endfor %}', {}, 'text'));
+    expect(forever.kind).toBe('limit');
+    expect(Date.now() - started).toBeLessThan(TEMPLATE_LIMITS.renderMs * 8);
+    expect(refusal(() => renderSource('{% for i in (1..1000000000) %}x{% endfor %}', {}, 'text')).kind).toBe('limit');
+    // 50 MB asked for: 5,000 x 10 KB
+    const big = refusal(() => renderSource(`{% for i in (1..5000) %}${'x'.repeat(10_000)}{% endfor %}`, {}, 'html'));
+    expect(big.kind).toBe('limit');
+    expect(big.message).toMatch(/more than/);
+  });
+
+  it('puts a template into its layout at {{ content }}, inlines <style> and makes the text part from the html', () => {
+    const layout = '<html><head><style>p { color: #123456 }</style></head><body><div class="wrap">{{ content }}</div><p>{{ footer }}</p></body></html>';
+    expect(contentSlots(layout)).toHaveLength(1);
+    expect(contentSlots('<p>{{ contents }}</p>')).toEqual([]);
+    const compiled = compileEmail({ subject: 'Hi {{ name }}', html: '<p>Hello {{ name }}</p>{% if vip %}<p>VIP</p>{% endif %}<a href="{{ url }}">read</a>', text: null }, { layoutHtml: layout, inlineCss: true, textFromHtml: true });
+    const email = renderEmail(compiled, { name: 'Ann', vip: true, url: 'https://example.org/a?b=1&c=2', footer: 'Bye' });
+    expect(email.html).toContain('<p style="color: #123456;">Hello Ann</p><p style="color: #123456;">VIP</p>');
+    expect(email.html).toContain('href="https://example.org/a?b=1&amp;c=2"');
+    expect(email.html).not.toContain('<style>');
+    expect(email.text).toBe('Hello Ann\n\nVIP\n\nread (https://example.org/a?b=1&c=2)\n\nBye');
+    expect(() => withLayout('<p>no slot</p>', '<p>x</p>')).toThrow(/content/);
+  });
+});
