@@ -24,6 +24,7 @@ import { growthPhase, KEPT_DATABASE } from './growth';
 import { memoryPhase, PUBLIC_REQUESTS } from './memory';
 import { scalePhase } from './scale';
 import { schedulerPhase } from './scheduler';
+import { templatesPhase } from './templates';
 
 const ROOT = path.resolve(__dirname, '..');
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 15);
@@ -42,7 +43,7 @@ const STAMP = Date.now().toString(36);
 // NODE_ENV=production takes an admin token of at least 32 random characters
 const ADMIN_TOKEN = crypto.randomBytes(24).toString('hex');
 const SECRET_KEY = 'ab'.repeat(32);
-/** the broadcast phase's list size; BENCH_ONLY=main, broadcast, scheduler, memory, growth or scale runs that phase alone */
+/** the broadcast phase's list size; BENCH_ONLY=main, broadcast, scheduler, memory, growth, scale or templates runs that phase alone */
 const BROADCAST_SUBSCRIBERS = Number(process.env.BENCH_BROADCAST ?? 100_000);
 const ONLY = process.env.BENCH_ONLY ?? '';
 /** BENCH_PORT_BASE moves the six loopback ports (two benches on one machine must not share a sink) */
@@ -309,6 +310,17 @@ async function main(): Promise<void> {
     if (!ONLY || ONLY === 'memory') results.memory = { ...(results.memory as object), ...(await memoryBench(serviceEnv('memory'))) };
     if (!ONLY || ONLY === 'scale') results.scale = await scaleBench(serviceEnv('scale'));
     if (!ONLY || ONLY === 'growth') results.growth = await growthBench(serviceEnv);
+    // the delivery phase with a stored template (a 20 KB layout, 10 variables) against the same emails sent plain
+    if (!ONLY || ONLY === 'templates') {
+      const env = serviceEnv('templates');
+      results.templates = await templatesPhase({
+        apiPort: PORTS.api, messages: MESSAGES, connections: CONNECTIONS, turns: DELIVERY_TURNS,
+        startApi: () => start('apps/api/src/server.ts', env), startWorker: () => start('apps/worker/src/main.ts', env),
+        stop, up, makeTenant: () => makeTenant(), admin, sinkCount, until,
+        resetSink: async () => void (await fetch(`http://127.0.0.1:${PORTS.sinkHttp}/reset`, { method: 'POST' })),
+        settle: () => settle(env.DATABASE_URL),
+      });
+    }
   } finally {
     for (const child of children) if (child.exitCode === null) child.kill('SIGKILL');
     await cleanup(databases);
@@ -714,6 +726,14 @@ function print(r: Record<string, any>): void {
       `memory: ${b.requests} requests x 50 recipients x ${b.attachmentKb} KB attachment (${b.copies} copies), 1 worker`,
       `API peak RSS ${b.apiPeakRssMb} MB, worker ${b.workerPeakRssMb} MB; delivered in ${b.deliveredSeconds} s; answers ${JSON.stringify(b.statuses)}`,
       'target: under 250 MB each',
+    ]);
+  }
+  if (r.templates) {
+    const t = r.templates;
+    rows.push([
+      `templates: ${t.messages} sends x ${t.turns} turns with a ${Math.round(t.layoutBytes / 1024)} KB layout and ${t.variables} variables, accept to last delivered`,
+      `${t.templatePerSecond} msg/s, the same emails plain ${t.plainPerSecond} msg/s: ratio ${t.ratio}`,
+      'target: ratio >= 0.95',
     ]);
   }
   if (r.growth) {

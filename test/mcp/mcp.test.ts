@@ -116,6 +116,24 @@ describe('MCP tools give what the HTTP API gives', () => {
     tenant = await makeTenant({ smtp: sink.url, prospects: true, daily_limit: 5 });
   });
 
+  it('send_email takes a stored template and its variables, and refuses a missing required variable as the API does', async () => {
+    const own = await makeTenant({ smtp: sink.url });
+    const created = await asAdmin(ctx.api)
+      .post('/admin/api/templates')
+      .send({ account: own.account.id, name: 'Receipt', alias: 'receipt', subject: 'Receipt for {{ name }}', html: '<p>Thanks {{ name }}, you paid {{ amount }}.</p>', required: ['amount'] });
+    expect(created.status).toBe(201);
+    const client = await connect(own.token);
+    ok(await call(client, 'send_email', { to: 'payer@example.org', template: 'receipt', variables: { name: 'Pat <P>', amount: '$5' } }));
+    await waitFor(() => sink.to('payer@example.org').length === 1, { what: 'the templated MCP email' });
+    const mail = sink.to('payer@example.org')[0]!.parsed;
+    expect(mail.subject).toBe('Receipt for Pat <P>');
+    expect(mail.html).toContain('<p>Thanks Pat &lt;P&gt;, you paid $5.</p>');
+    expect(mail.text).toContain('Thanks Pat <P>, you paid $5.');
+    const http = await as(ctx.api, own.token).post('/api/v1/send').send({ to: 'payer@example.org', template: 'receipt', variables: { name: 'Pat' } });
+    expect(http.status).toBe(422);
+    refused(await call(client, 'send_email', { to: 'payer@example.org', template: 'receipt', variables: { name: 'Pat' } }), 422, http.body.error);
+  });
+
   it('send_email delivers on the wire, and get_send_status answers as GET /send/:id', async () => {
     const client = await connect(tenant.token);
     const sent = ok(await call(client, 'send_email', { to: 'Agent Reader <reader@example.org>', subject: 'From an agent', text: 'Sent through MCP', metadata: { via: 'mcp' } }));
