@@ -5,7 +5,9 @@ import type { Db, Tx } from '../db';
 import { DeliveryQueue } from '../delivery/outbox';
 import { isFinalStatus } from '../delivery/status';
 import { markNotEnqueued } from '../delivery/repository';
-import { NotFound, Unprocessable } from '../errors';
+import { Forbidden, NotFound, Unprocessable } from '../errors';
+import { config } from '../config';
+import { DomainStandings, fromRefusal } from '../domains/sending';
 import { logger } from '../logger';
 import { finishIdempotent, releaseIdempotent, requestFingerprint, startIdempotent } from '../idempotency';
 import { MailboxCache } from './mailbox';
@@ -40,11 +42,13 @@ export interface Sending {
   writer: SendWriter;
   deliveries: DeliveryQueue;
   mailboxes: MailboxCache;
+  /** the accounts' sending domains, briefly (REQUIRE_VERIFIED_DOMAIN) */
+  domains: DomainStandings;
   finished: FinishedWaits;
 }
 
 export function createSending(db: Db): Sending {
-  return { writer: new SendWriter(db), deliveries: new DeliveryQueue(), mailboxes: new MailboxCache(), finished: new FinishedWaits() };
+  return { writer: new SendWriter(db), deliveries: new DeliveryQueue(), mailboxes: new MailboxCache(), domains: new DomainStandings(), finished: new FinishedWaits() };
 }
 
 /** The idempotency scope of sends (records written before route scoping have it as their default). */
@@ -79,6 +83,11 @@ export async function acceptSend(
 ): Promise<AcceptedSend> {
   const mailbox = await sending.mailboxes.sendingMailbox(db, key.mailboxId);
   const request = parseSendRequest(body, mailbox.address);
+  if (config().requireVerifiedDomain) {
+    // from the process's cache of the account's domains: no extra query while it is fresh
+    const refusal = fromRefusal({ mailboxAddress: mailbox.address, domains: await sending.domains.of(db, key.accountId), requireVerified: true, domainAddresses: false }, mailbox.address);
+    if (refusal) throw new Forbidden(refusal);
+  }
   const idempotent = options.idempotencyKey ? await startIdempotent(db, { apiKeyId: key.id, route: SEND_ROUTE, key: options.idempotencyKey }, requestFingerprint(body)) : null;
   if (idempotent?.kind === 'replay') {
     return { status: idempotent.status as 200 | 202, body: idempotent.body as SendAnswer, quota: await dailyQuota(db, key), replayed: true };
