@@ -3,6 +3,7 @@ import * as schemas from '../../../core/src/admin-schemas';
 import { statsQuery } from '../../../core/src/analytics/stats';
 import { broadcastChanges, broadcastInput, broadcastsQuery } from '../../../core/src/broadcasts/schema';
 import { deliveriesQuery, webhookChanges, webhookInput, webhooksQuery } from '../../../core/src/webhooks/schemas';
+import { domainInput, domainsQuery } from '../../../core/src/domains/schemas';
 import { operationId, queryParameters, toJsonSchema, type JsonSchema } from './document';
 
 /**
@@ -80,6 +81,13 @@ export const ADMIN_OPERATIONS: AdminOperation[] = [
   { method: 'get', path: '/inbound', summary: 'The emails the IMAP reader handled, newest first', query: schemas.inboundQuery, answer: ok('messages') },
   { method: 'get', path: '/stats', summary: 'Daily counters of a range', query: statsQuery, answer: ok('days') },
   { method: 'get', path: '/delivery/status', summary: 'Messages by status and the oldest queued age, from Postgres', answer: ok() },
+
+  { method: 'post', path: '/domains', summary: 'Add a sending domain: its DKIM keys are made, its records to publish answered', body: domainInput, answer: created('domain') },
+  { method: 'get', path: '/domains', summary: 'Sending domains with their records and status', query: domainsQuery, answer: ok('domains') },
+  { method: 'get', path: '/domains/{id}', summary: 'A sending domain (404 for another account with ?account=)', query: domainsQuery, answer: ok('domain') },
+  { method: 'delete', path: '/domains/{id}', summary: 'Remove a sending domain and its keys', query: domainsQuery, answer: ok() },
+  { method: 'post', path: '/domains/{id}/verify', summary: 'Check its records in DNS now', query: domainsQuery, answer: ok('domain') },
+  { method: 'post', path: '/domains/{id}/rotate', summary: 'New DKIM keys, published beside the current ones; signing moves once DNS shows them', query: domainsQuery, answer: ok('domain') },
 ];
 
 const REFUSAL: JsonSchema = {

@@ -48,7 +48,8 @@ export interface Delivery {
   close(): void;
 }
 
-export function createDelivery(db: Db, guards: PreSendGuards): Delivery {
+/** `domainKeysTtlMs`: how long the signer keeps a domain's keys (30 s; a test of rotation wants 0). */
+export function createDelivery(db: Db, guards: PreSendGuards, options: { domainKeysTtlMs?: number } = {}): Delivery {
   const transports = new Transports();
   return {
     db,
@@ -56,7 +57,7 @@ export function createDelivery(db: Db, guards: PreSendGuards): Delivery {
     claims: new FastClaims(db),
     heartbeat: new Heartbeat(db),
     transports,
-    signer: new DomainSigner(),
+    signer: new DomainSigner(options.domainKeysTtlMs),
     queue: new DeliveryQueue(),
     bytes: new Semaphore(config().workerMaxBytesInFlight),
     rows: new Semaphore(batchRowsOnTheWire()),

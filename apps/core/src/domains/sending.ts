@@ -88,6 +88,8 @@ const KEYS_TTL_MS = 30_000;
 export class DomainSigner {
   private readonly cache = new Map<string, { keys: SigningKey[] | null; until: number }>();
 
+  constructor(private readonly ttlMs = KEYS_TTL_MS) {}
+
   /** The signing keys of the mailbox's domain when the account verified it; null otherwise. */
   async keysFor(db: Tx, mailbox: Pick<Mailbox, 'accountId' | 'address'>): Promise<{ domain: string; keys: SigningKey[] } | null> {
     const domain = domainOfAddress(mailbox.address);
@@ -99,7 +101,7 @@ export class DomainSigner {
         select: { status: true, keys: { where: { state: 'active' }, orderBy: { id: 'desc' }, take: 1 } },
       });
       const pair = row?.status === 'verified' ? row.keys[0] : undefined;
-      hit = { keys: pair ? signingKeys(pair) : null, until: Date.now() + KEYS_TTL_MS };
+      hit = { keys: pair ? signingKeys(pair) : null, until: Date.now() + this.ttlMs };
       this.cache.set(cacheKey, hit);
     }
     return hit.keys ? { domain, keys: hit.keys } : null;
