@@ -5,6 +5,7 @@ import { recheckDueDomains } from '../../apps/core/src/domains/schedule';
 import { asAdmin, as, useApi } from '../helpers/api';
 import { txt, useDns } from '../helpers/dns-server';
 import { makeAccount, makeKey, makeMailbox, wantEvents } from '../helpers/factories';
+import { runAdmin } from '../helpers/processes';
 import { useMail } from '../helpers/mail';
 import { waitFor } from '../helpers/wait';
 import { published, receiverVerdict, signatures } from './support';
@@ -236,4 +237,23 @@ it('refuses names that are not domains, keeps IDNA names as punycode shown both 
   expect((await admin().delete(`/admin/api/domains/${id}`)).status).toBe(200);
   expect((await admin().get(`/admin/api/domains/${id}`)).status).toBe(404);
   expect(await db().domainKey.count({ where: { domainId: id } })).toBe(0);
+});
+
+it('the CLI adds, shows, verifies, rotates and removes a domain', async () => {
+  const account = await makeAccount();
+  await makeMailbox(account.id, { address: 'cli@cli.test', smtp: sink.url });
+  const added = await runAdmin('domain', 'add', '--account', String(account.id), '--name', 'CLI.test');
+  expect(added.code).toBe(0);
+  expect(added.out.domain).toMatchObject({ name: 'cli.test', status: 'pending' });
+  expect(JSON.stringify(added.out)).not.toMatch(/PRIVATE KEY/);
+  const id = String(added.out.domain.id);
+  await dns.publish(published(added.out.domain.records));
+  expect((await runAdmin('domain', 'verify', id)).out.domain.status).toBe('verified');
+  expect((await runAdmin('domain', 'show', id)).out.domain.records.map((r: { status: string }) => r.status)).toEqual(['found', 'found', 'found', 'found']);
+  expect((await runAdmin('domain', 'rotate', id)).out.domain.dkim).toHaveLength(4);
+  const refused = await runAdmin('domain', 'add', '--account', String(account.id), '--name', 'not a domain');
+  expect(refused.code).not.toBe(0);
+  expect(refused.err).toMatch(/not a domain name/);
+  expect((await runAdmin('domain', 'remove', id)).code).toBe(0);
+  expect(await db().domain.count({ where: { accountId: account.id } })).toBe(0);
 });
