@@ -256,4 +256,5 @@ it('the CLI adds, shows, verifies, rotates and removes a domain', async () => {
   expect(refused.err).toMatch(/not a domain name/);
   expect((await runAdmin('domain', 'remove', id)).code).toBe(0);
   expect(await db().domain.count({ where: { accountId: account.id } })).toBe(0);
-});
+  // seven processes, each starting tsx
+}, 120_000);

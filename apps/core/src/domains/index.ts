@@ -55,9 +55,21 @@ export function domainView(d: DomainWithKeys): DomainView {
   };
 }
 
+type SendingMailbox = { address: string; smtpHost: string; imapHost: string | null; returnPath: string };
+
+/** An account's mailboxes as the records need them; `MailboxMemo` shares them across one round of checks. */
+export type MailboxMemo = Map<number, Promise<SendingMailbox[]>>;
+
+function accountMailboxes(db: Tx, accountId: number, memo?: MailboxMemo): Promise<SendingMailbox[]> {
+  const read = () => db.mailbox.findMany({ where: { accountId }, select: { address: true, smtpHost: true, imapHost: true, returnPath: true } });
+  if (!memo) return read();
+  if (!memo.has(accountId)) memo.set(accountId, read());
+  return memo.get(accountId)!;
+}
+
 /** The relays and VERP return path of the account's mailboxes on the domain (else all its mailboxes' relays). */
-async function recordContext(db: Tx, d: DomainWithKeys): Promise<RecordContext> {
-  const mailboxes = await db.mailbox.findMany({ where: { accountId: d.accountId }, select: { address: true, smtpHost: true, imapHost: true, returnPath: true } });
+async function recordContext(db: Tx, d: DomainWithKeys, memo?: MailboxMemo): Promise<RecordContext> {
+  const mailboxes = await accountMailboxes(db, d.accountId, memo);
   const own = mailboxes.filter((m) => domainOfAddress(m.address) === d.name);
   const relays = [...new Set((own.length ? own : mailboxes).map((m) => m.smtpHost.toLowerCase()))].sort();
   const verp = own.find((m) => m.returnPath === 'verp');
@@ -147,34 +159,40 @@ export async function verifyDomain(db: Db, id: number, options: { account?: numb
  * it was not); a verified domain failing two checks in a row becomes failed (`domain.failed`); a DNS that did not
  * answer changes no status and keeps the reason.
  */
-export async function checkDomain(db: Db, id: number, dns: DnsLookup): Promise<void> {
+export async function checkDomain(db: Db, id: number, dns: DnsLookup, memo?: MailboxMemo): Promise<void> {
   const before = await db.domain.findUnique({ where: { id }, include: { keys: true } });
   if (!before) return;
   let result: CheckResult | DnsUnavailable;
   try {
-    result = await checkRecords(dns, await recordContext(db, before));
+    result = await checkRecords(dns, await recordContext(db, before, memo));
   } catch (err) {
     if (!(err instanceof DnsUnavailable)) throw err;
     result = err;
   }
   const next = new Date(Date.now() + config().domainRecheckHours * 3600_000);
   await db.$transaction(async (tx) => {
-    if (!(await lockDomain(tx, id))) return;
-    const d = await tx.domain.findUniqueOrThrow({ where: { id }, include: { keys: true } });
+    const d = await lockDomain(tx, id);
+    if (!d) return;
     if (result instanceof DnsUnavailable) {
       await tx.domain.update({ where: { id }, data: { reason: `${result.message}; the status stays as it was until DNS answers`, checkedAt: new Date(), nextCheckAt: next } });
       return;
     }
     let check = result;
-    const waiting = d.keys.find((k) => k.state === 'next');
+    const waiting = before.keys.find((k) => k.state === 'next');
     const shown = (selector: string) => check.records.filter((r) => r.purpose === 'dkim' && r.selector?.startsWith(selector) && r.selector.length === selector.length + 1);
     if (waiting && shown(waiting.selector).length === 2 && shown(waiting.selector).every((r) => r.status === 'found')) {
       const now = new Date();
-      await tx.domainKey.updateMany({ where: { domainId: id, state: 'active' }, data: { state: 'retired', retiredAt: now } });
-      await tx.domainKey.update({ where: { id: waiting.id }, data: { state: 'active', activatedAt: now } });
-      check = reclassify(check, await recordContext(tx, await tx.domain.findUniqueOrThrow({ where: { id }, include: { keys: true } })));
+      // only if no other check moved it meanwhile
+      const moved = await tx.domainKey.updateMany({ where: { id: waiting.id, state: 'next' }, data: { state: 'active', activatedAt: now } });
+      if (moved.count) {
+        await tx.domainKey.updateMany({ where: { domainId: id, state: 'active', id: { not: waiting.id } }, data: { state: 'retired', retiredAt: now } });
+        check = reclassify(check, await recordContext(tx, await tx.domain.findUniqueOrThrow({ where: { id }, include: { keys: true } })));
+      }
     }
-    await tx.domainKey.deleteMany({ where: { domainId: id, state: 'retired', retiredAt: { lt: new Date(Date.now() - RETIRED_DROP_MS) } } });
+    const dropBefore = new Date(Date.now() - RETIRED_DROP_MS);
+    if (before.keys.some((k) => k.state === 'retired' && k.retiredAt && k.retiredAt < dropBefore)) {
+      await tx.domainKey.deleteMany({ where: { domainId: id, state: 'retired', retiredAt: { lt: dropBefore } } });
+    }
     const failures = check.passed ? 0 : d.status === 'verified' ? d.failures + 1 : 0;
     const status = check.passed ? 'verified' : d.status === 'verified' && failures >= 2 ? 'failed' : d.status;
     const updated = await tx.domain.update({
@@ -190,8 +208,8 @@ export async function checkDomain(db: Db, id: number, dns: DnsLookup): Promise<v
       },
     });
     if (status !== d.status && status !== 'pending') {
-      await emitEvent(tx, d.accountId, status === 'verified' ? 'domain.verified' : 'domain.failed', {
-        domain: { id, account: d.accountId, name: d.name, display_name: displayName(d.name), status, previous: d.status, reason: updated.reason, checked_at: updated.checkedAt, verified_at: updated.verifiedAt },
+      await emitEvent(tx, before.accountId, status === 'verified' ? 'domain.verified' : 'domain.failed', {
+        domain: { id, account: before.accountId, name: before.name, display_name: displayName(before.name), status, previous: d.status, reason: updated.reason, checked_at: updated.checkedAt, verified_at: updated.verifiedAt },
       });
     }
   });

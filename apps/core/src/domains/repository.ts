@@ -17,8 +17,9 @@ export async function claimDueDomainChecks(db: Db, leaseMs: number, limit: numbe
       RETURNING id`;
 }
 
-/** Locks a domain's row in the caller's transaction; false when it is gone. */
-export async function lockDomain(tx: Tx, id: number): Promise<boolean> {
-  const rows = await tx.$queryRaw<{ id: number }[]>`SELECT id FROM domains WHERE id = ${id} FOR UPDATE`;
-  return rows.length > 0;
+/** Locks a domain's row in the caller's transaction and reads its status; null when it is gone. */
+export async function lockDomain(tx: Tx, id: number): Promise<{ status: 'pending' | 'verified' | 'failed'; failures: number } | null> {
+  const rows = await tx.$queryRaw<{ status: 'pending' | 'verified' | 'failed'; failures: number }[]>`
+      SELECT status::text AS status, failures FROM domains WHERE id = ${id} FOR UPDATE`;
+  return rows[0] ?? null;
 }

@@ -1,6 +1,6 @@
 import type { Db } from '../db';
 import { logger } from '../logger';
-import { checkDomain } from './index';
+import { checkDomain, type MailboxMemo } from './index';
 import { claimDueDomainChecks } from './repository';
 import { dnsLookup, type DnsLookup } from './resolver';
 
@@ -19,13 +19,15 @@ export async function recheckDueDomains(db: Db, dns: DnsLookup = dnsLookup()): P
   let total = 0;
   for (;;) {
     const claimed = await claimDueDomainChecks(db, CLAIM_LEASE_MS, BATCH);
+    // the accounts' mailboxes (their relays) read once for the batch
+    const memo: MailboxMemo = new Map();
     let next = 0;
     await Promise.all(
       Array.from({ length: Math.min(CONCURRENCY, claimed.length) }, async () => {
         while (next < claimed.length) {
           const { id } = claimed[next++]!;
           // one domain's failure (Postgres hiccup) leaves it claimed: its lease runs out and it is checked again
-          await checkDomain(db, id, dns).catch((err: Error) => logger.warn({ domain: id, err: err.message }, 'domain check failed; trying again later'));
+          await checkDomain(db, id, dns, memo).catch((err: Error) => logger.warn({ domain: id, err: err.message }, 'domain check failed; trying again later'));
         }
       }),
     );
