@@ -6,6 +6,7 @@ import { asAdmin, as, useApi } from '../helpers/api';
 import { txt, useDns } from '../helpers/dns-server';
 import { makeAccount, makeKey, makeMailbox, wantEvents } from '../helpers/factories';
 import { runAdmin } from '../helpers/processes';
+import { createMailbox } from '../../apps/core/src/mailboxes';
 import { useMail } from '../helpers/mail';
 import { waitFor } from '../helpers/wait';
 import { published, receiverVerdict, signatures } from './support';
@@ -258,3 +259,18 @@ it('the CLI adds, shows, verifies, rotates and removes a domain', async () => {
   expect(await db().domain.count({ where: { accountId: account.id } })).toBe(0);
   // seven processes, each starting tsx
 }, 120_000);
+
+it('lists the VERP return path (an MX at bounces.<domain>) when a mailbox of the account on the domain uses VERP, as advice', async () => {
+  const account = await makeAccount();
+  await createMailbox(db(), { account: account.id, address: 'out@verp.test', smtp: sink.url, imap: 'imap://u:p@imap.relay.test:143', return_path: 'verp' });
+  const { body } = await admin().post('/admin/api/domains').send({ account: account.id, name: 'verp.test' });
+  const mx = body.domain.records.find((r: { purpose: string }) => r.purpose === 'return_path');
+  expect(mx).toMatchObject({ type: 'MX', host: 'bounces.verp.test', name: 'bounces', value: '10 imap.relay.test', required: false, status: 'missing' });
+  await dns.publish([...published(body.domain.records.filter((r: { purpose: string }) => r.purpose !== 'return_path')), { type: 'MX', host: 'bounces.verp.test', target: 'mx.elsewhere.test' }]);
+  const wrong = await admin().post(`/admin/api/domains/${body.domain.id}/verify`);
+  expect(wrong.body.domain.status).toBe('verified');
+  expect(wrong.body.domain.records.find((r: { purpose: string }) => r.purpose === 'return_path')).toMatchObject({ status: 'wrong', seen: ['10 mx.elsewhere.test'], problem: 'the MX should name imap.relay.test' });
+  await dns.publish(published(body.domain.records));
+  const found = await admin().post(`/admin/api/domains/${body.domain.id}/verify`);
+  expect(found.body.domain.records.find((r: { purpose: string }) => r.purpose === 'return_path')).toMatchObject({ status: 'found' });
+});
