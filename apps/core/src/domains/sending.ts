@@ -83,7 +83,9 @@ const KEYS_TTL_MS = 30_000;
 
 /**
  * A worker's DKIM signing with the keys of verified domains (docs/domains.md): the active pair of the From domain,
- * RSA and Ed25519, both signatures with d= that domain. Made once per worker process (createDelivery).
+ * RSA and Ed25519, both signatures with d= that domain. Made once per worker process (createDelivery). mailauth signs,
+ * not nodemailer: nodemailer's signer makes RSA signatures only (its dkim/sign.js calls createSign('RSA-SHA256')), so
+ * the email is built first (MailComposer) and sent ready-made, with both signatures on top.
  */
 export class DomainSigner {
   private readonly cache = new Map<string, { keys: SigningKey[] | null; until: number }>();
