@@ -153,7 +153,8 @@ interface Service {
 function startNode(entry: string, env: Record<string, string>, logName?: string): Service {
   const compiled = entry.startsWith('apps/');
   const args = compiled ? [path.join(ROOT, 'dist', entry.replace(/\.ts$/, '.js'))] : ['--import', 'tsx', path.join(ROOT, entry)];
-  const child = spawn(process.execPath, args, { cwd: ROOT, env: { ...process.env, LOG_LEVEL: 'warn', NODE_ENV: 'production', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  // the scenarios send from domains no account verified (REQUIRE_VERIFIED_DOMAIN is for real installs)
+  const child = spawn(process.execPath, args, { cwd: ROOT, env: { ...process.env, LOG_LEVEL: 'warn', NODE_ENV: 'production', REQUIRE_VERIFIED_DOMAIN: 'false', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   const keep = (d: Buffer) => {
     out += d.toString();

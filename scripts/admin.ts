@@ -24,6 +24,7 @@ import { config } from '../apps/core/src/config';
 import { validate } from '../apps/core/src/validate';
 import { WEBHOOK_HELP, webhookCommand, webhookOptions } from './admin-webhooks';
 import { TEMPLATE_HELP, templateCommand, templateOptions } from './admin-templates';
+import { DOMAIN_HELP, domainCommand } from './admin-domains';
 import { BROADCAST_HELP, broadcastOptions, mailboxExtras, runBroadcastCommand } from './admin-broadcasts';
 import { IMPORT_HELP, importCommand, importOptions } from './admin-import';
 import { campaignOutreach, mailboxOutreach, OUTREACH_HELP, outreachOptions } from './admin-outreach';
@@ -59,7 +60,8 @@ ${IMPORT_HELP}
 ${OUTREACH_HELP}
 ${WEBHOOK_HELP}
 ${TEMPLATE_HELP}
-${BROADCAST_HELP}`;
+${BROADCAST_HELP}
+${DOMAIN_HELP}`;
 
 const options = {
   name: { type: 'string' },
@@ -119,6 +121,7 @@ async function run(command: string[], flags: Flags): Promise<unknown> {
   const d = db();
   if (resource === 'webhook') return webhookCommand(d, action, arg, flags);
   if (resource === 'template') return templateCommand(d, action, arg, flags);
+  if (resource === 'domain') return domainCommand(d, action, arg, flags);
   if (resource === 'import') return importCommand(d, action, arg, flags);
   const page = { after: flags.after, limit: flags.limit };
   if (resource === 'subscribers' && action !== 'export') {

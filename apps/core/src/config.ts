@@ -57,6 +57,14 @@ export interface Config {
   readonly trustProxy: false | number | string[];
   /** failed authentications one client address may make a minute; past it, failures answer 429 */
   readonly authFailuresPerMinute: number;
+  /** docs/domains.md: the DNS servers domain checks ask (null: the system's), how long each waits, how often a domain is
+   * checked again, whether a send needs a verified From domain, what SPF should include, and the VERP return-path host */
+  readonly dnsServers: HostPort[] | null;
+  readonly dnsTimeoutMs: number;
+  readonly domainRecheckHours: number;
+  readonly requireVerifiedDomain: boolean;
+  readonly spfInclude: string;
+  readonly returnPathHost: string;
 }
 
 export class ConfigError extends Error {}
@@ -223,6 +231,13 @@ function redisTopology(): Pick<Config, 'redisSentinels' | 'redisSentinelName' | 
   return { redisSentinels, redisSentinelName, redisClusterNodes };
 }
 
+/** A DNS host name setting (SPF_INCLUDE, RETURN_PATH_HOST), lower case; empty when unset. */
+function hostName(name: string): string {
+  const raw = (process.env[name] ?? '').trim().toLowerCase().replace(/\.$/, '');
+  if (raw !== '' && !/^(?=.{1,253}$)([a-z0-9_]([a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z0-9-]{2,63}$/.test(raw)) throw new ConfigError(`${name} must be a host name, got "${raw}"`);
+  return raw;
+}
+
 export function loadConfig(): Config {
   const env = process.env.NODE_ENV || 'development';
   const port = integer('PORT', 3000, 0, 65535);
@@ -272,6 +287,12 @@ export function loadConfig(): Config {
     workerMaxBytesInFlight: integer('WORKER_MAX_BYTES_IN_FLIGHT', 8 * 1024 * 1024, 1024 * 1024, 2 ** 40),
     trustProxy: parseTrustProxy(process.env.TRUST_PROXY),
     authFailuresPerMinute: integer('AUTH_FAILURES_PER_MINUTE', 20, 1, 1_000_000),
+    dnsServers: parseHostList('DNS_SERVERS', process.env.DNS_SERVERS, 53),
+    dnsTimeoutMs: integer('DNS_TIMEOUT_MS', 3_000, 50, 60_000),
+    domainRecheckHours: positiveNumber('DOMAIN_RECHECK_HOURS', 6, 24 * 365),
+    requireVerifiedDomain: flag('REQUIRE_VERIFIED_DOMAIN', env === 'production'),
+    spfInclude: hostName('SPF_INCLUDE'),
+    returnPathHost: hostName('RETURN_PATH_HOST'),
   });
 }
 

@@ -16,13 +16,14 @@ import { mailboxesPage } from './pages/mailboxes';
 import { messagesPage } from './pages/messages';
 import { overviewPage } from './pages/overview';
 import { webhooksPage } from './pages/webhooks';
+import { domainsPage } from './pages/domains';
 import type { BodyBudget } from '../middleware/body-budget';
 import type { AuthFailures } from '../middleware/failures';
 import { csrfMatches, endSession, loadSession, saveSession, signinToken, signinTokenMatches, startSession, type Session } from './session';
 import { CSS, createViews } from './views';
 
 /** The console's pages, in navigation order. A new page: a module in pages/ and one line here. */
-export const PAGES: ConsolePage[] = [overviewPage, accountsPage, mailboxesPage, keysPage, listsPage, broadcastsPage, campaignsPage, messagesPage, webhooksPage, inboundPage];
+export const PAGES: ConsolePage[] = [overviewPage, accountsPage, mailboxesPage, keysPage, listsPage, broadcastsPage, campaignsPage, messagesPage, webhooksPage, inboundPage, domainsPage];
 
 declare global {
   // eslint-disable-next-line @typescript-eslint/no-namespace

@@ -59,6 +59,8 @@ form.inline{display:inline}
 .chart-figure svg{max-width:100%;height:auto;display:block}
 .chart-figure figcaption{color:#4a525a;font-size:.9em;margin-top:.3em}
 .chart-figure details{margin-top:.4em}
+.copy{user-select:all;cursor:copy;word-break:break-all;background:#fff8db}
+.status-verified,.status-found{color:#1e7a34;font-weight:600}.status-failed,.status-wrong{color:#b3261e;font-weight:600}.status-missing,.status-pending{color:#8a5a00}
 `;
 
 export const TEMPLATES: Record<string, string> = {

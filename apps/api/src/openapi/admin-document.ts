@@ -4,6 +4,7 @@ import { statsQuery } from '../../../core/src/analytics/stats';
 import { broadcastChanges, broadcastInput, broadcastsQuery } from '../../../core/src/broadcasts/schema';
 import { deliveriesQuery, webhookChanges, webhookInput, webhooksQuery } from '../../../core/src/webhooks/schemas';
 import { previewInput, restoreInput, templateChanges, templateInput, templatesQuery, testSendInput } from '../../../core/src/templates/schema';
+import { domainInput, domainsQuery } from '../../../core/src/domains/schemas';
 import { operationId, queryParameters, toJsonSchema, type JsonSchema } from './document';
 
 /**
@@ -91,6 +92,12 @@ export const ADMIN_OPERATIONS: AdminOperation[] = [
   { method: 'post', path: '/templates/{id}/restore', summary: 'A kept version as the next version', body: restoreInput, answer: ok('template') },
   { method: 'post', path: '/templates/{id}/preview', summary: 'Render with variables: {ok, subject, html, text} (422 naming what is wrong)', body: previewInput, answer: ok('subject') },
   { method: 'post', path: '/templates/{id}/test', summary: 'Send one rendered email to an address', body: testSendInput, answer: { status: 202, key: 'message' } },
+  { method: 'post', path: '/domains', summary: 'Add a sending domain: its DKIM keys are made, its records to publish answered', body: domainInput, answer: created('domain') },
+  { method: 'get', path: '/domains', summary: 'Sending domains with their records and status', query: domainsQuery, answer: ok('domains') },
+  { method: 'get', path: '/domains/{id}', summary: 'A sending domain (404 for another account with ?account=)', query: domainsQuery, answer: ok('domain') },
+  { method: 'delete', path: '/domains/{id}', summary: 'Remove a sending domain and its keys', query: domainsQuery, answer: ok() },
+  { method: 'post', path: '/domains/{id}/verify', summary: 'Check its records in DNS now', query: domainsQuery, answer: ok('domain') },
+  { method: 'post', path: '/domains/{id}/rotate', summary: 'New DKIM keys, published beside the current ones; signing moves once DNS shows them', query: domainsQuery, answer: ok('domain') },
 ];
 
 const REFUSAL: JsonSchema = {

@@ -1,7 +1,8 @@
 import { checkSources, templateIdOf } from '../templates/service';
 import type { Broadcast, List } from '../../../../generated/prisma/client';
 import type { Db, Tx } from '../db';
-import { BadRequest, Conflict, NotFound } from '../errors';
+import { BadRequest, Conflict, Forbidden, NotFound } from '../errors';
+import { mailboxStartRefusal } from '../domains/sending';
 import { jobId, JOB_OPTIONS, QUEUE, queue } from '../queues';
 import { iso } from '../validate';
 import { copyCounts, deleteUnclaimedCopies, lockBroadcast } from './repository';
@@ -134,6 +135,10 @@ export async function changeBroadcast(db: Db, id: number, changes: BroadcastChan
     if (!status || status === current.status) return null;
     if (!MOVES[status]!.includes(current.status)) throw new Conflict(`a ${current.status} broadcast cannot become ${status}`);
     if (status === 'sending') {
+      // REQUIRE_VERIFIED_DOMAIN: a broadcast from a mailbox of an unverified domain does not start (docs/domains.md)
+      const list = await tx.list.findUniqueOrThrow({ where: { id: current.listId }, include: { mailbox: true } });
+      const refusal = await mailboxStartRefusal(tx, list.mailbox);
+      if (refusal) throw new Forbidden(refusal);
       const sendAt = content.send_at !== undefined ? content.send_at : current.sendAt;
       const later = current.status === 'draft' && sendAt && sendAt.getTime() > Date.now();
       // a resume clears the service's reason for a pause and starts a new auto-pause window (docs/outreach.md)

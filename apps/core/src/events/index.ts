@@ -23,6 +23,8 @@ export const EVENT_TYPES = [
   'campaign.paused',
   'link.placed',
   'link.lost',
+  'domain.verified',
+  'domain.failed',
 ] as const;
 export type EventType = (typeof EVENT_TYPES)[number];
 

@@ -1,10 +1,11 @@
 import { checkSources, templateIdOf } from '../templates/service';
-import type { Campaign, CampaignStep } from '../../../../generated/prisma/client';
+import type { Campaign, CampaignStep, Mailbox } from '../../../../generated/prisma/client';
+import { mailboxStartRefusal } from '../domains/sending';
 import type { CampaignGoal, CampaignStatus } from '../../../../generated/prisma/enums';
 import { Prisma, type Db, type Tx } from '../db';
 import { scheduleOf, type Schedule } from './windows';
 import { lockCampaign } from './repository';
-import { BadRequest, NotFound } from '../errors';
+import { BadRequest, Forbidden, NotFound } from '../errors';
 import { requireAccount } from '../accounts';
 import { requireMailbox } from '../mailboxes';
 import { logger } from '../logger';
@@ -135,7 +136,8 @@ function targetColumns(goal: CampaignGoal, target: CampaignTarget | null | undef
 
 export async function createCampaign(db: Tx, input: NewCampaign): Promise<CampaignDetail> {
   await requireAccount(db, input.account);
-  await requireMailbox(db, input.account, input.mailbox);
+  const mailbox = await requireMailbox(db, input.account, input.mailbox);
+  if (input.status === 'running') await refuseUnverifiedStart(db, mailbox);
   const steps = await stepRows(db, input.account, input.steps);
   const campaign = await db.campaign.create({
     data: {
@@ -169,6 +171,12 @@ export interface CampaignChanges {
   track_clicks?: boolean;
 }
 
+/** REQUIRE_VERIFIED_DOMAIN: a campaign from a mailbox of an unverified domain does not start (docs/domains.md). */
+async function refuseUnverifiedStart(db: Tx, mailbox: Mailbox): Promise<void> {
+  const refusal = await mailboxStartRefusal(db, mailbox);
+  if (refusal) throw new Forbidden(refusal);
+}
+
 /** Applies the changes; the caller runs it in a transaction with whatever a status change must also do. */
 export async function updateCampaign(db: Tx, id: number, changes: CampaignChanges): Promise<{ before: Campaign; after: CampaignDetail }> {
   // one change of a campaign at a time: two replacing its steps at once would collide on (campaign, position)
@@ -176,6 +184,9 @@ export async function updateCampaign(db: Tx, id: number, changes: CampaignChange
   const before = await db.campaign.findUnique({ where: { id } });
   if (!before) throw new NotFound(`no campaign with id ${id}`);
   if (changes.mailbox !== undefined) await requireMailbox(db, before.accountId, changes.mailbox);
+  if (changes.status === 'running' && before.status !== 'running') {
+    await refuseUnverifiedStart(db, await requireMailbox(db, before.accountId, changes.mailbox ?? before.mailboxId));
+  }
   if (changes.steps) {
     const rows = await stepRows(db, before.accountId, changes.steps);
     await db.campaignStep.deleteMany({ where: { campaignId: id } });

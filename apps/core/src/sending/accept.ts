@@ -5,7 +5,9 @@ import type { Db, Tx } from '../db';
 import { DeliveryQueue } from '../delivery/outbox';
 import { isFinalStatus } from '../delivery/status';
 import { markNotEnqueued } from '../delivery/repository';
-import { Conflict, NotFound, Unprocessable } from '../errors';
+import { Conflict, Forbidden, NotFound, Unprocessable } from '../errors';
+import { config } from '../config';
+import { DomainStandings, fromRefusal } from '../domains/sending';
 import { logger } from '../logger';
 import { finishIdempotent, releaseIdempotent, requestFingerprint, startIdempotent } from '../idempotency';
 import { MailboxCache } from './mailbox';
@@ -54,11 +56,20 @@ export interface Sending {
   templates: TemplateCache;
   deliveries: DeliveryQueue;
   mailboxes: MailboxCache;
+  /** the accounts' sending domains, briefly (REQUIRE_VERIFIED_DOMAIN) */
+  domains: DomainStandings;
   finished: FinishedWaits;
 }
 
 export function createSending(db: Db): Sending {
-  return { writer: new SendWriter(db), templates: new TemplateCache(), deliveries: new DeliveryQueue(), mailboxes: new MailboxCache(), finished: new FinishedWaits() };
+  return {
+    writer: new SendWriter(db),
+    templates: new TemplateCache(),
+    deliveries: new DeliveryQueue(),
+    mailboxes: new MailboxCache(),
+    domains: new DomainStandings(),
+    finished: new FinishedWaits(),
+  };
 }
 
 /** The idempotency scope of sends (records written before route scoping have it as their default). */
@@ -93,6 +104,11 @@ export async function acceptSend(
 ): Promise<AcceptedSend> {
   const mailbox = await sending.mailboxes.sendingMailbox(db, key.mailboxId);
   const parsed = parseSendRequest(body, mailbox.address);
+  if (config().requireVerifiedDomain) {
+    // from the process's cache of the account's domains: no extra query while it is fresh
+    const refusal = fromRefusal({ mailboxAddress: mailbox.address, domains: await sending.domains.of(db, key.accountId), requireVerified: true, domainAddresses: false }, mailbox.address);
+    if (refusal) throw new Forbidden(refusal);
+  }
   let { request, stamp } = await rendered(db, sending, key.accountId, parsed);
   const idempotent = options.idempotencyKey ? await startIdempotent(db, { apiKeyId: key.id, route: SEND_ROUTE, key: options.idempotencyKey }, requestFingerprint(body)) : null;
   if (idempotent?.kind === 'replay') {

@@ -2,6 +2,7 @@ import { BadRequest, Forbidden, PayloadTooLarge, Unprocessable } from '../errors
 import { DOCUMENTED, Joi, NO_NUL, documented, email, validate } from '../validate';
 import type { StoredAttachment } from '../delivery/compose';
 import { templateRef, variables } from '../templates/schema';
+import { fromRefusal } from '../domains/sending';
 
 /** docs/api.md: limits of one POST /api/v1/send. */
 export const SEND_LIMITS = {
@@ -157,9 +158,9 @@ export function parseSendRequest(body: unknown, mailboxAddress: string, now = ne
   const to = [...new Set((raw.to === '' ? [] : Array.isArray(raw.to) ? raw.to : [raw.to]).map((r) => r.address))];
   if (raw.variables !== undefined && raw.template === undefined) throw new BadRequest('variables: give them with a template');
   if (raw.template === undefined && !raw.text && !raw.html) throw new BadRequest('text or html: give at least one of them');
-  if (raw.from && raw.from.address !== mailboxAddress.toLowerCase()) {
-    throw new Forbidden(`from: this key sends only from ${mailboxAddress}`);
-  }
+  // the From rule shared with every way in (domains/sending.ts); the domain's own standing is checked by acceptSend
+  const foreign = raw.from ? fromRefusal({ mailboxAddress, domains: null, requireVerified: false, domainAddresses: false }, raw.from.address) : null;
+  if (foreign) throw new Forbidden(foreign);
   if (raw.send_at && raw.send_at.getTime() > now.getTime() + SEND_LIMITS.sendAheadMs) {
     throw new BadRequest('send_at: at most 30 days ahead');
   }

@@ -5,6 +5,7 @@ import { accountsRouter } from './accounts';
 import { broadcastsRouter } from './broadcasts';
 import { campaignsRouter } from './campaigns';
 import { deliveryStatusRouter } from './delivery-status';
+import { domainsRouter } from './domains';
 import { importsRouter } from './imports';
 import { inboundRouter } from './inbound';
 import { keysRouter } from './keys';
@@ -44,5 +45,6 @@ export function adminRouter(db: Db, json: RequestHandler): Router {
   router.use(statsRouter(db));
   router.use(deliveryStatusRouter(db));
   router.use(templatesRouter(db));
+  router.use(domainsRouter(db));
   return router;
 }

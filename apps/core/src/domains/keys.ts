@@ -1,0 +1,54 @@
+import crypto from 'node:crypto';
+import { config } from '../config';
+import { decryptSecret, encryptSecret } from '../crypto';
+
+/** The DER prefix of an Ed25519 SubjectPublicKeyInfo; the 32 bytes after it are the raw key RFC 8463 publishes. */
+const ED25519_SPKI_PREFIX_BYTES = 12;
+
+export interface KeyPairColumns {
+  selector: string;
+  rsaPrivateKeyEnc: string;
+  rsaPublicKey: string;
+  ed25519PrivateKeyEnc: string;
+  ed25519PublicKey: string;
+}
+
+/**
+ * A selector for a new key pair: `ms` and the date, with a few random letters so two rotations in a day differ
+ * (`ms20261126ab3`). Its records are `<selector>r._domainkey` (RSA) and `<selector>e._domainkey` (Ed25519).
+ */
+export function newSelector(now = new Date()): string {
+  return `ms${now.toISOString().slice(0, 10).replace(/-/g, '')}${crypto.randomBytes(2).toString('hex')}`;
+}
+
+/** A new RSA 2048 and Ed25519 pair, the private keys encrypted with SECRET_KEY. */
+export function generateKeyPairs(selector = newSelector()): KeyPairColumns {
+  const rsa = crypto.generateKeyPairSync('rsa', { modulusLength: 2048 });
+  const ed = crypto.generateKeyPairSync('ed25519');
+  const secret = config().secretKey;
+  return {
+    selector,
+    rsaPrivateKeyEnc: encryptSecret(rsa.privateKey.export({ type: 'pkcs8', format: 'pem' }).toString(), secret),
+    rsaPublicKey: rsa.publicKey.export({ type: 'spki', format: 'der' }).toString('base64'),
+    ed25519PrivateKeyEnc: encryptSecret(ed.privateKey.export({ type: 'pkcs8', format: 'pem' }).toString(), secret),
+    ed25519PublicKey: ed.publicKey.export({ type: 'spki', format: 'der' }).subarray(ED25519_SPKI_PREFIX_BYTES).toString('base64'),
+  };
+}
+
+export interface SigningKey {
+  selector: string;
+  algorithm: 'rsa-sha256' | 'ed25519-sha256';
+  privateKey: string;
+}
+
+/** The two signing keys of a pair, decrypted (worker only). */
+export function signingKeys(pair: { selector: string; rsaPrivateKeyEnc: string; ed25519PrivateKeyEnc: string }): SigningKey[] {
+  const secret = config().secretKey;
+  return [
+    { selector: rsaSelector(pair.selector), algorithm: 'rsa-sha256', privateKey: decryptSecret(pair.rsaPrivateKeyEnc, secret) },
+    { selector: ed25519Selector(pair.selector), algorithm: 'ed25519-sha256', privateKey: decryptSecret(pair.ed25519PrivateKeyEnc, secret) },
+  ];
+}
+
+export const rsaSelector = (base: string) => `${base}r`;
+export const ed25519Selector = (base: string) => `${base}e`;

@@ -1,0 +1,135 @@
+import MailComposer from 'nodemailer/lib/mail-composer';
+import { dkimSign } from 'mailauth/lib/dkim/sign';
+import type Mail from 'nodemailer/lib/mailer';
+import type { Mailbox } from '../../../../generated/prisma/client';
+import { config } from '../config';
+import type { Tx } from '../db';
+import { signingKeys, type SigningKey } from './keys';
+import { displayName, domainOfAddress } from './names';
+
+/** Where one of an account's domains stands, as the send rule needs it. */
+export interface DomainStanding {
+  status: 'pending' | 'verified' | 'failed';
+  reason: string | null;
+}
+
+/** How long an account's domain statuses are taken from memory before they are read again. */
+const STANDINGS_TTL_MS = 10_000;
+
+/**
+ * The statuses of each account's domains, cached briefly per process (the API's createApp makes one, in `Sending`):
+ * the send rule reads them on every send with REQUIRE_VERIFIED_DOMAIN, so a send costs no extra query while the
+ * entry is fresh.
+ */
+export class DomainStandings {
+  private readonly cache = new Map<number, { domains: Map<string, DomainStanding>; until: number }>();
+
+  async of(db: Tx, accountId: number): Promise<Map<string, DomainStanding>> {
+    const hit = this.cache.get(accountId);
+    if (hit && hit.until > Date.now()) return hit.domains;
+    const rows = await db.domain.findMany({ where: { accountId }, select: { name: true, status: true, reason: true } });
+    const domains = new Map(rows.map((r) => [r.name, { status: r.status, reason: r.reason }]));
+    this.cache.set(accountId, { domains, until: Date.now() + STANDINGS_TTL_MS });
+    return domains;
+  }
+}
+
+export interface FromRule {
+  /** the key's mailbox address: always allowed as From (but its domain must be verified under REQUIRE_VERIFIED_DOMAIN) */
+  mailboxAddress: string;
+  /** the account's domains (DomainStandings); needed when `requireVerified` or `domainAddresses` */
+  domains: Map<string, DomainStanding> | null;
+  requireVerified: boolean;
+  /** any address of a domain the account verified may be the From (the SMTP submission path keeps the From as written) */
+  domainAddresses: boolean;
+}
+
+/**
+ * May this account send with this From address? Null when it may, else the refusal in words, naming the domain and
+ * what is missing. One rule for the API's POST /send and the SMTP submission path: the From is the key's mailbox
+ * (or, where `domainAddresses`, an address of a domain the account verified); with REQUIRE_VERIFIED_DOMAIN its
+ * domain must be verified.
+ */
+export function fromRefusal(rule: FromRule, from: string): string | null {
+  const address = from.trim().toLowerCase();
+  const domain = domainOfAddress(address);
+  const standing = rule.domains?.get(domain);
+  const ownDomainAddress = rule.domainAddresses && standing?.status === 'verified';
+  if (address !== rule.mailboxAddress.toLowerCase() && !ownDomainAddress) {
+    return `from: this key sends only from ${rule.mailboxAddress}${rule.domainAddresses ? ' or an address of a domain the account verified' : ''}`;
+  }
+  if (!rule.requireVerified || standing?.status === 'verified') return null;
+  const shown = displayName(domain) === domain ? domain : `${displayName(domain)} (${domain})`;
+  if (!standing) {
+    return `from: the domain ${shown} is not a verified sending domain of this account: add it (POST /admin/api/domains), publish its DKIM and SPF records and check it`;
+  }
+  return `from: the domain ${shown} is not verified (${standing.status})${standing.reason ? `: ${standing.reason}` : ''}`;
+}
+
+/**
+ * Whether a broadcast or campaign sending from this mailbox may start: null, or the refusal naming its domain and what
+ * is missing (only under REQUIRE_VERIFIED_DOMAIN; not a hot path, so read straight from the database).
+ */
+export async function mailboxStartRefusal(db: Tx, mailbox: Pick<Mailbox, 'accountId' | 'address'>): Promise<string | null> {
+  if (!config().requireVerifiedDomain) return null;
+  const domain = domainOfAddress(mailbox.address);
+  const row = await db.domain.findUnique({ where: { accountId_name: { accountId: mailbox.accountId, name: domain } }, select: { status: true, reason: true } });
+  const refusal = fromRefusal({ mailboxAddress: mailbox.address, domains: new Map(row ? [[domain, row]] : []), requireVerified: true, domainAddresses: false }, mailbox.address);
+  return refusal && refusal.replace(/^from: /, `the mailbox ${mailbox.address} cannot send: `);
+}
+
+/** How long a worker keeps a domain's signing keys before reading them again (a rotation shows within this). */
+const KEYS_TTL_MS = 30_000;
+
+/**
+ * A worker's DKIM signing with the keys of verified domains (docs/domains.md): the active pair of the From domain,
+ * RSA and Ed25519, both signatures with d= that domain. Made once per worker process (createDelivery). mailauth signs,
+ * not nodemailer: nodemailer's signer makes RSA signatures only (its dkim/sign.js calls createSign('RSA-SHA256')), so
+ * the email is built first (MailComposer) and sent ready-made, with both signatures on top.
+ */
+export class DomainSigner {
+  private readonly cache = new Map<string, { keys: SigningKey[] | null; until: number }>();
+
+  constructor(private readonly ttlMs = KEYS_TTL_MS) {}
+
+  /** The signing keys of the mailbox's domain when the account verified it; null otherwise. */
+  async keysFor(db: Tx, mailbox: Pick<Mailbox, 'accountId' | 'address'>): Promise<{ domain: string; keys: SigningKey[] } | null> {
+    const domain = domainOfAddress(mailbox.address);
+    const cacheKey = `${mailbox.accountId}:${domain}`;
+    let hit = this.cache.get(cacheKey);
+    if (!hit || hit.until <= Date.now()) {
+      const row = await db.domain.findUnique({
+        where: { accountId_name: { accountId: mailbox.accountId, name: domain } },
+        select: { status: true, keys: { where: { state: 'active' }, orderBy: { id: 'desc' }, take: 1 } },
+      });
+      const pair = row?.status === 'verified' ? row.keys[0] : undefined;
+      hit = { keys: pair ? signingKeys(pair) : null, until: Date.now() + this.ttlMs };
+      this.cache.set(cacheKey, hit);
+    }
+    return hit.keys ? { domain, keys: hit.keys } : null;
+  }
+
+  /**
+   * The email signed with the domain's keys, as nodemailer sends a ready message (`raw` with its envelope); the mail
+   * unchanged when the domain is not verified. A mailbox's own `dkim` setting overrides (its transport signs).
+   */
+  async sign(db: Tx, mail: Mail.Options, mailbox: Mailbox): Promise<Mail.Options> {
+    if (mailbox.dkimPrivateKeyEnc) return mail;
+    const found = await this.keysFor(db, mailbox);
+    if (!found) return mail;
+    const raw = await new MailComposer(mail).compile().build();
+    const signed = await dkimSign(raw, {
+      canonicalization: 'relaxed/relaxed',
+      headerList: SIGNED_HEADERS,
+      signatureData: found.keys.map((k) => ({ signingDomain: found.domain, selector: k.selector, privateKey: k.privateKey, algorithm: k.algorithm })),
+    } as never);
+    if (signed.errors?.length) throw signed.errors[0];
+    return { envelope: mail.envelope, messageId: mail.messageId, raw: Buffer.concat([Buffer.from(signed.signatures), raw]) };
+  }
+}
+
+/** The headers signed: those a receiver shows or acts on, with List-Unsubscribe-Post (RFC 8058 section 4). */
+const SIGNED_HEADERS = [
+  'from', 'sender', 'reply-to', 'subject', 'date', 'message-id', 'to', 'cc', 'mime-version', 'content-type', 'content-transfer-encoding',
+  'in-reply-to', 'references', 'list-id', 'list-unsubscribe', 'list-unsubscribe-post',
+];
