@@ -15,6 +15,8 @@ export interface SendToWrite {
   request: SendRequest & { fromName: string };
   sendId: string;
   idempotencyRecord: number | undefined;
+  /** a message submitted over SMTP: its MIME, delivered as written (submission/mime.ts) */
+  raw?: Buffer;
 }
 
 /**
@@ -34,9 +36,9 @@ export interface SendToWrite {
 const WRITE_SENDS = `
 WITH s AS (
   SELECT * FROM unnest($2::uuid[], $3::int[], $4::int[], $5::int[], $6::int[], $7::text[], $8::text[], $9::text[],
-                       $10::text[], $11::text[], $12::text[], $13::text[], $14::text[], $15::timestamptz[], $16::int[])
+                       $10::text[], $11::text[], $12::text[], $13::text[], $14::text[], $15::timestamptz[], $16::int[], $21::bytea[])
     WITH ORDINALITY AS s(id, account_id, key_id, daily_limit, mailbox_id, from_name, reply_to, subject, text, html,
-                         headers, attachments, metadata, send_at, idempotency_id, ord)
+                         headers, attachments, metadata, send_at, idempotency_id, raw, ord)
 ), verdict AS (
   SELECT c.*, COALESCE(
     (SELECT sp.reason::text FROM suppressions sp WHERE sp.account_id = s.account_id AND sp.email = c.recipient),
@@ -62,9 +64,9 @@ WITH s AS (
   SELECT w.ord, (u.count - (sum(w.n) OVER (PARTITION BY w.key_id ORDER BY w.ord DESC) - w.n))::int AS used
   FROM wanted w JOIN usage u ON u.api_key_id = w.key_id
 ), send AS (
-  INSERT INTO sends (id, account_id, api_key_id, from_name, reply_to, subject, text, html, headers, attachments, metadata, skipped, send_at)
+  INSERT INTO sends (id, account_id, api_key_id, from_name, reply_to, subject, text, html, headers, attachments, metadata, skipped, send_at, raw)
   SELECT s.id, s.account_id, s.key_id, s.from_name, s.reply_to, s.subject, s.text, s.html, s.headers::jsonb,
-         s.attachments::jsonb, s.metadata::jsonb, coalesce(sk.list, '[]'::json)::jsonb, s.send_at
+         s.attachments::jsonb, s.metadata::jsonb, coalesce(sk.list, '[]'::json)::jsonb, s.send_at, s.raw
   FROM s JOIN accepted a ON a.ord = s.ord LEFT JOIN skipped sk ON sk.send_ord = s.ord
   RETURNING 1
 ), copies AS (
@@ -126,6 +128,7 @@ export async function insertAcceptedSends(
       copies.map((c) => c.row.id),
       copies.map((c) => c.row.to),
       copies.map((c) => c.row.messageIdHeader),
+      column((s) => s.raw ?? null),
     ],
     'write-sends',
   );

@@ -129,6 +129,14 @@ export interface SendRequest {
   metadata: Record<string, unknown>;
 }
 
+/**
+ * The rule of who may send from what, for every way a send comes in (the API's `from`, the header From of a message
+ * submitted over SMTP): a key sends from its mailbox's address. Throws the 403 naming the address it may use.
+ */
+export function refuseForeignFrom(address: string, mailboxAddress: string, field = ''): void {
+  if (address.toLowerCase() !== mailboxAddress.toLowerCase()) throw new Forbidden(`${field}this key sends only from ${mailboxAddress}`);
+}
+
 const format = (a: { name: string; address: string }) => (a.name ? `"${a.name.replace(/["\\]/g, '')}" <${a.address}>` : a.address);
 
 /**
@@ -139,9 +147,7 @@ export function parseSendRequest(body: unknown, mailboxAddress: string, now = ne
   const raw = validate<RawSend>(sendSchema, body);
   const to = [...new Set((raw.to === '' ? [] : Array.isArray(raw.to) ? raw.to : [raw.to]).map((r) => r.address))];
   if (!raw.text && !raw.html) throw new BadRequest('text or html: give at least one of them');
-  if (raw.from && raw.from.address !== mailboxAddress.toLowerCase()) {
-    throw new Forbidden(`from: this key sends only from ${mailboxAddress}`);
-  }
+  if (raw.from) refuseForeignFrom(raw.from.address, mailboxAddress, 'from: ');
   if (raw.send_at && raw.send_at.getTime() > now.getTime() + SEND_LIMITS.sendAheadMs) {
     throw new BadRequest('send_at: at most 30 days ahead');
   }
