@@ -26,16 +26,43 @@ export const MAX_LINE = 998;
 
 /**
  * Refuses what RFC 5321 and 5322 do not allow in a message and could be read two ways by the servers it goes to: a
- * line feed without its carriage return (the basis of SMTP smuggling), and lines over 998 characters.
+ * line feed without its carriage return (the basis of SMTP smuggling) anywhere, and lines over 998 characters from
+ * `from` on (the body; long header fields are folded instead: foldLongField).
  */
-export function checkLines(data: Buffer): void {
+export function checkLines(data: Buffer, from = 0): void {
   let lineStart = 0;
   for (let i = data.indexOf(10); i !== -1; i = data.indexOf(10, i + 1)) {
     if (i === 0 || data[i - 1] !== 13) throw new MalformedMessage('5.6.0 a bare LF in the message: every line must end with CRLF');
-    if (i - 1 - lineStart > MAX_LINE) throw new MalformedMessage(`5.6.0 a line over ${MAX_LINE} characters (RFC 5322 2.1.1)`);
+    if (lineStart >= from && i - 1 - lineStart > MAX_LINE) throw new MalformedMessage(`5.6.0 a line over ${MAX_LINE} characters (RFC 5322 2.1.1)`);
     lineStart = i + 1;
   }
-  if (data.length - lineStart > MAX_LINE) throw new MalformedMessage(`5.6.0 a line over ${MAX_LINE} characters (RFC 5322 2.1.1)`);
+  if (lineStart >= from && data.length - lineStart > MAX_LINE) throw new MalformedMessage(`5.6.0 a line over ${MAX_LINE} characters (RFC 5322 2.1.1)`);
+}
+
+/**
+ * A header field (its text, CRLFs included) whose lines are within 998 characters: a longer line is folded after
+ * commas or before spaces (RFC 5322 3.2.2: folding changes no meaning), as clients that write a To of fifty
+ * addresses on one line need. A line with nowhere to fold is refused.
+ */
+export function foldLongField(field: string): string {
+  const lines = field.split('\r\n');
+  const folded = lines.map((line) => {
+    let rest = line;
+    const out: string[] = [];
+    while (rest.length > MAX_LINE) {
+      const window = rest.slice(0, MAX_LINE);
+      const comma = window.lastIndexOf(',');
+      const space = window.lastIndexOf(' ');
+      const at = comma > 0 && comma + 1 < rest.length ? comma + 1 : space > 0 ? space : -1;
+      if (at <= 0) throw new MalformedMessage(`5.6.0 a header line over ${MAX_LINE} characters with nowhere to fold it`);
+      out.push(rest.slice(0, at));
+      const next = rest.slice(at);
+      rest = next.startsWith(' ') || next.startsWith('\t') ? next : ` ${next}`;
+    }
+    out.push(rest);
+    return out.join('\r\n');
+  });
+  return folded.join('\r\n');
 }
 
 /** `=?charset?B|Q?...?=` words decoded (UTF-8 and Latin-1; other charsets as Latin-1), whitespace between them dropped. */
@@ -68,10 +95,10 @@ interface Field {
  * when it has none (`<id@domain>`, the form of the service's own).
  */
 export function prepareMessage(data: Buffer, options: { id: string; domain: string; now?: Date }): PreparedMessage {
-  checkLines(data);
   // the header ends at the first empty line; a message of headers only has none
   const blank = data.indexOf('\r\n\r\n');
   const headerEnd = data.subarray(0, 2).toString('latin1') === '\r\n' ? 0 : blank === -1 ? data.length : blank + 2;
+  checkLines(data, headerEnd);
   const header = data.subarray(0, headerEnd).toString('latin1');
   const fields: Field[] = [];
   let position = 0;
@@ -109,17 +136,22 @@ export function prepareMessage(data: Buffer, options: { id: string; domain: stri
   const added: string[] = [];
   if (!messageId) added.push(`Message-ID: <${options.id}@${options.domain}>\r\n`);
   if (!one('date')) added.push(`Date: ${rfc5322Date(options.now ?? new Date())}\r\n`);
-  // the header without its Bcc fields, the body as written
+  // the header without its Bcc fields and with long lines folded, the body as written
   const parts: Buffer[] = [Buffer.from(added.join(''), 'latin1')];
   let copied = 0;
+  let changed = added.length > 0;
   for (const field of fields) {
-    if (field.name !== 'bcc') continue;
+    const text = header.slice(field.start, field.end);
+    const long = text.split('\r\n').some((line) => line.length > MAX_LINE);
+    if (field.name !== 'bcc' && !long) continue;
     parts.push(data.subarray(copied, field.start));
+    if (field.name !== 'bcc') parts.push(Buffer.from(foldLongField(text), 'latin1'));
     copied = field.end;
+    changed = true;
   }
   parts.push(data.subarray(copied));
   return {
-    raw: added.length || copied ? Buffer.concat(parts) : data,
+    raw: changed ? Buffer.concat(parts) : data,
     from: from[0]!.address.toLowerCase(),
     fromName: decodeWords(from[0]!.name ?? ''),
     subject: subjectField ? decodeWords(value(subjectField)).slice(0, 300) : '',
