@@ -24,6 +24,7 @@ import { growthPhase, KEPT_DATABASE } from './growth';
 import { memoryPhase, PUBLIC_REQUESTS } from './memory';
 import { scalePhase } from './scale';
 import { schedulerPhase } from './scheduler';
+import { smtpPhase } from './smtp';
 
 const ROOT = path.resolve(__dirname, '..');
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 15);
@@ -42,12 +43,12 @@ const STAMP = Date.now().toString(36);
 // NODE_ENV=production takes an admin token of at least 32 random characters
 const ADMIN_TOKEN = crypto.randomBytes(24).toString('hex');
 const SECRET_KEY = 'ab'.repeat(32);
-/** the broadcast phase's list size; BENCH_ONLY=main, broadcast, scheduler, memory, growth or scale runs that phase alone */
+/** the broadcast phase's list size; BENCH_ONLY=main, broadcast, scheduler, memory, growth, scale or smtp runs that phase alone */
 const BROADCAST_SUBSCRIBERS = Number(process.env.BENCH_BROADCAST ?? 100_000);
 const ONLY = process.env.BENCH_ONLY ?? '';
 /** BENCH_PORT_BASE moves the six loopback ports (two benches on one machine must not share a sink) */
 const PORT_BASE = Number(process.env.BENCH_PORT_BASE ?? 39100);
-const PORTS = { api: PORT_BASE, baseline: PORT_BASE + 1, sinkSmtp: PORT_BASE + 2, sinkHttp: PORT_BASE + 3, slowSmtp: PORT_BASE + 4, slowHttp: PORT_BASE + 5 };
+const PORTS = { api: PORT_BASE, baseline: PORT_BASE + 1, sinkSmtp: PORT_BASE + 2, sinkHttp: PORT_BASE + 3, slowSmtp: PORT_BASE + 4, slowHttp: PORT_BASE + 5, submission: PORT_BASE + 6 };
 
 const children: ChildProcess[] = [];
 
@@ -309,6 +310,7 @@ async function main(): Promise<void> {
     if (!ONLY || ONLY === 'memory') results.memory = { ...(results.memory as object), ...(await memoryBench(serviceEnv('memory'))) };
     if (!ONLY || ONLY === 'scale') results.scale = await scaleBench(serviceEnv('scale'));
     if (!ONLY || ONLY === 'growth') results.growth = await growthBench(serviceEnv);
+    if (!ONLY || ONLY === 'smtp') results.smtp = await smtpBench(serviceEnv('smtp'));
   } finally {
     for (const child of children) if (child.exitCode === null) child.kill('SIGKILL');
     await cleanup(databases);
@@ -448,6 +450,11 @@ async function makePublicList(): Promise<{ formPath: string; unsubscribePaths: s
   process.env.SECRET_KEY = SECRET_KEY;
   const { unsubscribeToken } = await import('../apps/core/src/broadcasts/copy');
   return { formPath: `/f/${list.key}`, unsubscribePaths: subscribers.map((s) => `/u/${unsubscribeToken(s.id)}`) };
+}
+
+/** SMTP submission against POST /api/v1/send, and the SMTP process's memory (bench/smtp.ts) */
+function smtpBench(env: Record<string, string>) {
+  return smtpPhase({ apiPort: PORTS.api, smtpPort: PORTS.submission, env, start, stop, up, makeTenant: () => makeTenant(), peakRssMb });
 }
 
 /** a year of data against empty tables, and a broadcast to a million (bench/growth.ts) */
@@ -737,6 +744,11 @@ function print(r: Record<string, any>): void {
       `claim ${c.windows.tickAllFreeMs} ms a tick with every mailbox free (without windows: ${c.tickAllFreeMs} ms)`,
       `window check of ${c.prospects} prospects in 24 zones: ${c.windows.check100kMs} ms (${c.windows.checkUsPerProspect} µs a prospect)`,
     ]);
+  }
+  if (r.smtp) {
+    const m = r.smtp.memory;
+    rows.push([`smtp: nodemailer pool (50) submitting ${r.smtp.messagesPerTurn} emails x 3 turns`, `${r.smtp.smtpAcceptsPerSecond} accepts/s`, `same emails to POST /api/v1/send ${r.smtp.apiAcceptsPerSecond}/s: ratio ${r.smtp.ratio} (target >= 0.8)`]);
+    rows.push([`smtp: ${m.idleConnections} idle connections, ${m.bigClients} clients sending ${m.bigMessages} 1 MB messages`, `SMTP process peak RSS ${m.smtpPeakRssMb} MB; ${m.bigAccepted} accepted in ${m.bigSeconds} s`, 'target: under 250 MB']);
   }
   if (r.scale) {
     for (const row of r.scale.rows) {

@@ -13,6 +13,7 @@ import { metrics } from '../metrics';
 import { dependencies, isDatabaseUnavailable } from '../outage';
 import { acceptRawSend, type Sending } from '../sending/accept';
 import { SEND_LIMITS } from '../sending/schema';
+import { Semaphore } from '../batch';
 import { MalformedMessage, prepareMessage } from './mime';
 
 /** An SMTP answer: smtp-server sends `responseCode` and the message (which starts with the enhanced status code). */
@@ -57,6 +58,12 @@ interface Connection {
 const MAX_COMMAND_LENGTH = 2048;
 /** Commands an unauthenticated client may give (EHLO, STARTTLS, EHLO again, AUTH and a few slips). */
 const UNAUTHENTICATED_COMMANDS = 10;
+/**
+ * Bytes of messages one SMTP process turns into rows at once (prepared, encoded for the statement, written); further
+ * messages wait their turn, their clients waiting for the answer to DATA as RFC 5321 lets them. A message in that step
+ * holds several copies of itself (the DATA, the statement's parameter, the driver's buffer).
+ */
+const ACCEPT_BYTES_IN_FLIGHT = 8 * 1024 * 1024;
 /** How long shutting down waits for the messages on their way before it answers 421 to every connection. */
 const CLOSE_TIMEOUT_MS = 10_000;
 
@@ -73,6 +80,7 @@ export class Submission {
   /** sessions counted in perAddress, by id, with their address and their timers */
   private readonly sessions = new Map<string, { client: string; timers: NodeJS.Timeout[] }>();
   private closing = false;
+  private readonly accepting = new Semaphore(ACCEPT_BYTES_IN_FLIGHT);
 
   constructor(
     private readonly parts: SubmissionParts,
@@ -264,8 +272,13 @@ export class Submission {
       throw new SmtpAnswer(552, `5.3.4 the message is over ${SEND_LIMITS.emailBytes} bytes`, 'size');
     }
     const user = session.user as unknown as SessionUser;
-    const answer = await this.accept(user, Buffer.concat(chunks, size), session.envelope.rcptTo.map((r) => r.address));
-    return answer;
+    const bytes = Math.min(size, ACCEPT_BYTES_IN_FLIGHT);
+    await this.accepting.acquire(bytes);
+    try {
+      return await this.accept(user, Buffer.concat(chunks, size), session.envelope.rcptTo.map((r) => r.address));
+    } finally {
+      this.accepting.release(bytes);
+    }
   }
 
   private async accept(user: SessionUser, data: Buffer, to: string[]): Promise<string> {
