@@ -24,7 +24,8 @@ const children: ChildProcess[] = [
   [...API_NODE_FLAGS, path.join(root, 'dist/apps/api/src/server.js')],
   [path.join(root, 'dist/apps/worker/src/main.js')],
   // SMTP submission (docs/smtp.md) runs beside them when a port is set
-  ...(process.env.SMTP_PORT || process.env.SMTPS_PORT ? [[path.join(root, 'dist/apps/smtp/src/main.js')]] : []),
+  // (with the API's V8 flag: it too holds request bodies, up to 1 MB each)
+  ...(process.env.SMTP_PORT || process.env.SMTPS_PORT ? [[...API_NODE_FLAGS, path.join(root, 'dist/apps/smtp/src/main.js')]] : []),
 ].map((args) => spawn(process.execPath, args, { cwd: root, stdio: 'inherit' }));
 
 let exiting = false;

@@ -56,7 +56,7 @@ describe('docker-compose.yml starts with no .env', () => {
     expect(JSON.parse(cmd!)).toEqual(['node', ...API_NODE_FLAGS, 'dist/apps/api/src/server.js']);
     expect(compose.services.api!.command).toEqual(['node', ...API_NODE_FLAGS, 'dist/apps/api/src/server.js']);
     expect(compose.services.worker!.command).toEqual(['node', 'dist/apps/worker/src/main.js']);
-    expect(compose.services.smtp!.command).toEqual(['node', 'dist/apps/smtp/src/main.js']);
+    expect(compose.services.smtp!.command).toEqual(['node', ...API_NODE_FLAGS, 'dist/apps/smtp/src/main.js']);
   });
 
   it('`docker compose config` accepts it with an empty environment, where Docker Compose is installed', () => {

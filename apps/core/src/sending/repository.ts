@@ -36,7 +36,7 @@ export interface SendToWrite {
 const WRITE_SENDS = `
 WITH s AS (
   SELECT * FROM unnest($2::uuid[], $3::int[], $4::int[], $5::int[], $6::int[], $7::text[], $8::text[], $9::text[],
-                       $10::text[], $11::text[], $12::text[], $13::text[], $14::text[], $15::timestamptz[], $16::int[], $21::bytea[])
+                       $10::text[], $11::text[], $12::text[], $13::text[], $14::text[], $15::timestamptz[], $16::int[], $21::text[])
     WITH ORDINALITY AS s(id, account_id, key_id, daily_limit, mailbox_id, from_name, reply_to, subject, text, html,
                          headers, attachments, metadata, send_at, idempotency_id, raw, ord)
 ), verdict AS (
@@ -66,7 +66,7 @@ WITH s AS (
 ), send AS (
   INSERT INTO sends (id, account_id, api_key_id, from_name, reply_to, subject, text, html, headers, attachments, metadata, skipped, send_at, raw)
   SELECT s.id, s.account_id, s.key_id, s.from_name, s.reply_to, s.subject, s.text, s.html, s.headers::jsonb,
-         s.attachments::jsonb, s.metadata::jsonb, coalesce(sk.list, '[]'::json)::jsonb, s.send_at, s.raw
+         s.attachments::jsonb, s.metadata::jsonb, coalesce(sk.list, '[]'::json)::jsonb, s.send_at, decode(s.raw, 'base64')
   FROM s JOIN accepted a ON a.ord = s.ord LEFT JOIN skipped sk ON sk.send_ord = s.ord
   RETURNING 1
 ), copies AS (
@@ -128,7 +128,8 @@ export async function insertAcceptedSends(
       copies.map((c) => c.row.id),
       copies.map((c) => c.row.to),
       copies.map((c) => c.row.messageIdHeader),
-      column((s) => s.raw ?? null),
+      // base64 in a text array: a bytea array would go as hex, twice the MIME's size in the statement
+      column((s) => s.raw?.toString('base64') ?? null),
     ],
     'write-sends',
   );

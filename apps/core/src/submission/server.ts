@@ -63,7 +63,7 @@ const UNAUTHENTICATED_COMMANDS = 10;
  * messages wait their turn, their clients waiting for the answer to DATA as RFC 5321 lets them. A message in that step
  * holds several copies of itself (the DATA, the statement's parameter, the driver's buffer).
  */
-const ACCEPT_BYTES_IN_FLIGHT = 8 * 1024 * 1024;
+const ACCEPT_BYTES_IN_FLIGHT = 4 * 1024 * 1024;
 /** How long shutting down waits for the messages on their way before it answers 421 to every connection. */
 const CLOSE_TIMEOUT_MS = 10_000;
 
@@ -275,7 +275,10 @@ export class Submission {
     const bytes = Math.min(size, ACCEPT_BYTES_IN_FLIGHT);
     await this.accepting.acquire(bytes);
     try {
-      return await this.accept(user, Buffer.concat(chunks, size), session.envelope.rcptTo.map((r) => r.address));
+      const data = Buffer.concat(chunks, size);
+      // the pieces are garbage from here: the message is one buffer
+      chunks.length = 0;
+      return await this.accept(user, data, session.envelope.rcptTo.map((r) => r.address));
     } finally {
       this.accepting.release(bytes);
     }
