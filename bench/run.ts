@@ -26,6 +26,7 @@ import { scalePhase } from './scale';
 import { domainsPhase } from './domains';
 import { schedulerPhase } from './scheduler';
 import { templatesPhase } from './templates';
+import { smtpPhase } from './smtp';
 
 const ROOT = path.resolve(__dirname, '..');
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 15);
@@ -44,12 +45,12 @@ const STAMP = Date.now().toString(36);
 // NODE_ENV=production takes an admin token of at least 32 random characters
 const ADMIN_TOKEN = crypto.randomBytes(24).toString('hex');
 const SECRET_KEY = 'ab'.repeat(32);
-/** the broadcast phase's list size; BENCH_ONLY=main, broadcast, scheduler, memory, growth, scale, templates or domains runs that phase alone */
+/** the broadcast phase's list size; BENCH_ONLY=main, broadcast, scheduler, memory, growth, scale, templates, domains or smtp runs that phase alone */
 const BROADCAST_SUBSCRIBERS = Number(process.env.BENCH_BROADCAST ?? 100_000);
 const ONLY = process.env.BENCH_ONLY ?? '';
 /** BENCH_PORT_BASE moves the six loopback ports (two benches on one machine must not share a sink) */
 const PORT_BASE = Number(process.env.BENCH_PORT_BASE ?? 39100);
-const PORTS = { api: PORT_BASE, baseline: PORT_BASE + 1, sinkSmtp: PORT_BASE + 2, sinkHttp: PORT_BASE + 3, slowSmtp: PORT_BASE + 4, slowHttp: PORT_BASE + 5 };
+const PORTS = { api: PORT_BASE, baseline: PORT_BASE + 1, sinkSmtp: PORT_BASE + 2, sinkHttp: PORT_BASE + 3, slowSmtp: PORT_BASE + 4, slowHttp: PORT_BASE + 5, submission: PORT_BASE + 6 };
 
 const children: ChildProcess[] = [];
 
@@ -59,8 +60,8 @@ function start(entry: string, env: Record<string, string>): ChildProcess {
   const compiled = entry.startsWith('apps/');
   // BENCH_CPU_PROF=<dir>: each service writes a V8 CPU profile there when it stops (figures are then not comparable)
   const profile = compiled && process.env.BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : [];
-  // the API with the V8 flag it ships with (scripts/node-options.ts)
-  const flags = entry === 'apps/api/src/server.ts' ? API_NODE_FLAGS : [];
+  // the API and the SMTP process with the V8 flag they ship with (scripts/node-options.ts)
+  const flags = entry === 'apps/api/src/server.ts' || entry === 'apps/smtp/src/main.ts' ? API_NODE_FLAGS : [];
   const args = compiled ? [...profile, ...flags, path.join(ROOT, 'dist', entry.replace(/\.ts$/, '.js'))] : ['--import', 'tsx', path.join(ROOT, entry)];
   const child = spawn(process.execPath, args, {
     cwd: ROOT,
@@ -334,6 +335,7 @@ async function main(): Promise<void> {
       });
     }
     if (!ONLY || ONLY === 'domains') results.domains = await domainsPhase(serviceEnv('domains'));
+    if (!ONLY || ONLY === 'smtp') results.smtp = await smtpBench(serviceEnv('smtp'));
   } finally {
     for (const child of children) if (child.exitCode === null) child.kill('SIGKILL');
     await cleanup(databases);
@@ -474,6 +476,11 @@ async function makePublicList(): Promise<{ formPath: string; unsubscribePaths: s
   process.env.SECRET_KEY = SECRET_KEY;
   const { unsubscribeToken } = await import('../apps/core/src/broadcasts/copy');
   return { formPath: `/f/${list.key}`, unsubscribePaths: subscribers.map((s) => `/u/${unsubscribeToken(s.id)}`) };
+}
+
+/** SMTP submission against POST /api/v1/send, and the SMTP process's memory (bench/smtp.ts) */
+function smtpBench(env: Record<string, string>) {
+  return smtpPhase({ apiPort: PORTS.api, smtpPort: PORTS.submission, env, start, stop, up, makeTenant: () => makeTenant(), peakRssMb });
 }
 
 /** a year of data against empty tables, and a broadcast to a million (bench/growth.ts) */
@@ -772,6 +779,11 @@ function print(r: Record<string, any>): void {
       `claim ${c.windows.tickAllFreeMs} ms a tick with every mailbox free (without windows: ${c.tickAllFreeMs} ms)`,
       `window check of ${c.prospects} prospects in 24 zones: ${c.windows.check100kMs} ms (${c.windows.checkUsPerProspect} µs a prospect)`,
     ]);
+  }
+  if (r.smtp) {
+    const m = r.smtp.memory;
+    rows.push([`smtp: nodemailer pool (50) submitting ${r.smtp.messagesPerTurn} emails x 3 turns`, `${r.smtp.smtpAcceptsPerSecond} accepts/s`, `same emails to POST /api/v1/send ${r.smtp.apiAcceptsPerSecond}/s: ratio ${r.smtp.ratio} (target >= 0.8)`]);
+    rows.push([`smtp: ${m.idleConnections} idle connections, ${m.bigClients} clients sending ${m.bigMessages} 1 MB messages`, `SMTP process peak RSS ${m.smtpPeakRssMb} MB; ${m.bigAccepted} accepted in ${m.bigSeconds} s`, 'target: under 250 MB']);
   }
   if (r.scale) {
     for (const row of r.scale.rows) {

@@ -16,6 +16,7 @@ import path from 'node:path';
 import { Client } from 'pg';
 import { serversLeftRunning, topologyScenarios } from './topologies';
 import { webhookScenarios } from './webhooks';
+import { smtpScenarios } from './smtp';
 
 const ROOT = path.resolve(__dirname, '..');
 const SENDS = Number(process.env.FAULTS_SENDS ?? 2000);
@@ -904,6 +905,8 @@ const kit = {
   tmp, asRoot, pgPort: () => ownServers!.pg.port, freePort, until, sleep, log, load, accepted, drained, delivery, deliveredCount, summarizeAnswers, sends: SENDS, logsDir: LOGS,
 };
 Object.assign(scenarios, topologyScenarios(kit), webhookScenarios(kit));
+// SMTP submission: Postgres away under submitting clients, the SMTP process killed mid-DATA (faults/smtp.ts)
+Object.assign(scenarios, smtpScenarios({ ...kit, startNode, stopService }));
 
 /**
  * The dependency outages each scenario makes its services see (Postgres or Redis going and coming back); the others
@@ -918,6 +921,7 @@ const OUTAGES: Record<string, number> = {
   'postgres-longer-than-lease': 1,
   'idempotency-through-faults': 1,
   'sentinel-failover': 1,
+  'smtp-postgres-down': 1,
 };
 
 /**
@@ -930,7 +934,7 @@ function quietLogs(ran: string[]): Omit<Result, 'scenario'> {
   const errors: Record<string, number> = {};
   for (const file of logFiles) {
     const base = path.basename(file);
-    const scenario = ran.find((name) => base.startsWith(`${name}-api-`) || base.startsWith(`${name}-worker-`));
+    const scenario = ran.find((name) => base.startsWith(`${name}-api-`) || base.startsWith(`${name}-worker-`) || base.startsWith(`${name}-smtp-`));
     if (!scenario || !fs.existsSync(file)) continue;
     const messages: Record<string, number> = {};
     let lines = 0;

@@ -30,7 +30,7 @@ describe('docker-compose.yml starts with no .env', () => {
   });
 
   it('has the services and ports the README names, and the API and worker share the state volume of generated secrets', () => {
-    expect(Object.keys(compose.services).sort()).toEqual(['api', 'mailpit', 'postgres', 'redis', 'worker']);
+    expect(Object.keys(compose.services).sort()).toEqual(['api', 'mailpit', 'postgres', 'redis', 'smtp', 'worker']);
     const published = (name: string) => (compose.services[name]!.ports ?? []).map((p) => p.split(':').at(-1));
     expect(published('api')).toContain('3000');
     expect(published('mailpit')).toEqual(expect.arrayContaining(['8025', '1025']));
@@ -56,6 +56,7 @@ describe('docker-compose.yml starts with no .env', () => {
     expect(JSON.parse(cmd!)).toEqual(['node', ...API_NODE_FLAGS, 'dist/apps/api/src/server.js']);
     expect(compose.services.api!.command).toEqual(['node', ...API_NODE_FLAGS, 'dist/apps/api/src/server.js']);
     expect(compose.services.worker!.command).toEqual(['node', 'dist/apps/worker/src/main.js']);
+    expect(compose.services.smtp!.command).toEqual(['node', ...API_NODE_FLAGS, 'dist/apps/smtp/src/main.js']);
   });
 
   it('`docker compose config` accepts it with an empty environment, where Docker Compose is installed', () => {

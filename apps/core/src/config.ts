@@ -2,6 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import crypto from 'node:crypto';
 import net from 'node:net';
+import os from 'node:os';
 
 export interface Config {
   readonly env: string;
@@ -65,6 +66,61 @@ export interface Config {
   readonly requireVerifiedDomain: boolean;
   readonly spfInclude: string;
   readonly returnPathHost: string;
+  /** SMTP submission (apps/smtp, docs/smtp.md) */
+  readonly smtp: SmtpConfig;
+}
+
+/** SMTP submission's settings (docs/smtp.md): the ports, TLS, and the bounds that keep strangers cheap. */
+export interface SmtpConfig {
+  /** submission with STARTTLS; the SMTP process runs (npm start) only when it is set */
+  readonly port: number | null;
+  /** submission over implicit TLS */
+  readonly portTls: number | null;
+  readonly host: string;
+  /** the name in the greeting and EHLO answer */
+  readonly name: string;
+  /** PEM files; when unset, a self-signed pair is made in STATE_DIR (not in production) */
+  readonly tlsCert: string | null;
+  readonly tlsKey: string | null;
+  /** AUTH without TLS (loopback development only) */
+  readonly allowInsecureAuth: boolean;
+  readonly maxConnectionsPerAddress: number;
+  readonly maxConnections: number;
+  /** how long a connection may stay unauthenticated */
+  readonly authTimeoutSeconds: number;
+  /** how long a connection may wait idle for its client's next command */
+  readonly idleTimeoutSeconds: number;
+  /** how long a message's DATA may take to arrive */
+  readonly dataTimeoutSeconds: number;
+  /** the SMTP process serves GET /metrics on this port when set */
+  readonly metricsPort: number | null;
+}
+
+function smtpConfig(env: string): SmtpConfig {
+  const optionalPort = (name: string) => (process.env[name] ? integer(name, 0, 0, 65535) : null);
+  const tlsCert = process.env.SMTP_TLS_CERT || null;
+  const tlsKey = process.env.SMTP_TLS_KEY || null;
+  if (!tlsCert !== !tlsKey) throw new ConfigError('SMTP_TLS_CERT and SMTP_TLS_KEY go together: set both or neither');
+  const port = optionalPort('SMTP_PORT');
+  const portTls = optionalPort('SMTPS_PORT');
+  if (env === 'production' && (port !== null || portTls !== null) && !tlsCert) {
+    throw new ConfigError('SMTP_TLS_CERT and SMTP_TLS_KEY are required for SMTP submission when NODE_ENV=production');
+  }
+  return {
+    port,
+    portTls,
+    host: process.env.SMTP_HOST || '0.0.0.0',
+    name: process.env.SMTP_NAME || os.hostname(),
+    tlsCert,
+    tlsKey,
+    allowInsecureAuth: flag('SMTP_ALLOW_INSECURE_AUTH', false),
+    maxConnectionsPerAddress: integer('SMTP_MAX_CONNECTIONS_PER_ADDRESS', 20, 1, 100_000),
+    maxConnections: integer('SMTP_MAX_CONNECTIONS', 1000, 1, 1_000_000),
+    authTimeoutSeconds: integer('SMTP_AUTH_TIMEOUT_SECONDS', 30, 1, 3600),
+    idleTimeoutSeconds: integer('SMTP_IDLE_TIMEOUT_SECONDS', 300, 1, 3600),
+    dataTimeoutSeconds: integer('SMTP_DATA_TIMEOUT_SECONDS', 300, 1, 3600),
+    metricsPort: optionalPort('SMTP_METRICS_PORT'),
+  };
 }
 
 export class ConfigError extends Error {}
@@ -293,6 +349,7 @@ export function loadConfig(): Config {
     requireVerifiedDomain: flag('REQUIRE_VERIFIED_DOMAIN', env === 'production'),
     spfInclude: hostName('SPF_INCLUDE'),
     returnPathHost: hostName('RETURN_PATH_HOST'),
+    smtp: smtpConfig(env),
   });
 }
 

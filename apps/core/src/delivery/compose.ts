@@ -21,6 +21,10 @@ export const htmlToText = textOf;
  * Message-ID. Copies of a Send take the content from the Send; confirmation and sequence emails carry their own.
  */
 export function composeMail(message: Message, mailbox: Mailbox, send: Send | null): Mail.Options {
+  const envelope = { from: mailbox.returnPath === 'verp' ? verpAddress(mailbox.address, message.id) : mailbox.address, to: [message.to] };
+  // a message submitted over SMTP goes out as its client wrote it (DKIM-signed by the transport like any other)
+  const raw = send ? rawBytes(send.raw) : null;
+  if (raw) return { envelope, raw };
   // a confirmation's link and a broadcast copy's or outreach step's unsubscribe link are put in here, on the way to the
   // wire: their stored bodies hold none (subscribers/confirm-link.ts, broadcasts/copy.ts, outreach/opt-out.ts)
   const { subscriberId, prospectId } = message;
@@ -37,7 +41,7 @@ export function composeMail(message: Message, mailbox: Mailbox, send: Send | nul
   const mail: Mail.Options = {
     from: { name: (send?.fromName || mailbox.name) ?? '', address: mailbox.address },
     to: message.to,
-    envelope: { from: mailbox.returnPath === 'verp' ? verpAddress(mailbox.address, message.id) : mailbox.address, to: [message.to] },
+    envelope,
     subject: send ? send.subject : message.subject,
     text: text ?? undefined,
     html: html ?? undefined,
@@ -60,6 +64,17 @@ export function composeMail(message: Message, mailbox: Mailbox, send: Send | nul
     if (message.headers) mail.headers = ownHeaders(message.headers as Mail.Headers, own);
   }
   return mail;
+}
+
+/**
+ * A Send's stored MIME as bytes: Prisma reads the column as a Uint8Array, the fast claim's row_to_json as `\\x` and
+ * hex; null when the send was made of fields.
+ */
+export function rawBytes(raw: unknown): Buffer | null {
+  if (raw === null || raw === undefined) return null;
+  if (typeof raw === 'string') return raw.startsWith('\\x') ? Buffer.from(raw.slice(2), 'hex') : Buffer.from(raw, 'utf8');
+  if (raw instanceof Uint8Array) return Buffer.from(raw.buffer, raw.byteOffset, raw.byteLength);
+  return null;
 }
 
 /** Stored headers (strings, or nodemailer's `{prepared, value}`) with `fill` applied to each value. */

@@ -211,7 +211,9 @@ export function emailBytes(message: ClaimedRow): number {
   const own = (message.text?.length ?? 0) + (message.html?.length ?? 0);
   if (!send) return own + 1_000;
   const attachments = (send.attachments as unknown as { content?: string }[]).reduce((sum, a) => sum + (a.content?.length ?? 0), 0);
-  return own + (send.text?.length ?? 0) + (send.html?.length ?? 0) + attachments + 1_000;
+  // a submitted message's MIME: as stored (row_to_json's hex is read into bytes once)
+  const raw = typeof send.raw === 'string' ? (send.raw as string).length / 2 : (send.raw?.length ?? 0);
+  return own + (send.text?.length ?? 0) + (send.html?.length ?? 0) + attachments + raw + 1_000;
 }
 
 async function takeBytes(byteSlots: Semaphore, message: ClaimedRow): Promise<number> {

@@ -120,6 +120,29 @@ export const metrics = {
     labelNames: ['result'] as const,
     registers: [registry],
   }),
+  /** SMTP submission (apps/smtp): served by the SMTP process on SMTP_METRICS_PORT */
+  smtpSessions: new Counter({
+    name: 'mailservice_smtp_sessions_total',
+    help: 'SMTP submission connections opened (refused ones included)',
+    registers: [registry],
+  }),
+  smtpSessionsOpen: new Gauge({
+    name: 'mailservice_smtp_sessions',
+    help: 'SMTP submission connections open now',
+    registers: [registry],
+  }),
+  smtpMessages: new Counter({
+    name: 'mailservice_smtp_messages_total',
+    help: 'Messages submitted over SMTP and accepted (250 after DATA), by whether they were new or a repeated Message-ID',
+    labelNames: ['result'] as const,
+    registers: [registry],
+  }),
+  smtpRefusals: new Counter({
+    name: 'mailservice_smtp_refusals_total',
+    help: 'SMTP submission refusals by reason (auth, from, quota, size, recipients, malformed, nobody, unavailable, shutdown, too_many_connections, auth_timeout, data_timeout, protocol)',
+    labelNames: ['reason'] as const,
+    registers: [registry],
+  }),
 };
 
 /** Sets the gauges of shared state from Redis and Postgres: queue depths, live and estimated message counts. */

@@ -60,16 +60,16 @@ export async function clearMessageContent(db: Db, cutoff: Date): Promise<{ id: s
 }
 
 /**
- * Clears text, html and attachments of up to BATCH Sends made before the cutoff every copy of which finished before
+ * Clears text, html, attachments and submitted MIME of up to BATCH Sends made before the cutoff every copy of which finished before
  * it; returns their ids.
  */
 export async function clearSendContent(db: Db, cutoff: Date): Promise<{ id: string }[]> {
   return rawQuery<{ id: string }>(
     db,
-    `UPDATE sends s SET text = NULL, html = NULL, attachments = '[]'
+    `UPDATE sends s SET text = NULL, html = NULL, attachments = '[]', raw = NULL
        WHERE s.id IN (
          SELECT s2.id FROM sends s2
-         WHERE s2.created_at < $1 AND (s2.text IS NOT NULL OR s2.html IS NOT NULL OR s2.attachments <> '[]'::jsonb)
+         WHERE s2.created_at < $1 AND (s2.text IS NOT NULL OR s2.html IS NOT NULL OR s2.attachments <> '[]'::jsonb OR s2.raw IS NOT NULL)
            AND NOT EXISTS (SELECT 1 FROM messages m WHERE m.send_id = s2.id AND (m.status NOT IN ${FINAL} OR m.updated_at >= $1))
          LIMIT ${BATCH})
        RETURNING s.id`,

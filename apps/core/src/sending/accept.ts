@@ -5,7 +5,8 @@ import type { Db, Tx } from '../db';
 import { DeliveryQueue } from '../delivery/outbox';
 import { isFinalStatus } from '../delivery/status';
 import { markNotEnqueued } from '../delivery/repository';
-import { Conflict, Forbidden, NotFound, Unprocessable } from '../errors';
+import { BadRequest, Conflict, Forbidden, NotFound, Unprocessable } from '../errors';
+import { sha256 } from '../crypto';
 import { config } from '../config';
 import { DomainStandings, fromRefusal } from '../domains/sending';
 import { logger } from '../logger';
@@ -14,7 +15,7 @@ import { MailboxCache } from './mailbox';
 import { dailyQuota, refuseOverLimit, secondsToNextUtcMidnight, type DailyQuota } from './quota';
 import { SendWriter, type SkipReason } from './write';
 import { publicBounce, type Bounce, type PublicBounce } from '../inbound/bounce-policy';
-import { checkEmailSize, checkRenderedSubject, parseSendRequest, type SendRequest } from './schema';
+import { SEND_LIMITS, checkEmailSize, checkRenderedSubject, parseSendRequest, type SendRequest } from './schema';
 import { TemplateCache, type TemplateStamp } from '../templates/cache';
 
 /** How many times a send renders again when a template it used changed before its write (each time: a change). */
@@ -139,13 +140,7 @@ export async function acceptSend(
     throw err;
   }
 
-  try {
-    await sending.deliveries.add(accepted.rows);
-  } catch (err) {
-    // Redis did not take the jobs: the outage's one line is DeliveryQueue's (outage.ts), not one a send
-    logger.debug({ send: accepted.answer.id, err: (err as Error).message }, 'could not queue delivery now; the reconciler will');
-    await markNotEnqueued(db, accepted.rows.map((r) => r.id)).catch(() => undefined);
-  }
+  await queueAccepted(db, sending, accepted.answer.id, accepted.rows);
 
   const waitSeconds = Math.min(options.waitSeconds, MAX_WAIT_SECONDS);
   if (waitSeconds > 0 && !accepted.rows.some((r) => r.notBefore)) {
@@ -158,6 +153,89 @@ export async function acceptSend(
     }
   }
   return { status: 202, body: accepted.answer, quota: accepted.quota, replayed: false };
+}
+
+/** The idempotency scope of messages submitted over SMTP: their key is the client's Message-ID. */
+export const SMTP_ROUTE = 'SMTP message';
+
+/** A message submitted over SMTP, after its MIME was prepared (submission/mime.ts). */
+export interface RawSubmission {
+  /** the envelope's recipients (RCPT TO), each to get a copy of its own */
+  to: string[];
+  raw: Buffer;
+  /** the header From's address and name */
+  from: string;
+  fromName: string;
+  subject: string;
+  /** the client's Message-ID: the same one from the same key within 24 hours is accepted once */
+  messageId: string | null;
+  /** the send's id, made before the MIME (it names a Message-ID the client did not write) */
+  sendId: string;
+}
+
+/**
+ * A message submitted over SMTP, accepted with every rule of POST /api/v1/send and the same write: the From rule, the
+ * recipients (de-duplicated, at most 50), suppressions, the stop list, the key's daily limit (all or nothing), the
+ * Send and one copy per recipient in one statement and commit, then delivery queued. The MIME is kept as written. A
+ * Message-ID the key used within 24 hours answers the first send again and writes nothing.
+ */
+export async function acceptRawSend(db: Db, sending: Sending, key: ApiKey, message: RawSubmission): Promise<AcceptedSend> {
+  const mailbox = await sending.mailboxes.sendingMailbox(db, key.mailboxId);
+  // the From rule of every way in (domains/sending.ts): the key's mailbox address, or any address of a domain the account
+  // verified, since a submitted message keeps the From its client wrote
+  const domains = await sending.domains.of(db, key.accountId);
+  const refusal = fromRefusal({ mailboxAddress: mailbox.address, domains, requireVerified: config().requireVerifiedDomain, domainAddresses: true }, message.from);
+  if (refusal) throw new Forbidden(refusal);
+  const to = [...new Set(message.to.map((address) => address.toLowerCase()))];
+  if (!to.length) throw new Unprocessable('nobody to write to');
+  if (to.length > SEND_LIMITS.recipients) throw new BadRequest(`at most ${SEND_LIMITS.recipients} recipients per message`);
+  // the fingerprint is the same whatever the body: a client's retry is the same message, however it was re-encoded
+  const idempotent = message.messageId
+    ? await startIdempotent(db, { apiKeyId: key.id, route: SMTP_ROUTE, key: sha256(message.messageId) }, sha256(SMTP_ROUTE))
+    : null;
+  if (idempotent?.kind === 'replay') {
+    return { status: idempotent.status as 200 | 202, body: idempotent.body as SendAnswer, quota: await dailyQuota(db, key), replayed: true };
+  }
+  const recordId = idempotent?.recordId;
+  let accepted: { answer: SendAnswer; quota: DailyQuota; rows: { id: string }[] };
+  try {
+    const request = {
+      to,
+      subject: message.subject,
+      text: null,
+      html: null,
+      fromName: message.fromName,
+      replyTo: null,
+      headers: {},
+      attachments: [],
+      sendAt: null,
+      metadata: {},
+    };
+    const written = await sending.writer.write({ key, mailbox, request, sendId: message.sendId, idempotencyRecord: recordId, raw: message.raw });
+    if (!written.kept.length) throw new Unprocessable('nobody to write to: every recipient is suppressed or on the stop list');
+    if (written.used === null) await refuseOverLimit(db, key, written.kept.length);
+    accepted = {
+      answer: { ok: true, id: message.sendId, status: 'queued', messages: written.kept.map((m) => ({ ...m, status: 'queued' })), skipped: written.skipped },
+      quota: { limit: key.dailyLimit, used: written.used!, resetSeconds: secondsToNextUtcMidnight() },
+      rows: written.kept.map((m) => ({ id: m.id })),
+    };
+  } catch (err) {
+    if (recordId !== undefined) await releaseIdempotent(db, recordId);
+    throw err;
+  }
+  await queueAccepted(db, sending, accepted.answer.id, accepted.rows);
+  return { status: 202, body: accepted.answer, quota: accepted.quota, replayed: false };
+}
+
+/** Queues the deliveries of an accepted send; if Redis cannot take them the rows stay un-queued for the reconciler. */
+async function queueAccepted(db: Db, sending: Sending, sendId: string, rows: { id: string; notBefore?: Date | null }[]): Promise<void> {
+  try {
+    await sending.deliveries.add(rows);
+  } catch (err) {
+    // Redis did not take the jobs: the outage's one line is DeliveryQueue's (outage.ts), not one a send
+    logger.debug({ send: sendId, err: (err as Error).message }, 'could not queue delivery now; the reconciler will');
+    await markNotEnqueued(db, rows.map((r) => r.id)).catch(() => undefined);
+  }
 }
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;

@@ -17,6 +17,8 @@ export interface SendToWrite {
   idempotencyRecord: number | undefined;
   /** the template versions its content was rendered from (templates/cache.ts); checked by the write */
   templates?: { id: number; version: number }[];
+  /** a message submitted over SMTP: its MIME, delivered as written (submission/mime.ts) */
+  raw?: Buffer;
 }
 
 /**
@@ -45,6 +47,7 @@ WITH s AS (
   SELECT s.ord FROM s, jsonb_to_recordset(s.templates::jsonb) AS t(id int, version int)
   WHERE s.templates IS NOT NULL
     AND NOT EXISTS (SELECT 1 FROM templates c WHERE c.id = t.id AND c.account_id = s.account_id AND c.version = t.version)
+                         headers, attachments, metadata, send_at, idempotency_id, raw, ord)
 ), verdict AS (
   SELECT c.*, COALESCE(
     (SELECT sp.reason::text FROM suppressions sp WHERE sp.account_id = s.account_id AND sp.email = c.recipient),
@@ -71,9 +74,9 @@ WITH s AS (
   SELECT w.ord, (u.count - (sum(w.n) OVER (PARTITION BY w.key_id ORDER BY w.ord DESC) - w.n))::int AS used
   FROM wanted w JOIN usage u ON u.api_key_id = w.key_id
 ), send AS (
-  INSERT INTO sends (id, account_id, api_key_id, from_name, reply_to, subject, text, html, headers, attachments, metadata, skipped, send_at)
+  INSERT INTO sends (id, account_id, api_key_id, from_name, reply_to, subject, text, html, headers, attachments, metadata, skipped, send_at, raw)
   SELECT s.id, s.account_id, s.key_id, s.from_name, s.reply_to, s.subject, s.text, s.html, s.headers::jsonb,
-         s.attachments::jsonb, s.metadata::jsonb, coalesce(sk.list, '[]'::json)::jsonb, s.send_at
+         s.attachments::jsonb, s.metadata::jsonb, coalesce(sk.list, '[]'::json)::jsonb, s.send_at, decode(s.raw, 'base64')
   FROM s JOIN accepted a ON a.ord = s.ord LEFT JOIN skipped sk ON sk.send_ord = s.ord
   RETURNING 1
 ), copies AS (
@@ -136,6 +139,8 @@ export async function insertAcceptedSends(
       copies.map((c) => c.row.to),
       copies.map((c) => c.row.messageIdHeader),
       column((s) => (s.templates ? JSON.stringify(s.templates) : null)),
+      // base64 in a text array: a bytea array would go as hex, twice the MIME's size in the statement
+      column((s) => s.raw?.toString('base64') ?? null),
     ],
     'write-sends',
   );

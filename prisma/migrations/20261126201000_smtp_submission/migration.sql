@@ -1,0 +1,2 @@
+-- AlterTable: a send submitted over SMTP keeps its MIME as written
+ALTER TABLE "sends" ADD COLUMN "raw" BYTEA;
