@@ -143,12 +143,12 @@ export async function deleteUnclaimedCopies(tx: Tx, id: number): Promise<void> {
   await rawQuery(tx, `DELETE FROM messages WHERE broadcast_id = $1 AND status IN ('queued', 'deferred')`, [id]);
 }
 
-/** Cancels the person's broadcast copies not yet claimed by a worker (queued or deferred): they left the list. */
+/** Cancels the person's broadcast copies and series steps not yet claimed by a worker (queued or deferred): they left the list. */
 export async function cancelUnclaimedCopiesOf(db: Db, subscriberId: number): Promise<void> {
   await rawQuery(
     db,
     `UPDATE messages SET status = 'cancelled', last_error = 'the person unsubscribed', updated_at = now()
-     WHERE subscriber_id = $1 AND kind = 'broadcast' AND status IN ('queued', 'deferred')`,
+     WHERE subscriber_id = $1 AND kind IN ('broadcast', 'series') AND status IN ('queued', 'deferred')`,
     [subscriberId],
   );
 }

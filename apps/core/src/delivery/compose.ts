@@ -44,13 +44,13 @@ export function htmlToText(html: string): string {
  * Message-ID. Copies of a Send take the content from the Send; confirmation and sequence emails carry their own.
  */
 export function composeMail(message: Message, mailbox: Mailbox, send: Send | null): Mail.Options {
-  // a confirmation's link and a broadcast copy's or outreach step's unsubscribe link are put in here, on the way to the
+  // a confirmation's link and a broadcast copy's, series step's or outreach step's unsubscribe link are put in here, on the way to the
   // wire: their stored bodies hold none (subscribers/confirm-link.ts, broadcasts/copy.ts, outreach/opt-out.ts)
   const { subscriberId, prospectId } = message;
   const own = (body: string | null) =>
     message.kind === 'confirmation'
       ? withConfirmationLink(body, message.id)
-      : message.kind === 'broadcast' && subscriberId !== null
+      : (message.kind === 'broadcast' || message.kind === 'series') && subscriberId !== null
         ? withUnsubscribeUrl(body, subscriberId)
         : message.kind === 'sequence' && prospectId !== null
           ? withProspectUnsubscribeUrl(body, prospectId)
