@@ -44,7 +44,7 @@ export const ADMIN_OPERATIONS: AdminOperation[] = [
 
   { method: 'post', path: '/lists', summary: 'Create a list', body: schemas.listInput, answer: created('list') },
   { method: 'get', path: '/lists', summary: "An account's lists", query: schemas.accountQuery, answer: ok('lists') },
-  { method: 'get', path: '/lists/{id}', summary: 'A list, with its hosted form', answer: ok('list') },
+  { method: 'get', path: '/lists/{id}', summary: 'A list, with its hosted form and its welcome series (per step: waiting, sent, ended)', answer: ok('list') },
   { method: 'patch', path: '/lists/{id}', summary: 'Change a list (never its key)', body: schemas.listChanges, answer: ok('list') },
   { method: 'get', path: '/lists/{id}/subscribers', summary: "A list's subscribers in keyset pages", query: schemas.subscribersQuery, answer: ok('subscribers') },
   { method: 'get', path: '/lists/{id}/subscribers.csv', summary: "A list's subscribers as CSV (only status filters)", query: schemas.subscribersQuery, answer: ok(), csv: true },

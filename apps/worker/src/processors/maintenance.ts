@@ -8,6 +8,7 @@ import { deleteExpiredIdempotency } from '../../../core/src/idempotency';
 import { queueDueLinkChecks } from '../../../core/src/links/schedule';
 import { dropOldContent, dropOldRecords } from '../../../core/src/retention';
 import { requeueImports } from '../../../core/src/imports';
+import { runDueSeries } from '../../../core/src/lifecycle/series';
 
 /** Housekeeping, dispatched by task. Each task is idempotent: running it twice or on two workers is harmless. */
 export const maintenanceTasks: Record<JobPayloads['maintenance']['task'], () => Promise<unknown>> = {
@@ -25,6 +26,8 @@ export const maintenanceTasks: Record<JobPayloads['maintenance']['task'], () => 
   retention: async () => ({ content: await dropOldContent(db()), records: await dropOldRecords(db()) }),
   // queue the imports whose job is gone (Redis lost it, or it was never queued); a live job is left alone
   imports: () => requeueImports(db()),
+  // write the lists' welcome-series steps that are due (claimed from series_runs, Postgres's truth)
+  series: () => runDueSeries(db()),
 };
 
 /** How often each task runs (apps/core/src/housekeeping/index.ts: a timer in each worker, one at a time by advisory lock). */
@@ -35,6 +38,7 @@ export const MAINTENANCE_EVERY_MS: Record<JobPayloads['maintenance']['task'], nu
   links: 5_000,
   retention: 3_600_000,
   imports: 10_000,
+  series: 5_000,
 };
 
 export async function processMaintenance(job: Job<JobPayloads['maintenance']>): Promise<unknown> {
