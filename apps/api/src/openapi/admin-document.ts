@@ -1,7 +1,7 @@
 import type Joi from 'joi';
 import * as schemas from '../../../core/src/admin-schemas';
 import { statsQuery } from '../../../core/src/analytics/stats';
-import { broadcastChanges, broadcastInput, broadcastsQuery } from '../../../core/src/broadcasts/schema';
+import { audienceQuery, broadcastChanges, broadcastInput, broadcastsQuery } from '../../../core/src/broadcasts/schema';
 import { deliveriesQuery, webhookChanges, webhookInput, webhooksQuery } from '../../../core/src/webhooks/schemas';
 import { operationId, queryParameters, toJsonSchema, type JsonSchema } from './document';
 
@@ -73,6 +73,7 @@ export const ADMIN_OPERATIONS: AdminOperation[] = [
 
   { method: 'post', path: '/broadcasts', summary: 'Create a broadcast, in draft', body: broadcastInput, answer: created('broadcast') },
   { method: 'get', path: '/broadcasts', summary: 'Broadcasts, newest first', query: broadcastsQuery, answer: ok('broadcasts') },
+  { method: 'post', path: '/broadcasts/audience', summary: "How many of a list an audience takes now (the snapshot's own rule)", body: audienceQuery, answer: ok('count') },
   { method: 'get', path: '/broadcasts/{id}', summary: 'A broadcast', answer: ok('broadcast') },
   { method: 'patch', path: '/broadcasts/{id}', summary: 'Send, pause, cancel or change a broadcast', body: broadcastChanges, answer: ok('broadcast') },
   { method: 'get', path: '/broadcasts/{id}/links', summary: "Clicks per link of a broadcast", answer: ok('links') },
