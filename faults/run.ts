@@ -16,6 +16,7 @@ import path from 'node:path';
 import { Client } from 'pg';
 import { serversLeftRunning, topologyScenarios } from './topologies';
 import { webhookScenarios } from './webhooks';
+import { lifecycleScenarios } from './lifecycle';
 
 const ROOT = path.resolve(__dirname, '..');
 const SENDS = Number(process.env.FAULTS_SENDS ?? 2000);
@@ -902,7 +903,7 @@ async function webhookReceiver() {
 const kit = {
   tmp, asRoot, pgPort: () => ownServers!.pg.port, freePort, until, sleep, log, load, accepted, drained, delivery, deliveredCount, summarizeAnswers, sends: SENDS, logsDir: LOGS,
 };
-Object.assign(scenarios, topologyScenarios(kit), webhookScenarios(kit));
+Object.assign(scenarios, topologyScenarios(kit), webhookScenarios(kit), lifecycleScenarios(kit));
 
 /**
  * The dependency outages each scenario makes its services see (Postgres or Redis going and coming back); the others
@@ -917,6 +918,7 @@ const OUTAGES: Record<string, number> = {
   'postgres-longer-than-lease': 1,
   'idempotency-through-faults': 1,
   'sentinel-failover': 1,
+  'series-redis-lost': 1,
 };
 
 /**

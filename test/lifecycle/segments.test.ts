@@ -28,7 +28,7 @@ it('a broadcast to "country=DE and did not click broadcast N" reaches exactly th
   const eva = await addSubscriber(t.listId, who('eva'), { fields: { country: 'DE' } });
   await addSubscriber(t.listId, who('fay'), { fields: { country: 'DE' } });
   const first = await sendBroadcast(t.list.key, { subject: `Issue 1 of ${t.listId}`, html: '<p><a href="https://example.org/read">read</a></p>' });
-  // after issue 1: Ann clicked; Eva's only click was a link scanner's (not a person's); Dan came later; Fay left
+  // after the first broadcast: Ann clicked; Eva's only click was a link scanner's (not a person's); Dan came later; Fay left
   const copy = (subscriberId: number) => db().message.findFirstOrThrow({ where: { broadcastId: first, subscriberId } });
   await db().linkClick.create({ data: { messageId: (await copy(ann.id)).id, accountId: t.account.id, broadcastId: first, url: 'https://example.org/read' } });
   await db().linkClick.create({ data: { messageId: (await copy(eva.id)).id, accountId: t.account.id, broadcastId: first, url: 'https://example.org/read', scanner: true } });
