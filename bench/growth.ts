@@ -12,7 +12,9 @@
  *   and p99 of sequential requests, ms).
  * Each figure's ratio is grown / empty for throughputs and empty / grown for latencies: higher is always better, 1 is
  * "as fast as on empty tables". Then a broadcast to the GROWTH_SUBSCRIBERS list: the audience snapshot's time, copies
- * per second over the first BROADCAST_MEASURED, the worker's peak RSS; the broadcast is cancelled after that.
+ * per second over the first BROADCAST_MEASURED, the worker's peak RSS; the broadcast is cancelled after that. Then the
+ * dry run of a segment of that list (POST /admin/api/broadcasts/audience): "country is DE and did not click that
+ * broadcast", and "country is DE" alone (each the best of DRY_RUNS, seconds; target within 2 s).
  *
  * BENCH_KEEP_GROWTH=1 keeps the grown database (ms_bench_growth_kept) between runs and reuses it when it is there, so a
  * developer can iterate without refilling (the broadcast and the measured rows it adds are removed again).
@@ -28,6 +30,9 @@ const LOAD_SECONDS = Number(process.env.BENCH_GROWTH_SECONDS ?? 5);
 const DELIVERY_SENDS = 3_000;
 const BROADCAST_MEASURED = Math.min(100_000, GROWTH_SUBSCRIBERS);
 const LOOKUPS = 1_000;
+const DRY_RUNS = 3;
+/** the grown subscribers' `country` field, in turns */
+const COUNTRIES = ['DE', 'FR', 'US', 'GB', 'NL'];
 export const KEPT_DATABASE = 'ms_bench_growth_kept';
 
 export interface GrowthFigure {
@@ -42,6 +47,8 @@ export interface GrowthFigures {
   rows: { messages: number; subscribers: number; prospects: number; fillSeconds: number; reused: boolean };
   phases: GrowthFigure[];
   broadcast: { subscribers: number; snapshotSeconds: number; perSecond: number; workerPeakRssMb: number };
+  /** the dry run of a segment of the grown list: seconds (best of DRY_RUNS) and the count it answered */
+  segment: { notClickedSeconds: number; notClickedCount: number; fieldSeconds: number; fieldCount: number };
 }
 
 export interface GrowthOptions {
@@ -292,9 +299,10 @@ async function fill(databaseUrl: string, tenant: { account: number; mailbox: num
       (async () => {
         await pgs[0]!.query(
           `INSERT INTO subscribers (list_id, email, name, status, confirmed_at, fields)
-           SELECT l.id, 'reader' || n || '@example.com', 'Reader ' || n, 'active', now(), jsonb_build_object('n', n)
+           SELECT l.id, 'reader' || n || '@example.com', 'Reader ' || n, 'active', now(),
+                  jsonb_build_object('n', n, 'country', ($3::text[])[1 + n % array_length($3::text[], 1)])
            FROM lists l, generate_series(1, $2::int) AS n WHERE l.key = $1`,
-          [names.list, GROWTH_SUBSCRIBERS],
+          [names.list, GROWTH_SUBSCRIBERS, COUNTRIES],
         );
         await pgs[0]!.query('UPDATE lists SET subscriber_count = $2 WHERE key = $1', [names.list, GROWTH_SUBSCRIBERS]);
       })(),
@@ -374,6 +382,10 @@ export async function growthPhase(o: GrowthOptions): Promise<GrowthFigures> {
   const workerPeakRssMb = o.peakRssMb(worker);
   await o.admin(`/broadcasts/${broadcast.id}`, { status: 'cancelled' }, 'PATCH').catch(() => undefined);
   await o.stop(worker);
+  // 4. the dry run of a segment of the grown list, with the copies of that broadcast as its engagement
+  if (reused) await countriesOf(grownEnv.DATABASE_URL!, names.list);
+  const notClicked = await dryRun(o, names.list, { fields: { country: 'DE' }, engaged: { not_clicked: broadcast.id } });
+  const field = await dryRun(o, names.list, { fields: { country: 'DE' } });
   await o.stop(api);
   if (keep) await forgetMeasured(grownEnv.DATABASE_URL!, broadcast.id);
 
@@ -394,7 +406,44 @@ export async function growthPhase(o: GrowthOptions): Promise<GrowthFigures> {
       latency('message search by recipient p99 (ms)', 'messageSearchP99'),
     ],
     broadcast: { subscribers: GROWTH_SUBSCRIBERS, snapshotSeconds, perSecond, workerPeakRssMb },
+    segment: { notClickedSeconds: notClicked.seconds, notClickedCount: notClicked.count, fieldSeconds: field.seconds, fieldCount: field.count },
   };
+}
+
+/** POST /admin/api/broadcasts/audience DRY_RUNS times: the best time (s) and the count it answered. */
+async function dryRun(o: GrowthOptions, list: string, audience: object): Promise<{ seconds: number; count: number }> {
+  let best = Infinity;
+  let count = 0;
+  for (let i = 0; i < DRY_RUNS; i++) {
+    const started = performance.now();
+    const res = await fetch(`http://127.0.0.1:${o.apiPort}/admin/api/broadcasts/audience`, {
+      method: 'POST',
+      headers: { Authorization: `Bearer ${o.adminToken}`, 'Content-Type': 'application/json' },
+      body: JSON.stringify({ list, audience }),
+    });
+    if (res.status !== 200) throw new Error(`bench: the dry run answered ${res.status}: ${await res.text()}`);
+    count = ((await res.json()) as { count: number }).count;
+    best = Math.min(best, performance.now() - started);
+  }
+  return { seconds: +(best / 1000).toFixed(2), count };
+}
+
+/** A kept database of a fill before subscribers had a `country`: gives them one (as fill does). */
+async function countriesOf(databaseUrl: string, list: string): Promise<void> {
+  const pg = new Client({ connectionString: databaseUrl });
+  await pg.connect();
+  try {
+    const { rows } = await pg.query(`SELECT 1 FROM subscribers s JOIN lists l ON l.id = s.list_id WHERE l.key = $1 AND s.fields ? 'country' LIMIT 1`, [list]);
+    if (rows.length) return;
+    await pg.query(
+      `UPDATE subscribers s SET fields = s.fields || jsonb_build_object('country', ($2::text[])[1 + (s.fields->>'n')::int % array_length($2::text[], 1)])
+       FROM lists l WHERE l.id = s.list_id AND l.key = $1`,
+      [list, COUNTRIES],
+    );
+    await pg.query('VACUUM ANALYZE subscribers');
+  } finally {
+    await pg.end();
+  }
 }
 
 async function dropDatabase(databaseUrl: string): Promise<void> {

@@ -766,6 +766,11 @@ function print(r: Record<string, any>): void {
       `snapshot ${g.broadcast.snapshotSeconds} s, ${g.broadcast.perSecond} copies/s over the first 100,000, worker peak RSS ${g.broadcast.workerPeakRssMb} MB`,
       'target: worker under 250 MB',
     ]);
+    rows.push([
+      `growth: segment dry run on ${g.broadcast.subscribers.toLocaleString('en')} subscribers`,
+      `country=DE and not clicked: ${g.segment.notClickedSeconds} s (${g.segment.notClickedCount}); country=DE: ${g.segment.fieldSeconds} s (${g.segment.fieldCount})`,
+      'target: within 2 s',
+    ]);
   }
   if (r.scheduler) {
     const c = r.scheduler;

@@ -17,6 +17,7 @@ import { Client } from 'pg';
 import { serversLeftRunning, topologyScenarios } from './topologies';
 import { webhookScenarios } from './webhooks';
 import { smtpScenarios } from './smtp';
+import { lifecycleScenarios } from './lifecycle';
 
 const ROOT = path.resolve(__dirname, '..');
 const SENDS = Number(process.env.FAULTS_SENDS ?? 2000);
@@ -904,7 +905,7 @@ async function webhookReceiver() {
 const kit = {
   tmp, asRoot, pgPort: () => ownServers!.pg.port, freePort, until, sleep, log, load, accepted, drained, delivery, deliveredCount, summarizeAnswers, sends: SENDS, logsDir: LOGS,
 };
-Object.assign(scenarios, topologyScenarios(kit), webhookScenarios(kit));
+Object.assign(scenarios, topologyScenarios(kit), webhookScenarios(kit), lifecycleScenarios(kit));
 // SMTP submission: Postgres away under submitting clients, the SMTP process killed mid-DATA (faults/smtp.ts)
 Object.assign(scenarios, smtpScenarios({ ...kit, startNode, stopService }));
 
@@ -922,6 +923,7 @@ const OUTAGES: Record<string, number> = {
   'idempotency-through-faults': 1,
   'sentinel-failover': 1,
   'smtp-postgres-down': 1,
+  'series-redis-lost': 1,
 };
 
 /**

@@ -28,7 +28,7 @@ afterAll(async () => {
 });
 
 it('productionGuards() watches every guarded kind', () => {
-  expect(Object.keys(productionGuards()).sort()).toEqual(['confirmation', 'sequence']);
+  expect(Object.keys(productionGuards()).sort()).toEqual(['confirmation', 'sequence', 'series']);
 });
 
 it("every queue's worker looks for a dead worker's jobs every 5 s, so they run again about when its leases run out", async () => {

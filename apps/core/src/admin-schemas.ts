@@ -3,6 +3,7 @@ import { dbId, email, Joi } from './validate';
 import { CAMPAIGN_STATUSES, GOALS } from './outreach/campaigns';
 import { isTimeZone, minuteOfDay } from './outreach/windows';
 import { IMPORT_STATUSES } from './imports/parse';
+import { seriesSteps } from './lifecycle/schema';
 
 /**
  * Inputs of the admin API (docs/api.md), shared by the HTTP routes, the console and the CLI, and written into the admin
@@ -70,7 +71,7 @@ export const keyInput = Joi.object({
   prospects: Joi.boolean().default(false),
 });
 
-export const listChanges = Joi.object({ name: name(), confirm: Joi.boolean(), mailbox: id() }).min(1).messages({ 'object.min': 'nothing to change' });
+export const listChanges = Joi.object({ name: name(), confirm: Joi.boolean(), mailbox: id(), steps: seriesSteps }).min(1).messages({ 'object.min': 'nothing to change' });
 
 export const subscribersQuery = Joi.object({
   status: Joi.string().valid('pending', 'active', 'unsubscribed', 'bounced', 'complained'),
@@ -87,6 +88,8 @@ export const listInput = Joi.object({
   name: name().required(),
   confirm: Joi.boolean().required(),
   mailbox: id().required(),
+  /** the list's welcome series (docs/lists.md) */
+  steps: seriesSteps,
 });
 
 const step = Joi.object({

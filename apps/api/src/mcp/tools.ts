@@ -9,6 +9,8 @@ import type { Db } from '../../../core/src/db';
 import { LOST_REASONS, OUTCOME_STATES } from '../../../core/src/outreach/outcomes';
 import { acceptSend, findSend, MAX_WAIT_SECONDS } from '../../../core/src/sending/accept';
 import { parseIdempotencyKey } from '../../../core/src/idempotency';
+import { cancelSend, rescheduleSend } from '../../../core/src/sending/cancel';
+import { parseReschedule } from '../../../core/src/sending/schema';
 import { refusalOf, type Refusal } from '../middleware/errors';
 import type { ApiState } from '../state';
 
@@ -158,6 +160,33 @@ export function mcpServer(db: Db, state: ApiState, key: ApiKey, request: McpRequ
       inputSchema: { id: z.string().describe('the send id that send_email answered') },
     },
     ({ id }) => answer(async () => (await findSend(db, key.accountId, String(id))) as unknown as Answer),
+  );
+
+  tool(
+    server,
+    'cancel_send',
+    {
+      title: 'Cancel a send',
+      description:
+        'Withdraws a send (POST /api/v1/send/:id/cancel): every copy not yet on its way becomes cancelled and is never sent. Refused (409) once a copy is being sent or was sent.',
+      inputSchema: { id: z.string().describe('the send id that send_email answered') },
+    },
+    ({ id }) => answer(async () => ({ ok: true, send: await cancelSend(db, key.accountId, String(id)) }) as unknown as Answer),
+  );
+
+  tool(
+    server,
+    'reschedule_send',
+    {
+      title: 'Move a send to another time',
+      description:
+        'Moves a scheduled send (PATCH /api/v1/send/:id) while all its copies are still queued: they go out at send_at instead. Refused (409) once a copy was tried.',
+      inputSchema: {
+        id: z.string().describe('the send id that send_email answered'),
+        send_at: z.string().nullable().describe('the new ISO 8601 time, up to 30 days ahead; null or a time past sends now'),
+      },
+    },
+    ({ id, send_at }) => answer(async () => ({ ok: true, send: await rescheduleSend(db, key.accountId, String(id), parseReschedule({ send_at })) }) as unknown as Answer),
   );
 
   tool(

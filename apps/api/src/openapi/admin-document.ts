@@ -1,7 +1,7 @@
 import type Joi from 'joi';
 import * as schemas from '../../../core/src/admin-schemas';
 import { statsQuery } from '../../../core/src/analytics/stats';
-import { broadcastChanges, broadcastInput, broadcastsQuery } from '../../../core/src/broadcasts/schema';
+import { audienceQuery, broadcastChanges, broadcastInput, broadcastsQuery } from '../../../core/src/broadcasts/schema';
 import { deliveriesQuery, webhookChanges, webhookInput, webhooksQuery } from '../../../core/src/webhooks/schemas';
 import { previewInput, restoreInput, templateChanges, templateInput, templatesQuery, testSendInput } from '../../../core/src/templates/schema';
 import { domainInput, domainsQuery } from '../../../core/src/domains/schemas';
@@ -46,7 +46,7 @@ export const ADMIN_OPERATIONS: AdminOperation[] = [
 
   { method: 'post', path: '/lists', summary: 'Create a list', body: schemas.listInput, answer: created('list') },
   { method: 'get', path: '/lists', summary: "An account's lists", query: schemas.accountQuery, answer: ok('lists') },
-  { method: 'get', path: '/lists/{id}', summary: 'A list, with its hosted form', answer: ok('list') },
+  { method: 'get', path: '/lists/{id}', summary: 'A list, with its hosted form and its welcome series (per step: waiting, sent, ended)', answer: ok('list') },
   { method: 'patch', path: '/lists/{id}', summary: 'Change a list (never its key)', body: schemas.listChanges, answer: ok('list') },
   { method: 'get', path: '/lists/{id}/subscribers', summary: "A list's subscribers in keyset pages", query: schemas.subscribersQuery, answer: ok('subscribers') },
   { method: 'get', path: '/lists/{id}/subscribers.csv', summary: "A list's subscribers as CSV (only status filters)", query: schemas.subscribersQuery, answer: ok(), csv: true },
@@ -75,6 +75,7 @@ export const ADMIN_OPERATIONS: AdminOperation[] = [
 
   { method: 'post', path: '/broadcasts', summary: 'Create a broadcast, in draft', body: broadcastInput, answer: created('broadcast') },
   { method: 'get', path: '/broadcasts', summary: 'Broadcasts, newest first', query: broadcastsQuery, answer: ok('broadcasts') },
+  { method: 'post', path: '/broadcasts/audience', summary: "How many of a list an audience takes now (the snapshot's own rule)", body: audienceQuery, answer: ok('count') },
   { method: 'get', path: '/broadcasts/{id}', summary: 'A broadcast', answer: ok('broadcast') },
   { method: 'patch', path: '/broadcasts/{id}', summary: 'Send, pause, cancel or change a broadcast', body: broadcastChanges, answer: ok('broadcast') },
   { method: 'get', path: '/broadcasts/{id}/links', summary: "Clicks per link of a broadcast", answer: ok('links') },

@@ -24,16 +24,16 @@ export const bounceAnswer = Joi.object({
   dead: Joi.boolean().required().description('the address is dead: suppressed at once'),
 }).label('Bounce');
 
-export const sendAnswer = Joi.object({
-  ok: Joi.valid(true).required(),
+const sendFields = {
   id: Joi.string().required(),
-  status: Joi.string().required().description('the send as a whole: the least advanced status of its messages'),
+  status: Joi.string().required().description('the send as a whole: the least advanced status of its messages (cancelled when all were withdrawn)'),
   messages: Joi.array()
     .items(
       Joi.object({
         id: Joi.string().required(),
         to: Joi.string().required(),
         status: Joi.string().valid(...MESSAGE_STATUSES).required(),
+        message_id: Joi.string().description('GET only: the Message-ID header the copy goes out with, `<id@domain>`'),
         bounce: bounceAnswer.description('GET only, when a bounce came: what it said (docs/inbound.md)'),
       }),
     )
@@ -41,7 +41,13 @@ export const sendAnswer = Joi.object({
   skipped: Joi.array()
     .items(Joi.object({ to: Joi.string().required(), reason: Joi.string().valid('bounced', 'complained', 'stopped').required() }))
     .required(),
-}).label('SendAnswer');
+  send_at: Joi.string().isoDate().allow(null).description('GET only: when the send goes out; null: as soon as it can'),
+};
+
+export const sendAnswer = Joi.object({ ok: Joi.valid(true).required(), ...sendFields }).label('SendAnswer');
+
+/** The answer of a cancel or a reschedule: the send as GET shows it. */
+export const sendChangeAnswer = Joi.object({ ok: Joi.valid(true).required(), send: Joi.object(sendFields).required() }).label('SendChangeAnswer');
 
 export const listsAnswer = Joi.object({
   ok: Joi.valid(true).required(),

@@ -2,7 +2,7 @@ import parse from 'joi-to-json';
 import type Joi from 'joi';
 import { addProspectsInput, outcomeInput, prospectQuery } from '../../../core/src/outreach/schemas';
 import { MAX_WAIT_SECONDS } from '../../../core/src/sending/accept';
-import { sendSchema } from '../../../core/src/sending/schema';
+import { rescheduleSchema, sendSchema } from '../../../core/src/sending/schema';
 import { DOCUMENTED, JSON_VALUE, NO_NUL } from '../../../core/src/validate';
 import { subscriberInput, unsubscribeInput } from '../../../core/src/subscribers/schema';
 import * as answers from './answers';
@@ -12,7 +12,7 @@ export type JsonSchema = Record<string, unknown>;
 
 /** One operation of the public API: the joi schemas that validate its request and describe each of its answers. */
 interface Operation {
-  method: 'get' | 'post' | 'delete';
+  method: 'get' | 'post' | 'patch' | 'delete';
   path: string;
   summary: string;
   body?: Joi.Schema;
@@ -49,6 +49,14 @@ export const OPERATIONS: Operation[] = [
     },
   },
   { method: 'get', path: '/send/{id}', summary: 'A send and its messages', answers: { 200: answers.sendAnswer, 404: R } },
+  {
+    method: 'patch', path: '/send/{id}', summary: 'Move a send to another time while all its messages are queued', body: rescheduleSchema,
+    answers: { 200: answers.sendChangeAnswer, ...WITH_BODY, 404: R, 409: R },
+  },
+  {
+    method: 'post', path: '/send/{id}/cancel', summary: 'Cancel a send whose messages are not yet on their way',
+    answers: { 200: answers.sendChangeAnswer, 404: R, 409: R },
+  },
   { method: 'get', path: '/lists', summary: "The key's account's lists", answers: { 200: answers.listsAnswer } },
   { method: 'get', path: '/templates', summary: "The key's account's templates and layouts", query: keyTemplatesQuery, answers: { 200: answers.templatesAnswer } },
   {

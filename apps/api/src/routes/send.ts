@@ -7,6 +7,8 @@ import { acceptSend, findSend, MAX_WAIT_SECONDS, type SendAnswer, type Sending }
 import { parseIdempotencyKey } from '../../../core/src/idempotency';
 import { methodNotAllowed, setHeaders } from '../middleware/errors';
 import { dailyQuota, rateLimitHeaders } from '../../../core/src/sending/quota';
+import { cancelSend, rescheduleSend } from '../../../core/src/sending/cancel';
+import { parseReschedule } from '../../../core/src/sending/schema';
 
 /** `Prefer: wait=N` (RFC 7240): how long the caller will wait for the copies to be delivered; 0 when not asked. */
 function preferredWait(header: string | undefined): number {
@@ -36,7 +38,7 @@ export async function postSend(db: Db, sending: Sending, res: ServerResponse, ke
   return { status: result.status, body: result.body };
 }
 
-/** docs/api.md: POST /send, GET /send/:id. */
+/** docs/api.md: POST /send, GET /send/:id, PATCH /send/:id (reschedule), POST /send/:id/cancel. */
 export function sendRoutes(router: Router, db: Db, sending: Sending): void {
   router
     .route('/send')
@@ -50,6 +52,17 @@ export function sendRoutes(router: Router, db: Db, sending: Sending): void {
     .route('/send/:id')
     .get(async (req, res) => {
       res.json(await findSend(db, res.locals.key.accountId, req.params.id));
+    })
+    .patch(async (req, res) => {
+      const sendAt = parseReschedule(req.body);
+      res.json({ ok: true, send: await rescheduleSend(db, res.locals.key.accountId, req.params.id, sendAt) });
+    })
+    .all(methodNotAllowed);
+
+  router
+    .route('/send/:id/cancel')
+    .post(async (req, res) => {
+      res.json({ ok: true, send: await cancelSend(db, res.locals.key.accountId, req.params.id) });
     })
     .all(methodNotAllowed);
 }

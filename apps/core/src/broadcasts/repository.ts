@@ -1,5 +1,6 @@
 import { rawQuery, type Db, type Prisma, type Tx } from '../db';
 import { stopListed } from '../stop-list/repository';
+import type { FieldValue } from '../subscribers/schema';
 
 /**
  * The broadcasts' SQL, and nothing else writes it: the broadcast rows, their audience snapshot (broadcast_recipients)
@@ -30,19 +31,98 @@ export async function broadcastStatus(db: Db, id: number): Promise<string | null
   return row?.status ?? null;
 }
 
-/** Inserts the audience snapshot into broadcast_recipients: the list's eligible subscribers having every tag. Answers how many. */
-export async function snapshotAudience(tx: Tx, id: number, listId: number, tags: string[]): Promise<number> {
+/** Who of a list a broadcast goes to (broadcasts/segment.ts checks it; audienceCondition below is its one SQL form). */
+export interface AudienceRule {
+  tags: string[];
+  fields?: Record<string, FieldValue | { in: FieldValue[] }>;
+  engaged?: { opened?: number; clicked?: number; not_opened?: number; not_clicked?: number };
+  subscribedAfter?: Date | null;
+  subscribedBefore?: Date | null;
+}
+
+/**
+ * The ONE rule of a broadcast's audience, as the condition on `s` (subscribers) joined to `l` (lists): the snapshot
+ * (snapshotAudience) and the dry run (countAudience) both use it, so the count is what the snapshot takes. Eligible,
+ * every tag, each field equal to its value (or to one of `in`, compared as JSON: "1" is not 1), added to the list
+ * within the dates, and engagement with an earlier broadcast: opened (a copy's open recorded), clicked (a click that
+ * was not a scanner's), not_opened / not_clicked (a copy of it was sent to them, and no such record). Each
+ * engagement is a set of subscriber ids read through the broadcast's own rows, so the cost follows that broadcast,
+ * not the list. `param` adds a value and answers its placeholder.
+ */
+function audienceCondition(rule: AudienceRule, param: (value: unknown) => string): string {
+  const parts = [`s.tags @> ${param(rule.tags)}::text[]`, ELIGIBLE];
+  for (const [name, wanted] of Object.entries(rule.fields ?? {})) {
+    const values = typeof wanted === 'object' && wanted !== null ? wanted.in : [wanted];
+    parts.push(`(s.fields -> ${param(name)}::text) = ANY(${param(values.map((v) => JSON.stringify(v)))}::jsonb[])`);
+  }
+  if (rule.subscribedAfter) parts.push(`s.created_at >= ${param(rule.subscribedAfter)}::timestamptz`);
+  if (rule.subscribedBefore) parts.push(`s.created_at < ${param(rule.subscribedBefore)}::timestamptz`);
+  const engaged = rule.engaged ?? {};
+  const sent = (b: number) => `SELECT m.subscriber_id FROM messages m WHERE m.broadcast_id = ${param(b)}::int AND m.status = 'sent'`;
+  const opened = 'EXISTS (SELECT 1 FROM message_opens o WHERE o.message_id = m.id)';
+  const clicked = 'EXISTS (SELECT 1 FROM link_clicks c WHERE c.message_id = m.id AND NOT c.scanner)';
+  if (engaged.opened) parts.push(`s.id IN (${sent(engaged.opened)} AND ${opened})`);
+  if (engaged.clicked) parts.push(`s.id IN (${sent(engaged.clicked)} AND ${clicked})`);
+  if (engaged.not_opened) parts.push(`s.id IN (${sent(engaged.not_opened)} AND NOT ${opened})`);
+  if (engaged.not_clicked) parts.push(`s.id IN (${sent(engaged.not_clicked)} AND NOT ${clicked})`);
+  return parts.join('\n  AND ');
+}
+
+/** `values` as the statement's parameters from `$<first>` on, and the function audienceCondition adds them with. */
+function parameters(values: unknown[]): (value: unknown) => string {
+  return (value) => `$${values.push(value)}`;
+}
+
+/** Inserts the audience snapshot into broadcast_recipients: the list's subscribers the rule takes (audienceCondition). Answers how many. */
+export async function snapshotAudience(tx: Tx, id: number, listId: number, rule: AudienceRule): Promise<number> {
+  const values: unknown[] = [id, listId];
+  const condition = audienceCondition(rule, parameters(values));
   const inserted = await rawQuery<{ n: number }>(
     tx,
     `WITH snap AS (
              INSERT INTO broadcast_recipients (broadcast_id, subscriber_id)
              SELECT $1, s.id FROM subscribers s JOIN lists l ON l.id = s.list_id
-             WHERE s.list_id = $2 AND s.tags @> $3::text[] AND ${ELIGIBLE}
+             WHERE s.list_id = $2 AND ${condition}
              ON CONFLICT DO NOTHING RETURNING 1)
            SELECT count(*)::int AS n FROM snap`,
-    [id, listId, tags],
+    values,
   );
   return inserted[0]!.n;
+}
+
+/** Counts the list's subscribers the rule takes now: the dry run of snapshotAudience, with the same condition. */
+export async function countAudience(db: Tx, listId: number, rule: AudienceRule): Promise<number> {
+  const values: unknown[] = [listId];
+  const condition = audienceCondition(rule, parameters(values));
+  const [row] = await rawQuery<{ n: number }>(
+    db,
+    `SELECT count(*)::int AS n FROM subscribers s JOIN lists l ON l.id = s.list_id WHERE s.list_id = $1 AND ${condition}`,
+    values,
+  );
+  return row!.n;
+}
+
+/** Reads which of the field names no subscriber of the list has (a segment naming one is a mistake). */
+export async function unknownFields(db: Tx, listId: number, names: string[]): Promise<string[]> {
+  if (!names.length) return [];
+  const rows = await rawQuery<{ name: string }>(
+    db,
+    `SELECT f.name FROM unnest($2::text[]) AS f(name)
+     WHERE NOT EXISTS (SELECT 1 FROM subscribers s WHERE s.list_id = $1 AND s.fields ? f.name)`,
+    [listId, names],
+  );
+  return rows.map((r) => r.name);
+}
+
+/** Reads which of the broadcast ids are not broadcasts of the account. */
+export async function foreignBroadcasts(db: Tx, accountId: number, ids: number[]): Promise<number[]> {
+  if (!ids.length) return [];
+  const rows = await rawQuery<{ id: number }>(
+    db,
+    `SELECT b.id FROM unnest($2::int[]) AS b(id) WHERE NOT EXISTS (SELECT 1 FROM broadcasts o WHERE o.id = b.id AND o.account_id = $1)`,
+    [accountId, ids],
+  );
+  return rows.map((r) => r.id);
 }
 
 export interface PageRow {
@@ -143,12 +223,12 @@ export async function deleteUnclaimedCopies(tx: Tx, id: number): Promise<void> {
   await rawQuery(tx, `DELETE FROM messages WHERE broadcast_id = $1 AND status IN ('queued', 'deferred')`, [id]);
 }
 
-/** Cancels the person's broadcast copies not yet claimed by a worker (queued or deferred): they left the list. */
+/** Cancels the person's broadcast copies and series steps not yet claimed by a worker (queued or deferred): they left the list. */
 export async function cancelUnclaimedCopiesOf(db: Db, subscriberId: number): Promise<void> {
   await rawQuery(
     db,
     `UPDATE messages SET status = 'cancelled', last_error = 'the person unsubscribed', updated_at = now()
-     WHERE subscriber_id = $1 AND kind = 'broadcast' AND status IN ('queued', 'deferred')`,
+     WHERE subscriber_id = $1 AND kind IN ('broadcast', 'series') AND status IN ('queued', 'deferred')`,
     [subscriberId],
   );
 }

@@ -9,6 +9,7 @@ import { logger } from '../logger';
 import { listId, renderCopy } from './copy';
 import { storedSource } from '../templates/service';
 import { progressOf } from './service';
+import { ruleOf } from './segment';
 import { audiencePage, broadcastStatus, insertCopies, lockBroadcast, lockBroadcastStatus, queuedCopiesAfter, snapshotAudience, waitingCount } from './repository';
 
 /** Subscribers read, rendered and written per statement. */
@@ -28,7 +29,7 @@ type Loaded = Broadcast & { list: List & { mailbox: Mailbox } };
 
 /**
  * Starts the broadcast when it is due: a scheduled one turns `sending` at send_at; the first run of a sending one
- * takes the audience snapshot (the list's eligible subscribers having every tag) into broadcast_recipients.
+ * takes the audience snapshot (the list's eligible subscribers its tags and segment take: segment.ts) into broadcast_recipients.
  * Answers the broadcast when it is sending, send_at when that is still ahead, null when there is nothing to do
  * (paused, cancelled, sent).
  */
@@ -43,7 +44,7 @@ async function start(db: Db, id: number): Promise<Loaded | Date | null> {
       }
       if (b.status !== 'sending') return null;
       if (!b.startedAt) {
-        const audience = await snapshotAudience(tx, id, b.listId, b.tags);
+        const audience = await snapshotAudience(tx, id, b.listId, ruleOf(b));
         b = await tx.broadcast.update({
           where: { id },
           data: { audience, startedAt: new Date() },

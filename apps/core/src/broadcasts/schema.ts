@@ -1,7 +1,42 @@
 import { Joi } from '../validate';
 import { templateRef } from '../templates/schema';
+import { FIELD_NAME_MAX, FIELD_VALUE_MAX, FIELDS_MAX, type FieldValue } from '../subscribers/schema';
 
 const tag = Joi.string().trim().min(1).max(100);
+const fieldValue = Joi.alternatives().try(Joi.string().max(FIELD_VALUE_MAX), Joi.number(), Joi.boolean());
+const broadcastRef = Joi.number().integer().min(1).max(2_147_483_647);
+
+/** Engagement with an earlier broadcast of the account: opened or clicked it, or got it and did not. */
+export interface Engagement {
+  opened?: number;
+  clicked?: number;
+  not_opened?: number;
+  not_clicked?: number;
+}
+
+/**
+ * Who of the list a broadcast goes to (docs/broadcasts.md): every condition given must hold, on top of being active
+ * and neither suppressed nor stop-listed.
+ */
+export interface AudienceInput {
+  tags?: string[];
+  /** a field's value, or one of several (`{in: [...]}`) */
+  fields?: Record<string, FieldValue | { in: FieldValue[] }>;
+  engaged?: Engagement;
+  /** added to the list at or after / before this time */
+  subscribed_after?: Date;
+  subscribed_before?: Date;
+}
+
+export const audience = Joi.object<AudienceInput>({
+  tags: Joi.array().items(tag).max(20).unique(),
+  fields: Joi.object()
+    .pattern(Joi.string().min(1).max(FIELD_NAME_MAX), Joi.alternatives().try(fieldValue, Joi.object({ in: Joi.array().items(fieldValue).min(1).max(100).required() })))
+    .max(FIELDS_MAX),
+  engaged: Joi.object({ opened: broadcastRef, clicked: broadcastRef, not_opened: broadcastRef, not_clicked: broadcastRef }).min(1),
+  subscribed_after: Joi.date().iso(),
+  subscribed_before: Joi.date().iso(),
+});
 const content = {
   subject: Joi.string().trim().min(1).max(998),
   html: Joi.string().max(1_000_000).allow(null),
@@ -13,6 +48,8 @@ const content = {
   track_opens: Joi.boolean(),
   /** a stored template (id or alias) rendered for each reader instead of subject, html and text (docs/templates.md) */
   template: templateRef().allow(null),
+  /** a segment of the list; null: the whole list (less `tags`) */
+  audience: audience.allow(null),
 };
 
 export interface BroadcastInput {
@@ -25,6 +62,7 @@ export interface BroadcastInput {
   send_at?: Date | null;
   track_clicks?: boolean;
   track_opens?: boolean;
+  audience?: AudienceInput | null;
 }
 
 /** POST /admin/api/broadcasts: html or text required, or a template. */
@@ -34,7 +72,14 @@ export const broadcastInput = Joi.object<BroadcastInput>({
   subject: content.subject.when('template', { is: Joi.exist().not(null), then: Joi.optional(), otherwise: Joi.required() }),
 })
   .or('html', 'text', 'template')
-  .messages({ 'object.missing': 'html or text is required (or a template)' });
+  .oxor('tags', 'audience')
+  .messages({ 'object.missing': 'html or text is required (or a template)', 'object.oxor': 'give tags at the top or in audience, not both' });
+
+/** POST /admin/api/broadcasts/audience: how many a broadcast to this audience of the list would reach now. */
+export const audienceQuery = Joi.object<{ list: string; audience?: AudienceInput }>({
+  list: Joi.string().trim().min(1).max(100).required(),
+  audience: audience.default({}),
+});
 
 export type BroadcastStatusChange = 'sending' | 'paused' | 'cancelled';
 
@@ -46,7 +91,10 @@ export interface BroadcastChanges extends Partial<Omit<BroadcastInput, 'list'>> 
 export const broadcastChanges = Joi.object<BroadcastChanges>({
   status: Joi.string().valid('sending', 'paused', 'cancelled'),
   ...content,
-}).min(1);
+})
+  .min(1)
+  .oxor('tags', 'audience')
+  .messages({ 'object.oxor': 'give tags at the top or in audience, not both' });
 
 export const broadcastsQuery = Joi.object<{ list?: string; limit: number }>({
   list: Joi.string().trim().min(1).max(100),

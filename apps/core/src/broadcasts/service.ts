@@ -1,12 +1,13 @@
 import { checkSources, templateIdOf } from '../templates/service';
 import type { Broadcast, List } from '../../../../generated/prisma/client';
-import type { Db, Tx } from '../db';
+import { Prisma, type Db, type Tx } from '../db';
 import { BadRequest, Conflict, Forbidden, NotFound } from '../errors';
 import { mailboxStartRefusal } from '../domains/sending';
 import { jobId, JOB_OPTIONS, QUEUE, queue } from '../queues';
 import { iso } from '../validate';
 import { copyCounts, deleteUnclaimedCopies, lockBroadcast } from './repository';
-import type { BroadcastChanges, BroadcastInput } from './schema';
+import type { AudienceInput, BroadcastChanges, BroadcastInput } from './schema';
+import { checkAudience, storedSegment } from './segment';
 
 export interface Progress {
   sent: number;
@@ -35,6 +36,8 @@ export function broadcastView(b: Broadcast & { list: Pick<List, 'key'> }, progre
     html: b.html,
     text: b.text,
     tags: b.tags,
+    /** the rest of its audience (fields, engagement, dates: docs/broadcasts.md); null: the whole list less `tags` */
+    segment: b.segment,
     status: b.status,
     /** why the service paused it (auto-pause, docs/outreach.md); null otherwise */
     paused_reason: b.pausedReason,
@@ -63,11 +66,19 @@ async function view(db: Tx, id: number): Promise<BroadcastView> {
 
 export const getBroadcast = view;
 
+/** The tags and segment a request gives (`audience`, checked: segment.ts), or its plain `tags`. */
+async function audienceOf(db: Tx, list: { id: number; accountId: number }, audience: AudienceInput | null | undefined, tags: string[] | undefined) {
+  if (!audience) return { tags: tags ?? [], segment: null };
+  await checkAudience(db, list, audience);
+  return storedSegment(audience);
+}
+
 export async function createBroadcast(db: Tx, input: BroadcastInput): Promise<BroadcastView> {
   const list = await db.list.findUnique({ where: { key: input.list } });
   if (!list) throw new NotFound(`no list with key "${input.list}"`);
   const templateId = input.template == null ? null : await templateIdOf(db, list.accountId, input.template);
   checkSources({ subject: input.subject, html: input.html, text: input.text });
+  const audience = await audienceOf(db, list, input.audience, input.tags);
   const created = await db.broadcast.create({
     data: {
       accountId: list.accountId,
@@ -76,7 +87,8 @@ export async function createBroadcast(db: Tx, input: BroadcastInput): Promise<Br
       html: input.html ?? null,
       text: input.text ?? null,
       templateId,
-      tags: input.tags ?? [],
+      tags: audience.tags,
+      segment: (audience.segment ?? undefined) as Prisma.InputJsonValue | undefined,
       sendAt: input.send_at ?? null,
       trackClicks: input.track_clicks ?? false,
       trackOpens: input.track_opens ?? false,
@@ -118,6 +130,8 @@ export async function changeBroadcast(db: Db, id: number, changes: BroadcastChan
       const next = { html: current.html, text: current.text, ...content };
       if (!next.html && !next.text && templateId === null) throw new BadRequest('html or text is required (or a template)');
       checkSources({ subject: content.subject, html: content.html, text: content.text });
+      const audience =
+        content.audience !== undefined ? await audienceOf(tx, { id: current.listId, accountId: current.accountId }, content.audience, undefined) : null;
       await tx.broadcast.update({
         where: { id },
         data: {
@@ -125,7 +139,8 @@ export async function changeBroadcast(db: Db, id: number, changes: BroadcastChan
           subject: content.subject,
           html: content.html,
           text: content.text,
-          tags: content.tags,
+          tags: audience ? audience.tags : content.tags,
+          ...(audience ? { segment: (audience.segment as Prisma.InputJsonValue | null) ?? Prisma.DbNull } : {}),
           sendAt: content.send_at,
           trackClicks: content.track_clicks,
           trackOpens: content.track_opens,

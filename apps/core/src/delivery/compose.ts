@@ -25,13 +25,13 @@ export function composeMail(message: Message, mailbox: Mailbox, send: Send | nul
   // a message submitted over SMTP goes out as its client wrote it (DKIM-signed by the transport like any other)
   const raw = send ? rawBytes(send.raw) : null;
   if (raw) return { envelope, raw };
-  // a confirmation's link and a broadcast copy's or outreach step's unsubscribe link are put in here, on the way to the
+  // a confirmation's link and a broadcast copy's, series step's or outreach step's unsubscribe link are put in here, on the way to the
   // wire: their stored bodies hold none (subscribers/confirm-link.ts, broadcasts/copy.ts, outreach/opt-out.ts)
   const { subscriberId, prospectId } = message;
   const own = (body: string | null) =>
     message.kind === 'confirmation'
       ? withConfirmationLink(body, message.id)
-      : message.kind === 'broadcast' && subscriberId !== null
+      : (message.kind === 'broadcast' || message.kind === 'series') && subscriberId !== null
         ? withUnsubscribeUrl(body, subscriberId)
         : message.kind === 'sequence' && prospectId !== null
           ? withProspectUnsubscribeUrl(body, prospectId)

@@ -9,6 +9,7 @@ import { insertWantedEvents } from './repository';
 export const EVENT_TYPES = [
   'message.sent',
   'message.failed',
+  'message.cancelled',
   'message.bounced',
   'message.complained',
   'message.clicked',

@@ -29,13 +29,16 @@ async function rendered(db: Db, sending: Sending, accountId: number, request: Se
   checkEmailSize({ text: email.text, html: email.html, attachments: request.attachments });
   return { request: { ...request, subject: email.subject, html: email.html, text: email.text }, stamp };
 }
+import { iso } from '../validate';
 
 export interface SendAnswer {
   ok: true;
   id: string;
   status: string;
-  messages: { id: string; to: string; status: string; bounce?: PublicBounce }[];
+  messages: { id: string; to: string; status: string; bounce?: PublicBounce; message_id?: string }[];
   skipped: { to: string; reason: SkipReason }[];
+  /** GET only: when the send goes out (null: as soon as it can) */
+  send_at?: string | null;
 }
 
 export interface AcceptedSend {
@@ -81,12 +84,14 @@ export const MAX_WAIT_SECONDS = 30;
 
 /**
  * The send's own status from its copies: queued until any copy was tried, sending while some are unfinished; once all
- * are finished: sent when at least one was delivered, bounced when all bounced, failed otherwise.
+ * are finished: sent when at least one was delivered, bounced when all bounced, cancelled when all were cancelled
+ * (withdrawn: cancel.ts), failed otherwise.
  */
 export function sendStatus(statuses: string[]): string {
   if (statuses.every((s) => s === 'queued')) return 'queued';
   if (!statuses.every((s) => isFinalStatus(s))) return 'sending';
   if (statuses.some((s) => s === 'sent')) return 'sent';
+  if (statuses.every((s) => s === 'cancelled')) return 'cancelled';
   return statuses.every((s) => s === 'bounced') ? 'bounced' : 'failed';
 }
 
@@ -245,13 +250,21 @@ export async function findSend(db: Tx, accountId: number, id: string): Promise<S
   const send = UUID.test(id)
     ? await db.send.findFirst({
         where: { id, accountId },
-        include: { messages: { select: { id: true, to: true, status: true, bounce: true }, orderBy: [{ createdAt: 'asc' }, { id: 'asc' }] } },
+        include: { messages: { select: { id: true, to: true, status: true, bounce: true, messageIdHeader: true }, orderBy: [{ createdAt: 'asc' }, { id: 'asc' }] } },
       })
     : null;
   if (!send) throw new NotFound(`no send with id ${id}`);
   const messages = send.messages.map((m) => {
     const bounce = publicBounce(m.bounce as unknown as Bounce | null);
-    return { id: m.id, to: m.to, status: m.status as string, ...(bounce ? { bounce } : {}) };
+    // the Message-ID header is fixed when the copy is written (delivery/outbox.ts), so it is known before it goes out
+    return { id: m.id, to: m.to, status: m.status as string, message_id: m.messageIdHeader, ...(bounce ? { bounce } : {}) };
   });
-  return { ok: true, id: send.id, status: sendStatus(messages.map((m) => m.status)), messages, skipped: send.skipped as SendAnswer['skipped'] };
+  return {
+    ok: true,
+    id: send.id,
+    status: sendStatus(messages.map((m) => m.status)),
+    messages,
+    skipped: send.skipped as SendAnswer['skipped'],
+    send_at: iso(send.sendAt),
+  };
 }

@@ -150,3 +150,37 @@ export async function insertAcceptedSends(
 export async function messageStatuses(db: Tx, ids: string[]): Promise<{ id: string; status: string }[]> {
   return rawQuery<{ id: string; status: string }>(db, 'SELECT id::text, status::text FROM messages WHERE id = ANY($1::uuid[])', [ids], 'wait-statuses');
 }
+
+// ---- cancel and reschedule (cancel.ts) ----
+
+/** A send's copy as its cancel or reschedule sees it, locked. */
+export interface LockedCopy {
+  id: string;
+  status: string;
+}
+
+/**
+ * Locks the send's copies (FOR UPDATE, in id order) and reads their statuses. The delivery's claim takes a row by an
+ * UPDATE that requires queued or deferred (delivery/repository.ts CLAIM_UNGUARDED), so a claim either came first (the
+ * copy is `sending` here) or waits for this transaction and then finds the copy cancelled or moved.
+ */
+export function lockSendCopies(tx: Tx, sendId: string): Promise<LockedCopy[]> {
+  return rawQuery<LockedCopy>(tx, 'SELECT id::text, status::text FROM messages WHERE send_id = $1::uuid ORDER BY id FOR UPDATE', [sendId]);
+}
+
+/** Cancels the send's copies not yet claimed (queued or deferred); answers their ids. */
+export async function cancelUnclaimedCopies(tx: Tx, sendId: string): Promise<string[]> {
+  const rows = await rawQuery<{ id: string }>(
+    tx,
+    `UPDATE messages SET status = 'cancelled', last_error = 'cancelled by the sender', locked_until = NULL, updated_at = now()
+     WHERE send_id = $1::uuid AND status IN ('queued', 'deferred') RETURNING id::text`,
+    [sendId],
+  );
+  return rows.map((r) => r.id);
+}
+
+/** Moves the send and its queued copies to `at` (null: now). */
+export async function moveSend(tx: Tx, sendId: string, at: Date | null): Promise<void> {
+  await rawQuery(tx, 'UPDATE sends SET send_at = $2 WHERE id = $1::uuid', [sendId, at]);
+  await rawQuery(tx, `UPDATE messages SET not_before = $2, updated_at = now() WHERE send_id = $1::uuid AND status = 'queued'`, [sendId, at]);
+}

@@ -1,10 +1,12 @@
 import type { List } from '../../../../generated/prisma/client';
 import { config } from '../config';
 import { randomBase62 } from '../crypto';
-import type { Tx } from '../db';
+import type { Db, Tx } from '../db';
 import { NotFound } from '../errors';
 import { requireAccount } from '../accounts';
 import { requireMailbox } from '../mailboxes';
+import { seriesOf, setSeriesSteps, type SeriesStepView } from '../lifecycle/series';
+import type { SeriesStepInput } from '../lifecycle/schema';
 
 /** The List of docs/api.md. */
 export interface ListView {
@@ -35,21 +37,30 @@ export interface NewList {
   name: string;
   confirm: boolean;
   mailbox: number;
+  /** the welcome series (docs/lists.md) */
+  steps?: SeriesStepInput[];
 }
 
-export async function createList(db: Tx, input: NewList): Promise<AdminListView> {
+/** One list with its welcome series: each step with how many wait for it, got it, left before it. */
+export type ListWithSeries = AdminListView & { steps: SeriesStepView[] };
+
+export async function createList(db: Db, input: NewList): Promise<ListWithSeries> {
   await requireAccount(db, input.account);
   await requireMailbox(db, input.account, input.mailbox);
-  const list = await db.list.create({
-    data: {
-      accountId: input.account,
-      mailboxId: input.mailbox,
-      name: input.name,
-      confirm: input.confirm,
-      key: randomBase62(20),
-    },
+  const list = await db.$transaction(async (tx) => {
+    const created = await tx.list.create({
+      data: {
+        accountId: input.account,
+        mailboxId: input.mailbox,
+        name: input.name,
+        confirm: input.confirm,
+        key: randomBase62(20),
+      },
+    });
+    if (input.steps?.length) await setSeriesSteps(tx, created.id, input.steps);
+    return created;
   });
-  return adminListView(list);
+  return { ...adminListView(list), steps: await seriesOf(db, list.id) };
 }
 
 export async function listLists(db: Tx, account: number): Promise<ListView[]> {
@@ -57,24 +68,32 @@ export async function listLists(db: Tx, account: number): Promise<ListView[]> {
   return lists.map(listView);
 }
 
-/** One list as the operator sees it. */
-export async function getList(db: Tx, id: number): Promise<AdminListView> {
+/** One list as the operator sees it, with its welcome series. */
+export async function getList(db: Tx, id: number): Promise<ListWithSeries> {
   const list = await db.list.findUnique({ where: { id } });
   if (!list) throw new NotFound(`no list with id ${id}`);
-  return adminListView(list);
+  return { ...adminListView(list), steps: await seriesOf(db, list.id) };
 }
 
 export interface ListChanges {
   name?: string;
   confirm?: boolean;
   mailbox?: number;
+  /** replaces the welcome series; [] removes it (runs under way end when their next step comes up) */
+  steps?: SeriesStepInput[];
 }
 
-/** PATCH /admin/api/lists/:id: name, double opt-in, the mailbox that sends its emails (of the same account); never the key. */
-export async function changeList(db: Tx, id: number, changes: ListChanges): Promise<AdminListView> {
+/**
+ * PATCH /admin/api/lists/:id: name, double opt-in, the mailbox that sends its emails (of the same account), the
+ * welcome series; never the key.
+ */
+export async function changeList(db: Db, id: number, changes: ListChanges): Promise<ListWithSeries> {
   const list = await db.list.findUnique({ where: { id } });
   if (!list) throw new NotFound(`no list with id ${id}`);
   if (changes.mailbox !== undefined) await requireMailbox(db, list.accountId, changes.mailbox);
-  const updated = await db.list.update({ where: { id }, data: { name: changes.name, confirm: changes.confirm, mailboxId: changes.mailbox } });
-  return adminListView(updated);
+  await db.$transaction(async (tx) => {
+    await tx.list.update({ where: { id }, data: { name: changes.name, confirm: changes.confirm, mailboxId: changes.mailbox } });
+    if (changes.steps) await setSeriesSteps(tx, id, changes.steps);
+  });
+  return getList(db, id);
 }

@@ -13,10 +13,12 @@ import type { FastAdds } from './fast-add';
 import { CONFIRMATION_LINK_PLACEHOLDER, confirmationTokenOf } from './confirm-link';
 import { issueToken } from './tokens';
 import { insertPending, lockLiveSubscriptions, lockSubscriberAt, suppressedInAccount } from './repository';
+import { startSeries } from '../lifecycle/repository';
 
 /**
  * The subscriber state machine of docs/api.md. Internal states: pending, active, unsubscribed, bounced, complained.
- * Every transition into or out of `active` moves List.subscriberCount in the same transaction, so the count is exact.
+ * Every transition into or out of `active` moves List.subscriberCount in the same transaction, so the count is exact;
+ * every move into `active` starts the list's welcome series there too (once per person: lifecycle/series.ts).
  * Lock order everywhere: the subscriber row, then the list row (no deadlocks between adds, confirmations and removals).
  */
 export type AddStatus = 'pending' | 'active' | 'exists' | 'gone' | 'suppressed';
@@ -129,6 +131,7 @@ async function applyAdd(tx: Tx, list: ListWithMailbox, input: NewSubscriber, cha
     }
     await tx.subscriber.update({ where: { id: inserted }, data: { ...fresh, status: 'active', confirmedAt: now } });
     await countActive(tx, list.id, 1);
+    await startSeries(tx, list.id, inserted);
     await emitSubscriberChange(tx, list, input.email, 'active');
     return { status: 'active', created: true, messages: [] };
   }
@@ -149,6 +152,7 @@ async function applyAdd(tx: Tx, list: ListWithMailbox, input: NewSubscriber, cha
       if (!needsConfirmation) {
         await tx.subscriber.update({ where: { id: current.id }, data: { ...changes, status: 'active', confirmedAt: now } });
         await countActive(tx, list.id, 1);
+        await startSeries(tx, list.id, current.id);
         await emitSubscriberChange(tx, list, current.email, 'active');
         return { status: 'active', created: false, messages: [] };
       }

@@ -1,5 +1,6 @@
 import { rawQuery, type Db, type Tx } from '../db';
 import { subscribed } from '../events/repository';
+import { startSeriesSql } from '../lifecycle/repository';
 
 /**
  * The subscribers' SQL, and nothing else writes it: subscriptions, their confirmation tokens and the suppressions
@@ -10,8 +11,8 @@ import { subscribed } from '../events/repository';
  * The common add in ONE statement (fast-add.ts): finds the list by its key within the account, refuses a suppressed
  * address (the suppression list, or bounced or complained on any list of the account: the rule of isSuppressed),
  * inserts the person, moves each list's count once per batch (list rows locked in id order, after the inserts: the
- * state machine's lock order, subscriber then list), and writes the `subscriber.confirmed` event if an endpoint wants
- * it. Every other case (the person is on the list already, a confirmation email is due, the same person twice in one
+ * state machine's lock order, subscriber then list), starts the list's welcome series for each person added (when
+ * the list has one: lifecycle/repository.ts), and writes the `subscriber.confirmed` event if an endpoint wants it. Every other case (the person is on the list already, a confirmation email is due, the same person twice in one
  * batch) answers null.
  */
 const FAST_ADD = `
@@ -42,6 +43,7 @@ WITH i AS (
   FROM (SELECT a.list_id, count(*)::int AS n FROM added a JOIN locked k ON k.id = a.list_id GROUP BY a.list_id) c
   WHERE l.id = c.list_id
   RETURNING 1
+), started AS (${startSeriesSql('added')}
 ), announced AS (
   INSERT INTO events (account_id, type, data)
   SELECT r.account_id, 'subscriber.confirmed', jsonb_build_object('list', r.list_key, 'email', r.email, 'name', r.name, 'status', 'active')

@@ -3,6 +3,7 @@ import type { Db, Tx } from '../db';
 import { emitSubscriberChange } from '../events/subscribers';
 import { CONFIRMATION_TOKEN } from './confirm-link';
 import { lockSubscriber, spendToken } from './repository';
+import { startSeries } from '../lifecycle/repository';
 
 /** Confirmation links work for 7 days (docs/api.md). */
 export const TOKEN_TTL_MS = 7 * 24 * 3600 * 1000;
@@ -61,6 +62,7 @@ export async function confirmByLink(db: Db, token: string, now = new Date()): Pr
     if (subscriber.status !== 'pending') return { result: 'gone', listName };
     await tx.subscriber.update({ where: { id: subscriberId }, data: { status: 'active', confirmedAt: now } });
     await tx.list.update({ where: { id: subscriber.listId }, data: { subscriberCount: { increment: 1 } } });
+    await startSeries(tx, subscriber.listId, subscriberId);
     await tx.confirmationToken.updateMany({ where: { subscriberId, usedAt: null }, data: { usedAt: now } });
     await emitSubscriberChange(tx, subscriber.list, subscriber.email, 'active');
     return { result: 'confirmed', listName };

@@ -9,6 +9,7 @@ import { queueDueLinkChecks } from '../../../core/src/links/schedule';
 import { dropOldContent, dropOldRecords } from '../../../core/src/retention';
 import { requeueImports } from '../../../core/src/imports';
 import { recheckDueDomains } from '../../../core/src/domains/schedule';
+import { runDueSeries } from '../../../core/src/lifecycle/series';
 
 /** Housekeeping, dispatched by task. Each task is idempotent: running it twice or on two workers is harmless. */
 export const maintenanceTasks: Record<JobPayloads['maintenance']['task'], () => Promise<unknown>> = {
@@ -28,6 +29,8 @@ export const maintenanceTasks: Record<JobPayloads['maintenance']['task'], () => 
   imports: () => requeueImports(db()),
   // check the sending domains that are due (DOMAIN_RECHECK_HOURS after their last check; a new one at once)
   domains: () => recheckDueDomains(db()),
+  // write the lists' welcome-series steps that are due (claimed from series_runs, Postgres's truth)
+  series: () => runDueSeries(db()),
 };
 
 /** How often each task runs (apps/core/src/housekeeping/index.ts: a timer in each worker, one at a time by advisory lock). */
@@ -39,6 +42,7 @@ export const MAINTENANCE_EVERY_MS: Record<JobPayloads['maintenance']['task'], nu
   retention: 3_600_000,
   imports: 10_000,
   domains: 5_000,
+  series: 5_000,
 };
 
 export async function processMaintenance(job: Job<JobPayloads['maintenance']>): Promise<unknown> {

@@ -1,5 +1,6 @@
 import { Router } from 'express';
-import { broadcastChanges, broadcastInput, broadcastsQuery } from '../../../../core/src/broadcasts/schema';
+import { audienceQuery, broadcastChanges, broadcastInput, broadcastsQuery } from '../../../../core/src/broadcasts/schema';
+import { dryRunAudience } from '../../../../core/src/broadcasts/segment';
 import { changeBroadcast, createBroadcast, getBroadcast, listBroadcasts } from '../../../../core/src/broadcasts/service';
 import { idParam } from '../../../../core/src/admin-schemas';
 import type { Db } from '../../../../core/src/db';
@@ -18,6 +19,15 @@ export function broadcastsRouter(db: Db): Router {
     })
     .get(async (req, res) => {
       res.json({ ok: true, broadcasts: await listBroadcasts(db, validate(broadcastsQuery, req.query)) });
+    })
+    .all(methodNotAllowed);
+
+  // the dry run of an audience: how many of the list it takes now, by the snapshot's own rule
+  router
+    .route('/broadcasts/audience')
+    .post(async (req, res) => {
+      const query = validate(audienceQuery, req.body);
+      res.json({ ok: true, count: await dryRunAudience(db, query.list, query.audience ?? {}) });
     })
     .all(methodNotAllowed);
 

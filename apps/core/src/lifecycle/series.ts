@@ -1,0 +1,123 @@
+import type { Db, Tx } from '../db';
+import { listId as listIdHeader, renderCopy } from '../broadcasts/copy';
+import { enqueueDelivery, storeMessages, type OutgoingEmail } from '../delivery/outbox';
+import { newId } from '../ids';
+import { logger } from '../logger';
+import { claimDueRuns, moveRuns, replaceSteps, stepCounts, type DueRun } from './repository';
+import type { SeriesStepInput } from './schema';
+
+/**
+ * A list's welcome series (docs/lists.md): steps written to each person who became active on the list, step 1 its
+ * delay after that moment, each next one its own delay after the step before. The start is written in the transaction
+ * that made the person active (subscribers/machine.ts, subscribers/repository.ts, subscribers/tokens.ts: startSeries);
+ * from there the run's row is the truth. The `series` housekeeping task claims due runs, writes their step and moves
+ * them on in one transaction, then queues delivery: Redis losing its data loses no step (a written step whose job was
+ * lost is queued again by the reconciler; a due run is claimed by the next tick).
+ */
+
+export interface SeriesStepView {
+  step: number;
+  subject: string;
+  html: string | null;
+  text: string | null;
+  template: string | null;
+  delay_hours: number;
+  waiting: number;
+  sent: number;
+  ended: number;
+}
+
+/** Replaces the list's steps, in the caller's transaction. */
+export async function setSeriesSteps(tx: Tx, listId: number, steps: SeriesStepInput[]): Promise<void> {
+  await replaceSteps(
+    tx,
+    listId,
+    steps.map((s) => ({ subject: s.subject, html: s.html ?? null, text: s.text ?? null, template: s.template ?? null, delayHours: s.delay_hours })),
+  );
+}
+
+/** The list's steps, each with how many people wait for it, got it, or left before it. */
+export async function seriesOf(tx: Tx, listId: number): Promise<SeriesStepView[]> {
+  const rows = await stepCounts(tx, listId);
+  return rows.map((r) => ({
+    step: r.position,
+    subject: r.subject,
+    html: r.html,
+    text: r.text,
+    template: r.template,
+    delay_hours: r.delay_hours,
+    waiting: r.waiting,
+    sent: r.sent,
+    ended: r.ended,
+  }));
+}
+
+const BATCH = 200;
+const BATCHES_PER_TICK = 5;
+const afterHours = (from: Date, hours: number) => new Date(from.getTime() + hours * 3_600_000);
+
+/** What one claimed run becomes: its step's email (when one is due) and the run's next state. */
+function decide(run: DueRun, now: Date): { email: OutgoingEmail | null; move: Parameters<typeof moveRuns>[1][number] } {
+  if (!run.reachable) return { email: null, move: { id: run.id, step: run.step, status: 'ended', nextAt: null } };
+  // the list lost steps since the run was planned: nothing is left for this person
+  if (run.subject === null) return { email: null, move: { id: run.id, step: run.step, status: 'done', nextAt: null } };
+  const step = run.step + 1;
+  const id = newId();
+  // rendered as a broadcast copy is (the same renderer and RFC 8058 / RFC 2919 headers; the link is put in on the wire)
+  const copy = renderCopy({ subject: run.subject, html: run.html, text: run.text }, { id: run.subscriber_id, email: run.email, name: run.name, fields: run.fields }, listIdHeader({ key: run.list_key, name: run.list_name }, run.mailbox_address));
+  const email: OutgoingEmail = {
+    id,
+    accountId: run.account_id,
+    mailboxId: run.mailbox_id,
+    fromAddress: run.mailbox_address,
+    kind: 'series',
+    to: run.email,
+    subject: copy.subject,
+    html: copy.html,
+    text: copy.text,
+    subscriberId: run.subscriber_id,
+    step,
+    headers: copy.headers,
+  };
+  const last = run.next_delay_hours === null;
+  return { email, move: { id: run.id, step, status: last ? 'done' : 'waiting', nextAt: last ? null : afterHours(now, run.next_delay_hours!) } };
+}
+
+/**
+ * Claims up to `limit` due runs and, in the same transaction, writes their steps and moves them on (a person who
+ * left, or was suppressed or stop-listed, ends the run instead). Delivery is queued after the commit; when Redis does
+ * not take it the rows stay for the reconciler. Answers how many runs were claimed.
+ */
+export async function runDueSeriesBatch(db: Db, limit = BATCH): Promise<number> {
+  const now = new Date();
+  const { claimed, written } = await db.$transaction(
+    async (tx) => {
+      const runs = await claimDueRuns(tx, limit);
+      const decided = runs.map((r) => decide(r, now));
+      const emails = decided.flatMap((d) => (d.email ? [d.email] : []));
+      const rows = await storeMessages(tx, emails);
+      await moveRuns(tx, decided.map((d) => d.move));
+      return { claimed: runs.length, written: rows.map((r) => ({ id: r.id as string })) };
+    },
+    { timeout: 30_000, maxWait: 10_000 },
+  );
+  if (written.length) {
+    try {
+      await enqueueDelivery(db, written);
+    } catch (err) {
+      logger.debug({ err: (err as Error).message, messages: written.length }, 'series steps left for the reconciler');
+    }
+  }
+  return claimed;
+}
+
+/** The `series` housekeeping task: batch after batch until a claim comes back short (at most BATCHES_PER_TICK). */
+export async function runDueSeries(db: Db): Promise<number> {
+  let total = 0;
+  for (let batch = 0; batch < BATCHES_PER_TICK; batch++) {
+    const claimed = await runDueSeriesBatch(db, BATCH);
+    total += claimed;
+    if (claimed < BATCH) break;
+  }
+  return total;
+}
