@@ -40,14 +40,13 @@ export interface SendToWrite {
 const WRITE_SENDS = `
 WITH s AS (
   SELECT * FROM unnest($2::uuid[], $3::int[], $4::int[], $5::int[], $6::int[], $7::text[], $8::text[], $9::text[],
-                       $10::text[], $11::text[], $12::text[], $13::text[], $14::text[], $15::timestamptz[], $16::int[], $21::text[])
+                       $10::text[], $11::text[], $12::text[], $13::text[], $14::text[], $15::timestamptz[], $16::int[], $21::text[], $22::text[])
     WITH ORDINALITY AS s(id, account_id, key_id, daily_limit, mailbox_id, from_name, reply_to, subject, text, html,
-                         headers, attachments, metadata, send_at, idempotency_id, templates, ord)
+                         headers, attachments, metadata, send_at, idempotency_id, templates, raw, ord)
 ), stale AS (
   SELECT s.ord FROM s, jsonb_to_recordset(s.templates::jsonb) AS t(id int, version int)
   WHERE s.templates IS NOT NULL
     AND NOT EXISTS (SELECT 1 FROM templates c WHERE c.id = t.id AND c.account_id = s.account_id AND c.version = t.version)
-                         headers, attachments, metadata, send_at, idempotency_id, raw, ord)
 ), verdict AS (
   SELECT c.*, COALESCE(
     (SELECT sp.reason::text FROM suppressions sp WHERE sp.account_id = s.account_id AND sp.email = c.recipient),

@@ -195,6 +195,8 @@ export function checkEmailSize(email: { text: string | null; html: string | null
 export function checkRenderedSubject(subject: string, ref: number | string): void {
   if (!subject) throw new Unprocessable(`template ${JSON.stringify(ref)}: the subject renders empty`);
   if (subject.length > SEND_LIMITS.subject) throw new Unprocessable(`template ${JSON.stringify(ref)}: the subject renders longer than ${SEND_LIMITS.subject} characters`);
+}
+
 /** PATCH /api/v1/send/:id: the send's new time (null or a time past: now), at most 30 days ahead. */
 export const rescheduleSchema = Joi.object<{ send_at: Date | null }>({
   send_at: Joi.date().iso().allow(null).required().description('the new time (RFC 3339); at most 30 days ahead (400 otherwise); null or a time past sends now'),
