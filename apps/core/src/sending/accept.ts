@@ -190,7 +190,8 @@ export async function acceptRawSend(db: Db, sending: Sending, key: ApiKey, messa
   // verified, since a submitted message keeps the From its client wrote
   const domains = await sending.domains.of(db, key.accountId);
   const refusal = fromRefusal({ mailboxAddress: mailbox.address, domains, requireVerified: config().requireVerifiedDomain, domainAddresses: true }, message.from);
-  if (refusal) throw new Forbidden(refusal);
+  // the SMTP answer names the header From itself (550 5.7.1 From <address>: ...), so not the API's field name
+  if (refusal) throw new Forbidden(refusal.replace(/^from: /, ''));
   const to = [...new Set(message.to.map((address) => address.toLowerCase()))];
   if (!to.length) throw new Unprocessable('nobody to write to');
   if (to.length > SEND_LIMITS.recipients) throw new BadRequest(`at most ${SEND_LIMITS.recipients} recipients per message`);
