@@ -2,6 +2,8 @@ import type Joi from 'joi';
 import * as schemas from '../../../core/src/admin-schemas';
 import { statsQuery } from '../../../core/src/analytics/stats';
 import { broadcastChanges, broadcastInput, broadcastsQuery } from '../../../core/src/broadcasts/schema';
+import { messageIdParam } from '../../../core/src/sending/message-actions';
+import { messageSearchQuery } from '../../../core/src/operator/search';
 import { deliveriesQuery, webhookChanges, webhookInput, webhooksQuery } from '../../../core/src/webhooks/schemas';
 import { operationId, queryParameters, toJsonSchema, type JsonSchema } from './document';
 
@@ -22,6 +24,8 @@ interface AdminOperation {
   csv?: boolean;
   /** the body is a file (CSV or NDJSON), read as it streams in */
   file?: boolean;
+  /** the `{id}` of the path when it is not a row number (a message's UUID) */
+  idParam?: Joi.Schema;
 }
 
 const ok = (key?: string) => ({ status: 200 as const, key });
@@ -58,6 +62,10 @@ export const ADMIN_OPERATIONS: AdminOperation[] = [
   { method: 'get', path: '/campaigns/{id}/stats', summary: "A campaign's numbers", answer: ok('stats') },
 
   { method: 'get', path: '/messages', summary: 'The latest messages', query: schemas.messagesQuery, answer: ok('messages') },
+  { method: 'get', path: '/messages/search', summary: 'Find messages by recipient, domain, subject words, id or Message-ID, status and dates (keyset pages)', query: messageSearchQuery, answer: ok('messages') },
+  { method: 'get', path: '/messages/{id}', summary: "A message's story: state changes, events and webhook deliveries, headers", idParam: messageIdParam, answer: ok('message') },
+  { method: 'post', path: '/messages/{id}/retry', summary: 'Try a deferred or failed message again now (409 otherwise)', idParam: messageIdParam, answer: ok('message') },
+  { method: 'post', path: '/messages/{id}/cancel', summary: 'Cancel a message not yet claimed (queued or deferred; 409 otherwise)', idParam: messageIdParam, answer: ok('message') },
 
   { method: 'get', path: '/suppressions', summary: "An account's suppressed addresses in keyset pages", query: schemas.entriesQuery, answer: ok() },
   { method: 'delete', path: '/suppressions/{id}', summary: 'Remove a suppression', answer: ok() },
@@ -121,7 +129,7 @@ export function adminOpenApiDocument(): JsonSchema {
       responses[status] = { description: STATUS_TEXT[status], content: { 'application/json': { schema: { $ref: '#/components/schemas/Refusal' } } } };
     }
     const parameters: JsonSchema[] = [];
-    if (op.path.includes('{id}')) parameters.push({ name: 'id', in: 'path', required: true, schema: idSchema });
+    if (op.path.includes('{id}')) parameters.push({ name: 'id', in: 'path', required: true, schema: op.idParam ? toJsonSchema(op.idParam) : idSchema });
     if (op.query) parameters.push(...queryParameters(op.query));
     const file = { schema: { type: 'string' } };
     const requestBody = op.body
