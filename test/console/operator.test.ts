@@ -54,7 +54,7 @@ beforeAll(async () => {
     db(),
     `INSERT INTO messages (id, account_id, mailbox_id, kind, "to", subject, message_id_header, status, attempts, smtp_response, last_error, sent_at, bounce, created_at, updated_at)
      SELECT gen_random_uuid(), $1, $2, 'transactional',
-            CASE WHEN n % 10 = 0 THEN 'user' || n || '@defer.test' ELSE 'r' || (n % 300) || '@d' || (n % 7) || '.example' END,
+            CASE WHEN n % 5 = 3 THEN 'user' || n || '@defer.test' ELSE 'r' || (n % 300) || '@d' || (n % 7) || '.example' END,
             (ARRAY['Invoice', 'Welcome aboard', 'Receipt', 'Password reminder'])[1 + n % 4] || ' ' || n,
             '<seed-' || n || '@acme.test>',
             s.status::"MessageStatus", CASE WHEN s.status = 'queued' THEN 0 ELSE 1 + n % 3 END,
@@ -163,7 +163,7 @@ describe("an operator's day in the console", () => {
     await page.click('button:has-text("Find")');
     expect(await page.locator('#search-kind').innerText()).toMatch(/messages to any address at this domain/);
     const seen = new Set<string>();
-    for (let pages = 0; pages < 10; pages++) {
+    for (let pages = 0; pages < 20; pages++) {
       const recipients = await rowsOf(page).locator('td:nth-child(4)').allInnerTexts();
       const links = await rowsOf(page).locator('td:nth-child(1) a').evaluateAll((as) => as.map((a) => a.getAttribute('href')));
       expect(recipients.every((r) => r.endsWith('@defer.test'))).toBe(true);
@@ -173,8 +173,8 @@ describe("an operator's day in the console", () => {
       if (!(await older.count())) break;
       await older.click();
     }
-    // every message to the domain once, none twice: 300 of the seeded ones
-    expect(seen.size).toBe(SEEDED / 10);
+    // every message to the domain once, none twice: a fifth of the seeded ones
+    expect(seen.size).toBe(SEEDED / 5);
   });
 
   it('finds by subject words, by id, by Message-ID, by status and dates', async () => {
@@ -271,11 +271,11 @@ describe("an operator's day in the console", () => {
     const unknown = await admin().post('/admin/api/messages/0190a0a0-0000-7000-8000-000000000000/retry');
     expect(unknown.status).toBe(404);
     expect((await admin().post('/admin/api/messages/not-a-uuid/cancel')).body).toEqual({ ok: false, error: 'id must be a message id (a UUID)' });
-    const search = await admin().get('/admin/api/messages/search').query({ q: 'defer.test', status: 'sent', limit: 5 });
+    const search = await admin().get('/admin/api/messages/search').query({ q: 'defer.test', status: 'deferred', limit: 5 });
     expect(search.status).toBe(200);
     expect(search.body.kind).toBe('domain');
     expect(search.body.messages).toHaveLength(5);
-    expect(search.body.messages.every((m: { to: string; status: string }) => m.to.endsWith('@defer.test') && m.status === 'sent')).toBe(true);
+    expect(search.body.messages.every((m: { to: string; status: string }) => m.to.endsWith('@defer.test') && m.status === 'deferred')).toBe(true);
   });
 
   it("lists a campaign's prospects, filtered and paged", async () => {
@@ -287,12 +287,16 @@ describe("an operator's day in the console", () => {
     const rows = await table.evaluateAll((trs) => trs.map((tr) => [...tr.querySelectorAll('td')].map((td) => td.textContent ?? '')));
     expect(rows).toHaveLength(36);
     expect(rows.every((r) => r[4] === 'replied' && /^Sounds good, send me the draft \d+/.test(r[7]!))).toBe(true);
-    if (shots) await page.locator('#prospects').screenshot({ path: path.join(shots, 'operator-prospects.png') });
     await go(`/admin/campaigns/${ids.campaign}?status=later`);
     const later = await table.evaluateAll((trs) => trs.map((tr) => [...tr.querySelectorAll('td')].map((td) => td.textContent ?? '')));
     expect(later.every((r) => r[4] === 'later' && r[6] !== '-')).toBe(true);
     // all 180, each once, through the "Older prospects" links
     await go(`/admin/campaigns/${ids.campaign}`);
+    if (shots) {
+      await page.locator('#prospects').scrollIntoViewIfNeeded();
+      await page.evaluate(() => (globalThis as unknown as { scrollBy(x: number, y: number): void }).scrollBy(0, -20));
+      await page.screenshot({ path: path.join(shots, 'operator-prospects.png') });
+    }
     const seen = new Set<string>();
     for (;;) {
       for (const id of await table.locator('td:first-child').allInnerTexts()) seen.add(id);

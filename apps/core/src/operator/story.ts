@@ -100,7 +100,7 @@ export async function messageStory(db: Db, id: string): Promise<MessageStory> {
   if (m.status === 'cancelled') steps.push({ at: m.updatedAt.toISOString(), what: 'cancelled', detail: m.lastError ?? 'a pre-send guard refused it' });
   if (bounce) {
     steps.push({
-      at: bounce.at ?? m.updatedAt.toISOString(),
+      at: bounce.at ? new Date(bounce.at).toISOString() : m.updatedAt.toISOString(),
       what: m.status === 'bounced' ? 'bounced' : 'bounce report',
       detail: `reason ${bounce.reason} (${bounce.class}${bounce.dead ? ', address suppressed' : ''})${bounce.status ? `, status ${bounce.status}` : ''}${bounce.smtp_code ? `, code ${bounce.smtp_code}` : ''}: ${bounce.diagnostic}`,
     });

@@ -41,7 +41,7 @@ ${mailboxSelect('Mailbox')}
 <% it.counts.forEach(function (c) { %><tr><td><%= c.status %></td><td><%= it.campaign.stages[c.stage] || c.stage %></td><td><%= c.count %></td></tr><% }) %>
 </tbody></table>
 <section id="prospects"><h2>Prospects</h2>
-<form method="get" action="/admin/campaigns/<%= it.campaign.id %>#prospects" class="card">
+<form method="get" action="/admin/campaigns/<%= it.campaign.id %>#prospects" class="card search">
 <label>Status <select name="status"><option value="">any</option><% it.prospectStatuses.forEach(function (s) { %><option<% if (s === it.pf.status) { %> selected<% } %>><%= s %></option><% }) %></select></label>
 <label>Step <input type="number" name="step" min="0" value="<%= it.pf.step %>" size="4"></label>
 <button>Filter</button></form>
