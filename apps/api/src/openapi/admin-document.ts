@@ -3,6 +3,7 @@ import * as schemas from '../../../core/src/admin-schemas';
 import { statsQuery } from '../../../core/src/analytics/stats';
 import { broadcastChanges, broadcastInput, broadcastsQuery } from '../../../core/src/broadcasts/schema';
 import { messageIdParam } from '../../../core/src/sending/message-actions';
+import { prospectFilter } from '../../../core/src/operator/prospects';
 import { messageSearchQuery } from '../../../core/src/operator/search';
 import { deliveriesQuery, webhookChanges, webhookInput, webhooksQuery } from '../../../core/src/webhooks/schemas';
 import { operationId, queryParameters, toJsonSchema, type JsonSchema } from './document';
@@ -60,6 +61,7 @@ export const ADMIN_OPERATIONS: AdminOperation[] = [
   { method: 'get', path: '/campaigns/{id}', summary: 'A campaign with its steps', answer: ok('campaign') },
   { method: 'patch', path: '/campaigns/{id}', summary: 'Change a campaign', body: schemas.campaignChanges, answer: ok('campaign') },
   { method: 'get', path: '/campaigns/{id}/stats', summary: "A campaign's numbers", answer: ok('stats') },
+  { method: 'get', path: '/campaigns/{id}/prospects', summary: "A campaign's prospects, newest first, by status and step (keyset pages)", query: prospectFilter, answer: ok('prospects') },
 
   { method: 'get', path: '/messages', summary: 'The latest messages', query: schemas.messagesQuery, answer: ok('messages') },
   { method: 'get', path: '/messages/search', summary: 'Find messages by recipient, domain, subject words, id or Message-ID, status and dates (keyset pages)', query: messageSearchQuery, answer: ok('messages') },
