@@ -3,6 +3,7 @@ import type { Page } from 'playwright-core';
 import { db, rawQuery } from '../../apps/core/src/db';
 import { QUEUE, jobId, queue } from '../../apps/core/src/queues';
 import { asAdmin, useApi } from '../helpers/api';
+import { runTs } from '../helpers/processes';
 import { makeCampaign, makeList, makeTenant, wantEvents } from '../helpers/factories';
 import { useConsoleBrowser } from './browser';
 
@@ -276,6 +277,23 @@ describe("an operator's day in the console", () => {
     expect(search.body.kind).toBe('domain');
     expect(search.body.messages).toHaveLength(5);
     expect(search.body.messages.every((m: { to: string; status: string }) => m.to.endsWith('@defer.test') && m.status === 'deferred')).toBe(true);
+  });
+
+  it('offers the same search, story and prospects in the CLI', async () => {
+    const cli = async (...args: string[]) => {
+      const run = runTs('scripts/admin.ts', args);
+      expect(await run.exited).toBe(0);
+      return JSON.parse(run.stdout()) as Record<string, unknown>;
+    };
+    const [found, story, prospects] = await Promise.all([
+      cli('messages', 'search', '--q', 'defer.test', '--status', 'deferred', '--limit', '3'),
+      cli('message', 'show', ids.story),
+      cli('prospects', String(ids.campaign), '--status', 'replied', '--limit', '5'),
+    ]);
+    expect(found.kind).toBe('domain');
+    expect((found.messages as { to: string; status: string }[]).map((m) => [m.to.endsWith('@defer.test'), m.status])).toEqual(Array(3).fill([true, 'deferred']));
+    expect((story.steps as { what: string }[]).map((s) => s.what)).toEqual(['accepted', 'attempt 2', 'opened', 'clicked', 'bounced']);
+    expect((prospects.prospects as { status: string }[]).map((p) => p.status)).toEqual(Array(5).fill('replied'));
   });
 
   it("lists a campaign's prospects, filtered and paged", async () => {
