@@ -41,6 +41,8 @@ export interface GrowthFigure {
   grown: number;
   /** grown / empty for throughputs, empty / grown for latencies: higher is better */
   ratio: number;
+  /** a latency that must also stay under this many ms on the grown side (the console's searches) */
+  limitMs?: number;
 }
 
 export interface GrowthFigures {
@@ -80,9 +82,27 @@ interface Measured {
   sendStatusP99: number;
   messageSearchP50: number;
   messageSearchP99: number;
+  /** the console's search (GET /admin/api/messages/search) and prospect list (GET /admin/api/campaigns/:id/prospects), p99 */
+  searchDomainP99: number;
+  searchNextPageP99: number;
+  searchSubjectP99: number;
+  searchStatusDatesP99: number;
+  searchIdP99: number;
+  searchMessageIdP99: number;
+  prospectsPageP99: number;
+  prospectsStatusP99: number;
+  prospectsDeepP99: number;
 }
 
-const LATENCIES: (keyof Measured)[] = ['prospectLookupP50', 'prospectLookupP99', 'sendStatusP50', 'sendStatusP99', 'messageSearchP50', 'messageSearchP99'];
+/** The searches' and prospect lists' p99 must stay under this on a year of rows (docs/operator.md). */
+export const SEARCH_P99_LIMIT_MS = 50;
+const SEARCHES = 200;
+
+const LATENCIES: (keyof Measured)[] = [
+  'prospectLookupP50', 'prospectLookupP99', 'sendStatusP50', 'sendStatusP99', 'messageSearchP50', 'messageSearchP99',
+  'searchDomainP99', 'searchNextPageP99', 'searchSubjectP99', 'searchStatusDatesP99', 'searchIdP99', 'searchMessageIdP99',
+  'prospectsPageP99', 'prospectsStatusP99', 'prospectsDeepP99',
+];
 
 /** The better of two measurements of the same tables, figure by figure (the higher throughput, the lower latency). */
 function best(a: Measured, b: Measured): Measured {
@@ -148,6 +168,7 @@ async function measure(o: GrowthOptions, env: Record<string, string>, tenant: { 
   const sent = (await (await fetch(`${base}/api/v1/send`, { ...send, body: send.body as string } as RequestInit)).json()) as { id: string };
   const status = await latencies(base, token, LOOKUPS, () => `/api/v1/send/${sent.id}`);
   const search = await latencies(base, o.adminToken, LOOKUPS / 3, () => `/admin/api/messages?to=${encodeURIComponent(names.searchTo)}&limit=50`);
+  const operator = await operatorSearches(base, o.adminToken, env.DATABASE_URL!, names);
 
   // delivery: DELIVERY_SENDS accepted with the worker stopped, then delivered by one worker
   await o.resetSink();
@@ -171,6 +192,43 @@ async function measure(o: GrowthOptions, env: Record<string, string>, tenant: { 
     sendStatusP99: status.p99,
     messageSearchP50: search.p50,
     messageSearchP99: search.p99,
+    ...operator,
+  };
+}
+
+/**
+ * The console's searches and prospect lists, each SEARCHES times in a row (p99): a recipient domain's first page and
+ * its next (keyset), subject words, a status over a month, an id, a Message-ID; a campaign's prospects, all, by
+ * status, and a page deep in the list. The grown side's rows come from its data; the empty side asks the same of none.
+ */
+async function operatorSearches(base: string, token: string, databaseUrl: string, names: Names & { searchTo: string }) {
+  const pg = new Client({ connectionString: databaseUrl });
+  await pg.connect();
+  let one: { id: string; header: string; domain: string } = { id: '0190a0a0-0000-7000-8000-000000000000', header: '<none@example.com>', domain: 'example.com' };
+  let deep = 1;
+  try {
+    const { rows } = await pg.query(`SELECT id, message_id_header AS header, split_part("to", '@', 2) AS domain FROM messages WHERE "to" = $1 LIMIT 1`, [names.searchTo]);
+    if (rows[0]) one = rows[0];
+    const { rows: middle } = await pg.query(`SELECT max(id) / 2 + 1 AS id FROM prospects WHERE campaign_id = $1`, [names.campaign]);
+    deep = Number(middle[0]?.id ?? 1) || 1;
+  } finally {
+    await pg.end();
+  }
+  const search = (query: string) => `/admin/api/messages/search?${query}&limit=50`;
+  const p99 = async (path: (i: number) => string) => (await latencies(base, token, SEARCHES, path)).p99;
+  const firstPage = (await (await fetch(base + search(`q=${one.domain}`), { headers: { Authorization: `Bearer ${token}` } })).json()) as { next: string | null };
+  const monthAgo = new Date(Date.now() - 30 * 86_400_000).toISOString().slice(0, 10);
+  const twoMonthsAgo = new Date(Date.now() - 60 * 86_400_000).toISOString().slice(0, 10);
+  return {
+    searchDomainP99: await p99((i) => search(`q=d${(i * 7919) % 5000}.example`)),
+    searchNextPageP99: await p99(() => search(`q=${one.domain}${firstPage.next ? `&before=${firstPage.next}` : ''}`)),
+    searchSubjectP99: await p99((i) => search(`q=${encodeURIComponent(`grown ${(i * 7919) % 10_000_000}`)}`)),
+    searchStatusDatesP99: await p99(() => search(`status=failed&from=${twoMonthsAgo}&to=${monthAgo}`)),
+    searchIdP99: await p99(() => search(`q=${one.id}`)),
+    searchMessageIdP99: await p99(() => search(`q=${encodeURIComponent(one.header)}`)),
+    prospectsPageP99: await p99(() => `/admin/api/campaigns/${names.campaign}/prospects?limit=50`),
+    prospectsStatusP99: await p99(() => `/admin/api/campaigns/${names.campaign}/prospects?status=replied&limit=50`),
+    prospectsDeepP99: await p99(() => `/admin/api/campaigns/${names.campaign}/prospects?status=later&before=${deep}&limit=50`),
   };
 }
 
@@ -390,6 +448,7 @@ export async function growthPhase(o: GrowthOptions): Promise<GrowthFigures> {
   if (keep) await forgetMeasured(grownEnv.DATABASE_URL!, broadcast.id);
 
   const through = (name: string, key: keyof Measured): GrowthFigure => ({ name, empty: empty[key], grown: grown[key], ratio: +(grown[key] / empty[key]).toFixed(2) });
+  const searched = (name: string, key: keyof Measured): GrowthFigure => ({ ...latency(name, key), limitMs: SEARCH_P99_LIMIT_MS });
   const latency = (name: string, key: keyof Measured): GrowthFigure => ({ name, empty: empty[key], grown: grown[key], ratio: +(empty[key] / grown[key]).toFixed(2) });
   return {
     rows: { messages: GROWTH_MESSAGES, subscribers: GROWTH_SUBSCRIBERS, prospects: GROWTH_PROSPECTS, fillSeconds, reused },
@@ -404,6 +463,15 @@ export async function growthPhase(o: GrowthOptions): Promise<GrowthFigures> {
       latency('GET /send/:id p99 (ms)', 'sendStatusP99'),
       latency('message search by recipient p50 (ms)', 'messageSearchP50'),
       latency('message search by recipient p99 (ms)', 'messageSearchP99'),
+      searched('console search: a recipient domain p99 (ms)', 'searchDomainP99'),
+      searched("console search: the domain's next page p99 (ms)", 'searchNextPageP99'),
+      searched('console search: subject words p99 (ms)', 'searchSubjectP99'),
+      searched('console search: status over a month p99 (ms)', 'searchStatusDatesP99'),
+      searched('console search: an id p99 (ms)', 'searchIdP99'),
+      searched('console search: a Message-ID p99 (ms)', 'searchMessageIdP99'),
+      searched("a campaign's prospects, first page p99 (ms)", 'prospectsPageP99'),
+      searched("a campaign's prospects by status p99 (ms)", 'prospectsStatusP99'),
+      searched("a campaign's prospects, a page deep in the list p99 (ms)", 'prospectsDeepP99'),
     ],
     broadcast: { subscribers: GROWTH_SUBSCRIBERS, snapshotSeconds, perSecond, workerPeakRssMb },
     segment: { notClickedSeconds: notClicked.seconds, notClickedCount: notClicked.count, fieldSeconds: field.seconds, fieldCount: field.count },

@@ -28,6 +28,7 @@ import { DOMAIN_HELP, domainCommand } from './admin-domains';
 import { BROADCAST_HELP, broadcastOptions, mailboxExtras, runBroadcastCommand } from './admin-broadcasts';
 import { IMPORT_HELP, importCommand, importOptions } from './admin-import';
 import { campaignOutreach, mailboxOutreach, OUTREACH_HELP, outreachOptions } from './admin-outreach';
+import { MESSAGES_HELP, messagesCommand, messagesOptions } from './admin-messages';
 import { campaignStats } from '../apps/core/src/outreach/stats';
 
 const HELP = `usage: npm run admin -- <command> [options]
@@ -57,6 +58,7 @@ ${IMPORT_HELP}
            [--target URL [--anchor TEXT]]     (links campaigns: the page the placed link must point to)
   campaign set ID [--status S] [--name NAME] [--steps FILE.json] [--stages a,b,c] [--target URL [--anchor TEXT] | --no-target]
   messages [--to ADDRESS] [--limit N]
+${MESSAGES_HELP}
 ${OUTREACH_HELP}
 ${WEBHOOK_HELP}
 ${TEMPLATE_HELP}
@@ -92,6 +94,7 @@ const options = {
   ...broadcastOptions,
   ...importOptions,
   ...outreachOptions,
+  ...messagesOptions,
 } as const;
 
 type Flags = Partial<Record<keyof typeof options, string | boolean>>;
@@ -240,6 +243,8 @@ async function run(command: string[], flags: Flags): Promise<unknown> {
     case 'messages':
       return { messages: await listMessages(d, validate(schemas.messagesQuery, { to: flags.to, limit: flags.limit })) };
     default: {
+      const operator = await messagesCommand(d, `${resource} ${action ?? ''}`.trim(), arg, flags);
+      if (operator !== undefined) return operator;
       const answer = await runBroadcastCommand(d, `${resource} ${action ?? ''}`.trim(), arg, flags);
       if (answer !== undefined) return answer;
       throw new AppError(`unknown command "${command.join(' ')}"\n\n${HELP}`);

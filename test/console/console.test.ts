@@ -167,7 +167,7 @@ describe('the admin console', () => {
       expect(sent.status).toBe(202);
     }
     await go('/admin/messages');
-    await page.fill('input[name=to]', 'someone@example.test');
+    await page.fill('input[name=q]', 'someone@example.test');
     await page.click('button:has-text("Find")');
     const rows = page.locator('tbody tr');
     expect(await rows.count()).toBe(1);

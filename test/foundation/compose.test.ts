@@ -30,7 +30,15 @@ describe('docker-compose.yml starts with no .env', () => {
   });
 
   it('has the services and ports the README names, and the API and worker share the state volume of generated secrets', () => {
-    expect(Object.keys(compose.services).sort()).toEqual(['api', 'mailpit', 'postgres', 'redis', 'smtp', 'worker']);
+    expect(Object.keys(compose.services).sort()).toEqual(['api', 'grafana', 'mailpit', 'postgres', 'prometheus', 'redis', 'smtp', 'worker']);
+    // the monitoring pair starts only when asked for (`--profile monitoring`), its files from docs/grafana
+    for (const name of ['grafana', 'prometheus']) {
+      expect((compose.services[name] as Service & { profiles?: string[] }).profiles).toEqual(['monitoring']);
+      for (const volume of compose.services[name]!.volumes ?? []) {
+        const source = volume.split(':')[0]!;
+        if (source.startsWith('./')) expect({ volume, exists: fs.existsSync(path.join(ROOT, source)) }).toEqual({ volume, exists: true });
+      }
+    }
     const published = (name: string) => (compose.services[name]!.ports ?? []).map((p) => p.split(':').at(-1));
     expect(published('api')).toContain('3000');
     expect(published('mailpit')).toEqual(expect.arrayContaining(['8025', '1025']));

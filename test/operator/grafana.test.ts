@@ -1,3 +1,4 @@
+import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { collectProcessMetrics, registry } from '../../apps/core/src/metrics';
@@ -88,5 +89,59 @@ describe('docs/grafana/mailservice.json', () => {
     expect(seriesOf('histogram_quantile(0.95, sum by (le, route) (rate(a_bucket{route=~"x|y"}[5m])))')).toEqual(['a_bucket']);
     expect(seriesOf('sum(rate(b_total{result="bounced"}[1h])) / clamp_min(sum(rate(b_total[1h])), 1e-9) * 60')).toEqual(['b_total', 'b_total']);
     expect(seriesOf('c_gauge')).toEqual(['c_gauge']);
+  });
+
+  it('has job and instance variables that every query is scoped by', () => {
+    const variables = (dashboard as unknown as { templating: { list: { name: string; type: string; query?: unknown }[] } }).templating.list;
+    expect(variables.map((v) => [v.name, v.type])).toEqual([
+      ['DS_PROMETHEUS', 'datasource'],
+      ['job', 'query'],
+      ['instance', 'query'],
+    ]);
+    for (const panel of dashboard.panels) {
+      for (const target of panel.targets ?? []) {
+        // every selector of a series of ours carries both matchers
+        for (const selector of target.expr.match(/mailservice_[a-z0-9_]+(\{[^}]*\})?/g) ?? []) {
+          expect({ panel: panel.title, selector, scoped: selector.includes('job=~"$job"') && selector.includes('instance=~"$instance"') }).toEqual({ panel: panel.title, selector, scoped: true });
+        }
+      }
+    }
+  });
+
+  it('has a panel for the age of the oldest deferred message', () => {
+    const panel = dashboard.panels.find((p) => p.targets?.some((t) => t.expr.includes('mailservice_oldest_deferred_seconds')));
+    expect(panel?.title).toMatch(/Oldest deferred message/);
+  });
+});
+
+describe('docs/grafana/alerts.yml', () => {
+  const promtool = (args: string[]) => spawnSync('/usr/bin/promtool', args, { cwd: path.dirname(file), encoding: 'utf8', timeout: 60_000 });
+
+  it('is a rules file promtool accepts, with the four alerts', () => {
+    const run = promtool(['check', 'rules', 'alerts.yml']);
+    expect(run.stderr).toBe('');
+    expect(run.stdout).toMatch(/SUCCESS: 5 rules found/);
+    expect(run.status).toBe(0);
+  });
+
+  it("fires each alert on the series that should fire it, and not before (promtool's unit tests)", () => {
+    const run = promtool(['test', 'rules', 'alerts.test.yml']);
+    expect(run.stdout).toMatch(/SUCCESS/);
+    expect(run.status).toBe(0);
+  });
+
+  it('names only series the service exports, and the jobs of the scrape configuration', async () => {
+    const rules = fs.readFileSync(path.join(path.dirname(file), 'alerts.yml'), 'utf8');
+    // js-yaml is in node_modules through jest (@istanbuljs/load-nyc-config); it only reads this file
+    const yaml = require('js-yaml') as { load(text: string): { groups: { rules: { alert: string; expr: string }[] }[] } };
+    const alerts = yaml.load(rules).groups.flatMap((g) => g.rules);
+    expect(alerts.map((a) => a.alert)).toEqual(['MailserviceOldestDeferredTooOld', 'MailserviceBounceRateHigh', 'MailserviceQueueGrowing', 'MailserviceWorkerDown', 'MailserviceNoWorker']);
+    const known = await exported();
+    for (const { alert, expr } of alerts) {
+      const series = seriesOf(expr).filter((name) => name !== 'up');
+      for (const name of series) expect({ alert, name, known: known.has(name) }).toEqual({ alert, name, known: true });
+    }
+    const scrape = fs.readFileSync(path.join(path.dirname(file), 'prometheus/prometheus.yml'), 'utf8');
+    for (const job of rules.matchAll(/job="([^"]+)"/g)) expect(scrape).toContain(`job_name: ${job[1]}`);
   });
 });

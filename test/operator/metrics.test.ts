@@ -1,6 +1,7 @@
 import type { AddressInfo } from 'node:net';
 import request from 'supertest';
 import { serveWorkerMetrics } from '../../apps/core/src/metrics/worker-server';
+import { db } from '../../apps/core/src/db';
 import { QUEUE, queue } from '../../apps/core/src/queues';
 import { ADMIN_TOKEN, as, useApi } from '../helpers/api';
 import { makeTenant } from '../helpers/factories';
@@ -95,6 +96,23 @@ describe('GET /metrics', () => {
     for (const name of ['mailservice_deliveries_total', 'mailservice_smtp_seconds', 'mailservice_webhook_deliveries_total', 'mailservice_inbound_messages_total']) {
       expect(types.has(name)).toBe(true);
     }
+  });
+});
+
+describe('the oldest deferred message', () => {
+  it("is a gauge of its age in seconds since it was accepted, 0 when none is deferred", async () => {
+    expect(value((await scrape()).samples, 'mailservice_oldest_deferred_seconds', {})).toBe(0);
+    const tenant = await makeTenant();
+    const sent = await as(ctx.api, tenant.token).post('/api/v1/send').send({ to: 'slow@example.org', subject: 's', text: 't' });
+    const { id } = await db().message.findFirstOrThrow({ where: { sendId: sent.body.id } });
+    await db().message.update({ where: { id }, data: { status: 'deferred', createdAt: new Date(Date.now() - 20 * 60_000) } });
+    const { samples, types } = await scrape();
+    expect(types.get('mailservice_oldest_deferred_seconds')).toBe('gauge');
+    const age = value(samples, 'mailservice_oldest_deferred_seconds', {})!;
+    expect(age).toBeGreaterThanOrEqual(1200);
+    expect(age).toBeLessThan(1260);
+    await db().message.update({ where: { id }, data: { status: 'sent' } });
+    expect(value((await scrape()).samples, 'mailservice_oldest_deferred_seconds', {})).toBe(0);
   });
 });
 

@@ -1,7 +1,7 @@
 import express, { type Express } from 'express';
 import type { Db } from '../../core/src/db';
 import { consoleRouter } from './console';
-import { DASHBOARD_PATH, dashboardRouter } from './dashboard';
+import { DASHBOARD_PATH, dashboardAccess, dashboardRouter } from './dashboard';
 import { withFastLane } from './lane';
 import { requireAdmin } from './middleware/admin';
 import { KeyAuthenticator } from './middleware/auth';
@@ -73,7 +73,7 @@ export function createApp(db: Db): ApiApp {
   app.use('/api/v1', v1Router(db, auth, failures, json, state));
   app.use('/mcp', mcpRouter(db, auth, failures, json, state));
   app.use(healthRouter(db));
-  app.use(DASHBOARD_PATH, refuseFraming, refuseCrossSiteWrites, requireAdmin(failures, { challenge: true }), dashboardRouter());
+  app.use(DASHBOARD_PATH, refuseFraming, refuseCrossSiteWrites, dashboardAccess(failures), dashboardRouter());
   // the JSON parser runs after the token (an import reads its own body: routes/admin/index.ts)
   app.use('/admin/api', requireAdmin(failures), adminRouter(db, json));
   app.route('/metrics').all(requireAdmin(failures)).get(metricsHandler(db)).all(methodNotAllowed);

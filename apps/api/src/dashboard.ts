@@ -1,5 +1,8 @@
 import type { RequestHandler, Router } from 'express';
 import { QUEUE, queue } from '../../core/src/queues';
+import { loadSession } from './console/session';
+import { requireAdmin } from './middleware/admin';
+import type { AuthFailures } from './middleware/failures';
 
 export const DASHBOARD_PATH = '/admin/queues';
 
@@ -29,5 +32,27 @@ export function dashboardRouter(): RequestHandler {
   return (req, res, next) => {
     dashboard ??= buildDashboard();
     dashboard.then((router) => router(req, res, next), next);
+  };
+}
+
+/**
+ * Who may open the dashboard: a signed-in console session (its cookie, Path=/admin, SameSite=Strict, reaches
+ * /admin/queues too), so the console's "Queues" link opens it without a second sign-in; otherwise the admin token,
+ * as Bearer or HTTP Basic (the browser asks for it).
+ */
+export function dashboardAccess(failures: AuthFailures): RequestHandler {
+  const token = requireAdmin(failures, { challenge: true });
+  return (req, res, next) => {
+    loadSession(req).then(
+      (session) => {
+        if (session?.admin) return next();
+        try {
+          token(req, res, next);
+        } catch (err) {
+          next(err);
+        }
+      },
+      (err: unknown) => next(err),
+    );
   };
 }

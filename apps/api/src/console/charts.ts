@@ -60,77 +60,154 @@ const valueOf = (day: DayCounts, key: ChartSeries['key']) => (key === 'bounced' 
 /** An id for the chart's title and description, from its title (unique on a page whose charts have distinct titles). */
 const idOf = (title: string) => `chart-${title.toLowerCase().replace(/[^a-z0-9]+/g, '-').replace(/^-|-$/g, '')}`;
 
+/** One point along the bottom of a line chart: its time (ISO), the label under it, and a value per series. */
+export interface ChartPoint {
+  at: string;
+  label: string;
+  values: Record<string, number>;
+}
+
+export interface LineSeries {
+  key: string;
+  label: string;
+}
+
+/** How wide a label of `text` is drawn at font-size 12 (system-ui): at most 7 px a character, kept on the safe side. */
+const textWidth = (text: string) => text.length * 7;
+
 /** A line chart of daily counts, one line per series, the days along the bottom. */
 export function dailyChart(title: string, days: DayCounts[], series: ChartSeries[]): string {
+  const points = days.map((d) => ({ at: d.date, label: d.date.slice(5), values: Object.fromEntries(series.map((s) => [s.key, valueOf(d, s.key)])) }));
+  return lineChart(title, points, series, 'Day');
+}
+
+/**
+ * The indexes of the points that get a label under the axis: evenly spaced, as many as fit with room between them,
+ * the last one always (drawn ending at the plot's right edge), none overlapping another.
+ */
+function axisLabels(points: ChartPoint[], x: (i: number) => number, right: number): { i: number; x: number; anchor: string }[] {
+  if (!points.length) return [];
+  const widest = Math.max(...points.map((p) => textWidth(p.label)));
+  const spacing = points.length > 1 ? x(1) - x(0) : Infinity;
+  const need = Math.max(1, Math.ceil((widest + 12) / spacing));
+  const every = [1, 2, 3, 4, 6, 7, 12, 14, 24, 28, 30, 48, 60].find((n) => n >= need) ?? need;
+  const placed: { i: number; x: number; anchor: string; from: number; to: number }[] = [];
+  const last = points.length - 1;
+  for (let i = 0; i <= last; i += every) {
+    const w = textWidth(points[i]!.label);
+    placed.push({ i, x: x(i), anchor: 'middle', from: x(i) - w / 2, to: x(i) + w / 2 });
+  }
+  if (placed.at(-1)!.i !== last) {
+    const w = textWidth(points[last]!.label);
+    const end = { i: last, x: right, anchor: 'end', from: right - w, to: right };
+    while (placed.length && placed.at(-1)!.to + 12 > end.from) placed.pop();
+    placed.push(end);
+  } else if (placed.length > 1 || points.length > 1) {
+    // the last label ends at the plot's edge rather than past it
+    const w = textWidth(points[last]!.label);
+    placed[placed.length - 1] = { i: last, x: right, anchor: 'end', from: right - w, to: right };
+    while (placed.length > 1 && placed.at(-2)!.to + 12 > placed.at(-1)!.from) placed.splice(placed.length - 2, 1);
+  }
+  return placed;
+}
+
+/**
+ * Where each line's end label goes: next to its line's last value where there is room, otherwise pushed apart (by
+ * `gap`) and kept between `min` and `max`, in the order of the values, so no two overlap and none runs into the axis.
+ */
+export function spreadLabels(wanted: number[], gap: number, min: number, max: number): number[] {
+  const order = wanted.map((y, n) => ({ y: Math.min(max, Math.max(min, y)), n })).sort((a, b) => a.y - b.y || a.n - b.n);
+  for (let k = 1; k < order.length; k++) order[k]!.y = Math.max(order[k]!.y, order[k - 1]!.y + gap);
+  if (order.length && order.at(-1)!.y > max) {
+    order.at(-1)!.y = max;
+    for (let k = order.length - 2; k >= 0; k--) order[k]!.y = Math.min(order[k]!.y, order[k + 1]!.y - gap);
+  }
+  const out: number[] = [];
+  for (const o of order) out[o.n] = o.y;
+  return out;
+}
+
+/** A line chart: one line per series, the points along the bottom (days, hours or minutes), `unit` naming them. */
+export function lineChart(title: string, points: ChartPoint[], series: LineSeries[], unit: string): string {
   const id = idOf(title);
   const width = 760;
-  const height = 260;
   const left = 48;
   const right = 150;
-  const top = 40;
   const bottom = 36;
   const plotW = width - left - right;
+  const totals = series.map((s) => points.reduce((sum, p) => sum + (p.values[s.key] ?? 0), 0));
+  // the legend first: its rows decide where the plot starts
+  const legend: { n: number; x: number; row: number; text: string }[] = [];
+  let lx = left;
+  let row = 0;
+  series.forEach((s, n) => {
+    const text = `${s.label} ${totals[n]}`;
+    const w = 32 + textWidth(text) + 12;
+    if (lx > left && lx + w > width - 8) {
+      row++;
+      lx = left;
+    }
+    legend.push({ n, x: lx, row, text });
+    lx += w;
+  });
+  const top = 40 + row * 20;
+  const height = 224 + top;
   const plotH = height - top - bottom;
-  const step = niceStep(Math.max(0, ...days.flatMap((d) => series.map((s) => valueOf(d, s.key)))));
+  const step = niceStep(Math.max(0, ...points.flatMap((p) => series.map((s) => p.values[s.key] ?? 0))));
   const top_ = 4 * step;
-  const x = (i: number) => left + (days.length <= 1 ? plotW / 2 : (i * plotW) / (days.length - 1));
+  const x = (i: number) => left + (points.length <= 1 ? plotW / 2 : (i * plotW) / (points.length - 1));
   const y = (v: number) => top + plotH - (v / top_) * plotH;
-  const totals = series.map((s) => days.reduce((sum, d) => sum + valueOf(d, s.key), 0));
   const parts: string[] = [];
   parts.push(`<svg xmlns="http://www.w3.org/2000/svg" class="chart" viewBox="0 0 ${width} ${height}" width="${width}" height="${height}" role="img" aria-labelledby="${id}-t ${id}-d" font-family="system-ui, sans-serif" font-size="12">`);
   parts.push(`<title id="${id}-t">${esc(title)}</title>`);
-  parts.push(`<desc id="${id}-d">${esc(`${days[0]?.date ?? ''} to ${days.at(-1)?.date ?? ''}: `)}${series.map((s, i) => esc(`${s.label} ${totals[i]}`)).join(', ')}</desc>`);
+  parts.push(`<desc id="${id}-d">${esc(`${points[0]?.at ?? ''} to ${points.at(-1)?.at ?? ''}: `)}${series.map((s, i) => esc(`${s.label} ${totals[i]}`)).join(', ')}</desc>`);
   parts.push(`<rect x="0" y="0" width="${width}" height="${height}" fill="#ffffff"/>`);
   // the grid: four steps up the side
   for (let n = 0; n <= 4; n++) {
     const gy = y(n * step).toFixed(1);
     parts.push(`<line x1="${left}" y1="${gy}" x2="${left + plotW}" y2="${gy}" stroke="#d8dde3" stroke-width="1"/>`);
-    parts.push(`<text x="${left - 6}" y="${gy}" text-anchor="end" dominant-baseline="middle" fill="#4a525a">${esc(n * step)}</text>`);
+    parts.push(`<text class="axis" x="${left - 6}" y="${gy}" text-anchor="end" dominant-baseline="middle" fill="#4a525a">${esc(n * step)}</text>`);
   }
-  // a date every week, and the last day
-  days.forEach((d, i) => {
-    if (i % 7 !== 0 && i !== days.length - 1) return;
-    if (i !== days.length - 1 && days.length - 1 - i < 4) return;
-    parts.push(`<text x="${x(i).toFixed(1)}" y="${height - bottom + 18}" text-anchor="middle" fill="#4a525a">${esc(d.date.slice(5))}</text>`);
-  });
+  for (const l of axisLabels(points, x, left + plotW)) {
+    parts.push(`<text class="axis" x="${l.x.toFixed(1)}" y="${height - bottom + 18}" text-anchor="${l.anchor}" fill="#4a525a">${esc(points[l.i]!.label)}</text>`);
+  }
   parts.push(`<line x1="${left}" y1="${top + plotH}" x2="${left + plotW}" y2="${top + plotH}" stroke="#4a525a" stroke-width="1"/>`);
-  // the lines, each with its dash and marker, its name and total at its end
-  const ends: number[] = [];
+  // the lines, each with its dash and marker, and its name at its end, the names kept apart
+  const ends = spreadLabels(
+    series.map((s) => (points.length ? y(points.at(-1)!.values[s.key] ?? 0) : top + plotH)),
+    15,
+    top + 6,
+    top + plotH - 8,
+  );
   series.forEach((s, n) => {
     const style = STYLES[n % STYLES.length]!;
-    const points = days.map((d, i) => `${x(i).toFixed(1)},${y(valueOf(d, s.key)).toFixed(1)}`).join(' ');
+    const line = points.map((p, i) => `${x(i).toFixed(1)},${y(p.values[s.key] ?? 0).toFixed(1)}`).join(' ');
     parts.push(`<g class="series" data-series="${esc(s.key)}">`);
-    parts.push(`<polyline points="${points}" fill="none" stroke="${style.colour}" stroke-width="2"${style.dash ? ` stroke-dasharray="${style.dash}"` : ''}/>`);
-    if (days.length <= 62) days.forEach((d, i) => parts.push(marker(style.marker, x(i), y(valueOf(d, s.key)), style.colour)));
-    // end labels pushed apart so they never overlap
-    let endY = days.length ? y(valueOf(days.at(-1)!, s.key)) : top + plotH;
-    for (const other of ends) if (Math.abs(other - endY) < 14) endY = other + 14;
-    ends.push(endY);
-    parts.push(`<text x="${left + plotW + 8}" y="${endY.toFixed(1)}" dominant-baseline="middle" fill="${style.colour}">${esc(s.label)}</text>`);
+    parts.push(`<polyline points="${line}" fill="none" stroke="${style.colour}" stroke-width="2"${style.dash ? ` stroke-dasharray="${style.dash}"` : ''}/>`);
+    if (points.length <= 62) points.forEach((p, i) => parts.push(marker(style.marker, x(i), y(p.values[s.key] ?? 0), style.colour)));
+    parts.push(`<text class="end" x="${left + plotW + 8}" y="${ends[n]!.toFixed(1)}" dominant-baseline="middle" fill="${style.colour}">${esc(s.label)}</text>`);
     parts.push(`</g>`);
   });
   // the legend: the same marker and dash as the line, the name and the range's total
-  let lx = left;
-  series.forEach((s, n) => {
-    const style = STYLES[n % STYLES.length]!;
-    parts.push(`<line x1="${lx}" y1="16" x2="${lx + 26}" y2="16" stroke="${style.colour}" stroke-width="2"${style.dash ? ` stroke-dasharray="${style.dash}"` : ''}/>`);
-    parts.push(marker(style.marker, lx + 13, 16, style.colour));
-    const text = `${s.label} ${totals[n]}`;
-    parts.push(`<text x="${lx + 32}" y="16" dominant-baseline="middle" fill="#1d232b">${esc(text)}</text>`);
-    lx += 44 + text.length * 7;
-  });
+  for (const l of legend) {
+    const style = STYLES[l.n % STYLES.length]!;
+    const ly = 16 + l.row * 20;
+    parts.push(`<line x1="${l.x}" y1="${ly}" x2="${l.x + 26}" y2="${ly}" stroke="${style.colour}" stroke-width="2"${style.dash ? ` stroke-dasharray="${style.dash}"` : ''}/>`);
+    parts.push(marker(style.marker, l.x + 13, ly, style.colour));
+    parts.push(`<text class="legend" x="${l.x + 32}" y="${ly}" dominant-baseline="middle" fill="#1d232b">${esc(l.text)}</text>`);
+  }
   parts.push('</svg>');
-  return `<figure class="chart-figure">${parts.join('')}<figcaption>${esc(title)}</figcaption>${numbersTable(days, series)}</figure>`;
+  return `<figure class="chart-figure">${parts.join('')}<figcaption>${esc(title)}</figcaption>${numbersTable(points, series, unit)}</figure>`;
 }
 
 /** The chart's numbers, for a reader who would rather read (or cannot see the picture). */
-function numbersTable(days: DayCounts[], series: ChartSeries[]): string {
-  const head = `<tr><th>Day</th>${series.map((s) => `<th>${esc(s.label)}</th>`).join('')}</tr>`;
-  const rows = days
-    .filter((d) => series.some((s) => valueOf(d, s.key) > 0))
-    .map((d) => `<tr><td>${esc(d.date)}</td>${series.map((s) => `<td>${valueOf(d, s.key)}</td>`).join('')}</tr>`)
+function numbersTable(points: ChartPoint[], series: LineSeries[], unit: string): string {
+  const head = `<tr><th>${esc(unit)}</th>${series.map((s) => `<th>${esc(s.label)}</th>`).join('')}</tr>`;
+  const rows = points
+    .filter((p) => series.some((s) => (p.values[s.key] ?? 0) > 0))
+    .map((p) => `<tr><td>${esc(p.at)}</td>${series.map((s) => `<td>${p.values[s.key] ?? 0}</td>`).join('')}</tr>`)
     .join('');
-  return `<details><summary>The numbers</summary><table>${head}${rows || `<tr><td colspan="${series.length + 1}">Nothing happened in these days.</td></tr>`}</table></details>`;
+  return `<details><summary>The numbers</summary><table>${head}${rows || `<tr><td colspan="${series.length + 1}">Nothing happened in this range.</td></tr>`}</table></details>`;
 }
 
 export interface FunnelStep {

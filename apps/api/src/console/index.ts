@@ -20,7 +20,7 @@ import { domainsPage } from './pages/domains';
 import type { BodyBudget } from '../middleware/body-budget';
 import type { AuthFailures } from '../middleware/failures';
 import { csrfMatches, endSession, loadSession, saveSession, signinToken, signinTokenMatches, startSession, type Session } from './session';
-import { CSS, createViews } from './views';
+import { CSS, FORM_LIMIT, FORM_LIMIT_TEXT, createViews } from './views';
 
 /** The console's pages, in navigation order. A new page: a module in pages/ and one line here. */
 export const PAGES: ConsolePage[] = [overviewPage, accountsPage, mailboxesPage, keysPage, listsPage, broadcastsPage, campaignsPage, messagesPage, webhooksPage, inboundPage, domainsPage];
@@ -64,7 +64,7 @@ export function consoleRouter(db: Db, bodies: { budget: BodyBudget; signInBudget
   const views = createViews(Object.assign({}, ...PAGES.map((p) => p.templates)) as Record<string, string>);
   // a signed-in admin's forms are read within the API's body budget; anybody else's (the sign-in) within the sign-in's
   // own small one, and at most 4 KB
-  const form = bodies.budget.around(express.urlencoded({ extended: false, limit: '256kb', parameterLimit: 100 }));
+  const form = bodies.budget.around(express.urlencoded({ extended: false, limit: FORM_LIMIT, parameterLimit: 100 }));
   const strangerForm = bodies.signInBudget.around(express.urlencoded({ extended: false, limit: '4kb', parameterLimit: 10 }));
 
   const render: PageContext['render'] = (req, res, template, title, data = {}, status = 200) => {
@@ -129,7 +129,15 @@ export function consoleRouter(db: Db, bodies: { budget: BodyBudget; signInBudget
     if (req.method !== 'POST') return next();
     // a signed-in file upload streams its own body and checks the CSRF token, its first part (pages/lists.ts)
     if (res.locals.session && UPLOAD_PATH.test(req.path) && req.is('multipart/form-data')) return next();
-    (res.locals.session ? form : strangerForm)(req, res, (err?: unknown) => (err ? next(err) : checkCsrf(req, res, next)));
+    (res.locals.session ? form : strangerForm)(req, res, (err?: unknown) => {
+      // a signed-in form over the limit (a long paste into the import box): the console's own limit, and the way round it
+      if (res.locals.session && (err as { type?: string } | undefined)?.type === 'entity.too.large') {
+        const list = /^\/lists\/(\d+)\//.exec(req.path)?.[1];
+        const error = `The form is over the console's limit of ${FORM_LIMIT_TEXT}.${list ? ' Import a file of that size instead: the file upload takes up to 100 MB.' : ''}`;
+        return render(req, res, 'error', 'Too large', { error, back: list ? `/admin/lists/${list}#upload` : '/admin' }, 413);
+      }
+      return err ? next(err) : checkCsrf(req, res, next);
+    });
   });
 
   router.post('/signin', async (req, res) => {

@@ -1,7 +1,8 @@
-import { broadcastTotals, readStats } from '../../../core/src/analytics/stats';
+import { broadcastTotals } from '../../../core/src/analytics/stats';
 import { broadcastLinks } from '../../../core/src/analytics/tracking';
 import type { Db } from '../../../core/src/db';
-import { dailyChart, esc, funnelChart, type ChartSeries } from './charts';
+import { chartRange, broadcastLive, readBuckets, RANGES, type ChartRange } from '../../../core/src/operator/ranges';
+import { esc, funnelChart, lineChart, type ChartSeries, type LineSeries } from './charts';
 
 /**
  * The charts section of the console's pages (docs/analytics.md): the last 30 days of counters for the whole service,
@@ -23,24 +24,72 @@ const ENGAGEMENT: ChartSeries[] = [
   { key: 'opened', label: 'Opens' },
 ];
 
-async function last30Days(db: Db, filter: Record<string, number>, what: string, extra: ChartSeries[]): Promise<string> {
-  const { from, to, days } = await readStats(db, filter);
-  const section = [
-    `<section class="charts" id="charts"><h2>The last 30 days <span class="muted">(${from} to ${to}, UTC)</span></h2>`,
-    dailyChart(`Emails sent and delivered, ${what}`, days, EMAILS),
-    dailyChart(`Bounces, complaints and unsubscribes, ${what}`, days, TROUBLE),
-  ];
-  if (extra.length) section.push(dailyChart(`${extra.map((s) => s.label).join(', ')}, ${what}`, days, extra));
+/** The hourly view's series (messages of each hour and what became of them): replies, complaints and unsubscribes are counted by the day only. */
+const HOURLY_EMAILS: LineSeries[] = [
+  { key: 'accepted', label: 'Accepted' },
+  { key: 'delivered', label: 'Delivered' },
+];
+const HOURLY_TROUBLE: LineSeries[] = [
+  { key: 'bounced_dead', label: 'Bounced (dead)' },
+  { key: 'bounced_other', label: 'Bounced (other)' },
+  { key: 'failed', label: 'Failed' },
+];
+
+/** The range picker: a GET form back to the page, the range kept in its address (so it can be shared). */
+function rangeForm(path: string, range: ChartRange): string {
+  const options = RANGES.map((r) => `<option value="${r}"${r === range.name ? ' selected' : ''}>${esc(RANGE_LABELS[r])}</option>`).join('');
+  return `<form method="get" action="${esc(path)}#charts" class="card range"><label>Range <select name="range">${options}</select></label>
+<label>From <input type="date" name="from" value="${esc(range.fromDay)}"></label> <label>To <input type="date" name="to" value="${esc(range.toDay)}"></label>
+<button>Show</button> <span class="muted">(From and To apply to a custom range; under three days the charts are hourly)</span></form>`;
+}
+
+const RANGE_LABELS: Record<(typeof RANGES)[number], string> = { '24h': 'Last 24 hours', '7d': 'Last 7 days', '30d': 'Last 30 days', '90d': 'Last 90 days', custom: 'Custom (from, to)' };
+
+async function rangeCharts(db: Db, filter: Record<string, number>, what: string, extra: ChartSeries[], path: string, query: unknown): Promise<string> {
+  const range = chartRange(query);
+  const buckets = await readBuckets(db, filter, range);
+  const unit = range.unit === 'hour' ? 'Hour (UTC)' : 'Day';
+  const head = `<section class="charts" id="charts"><h2>${esc(range.caption)} <span class="muted">(${esc(buckets[0]?.at ?? '')} to ${esc(buckets.at(-1)?.at ?? '')}, UTC, ${range.unit === 'hour' ? 'by the hour' : 'by the day'})</span></h2>`;
+  const section = [head, rangeForm(path, range)];
+  if (range.unit === 'hour') {
+    section.push(lineChart(`Emails accepted and delivered, ${what}`, buckets, HOURLY_EMAILS, unit));
+    section.push(lineChart(`Bounces and failures, ${what}`, buckets, HOURLY_TROUBLE, unit));
+    const engagement = extra.filter((s) => s.key === 'clicked' || s.key === 'opened');
+    if (engagement.length) section.push(lineChart(`${engagement.map((s) => s.label).join(', ')}, ${what}`, buckets, engagement, unit));
+  } else {
+    section.push(lineChart(`Emails sent and delivered, ${what}`, buckets, EMAILS, unit));
+    section.push(lineChart(`Bounces, complaints and unsubscribes, ${what}`, buckets, TROUBLE, unit));
+    if (extra.length) section.push(lineChart(`${extra.map((s) => s.label).join(', ')}, ${what}`, buckets, extra, unit));
+  }
   section.push('</section>');
   return section.join('\n');
 }
 
-export const overviewCharts = (db: Db) => last30Days(db, {}, 'all accounts', ENGAGEMENT);
-export const mailboxCharts = (db: Db, mailbox: number) => last30Days(db, { mailbox }, 'this mailbox', [...ENGAGEMENT, { key: 'replied', label: 'Replies' }]);
-export const campaignCharts = (db: Db, campaign: number) => last30Days(db, { campaign }, 'this campaign', [{ key: 'replied', label: 'Replies' }, { key: 'clicked', label: 'Clicks' }]);
+export const overviewCharts = (db: Db, query?: unknown) => rangeCharts(db, {}, 'all accounts', ENGAGEMENT, '/admin', query);
+export const mailboxCharts = (db: Db, mailbox: number, query?: unknown) =>
+  rangeCharts(db, { mailbox }, 'this mailbox', [...ENGAGEMENT, { key: 'replied', label: 'Replies' }], `/admin/mailboxes/${mailbox}`, query);
+export const campaignCharts = (db: Db, campaign: number, query?: unknown) =>
+  rangeCharts(db, { campaign }, 'this campaign', [{ key: 'replied', label: 'Replies' }, { key: 'clicked', label: 'Clicks' }], `/admin/campaigns/${campaign}`, query);
+
+const LIVE: LineSeries[] = [
+  { key: 'delivered', label: 'Delivered' },
+  { key: 'bounced', label: 'Bounced' },
+  { key: 'failed', label: 'Failed' },
+  { key: 'opened', label: 'Opens' },
+];
+
+/** A running broadcast's last 30 minutes, minute by minute; the page reloads itself while the broadcast sends. */
+export async function broadcastLiveSection(db: Db, id: number): Promise<string> {
+  const minutes = await broadcastLive(db, id, 30);
+  const total = (key: string) => minutes.reduce((sum, m) => sum + (m.values[key] ?? 0), 0);
+  const rate = Math.round(minutes.slice(-5).reduce((sum, m) => sum + (m.values.delivered ?? 0), 0) / 5);
+  return `<section class="charts" id="live"><h2>Live: the last 30 minutes <span class="muted">(by the minute, UTC; this page reloads every 10 seconds)</span></h2>
+<p>About <strong>${rate}</strong> copies a minute over the last 5 minutes · ${total('delivered')} delivered, ${total('bounced')} bounced, ${total('opened')} opened in 30 minutes</p>
+${lineChart('This broadcast, minute by minute', minutes, LIVE, 'Minute (UTC)')}</section>`;
+}
 
 /** A broadcast's funnel over its whole life, then its last 30 days. */
-export async function broadcastCharts(db: Db, id: number): Promise<string> {
+export async function broadcastCharts(db: Db, id: number, query?: unknown): Promise<string> {
   const broadcast = await db.broadcast.findUniqueOrThrow({ where: { id }, select: { id: true, accountId: true, audience: true } });
   const totals = await broadcastTotals(db, broadcast.accountId, broadcast.id);
   const funnel = funnelChart('The funnel of this broadcast', [
@@ -52,7 +101,7 @@ export async function broadcastCharts(db: Db, id: number): Promise<string> {
     { label: 'Clicked', value: totals.clicked },
     { label: 'Opened', value: totals.opened },
   ]);
-  const [days, links] = await Promise.all([last30Days(db, { broadcast: broadcast.id }, 'this broadcast', ENGAGEMENT), broadcastLinks(db, broadcast.id)]);
+  const [days, links] = await Promise.all([rangeCharts(db, { broadcast: broadcast.id }, 'this broadcast', ENGAGEMENT, `/admin/broadcasts/${broadcast.id}`, query), broadcastLinks(db, broadcast.id)]);
   const rows = links.map((l) => `<tr><td>${esc(l.url)}</td><td>${l.unique_clicks}</td><td>${l.clicks}</td><td>${l.scanner_clicks}</td></tr>`).join('');
   const table = links.length
     ? `<section id="links"><h2>Clicks per link</h2><table><thead><tr><th>Link</th><th>Unique clicks</th><th>Clicks</th><th>Scanners (not counted)</th></tr></thead><tbody>${rows}</tbody></table></section>`

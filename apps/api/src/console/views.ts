@@ -61,6 +61,10 @@ form.inline{display:inline}
 .chart-figure details{margin-top:.4em}
 .copy{user-select:all;cursor:copy;word-break:break-all;background:#fff8db}
 .status-verified,.status-found{color:#1e7a34;font-weight:600}.status-failed,.status-wrong{color:#b3261e;font-weight:600}.status-missing,.status-pending{color:#8a5a00}
+pre.headers{background:#fff;border:1px solid #e3e6ea;padding:.6em .8em;white-space:pre-wrap;word-break:break-all;font-size:.85em}
+form.card.search label,form.card.range label{display:inline-block;margin-right:1em}
+table.facts th{width:11em}
+p.actions form{margin-right:.6em}
 `;
 
 export const TEMPLATES: Record<string, string> = {
@@ -72,6 +76,10 @@ export const TEMPLATES: Record<string, string> = {
 };
 
 export const CSRF_FIELD = CSRF;
+
+/** The most a signed-in console form may carry (the pasted import's limit): body-parser's limit and the words that state it. */
+export const FORM_LIMIT = '256kb';
+export const FORM_LIMIT_TEXT = '256 KB';
 
 /** The account and mailbox pickers of the create forms (`it.accounts`, `it.mailboxes`). */
 export const ACCOUNT_SELECT = `<label>Account <select name="account" required><% it.accounts.forEach(function (a) { %><option value="<%= a.id %>"<% if (String(a.id) === it.account) { %> selected<% } %>><%= a.id %> · <%= a.name %></option><% }) %></select></label>`;

@@ -2,6 +2,9 @@ import type Joi from 'joi';
 import * as schemas from '../../../core/src/admin-schemas';
 import { statsQuery } from '../../../core/src/analytics/stats';
 import { audienceQuery, broadcastChanges, broadcastInput, broadcastsQuery } from '../../../core/src/broadcasts/schema';
+import { messageIdParam } from '../../../core/src/sending/message-actions';
+import { prospectFilter } from '../../../core/src/operator/prospects';
+import { messageSearchQuery } from '../../../core/src/operator/search';
 import { deliveriesQuery, webhookChanges, webhookInput, webhooksQuery } from '../../../core/src/webhooks/schemas';
 import { previewInput, restoreInput, templateChanges, templateInput, templatesQuery, testSendInput } from '../../../core/src/templates/schema';
 import { domainInput, domainsQuery } from '../../../core/src/domains/schemas';
@@ -24,6 +27,8 @@ interface AdminOperation {
   csv?: boolean;
   /** the body is a file (CSV or NDJSON), read as it streams in */
   file?: boolean;
+  /** the `{id}` of the path when it is not a row number (a message's UUID) */
+  idParam?: Joi.Schema;
 }
 
 const ok = (key?: string) => ({ status: 200 as const, key });
@@ -58,8 +63,13 @@ export const ADMIN_OPERATIONS: AdminOperation[] = [
   { method: 'get', path: '/campaigns/{id}', summary: 'A campaign with its steps', answer: ok('campaign') },
   { method: 'patch', path: '/campaigns/{id}', summary: 'Change a campaign', body: schemas.campaignChanges, answer: ok('campaign') },
   { method: 'get', path: '/campaigns/{id}/stats', summary: "A campaign's numbers", answer: ok('stats') },
+  { method: 'get', path: '/campaigns/{id}/prospects', summary: "A campaign's prospects, newest first, by status and step (keyset pages)", query: prospectFilter, answer: ok('prospects') },
 
   { method: 'get', path: '/messages', summary: 'The latest messages', query: schemas.messagesQuery, answer: ok('messages') },
+  { method: 'get', path: '/messages/search', summary: 'Find messages by recipient, domain, subject words, id or Message-ID, status and dates (keyset pages)', query: messageSearchQuery, answer: ok('messages') },
+  { method: 'get', path: '/messages/{id}', summary: "A message's story: state changes, events and webhook deliveries, headers", idParam: messageIdParam, answer: ok('message') },
+  { method: 'post', path: '/messages/{id}/retry', summary: 'Try a deferred or failed message again now (409 otherwise)', idParam: messageIdParam, answer: ok('message') },
+  { method: 'post', path: '/messages/{id}/cancel', summary: 'Cancel a message not yet claimed (queued or deferred; 409 otherwise)', idParam: messageIdParam, answer: ok('message') },
 
   { method: 'get', path: '/suppressions', summary: "An account's suppressed addresses in keyset pages", query: schemas.entriesQuery, answer: ok() },
   { method: 'delete', path: '/suppressions/{id}', summary: 'Remove a suppression', answer: ok() },
@@ -142,7 +152,7 @@ export function adminOpenApiDocument(): JsonSchema {
       responses[status] = { description: STATUS_TEXT[status], content: { 'application/json': { schema: { $ref: '#/components/schemas/Refusal' } } } };
     }
     const parameters: JsonSchema[] = [];
-    if (op.path.includes('{id}')) parameters.push({ name: 'id', in: 'path', required: true, schema: idSchema });
+    if (op.path.includes('{id}')) parameters.push({ name: 'id', in: 'path', required: true, schema: op.idParam ? toJsonSchema(op.idParam) : idSchema });
     if (op.query) parameters.push(...queryParameters(op.query));
     const file = { schema: { type: 'string' } };
     const requestBody = op.body

@@ -1,7 +1,7 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { Db } from '../db';
 import { QUEUE, queue } from '../queues';
-import { countStatusesUpTo, estimateStatuses } from './repository';
+import { countStatusesUpTo, estimateStatuses, oldestDeferredSeconds } from './repository';
 
 /**
  * The Prometheus metrics of docs/operator.md, one registry per process. The API serves it at GET /metrics (admin
@@ -67,6 +67,11 @@ export const metrics = {
     name: 'mailservice_messages_estimate',
     help: "Messages by status, estimated from Postgres's statistics (pg_class.reltuples x pg_stats frequencies, as fresh as the last ANALYZE); no table scan",
     labelNames: ['status'] as const,
+    registers: [registry],
+  }),
+  oldestDeferred: new Gauge({
+    name: 'mailservice_oldest_deferred_seconds',
+    help: 'Seconds since the oldest deferred message was accepted (0 when none is deferred), read at scrape time',
     registers: [registry],
   }),
   deliveries: new Counter({
@@ -147,7 +152,8 @@ export const metrics = {
 
 /** Sets the gauges of shared state from Redis and Postgres: queue depths, live and estimated message counts. */
 async function readState(db: Db): Promise<void> {
-  const [depths, live, estimated] = await Promise.all([queueDepths(), liveMessageCounts(db), estimatedMessageCounts(db)]);
+  const [depths, live, estimated, oldest] = await Promise.all([queueDepths(), liveMessageCounts(db), estimatedMessageCounts(db), oldestDeferredSeconds(db)]);
+  metrics.oldestDeferred.set(Math.max(0, Math.round((oldest ?? 0) * 10) / 10));
   metrics.queueJobs.reset();
   for (const { queue: name, counts } of depths) for (const state of QUEUE_STATES) metrics.queueJobs.set({ queue: name, state }, counts[state] ?? 0);
   for (const row of live) metrics.messagesLive.set({ status: row.status }, row.count);

@@ -19,3 +19,11 @@ export async function estimateStatuses(db: Db): Promise<{ status: string; n: num
       WHERE c.oid = 'messages'::regclass`,
   );
 }
+
+/** Seconds since the oldest `deferred` message was accepted (null when none): one step down the (status, created_at) index. */
+export async function oldestDeferredSeconds(db: Db): Promise<number | null> {
+  const [row] = await db.$queryRawUnsafe<{ age: number | null }[]>(
+    `SELECT extract(epoch FROM now() - (SELECT created_at FROM messages WHERE status = 'deferred' ORDER BY created_at LIMIT 1))::float8 AS age`,
+  );
+  return row?.age ?? null;
+}

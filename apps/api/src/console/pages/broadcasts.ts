@@ -6,7 +6,7 @@ import { browseLists } from '../../../../core/src/subscribers/browse';
 import { validate } from '../../../../core/src/validate';
 import { CSRF_FIELD } from '../views';
 import { field, type ConsolePage } from '../page';
-import { broadcastCharts } from '../stats-section';
+import { broadcastCharts, broadcastLiveSection } from '../stats-section';
 
 /** The buttons a broadcast's state allows (the state machine of broadcasts/service.ts). */
 const ACTIONS: Record<string, { status: string; label: string }[]> = {
@@ -75,8 +75,10 @@ export const broadcastsPage: ConsolePage = {
     });
     router.get('/broadcasts/:id', async (req, res) => {
       const b = await getBroadcast(ctx.db, validate(idParam, req.params.id));
-      const charts = await broadcastCharts(ctx.db, b.id);
-      ctx.render(req, res, 'broadcast', `Broadcast ${b.id}: ${b.subject}`, { b, actions: ACTIONS[b.status] ?? [], preview: previewCopy(b), charts });
+      const [charts, live] = await Promise.all([broadcastCharts(ctx.db, b.id, req.query), b.status === 'sending' || b.status === 'paused' ? broadcastLiveSection(ctx.db, b.id) : '']);
+      // a broadcast going out: the page reloads itself (a header, not a script: the console has none)
+      if (b.status === 'sending') res.set('Refresh', '10');
+      ctx.render(req, res, 'broadcast', `Broadcast ${b.id}: ${b.subject}`, { b, actions: ACTIONS[b.status] ?? [], preview: previewCopy(b), charts: live + charts });
     });
   },
 };

@@ -5,7 +5,8 @@ import { changeCampaign, createCampaign, getCampaign, GOALS } from '../../../../
 import { listMailboxes } from '../../../../core/src/mailboxes';
 import { validate } from '../../../../core/src/validate';
 import { ACCOUNT_SELECT, CSRF_FIELD, mailboxSelect } from '../views';
-import { field, numberField, type ConsolePage } from '../page';
+import { field, numberField, query, type ConsolePage } from '../page';
+import { browseProspects, PROSPECT_STATUSES } from '../../../../core/src/operator/prospects';
 import { campaignStats } from '../../../../core/src/outreach/stats';
 import { CAMPAIGN_DELIVERABILITY, CAMPAIGN_STATS, campaignSendingRoutes } from './outreach-settings';
 import { campaignCharts } from '../stats-section';
@@ -39,6 +40,17 @@ ${mailboxSelect('Mailbox')}
 <table><thead><tr><th>Status</th><th>Stage</th><th>Prospects</th></tr></thead><tbody>
 <% it.counts.forEach(function (c) { %><tr><td><%= c.status %></td><td><%= it.campaign.stages[c.stage] || c.stage %></td><td><%= c.count %></td></tr><% }) %>
 </tbody></table>
+<section id="prospects"><h2>Prospects</h2>
+<form method="get" action="/admin/campaigns/<%= it.campaign.id %>#prospects" class="card search">
+<label>Status <select name="status"><option value="">any</option><% it.prospectStatuses.forEach(function (s) { %><option<% if (s === it.pf.status) { %> selected<% } %>><%= s %></option><% }) %></select></label>
+<label>Step <input type="number" name="step" min="0" value="<%= it.pf.step %>" size="4"></label>
+<button>Filter</button></form>
+<table class="prospects"><thead><tr><th>Id</th><th>Email</th><th>Site</th><th>Name</th><th>Status</th><th>Step</th><th>Next step at</th><th>Last answer</th><th>Changed</th></tr></thead><tbody>
+<% it.prospects.rows.forEach(function (p) { %><tr><td><%= p.id %></td><td><%= p.email || '' %></td><td><%= p.site || '' %></td><td><%= p.name %></td><td><%= p.status %><% if (p.reason) { %> (<%= p.reason %>)<% } %></td><td><%= p.step %></td><td><%= p.next_at || '-' %></td><td><% if (p.last_answer) { %><%= p.last_answer %> <span class="muted">(<%= p.replied_at %>)</span><% } else { %>-<% } %></td><td><%= p.updated_at %></td></tr><% }) %>
+</tbody></table>
+<% if (!it.prospects.rows.length) { %><p class="muted">No prospects<% if (it.pf.status || it.pf.step !== '') { %> match<% } %>.</p><% } %>
+<% if (it.prospects.next) { %><p><a rel="next" href="/admin/campaigns/<%= it.campaign.id %>?status=<%= encodeURIComponent(it.pf.status) %>&amp;step=<%= encodeURIComponent(it.pf.step) %>&amp;before=<%= it.prospects.next %>#prospects">Older prospects</a></p><% } %>
+</section>
 ${CAMPAIGN_STATS}
 ${CAMPAIGN_DELIVERABILITY}
 <%~ it.charts %>`,
@@ -67,8 +79,14 @@ ${CAMPAIGN_DELIVERABILITY}
     router.get('/campaigns/:id', async (req, res) => {
       const id = validate(schemas.idParam, req.params.id);
       const campaign = await getCampaign(ctx.db, id);
-      const [counts, stats, charts] = await Promise.all([prospectCounts(ctx.db, id), campaignStats(ctx.db, id), campaignCharts(ctx.db, id)]);
-      ctx.render(req, res, 'campaign', `Campaign ${campaign.name}`, { campaign, counts, stats, charts });
+      const filter = { status: query(req, 'status'), step: query(req, 'step'), before: query(req, 'before') };
+      const [counts, stats, charts, prospects] = await Promise.all([
+        prospectCounts(ctx.db, id),
+        campaignStats(ctx.db, id),
+        campaignCharts(ctx.db, id, req.query),
+        browseProspects(ctx.db, id, filter),
+      ]);
+      ctx.render(req, res, 'campaign', `Campaign ${campaign.name}`, { campaign, counts, stats, charts, prospects, pf: filter, prospectStatuses: PROSPECT_STATUSES });
     });
     campaignSendingRoutes(router, ctx);
   },

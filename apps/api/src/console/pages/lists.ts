@@ -10,7 +10,7 @@ import { MultipartReader } from '../multipart';
 import { csrfMatches } from '../session';
 import { listMailboxes } from '../../../../core/src/mailboxes';
 import { Joi, validate } from '../../../../core/src/validate';
-import { ACCOUNT_SELECT, CSRF_FIELD, mailboxSelect } from '../views';
+import { ACCOUNT_SELECT, CSRF_FIELD, FORM_LIMIT_TEXT, mailboxSelect } from '../views';
 import { field, numberField, type ConsolePage } from '../page';
 
 const SUBSCRIBER_STATUSES = ['pending', 'active', 'unsubscribed', 'bounced', 'complained'] as const;
@@ -56,7 +56,7 @@ ${mailboxSelect('Mailbox (sends the confirmation emails)')}
 <% it.page.rows.forEach(function (s) { %><tr><td><%= s.id %></td><td><%= s.email %></td><td><%= s.name %></td><td><%= s.status %></td><td><%= s.created_at %></td><td><%= s.confirmed_at || '-' %></td></tr><% }) %>
 </tbody></table>
 <% if (it.page.next) { %><p><a rel="next" href="/admin/lists/<%= it.list.id %>?q=<%= encodeURIComponent(it.q) %>&amp;status=<%= encodeURIComponent(it.status) %>&amp;after=<%= it.page.next %>">Next page</a></p><% } %>
-<form method="post" action="/admin/lists/<%= it.list.id %>/upload" enctype="multipart/form-data" class="card">${CSRF_FIELD}
+<form method="post" action="/admin/lists/<%= it.list.id %>/upload" enctype="multipart/form-data" class="card" id="upload">${CSRF_FIELD}
 <h2>Import a file</h2>
 <label><input type="checkbox" name="confirmed" value="yes"> They already opted in (lines without a status come in active)</label>
 <label>CSV with a header line (<code>email,name,tags,status,consent_source,consent_at</code>), or NDJSON (<code>.ndjson</code>, <code>.jsonl</code>); up to 100 MB <input type="file" name="file" required accept=".csv,.ndjson,.jsonl,text/csv"></label>
@@ -64,7 +64,7 @@ ${mailboxSelect('Mailbox (sends the confirmation emails)')}
 </form>
 <form method="post" action="/admin/lists/<%= it.list.id %>/import" class="card">${CSRF_FIELD}
 <h2>Import pasted lines</h2>
-<label>People, one a line, as CSV: a header line naming the columns (<code>email,name,tags,status,consent_source,consent_at</code>; tags separated by <code>;</code>), or plain <code>email,name</code> lines. Up to 256 KB here; larger files with <code>npm run admin -- import FILE --list <%= it.list.id %></code> or the admin API. <textarea name="csv" required rows="6"></textarea></label>
+<label>People, one a line, as CSV: a header line naming the columns (<code>email,name,tags,status,consent_source,consent_at</code>; tags separated by <code>;</code>), or plain <code>email,name</code> lines. <strong>Up to ${FORM_LIMIT_TEXT} pasted here</strong> (about 5,000 lines of <code>email,name</code>); for anything larger, <a href="#upload">import it as a file</a> (up to 100 MB), or use <code>npm run admin -- import FILE --list <%= it.list.id %></code> or the admin API. <textarea name="csv" required rows="6"></textarea></label>
 <label><input type="checkbox" name="confirmed" value="yes"> They already opted in (lines without a status come in active; otherwise a list with double opt-in emails each new person a confirmation)</label>
 <button>Import</button>
 </form>`,

@@ -41,7 +41,7 @@ ${MAILBOX_PACING}`,
     router.get('/mailboxes/:id', async (req, res) => {
       const id = validate(schemas.idParam, req.params.id);
       const mailbox = mailboxView(await findMailbox(ctx.db, id));
-      ctx.render(req, res, 'mailbox', `Mailbox ${mailbox.address}`, { mailbox, charts: await mailboxCharts(ctx.db, id) });
+      ctx.render(req, res, 'mailbox', `Mailbox ${mailbox.address}`, { mailbox, charts: await mailboxCharts(ctx.db, id, req.query) });
     });
     router.post('/mailboxes', async (req, res) => {
       const input = {

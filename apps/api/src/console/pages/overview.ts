@@ -21,7 +21,7 @@ export const overviewPage: ConsolePage = {
   },
   routes(router, ctx) {
     router.get('/', async (req, res) => {
-      const [queues, live, estimate, charts] = await Promise.all([queueDepths(), liveMessageCounts(ctx.db), estimatedMessageCounts(ctx.db), overviewCharts(ctx.db)]);
+      const [queues, live, estimate, charts] = await Promise.all([queueDepths(), liveMessageCounts(ctx.db), estimatedMessageCounts(ctx.db), overviewCharts(ctx.db, req.query)]);
       ctx.render(req, res, 'overview', 'Overview', { queues, live, estimate, charts });
     });
   },

@@ -3,6 +3,7 @@ import * as schemas from '../../../../core/src/admin-schemas';
 import type { Db } from '../../../../core/src/db';
 import { changeCampaign, createCampaign, getCampaign, listCampaigns } from '../../../../core/src/outreach/campaigns';
 import { campaignStats } from '../../../../core/src/outreach/stats';
+import { browseProspects } from '../../../../core/src/operator/prospects';
 import { validate } from '../../../../core/src/validate';
 import { methodNotAllowed } from '../../middleware/errors';
 
@@ -34,6 +35,17 @@ export function campaignsRouter(db: Db): Router {
     .route('/campaigns/:id/stats')
     .get(async (req, res) => {
       res.json({ ok: true, stats: await campaignStats(db, validate(schemas.idParam, req.params.id)) });
+    })
+    .all(methodNotAllowed);
+
+  // a campaign's prospects, newest first, by status and step, in keyset pages (the console's campaign page)
+  router
+    .route('/campaigns/:id/prospects')
+    .get(async (req, res) => {
+      const id = validate(schemas.idParam, req.params.id);
+      await getCampaign(db, id);
+      const page = await browseProspects(db, id, req.query);
+      res.json({ ok: true, prospects: page.rows, next: page.next });
     })
     .all(methodNotAllowed);
   return router;

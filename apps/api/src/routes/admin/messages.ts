@@ -1,17 +1,48 @@
 import { Router } from 'express';
 import * as schemas from '../../../../core/src/admin-schemas';
 import type { Db } from '../../../../core/src/db';
+import { searchMessages } from '../../../../core/src/operator/search';
+import { messageStory } from '../../../../core/src/operator/story';
+import { cancelMessage, messageIdParam, retryMessage } from '../../../../core/src/sending/message-actions';
 import { listMessages } from '../../../../core/src/sending/messages';
 import { validate } from '../../../../core/src/validate';
 import { methodNotAllowed } from '../../middleware/errors';
 
-/** GET /admin/api/messages (docs/api.md): the latest messages, by recipient or account. */
+/**
+ * GET /admin/api/messages (docs/api.md): the latest messages, by recipient or account; /messages/search finds them by
+ * anything the console's search box takes; /messages/:id is a message's story, with retry and cancel beside it.
+ */
 export function messagesRouter(db: Db): Router {
   const router = Router();
   router
     .route('/messages')
     .get(async (req, res) => {
       res.json({ ok: true, messages: await listMessages(db, validate(schemas.messagesQuery, req.query)) });
+    })
+    .all(methodNotAllowed);
+  router
+    .route('/messages/search')
+    .get(async (req, res) => {
+      const found = await searchMessages(db, req.query);
+      res.json({ ok: true, messages: found.rows, next: found.next, kind: found.kind });
+    })
+    .all(methodNotAllowed);
+  router
+    .route('/messages/:id')
+    .get(async (req, res) => {
+      res.json({ ok: true, ...(await messageStory(db, validate(messageIdParam, req.params.id))) });
+    })
+    .all(methodNotAllowed);
+  router
+    .route('/messages/:id/retry')
+    .post(async (req, res) => {
+      res.json({ ok: true, message: await retryMessage(db, validate(messageIdParam, req.params.id)) });
+    })
+    .all(methodNotAllowed);
+  router
+    .route('/messages/:id/cancel')
+    .post(async (req, res) => {
+      res.json({ ok: true, message: await cancelMessage(db, validate(messageIdParam, req.params.id)) });
     })
     .all(methodNotAllowed);
   return router;

@@ -1,0 +1,406 @@
+import path from 'node:path';
+import type { Page } from 'playwright-core';
+import { db, rawQuery } from '../../apps/core/src/db';
+import { QUEUE, jobId, queue } from '../../apps/core/src/queues';
+import { asAdmin, useApi } from '../helpers/api';
+import { runTs } from '../helpers/processes';
+import { makeCampaign, makeList, makeTenant, wantEvents } from '../helpers/factories';
+import { useConsoleBrowser } from './browser';
+
+/**
+ * An operator's day in a real browser (Debian's chromium through playwright-core) on a service holding a few thousand
+ * messages, seeded by SQL: the search, a message's page with its story, events, webhook deliveries and headers, the
+ * retry and cancel buttons (and their admin API calls), a campaign's prospects, the charts' ranges with labels that never
+ * overlap, a running broadcast's live view, the queue dashboard on the console session, the import box's limit.
+ * CONSOLE_SCREENSHOT=1 writes the pictures of docs/operator.md.
+ */
+jest.setTimeout(120_000);
+
+const ctx = useApi();
+const problems: string[] = [];
+const view = useConsoleBrowser(ctx, {
+  signIn: true,
+  viewport: { width: 1280, height: 900 },
+  context: async (context) => {
+    context.on('console', (m) => {
+      if ((m.type() === 'error' || m.type() === 'warning') && !m.text().startsWith('Failed to load resource')) problems.push(m.text());
+    });
+    context.on('weberror', (e) => problems.push(e.error().message));
+  },
+});
+let page: Page;
+let base: string;
+beforeAll(() => ({ page, base } = view));
+afterEach(() => expect(problems).toEqual([]));
+
+const shots = process.env.CONSOLE_SCREENSHOT ? path.join(__dirname, '../../docs') : null;
+const go = (p: string) => page.goto(base + p);
+const flash = () => page.locator('.flash').innerText();
+
+const SEEDED = 3000;
+const HOUR = 3_600_000;
+let ids: { account: number; mailbox: number; campaign: number; broadcast: number; story: string; deferred: string; failed: string; queued: string; sent: string };
+
+beforeAll(async () => {
+  const tenant = await makeTenant();
+  const account = tenant.account.id;
+  const mailbox = tenant.mailbox.id;
+  const webhook = await wantEvents(account);
+  const campaign = await makeCampaign(account, mailbox, { name: 'Guest posts' });
+  const list = await makeList(account, mailbox, { confirm: false });
+  const listRow = await db().list.findUniqueOrThrow({ where: { key: list.key } });
+  const broadcast = await db().broadcast.create({ data: { accountId: account, listId: listRow.id, subject: 'Winter news', text: 'x', status: 'sending', audience: 400, startedAt: new Date(Date.now() - 20 * 60_000) } });
+  // a few thousand messages over the last 60 hours: 7 domains and defer.test, four kinds of subject, every status
+  await rawQuery(
+    db(),
+    `INSERT INTO messages (id, account_id, mailbox_id, kind, "to", subject, message_id_header, status, attempts, smtp_response, last_error, sent_at, bounce, created_at, updated_at)
+     SELECT gen_random_uuid(), $1, $2, 'transactional',
+            CASE WHEN n % 5 = 3 THEN 'user' || n || '@defer.test' ELSE 'r' || (n % 300) || '@d' || (n % 7) || '.example' END,
+            (ARRAY['Invoice', 'Welcome aboard', 'Receipt', 'Password reminder'])[1 + n % 4] || ' ' || n,
+            '<seed-' || n || '@acme.test>',
+            s.status::"MessageStatus", CASE WHEN s.status = 'queued' THEN 0 ELSE 1 + n % 3 END,
+            CASE WHEN s.status = 'sent' THEN '250 2.0.0 OK queued as ' || n WHEN s.status = 'bounced' THEN '550 5.1.1 no such user' END,
+            CASE WHEN s.status = 'deferred' THEN '421 4.7.0 try again later' WHEN s.status = 'failed' THEN '554 5.7.1 refused' END,
+            CASE WHEN s.status = 'sent' THEN at END,
+            CASE WHEN s.status = 'bounced' THEN jsonb_build_object('reason', 'userunknown', 'class', 'dead', 'status', '5.1.1', 'smtp_code', '550', 'diagnostic', '550 5.1.1 no such user', 'dead', true, 'at', at) END,
+            at, at
+     FROM generate_series(1, $3::int) AS n,
+          LATERAL (SELECT now() - make_interval(secs => n * 72.0) AS at) t,
+          LATERAL (SELECT (ARRAY['sent','sent','sent','sent','sent','sent','bounced','failed','deferred','cancelled'])[1 + n % 10] AS status) s`,
+    [account, mailbox, SEEDED],
+  );
+  // the message whose story the page tells: delivered, then a bounce report, opened and clicked, two events and deliveries
+  const [story] = await rawQuery<{ id: string }>(
+    db(),
+    `INSERT INTO messages (id, account_id, mailbox_id, kind, "to", subject, message_id_header, status, attempts, smtp_response, sent_at, bounce, created_at, updated_at)
+     VALUES (gen_random_uuid(), $1, $2, 'transactional', 'ada@story.test', 'Your order 77 has shipped', '<order-77@acme.test>', 'bounced', 2,
+             '250 2.0.0 OK id=77', now() - interval '50 minutes',
+             jsonb_build_object('reason', 'mailboxfull', 'class', 'mailbox', 'status', '5.2.2', 'smtp_code', '552', 'diagnostic', '552 5.2.2 mailbox full', 'dead', false, 'at', now() - interval '40 minutes'),
+             now() - interval '1 hour', now() - interval '40 minutes')
+     RETURNING id`,
+    [account, mailbox],
+  );
+  await rawQuery(db(), `INSERT INTO message_opens (message_id, account_id, count, first_at, last_at) VALUES ($1, $2, 3, now() - interval '45 minutes', now() - interval '44 minutes')`, [story!.id, account]);
+  await rawQuery(db(), `INSERT INTO link_clicks (message_id, account_id, url, at) VALUES ($1, $2, 'https://acme.test/track/77', now() - interval '44 minutes')`, [story!.id, account]);
+  for (const [type, minutes] of [['message.sent', 50], ['message.bounced', 40]] as const) {
+    const [event] = await rawQuery<{ id: string }>(
+      db(),
+      `INSERT INTO events (account_id, type, data, created_at, dispatched_at) VALUES ($1, $2, jsonb_build_object('id', $3::text), now() - make_interval(mins => $4::int), now() - make_interval(mins => $4::int))
+       RETURNING id`,
+      [account, type, story!.id, minutes],
+    );
+    await rawQuery(db(), `INSERT INTO webhook_deliveries (webhook_id, event_id, type, attempt, status_code, error, at) VALUES ($1, $2, $3, 1, 503, 'Service Unavailable', now() - make_interval(mins => $4::int))`, [webhook.id, event!.id, type, minutes]);
+    await rawQuery(db(), `INSERT INTO webhook_deliveries (webhook_id, event_id, type, attempt, status_code, at) VALUES ($1, $2, $3, 2, 200, now() - make_interval(mins => $4::int - 1))`, [webhook.id, event!.id, type, minutes]);
+  }
+  const one = async (status: string) =>
+    (await rawQuery<{ id: string }>(db(), `SELECT id FROM messages WHERE account_id = $1 AND status = $2::"MessageStatus" AND message_id_header LIKE '<seed-%' ORDER BY created_at DESC LIMIT 1`, [account, status]))[0]!.id;
+  // a running broadcast's last half hour: copies delivered and bounced minute by minute, and opens
+  await rawQuery(
+    db(),
+    `INSERT INTO messages (id, account_id, mailbox_id, kind, broadcast_id, "to", subject, message_id_header, status, attempts, sent_at, created_at, updated_at)
+     SELECT gen_random_uuid(), $1, $2, 'broadcast', $3, 'reader' || n || '@news.test', 'Winter news', '<bc-' || n || '@acme.test>',
+            (CASE WHEN n % 25 = 0 THEN 'bounced' ELSE 'sent' END)::"MessageStatus", 1, now() - make_interval(secs => n * 6.0),
+            now() - interval '21 minutes', now() - make_interval(secs => n * 6.0)
+     FROM generate_series(1, 300) AS n`,
+    [account, mailbox, broadcast.id],
+  );
+  await rawQuery(
+    db(),
+    `INSERT INTO message_opens (message_id, account_id, first_at, last_at)
+     SELECT id, account_id, updated_at + interval '30 seconds', updated_at + interval '30 seconds' FROM messages WHERE broadcast_id = $1 AND status = 'sent' AND random() < 0.3 AND updated_at < now() - interval '1 minute'`,
+    [broadcast.id],
+  );
+  // prospects of the campaign in several states, some waiting for their next step, some with an answer
+  await rawQuery(
+    db(),
+    `INSERT INTO prospects (campaign_id, email, site, name, status, step, next_at, reply, replied_at, created_at)
+     SELECT $1, 'editor' || n || '@blog' || n || '.test', 'blog' || n || '.test', 'Editor ' || n,
+            (ARRAY['new','later','replied','lost','agreed'])[1 + n % 5]::"ProspectStatus", n % 3,
+            CASE WHEN n % 5 = 1 THEN now() + make_interval(hours => n) END,
+            CASE WHEN n % 5 = 2 THEN 'Sounds good, send me the draft ' || n ELSE '' END,
+            CASE WHEN n % 5 = 2 THEN now() - make_interval(hours => n) END,
+            now() - make_interval(mins => n)
+     FROM generate_series(1, 180) AS n`,
+    [campaign.id],
+  );
+  await rawQuery(db(), 'ANALYZE messages');
+  ids = {
+    account,
+    mailbox,
+    campaign: campaign.id,
+    broadcast: broadcast.id,
+    story: story!.id,
+    deferred: await one('deferred'),
+    failed: await one('failed'),
+    queued: (await rawQuery<{ id: string }>(db(), `UPDATE messages SET status = 'queued', attempts = 0, last_error = NULL WHERE id = (SELECT id FROM messages WHERE account_id = $1 AND status = 'cancelled' ORDER BY created_at DESC LIMIT 1) RETURNING id`, [account]))[0]!.id,
+    sent: await one('sent'),
+  };
+}, 120_000);
+
+/** Every pair of text boxes drawn in each chart of the page that overlap (none should). */
+async function overlappingLabels(p: Page): Promise<string[]> {
+  return p.locator('svg.chart').evaluateAll((charts) => {
+    const found: string[] = [];
+    for (const chart of charts) {
+      const boxes = [...chart.querySelectorAll('text')].map((t) => ({ text: t.textContent ?? '', box: (t as unknown as { getBBox(): { x: number; y: number; width: number; height: number } }).getBBox() }));
+      for (let i = 0; i < boxes.length; i++) {
+        for (let j = i + 1; j < boxes.length; j++) {
+          const a = boxes[i]!.box;
+          const b = boxes[j]!.box;
+          if (a.x < b.x + b.width && b.x < a.x + a.width && a.y < b.y + b.height && b.y < a.y + a.height) found.push(`${chart.querySelector('title')?.textContent}: "${boxes[i]!.text}" over "${boxes[j]!.text}"`);
+        }
+      }
+    }
+    return found;
+  });
+}
+
+const rowsOf = (p: Page) => p.locator('table.messages tbody tr');
+
+describe("an operator's day in the console", () => {
+  it('finds messages by domain, paging by keyset through all of them', async () => {
+    await go('/admin/messages');
+    await page.fill('input[name=q]', 'defer.test');
+    await page.click('button:has-text("Find")');
+    expect(await page.locator('#search-kind').innerText()).toMatch(/messages to any address at this domain/);
+    const seen = new Set<string>();
+    for (let pages = 0; pages < 20; pages++) {
+      const recipients = await rowsOf(page).locator('td:nth-child(4)').allInnerTexts();
+      const links = await rowsOf(page).locator('td:nth-child(1) a').evaluateAll((as) => as.map((a) => a.getAttribute('href')));
+      expect(recipients.every((r) => r.endsWith('@defer.test'))).toBe(true);
+      for (const l of links) seen.add(l!);
+      if (pages === 0 && shots) await page.screenshot({ path: path.join(shots, 'operator-search.png') });
+      const older = page.locator('a[rel=next]');
+      if (!(await older.count())) break;
+      await older.click();
+    }
+    // every message to the domain once, none twice: a fifth of the seeded ones
+    expect(seen.size).toBe(SEEDED / 5);
+  });
+
+  it('finds by subject words, by id, by Message-ID, by status and dates', async () => {
+    await go(`/admin/messages?q=${encodeURIComponent('password reminder')}`);
+    expect(await page.locator('#search-kind').innerText()).toMatch(/subject has all these words/);
+    const subjects = await rowsOf(page).locator('td:nth-child(5)').allInnerTexts();
+    expect(subjects.length).toBe(50);
+    expect(subjects.every((s) => s.startsWith('Password reminder '))).toBe(true);
+
+    await go(`/admin/messages?q=${ids.story}`);
+    expect(await rowsOf(page).count()).toBe(1);
+    await go(`/admin/messages?q=${encodeURIComponent('<order-77@acme.test>')}`);
+    expect(await rowsOf(page).locator('td:nth-child(4)').allInnerTexts()).toEqual(['ada@story.test']);
+    await go(`/admin/messages?q=${encodeURIComponent('R7@D0.example')}`);
+    expect(new Set(await rowsOf(page).locator('td:nth-child(4)').allInnerTexts())).toEqual(new Set(['r7@d0.example']));
+
+    const yesterday = new Date(Date.now() - 86_400_000).toISOString().slice(0, 10);
+    await go(`/admin/messages?status=bounced&from=${yesterday}&to=${yesterday}`);
+    const created = await rowsOf(page).locator('td:nth-child(1)').allInnerTexts();
+    const statuses = await rowsOf(page).locator('td:nth-child(6)').allInnerTexts();
+    expect(created.length).toBeGreaterThan(0);
+    expect(created.every((c) => c.startsWith(yesterday))).toBe(true);
+    expect(new Set(statuses)).toEqual(new Set(['bounced']));
+
+    // a bad date is a refusal page, not a crash
+    const res = await go('/admin/messages?from=2026-13-45');
+    expect(res!.status()).toBe(400);
+  });
+
+  it("tells a message's story: its state changes, events, webhook deliveries and headers", async () => {
+    await go(`/admin/messages?q=${encodeURIComponent('ada@story.test')}`);
+    await rowsOf(page).first().locator('td:nth-child(5) a').click();
+    expect(new URL(page.url()).pathname).toBe(`/admin/messages/${ids.story}`);
+    const steps = await page.locator('table.story tbody tr').evaluateAll((trs) => trs.map((tr) => [...tr.querySelectorAll('td')].map((td) => td.textContent ?? '')));
+    const what = steps.map((s) => s[1]);
+    expect(what).toEqual(['accepted', 'attempt 2', 'opened', 'clicked', 'bounced']);
+    expect(steps[1]![2]).toMatch(/1 earlier attempt, then the server answered: 250 2\.0\.0 OK id=77/);
+    expect(steps[4]![2]).toMatch(/reason mailboxfull \(mailbox\), status 5\.2\.2, code 552: 552 5\.2\.2 mailbox full/);
+    // in time order
+    expect([...steps.map((s) => s[0])].sort()).toEqual(steps.map((s) => s[0]));
+    const events = page.locator('section.event');
+    expect(await events.count()).toBe(2);
+    expect(await events.first().innerText()).toMatch(/message\.sent/);
+    expect(await events.first().locator('tbody tr').allInnerTexts()).toEqual([expect.stringMatching(/1\s+HTTP 503: Service Unavailable/), expect.stringMatching(/2\s+HTTP 200/)]);
+    const headers = await page.locator('pre.headers').innerText();
+    expect(headers).toMatch(/^Message-ID: <order-77@acme\.test>$/m);
+    expect(headers).toMatch(/^Subject: Your order 77 has shipped$/m);
+    expect(headers).toMatch(/^To: ada@story\.test$/m);
+    // a bounced message takes neither action
+    expect(await page.locator('p.actions').count()).toBe(0);
+    if (shots) await page.screenshot({ path: path.join(shots, 'operator-message.png'), fullPage: true });
+
+    const api = await asAdmin(ctx.api).get(`/admin/api/messages/${ids.story}`);
+    expect(api.status).toBe(200);
+    expect(api.body.steps.map((s: { what: string }) => s.what)).toEqual(what);
+    expect(api.body.events[1].deliveries).toHaveLength(2);
+  });
+
+  it('retries a deferred and a failed message, cancels a queued one, with the same rules in the admin API', async () => {
+    await go(`/admin/messages/${ids.deferred}`);
+    expect(await page.locator('#message-status').innerText()).toMatch(/^deferred/);
+    await page.click('button:has-text("Retry now")');
+    expect(await flash()).toMatch(/retried/);
+    const deferredJob = await queue(QUEUE.delivery).getJob(jobId.delivery(ids.deferred));
+    expect(await deferredJob!.getState()).toBe('waiting');
+
+    await go(`/admin/messages/${ids.failed}`);
+    expect(await page.locator('button:has-text("Cancel")').count()).toBe(0);
+    await page.click('button:has-text("Retry now")');
+    expect(await page.locator('#message-status').innerText()).toMatch(/^queued/);
+    expect((await db().message.findUniqueOrThrow({ where: { id: ids.failed } })).status).toBe('queued');
+    expect(await (await queue(QUEUE.delivery).getJob(jobId.delivery(ids.failed)))!.getState()).toBe('waiting');
+
+    await go(`/admin/messages/${ids.queued}`);
+    expect(await page.locator('button:has-text("Retry now")').count()).toBe(0);
+    await page.click('button:has-text("Cancel")');
+    expect(await flash()).toMatch(/cancelled/);
+    expect(await page.locator('#message-status').innerText()).toMatch(/^cancelled/);
+
+    await go(`/admin/messages/${ids.sent}`);
+    expect(await page.locator('p.actions').count()).toBe(0);
+
+    const admin = () => asAdmin(ctx.api);
+    const sentBefore = await db().message.findUniqueOrThrow({ where: { id: ids.sent } });
+    expect((await admin().post(`/admin/api/messages/${ids.sent}/cancel`)).status).toBe(409);
+    expect((await admin().post(`/admin/api/messages/${ids.sent}/retry`)).status).toBe(409);
+    expect(await db().message.findUniqueOrThrow({ where: { id: ids.sent } })).toEqual(sentBefore);
+    // a claimed message may be on the wire: no cancel
+    await db().message.update({ where: { id: ids.failed }, data: { status: 'sending', lockedUntil: new Date(Date.now() + 30_000) } });
+    const claimed = await admin().post(`/admin/api/messages/${ids.failed}/cancel`);
+    expect(claimed.status).toBe(409);
+    expect(claimed.body.error).toMatch(/being sent now/);
+    expect((await admin().post(`/admin/api/messages/${ids.queued}/cancel`)).status).toBe(409);
+    const unknown = await admin().post('/admin/api/messages/0190a0a0-0000-7000-8000-000000000000/retry');
+    expect(unknown.status).toBe(404);
+    expect((await admin().post('/admin/api/messages/not-a-uuid/cancel')).body).toEqual({ ok: false, error: 'id must be a message id (a UUID)' });
+    const search = await admin().get('/admin/api/messages/search').query({ q: 'defer.test', status: 'deferred', limit: 5 });
+    expect(search.status).toBe(200);
+    expect(search.body.kind).toBe('domain');
+    expect(search.body.messages).toHaveLength(5);
+    expect(search.body.messages.every((m: { to: string; status: string }) => m.to.endsWith('@defer.test') && m.status === 'deferred')).toBe(true);
+  });
+
+  it('offers the same search, story and prospects in the CLI', async () => {
+    const cli = async (...args: string[]) => {
+      const run = runTs('scripts/admin.ts', args);
+      expect(await run.exited).toBe(0);
+      return JSON.parse(run.stdout()) as Record<string, unknown>;
+    };
+    const [found, story, prospects] = await Promise.all([
+      cli('messages', 'search', '--q', 'defer.test', '--status', 'deferred', '--limit', '3'),
+      cli('message', 'show', ids.story),
+      cli('prospects', String(ids.campaign), '--status', 'replied', '--limit', '5'),
+    ]);
+    expect(found.kind).toBe('domain');
+    expect((found.messages as { to: string; status: string }[]).map((m) => [m.to.endsWith('@defer.test'), m.status])).toEqual(Array(3).fill([true, 'deferred']));
+    expect((story.steps as { what: string }[]).map((s) => s.what)).toEqual(['accepted', 'attempt 2', 'opened', 'clicked', 'bounced']);
+    expect((prospects.prospects as { status: string }[]).map((p) => p.status)).toEqual(Array(5).fill('replied'));
+  });
+
+  it("lists a campaign's prospects, filtered and paged", async () => {
+    await go(`/admin/campaigns/${ids.campaign}`);
+    const table = page.locator('table.prospects tbody tr');
+    expect(await table.count()).toBe(50);
+    await page.selectOption('#prospects select[name=status]', 'replied');
+    await page.click('#prospects button:has-text("Filter")');
+    const rows = await table.evaluateAll((trs) => trs.map((tr) => [...tr.querySelectorAll('td')].map((td) => td.textContent ?? '')));
+    expect(rows).toHaveLength(36);
+    expect(rows.every((r) => r[4] === 'replied' && /^Sounds good, send me the draft \d+/.test(r[7]!))).toBe(true);
+    await go(`/admin/campaigns/${ids.campaign}?status=later`);
+    const later = await table.evaluateAll((trs) => trs.map((tr) => [...tr.querySelectorAll('td')].map((td) => td.textContent ?? '')));
+    expect(later.every((r) => r[4] === 'later' && r[6] !== '-')).toBe(true);
+    // all 180, each once, through the "Older prospects" links
+    await go(`/admin/campaigns/${ids.campaign}`);
+    if (shots) {
+      await page.locator('#prospects').scrollIntoViewIfNeeded();
+      await page.evaluate(() => (globalThis as unknown as { scrollBy(x: number, y: number): void }).scrollBy(0, -20));
+      await page.screenshot({ path: path.join(shots, 'operator-prospects.png') });
+    }
+    const seen = new Set<string>();
+    for (;;) {
+      for (const id of await table.locator('td:first-child').allInnerTexts()) seen.add(id);
+      const older = page.locator('a:has-text("Older prospects")');
+      if (!(await older.count())) break;
+      await older.click();
+    }
+    expect(seen.size).toBe(180);
+  });
+
+  it('draws the charts for a range: hourly under three days, daily above, labels never overlapping, the numbers in a table', async () => {
+    await go('/admin');
+    await page.selectOption('form.range select[name=range]', '24h');
+    await page.click('form.range button:has-text("Show")');
+    expect(new URL(page.url()).searchParams.get('range')).toBe('24h');
+    const first = page.locator('#charts svg.chart').first();
+    expect(await first.locator('title').textContent()).toBe('Emails accepted and delivered, all accounts');
+    expect(await first.locator('g.series polyline').first().getAttribute('points').then((p) => p!.split(' ').length)).toBe(24);
+    expect(await overlappingLabels(page)).toEqual([]);
+    await page.locator('#charts details summary').first().click();
+    expect(await page.locator('#charts details table th').first().innerText()).toBe('Hour (UTC)');
+    // the table says what the chart draws: the hours' accepted messages add up to the messages of the last 24 hours
+    const accepted = await page.locator('#charts details table').first().locator('tr td:nth-child(2)').allInnerTexts();
+    const [{ n }] = (await rawQuery<{ n: number }>(db(), `SELECT count(*)::int AS n FROM messages WHERE created_at >= date_trunc('hour', now()) - interval '23 hours'`)) as [{ n: number }];
+    expect(accepted.reduce((s, v) => s + Number(v), 0)).toBe(n);
+    if (shots) await page.locator('#charts').screenshot({ path: path.join(shots, 'operator-charts-hourly.png') });
+
+    const today = new Date().toISOString().slice(0, 10);
+    const twoDaysAgo = new Date(Date.now() - 86_400_000).toISOString().slice(0, 10);
+    await go(`/admin?range=custom&from=${twoDaysAgo}&to=${today}`);
+    expect(await page.locator('#charts svg.chart g.series polyline').first().getAttribute('points').then((p) => p!.split(' ').length)).toBe(48);
+    expect(await overlappingLabels(page)).toEqual([]);
+    for (const range of ['7d', '30d', '90d']) {
+      await go(`/admin?range=${range}`);
+      expect(await page.locator('#charts svg.chart g.series polyline').first().getAttribute('points').then((p) => p!.split(' ').length)).toBe(Number(range.slice(0, -1)));
+      expect(await overlappingLabels(page)).toEqual([]);
+    }
+    await go(`/admin/campaigns/${ids.campaign}?range=24h`);
+    expect(await overlappingLabels(page)).toEqual([]);
+    expect((await go('/admin?range=custom&from=2026-01-02'))!.status()).toBe(400);
+  });
+
+  it("shows a running broadcast's last half hour, minute by minute", async () => {
+    const res = await go(`/admin/broadcasts/${ids.broadcast}`);
+    expect(res!.headers().refresh).toBe('10');
+    const live = page.locator('#live svg.chart');
+    expect(await live.locator('title').textContent()).toBe('This broadcast, minute by minute');
+    expect(await live.locator('g.series').evaluateAll((gs) => gs.map((g) => g.getAttribute('data-series')))).toEqual(['delivered', 'bounced', 'failed', 'opened']);
+    expect(await page.locator('#live').innerText()).toMatch(/About \d+ copies a minute over the last 5 minutes · 2\d\d delivered, \d+ bounced/);
+    expect(await overlappingLabels(page)).toEqual([]);
+    if (shots) await page.locator('#live').screenshot({ path: path.join(shots, 'operator-live.png') });
+    await page.goto('about:blank'); // before its Refresh reloads it
+  });
+
+  it('opens the queue dashboard on the console session, without a second sign-in; a stranger is asked for the token', async () => {
+    const res = await go('/admin/queues');
+    expect(res!.status()).toBe(200);
+    expect(await res!.text()).toMatch(/mailservice queues/);
+    await page.goto('about:blank');
+    // another browser context has no console cookie
+    const stranger = await view.browser.newContext();
+    try {
+      const refused = await stranger.request.get(`${base}/admin/queues`);
+      expect(refused.status()).toBe(401);
+      expect(refused.headers()['www-authenticate']).toMatch(/^Basic/);
+    } finally {
+      await stranger.close();
+    }
+  });
+
+  it('states the import box limit, and offers the file upload for more', async () => {
+    const list = await db().list.findFirstOrThrow({ where: { accountId: ids.account } });
+    await go(`/admin/lists/${list.id}`);
+    const paste = page.locator('form[action$="/import"]');
+    expect(await paste.innerText()).toMatch(/Up to 256 KB pasted here/);
+    expect(await paste.locator('a[href="#upload"]').count()).toBe(1);
+    expect(await page.locator('form#upload input[type=file]').count()).toBe(1);
+    // 10,000 lines, over the limit: the refusal says the console's real limit and leads to the upload
+    const lines = Array.from({ length: 10_000 }, (_, i) => `someone.with.a.long.name${i}@example.org,Someone ${i}`).join('\n');
+    // (typed in by the test: fill() of half a megabyte outlasts its timeout on a busy host)
+    await paste.locator('textarea').evaluate((t, value) => ((t as unknown as { value: string }).value = value), lines);
+    const [answer] = await Promise.all([page.waitForResponse((r) => r.url().endsWith('/import')), paste.locator('button').click()]);
+    expect(answer.status()).toBe(413);
+    expect(await page.locator('.error').innerText()).toBe("The form is over the console's limit of 256 KB. Import a file of that size instead: the file upload takes up to 100 MB.");
+    await page.click('a:has-text("Back")');
+    expect(new URL(page.url()).hash).toBe('#upload');
+    expect(await db().import.count({ where: { listId: list.id } })).toBe(0);
+  });
+});
