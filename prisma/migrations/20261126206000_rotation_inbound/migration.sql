@@ -4,6 +4,7 @@ CREATE TABLE "campaign_mailboxes" (
     "campaign_id" INTEGER NOT NULL,
     "mailbox_id" INTEGER NOT NULL,
     "position" INTEGER NOT NULL,
+    "active" BOOLEAN NOT NULL DEFAULT true,
 
     CONSTRAINT "campaign_mailboxes_pkey" PRIMARY KEY ("campaign_id","mailbox_id")
 );
@@ -15,6 +16,7 @@ CREATE INDEX "campaign_mailboxes_mailbox_id_idx" ON "campaign_mailboxes"("mailbo
 ALTER TABLE "campaign_mailboxes" ADD CONSTRAINT "campaign_mailboxes_campaign_id_fkey" FOREIGN KEY ("campaign_id") REFERENCES "campaigns"("id") ON DELETE CASCADE ON UPDATE CASCADE;
 ALTER TABLE "campaign_mailboxes" ADD CONSTRAINT "campaign_mailboxes_mailbox_id_fkey" FOREIGN KEY ("mailbox_id") REFERENCES "mailboxes"("id") ON DELETE RESTRICT ON UPDATE CASCADE;
 
+-- a mailbox taken out of a running campaign stays as inactive: no new first steps, its prospects finish from it
 -- every campaign names its one mailbox in the list too
 INSERT INTO "campaign_mailboxes" ("campaign_id", "mailbox_id", "position") SELECT "id", "mailbox_id", 1 FROM "campaigns";
 
@@ -44,6 +46,9 @@ CREATE TABLE "inbound_attachments" (
 
     CONSTRAINT "inbound_attachments_pkey" PRIMARY KEY ("id")
 );
+
+-- CreateIndex: the mailbox's latest outreach emails (rotation passes over a mailbox over its bounce rate)
+CREATE INDEX "messages_mailbox_id_created_at_idx" ON "messages"("mailbox_id", "created_at");
 
 -- CreateIndex
 CREATE UNIQUE INDEX "inbound_attachments_inbound_message_id_position_key" ON "inbound_attachments"("inbound_message_id", "position");
