@@ -2,10 +2,10 @@ import type { Campaign, CampaignStep } from '../../../../generated/prisma/client
 import type { CampaignGoal, CampaignStatus } from '../../../../generated/prisma/enums';
 import { Prisma, type Db, type Tx } from '../db';
 import { scheduleOf, type Schedule } from './windows';
-import { lockCampaign } from './repository';
+import { campaignMailboxes, lockCampaign } from './repository';
+import { rotationOf, saveRotation } from './rotation';
 import { BadRequest, NotFound } from '../errors';
 import { requireAccount } from '../accounts';
-import { requireMailbox } from '../mailboxes';
 import { logger } from '../logger';
 import { replanHeldSteps } from './replan';
 import { scheduleDueSteps, startCampaignProspects } from './scheduler';
@@ -38,6 +38,9 @@ export interface CampaignTarget {
 export interface CampaignDetail extends CampaignView {
   account: number;
   mailbox: number;
+  /** docs/campaigns.md: the rotation, `mailbox` first; `retired`: taken out, still finishing the prospects it started */
+  mailboxes: number[];
+  retired_mailboxes: number[];
   steps: StepInput[];
   target: { url: string; anchor: string } | null;
   /** docs/outreach.md: the sending window; null = any time */
@@ -79,11 +82,16 @@ export function campaignView(c: Campaign, prospects: number): CampaignView {
   return { id: c.id, name: c.name, goal: c.goal, status: c.status, prospects, stages: c.stages };
 }
 
-function detail(c: Campaign & { steps: CampaignStep[] }, prospects: number): CampaignDetail {
+type Rotation = { mailbox_id: number; active: boolean }[];
+
+function detail(c: Campaign & { steps: CampaignStep[] }, prospects: number, rotation: Rotation): CampaignDetail {
+  const active = rotation.filter((r) => r.active).map((r) => r.mailbox_id);
   return {
     ...campaignView(c, prospects),
     account: c.accountId,
     mailbox: c.mailboxId,
+    mailboxes: active.length ? active : [c.mailboxId],
+    retired_mailboxes: rotation.filter((r) => !r.active).map((r) => r.mailbox_id),
     steps: c.steps
       .sort((a, b) => a.position - b.position)
       .map((s) => ({ subject: s.subject, body: s.body, delay_hours: s.delayHours })),
@@ -100,7 +108,8 @@ export interface NewCampaign {
   account: number;
   name: string;
   goal: CampaignGoal;
-  mailbox: number;
+  mailbox?: number;
+  mailboxes?: number[];
   stages?: string[];
   status?: CampaignStatus;
   steps: StepInput[];
@@ -124,11 +133,13 @@ const stepRows = (steps: StepInput[]) =>
 
 export async function createCampaign(db: Tx, input: NewCampaign): Promise<CampaignDetail> {
   await requireAccount(db, input.account);
-  await requireMailbox(db, input.account, input.mailbox);
+  const rotation = rotationOf(input);
+  if (!rotation) throw new BadRequest('give mailbox or mailboxes');
+  await requireRotation(db, input.account, rotation);
   const campaign = await db.campaign.create({
     data: {
       accountId: input.account,
-      mailboxId: input.mailbox,
+      mailboxId: rotation[0]!,
       name: input.name,
       goal: input.goal,
       status: input.status ?? 'draft',
@@ -140,13 +151,23 @@ export async function createCampaign(db: Tx, input: NewCampaign): Promise<Campai
     },
     include: { steps: true },
   });
-  return detail(campaign, 0);
+  await saveRotation(db, campaign.id, rotation);
+  return detail(campaign, 0, await campaignMailboxes(db, campaign.id));
+}
+
+/** Every mailbox of a rotation must be the account's: another account's (or none) is refused, 400, naming it. */
+async function requireRotation(db: Tx, account: number, mailboxes: number[]): Promise<void> {
+  const found = await db.mailbox.findMany({ where: { id: { in: mailboxes }, accountId: account }, select: { id: true } });
+  const known = new Set(found.map((m) => m.id));
+  const missing = mailboxes.find((id) => !known.has(id));
+  if (missing !== undefined) throw new BadRequest(`mailboxes: no mailbox with id ${missing} in account ${account}`);
 }
 
 export interface CampaignChanges {
   name?: string;
   goal?: CampaignGoal;
   mailbox?: number;
+  mailboxes?: number[];
   stages?: string[];
   status?: CampaignStatus;
   steps?: StepInput[];
@@ -163,7 +184,11 @@ export async function updateCampaign(db: Tx, id: number, changes: CampaignChange
   await lockCampaign(db, id);
   const before = await db.campaign.findUnique({ where: { id } });
   if (!before) throw new NotFound(`no campaign with id ${id}`);
-  if (changes.mailbox !== undefined) await requireMailbox(db, before.accountId, changes.mailbox);
+  const rotation = rotationOf(changes);
+  if (rotation) {
+    await requireRotation(db, before.accountId, rotation);
+    await saveRotation(db, id, rotation);
+  }
   if (changes.steps) {
     await db.campaignStep.deleteMany({ where: { campaignId: id } });
     await db.campaignStep.createMany({ data: stepRows(changes.steps).map((s) => ({ ...s, campaignId: id })) });
@@ -173,7 +198,7 @@ export async function updateCampaign(db: Tx, id: number, changes: CampaignChange
     data: {
       name: changes.name,
       goal: changes.goal,
-      mailboxId: changes.mailbox,
+      mailboxId: rotation?.[0],
       stages: changes.stages,
       status: changes.status,
       trackClicks: changes.track_clicks,
@@ -190,7 +215,7 @@ export async function updateCampaign(db: Tx, id: number, changes: CampaignChange
   // steps held by the old window are planned again under the new one (docs/outreach.md)
   if (changes.schedule !== undefined) await replanHeldSteps(db, { campaignId: id });
   const prospects = await db.prospect.count({ where: { campaignId: id } });
-  return { before, after: detail(campaign, prospects) };
+  return { before, after: detail(campaign, prospects, await campaignMailboxes(db, id)) };
 }
 
 /**
@@ -222,5 +247,5 @@ export async function listCampaigns(db: Tx, account: number): Promise<CampaignVi
 export async function getCampaign(db: Tx, id: number): Promise<CampaignDetail> {
   const campaign = await db.campaign.findUnique({ where: { id }, include: { steps: true } });
   if (!campaign) throw new NotFound(`no campaign with id ${id}`);
-  return detail(campaign, await db.prospect.count({ where: { campaignId: id } }));
+  return detail(campaign, await db.prospect.count({ where: { campaignId: id } }), await campaignMailboxes(db, id));
 }
