@@ -47,6 +47,13 @@ export interface InboundMail {
   verp: string | null;
   /** for auto-replies: the return date found in the text (UTC midnight of that day), if any */
   returnDate: Date | null;
+  /** what it says (docs/inbound-events.md): the first To address, the text and html bodies, the attachments */
+  to: string;
+  text: string | null;
+  html: string | null;
+  attachments: { filename: string; contentType: string; content: Buffer }[];
+  /** not valid MIME: kept raw, handed on as a message with what could be read */
+  invalid: boolean;
 }
 
 const OOO_SUBJECT =
@@ -111,11 +118,41 @@ export function findReturnDate(text: string, after: Date): Date | null {
   return candidates[0] ? new Date(candidates[0].at) : null;
 }
 
-/** Parses and recognises one raw email. */
+/** Parses and recognises one raw email; one that is not valid MIME is a message marked `invalid`, never an error. */
 export async function classify(raw: Buffer | string, now = new Date()): Promise<InboundMail> {
-  const mail = await simpleParser(raw, { skipHtmlToText: false, skipTextLinks: true });
+  let mail: ParsedMail;
+  try {
+    mail = await simpleParser(raw, { skipHtmlToText: false, skipTextLinks: true });
+  } catch {
+    return invalidMail(raw, now);
+  }
+  if (!looksLikeMime(mail)) return invalidMail(raw, now);
+  try {
+    return await recognise(raw, mail, now);
+  } catch {
+    return invalidMail(raw, now);
+  }
+}
+
+/** A header section with a From or a Message-ID or a Date: what every email has, and a stray blob of bytes has not. */
+function looksLikeMime(mail: ParsedMail): boolean {
+  return mail.headers.has('from') || mail.headers.has('message-id') || mail.headers.has('date');
+}
+
+/** An email that is not valid MIME: a message from nobody known, its bytes shown as text (and kept raw by handle.ts). */
+function invalidMail(raw: Buffer | string, now: Date): InboundMail {
+  const text = (Buffer.isBuffer(raw) ? raw : Buffer.from(raw)).toString('utf8').slice(0, 100_000);
+  return { kind: 'message', from: '', subject: '', messageId: null, date: now, threadIds: [], report: null, verp: null, returnDate: null, to: '', text, html: null, attachments: [], invalid: true };
+}
+
+async function recognise(raw: Buffer | string, mail: ParsedMail, now: Date): Promise<InboundMail> {
   const date = mail.date && !Number.isNaN(mail.date.getTime()) ? mail.date : now;
   const base = {
+    to: firstAddress(mail.to),
+    text: mail.text ?? null,
+    html: typeof mail.html === 'string' ? mail.html : null,
+    attachments: (mail.attachments ?? []).map((a) => ({ filename: a.filename ?? '', contentType: a.contentType || 'application/octet-stream', content: a.content })),
+    invalid: false,
     from: firstAddress(mail.from),
     subject: mail.subject ?? '',
     messageId: mail.messageId ?? null,
