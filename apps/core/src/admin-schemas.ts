@@ -59,6 +59,8 @@ export const mailboxChange = Joi.object({
   return_path: Joi.string().valid('address', 'verp'),
   gap_jitter: gapJitter(),
   warmup: warmupInput().allow(null),
+  /** docs/campaigns.md: a paused mailbox sends no outreach; rotations pass it over */
+  paused: Joi.boolean(),
 }).min(1);
 
 export const keyInput = Joi.object({
