@@ -52,7 +52,7 @@ it("a campaign naming another account's mailbox is refused (400) and nothing is 
 
 it('a paused mailbox and one over its bounce rate are passed over for first steps, never failing them; with none left the step waits', async () => {
   const { account, boxes, campaign } = await rotation(3);
-  const [a, b, c] = boxes as [{ id: number }, { id: number }, { id: number }];
+  const [a, b, c] = boxes as unknown as [{ id: number }, { id: number }, { id: number }];
   expect((await asAdmin(ctx.api).patch(`/admin/api/mailboxes/${a.id}`).send({ paused: true })).body.mailbox.paused).toBe(true);
   // b: 20 ended outreach emails, 5 of them dead bounces (25% > the campaign's 5%)
   const past = await rotation(1);
@@ -89,7 +89,7 @@ it('a paused mailbox and one over its bounce rate are passed over for first step
 
 it('a mailbox taken out of a running campaign gets no new first steps; the prospects it started finish from it, threaded', async () => {
   const { account, boxes, campaign } = await rotation(2);
-  const [a, b] = boxes as [{ id: number }, { id: number }];
+  const [a, b] = boxes as unknown as [{ id: number }, { id: number }];
   const p1 = await addProspect(account.id, campaign, { email: 'one@reader.test' });
   const p2 = await addProspect(account.id, campaign, { email: 'two@reader.test' });
   await runSequenceStep(db(), p1, 1);

@@ -203,7 +203,8 @@ export function mcpServer(db: Db, state: ApiState, key: ApiKey, request: McpRequ
         mailbox: z.number().int().positive().optional().describe('one mailbox of the account only'),
       },
     },
-    (args) => answer(async () => (await listInboundOf(db, key, args)) as unknown as Answer),
+    // as JSON: dates as the HTTP answer writes them
+    (args) => answer(async () => JSON.parse(JSON.stringify(await listInboundOf(db, key, args))) as Answer),
   );
 
   if (!key.prospects) return refuseUnknownTools(server);

@@ -134,6 +134,9 @@ export async function classify(raw: Buffer | string, now = new Date()): Promise<
   }
 }
 
+/** Text as Postgres stores it: a NUL cannot be kept in a text column (U+FFFD in its place). */
+const storable = (value: string | null | undefined): string | null => (value === null || value === undefined ? null : value.replace(/\u0000/g, '\ufffd'));
+
 /** A header section with a From or a Message-ID or a Date: what every email has, and a stray blob of bytes has not. */
 function looksLikeMime(mail: ParsedMail): boolean {
   return mail.headers.has('from') || mail.headers.has('message-id') || mail.headers.has('date');
@@ -141,20 +144,20 @@ function looksLikeMime(mail: ParsedMail): boolean {
 
 /** An email that is not valid MIME: a message from nobody known, its bytes shown as text (and kept raw by handle.ts). */
 function invalidMail(raw: Buffer | string, now: Date): InboundMail {
-  const text = (Buffer.isBuffer(raw) ? raw : Buffer.from(raw)).toString('utf8').slice(0, 100_000);
+  const text = storable((Buffer.isBuffer(raw) ? raw : Buffer.from(raw)).toString('utf8').slice(0, 100_000));
   return { kind: 'message', from: '', subject: '', messageId: null, date: now, threadIds: [], report: null, verp: null, returnDate: null, to: '', text, html: null, attachments: [], invalid: true };
 }
 
 async function recognise(raw: Buffer | string, mail: ParsedMail, now: Date): Promise<InboundMail> {
   const date = mail.date && !Number.isNaN(mail.date.getTime()) ? mail.date : now;
   const base = {
-    to: firstAddress(mail.to),
-    text: mail.text ?? null,
-    html: typeof mail.html === 'string' ? mail.html : null,
-    attachments: (mail.attachments ?? []).map((a) => ({ filename: a.filename ?? '', contentType: a.contentType || 'application/octet-stream', content: a.content })),
+    to: storable(firstAddress(mail.to))!,
+    text: storable(mail.text),
+    html: storable(typeof mail.html === 'string' ? mail.html : null),
+    attachments: (mail.attachments ?? []).map((a) => ({ filename: storable(a.filename) ?? '', contentType: storable(a.contentType) || 'application/octet-stream', content: a.content })),
     invalid: false,
-    from: firstAddress(mail.from),
-    subject: mail.subject ?? '',
+    from: storable(firstAddress(mail.from))!,
+    subject: storable(mail.subject) ?? '',
     messageId: mail.messageId ?? null,
     date,
     threadIds: [...ids(mail.inReplyTo), ...ids(mail.references)],

@@ -40,6 +40,14 @@ ${mailboxSelect('Mailbox')}
 <% it.counts.forEach(function (c) { %><tr><td><%= c.status %></td><td><%= it.campaign.stages[c.stage] || c.stage %></td><td><%= c.count %></td></tr><% }) %>
 </tbody></table>
 ${CAMPAIGN_STATS}
+<h2>Mailboxes</h2>
+<table class="stats-mailboxes"><thead><tr><th>Mailbox</th><th>In rotation</th><th>Prospects started</th><th>Sent</th></tr></thead><tbody>
+<% it.stats.mailboxes.forEach(function (m) { %><tr><td><%= m.address %> (<%= m.mailbox %>)</td><td><%= it.campaign.mailboxes.indexOf(m.mailbox) >= 0 ? 'yes' : 'taken out: finishing its prospects' %></td><td><%= m.prospects %></td><td><%= m.sent %></td></tr><% }) %>
+</tbody></table>
+<form method="post" action="/admin/campaigns/<%= it.campaign.id %>/mailboxes" class="card">${CSRF_FIELD}
+<label>Rotation (mailbox ids, in order) <input name="mailboxes" value="<%= it.campaign.mailboxes.join(',') %>" required></label>
+<button>Save mailboxes</button>
+</form>
 ${CAMPAIGN_DELIVERABILITY}
 <%~ it.charts %>`,
   },
@@ -69,6 +77,12 @@ ${CAMPAIGN_DELIVERABILITY}
       const campaign = await getCampaign(ctx.db, id);
       const [counts, stats, charts] = await Promise.all([prospectCounts(ctx.db, id), campaignStats(ctx.db, id), campaignCharts(ctx.db, id)]);
       ctx.render(req, res, 'campaign', `Campaign ${campaign.name}`, { campaign, counts, stats, charts });
+    });
+    router.post('/campaigns/:id/mailboxes', async (req, res) => {
+      const id = validate(schemas.idParam, req.params.id);
+      const mailboxes = field(req, 'mailboxes').split(',').map((v) => v.trim()).filter(Boolean);
+      const campaign = await changeCampaign(ctx.db, id, validate(schemas.campaignChanges, { mailboxes }));
+      await ctx.redirect(req, res, `/admin/campaigns/${id}`, `Mailboxes of "${campaign.name}" saved: ${campaign.mailboxes.join(', ')}.`);
     });
     campaignSendingRoutes(router, ctx);
   },
