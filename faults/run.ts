@@ -16,6 +16,7 @@ import path from 'node:path';
 import { Client } from 'pg';
 import { serversLeftRunning, topologyScenarios } from './topologies';
 import { webhookScenarios } from './webhooks';
+import { inboundScenarios } from './inbound';
 
 const ROOT = path.resolve(__dirname, '..');
 const SENDS = Number(process.env.FAULTS_SENDS ?? 2000);
@@ -903,6 +904,8 @@ const kit = {
   tmp, asRoot, pgPort: () => ownServers!.pg.port, freePort, until, sleep, log, load, accepted, drained, delivery, deliveredCount, summarizeAnswers, sends: SENDS, logsDir: LOGS,
 };
 Object.assign(scenarios, topologyScenarios(kit), webhookScenarios(kit));
+// replies read while the worker is SIGKILLed and Redis lost: one message.received each (faults/inbound.ts)
+Object.assign(scenarios, inboundScenarios(kit));
 
 /**
  * The dependency outages each scenario makes its services see (Postgres or Redis going and coming back); the others
@@ -917,6 +920,7 @@ const OUTAGES: Record<string, number> = {
   'postgres-longer-than-lease': 1,
   'idempotency-through-faults': 1,
   'sentinel-failover': 1,
+  'inbound-events-restart': 1,
 };
 
 /**
