@@ -78,7 +78,8 @@ export function inboundScenarios<W extends WorldLike, A, D>(kit: Kit<W, A, D>): 
         const atKill = await read();
         world.workers[0]!.child.kill('SIGKILL');
         await world.redis.kill();
-        kit.log('inbound: worker killed and redis lost with', atKill, 'of', REPLIES, 'replies read,', appended, 'appended');
+        const appendedAtKill = appended;
+        kit.log('inbound: worker killed and redis lost with', atKill, 'of', REPLIES, 'replies read,', appendedAtKill, 'appended');
         await appending;
         await client.logout();
         await kit.sleep(3_000);
@@ -114,7 +115,7 @@ export function inboundScenarios<W extends WorldLike, A, D>(kit: Kit<W, A, D>): 
           duplicates,
           lost: REPLIES - Math.min(REPLIES, c.emails),
           drainSeconds: drainMs === null ? null : Math.round(drainMs / 100) / 10,
-          duringFault: { readAtKill: atKill, appendedAtKill: appended, emailsRead: c.read, distinctMessageIds: subjects[0]!.n, events: c.events, webhookPosts: posts, webhookIds: hooks!.received.size },
+          duringFault: { readAtKill: atKill, appendedAtKill, emailsRead: c.read, distinctMessageIds: subjects[0]!.n, events: c.events, webhookPosts: posts, webhookIds: hooks!.received.size },
           target: `${REPLIES} replies, worker SIGKILLed and Redis lost mid-read: ${REPLIES} message.received events, 0 duplicates by event id`,
           met: c.events === REPLIES && c.emails === REPLIES && hooks!.received.size === REPLIES && c.read === REPLIES && subjects[0]!.n === REPLIES,
         };
