@@ -25,6 +25,11 @@ ALTER TABLE "prospects" ADD COLUMN "mailbox_id" INTEGER;
 ALTER TABLE "prospects" ADD CONSTRAINT "prospects_mailbox_id_fkey" FOREIGN KEY ("mailbox_id") REFERENCES "mailboxes"("id") ON DELETE SET NULL ON UPDATE CASCADE;
 UPDATE "prospects" p SET "mailbox_id" = c."mailbox_id" FROM "campaigns" c WHERE c."id" = p."campaign_id" AND p."step" > 0;
 
+-- DropIndex, CreateIndex: the scheduler's claim reads a campaign's due rows per mailbox (its prospects started from
+-- it), and those not started yet (mailbox_id IS NULL), each range in next_at order
+DROP INDEX "prospects_campaign_id_next_at_idx";
+CREATE INDEX "prospects_campaign_id_mailbox_id_next_at_idx" ON "prospects"("campaign_id", "mailbox_id", "next_at");
+
 -- AlterTable: a paused mailbox sends no outreach (rotation passes it over)
 ALTER TABLE "mailboxes" ADD COLUMN "paused" BOOLEAN NOT NULL DEFAULT false;
 

@@ -114,10 +114,19 @@ WITH running AS (
          row_number() OVER (PARTITION BY l.mailbox_id ORDER BY x.next_at, x.id) AS rank
   FROM lanes l JOIN free f ON f.id = l.mailbox_id AND f.slots > 0 CROSS JOIN share
   CROSS JOIN LATERAL (
-    SELECT p.id, p.next_at FROM prospects p
-    WHERE p.campaign_id = l.id AND p.next_at <= now() AND p.status IN ('ready', 'writing', 'later') AND p.step < l.steps AND ${UNQUEUED}
-      AND (p.mailbox_id = l.mailbox_id OR (p.mailbox_id IS NULL AND l.rotation <= 1 AND l.active))
-    ORDER BY p.next_at LIMIT least(f.slots, share.rows)
+    -- through the (campaign_id, mailbox_id, next_at) index: the rows it started, and for a one-mailbox campaign the
+    -- rows not started yet; a rotation's mailbox never reads the rows of its campaign that are not its own
+    SELECT u.id, u.next_at FROM (
+      (SELECT p.id, p.next_at FROM prospects p
+       WHERE p.campaign_id = l.id AND p.mailbox_id = l.mailbox_id AND p.next_at <= now() AND p.status IN ('ready', 'writing', 'later')
+         AND p.step < l.steps AND ${UNQUEUED}
+       ORDER BY p.next_at LIMIT least(f.slots, share.rows))
+      UNION ALL
+      (SELECT p.id, p.next_at FROM prospects p
+       WHERE l.rotation <= 1 AND l.active AND p.campaign_id = l.id AND p.mailbox_id IS NULL AND p.next_at <= now()
+         AND p.status IN ('ready', 'writing', 'later') AND p.step < l.steps AND ${UNQUEUED}
+       ORDER BY p.next_at LIMIT least(f.slots, share.rows))
+    ) u ORDER BY u.next_at LIMIT least(f.slots, share.rows)
   ) x
   UNION ALL
   SELECT x.id, x.next_at, -fl.id, least(fl.slots, share.rows), row_number() OVER (PARTITION BY fl.id ORDER BY x.next_at, x.id)
