@@ -784,6 +784,13 @@ function print(r: Record<string, any>): void {
       `claim ${c.windows.tickAllFreeMs} ms a tick with every mailbox free (without windows: ${c.tickAllFreeMs} ms)`,
       `window check of ${c.prospects} prospects in 24 zones: ${c.windows.check100kMs} ms (${c.windows.checkUsPerProspect} µs a prospect)`,
     ]);
+    if (c.rotation) {
+      rows.push([
+        `scheduler: every campaign rotating over 5 of the 50 mailboxes (docs/campaigns.md)`,
+        `claim ${c.rotation.tickAllFreeMs} ms a tick before any first step (${c.rotation.claimed} claimed), ${c.rotation.tickHalfStartedMs} ms with half the prospects started from their mailbox`,
+        `one mailbox a campaign: ${c.tickAllFreeMs} ms`,
+      ]);
+    }
   }
   if (r.smtp) {
     const m = r.smtp.memory;

@@ -23,6 +23,12 @@ export interface SchedulerFigures {
    * in 24 time zones, half of them outside their window (what the step writer and the adds run, per prospect).
    */
   windows: { tickAllFreeMs: number; check100kMs: number; checkUsPerProspect: number };
+  /**
+   * Mailbox rotation (docs/campaigns.md): the same 200 campaigns each sending over 5 of the 50 mailboxes, the claim with
+   * every prospect before its first step (any mailbox of its rotation may take it), then with half of them started
+   * (each tied to its first mailbox); `claimed`: rows the first of those claims took.
+   */
+  rotation: { tickAllFreeMs: number; tickHalfStartedMs: number; claimed: number };
 }
 
 const MAILBOXES = 50;
@@ -89,6 +95,7 @@ export async function schedulerPhase(options: {
   await pg.query(`UPDATE campaigns SET schedule = '{"timezone": "Europe/Berlin", "days": [1,2,3,4,5,6,7], "from": "00:00", "to": "24:00"}' WHERE account_id = $1`, [account!.id]);
   const withWindows = await timed(5, () => claimDueSteps(db(), { limit: 500 }));
   await pg.query(`UPDATE campaigns SET schedule = NULL WHERE account_id = $1`, [account!.id]);
+  const rotation = await rotationClaims(pg, account!.id, () => claimDueSteps(db(), { limit: 500 }));
   const { windowedAt } = await import('../apps/core/src/outreach/windows');
   const zones = ['UTC', 'Europe/Berlin', 'Europe/London', 'Europe/Paris', 'America/New_York', 'America/Chicago', 'America/Denver', 'America/Los_Angeles',
     'America/Sao_Paulo', 'Asia/Tokyo', 'Asia/Kolkata', 'Asia/Shanghai', 'Asia/Singapore', 'Australia/Sydney', 'Africa/Lagos', 'Europe/Moscow',
@@ -142,5 +149,41 @@ export async function schedulerPhase(options: {
     oneGappedMailbox1200: { tickMs: oneGapped.ms, claimed: oneGapped.last, cpuPerMinuteMs: perMinute(oneGapped.ms) },
     stepsPerSecond,
     windows: { tickAllFreeMs: withWindows.ms, check100kMs, checkUsPerProspect: +((check100kMs * 1000) / prospects).toFixed(2) },
+    rotation,
   };
+}
+
+/**
+ * The claim with every campaign rotating over 5 mailboxes (its own and 4 others, 10 apart), each mailbox in 20
+ * rotations; first with every prospect before its first step, then with half of each campaign's started from one of its
+ * mailboxes. The rows are put back as they were afterwards (one mailbox a campaign, nobody started).
+ */
+async function rotationClaims(pg: Client, account: number, claim: () => Promise<unknown[]>): Promise<SchedulerFigures['rotation']> {
+  // the claims before left their queued_at marks: kept aside and put back, so the phases after see what they saw before
+  await pg.query(`CREATE TEMP TABLE bench_marks AS SELECT id, queued_at FROM prospects WHERE queued_at IS NOT NULL`);
+  await pg.query(`UPDATE prospects SET queued_at = NULL WHERE queued_at IS NOT NULL`);
+  await pg.query(
+    `WITH mb AS (SELECT id, (row_number() OVER (ORDER BY id) - 1)::int AS i FROM mailboxes WHERE account_id = $1),
+          cb AS (SELECT c.id, mb.i FROM campaigns c JOIN mb ON mb.id = c.mailbox_id WHERE c.account_id = $1)
+     INSERT INTO campaign_mailboxes (campaign_id, mailbox_id, position)
+     SELECT cb.id, mb.id, k + 1 FROM cb CROSS JOIN generate_series(0, 4) AS k JOIN mb ON mb.i = (cb.i + k * 10) % ${MAILBOXES}
+     ON CONFLICT DO NOTHING`,
+    [account],
+  );
+  await pg.query('ANALYZE campaign_mailboxes');
+  const allFree = await timed(5, claim);
+  const claimed = allFree.last.length;
+  await pg.query(`UPDATE prospects SET queued_at = NULL WHERE queued_at IS NOT NULL`);
+  await pg.query(
+    `UPDATE prospects p SET step = 1, status = 'writing', mailbox_id = cm.mailbox_id
+     FROM campaign_mailboxes cm WHERE cm.campaign_id = p.campaign_id AND cm.position = 1 + p.id % 5 AND p.id % 2 = 0`,
+  );
+  await pg.query('ANALYZE prospects');
+  const halfStarted = await timed(5, claim);
+  await pg.query(`UPDATE prospects SET step = 0, status = 'ready', mailbox_id = NULL, queued_at = NULL WHERE mailbox_id IS NOT NULL OR queued_at IS NOT NULL`);
+  await pg.query(`UPDATE prospects p SET queued_at = b.queued_at FROM bench_marks b WHERE b.id = p.id`);
+  await pg.query(`DROP TABLE bench_marks`);
+  await pg.query(`DELETE FROM campaign_mailboxes cm USING campaigns c WHERE c.id = cm.campaign_id AND c.account_id = $1`, [account]);
+  await pg.query('ANALYZE');
+  return { tickAllFreeMs: allFree.ms, tickHalfStartedMs: halfStarted.ms, claimed };
 }

@@ -18,6 +18,7 @@ import { serversLeftRunning, topologyScenarios } from './topologies';
 import { webhookScenarios } from './webhooks';
 import { smtpScenarios } from './smtp';
 import { lifecycleScenarios } from './lifecycle';
+import { inboundScenarios } from './inbound';
 
 const ROOT = path.resolve(__dirname, '..');
 const SENDS = Number(process.env.FAULTS_SENDS ?? 2000);
@@ -908,6 +909,8 @@ const kit = {
 Object.assign(scenarios, topologyScenarios(kit), webhookScenarios(kit), lifecycleScenarios(kit));
 // SMTP submission: Postgres away under submitting clients, the SMTP process killed mid-DATA (faults/smtp.ts)
 Object.assign(scenarios, smtpScenarios({ ...kit, startNode, stopService }));
+// replies read while the worker is SIGKILLed and Redis lost: one message.received each (faults/inbound.ts)
+Object.assign(scenarios, inboundScenarios(kit));
 
 /**
  * The dependency outages each scenario makes its services see (Postgres or Redis going and coming back); the others
@@ -924,6 +927,7 @@ const OUTAGES: Record<string, number> = {
   'sentinel-failover': 1,
   'smtp-postgres-down': 1,
   'series-redis-lost': 1,
+  'inbound-events-restart': 1,
 };
 
 /**

@@ -54,9 +54,9 @@ ${IMPORT_HELP}
   suppressions remove ID
   stop-list --account ID [--after ID] [--limit N]
   stop-list remove ID
-  campaign create --account ID --name NAME --goal GOAL --mailbox ID --steps FILE.json [--stages a,b,c] [--status draft|running|paused]
+  campaign create --account ID --name NAME --goal GOAL (--mailbox ID | --mailboxes ID,ID,...) --steps FILE.json [--stages a,b,c] [--status draft|running|paused]
            [--target URL [--anchor TEXT]]     (links campaigns: the page the placed link must point to)
-  campaign set ID [--status S] [--name NAME] [--steps FILE.json] [--stages a,b,c] [--target URL [--anchor TEXT] | --no-target]
+  campaign set ID [--status S] [--name NAME] [--mailboxes ID,ID,...] [--steps FILE.json] [--stages a,b,c] [--target URL [--anchor TEXT] | --no-target]
   messages [--to ADDRESS] [--limit N]
 ${MESSAGES_HELP}
 ${OUTREACH_HELP}
@@ -72,6 +72,7 @@ const options = {
   smtp: { type: 'string' },
   imap: { type: 'string' },
   mailbox: { type: 'string' },
+  mailboxes: { type: 'string' },
   'daily-limit': { type: 'string' },
   'gap-seconds': { type: 'string' },
   prospects: { type: 'boolean' },
@@ -118,6 +119,8 @@ const stepsFrom = (file: unknown) => (typeof file === 'string' ? JSON.parse(fs.r
 const targetFrom = (flags: Flags) =>
   flags['no-target'] ? null : typeof flags.target === 'string' ? { url: flags.target, anchor: flags.anchor } : undefined;
 const stagesFrom = (list: unknown) => (typeof list === 'string' ? list.split(',').map((s) => s.trim()).filter(Boolean) : undefined);
+/** `--mailboxes 3,4,5`: a campaign's rotation (docs/campaigns.md) */
+const mailboxesFrom = (list: unknown) => (typeof list === 'string' ? list.split(',').map((s) => s.trim()).filter(Boolean) : undefined);
 
 async function run(command: string[], flags: Flags): Promise<unknown> {
   const [resource, action, arg] = command;
@@ -198,6 +201,7 @@ async function run(command: string[], flags: Flags): Promise<unknown> {
             name: flags.name,
             goal: flags.goal,
             mailbox: flags.mailbox,
+            mailboxes: mailboxesFrom(flags.mailboxes),
             steps: stepsFrom(flags.steps),
             stages: stagesFrom(flags.stages),
             status: flags.status,
@@ -211,6 +215,7 @@ async function run(command: string[], flags: Flags): Promise<unknown> {
       const changes = validate(schemas.campaignChanges, {
         status: flags.status,
         name: flags.name,
+        mailboxes: mailboxesFrom(flags.mailboxes),
         steps: stepsFrom(flags.steps),
         stages: stagesFrom(flags.stages),
         target: targetFrom(flags),

@@ -121,6 +121,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/inbound": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Received emails (message.received), oldest first after `after` */
+        get: operations["getInbound"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -1237,6 +1254,106 @@ export interface operations {
             };
             /** @description Nobody to write to, or an Idempotency-Key reused */
             422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Refusal"];
+                };
+            };
+            /** @description A limit is reached (Retry-After) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Refusal"];
+                };
+            };
+            /** @description Internal error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Refusal"];
+                };
+            };
+            /** @description Unavailable for now: the database is unreachable, or too many request bodies are being read at once (Retry-After); nothing was done */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Refusal"];
+                };
+            };
+        };
+    };
+    getInbound: {
+        parameters: {
+            query?: {
+                after?: number;
+                limit?: number;
+                mailbox?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        ok: true;
+                        messages: {
+                            id: number;
+                            mailbox: number;
+                            /** @enum {string} */
+                            kind: "reply" | "auto_reply" | "other";
+                            from: string;
+                            to: string;
+                            subject: string;
+                            text: string | null;
+                            html: string | null;
+                            attachments: {
+                                filename: string;
+                                content_type: string;
+                                size: number;
+                                /** @description signed, expires in a day; null when kept as metadata only (over the size cap) */
+                                url: string | null;
+                            }[];
+                            in_reply_to: {
+                                message?: string;
+                                send?: string;
+                                prospect?: number;
+                                campaign?: number;
+                            };
+                            invalid: boolean;
+                            /** Format: date-time */
+                            received_at: string;
+                        }[];
+                        next: number | null;
+                    };
+                };
+            };
+            /** @description A field is malformed (named in error) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Refusal"];
+                };
+            };
+            /** @description The API key is missing, unknown or revoked */
+            401: {
                 headers: {
                     [name: string]: unknown;
                 };

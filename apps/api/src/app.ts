@@ -22,6 +22,7 @@ import { healthRouter } from './routes/health';
 import { pagesRouter } from './routes/pages';
 import { unsubscribeRouter } from './routes/unsubscribe';
 import { trackingRouter } from './routes/tracking';
+import { inboundFilesRouter } from './routes/inbound-files';
 import { v1Router } from './routes/v1';
 
 /** Request bodies above this answer 413 (docs/api.md: the email is at most 1 MB). */
@@ -80,6 +81,7 @@ export function createApp(db: Db): ApiApp {
   app.use('/admin', consoleRouter(db, { budget, signInBudget: publicBudget('signIn'), failures }));
   app.use(unsubscribeRouter(db, publicBudget('unsubscribe')));
   app.use(trackingRouter(db));
+  app.use(inboundFilesRouter(db));
   app.use(pagesRouter(db, publicBudget('form')));
   app.use(unknownRoute);
   app.use(errorHandler);

@@ -61,6 +61,8 @@ export const mailboxChange = Joi.object({
   return_path: Joi.string().valid('address', 'verp'),
   gap_jitter: gapJitter(),
   warmup: warmupInput().allow(null),
+  /** docs/campaigns.md: a paused mailbox sends no outreach; rotations pass it over */
+  paused: Joi.boolean(),
 }).min(1);
 
 export const keyInput = Joi.object({
@@ -137,6 +139,8 @@ const campaignFields = {
   name: name(),
   goal: Joi.string().valid(...GOALS),
   mailbox: id(),
+  /** docs/campaigns.md: rotation over several mailboxes (`mailbox`, when given too, must be the first) */
+  mailboxes: Joi.array().items(id()).min(1).max(100),
   stages: Joi.array().items(Joi.string().trim().min(1).max(100)).max(50),
   status: Joi.string().valid(...CAMPAIGN_STATUSES),
   steps: Joi.array().items(step).min(1).max(20),
@@ -154,9 +158,10 @@ export const campaignInput = Joi.object({
   account: id().required(),
   name: name().required(),
   goal: campaignFields.goal.required(),
-  mailbox: id().required(),
   steps: campaignFields.steps.required(),
-});
+})
+  .or('mailbox', 'mailboxes')
+  .messages({ 'object.missing': 'give mailbox or mailboxes' });
 
 export const campaignChanges = Joi.object(campaignFields).min(1).messages({ 'object.min': 'nothing to change' });
 

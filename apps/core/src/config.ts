@@ -48,6 +48,8 @@ export interface Config {
   readonly retentionDays: number;
   /** days the row of a finished email (and its Send) is kept; 0, the default, keeps them for ever */
   readonly messageRowsDays: number;
+  /** inbound mail as events (docs/inbound-events.md): an attachment larger than this is kept as metadata only */
+  readonly inboundAttachmentMaxBytes: number;
   /** request-body bytes an API process reads at once; past it, 503 with Retry-After */
   readonly maxBodyBytesInFlight: number;
   /** the largest import body (CSV or NDJSON); a larger one answers 413 */
@@ -338,6 +340,7 @@ export function loadConfig(): Config {
     softBounceDays: integer('SOFT_BOUNCE_DAYS', 30, 1, 3650),
     retentionDays: integer('RETENTION_DAYS', 30, 0, 36_500),
     messageRowsDays: integer('MESSAGE_ROWS_DAYS', 0, 0, 36_500),
+    inboundAttachmentMaxBytes: integer('INBOUND_ATTACHMENT_MAX_BYTES', 10 * 1024 * 1024, 0, 2 ** 31 - 1),
     maxBodyBytesInFlight: integer('MAX_BODY_BYTES_IN_FLIGHT', 64 * 1024 * 1024, 1024 * 1024, 2 ** 40),
     importMaxBytes: integer('IMPORT_MAX_BYTES', 100 * 1024 * 1024, 64 * 1024, 2 ** 40),
     workerMaxBytesInFlight: integer('WORKER_MAX_BYTES_IN_FLIGHT', 8 * 1024 * 1024, 1024 * 1024, 2 ** 40),

@@ -1,3 +1,4 @@
+import { listInboundOf } from '../../../core/src/inbound/operations';
 import { ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
@@ -224,6 +225,23 @@ export function mcpServer(db: Db, state: ApiState, key: ApiKey, request: McpRequ
       inputSchema: { list: listKey, email },
     },
     (args) => answer(() => unsubscribe(db, key, args)),
+  );
+
+  tool(
+    server,
+    'list_inbound',
+    {
+      title: 'Received emails',
+      description:
+        "The emails read from the account's mailboxes that are replies or messages (not bounce reports), oldest first after `after` (GET /api/v1/inbound): from, to, subject, text, html, attachments with signed URLs, and the message, send, prospect and campaign each one answers. Pass the answer's `next` as `after` to read on.",
+      inputSchema: {
+        after: z.number().int().min(0).optional().describe('the id to read after: 0 or absent from the start, else the previous answer\'s next'),
+        limit: z.number().int().min(1).max(100).optional().describe('how many, up to 100 (default 50)'),
+        mailbox: z.number().int().positive().optional().describe('one mailbox of the account only'),
+      },
+    },
+    // as JSON: dates as the HTTP answer writes them
+    (args) => answer(async () => JSON.parse(JSON.stringify(await listInboundOf(db, key, args))) as Answer),
   );
 
   if (!key.prospects) return refuseUnknownTools(server);

@@ -165,3 +165,41 @@ export const addProspectsAnswer = Joi.object({
     )
     .required(),
 }).label('AddProspectsAnswer');
+
+/** GET /inbound (docs/inbound-events.md): received emails, oldest first, and the id to read after next (null: the last page). */
+export const inboundAnswer = Joi.object({
+  ok: Joi.valid(true).required(),
+  messages: Joi.array()
+    .items(
+      Joi.object({
+        id: Joi.number().integer().required(),
+        mailbox: Joi.number().integer().required(),
+        kind: Joi.string().valid('reply', 'auto_reply', 'other').required(),
+        from: Joi.string().allow('').required(),
+        to: Joi.string().allow('').required(),
+        subject: Joi.string().allow('').required(),
+        text: Joi.string().allow('', null).required(),
+        html: Joi.string().allow('', null).required(),
+        attachments: Joi.array()
+          .items(
+            Joi.object({
+              filename: Joi.string().allow('').required(),
+              content_type: Joi.string().required(),
+              size: Joi.number().integer().min(0).required(),
+              url: Joi.string().allow(null).required().description('signed, expires in a day; null when kept as metadata only (over the size cap)'),
+            }),
+          )
+          .required(),
+        in_reply_to: Joi.object({
+          message: Joi.string(),
+          send: Joi.string(),
+          prospect: Joi.number().integer(),
+          campaign: Joi.number().integer(),
+        }).required(),
+        invalid: Joi.boolean().required(),
+        received_at: Joi.string().isoDate().required(),
+      }),
+    )
+    .required(),
+  next: Joi.number().integer().allow(null).required(),
+});

@@ -1,5 +1,6 @@
 import parse from 'joi-to-json';
 import type Joi from 'joi';
+import { inboundPageQuery } from '../../../core/src/inbound/operations';
 import { addProspectsInput, outcomeInput, prospectQuery } from '../../../core/src/outreach/schemas';
 import { MAX_WAIT_SECONDS } from '../../../core/src/sending/accept';
 import { rescheduleSchema, sendSchema } from '../../../core/src/sending/schema';
@@ -87,6 +88,7 @@ export const OPERATIONS: Operation[] = [
     method: 'post', path: '/prospects/state', summary: 'Report an outcome', body: outcomeInput, prospects: true, idempotent: true,
     answers: { 200: answers.prospectAnswer, ...WITH_BODY, 404: R, 409: R },
   },
+  { method: 'get', path: '/inbound', summary: 'Received emails (message.received), oldest first after `after`', query: inboundPageQuery, answers: { 200: answers.inboundAnswer } },
 ];
 
 /** joi-to-json names joi extensions by their type: the tags type of subscribers is an array of strings or one string. */

@@ -5,6 +5,7 @@ import { requireKey, requireProspectsPermission, type KeyAuthenticator } from '.
 import type { AuthFailures } from '../middleware/failures';
 import { requireJsonBody } from '../middleware/request';
 import { campaignsRoutes } from './campaigns';
+import { inboundRoutes } from './inbound';
 import { listsRoutes } from './lists';
 import { prospectsRoutes } from './prospects';
 import { sendRoutes } from './send';
@@ -28,5 +29,6 @@ export function v1Router(db: Db, auth: KeyAuthenticator, failures: AuthFailures,
   router.use('/prospects', requireProspectsPermission);
   campaignsRoutes(router, db);
   prospectsRoutes(router, db);
+  inboundRoutes(router, db);
   return router;
 }

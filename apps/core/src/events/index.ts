@@ -14,6 +14,7 @@ export const EVENT_TYPES = [
   'message.complained',
   'message.clicked',
   'message.opened',
+  'message.received',
   'subscriber.pending',
   'subscriber.confirmed',
   'subscriber.unsubscribed',

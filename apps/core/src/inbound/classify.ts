@@ -47,6 +47,13 @@ export interface InboundMail {
   verp: string | null;
   /** for auto-replies: the return date found in the text (UTC midnight of that day), if any */
   returnDate: Date | null;
+  /** what it says (docs/inbound-events.md): the first To address, the text and html bodies, the attachments */
+  to: string;
+  text: string | null;
+  html: string | null;
+  attachments: { filename: string; contentType: string; content: Buffer }[];
+  /** not valid MIME: kept raw, handed on as a message with what could be read */
+  invalid: boolean;
 }
 
 const OOO_SUBJECT =
@@ -111,13 +118,46 @@ export function findReturnDate(text: string, after: Date): Date | null {
   return candidates[0] ? new Date(candidates[0].at) : null;
 }
 
-/** Parses and recognises one raw email. */
+/** Parses and recognises one raw email; one that is not valid MIME is a message marked `invalid`, never an error. */
 export async function classify(raw: Buffer | string, now = new Date()): Promise<InboundMail> {
-  const mail = await simpleParser(raw, { skipHtmlToText: false, skipTextLinks: true });
+  let mail: ParsedMail;
+  try {
+    mail = await simpleParser(raw, { skipHtmlToText: false, skipTextLinks: true });
+  } catch {
+    return invalidMail(raw, now);
+  }
+  if (!looksLikeMime(mail)) return invalidMail(raw, now);
+  try {
+    return await recognise(raw, mail, now);
+  } catch {
+    return invalidMail(raw, now);
+  }
+}
+
+/** Text as Postgres stores it: a NUL cannot be kept in a text column (U+FFFD in its place). */
+const storable = (value: string | null | undefined): string | null => (value === null || value === undefined ? null : value.replace(/\u0000/g, '\ufffd'));
+
+/** A header section with a From or a Message-ID or a Date: what every email has, and a stray blob of bytes has not. */
+function looksLikeMime(mail: ParsedMail): boolean {
+  return mail.headers.has('from') || mail.headers.has('message-id') || mail.headers.has('date');
+}
+
+/** An email that is not valid MIME: a message from nobody known, its bytes shown as text (and kept raw by handle.ts). */
+function invalidMail(raw: Buffer | string, now: Date): InboundMail {
+  const text = storable((Buffer.isBuffer(raw) ? raw : Buffer.from(raw)).toString('utf8').slice(0, 100_000));
+  return { kind: 'message', from: '', subject: '', messageId: null, date: now, threadIds: [], report: null, verp: null, returnDate: null, to: '', text, html: null, attachments: [], invalid: true };
+}
+
+async function recognise(raw: Buffer | string, mail: ParsedMail, now: Date): Promise<InboundMail> {
   const date = mail.date && !Number.isNaN(mail.date.getTime()) ? mail.date : now;
   const base = {
-    from: firstAddress(mail.from),
-    subject: mail.subject ?? '',
+    to: storable(firstAddress(mail.to))!,
+    text: storable(mail.text),
+    html: storable(typeof mail.html === 'string' ? mail.html : null),
+    attachments: (mail.attachments ?? []).map((a) => ({ filename: storable(a.filename) ?? '', contentType: storable(a.contentType) || 'application/octet-stream', content: a.content })),
+    invalid: false,
+    from: storable(firstAddress(mail.from))!,
+    subject: storable(mail.subject) ?? '',
     messageId: mail.messageId ?? null,
     date,
     threadIds: [...ids(mail.inReplyTo), ...ids(mail.references)],

@@ -14,6 +14,7 @@ import { suppressAddress } from '../subscribers/machine';
 import type { InboundMail } from './classify';
 import { applyBounce, bounceOf, countBounce, publicBounce } from './bounce-policy';
 import { provenBounce, provenComplaint } from './proof';
+import { recordReceived } from './received';
 import { advanceCursor, claimInbound, messageByMessageIds, type OurMessage } from './repository';
 
 /**
@@ -25,6 +26,8 @@ export interface Where {
   mailbox: Mailbox;
   uidValidity: bigint;
   uid: bigint;
+  /** the email as read (kept when it is not valid MIME) */
+  raw?: Buffer;
 }
 
 const DAY_MS = 86_400_000;
@@ -86,6 +89,8 @@ async function handleOnce(db: Db, where: Where, mail: InboundMail, now: Date): P
         where: { id: claimed },
         data: { kind: result.kind, prospectId: result.prospectId, relatedId: result.relatedId, detail: result.detail.slice(0, 2000), reason: result.reason, unmatched: result.unmatched },
       });
+      // a reply or a message (not a report) is handed on as message.received, once: this transaction claimed it
+      if (!mail.report) await recordReceived(tx, claimed, mailbox, mail, { kind: result.kind, prospectId: result.prospectId, relatedId: result.relatedId }, where.raw, now);
       // recorded first: the complaint counts in its campaign's or broadcast's auto-pause window (docs/outreach.md)
       if (result.relatedId && (result.kind === 'bounce' || result.kind === 'complaint')) await autoPauseAfter(tx, result.relatedId);
       return { kind: result.kind, prospectId: result.prospectId, unmatched: result.unmatched };

@@ -174,7 +174,7 @@ async function readNew(db: Db, client: ImapFlow, mailbox: Mailbox, uidValidity: 
   batch.sort((a, b) => a.uid - b.uid);
   for (const { uid, source } of batch) {
     const mail = await classify(source);
-    const handled = await handleInbound(db, { mailbox, uidValidity, uid: BigInt(uid) }, mail);
+    const handled = await handleInbound(db, { mailbox, uidValidity, uid: BigInt(uid), raw: source }, mail);
     if (handled) logger.info({ mailbox: mailbox.id, uid, kind: handled.kind, prospect: handled.prospectId }, 'inbound: handled');
   }
 }

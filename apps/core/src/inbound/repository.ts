@@ -77,3 +77,100 @@ export async function recentMailboxBounces(tx: Tx, accountId: number, email: str
         WHERE b.account_id = ${accountId} AND i.kind = 'reply' AND i.from_address = ${email}), '-infinity'::timestamptz)`;
   return row?.n ?? 0;
 }
+
+// ---- inbound mail as events (received.ts) ----
+
+/** Writes what the email said onto its inbound_messages row: the To address, text, html, and the raw bytes of invalid MIME. */
+export async function recordBody(tx: Tx, id: number, body: { to: string; text: string | null; html: string | null; raw: Buffer | null }): Promise<void> {
+  await tx.$executeRaw`UPDATE inbound_messages SET to_address = ${body.to}, text = ${body.text}, html = ${body.html}, raw = ${body.raw} WHERE id = ${id}`;
+}
+
+export interface AttachmentRow {
+  id: string;
+  inbound_message_id: number;
+  position: number;
+  filename: string;
+  content_type: string;
+  size: number;
+}
+
+/** Inserts the email's attachments in one statement; `content` null for one over the size cap (metadata only). */
+export async function insertAttachments(tx: Tx, rows: (AttachmentRow & { content: Buffer | null })[]): Promise<void> {
+  if (!rows.length) return;
+  await tx.$executeRawUnsafe(
+    `INSERT INTO inbound_attachments (id, inbound_message_id, position, filename, content_type, size, content)
+     SELECT * FROM unnest($1::uuid[], $2::int[], $3::int[], $4::text[], $5::text[], $6::int[], $7::bytea[])`,
+    rows.map((r) => r.id),
+    rows.map((r) => r.inbound_message_id),
+    rows.map((r) => r.position),
+    rows.map((r) => r.filename),
+    rows.map((r) => r.content_type),
+    rows.map((r) => r.size),
+    rows.map((r) => r.content),
+  );
+}
+
+/** What our message an email answers links to: its Send, and the prospect's campaign. */
+export async function replyLinks(tx: Tx, messageId: string | null, prospectId: number | null): Promise<{ send_id: string | null; campaign_id: number | null }> {
+  const [row] = await tx.$queryRaw<{ send_id: string | null; campaign_id: number | null }[]>`
+    SELECT (SELECT send_id FROM messages WHERE id = ${messageId}::uuid) AS send_id,
+           (SELECT campaign_id FROM prospects WHERE id = ${prospectId}::int) AS campaign_id`;
+  return row ?? { send_id: null, campaign_id: null };
+}
+
+export interface ReceivedRow {
+  id: number;
+  mailbox_id: number;
+  kind: string;
+  from_address: string;
+  to_address: string;
+  subject: string;
+  text: string | null;
+  html: string | null;
+  invalid: boolean;
+  related_id: string | null;
+  send_id: string | null;
+  prospect_id: number | null;
+  campaign_id: number | null;
+  received_at: Date;
+}
+
+const RECEIVED_COLUMNS = `i.id, i.mailbox_id, i.kind::text AS kind, i.from_address, i.to_address, i.subject, i.text, i.html, i.raw IS NOT NULL AS invalid,
+  i.related_id, m.send_id, i.prospect_id, p.campaign_id, i.received_at`;
+
+/** The account's emails handed on as message.received (replies and messages, not reports), after the id `after`, oldest first. */
+export function receivedAfter(tx: Tx, accountId: number, after: number, limit: number, mailboxId: number | null = null): Promise<ReceivedRow[]> {
+  return tx.$queryRawUnsafe<ReceivedRow[]>(
+    `SELECT ${RECEIVED_COLUMNS} FROM inbound_messages i JOIN mailboxes b ON b.id = i.mailbox_id
+       LEFT JOIN messages m ON m.id = i.related_id LEFT JOIN prospects p ON p.id = i.prospect_id
+     WHERE b.account_id = $1 AND i.id > $2 AND i.kind IN ('reply', 'auto_reply', 'other') AND ($4::int IS NULL OR i.mailbox_id = $4::int)
+     ORDER BY i.id LIMIT $3`,
+    accountId,
+    after,
+    limit,
+    mailboxId,
+  );
+}
+
+/** One handled email by id (any kind), with its links; undefined when there is none. */
+export async function receivedById(tx: Tx, id: number): Promise<ReceivedRow | undefined> {
+  const [row] = await tx.$queryRawUnsafe<ReceivedRow[]>(
+    `SELECT ${RECEIVED_COLUMNS} FROM inbound_messages i LEFT JOIN messages m ON m.id = i.related_id LEFT JOIN prospects p ON p.id = i.prospect_id WHERE i.id = $1`,
+    id,
+  );
+  return row;
+}
+
+/** The attachments (without content) of these emails, in order. */
+export function attachmentsOf(tx: Tx, ids: number[]): Promise<(AttachmentRow & { stored: boolean })[]> {
+  return tx.$queryRaw<(AttachmentRow & { stored: boolean })[]>`
+    SELECT id, inbound_message_id, position, filename, content_type, size, content IS NOT NULL AS stored
+    FROM inbound_attachments WHERE inbound_message_id = ANY(${ids}::int[]) ORDER BY inbound_message_id, position`;
+}
+
+/** An attachment's content and type; undefined when it is gone (retention) or was kept as metadata only. */
+export async function attachmentContent(tx: Tx, id: string): Promise<{ filename: string; content_type: string; content: Buffer } | undefined> {
+  const [row] = await tx.$queryRaw<{ filename: string; content_type: string; content: Buffer }[]>`
+    SELECT filename, content_type, content FROM inbound_attachments WHERE id = ${id}::uuid AND content IS NOT NULL`;
+  return row;
+}

@@ -117,6 +117,8 @@ export interface MailboxView {
   warmup: { start: number; step: number; since: string } | null;
   /** today's outreach cap: daily_limit, or less during a warm-up */
   effective_daily_limit: number;
+  /** docs/campaigns.md: no outreach while paused (a rotation passes it over) */
+  paused: boolean;
 }
 
 const smtpTlsOf = (m: Mailbox): SmtpTls => (m.smtpTlsInsecure ? 'insecure' : m.smtpRequireTls || m.smtpSecure ? 'on' : 'off');
@@ -140,6 +142,7 @@ export function mailboxView(m: Mailbox): MailboxView {
     gap_jitter: m.gapJitter,
     warmup: m.warmupStart !== null && m.warmupSince ? { start: m.warmupStart, step: m.warmupStep ?? 0, since: m.warmupSince.toISOString() } : null,
     effective_daily_limit: effectiveDailyLimit(m),
+    paused: m.paused,
   };
 }
 
@@ -205,7 +208,7 @@ export async function createMailbox(db: Tx, input: NewMailbox): Promise<MailboxV
   return mailboxView(mailbox);
 }
 
-export type MailboxChange = Partial<Pick<NewMailbox, 'name' | 'smtp' | 'daily_limit' | 'gap_seconds' | 'imap' | 'max_per_second' | 'dkim' | 'return_path' | 'gap_jitter' | 'warmup'>>;
+export type MailboxChange = Partial<Pick<NewMailbox, 'name' | 'smtp' | 'daily_limit' | 'gap_seconds' | 'imap' | 'max_per_second' | 'dkim' | 'return_path' | 'gap_jitter' | 'warmup'>> & { paused?: boolean };
 
 /** The SMTP columns of a URL (the password encrypted at rest). */
 function smtpColumns(raw: string) {
@@ -237,6 +240,7 @@ export async function updateMailbox(db: Tx, id: number, change: MailboxChange): 
     ...(change.return_path !== undefined ? { returnPath: change.return_path } : {}),
     ...(change.gap_jitter !== undefined ? { gapJitter: change.gap_jitter } : {}),
     ...(change.warmup !== undefined ? warmupColumns(change.warmup) : {}),
+    ...(change.paused !== undefined ? { paused: change.paused } : {}),
   };
   const existing = await db.mailbox.findUnique({ where: { id } });
   if (!existing) throw new NotFound(`no mailbox with id ${id}`);

@@ -4,10 +4,10 @@ import { mailboxStartRefusal } from '../domains/sending';
 import type { CampaignGoal, CampaignStatus } from '../../../../generated/prisma/enums';
 import { Prisma, type Db, type Tx } from '../db';
 import { scheduleOf, type Schedule } from './windows';
-import { lockCampaign } from './repository';
+import { campaignMailboxes, lockCampaign } from './repository';
+import { rotationOf, saveRotation } from './rotation';
 import { BadRequest, Forbidden, NotFound } from '../errors';
 import { requireAccount } from '../accounts';
-import { requireMailbox } from '../mailboxes';
 import { logger } from '../logger';
 import { replanHeldSteps } from './replan';
 import { scheduleDueSteps, startCampaignProspects } from './scheduler';
@@ -53,6 +53,9 @@ export interface CampaignTarget {
 export interface CampaignDetail extends CampaignView {
   account: number;
   mailbox: number;
+  /** docs/campaigns.md: the rotation, `mailbox` first; `retired`: taken out, still finishing the prospects it started */
+  mailboxes: number[];
+  retired_mailboxes: number[];
   steps: StepInput[];
   target: { url: string; anchor: string } | null;
   /** docs/outreach.md: the sending window; null = any time */
@@ -94,11 +97,16 @@ export function campaignView(c: Campaign, prospects: number): CampaignView {
   return { id: c.id, name: c.name, goal: c.goal, status: c.status, prospects, stages: c.stages };
 }
 
-function detail(c: Campaign & { steps: CampaignStep[] }, prospects: number): CampaignDetail {
+type Rotation = { mailbox_id: number; active: boolean }[];
+
+function detail(c: Campaign & { steps: CampaignStep[] }, prospects: number, rotation: Rotation): CampaignDetail {
+  const active = rotation.filter((r) => r.active).map((r) => r.mailbox_id);
   return {
     ...campaignView(c, prospects),
     account: c.accountId,
     mailbox: c.mailboxId,
+    mailboxes: active.length ? active : [c.mailboxId],
+    retired_mailboxes: rotation.filter((r) => !r.active).map((r) => r.mailbox_id),
     steps: c.steps
       .sort((a, b) => a.position - b.position)
       .map((s) => ({ subject: s.subject, body: s.body, delay_hours: s.delayHours, ...(s.templateId !== null ? { template: s.templateId } : {}) })),
@@ -115,7 +123,8 @@ export interface NewCampaign {
   account: number;
   name: string;
   goal: CampaignGoal;
-  mailbox: number;
+  mailbox?: number;
+  mailboxes?: number[];
   stages?: string[];
   status?: CampaignStatus;
   steps: StepInput[];
@@ -136,13 +145,15 @@ function targetColumns(goal: CampaignGoal, target: CampaignTarget | null | undef
 
 export async function createCampaign(db: Tx, input: NewCampaign): Promise<CampaignDetail> {
   await requireAccount(db, input.account);
-  const mailbox = await requireMailbox(db, input.account, input.mailbox);
-  if (input.status === 'running') await refuseUnverifiedStart(db, mailbox);
+  const rotation = rotationOf(input);
+  if (!rotation) throw new BadRequest('give mailbox or mailboxes');
+  await requireRotation(db, input.account, rotation);
+  if (input.status === 'running') await refuseUnverifiedStart(db, rotation);
   const steps = await stepRows(db, input.account, input.steps);
   const campaign = await db.campaign.create({
     data: {
       accountId: input.account,
-      mailboxId: input.mailbox,
+      mailboxId: rotation[0]!,
       name: input.name,
       goal: input.goal,
       status: input.status ?? 'draft',
@@ -154,13 +165,23 @@ export async function createCampaign(db: Tx, input: NewCampaign): Promise<Campai
     },
     include: { steps: true },
   });
-  return detail(campaign, 0);
+  await saveRotation(db, campaign.id, rotation);
+  return detail(campaign, 0, await campaignMailboxes(db, campaign.id));
+}
+
+/** Every mailbox of a rotation must be the account's: another account's (or none) is refused, 400, naming it. */
+async function requireRotation(db: Tx, account: number, mailboxes: number[]): Promise<void> {
+  const found = await db.mailbox.findMany({ where: { id: { in: mailboxes }, accountId: account }, select: { id: true } });
+  const known = new Set(found.map((m) => m.id));
+  const missing = mailboxes.find((id) => !known.has(id));
+  if (missing !== undefined) throw new BadRequest(`mailboxes: no mailbox with id ${missing} in account ${account}`);
 }
 
 export interface CampaignChanges {
   name?: string;
   goal?: CampaignGoal;
   mailbox?: number;
+  mailboxes?: number[];
   stages?: string[];
   status?: CampaignStatus;
   steps?: StepInput[];
@@ -172,9 +193,12 @@ export interface CampaignChanges {
 }
 
 /** REQUIRE_VERIFIED_DOMAIN: a campaign from a mailbox of an unverified domain does not start (docs/domains.md). */
-async function refuseUnverifiedStart(db: Tx, mailbox: Mailbox): Promise<void> {
-  const refusal = await mailboxStartRefusal(db, mailbox);
-  if (refusal) throw new Forbidden(refusal);
+/** REQUIRE_VERIFIED_DOMAIN: a campaign starts only when every mailbox of its rotation sends from a verified domain (403). */
+async function refuseUnverifiedStart(db: Tx, mailboxes: number[]): Promise<void> {
+  for (const mailbox of await db.mailbox.findMany({ where: { id: { in: mailboxes } }, orderBy: { id: 'asc' } })) {
+    const refusal = await mailboxStartRefusal(db, mailbox);
+    if (refusal) throw new Forbidden(refusal);
+  }
 }
 
 /** Applies the changes; the caller runs it in a transaction with whatever a status change must also do. */
@@ -183,9 +207,14 @@ export async function updateCampaign(db: Tx, id: number, changes: CampaignChange
   await lockCampaign(db, id);
   const before = await db.campaign.findUnique({ where: { id } });
   if (!before) throw new NotFound(`no campaign with id ${id}`);
-  if (changes.mailbox !== undefined) await requireMailbox(db, before.accountId, changes.mailbox);
+  const rotation = rotationOf(changes);
+  if (rotation) {
+    await requireRotation(db, before.accountId, rotation);
+    await saveRotation(db, id, rotation);
+  }
   if (changes.status === 'running' && before.status !== 'running') {
-    await refuseUnverifiedStart(db, await requireMailbox(db, before.accountId, changes.mailbox ?? before.mailboxId));
+    const mailboxes = rotation ?? (await campaignMailboxes(db, id)).filter((m) => m.active).map((m) => m.mailbox_id);
+    await refuseUnverifiedStart(db, mailboxes.length ? mailboxes : [before.mailboxId]);
   }
   if (changes.steps) {
     const rows = await stepRows(db, before.accountId, changes.steps);
@@ -197,7 +226,7 @@ export async function updateCampaign(db: Tx, id: number, changes: CampaignChange
     data: {
       name: changes.name,
       goal: changes.goal,
-      mailboxId: changes.mailbox,
+      mailboxId: rotation?.[0],
       stages: changes.stages,
       status: changes.status,
       trackClicks: changes.track_clicks,
@@ -214,7 +243,7 @@ export async function updateCampaign(db: Tx, id: number, changes: CampaignChange
   // steps held by the old window are planned again under the new one (docs/outreach.md)
   if (changes.schedule !== undefined) await replanHeldSteps(db, { campaignId: id });
   const prospects = await db.prospect.count({ where: { campaignId: id } });
-  return { before, after: detail(campaign, prospects) };
+  return { before, after: detail(campaign, prospects, await campaignMailboxes(db, id)) };
 }
 
 /**
@@ -246,5 +275,5 @@ export async function listCampaigns(db: Tx, account: number): Promise<CampaignVi
 export async function getCampaign(db: Tx, id: number): Promise<CampaignDetail> {
   const campaign = await db.campaign.findUnique({ where: { id }, include: { steps: true } });
   if (!campaign) throw new NotFound(`no campaign with id ${id}`);
-  return detail(campaign, await db.prospect.count({ where: { campaignId: id } }));
+  return detail(campaign, await db.prospect.count({ where: { campaignId: id } }), await campaignMailboxes(db, id));
 }

@@ -78,39 +78,69 @@ const CLAIM_DUE = `
 WITH running AS (
   SELECT c.id, c.mailbox_id, (SELECT count(*)::int FROM campaign_steps s WHERE s.campaign_id = c.id) AS steps
   FROM campaigns c WHERE c.status = 'running' AND ($1::int IS NULL OR c.id = $1::int)
+), lanes AS (
+  -- a lane per campaign and mailbox (rotation.ts): its one mailbox, or each of its rotation, active or taken out
+  SELECT l.*, count(*) FILTER (WHERE l.active) OVER (PARTITION BY l.id) AS rotation FROM (
+    SELECT r.id, r.mailbox_id, r.steps, true AS active FROM running r
+    UNION
+    SELECT r.id, cm.mailbox_id, r.steps, cm.active FROM running r JOIN campaign_mailboxes cm ON cm.campaign_id = r.id AND cm.mailbox_id <> r.mailbox_id
+  ) l
 ), queued AS (
   -- read through the queued_at index: the rows marked in the last minute, not the due backlog
-  SELECT r.mailbox_id, count(*)::int AS n FROM prospects p JOIN running r ON r.id = p.campaign_id
+  SELECT coalesce(p.mailbox_id, r.mailbox_id) AS mailbox_id, count(*)::int AS n FROM prospects p JOIN running r ON r.id = p.campaign_id
   WHERE p.queued_at >= now() - ${QUEUED_FRESH} AND p.queued_at >= p.next_at
     AND p.status IN ('ready', 'writing', 'later') AND p.next_at <= now() AND p.step < r.steps
-  GROUP BY r.mailbox_id
+  GROUP BY 1
 ), free AS (
   SELECT m.id, greatest(0, CASE
-      WHEN m.cap <= 0 THEN 0
+      WHEN m.paused OR m.cap <= 0 THEN 0
       WHEN m.sequence_day = (now() AT TIME ZONE 'UTC')::date AND m.sequence_count >= m.cap THEN 0
       WHEN m.gap_seconds > 0 AND m.sequence_last_at > now() - make_interval(secs => ${gapSql('m')}) THEN 0
       WHEN m.gap_seconds > 0 THEN 1
       ELSE m.cap - CASE WHEN m.sequence_day = (now() AT TIME ZONE 'UTC')::date THEN m.sequence_count ELSE 0 END
     END - coalesce(q.n, 0)) AS slots
-  FROM (SELECT mb.*, ${effectiveLimitSql('mb', 'now()')} AS cap FROM mailboxes mb WHERE mb.id IN (SELECT mailbox_id FROM running)) m
+  FROM (SELECT mb.*, ${effectiveLimitSql('mb', 'now()')} AS cap FROM mailboxes mb WHERE mb.id IN (SELECT mailbox_id FROM lanes)) m
   LEFT JOIN queued q ON q.mailbox_id = m.id
 ), share AS (
   SELECT $2::int / greatest(1, count(*) FILTER (WHERE slots > 0))::int + 1 AS rows FROM free
+), first_lanes AS (
+  -- a rotation's prospects before their first step: any active mailbox of it with a free slot may take them
+  SELECT l.id, l.steps, sum(f.slots)::int AS slots FROM lanes l JOIN free f ON f.id = l.mailbox_id AND f.slots > 0
+  WHERE l.rotation > 1 AND l.active GROUP BY l.id, l.steps
 ), open_steps AS (
-  -- each running campaign of a mailbox with free slots gives its oldest due rows through the (campaign_id, next_at)
-  -- index, at most what its mailbox may take: rows read follow the slots, not the backlog
-  SELECT x.id, x.next_at, r.mailbox_id, least(f.slots, share.rows) AS cap,
-         row_number() OVER (PARTITION BY r.mailbox_id ORDER BY x.next_at, x.id) AS rank
-  FROM running r JOIN free f ON f.id = r.mailbox_id AND f.slots > 0 CROSS JOIN share
+  -- each lane of a mailbox with free slots gives its oldest due rows through the (campaign_id, next_at) index, at
+  -- most what its mailbox may take: rows read follow the slots, not the backlog
+  SELECT x.id, x.next_at, l.mailbox_id AS lane, least(f.slots, share.rows) AS cap,
+         row_number() OVER (PARTITION BY l.mailbox_id ORDER BY x.next_at, x.id) AS rank
+  FROM lanes l JOIN free f ON f.id = l.mailbox_id AND f.slots > 0 CROSS JOIN share
+  CROSS JOIN LATERAL (
+    -- through the (campaign_id, mailbox_id, next_at) index: the rows it started, and for a one-mailbox campaign the
+    -- rows not started yet; a rotation's mailbox never reads the rows of its campaign that are not its own
+    SELECT u.id, u.next_at FROM (
+      (SELECT p.id, p.next_at FROM prospects p
+       WHERE p.campaign_id = l.id AND p.mailbox_id = l.mailbox_id AND p.next_at <= now() AND p.status IN ('ready', 'writing', 'later')
+         AND p.step < l.steps AND ${UNQUEUED}
+       ORDER BY p.next_at LIMIT least(f.slots, share.rows))
+      UNION ALL
+      (SELECT p.id, p.next_at FROM prospects p
+       WHERE l.rotation <= 1 AND l.active AND p.campaign_id = l.id AND p.mailbox_id IS NULL AND p.next_at <= now()
+         AND p.status IN ('ready', 'writing', 'later') AND p.step < l.steps AND ${UNQUEUED}
+       ORDER BY p.next_at LIMIT least(f.slots, share.rows))
+    ) u ORDER BY u.next_at LIMIT least(f.slots, share.rows)
+  ) x
+  UNION ALL
+  SELECT x.id, x.next_at, -fl.id, least(fl.slots, share.rows), row_number() OVER (PARTITION BY fl.id ORDER BY x.next_at, x.id)
+  FROM first_lanes fl CROSS JOIN share
   CROSS JOIN LATERAL (
     SELECT p.id, p.next_at FROM prospects p
-    WHERE p.campaign_id = r.id AND p.next_at <= now() AND p.status IN ('ready', 'writing', 'later') AND p.step < r.steps AND ${UNQUEUED}
-    ORDER BY p.next_at LIMIT least(f.slots, share.rows)
+    WHERE p.campaign_id = fl.id AND p.mailbox_id IS NULL AND p.next_at <= now() AND p.status IN ('ready', 'writing', 'later')
+      AND p.step < fl.steps AND ${UNQUEUED}
+    ORDER BY p.next_at LIMIT least(fl.slots, share.rows)
   ) x
 ), candidates AS (
-  SELECT id, next_at, mailbox_id, false AS closing FROM open_steps WHERE rank <= cap
+  SELECT id, next_at, false AS closing FROM open_steps WHERE rank <= cap
   UNION ALL
-  SELECT p.id, p.next_at, r.mailbox_id, true
+  SELECT p.id, p.next_at, true
   FROM running r
   CROSS JOIN LATERAL (
     -- through the (campaign_id, status, step) index: only the open rows past the last step are read
@@ -130,6 +160,95 @@ RETURNING p.id, p.step, p.next_at`;
 /** Claims up to `limit` due prospects (of one campaign, or of every running one when null) and marks them queued_at (CLAIM_DUE above). */
 export function claimDue(tx: Tx, campaignId: number | null, limit: number): Promise<{ id: number; step: number; next_at: Date }[]> {
   return tx.$queryRawUnsafe<{ id: number; step: number; next_at: Date }[]>(CLAIM_DUE, campaignId, limit);
+}
+
+// ---- mailbox rotation (rotation.ts) ----
+
+export interface RotationCandidate {
+  id: number;
+  address: string;
+  active: boolean;
+  paused: boolean;
+  over_bounce: boolean;
+}
+
+/**
+ * The mailboxes a step of the campaign may go out from: the rotation's (active first, in turn: fewest outreach emails
+ * today, then idle longest, then the order given), and the prospect's own (`own`) even when taken out of the rotation.
+ * `over_bounce`: over its last `window` ended outreach emails (at least 20), the share of dead bounces passes
+ * `bounceRate` (the campaign's pause_on rate); read only when the rotation has a choice to make.
+ */
+export function rotationCandidates(tx: Tx, campaignId: number, own: number | null, bounceRate: number | null, window: number): Promise<RotationCandidate[]> {
+  return rawQuery<RotationCandidate>(
+    tx,
+    `WITH list AS (
+       SELECT cm.mailbox_id AS id, cm.active, cm.position FROM campaign_mailboxes cm WHERE cm.campaign_id = $1
+       UNION ALL
+       SELECT c.mailbox_id, true, 0 FROM campaigns c WHERE c.id = $1
+         AND NOT EXISTS (SELECT 1 FROM campaign_mailboxes cm WHERE cm.campaign_id = c.id AND cm.mailbox_id = c.mailbox_id)
+       UNION ALL
+       SELECT $2::int, false, 0 WHERE $2::int IS NOT NULL
+     ), chosen AS (
+       SELECT DISTINCT ON (id) id, active, position FROM list ORDER BY id, active DESC
+     ), sized AS (
+       SELECT ch.*, count(*) FILTER (WHERE ch.active) OVER () AS size FROM chosen ch
+     )
+     SELECT m.id, m.address, s.active, m.paused,
+       CASE WHEN s.size > 1 AND $3::float8 IS NOT NULL AND $2::int IS NULL THEN coalesce((
+         SELECT w.ended >= 20 AND w.dead::float8 / w.ended > $3::float8 FROM (
+           SELECT count(*)::int AS ended, count(*) FILTER (WHERE x.dead)::int AS dead FROM (
+             SELECT ${isDeadBounce('e')} AS dead FROM messages e
+             WHERE e.mailbox_id = m.id AND e.kind = 'sequence' AND e.status IN ('sent', 'bounced', 'failed')
+             ORDER BY e.created_at DESC LIMIT $4::int) x) w), false)
+       ELSE false END AS over_bounce
+     FROM sized s JOIN mailboxes m ON m.id = s.id
+     ORDER BY s.active DESC,
+       CASE WHEN m.sequence_day = (clock_timestamp() AT TIME ZONE 'UTC')::date THEN m.sequence_count ELSE 0 END,
+       m.sequence_last_at NULLS FIRST, s.position, m.id`,
+    [campaignId, own, bounceRate, Math.trunc(window)],
+  );
+}
+
+/** The campaign's rotation becomes these mailboxes, active in this order; any other it had stays, inactive. */
+export async function setCampaignMailboxes(tx: Tx, campaignId: number, mailboxes: number[]): Promise<void> {
+  await rawQuery(tx, `UPDATE campaign_mailboxes SET active = false WHERE campaign_id = $1 AND NOT (mailbox_id = ANY($2::int[]))`, [campaignId, mailboxes]);
+  await rawQuery(
+    tx,
+    `INSERT INTO campaign_mailboxes (campaign_id, mailbox_id, position, active)
+     SELECT $1, m.id, m.position, true FROM unnest($2::int[]) WITH ORDINALITY AS m(id, position)
+     ON CONFLICT (campaign_id, mailbox_id) DO UPDATE SET position = excluded.position, active = true`,
+    [campaignId, mailboxes],
+  );
+}
+
+/** The campaign's rotation: its active mailboxes in order, and those taken out that still finish prospects. */
+export function campaignMailboxes(tx: Tx, campaignId: number): Promise<{ mailbox_id: number; active: boolean }[]> {
+  return rawQuery<{ mailbox_id: number; active: boolean }>(
+    tx,
+    `SELECT mailbox_id, active FROM campaign_mailboxes WHERE campaign_id = $1 ORDER BY active DESC, position, mailbox_id`,
+    [campaignId],
+  );
+}
+
+/** Sends per mailbox of the campaign: its outreach emails that went out, and the prospects each one started. */
+export function mailboxCounts(tx: Tx, campaignId: number): Promise<{ mailbox: number; address: string; sent: number; prospects: number }[]> {
+  return rawQuery<{ mailbox: number; address: string; sent: number; prospects: number }>(
+    tx,
+    `WITH sent AS (
+       SELECT m.mailbox_id, count(*) FILTER (WHERE m.sent_at IS NOT NULL)::int AS sent
+       FROM prospects p JOIN messages m ON m.prospect_id = p.id WHERE p.campaign_id = $1 AND m.kind = 'sequence' GROUP BY m.mailbox_id
+     ), started AS (
+       SELECT mailbox_id, count(*)::int AS prospects FROM prospects WHERE campaign_id = $1 AND mailbox_id IS NOT NULL GROUP BY mailbox_id
+     ), ids AS (
+       SELECT mailbox_id FROM campaign_mailboxes WHERE campaign_id = $1
+       UNION SELECT mailbox_id FROM campaigns WHERE id = $1
+       UNION SELECT mailbox_id FROM sent UNION SELECT mailbox_id FROM started
+     )
+     SELECT b.id AS mailbox, b.address, coalesce(s.sent, 0) AS sent, coalesce(st.prospects, 0) AS prospects
+     FROM ids JOIN mailboxes b ON b.id = ids.mailbox_id LEFT JOIN sent s ON s.mailbox_id = b.id LEFT JOIN started st ON st.mailbox_id = b.id
+     ORDER BY b.id`,
+    [campaignId],
+  );
 }
 
 // ---- prospects ----
@@ -159,12 +278,13 @@ export interface LockedProspect {
   thread_id: string | null;
   held_due: Date | null;
   held_next: Date | null;
+  mailbox_id: number | null;
 }
 
 /** Locks the prospect row (FOR UPDATE) and reads what the step writer decides on (steps.ts). */
 export async function lockProspectForStep(tx: Tx, prospectId: number): Promise<LockedProspect | undefined> {
   const [p] = await tx.$queryRaw<LockedProspect[]>`
-    SELECT id, campaign_id, email, site, name, fields, status, step, next_at, thread_id, held_due, held_next
+    SELECT id, campaign_id, email, site, name, fields, status, step, next_at, thread_id, held_due, held_next, mailbox_id
     FROM prospects WHERE id = ${prospectId} FOR UPDATE`;
   return p;
 }
@@ -192,7 +312,8 @@ export async function lockProspectForGuard(tx: Tx, prospectId: number): Promise<
 /** Moves the prospect back one step (its thread forgotten when that is step 0), keeping its status and next_at. */
 export async function rewindStep(tx: Tx, prospectId: number): Promise<void> {
   await tx.$executeRaw`
-      UPDATE prospects SET step = step - 1, updated_at = now(), thread_id = CASE WHEN step - 1 = 0 THEN NULL ELSE thread_id END
+      UPDATE prospects SET step = step - 1, updated_at = now(), thread_id = CASE WHEN step - 1 = 0 THEN NULL ELSE thread_id END,
+        mailbox_id = CASE WHEN step - 1 = 0 THEN NULL ELSE mailbox_id END
       WHERE id = ${prospectId}`;
 }
 
@@ -201,15 +322,17 @@ export async function rewindStepDueNow(tx: Tx, prospectId: number): Promise<void
   await tx.$executeRaw`
         UPDATE prospects SET step = step - 1, next_at = now(), updated_at = now(),
           status = CASE WHEN step - 1 = 0 THEN 'ready'::"ProspectStatus" ELSE status END,
-          thread_id = CASE WHEN step - 1 = 0 THEN NULL ELSE thread_id END
+          thread_id = CASE WHEN step - 1 = 0 THEN NULL ELSE thread_id END,
+          mailbox_id = CASE WHEN step - 1 = 0 THEN NULL ELSE mailbox_id END
         WHERE id = ${prospectId}`;
 }
 
-/** Reads the prospect an email from `address` answers: one of a campaign sending from this mailbox, open ones and then the latest first. */
+/** Reads the prospect an email from `address` answers: one of a campaign sending from this mailbox (its own mailbox, or none yet: rotation.ts), open ones and then the latest first. */
 export async function prospectAnswering(tx: Tx, mailboxId: number, address: string): Promise<number | null> {
   const [row] = await tx.$queryRaw<{ id: number }[]>`
-    SELECT p.id FROM prospects p JOIN campaigns c ON c.id = p.campaign_id
-    WHERE c.mailbox_id = ${mailboxId} AND p.email = ${address}
+    SELECT p.id FROM campaigns c JOIN prospects p ON p.campaign_id = c.id AND p.email = ${address}
+    WHERE (c.mailbox_id = ${mailboxId} OR EXISTS (SELECT 1 FROM campaign_mailboxes cm WHERE cm.campaign_id = c.id AND cm.mailbox_id = ${mailboxId}))
+      AND (p.mailbox_id IS NULL OR p.mailbox_id = ${mailboxId})
     ORDER BY (p.status IN ('ready', 'writing', 'later')) DESC, p.updated_at DESC LIMIT 1`;
   return row?.id ?? null;
 }
@@ -538,7 +661,10 @@ export type HeldScope = { campaignId: number } | { mailboxId: number } | { prosp
 /** Locks and reads the steps still held (next_at = held_next) of running campaigns in `scope`, with their schedule. */
 export function lockHeldSteps(tx: Tx, scope: HeldScope): Promise<HeldStep[]> {
   const [where, value] =
-    'campaignId' in scope ? ['c.id = $1', scope.campaignId] : 'mailboxId' in scope ? ['c.mailbox_id = $1', scope.mailboxId] : ['p.id = ANY($1::int[])', scope.prospectIds];
+    'campaignId' in scope
+      ? ['c.id = $1', scope.campaignId]
+      : 'mailboxId' in scope
+        ? ['(p.mailbox_id = $1 OR (p.mailbox_id IS NULL AND (c.mailbox_id = $1 OR EXISTS (SELECT 1 FROM campaign_mailboxes cm WHERE cm.campaign_id = c.id AND cm.mailbox_id = $1))))', scope.mailboxId] : ['p.id = ANY($1::int[])', scope.prospectIds];
   return rawQuery<HeldStep>(
     tx,
     `SELECT p.id, p.fields, p.held_due, p.next_at, c.schedule FROM prospects p JOIN campaigns c ON c.id = p.campaign_id

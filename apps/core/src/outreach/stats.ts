@@ -1,7 +1,7 @@
 import { PROSPECT_STATUSES } from './view';
 import type { Tx } from '../db';
 import { NotFound } from '../errors';
-import { campaignStepCount, dailyCounts, prospectStatusCounts, stepCounts, writtenCount, type StepCounts } from './repository';
+import { campaignStepCount, dailyCounts, mailboxCounts, prospectStatusCounts, stepCounts, writtenCount, type StepCounts } from './repository';
 
 /**
  * GET /admin/api/campaigns/:id/stats (docs/outreach.md): how a campaign does, read from its rows in four statements.
@@ -9,13 +9,15 @@ import { campaignStepCount, dailyCounts, prospectStatusCounts, stepCounts, writt
  * - steps: per step, the emails that went out (`sent`: taken by the receiving server, bounced later or not), the dead-address
  *   bounces, and the prospects whose last step it was when they replied, auto-replied or unsubscribed;
  * - rates: replies over prospects written to; dead bounces and complaints over the emails that ended;
- * - days: the last `days` UTC days (oldest first, 0 included): emails sent, replies, dead bounces (on the day they ended).
+ * - days: the last `days` UTC days (oldest first, 0 included): emails sent, replies, dead bounces (on the day they ended);
+ * - mailboxes: per mailbox of its rotation (docs/campaigns.md), the emails it sent and the prospects it started.
  */
 export interface CampaignStats {
   prospects: Record<string, number>;
   steps: { step: number; sent: number; bounced: number; replied: number; auto_replied: number; unsubscribed: number }[];
   rates: { reply: number; bounce: number; complaint: number };
   days: { date: string; sent: number; replied: number; bounced: number }[];
+  mailboxes: { mailbox: number; address: string; sent: number; prospects: number }[];
 }
 
 const share = (part: number, whole: number) => (whole ? Math.round((part / whole) * 10_000) / 10_000 : 0);
@@ -40,5 +42,6 @@ export async function campaignStats(db: Tx, campaignId: number, options: { days?
     steps: perStep.map(({ step, sent, bounced, replied, auto_replied, unsubscribed }) => ({ step, sent, bounced, replied, auto_replied, unsubscribed })),
     rates: { reply: share(total('replied'), written), bounce: share(total('bounced'), total('ended')), complaint: share(total('complained'), total('ended')) },
     days: daily,
+    mailboxes: await mailboxCounts(db, campaignId),
   };
 }

@@ -6,7 +6,8 @@ import { enqueueDelivery, storeMessages } from '../delivery/outbox';
 import type { ProspectStatus } from '../../../../generated/prisma/enums';
 import { updateProspect } from './changes';
 import { isStopListed } from '../stop-list/repository';
-import { claimMailboxSlot } from './limits';
+import { pauseOnOf } from './campaigns';
+import { claimStepMailbox } from './rotation';
 import { lockProspectForStep, planSteps } from './repository';
 import { followUpSubject, renderSubject, renderTemplate, type TemplateContext } from './render';
 import { queueStepsSoon } from './scheduler';
@@ -24,7 +25,7 @@ import { storedSource } from '../templates/service';
 export type StepOutcome =
   | { kind: 'written'; messageId: string; next: { step: number; at: Date } }
   | { kind: 'closed' }
-  | { kind: 'deferred'; until: Date; why: 'not_due' | 'window' | 'daily_limit' | 'gap' }
+  | { kind: 'deferred'; until: Date; why: 'not_due' | 'window' | 'daily_limit' | 'gap' | 'mailboxes' }
   | { kind: 'skipped'; why: string };
 
 async function decideAndWrite(tx: Tx, prospectId: number, step: number): Promise<StepOutcome> {
@@ -33,7 +34,7 @@ async function decideAndWrite(tx: Tx, prospectId: number, step: number): Promise
   // `later` (an out-of-office) resumes here at its next_at: writing the step moves it back to writing
   if (p.status !== 'ready' && p.status !== 'writing' && p.status !== 'later') return { kind: 'skipped', why: `prospect is ${p.status}` };
   if (p.step + 1 !== step) return { kind: 'skipped', why: `prospect is at step ${p.step}` };
-  const campaign = await tx.campaign.findUniqueOrThrow({ where: { id: p.campaign_id }, include: { steps: { orderBy: { position: 'asc' } }, mailbox: true } });
+  const campaign = await tx.campaign.findUniqueOrThrow({ where: { id: p.campaign_id }, include: { steps: { orderBy: { position: 'asc' } } } });
   if (campaign.status !== 'running') return { kind: 'skipped', why: `campaign is ${campaign.status}` };
   const now = new Date();
   const previous = p.status as ProspectStatus;
@@ -67,7 +68,9 @@ async function decideAndWrite(tx: Tx, prospectId: number, step: number): Promise
     await planSteps(tx, [{ id: p.id, due, nextAt: opens }]);
     return { kind: 'deferred', until: opens, why: 'window' };
   }
-  const slot = await claimMailboxSlot(tx, campaign.mailboxId);
+  // the prospect's own mailbox (its first step's), or for a first step the rotation's next with a free slot (rotation.ts)
+  const pauseOn = pauseOnOf(campaign.pauseOn);
+  const slot = await claimStepMailbox(tx, { id: campaign.id, mailboxId: campaign.mailboxId, bounceRate: pauseOn?.bounce_rate ?? null, window: pauseOn?.window ?? 100 }, p.mailbox_id);
   if (!slot.claimed) {
     await planSteps(tx, [{ id: p.id, due, nextAt: slot.until }]);
     return { kind: 'deferred', until: slot.until, why: slot.why };
@@ -93,8 +96,8 @@ async function decideAndWrite(tx: Tx, prospectId: number, step: number): Promise
     {
       id,
       accountId: campaign.accountId,
-      mailboxId: campaign.mailboxId,
-      fromAddress: campaign.mailbox.address,
+      mailboxId: slot.mailboxId,
+      fromAddress: slot.address,
       kind: 'sequence',
       to: p.email,
       subject,
@@ -121,6 +124,7 @@ async function decideAndWrite(tx: Tx, prospectId: number, step: number): Promise
     heldDue: held ? nextDue : null,
     heldNext: held ? nextAt : null,
     threadId: step === 1 ? row!.messageIdHeader : undefined,
+    mailbox: p.mailbox_id === slot.mailboxId ? undefined : { connect: { id: slot.mailboxId } },
   });
   return { kind: 'written', messageId: row!.id as string, next: { step: step + 1, at: nextAt } };
 }

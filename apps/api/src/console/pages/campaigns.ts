@@ -52,6 +52,14 @@ ${mailboxSelect('Mailbox')}
 <% if (it.prospects.next) { %><p><a rel="next" href="/admin/campaigns/<%= it.campaign.id %>?status=<%= encodeURIComponent(it.pf.status) %>&amp;step=<%= encodeURIComponent(it.pf.step) %>&amp;before=<%= it.prospects.next %>#prospects">Older prospects</a></p><% } %>
 </section>
 ${CAMPAIGN_STATS}
+<h2>Mailboxes</h2>
+<table class="stats-mailboxes"><thead><tr><th>Mailbox</th><th>In rotation</th><th>Prospects started</th><th>Sent</th></tr></thead><tbody>
+<% it.stats.mailboxes.forEach(function (m) { %><tr><td><%= m.address %> (<%= m.mailbox %>)</td><td><%= it.campaign.mailboxes.indexOf(m.mailbox) >= 0 ? 'yes' : 'taken out: finishing its prospects' %></td><td><%= m.prospects %></td><td><%= m.sent %></td></tr><% }) %>
+</tbody></table>
+<form method="post" action="/admin/campaigns/<%= it.campaign.id %>/mailboxes" class="card">${CSRF_FIELD}
+<label>Rotation (mailbox ids, in order) <input name="mailboxes" value="<%= it.campaign.mailboxes.join(',') %>" required></label>
+<button>Save mailboxes</button>
+</form>
 ${CAMPAIGN_DELIVERABILITY}
 <%~ it.charts %>`,
   },
@@ -87,6 +95,12 @@ ${CAMPAIGN_DELIVERABILITY}
         browseProspects(ctx.db, id, filter),
       ]);
       ctx.render(req, res, 'campaign', `Campaign ${campaign.name}`, { campaign, counts, stats, charts, prospects, pf: filter, prospectStatuses: PROSPECT_STATUSES });
+    });
+    router.post('/campaigns/:id/mailboxes', async (req, res) => {
+      const id = validate(schemas.idParam, req.params.id);
+      const mailboxes = field(req, 'mailboxes').split(',').map((v) => v.trim()).filter(Boolean);
+      const campaign = await changeCampaign(ctx.db, id, validate(schemas.campaignChanges, { mailboxes }));
+      await ctx.redirect(req, res, `/admin/campaigns/${id}`, `Mailboxes of "${campaign.name}" saved: ${campaign.mailboxes.join(', ')}.`);
     });
     campaignSendingRoutes(router, ctx);
   },
