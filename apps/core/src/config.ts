@@ -57,6 +57,13 @@ export interface Config {
   readonly trustProxy: false | number | string[];
   /** failed authentications one client address may make a minute; past it, failures answer 429 */
   readonly authFailuresPerMinute: number;
+  /** docs/mailboxes.md: the OAuth2 apps registered at Google and Microsoft (empty: the console asks for them), the
+   * Microsoft tenant, and how long before its expiry an access token is refreshed */
+  readonly oauth: {
+    readonly google: { readonly clientId: string; readonly clientSecret: string };
+    readonly microsoft: { readonly clientId: string; readonly clientSecret: string; readonly tenant: string };
+    readonly refreshMarginSeconds: number;
+  };
 }
 
 export class ConfigError extends Error {}
@@ -272,6 +279,15 @@ export function loadConfig(): Config {
     workerMaxBytesInFlight: integer('WORKER_MAX_BYTES_IN_FLIGHT', 8 * 1024 * 1024, 1024 * 1024, 2 ** 40),
     trustProxy: parseTrustProxy(process.env.TRUST_PROXY),
     authFailuresPerMinute: integer('AUTH_FAILURES_PER_MINUTE', 20, 1, 1_000_000),
+    oauth: Object.freeze({
+      google: Object.freeze({ clientId: process.env.OAUTH_GOOGLE_CLIENT_ID || '', clientSecret: process.env.OAUTH_GOOGLE_CLIENT_SECRET || '' }),
+      microsoft: Object.freeze({
+        clientId: process.env.OAUTH_MICROSOFT_CLIENT_ID || '',
+        clientSecret: process.env.OAUTH_MICROSOFT_CLIENT_SECRET || '',
+        tenant: process.env.OAUTH_MICROSOFT_TENANT || 'common',
+      }),
+      refreshMarginSeconds: integer('OAUTH_REFRESH_MARGIN_SECONDS', 300, 0, 3000),
+    }),
   });
 }
 

@@ -23,6 +23,7 @@ export const EVENT_TYPES = [
   'campaign.paused',
   'link.placed',
   'link.lost',
+  'mailbox.disconnected',
 ] as const;
 export type EventType = (typeof EVENT_TYPES)[number];
 
