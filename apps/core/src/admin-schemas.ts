@@ -54,6 +54,7 @@ function authInput() {
       client_secret: Joi.string().max(2000),
       refresh_token: Joi.string().max(8000),
       token_url: Joi.string().trim().uri({ scheme: ['https', 'http'] }).max(2000),
+      auth_url: Joi.string().trim().uri({ scheme: ['https', 'http'] }).max(2000),
       scope: Joi.string().trim().max(2000).allow(''),
     }),
     otherwise: Joi.object({ type: Joi.string().valid('password', 'oauth2').required() }),

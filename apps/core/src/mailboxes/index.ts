@@ -121,7 +121,7 @@ export interface MailboxView {
   /** today's outreach cap: daily_limit, or less during a warm-up */
   effective_daily_limit: number;
   /** how it signs in (docs/mailboxes.md); the client secret and the refresh token are never answered */
-  auth: { type: 'password' } | { type: 'oauth2'; provider: string; client_id: string; token_url: string; scope: string };
+  auth: { type: 'password' } | { type: 'oauth2'; provider: string; client_id: string; token_url: string; auth_url: string | null; scope: string };
   /** `needs_reconnect`: the provider refused its refresh token; its mail waits until it is connected again */
   status: 'active' | 'needs_reconnect';
   disconnected: { at: string; reason: string } | null;
@@ -150,7 +150,7 @@ export function mailboxView(m: Mailbox): MailboxView {
     effective_daily_limit: effectiveDailyLimit(m),
     auth:
       m.authType === 'oauth2'
-        ? { type: 'oauth2', provider: m.oauthProvider ?? 'custom', client_id: m.oauthClientId ?? '', token_url: m.oauthTokenUrl ?? '', scope: m.oauthScope ?? '' }
+        ? { type: 'oauth2', provider: m.oauthProvider ?? 'custom', client_id: m.oauthClientId ?? '', token_url: m.oauthTokenUrl ?? '', auth_url: m.oauthAuthUrl, scope: m.oauthScope ?? '' }
         : { type: 'password' },
     status: m.authStatus === 'needs_reconnect' ? 'needs_reconnect' : 'active',
     disconnected: m.authStatus === 'needs_reconnect' && m.disconnectedAt ? { at: m.disconnectedAt.toISOString(), reason: m.disconnectReason ?? '' } : null,
@@ -160,7 +160,7 @@ export function mailboxView(m: Mailbox): MailboxView {
 /** `auth` of POST/PATCH /admin/api/mailboxes (docs/mailboxes.md). */
 export type AuthInput =
   | { type: 'password' }
-  | { type: 'oauth2'; provider: OAuthProvider; client_id?: string; client_secret?: string; refresh_token?: string; token_url?: string; scope?: string };
+  | { type: 'oauth2'; provider: OAuthProvider; client_id?: string; client_secret?: string; refresh_token?: string; token_url?: string; auth_url?: string; scope?: string };
 
 /**
  * The OAuth2 columns of an `auth` (secrets encrypted); the preset's token URL and scopes, and the app configured in the
@@ -176,6 +176,7 @@ function authColumns(auth: AuthInput, current?: Mailbox) {
       oauthClientSecretEnc: null,
       oauthRefreshTokenEnc: null,
       oauthTokenUrl: null,
+      oauthAuthUrl: null,
       oauthScope: null,
       authStatus: 'active',
       disconnectedAt: null,
@@ -206,6 +207,7 @@ function authColumns(auth: AuthInput, current?: Mailbox) {
     oauthClientSecretEnc: secretEnc,
     oauthRefreshTokenEnc: refreshEnc,
     oauthTokenUrl: tokenUrl,
+    oauthAuthUrl: auth.auth_url || (sameProvider ? current.oauthAuthUrl : null) || defaults?.authUrl || null,
     oauthScope: auth.scope ?? (sameProvider ? current.oauthScope : null) ?? defaults?.scope ?? '',
     // a new refresh token is a reconnect: the mailbox is active again and its waiting mail is released
     ...(auth.refresh_token ? { authStatus: 'active', disconnectedAt: null, disconnectReason: null } : {}),

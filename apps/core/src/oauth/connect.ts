@@ -41,6 +41,7 @@ interface Flow {
   clientId: string;
   clientSecret: string;
   tokenUrl: string;
+  authUrl: string;
   scope: string;
   verifier: string;
   binding: FlowBinding;
@@ -49,6 +50,31 @@ interface Flow {
 const FLOW_TTL_SECONDS = 600;
 const flowKey = (state: string) => rkey('oauth', 'flow', state);
 const resultKey = (state: string) => rkey('oauth', 'result', state);
+
+/**
+ * A reconnect of a mailbox that signs in with OAuth2 (the console's banner button, the CLI): the flow of its provider,
+ * app and endpoints as stored, for the same address.
+ */
+export async function startReconnect(db: Db, mailboxId: number, binding: FlowBinding): Promise<{ url: string; state: string; address: string }> {
+  const m = await db.mailbox.findUnique({ where: { id: mailboxId } });
+  if (!m) throw new ConnectRefused(`No mailbox with id ${mailboxId}.`);
+  if (m.authType !== 'oauth2') throw new ConnectRefused(`Mailbox ${m.address} signs in with a password, not OAuth2.`);
+  const started = await startConnect(
+    {
+      account: m.accountId,
+      provider: (m.oauthProvider ?? 'custom') as OAuthProvider,
+      address: m.address,
+      mailbox: m.id,
+      client_id: m.oauthClientId ?? undefined,
+      client_secret: m.oauthClientSecretEnc ? decryptSecret(m.oauthClientSecretEnc, config().secretKey) : undefined,
+      auth_url: m.oauthAuthUrl ?? undefined,
+      token_url: m.oauthTokenUrl ?? undefined,
+      scope: m.oauthScope ?? undefined,
+    },
+    binding,
+  );
+  return { ...started, address: m.address };
+}
 
 /** A refusal of the flow in words, for the console's page and the CLI. */
 export class ConnectRefused extends BadRequest {}
@@ -70,7 +96,7 @@ export async function startConnect(input: ConnectInput, binding: FlowBinding): P
   const scope = input.scope ?? defaults?.scope ?? '';
   const state = crypto.randomBytes(32).toString('base64url');
   const verifier = crypto.randomBytes(48).toString('base64url');
-  const flow: Flow = { input: { ...input, address: input.address.toLowerCase() }, clientId, clientSecret, tokenUrl, scope, verifier, binding };
+  const flow: Flow = { input: { ...input, address: input.address.toLowerCase() }, clientId, clientSecret, tokenUrl, authUrl, scope, verifier, binding };
   await redis().set(flowKey(state), encryptSecret(JSON.stringify(flow), config().secretKey), 'EX', FLOW_TTL_SECONDS);
   const url = new URL(authUrl);
   const params: Record<string, string> = {
@@ -169,6 +195,7 @@ async function exchange(db: Db, flow: Flow, query: CallbackQuery, label: string)
     ...(flow.clientSecret ? { client_secret: flow.clientSecret } : {}),
     refresh_token: answer.refreshToken,
     token_url: flow.tokenUrl,
+    auth_url: flow.authUrl,
     scope: flow.scope,
   };
   const existing = flow.input.mailbox
