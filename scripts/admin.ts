@@ -27,6 +27,7 @@ import { BROADCAST_HELP, broadcastOptions, mailboxExtras, runBroadcastCommand } 
 import { IMPORT_HELP, importCommand, importOptions } from './admin-import';
 import { campaignOutreach, mailboxOutreach, OUTREACH_HELP, outreachOptions } from './admin-outreach';
 import { campaignStats } from '../apps/core/src/outreach/stats';
+import { mailboxConnect, OAUTH_HELP, oauthOptions } from './admin-oauth';
 
 const HELP = `usage: npm run admin -- <command> [options]
 
@@ -37,6 +38,7 @@ const HELP = `usage: npm run admin -- <command> [options]
                                    (an empty --imap turns inbound reading off; DKIM and pacing flags below)
   mailbox test ID                  (tries SMTP, and IMAP when set, with the mailbox's login; nothing is sent)
   mailbox list
+${OAUTH_HELP.trimEnd()}
   key create --account ID --name NAME --mailbox ID --daily-limit N [--prospects]     (prints the token once)
   key list
   key revoke ID
@@ -87,6 +89,7 @@ const options = {
   ...broadcastOptions,
   ...importOptions,
   ...outreachOptions,
+  ...oauthOptions,
 } as const;
 
 type Flags = Partial<Record<keyof typeof options, string | boolean>>;
@@ -116,6 +119,7 @@ async function run(command: string[], flags: Flags): Promise<unknown> {
   const d = db();
   if (resource === 'webhook') return webhookCommand(d, action, arg, flags);
   if (resource === 'import') return importCommand(d, action, arg, flags);
+  if (resource === 'mailbox' && action === 'connect') return mailboxConnect(d, flags);
   const page = { after: flags.after, limit: flags.limit };
   if (resource === 'subscribers' && action !== 'export') {
     const list = await getList(d, validate(schemas.idParam, action));
