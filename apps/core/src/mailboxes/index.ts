@@ -78,7 +78,7 @@ export function parseImapUrl(raw: string): SmtpSettings {
 }
 
 /** The mailbox columns of an imap URL; null or '' turns inbound reading off. */
-function imapColumns(raw: string | null, _address?: string) {
+function imapColumns(raw: string | null) {
   if (!raw) return { imapHost: null, imapPort: null, imapSecure: false, imapUser: '', imapPasswordEnc: '', inboundState: 'off', inboundError: null };
   const imap = parseImapUrl(raw);
   return {
@@ -276,8 +276,10 @@ function dkimColumns(dkim: DkimInput | null) {
 export async function createMailbox(db: Tx, input: NewMailbox): Promise<MailboxView> {
   const servers = oauthServers(input, input.auth);
   if (!servers.smtp) throw new BadRequest('smtp is required (a URL like smtp://user:password@host:587)');
-  const smtp = smtpColumns(servers.smtp, input.address);
-  const imap = imapColumns(servers.imap ?? null, input.address);
+  // with OAuth2 the login name is the address unless the URL names another
+  const login = input.auth?.type === 'oauth2' ? input.address : undefined;
+  const smtp = smtpColumns(servers.smtp, login);
+  const imap = imapColumns(servers.imap ?? null);
   const auth = input.auth ? authColumns(input.auth) : {};
   await requireAccount(db, input.account);
   const address = input.address.toLowerCase();
@@ -306,13 +308,13 @@ export async function createMailbox(db: Tx, input: NewMailbox): Promise<MailboxV
 export type MailboxChange = Partial<Pick<NewMailbox, 'auth' | 'name' | 'smtp' | 'daily_limit' | 'gap_seconds' | 'imap' | 'max_per_second' | 'dkim' | 'return_path' | 'gap_jitter' | 'warmup'>>;
 
 /** The SMTP columns of a URL (the password encrypted at rest). */
-function smtpColumns(raw: string, address?: string) {
+function smtpColumns(raw: string, oauthLogin?: string) {
   const smtp = parseSmtpUrl(raw);
   return {
     smtpHost: smtp.host,
     smtpPort: smtp.port,
     smtpSecure: smtp.secure,
-    smtpUser: smtp.user || (address ? address.toLowerCase() : ''),
+    smtpUser: smtp.user || (oauthLogin ? oauthLogin.toLowerCase() : ''),
     smtpPasswordEnc: encryptSecret(smtp.password, config().secretKey),
     smtpRequireTls: smtp.requireTls,
     smtpTlsInsecure: smtp.tls === 'insecure',
@@ -336,7 +338,7 @@ export async function updateMailbox(db: Db, id: number, change: MailboxChange): 
   const data = {
     ...auth,
     ...(change.name !== undefined ? { name: change.name } : {}),
-    ...(servers.smtp !== undefined ? smtpColumns(servers.smtp, current.address) : {}),
+    ...(servers.smtp !== undefined ? smtpColumns(servers.smtp, (change.auth?.type ?? current.authType) === 'oauth2' ? current.address : undefined) : {}),
     ...(change.daily_limit !== undefined ? { dailyLimit: change.daily_limit } : {}),
     ...(change.gap_seconds !== undefined ? { gapSeconds: change.gap_seconds } : {}),
     ...(servers.imap !== undefined ? imapColumns(servers.imap) : {}),
