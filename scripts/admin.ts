@@ -30,6 +30,7 @@ import { IMPORT_HELP, importCommand, importOptions } from './admin-import';
 import { campaignOutreach, mailboxOutreach, OUTREACH_HELP, outreachOptions } from './admin-outreach';
 import { MESSAGES_HELP, messagesCommand, messagesOptions } from './admin-messages';
 import { campaignStats } from '../apps/core/src/outreach/stats';
+import { mailboxConnect, OAUTH_HELP, oauthOptions } from './admin-oauth';
 
 const HELP = `usage: npm run admin -- <command> [options]
 
@@ -40,6 +41,7 @@ const HELP = `usage: npm run admin -- <command> [options]
                                    (an empty --imap turns inbound reading off; DKIM and pacing flags below)
   mailbox test ID                  (tries SMTP, and IMAP when set, with the mailbox's login; nothing is sent)
   mailbox list
+${OAUTH_HELP.trimEnd()}
   key create --account ID --name NAME --mailbox ID --daily-limit N [--prospects]     (prints the token once)
   key list
   key revoke ID
@@ -96,6 +98,7 @@ const options = {
   ...importOptions,
   ...outreachOptions,
   ...messagesOptions,
+  ...oauthOptions,
 } as const;
 
 type Flags = Partial<Record<keyof typeof options, string | boolean>>;
@@ -129,6 +132,7 @@ async function run(command: string[], flags: Flags): Promise<unknown> {
   if (resource === 'template') return templateCommand(d, action, arg, flags);
   if (resource === 'domain') return domainCommand(d, action, arg, flags);
   if (resource === 'import') return importCommand(d, action, arg, flags);
+  if (resource === 'mailbox' && action === 'connect') return mailboxConnect(d, flags);
   const page = { after: flags.after, limit: flags.limit };
   if (resource === 'subscribers' && action !== 'export') {
     const list = await getList(d, validate(schemas.idParam, action));

@@ -21,12 +21,13 @@ export interface ConsoleBrowser {
  */
 export function useConsoleBrowser(
   ctx: { readonly api: ApiApp },
-  options: { signIn?: boolean; viewport?: { width: number; height: number }; context?: (context: BrowserContext) => Promise<unknown> } = {},
+  options: { signIn?: boolean; viewport?: { width: number; height: number }; context?: (context: BrowserContext) => Promise<unknown>; port?: () => number } = {},
 ): ConsoleBrowser {
   const held: { base?: string; browser?: Browser; page?: Page; server?: http.Server } = {};
   beforeAll(async () => {
     held.server = http.createServer(ctx.api.app);
-    await new Promise<void>((resolve) => held.server!.listen(0, '127.0.0.1', resolve));
+    // `port`: a port chosen before the app read its settings (PUBLIC_URL must name it: an OAuth2 callback comes back there)
+    await new Promise<void>((resolve) => held.server!.listen(options.port?.() ?? 0, '127.0.0.1', resolve));
     held.base = `http://127.0.0.1:${(held.server.address() as AddressInfo).port}`;
     held.browser = await chromium.launch({
       executablePath: CHROMIUM,

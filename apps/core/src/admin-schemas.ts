@@ -4,6 +4,7 @@ import { CAMPAIGN_STATUSES, GOALS } from './outreach/campaigns';
 import { isTimeZone, minuteOfDay } from './outreach/windows';
 import { IMPORT_STATUSES } from './imports/parse';
 import { seriesSteps } from './lifecycle/schema';
+import { OAUTH_PROVIDERS } from './oauth/providers';
 
 /**
  * Inputs of the admin API (docs/api.md), shared by the HTTP routes, the console and the CLI, and written into the admin
@@ -18,7 +19,9 @@ export const mailboxInput = Joi.object({
   account: id().required(),
   address: email().required(),
   name: Joi.string().trim().max(200).allow(''),
-  smtp: Joi.string().trim().max(2000).required(),
+  // required with a password; with auth oauth2 a preset's server is the default (docs/mailboxes.md)
+  smtp: Joi.string().trim().max(2000),
+  auth: authInput(),
   daily_limit: Joi.number().integer().min(0).max(100_000),
   gap_seconds: Joi.number().integer().min(0).max(86_400),
   imap: Joi.string().trim().max(2000).allow(null, ''),
@@ -42,6 +45,24 @@ function warmupInput() {
   });
 }
 
+/** docs/mailboxes.md: a password (the URLs'), or OAuth2 with a refresh token; secrets are never answered. */
+function authInput() {
+  return Joi.alternatives().conditional('.type', {
+    is: 'oauth2',
+    then: Joi.object({
+      type: Joi.string().valid('oauth2').required(),
+      provider: Joi.string().valid(...OAUTH_PROVIDERS).required(),
+      client_id: Joi.string().trim().max(500),
+      client_secret: Joi.string().max(2000),
+      refresh_token: Joi.string().max(8000),
+      token_url: Joi.string().trim().uri({ scheme: ['https', 'http'] }).max(2000),
+      auth_url: Joi.string().trim().uri({ scheme: ['https', 'http'] }).max(2000),
+      scope: Joi.string().trim().max(2000).allow(''),
+    }),
+    otherwise: Joi.object({ type: Joi.string().valid('password', 'oauth2').required() }),
+  });
+}
+
 function dkimInput() {
   return Joi.object({
     domain: Joi.string().trim().hostname().max(253).required(),
@@ -51,6 +72,7 @@ function dkimInput() {
 }
 
 export const mailboxChange = Joi.object({
+  auth: authInput(),
   name: Joi.string().trim().max(200).allow(''),
   smtp: Joi.string().trim().max(2000),
   daily_limit: Joi.number().integer().min(0).max(100_000),

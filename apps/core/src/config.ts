@@ -70,6 +70,13 @@ export interface Config {
   readonly returnPathHost: string;
   /** SMTP submission (apps/smtp, docs/smtp.md) */
   readonly smtp: SmtpConfig;
+  /** docs/mailboxes.md: the OAuth2 apps registered at Google and Microsoft (empty: the console asks for them), the
+   * Microsoft tenant, and how long before its expiry an access token is refreshed */
+  readonly oauth: {
+    readonly google: { readonly clientId: string; readonly clientSecret: string };
+    readonly microsoft: { readonly clientId: string; readonly clientSecret: string; readonly tenant: string };
+    readonly refreshMarginSeconds: number;
+  };
 }
 
 /** SMTP submission's settings (docs/smtp.md): the ports, TLS, and the bounds that keep strangers cheap. */
@@ -353,6 +360,15 @@ export function loadConfig(): Config {
     spfInclude: hostName('SPF_INCLUDE'),
     returnPathHost: hostName('RETURN_PATH_HOST'),
     smtp: smtpConfig(env),
+    oauth: Object.freeze({
+      google: Object.freeze({ clientId: process.env.OAUTH_GOOGLE_CLIENT_ID || '', clientSecret: process.env.OAUTH_GOOGLE_CLIENT_SECRET || '' }),
+      microsoft: Object.freeze({
+        clientId: process.env.OAUTH_MICROSOFT_CLIENT_ID || '',
+        clientSecret: process.env.OAUTH_MICROSOFT_CLIENT_SECRET || '',
+        tenant: process.env.OAUTH_MICROSOFT_TENANT || 'common',
+      }),
+      refreshMarginSeconds: integer('OAUTH_REFRESH_MARGIN_SECONDS', 300, 0, 3000),
+    }),
   });
 }
 

@@ -13,6 +13,7 @@ import { inboundPage } from './pages/inbound';
 import { keysPage } from './pages/keys';
 import { listsPage } from './pages/lists';
 import { mailboxesPage } from './pages/mailboxes';
+import { oauthCallback } from './pages/mailbox-oauth';
 import { messagesPage } from './pages/messages';
 import { overviewPage } from './pages/overview';
 import { webhooksPage } from './pages/webhooks';
@@ -155,6 +156,9 @@ export function consoleRouter(db: Db, bodies: { budget: BodyBudget; signInBudget
     res.locals.session = session;
     await redirect(req, res, '/admin', 'Signed in.');
   });
+
+  // the provider's redirect back carries no SameSite=Strict session cookie: the flow's own binding is checked
+  router.get('/oauth/callback', oauthCallback(ctx));
 
   const signedIn: RequestHandler = (req, res, next) => {
     if (res.locals.session?.admin) return next();

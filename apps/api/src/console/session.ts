@@ -23,7 +23,7 @@ export interface Session {
 
 const key = (id: string) => rkey('console', 'session', id);
 
-function cookieValue(req: Request, cookie = COOKIE): string | undefined {
+export function cookieValue(req: Request, cookie = COOKIE): string | undefined {
   const header = req.get('cookie') ?? '';
   for (const part of header.split(';')) {
     const [name, ...rest] = part.trim().split('=');
@@ -82,5 +82,13 @@ export async function endSession(res: Response, session: Session): Promise<void>
   await redis().del(key(session.id));
   res.clearCookie(COOKIE, { path: '/admin' });
 }
+
+/** Whether a signed-in session with this id still exists (an OAuth2 flow bound to it: pages/mailbox-oauth.ts). */
+export async function sessionExists(id: string): Promise<boolean> {
+  return (await redis().exists(key(id))) === 1;
+}
+
+/** Secure cookies exactly as the session's (over https). */
+export const secureCookies = secure;
 
 export const csrfMatches = (session: Session, given: unknown) => typeof given === 'string' && safeEqual(given, session.csrf);

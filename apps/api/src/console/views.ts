@@ -55,6 +55,7 @@ form.inline{display:inline}
 .error{background:#fdecea;border:1px solid #f1a9a0;padding:.5em .8em}
 .token{font-family:monospace;font-size:1.1em;background:#fff8db;padding:.4em .6em;border:1px dashed #caa400;word-break:break-all}
 .muted{color:#66707a}
+.banner{margin:.6em 0}a.button{display:inline-block;padding:.35em .9em;background:#1d3557;color:#fff;text-decoration:none;border-radius:3px}
 .chart-figure{margin:.6em 0 1.4em;background:#fff;border:1px solid #e3e6ea;padding:.6em}
 .chart-figure svg{max-width:100%;height:auto;display:block}
 .chart-figure figcaption{color:#4a525a;font-size:.9em;margin-top:.3em}

@@ -2,17 +2,19 @@ import { ImapFlow } from 'imapflow';
 import nodemailer from 'nodemailer';
 import type { Mailbox } from '../../../../generated/prisma/client';
 import { imapSettings, smtpSettings } from '../mailboxes';
-import { connectionOptions } from './transport';
+import { db as processDb, type Db } from '../db';
+import { imapAuth } from '../oauth/imap';
+import { connectionOptions, oauthLoginOf } from './transport';
 
 /**
  * The console's "test connection": connects, says EHLO, upgrades to TLS when offered and logs in with the mailbox's
  * credentials, then quits. Nothing is sent. A fresh connection (not the worker's pool), with short timeouts.
  */
-export async function checkSmtp(mailbox: Mailbox): Promise<{ ok: boolean; message: string }> {
+export async function checkSmtp(mailbox: Mailbox, db: Db = processDb()): Promise<{ ok: boolean; message: string }> {
   const smtp = smtpSettings(mailbox);
   const transport = nodemailer.createTransport({
     // as the worker's pool talks to it (TLS, STARTTLS, tls=off, tls=insecure)
-    ...connectionOptions(smtp),
+    ...connectionOptions(smtp, oauthLoginOf(db, mailbox)),
     connectionTimeout: 10_000,
     greetingTimeout: 10_000,
     socketTimeout: 15_000,
@@ -28,14 +30,14 @@ export async function checkSmtp(mailbox: Mailbox): Promise<{ ok: boolean; messag
 }
 
 /** The same for the mailbox's IMAP: logs in, opens INBOX read-only and logs out. Null when the mailbox has no imap. */
-export async function checkImap(mailbox: Mailbox): Promise<{ ok: boolean; message: string } | null> {
+export async function checkImap(mailbox: Mailbox, db: Db = processDb()): Promise<{ ok: boolean; message: string } | null> {
   const imap = imapSettings(mailbox);
   if (!imap) return null;
   const client = new ImapFlow({
     host: imap.host,
     port: imap.port,
     secure: imap.secure,
-    auth: { user: imap.user, pass: imap.password },
+    auth: await imapAuth(db, mailbox, imap),
     logger: false,
     emitLogs: false,
     connectionTimeout: 10_000,

@@ -21,6 +21,7 @@ import { lockMessage } from './repository';
 import { isFinalStatus } from './status';
 import { Transports } from './transport';
 import { DomainSigner } from '../domains/sending';
+import { MailboxNeedsReconnect } from '../oauth/tokens';
 
 export { deliveryLeaseMs } from './lease';
 
@@ -50,7 +51,7 @@ export interface Delivery {
 
 /** `domainKeysTtlMs`: how long the signer keeps a domain's keys (30 s; a test of rotation wants 0). */
 export function createDelivery(db: Db, guards: PreSendGuards, options: { domainKeysTtlMs?: number } = {}): Delivery {
-  const transports = new Transports();
+  const transports = new Transports(db);
   return {
     db,
     guards,
@@ -80,7 +81,9 @@ export type DeliveryOutcome =
   /** send_at is still ahead */
   | { kind: 'early'; until: Date }
   | { kind: 'cancelled'; reason: string }
-  | { kind: 'rejected'; status: 'failed' | 'bounced'; response: string };
+  | { kind: 'rejected'; status: 'failed' | 'bounced'; response: string }
+  /** its mailbox needs reconnecting (OAuth2 consent refused): the row waits, deferred, until it is reconnected */
+  | { kind: 'waiting'; reason: string };
 
 /** A failure worth retrying (connection refused, timeout, SMTP 4xx): the job must throw it so BullMQ retries. */
 export class TemporaryDeliveryError extends Error {
@@ -170,7 +173,7 @@ async function sendClaimed(
   delivery: Delivery,
   message: ClaimedRow,
   options: { lastAttempt: boolean; afterWire?: () => void },
-): Promise<Extract<DeliveryOutcome, { kind: 'sent' | 'rejected' }>> {
+): Promise<Extract<DeliveryOutcome, { kind: 'sent' | 'rejected' | 'waiting' }>> {
   // the heartbeat renews the row's lease until it is marked, however long SMTP, the wait for memory (below) or an
   // outage of Postgres lasts
   return whileHeld(delivery.heartbeat, message.id, async () => {
@@ -226,7 +229,11 @@ async function talkAndMark(
   delivery: Delivery,
   message: ClaimedRow,
   options: { lastAttempt: boolean; afterWire?: () => void },
-): Promise<Extract<DeliveryOutcome, { kind: 'sent' | 'rejected' }>> {
+): Promise<Extract<DeliveryOutcome, { kind: 'sent' | 'rejected' | 'waiting' }>> {
+  if (message.mailbox.authStatus === 'needs_reconnect') {
+    options.afterWire?.();
+    return waitForReconnect(delivery.db, message, `the mailbox needs reconnecting: ${message.mailbox.disconnectReason ?? 'the provider refused its refresh token'}`);
+  }
   let info: SMTPPool.SentMessageInfo;
   // signed with the keys of the From domain when the account verified it (docs/domains.md)
   const mail = await delivery.signer.sign(delivery.db, composeMail(message, message.mailbox, message.send), message.mailbox);
@@ -236,6 +243,8 @@ async function talkAndMark(
   } catch (caught) {
     options.afterWire?.();
     stopWatch({ outcome: 'error' });
+    // the provider refused the mailbox's refresh token while this connection logged in: nothing went out
+    if (caught instanceof MailboxNeedsReconnect) return waitForReconnect(delivery.db, message, caught.message);
     // the server away: one line for the outage, not one a message (each row records its error)
     if (serverAway(caught as SmtpError)) dependencies.down(smtpServer(message.mailboxId), caught);
     let rejected: Awaited<ReturnType<typeof recordFailure>>;
@@ -256,6 +265,19 @@ async function talkAndMark(
   metrics.deliveries.inc({ result: 'sent' });
   logger.info({ message: message.id, mailbox: message.mailboxId, domain: domainOf(message.to), response }, 'delivered');
   return { kind: 'sent', response };
+}
+
+/**
+ * A row of a mailbox that needs reconnecting (docs/mailboxes.md): back to `deferred`, this attempt not counted, no job
+ * (the reconciler leaves a disconnected mailbox's rows alone); reconnecting queues it again (oauth/state.ts).
+ */
+async function waitForReconnect(db: Db, message: ClaimedRow, reason: string): Promise<{ kind: 'waiting'; reason: string }> {
+  await db.message.updateMany({
+    where: { id: message.id, status: 'sending' },
+    data: { status: 'deferred', lastError: reason.slice(0, 500), lockedUntil: null, attempts: { decrement: 1 }, enqueuedAt: null },
+  });
+  logger.info({ message: message.id, mailbox: message.mailboxId }, 'delivery waits: the mailbox needs reconnecting');
+  return { kind: 'waiting', reason };
 }
 
 /** The recipient's domain: enough to see where mail goes, without the address in the logs. */

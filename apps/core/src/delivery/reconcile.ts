@@ -43,6 +43,8 @@ export async function reconcileDeliveries(db: Db, now = new Date()): Promise<{ r
             ],
           },
           after ? { OR: [{ createdAt: { gt: after.createdAt } }, { createdAt: after.createdAt, id: { gt: after.id } }] } : {},
+          // a mailbox that needs reconnecting holds its rows until it is reconnected (oauth/state.ts releaseWaiting)
+          { mailbox: { authStatus: 'active' } },
         ],
       },
       select: { id: true, notBefore: true, createdAt: true, status: true, lockedBy: true },

@@ -27,6 +27,7 @@ export const EVENT_TYPES = [
   'link.lost',
   'domain.verified',
   'domain.failed',
+  'mailbox.disconnected',
 ] as const;
 export type EventType = (typeof EVENT_TYPES)[number];
 

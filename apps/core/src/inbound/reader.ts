@@ -5,6 +5,8 @@ import type { Db } from '../db';
 import { logger } from '../logger';
 import { noteOutage } from '../outage';
 import { imapSettings } from '../mailboxes';
+import { imapAuth, refusedLogin } from '../oauth/imap';
+import { MailboxNeedsReconnect } from '../oauth/tokens';
 import { classify } from './classify';
 import { handleInbound } from './handle';
 
@@ -24,7 +26,8 @@ const BACKOFF_MAX_MS = 300_000;
 /** a new mailbox or a new UIDVALIDITY starts with the mail of the last days, not the whole history */
 const FIRST_READ_DAYS = 2;
 
-const fingerprint = (m: Mailbox) => `${m.imapHost}|${m.imapPort}|${m.imapSecure}|${m.imapUser}|${m.imapPasswordEnc}`;
+// an OAuth2 mailbox's loop starts again when it is reconnected (a new refresh token, its status back to active)
+const fingerprint = (m: Mailbox) => `${m.imapHost}|${m.imapPort}|${m.imapSecure}|${m.imapUser}|${m.imapPasswordEnc}|${m.authType}|${m.authStatus}|${m.oauthRefreshTokenEnc ?? ''}`;
 
 export function startInboundReader(db: Db, options: { refreshMs?: number } = {}): InboundReader {
   const loops = new Map<number, { key: string; stop: () => Promise<void> }>();
@@ -93,14 +96,23 @@ function mailboxLoop(db: Db, mailbox: Mailbox): () => Promise<void> {
 
   const run = async () => {
     let failures = 0;
+    // an OAuth2 access token the server refused: the next login asks for a fresh one
+    let rejected: string | undefined;
     while (!stopped) {
       try {
         const settings = imapSettings(mailbox)!;
+        if (mailbox.authStatus === 'needs_reconnect') {
+          // nothing to try until someone reconnects it (a new fingerprint starts a new loop)
+          await setState(db, mailbox.id, 'error', 'the mailbox needs reconnecting (docs/mailboxes.md)', true);
+          return;
+        }
+        const auth = await imapAuth(db, mailbox, settings, rejected);
+        rejected = undefined;
         client = new ImapFlow({
           host: settings.host,
           port: settings.port,
           secure: settings.secure,
-          auth: { user: settings.user, pass: settings.password },
+          auth,
           logger: false,
           emitLogs: false,
           connectionTimeout: 30_000,
@@ -124,6 +136,12 @@ function mailboxLoop(db: Db, mailbox: Mailbox): () => Promise<void> {
         }
       } catch (err) {
         if (stopped) break;
+        if (err instanceof MailboxNeedsReconnect) {
+          await setState(db, mailbox.id, 'error', err.message.slice(0, 500), true);
+          return;
+        }
+        const token = (client?.options as { auth?: { accessToken?: string } } | undefined)?.auth?.accessToken;
+        if (token && refusedLogin(err)) rejected = token;
         failures += 1;
         const message = err instanceof Error ? (err as Error & { responseText?: string }).responseText || err.message : String(err);
         logger.warn({ err, mailbox: mailbox.id, failures }, 'inbound: mailbox failed, retrying');

@@ -1,4 +1,4 @@
-import type { Tx } from '../db';
+import type { Db } from '../db';
 import { checkImap, checkSmtp } from '../delivery/check';
 import { findMailbox } from './index';
 
@@ -16,8 +16,8 @@ export interface ConnectionTest {
  * server; nothing is sent. A server that refuses is an answer about the mailbox (`ok: false` with the server's words),
  * not a failure of the call. `parts` narrows the test to one side (the console's two buttons).
  */
-export async function testMailbox(db: Tx, id: number, parts: readonly ('smtp' | 'imap')[] = ['smtp', 'imap']): Promise<ConnectionTest> {
+export async function testMailbox(db: Db, id: number, parts: readonly ('smtp' | 'imap')[] = ['smtp', 'imap']): Promise<ConnectionTest> {
   const mailbox = await findMailbox(db, id);
-  const [smtp, imap] = await Promise.all([parts.includes('smtp') ? checkSmtp(mailbox) : null, parts.includes('imap') ? checkImap(mailbox) : null]);
+  const [smtp, imap] = await Promise.all([parts.includes('smtp') ? checkSmtp(mailbox, db) : null, parts.includes('imap') ? checkImap(mailbox, db) : null]);
   return { address: mailbox.address, smtp, imap };
 }

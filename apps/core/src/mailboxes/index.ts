@@ -2,11 +2,14 @@ import crypto from 'node:crypto';
 import type { Mailbox } from '../../../../generated/prisma/client';
 import { config } from '../config';
 import { decryptSecret, encryptSecret } from '../crypto';
-import type { Tx } from '../db';
+import type { Db, Tx } from '../db';
 import { BadRequest, Conflict, NotFound } from '../errors';
 import { requireAccount } from '../accounts';
 import { effectiveDailyLimit } from '../outreach/limits';
 import { replanHeldSteps } from '../outreach/replan';
+import { configuredClient, preset, type OAuthProvider } from '../oauth/providers';
+import { releaseWaiting } from '../oauth/state';
+import { forgetAccessToken } from '../oauth/tokens';
 
 export interface SmtpSettings {
   host: string;
@@ -119,6 +122,11 @@ export interface MailboxView {
   effective_daily_limit: number;
   /** docs/campaigns.md: no outreach while paused (a rotation passes it over) */
   paused: boolean;
+  /** how it signs in (docs/mailboxes.md); the client secret and the refresh token are never answered */
+  auth: { type: 'password' } | { type: 'oauth2'; provider: string; client_id: string; token_url: string; auth_url: string | null; scope: string };
+  /** `needs_reconnect`: the provider refused its refresh token; its mail waits until it is connected again */
+  status: 'active' | 'needs_reconnect';
+  disconnected: { at: string; reason: string } | null;
 }
 
 const smtpTlsOf = (m: Mailbox): SmtpTls => (m.smtpTlsInsecure ? 'insecure' : m.smtpRequireTls || m.smtpSecure ? 'on' : 'off');
@@ -143,14 +151,100 @@ export function mailboxView(m: Mailbox): MailboxView {
     warmup: m.warmupStart !== null && m.warmupSince ? { start: m.warmupStart, step: m.warmupStep ?? 0, since: m.warmupSince.toISOString() } : null,
     effective_daily_limit: effectiveDailyLimit(m),
     paused: m.paused,
+    auth:
+      m.authType === 'oauth2'
+        ? { type: 'oauth2', provider: m.oauthProvider ?? 'custom', client_id: m.oauthClientId ?? '', token_url: m.oauthTokenUrl ?? '', auth_url: m.oauthAuthUrl, scope: m.oauthScope ?? '' }
+        : { type: 'password' },
+    status: m.authStatus === 'needs_reconnect' ? 'needs_reconnect' : 'active',
+    disconnected: m.authStatus === 'needs_reconnect' && m.disconnectedAt ? { at: m.disconnectedAt.toISOString(), reason: m.disconnectReason ?? '' } : null,
   };
+}
+
+/** `auth` of POST/PATCH /admin/api/mailboxes (docs/mailboxes.md). */
+export type AuthInput =
+  | { type: 'password' }
+  | { type: 'oauth2'; provider: OAuthProvider; client_id?: string; client_secret?: string; refresh_token?: string; token_url?: string; auth_url?: string; scope?: string };
+
+/**
+ * The OAuth2 columns of an `auth` (secrets encrypted); the preset's token URL and scopes, and the app configured in the
+ * settings, fill what is not given. `current`: the mailbox's row on a change, whose refresh token and secret stay
+ * unless new ones are given.
+ */
+function authColumns(auth: AuthInput, current?: Mailbox) {
+  if (auth.type === 'password') {
+    return {
+      authType: 'password',
+      oauthProvider: null,
+      oauthClientId: null,
+      oauthClientSecretEnc: null,
+      oauthRefreshTokenEnc: null,
+      oauthTokenUrl: null,
+      oauthAuthUrl: null,
+      oauthScope: null,
+      authStatus: 'active',
+      disconnectedAt: null,
+      disconnectReason: null,
+    };
+  }
+  const key = config().secretKey;
+  const sameProvider = current?.authType === 'oauth2' && current.oauthProvider === auth.provider;
+  const configured = configuredClient(auth.provider);
+  const defaults = auth.provider === 'custom' ? null : preset(auth.provider);
+  const clientId = auth.client_id || (sameProvider ? current.oauthClientId : null) || configured.clientId;
+  if (!clientId) throw new BadRequest(`auth.client_id is required (or set OAUTH_${auth.provider.toUpperCase()}_CLIENT_ID)`);
+  const tokenUrl = auth.token_url || (sameProvider ? current.oauthTokenUrl : null) || defaults?.tokenUrl;
+  if (!tokenUrl) throw new BadRequest('auth.token_url is required with provider "custom"');
+  const refreshEnc = auth.refresh_token ? encryptSecret(auth.refresh_token, key) : sameProvider ? current.oauthRefreshTokenEnc : null;
+  if (!refreshEnc) throw new BadRequest('auth.refresh_token is required (connect the mailbox in the console, or with `mailbox connect`)');
+  const secretEnc = auth.client_secret
+    ? encryptSecret(auth.client_secret, key)
+    : sameProvider && current.oauthClientSecretEnc
+      ? current.oauthClientSecretEnc
+      : configured.clientSecret
+        ? encryptSecret(configured.clientSecret, key)
+        : null;
+  return {
+    authType: 'oauth2',
+    oauthProvider: auth.provider,
+    oauthClientId: clientId,
+    oauthClientSecretEnc: secretEnc,
+    oauthRefreshTokenEnc: refreshEnc,
+    oauthTokenUrl: tokenUrl,
+    oauthAuthUrl: auth.auth_url || (sameProvider ? current.oauthAuthUrl : null) || defaults?.authUrl || null,
+    oauthScope: auth.scope ?? (sameProvider ? current.oauthScope : null) ?? defaults?.scope ?? '',
+    // a new refresh token is a reconnect: the mailbox is active again and its waiting mail is released
+    ...(auth.refresh_token ? { authStatus: 'active', disconnectedAt: null, disconnectReason: null } : {}),
+  };
+}
+
+/** With OAuth2 the URLs carry the login name only; a preset's servers are the default. */
+function oauthServers(input: { address: string; smtp?: string; imap?: string | null }, auth: AuthInput | undefined) {
+  if (auth?.type !== 'oauth2') return { smtp: input.smtp, imap: input.imap };
+  for (const [name, raw] of [['smtp', input.smtp], ['imap', input.imap]] as const) {
+    if (raw && parseServerUrlPassword(raw)) throw new BadRequest(`${name}: with auth oauth2 the URL carries no password (the access token signs in)`);
+  }
+  const defaults = auth.provider === 'custom' ? null : preset(auth.provider);
+  return {
+    smtp: input.smtp ?? defaults?.smtp(input.address),
+    imap: input.imap === undefined ? defaults?.imap(input.address) : input.imap,
+  };
+}
+
+function parseServerUrlPassword(raw: string): boolean {
+  try {
+    return new URL(raw).password !== '';
+  } catch {
+    return false;
+  }
 }
 
 export interface NewMailbox {
   account: number;
   address: string;
   name?: string;
-  smtp: string;
+  /** required with a password; with OAuth2 a preset's server is the default */
+  smtp?: string;
+  auth?: AuthInput;
   daily_limit?: number;
   gap_seconds?: number;
   imap?: string | null;
@@ -183,8 +277,13 @@ function dkimColumns(dkim: DkimInput | null) {
 }
 
 export async function createMailbox(db: Tx, input: NewMailbox): Promise<MailboxView> {
-  const smtp = smtpColumns(input.smtp);
-  const imap = imapColumns(input.imap ?? null);
+  const servers = oauthServers(input, input.auth);
+  if (!servers.smtp) throw new BadRequest('smtp is required (a URL like smtp://user:password@host:587)');
+  // with OAuth2 the login name is the address unless the URL names another
+  const login = input.auth?.type === 'oauth2' ? input.address : undefined;
+  const smtp = smtpColumns(servers.smtp, login);
+  const imap = imapColumns(servers.imap ?? null);
+  const auth = input.auth ? authColumns(input.auth) : {};
   await requireAccount(db, input.account);
   const address = input.address.toLowerCase();
   const existing = await db.mailbox.findUnique({ where: { accountId_address: { accountId: input.account, address } } });
@@ -203,21 +302,22 @@ export async function createMailbox(db: Tx, input: NewMailbox): Promise<MailboxV
       returnPath: input.return_path ?? 'address',
       ...(input.gap_jitter !== undefined ? { gapJitter: input.gap_jitter } : {}),
       ...(input.warmup ? warmupColumns(input.warmup) : {}),
+      ...auth,
     },
   });
   return mailboxView(mailbox);
 }
 
-export type MailboxChange = Partial<Pick<NewMailbox, 'name' | 'smtp' | 'daily_limit' | 'gap_seconds' | 'imap' | 'max_per_second' | 'dkim' | 'return_path' | 'gap_jitter' | 'warmup'>> & { paused?: boolean };
+export type MailboxChange = Partial<Pick<NewMailbox, 'auth' | 'name' | 'smtp' | 'daily_limit' | 'gap_seconds' | 'imap' | 'max_per_second' | 'dkim' | 'return_path' | 'gap_jitter' | 'warmup'>> & { paused?: boolean };
 
 /** The SMTP columns of a URL (the password encrypted at rest). */
-function smtpColumns(raw: string) {
+function smtpColumns(raw: string, oauthLogin?: string) {
   const smtp = parseSmtpUrl(raw);
   return {
     smtpHost: smtp.host,
     smtpPort: smtp.port,
     smtpSecure: smtp.secure,
-    smtpUser: smtp.user,
+    smtpUser: smtp.user || (oauthLogin ? oauthLogin.toLowerCase() : ''),
     smtpPasswordEnc: encryptSecret(smtp.password, config().secretKey),
     smtpRequireTls: smtp.requireTls,
     smtpTlsInsecure: smtp.tls === 'insecure',
@@ -228,13 +328,23 @@ function smtpColumns(raw: string) {
  * PATCH /admin/api/mailboxes/:id: the fields given change (`imap`, `dkim` and `max_per_second`; null turns each off).
  * A refused change (bad URL or key, unknown id) changes nothing.
  */
-export async function updateMailbox(db: Tx, id: number, change: MailboxChange): Promise<MailboxView> {
+export async function updateMailbox(db: Db, id: number, change: MailboxChange): Promise<MailboxView> {
+  const current = await db.mailbox.findUnique({ where: { id } });
+  if (!current) throw new NotFound(`no mailbox with id ${id}`);
+  const servers = change;
+  if ((change.auth?.type ?? current.authType) === 'oauth2') {
+    for (const [name, raw] of [['smtp', change.smtp], ['imap', change.imap]] as const) {
+      if (raw && parseServerUrlPassword(raw)) throw new BadRequest(`${name}: with auth oauth2 the URL carries no password (the access token signs in)`);
+    }
+  }
+  const auth = change.auth ? authColumns(change.auth, current) : {};
   const data = {
+    ...auth,
     ...(change.name !== undefined ? { name: change.name } : {}),
-    ...(change.smtp !== undefined ? smtpColumns(change.smtp) : {}),
+    ...(servers.smtp !== undefined ? smtpColumns(servers.smtp, (change.auth?.type ?? current.authType) === 'oauth2' ? current.address : undefined) : {}),
     ...(change.daily_limit !== undefined ? { dailyLimit: change.daily_limit } : {}),
     ...(change.gap_seconds !== undefined ? { gapSeconds: change.gap_seconds } : {}),
-    ...(change.imap !== undefined ? imapColumns(change.imap) : {}),
+    ...(servers.imap !== undefined ? imapColumns(servers.imap) : {}),
     ...(change.max_per_second !== undefined ? { maxPerSecond: change.max_per_second } : {}),
     ...(change.dkim !== undefined ? dkimColumns(change.dkim) : {}),
     ...(change.return_path !== undefined ? { returnPath: change.return_path } : {}),
@@ -242,13 +352,18 @@ export async function updateMailbox(db: Tx, id: number, change: MailboxChange): 
     ...(change.warmup !== undefined ? warmupColumns(change.warmup) : {}),
     ...(change.paused !== undefined ? { paused: change.paused } : {}),
   };
-  const existing = await db.mailbox.findUnique({ where: { id } });
-  if (!existing) throw new NotFound(`no mailbox with id ${id}`);
-  const updated = Object.keys(data).length ? await db.mailbox.update({ where: { id }, data }) : existing;
+  const updated = Object.keys(data).length ? await db.mailbox.update({ where: { id }, data }) : current;
+  if (current.authStatus === 'needs_reconnect' && updated.authStatus === 'active') await reconnected(db, id);
   // steps held by the mailbox's cap or gap are planned again under the new limits (docs/outreach.md)
   const limits = [change.daily_limit, change.gap_seconds, change.gap_jitter, change.warmup];
   if (limits.some((l) => l !== undefined)) await replanHeldSteps(db, { mailboxId: id });
   return mailboxView(updated);
+}
+
+/** A mailbox connected again (a new refresh token, or back to a password): its waiting mail goes out, once. */
+async function reconnected(db: Db, id: number): Promise<void> {
+  await forgetAccessToken(id).catch(() => undefined);
+  await releaseWaiting(db, id);
 }
 
 export async function listMailboxes(db: Tx, account?: number): Promise<MailboxView[]> {

@@ -93,7 +93,8 @@ WITH running AS (
   GROUP BY 1
 ), free AS (
   SELECT m.id, greatest(0, CASE
-      WHEN m.paused OR m.cap <= 0 THEN 0
+      -- a paused mailbox, or one that needs reconnecting (OAuth2 consent refused), writes nothing: its due steps wait
+      WHEN m.paused OR m.auth_status = 'needs_reconnect' OR m.cap <= 0 THEN 0
       WHEN m.sequence_day = (now() AT TIME ZONE 'UTC')::date AND m.sequence_count >= m.cap THEN 0
       WHEN m.gap_seconds > 0 AND m.sequence_last_at > now() - make_interval(secs => ${gapSql('m')}) THEN 0
       WHEN m.gap_seconds > 0 THEN 1

@@ -7,13 +7,14 @@ import { ACCOUNT_SELECT, CSRF_FIELD } from '../views';
 import { MAILBOX_PACING, mailboxPacingRoutes } from './outreach-settings';
 import { field, numberField, query, type ConsolePage } from '../page';
 import { mailboxCharts } from '../stats-section';
+import { mailboxOAuthRoutes, OAUTH_CONNECT_CARD, OAUTH_TEMPLATES, RECONNECT_BANNER } from './mailbox-oauth';
 
 export const mailboxesPage: ConsolePage = {
   path: '/mailboxes',
   title: 'Mailboxes',
   templates: {
-    mailboxes: `<table><thead><tr><th>Id</th><th>Account</th><th>Address</th><th>SMTP</th><th>Daily limit</th><th>Gap (s)</th><th>Outreach today</th><th></th></tr></thead><tbody>
-<% it.mailboxes.forEach(function (m) { %><tr><td><%= m.id %></td><td><%= m.account %></td><td><a href="/admin/mailboxes/<%= m.id %>"><%= m.address %></a></td><td><%= m.smtp.user %>@<%= m.smtp.host %>:<%= m.smtp.port %><%= m.smtp.secure ? ' (TLS)' : '' %><% if (m.smtp.tls === 'insecure') { %> <strong class="error">certificate not checked (tls=insecure)</strong><% } else if (m.smtp.tls === 'off') { %> <span class="muted">plain, no TLS (tls=off)</span><% } %></td><td><%= m.daily_limit %></td><td><%= m.gap_seconds %></td><td><%= m.effective_daily_limit %> (jitter <%= m.gap_jitter %><%= m.warmup ? ', warm-up ' + m.warmup.start + ' +' + m.warmup.step + '/day' : '' %>)</td><td><form method="post" action="/admin/mailboxes/<%= m.id %>/test" class="inline">${CSRF_FIELD}<button>Test SMTP</button></form><% if (m.imap) { %> <form method="post" action="/admin/mailboxes/<%= m.id %>/test-imap" class="inline">${CSRF_FIELD}<button>Test IMAP</button></form><% } %></td></tr><% }) %>
+    mailboxes: `${RECONNECT_BANNER}<table><thead><tr><th>Id</th><th>Account</th><th>Address</th><th>SMTP</th><th>Daily limit</th><th>Gap (s)</th><th>Outreach today</th><th></th></tr></thead><tbody>
+<% it.mailboxes.forEach(function (m) { %><tr><td><%= m.id %></td><td><%= m.account %></td><td><a href="/admin/mailboxes/<%= m.id %>"><%= m.address %></a><% if (m.auth.type === 'oauth2') { %> <span class="muted">OAuth2 · <%= m.auth.provider %></span><% } %><% if (m.status === 'needs_reconnect') { %> <strong class="error">needs reconnecting</strong><% } %></td><td><%= m.smtp.user %>@<%= m.smtp.host %>:<%= m.smtp.port %><%= m.smtp.secure ? ' (TLS)' : '' %><% if (m.smtp.tls === 'insecure') { %> <strong class="error">certificate not checked (tls=insecure)</strong><% } else if (m.smtp.tls === 'off') { %> <span class="muted">plain, no TLS (tls=off)</span><% } %></td><td><%= m.daily_limit %></td><td><%= m.gap_seconds %></td><td><%= m.effective_daily_limit %> (jitter <%= m.gap_jitter %><%= m.warmup ? ', warm-up ' + m.warmup.start + ' +' + m.warmup.step + '/day' : '' %>)</td><td><form method="post" action="/admin/mailboxes/<%= m.id %>/test" class="inline">${CSRF_FIELD}<button>Test SMTP</button></form><% if (m.imap) { %> <form method="post" action="/admin/mailboxes/<%= m.id %>/test-imap" class="inline">${CSRF_FIELD}<button>Test IMAP</button></form><% } %></td></tr><% }) %>
 </tbody></table>
 <form method="post" action="/admin/mailboxes" class="card">${CSRF_FIELD}
 <h2>New mailbox</h2>
@@ -26,13 +27,18 @@ ${ACCOUNT_SELECT}
 <label>Gap between emails (seconds) <input name="gap_seconds" type="number" min="0"></label>
 <button>Create mailbox</button>
 </form>
+${OAUTH_CONNECT_CARD}
 ${MAILBOX_PACING}`,
-    mailbox: `<p><a href="/admin/mailboxes">All mailboxes</a> · account <%= it.mailbox.account %> · <%= it.mailbox.name %></p>
+    ...OAUTH_TEMPLATES,
+    mailbox: `<% if (it.mailbox.status === 'needs_reconnect') { %><div class="error banner" role="alert"><strong><%= it.mailbox.address %> needs reconnecting.</strong> <%= it.mailbox.auth.provider %> refused its sign-in<%= it.mailbox.disconnected ? ' (' + it.mailbox.disconnected.reason + ')' : '' %>. Its emails wait, none is lost.
+<form method="post" action="/admin/mailboxes/<%= it.mailbox.id %>/reconnect" class="inline">${CSRF_FIELD}<button>Reconnect</button></form></div><% } %>
+<p><a href="/admin/mailboxes">All mailboxes</a> · account <%= it.mailbox.account %> · <%= it.mailbox.name %></p>
 <% if (it.mailbox.smtp.tls === 'insecure') { %><p class="error" role="alert">This mailbox's SMTP URL says <code>tls=insecure</code>: the server's certificate is not checked, so anyone between here and <%= it.mailbox.smtp.host %> can pose as it and read the mail<%= it.mailbox.smtp.user ? ' and the password' : '' %>. Give the server a valid certificate and drop <code>?tls=insecure</code>.</p><% } %>
 <%~ it.charts %>`,
   },
   routes(router, ctx) {
     mailboxPacingRoutes(router, ctx);
+    mailboxOAuthRoutes(router, ctx);
     router.get('/mailboxes', async (req, res) => {
       const account = query(req, 'account');
       const [mailboxes, accounts] = await Promise.all([listMailboxes(ctx.db, account ? Number(account) || -1 : undefined), listAccounts(ctx.db)]);

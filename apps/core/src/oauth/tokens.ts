@@ -1,0 +1,141 @@
+import crypto from 'node:crypto';
+import type { Mailbox } from '../../../../generated/prisma/client';
+import { config } from '../config';
+import { decryptSecret, encryptSecret } from '../crypto';
+import type { Db } from '../db';
+import { logger } from '../logger';
+import { redis, rkey } from '../redis';
+import { OAuthGrantRefused, OAuthUnavailable, tokenRequest } from './client';
+import { markNeedsReconnect } from './state';
+
+/**
+ * Access tokens of the mailboxes that sign in with OAuth2 (docs/mailboxes.md). The token is kept in Redis, encrypted
+ * under SECRET_KEY, for every worker; it is refreshed before it expires by one worker at a time (a Redis lock per
+ * mailbox), while the others wait for the new one in the cache. A rotated refresh token is stored (encrypted) before the
+ * lock is let go. `invalid_grant` marks the mailbox needs_reconnect (state.ts) and answers MailboxNeedsReconnect.
+ */
+
+/** The mailbox cannot sign in until someone connects it again: its mail waits (never failed). */
+export class MailboxNeedsReconnect extends Error {
+  override name = 'MailboxNeedsReconnect';
+  constructor(readonly mailboxId: number, reason: string) {
+    super(`mailbox ${mailboxId} needs reconnecting: ${reason}`);
+  }
+}
+
+const cacheKey = (mailboxId: number) => rkey('oauth', 'token', mailboxId);
+const lockKey = (mailboxId: number) => rkey('oauth', 'lock', mailboxId);
+
+/** Longer than a token request may take (15 s) with its database writes. */
+const LOCK_MS = 30_000;
+/** How long a caller waits for another worker's refresh before giving up for now. */
+const WAIT_MS = 35_000;
+
+interface CachedToken {
+  token: string;
+  /** when to refresh it (epoch ms): before its expiry by the margin, or at half its life when that is shorter */
+  refreshAt: number;
+  /** when the provider says it expires (epoch ms) */
+  expiresAt: number;
+}
+
+async function readCache(mailboxId: number): Promise<CachedToken | null> {
+  const sealed = await redis().get(cacheKey(mailboxId));
+  if (!sealed) return null;
+  try {
+    return JSON.parse(decryptSecret(sealed, config().secretKey)) as CachedToken;
+  } catch {
+    return null;
+  }
+}
+
+const usable = (cached: CachedToken | null, rejected: string | undefined): cached is CachedToken =>
+  !!cached && cached.token !== rejected && cached.refreshAt > Date.now();
+
+/** Compare-and-delete: only the holder lets its lock go. */
+const RELEASE = "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) else return 0 end";
+
+/**
+ * A valid access token of an OAuth2 mailbox, with when it should be asked for again. `rejected`: a token the server
+ * just refused (a fresh one is fetched even if the cache still holds that one).
+ */
+export async function accessToken(db: Db, mailbox: Pick<Mailbox, 'id' | 'authType'>, options: { rejected?: string } = {}): Promise<CachedToken> {
+  if (mailbox.authType !== 'oauth2') throw new Error(`mailbox ${mailbox.id} does not sign in with OAuth2`);
+  const deadline = Date.now() + WAIT_MS;
+  for (let pause = 50; ; pause = Math.min(pause * 2, 500)) {
+    const cached = await readCache(mailbox.id);
+    if (usable(cached, options.rejected)) return cached;
+    const holder = crypto.randomUUID();
+    const locked = await redis().set(lockKey(mailbox.id), holder, 'PX', LOCK_MS, 'NX');
+    if (locked === 'OK') {
+      try {
+        // another worker may have refreshed between our read and our lock
+        const again = await readCache(mailbox.id);
+        if (usable(again, options.rejected)) return again;
+        return await refresh(db, mailbox.id);
+      } finally {
+        await redis().eval(RELEASE, 1, lockKey(mailbox.id), holder).catch(() => undefined);
+      }
+    }
+    if (Date.now() > deadline) throw new OAuthUnavailable(`mailbox ${mailbox.id}: another worker's token refresh did not finish in time`);
+    await new Promise((resolve) => setTimeout(resolve, pause));
+  }
+}
+
+/** Under the lock: asks the token endpoint for a new access token with the stored refresh token, and keeps both. */
+async function refresh(db: Db, mailboxId: number): Promise<CachedToken> {
+  const row = await db.mailbox.findUnique({ where: { id: mailboxId } });
+  if (!row || row.authType !== 'oauth2' || !row.oauthTokenUrl || !row.oauthRefreshTokenEnc) {
+    throw new MailboxNeedsReconnect(mailboxId, 'it has no refresh token');
+  }
+  if (row.authStatus === 'needs_reconnect') throw new MailboxNeedsReconnect(mailboxId, row.disconnectReason ?? 'consent was refused');
+  const key = config().secretKey;
+  const used = row.oauthRefreshTokenEnc;
+  let answer;
+  try {
+    answer = await tokenRequest(
+      row.oauthTokenUrl,
+      { clientId: row.oauthClientId ?? '', clientSecret: row.oauthClientSecretEnc ? decryptSecret(row.oauthClientSecretEnc, key) : '' },
+      { grant_type: 'refresh_token', refresh_token: decryptSecret(used, key), ...(row.oauthScope ? { scope: row.oauthScope } : {}) },
+    );
+  } catch (err) {
+    if (err instanceof OAuthGrantRefused) {
+      await markNeedsReconnect(db, mailboxId, used, err.message);
+      await redis().del(cacheKey(mailboxId)).catch(() => undefined);
+      throw new MailboxNeedsReconnect(mailboxId, err.message);
+    }
+    throw err;
+  }
+  if (answer.refreshToken) {
+    // the provider rotated it: the old one may already be dead, so the new one is written before anyone else refreshes
+    // (updatedAt kept: the SMTP pools and IMAP loops go on with their connections)
+    await db.mailbox.updateMany({
+      where: { id: mailboxId, oauthRefreshTokenEnc: used },
+      data: { oauthRefreshTokenEnc: encryptSecret(answer.refreshToken, key), updatedAt: row.updatedAt },
+    });
+  }
+  const now = Date.now();
+  const life = answer.expiresIn * 1000;
+  const cached: CachedToken = { token: answer.accessToken, expiresAt: now + life, refreshAt: now + Math.max(life - config().oauth.refreshMarginSeconds * 1000, life / 2) };
+  await redis().set(cacheKey(mailboxId), encryptSecret(JSON.stringify(cached), key), 'PX', Math.max(1, Math.floor(life)));
+  logger.info({ mailbox: mailboxId, expiresIn: answer.expiresIn, rotated: !!answer.refreshToken }, 'oauth: access token refreshed');
+  return cached;
+}
+
+/** Forgets the cached access token (a reconnect: the next connection asks with the new refresh token). */
+export async function forgetAccessToken(mailboxId: number): Promise<void> {
+  await redis().del(cacheKey(mailboxId));
+}
+
+/**
+ * nodemailer's and imapflow's view: the token and when to ask again (nodemailer's `expires`). A refused token
+ * (`renew`) is replaced by a fresh one unless another connection already did.
+ */
+export function tokenProvider(db: Db, mailbox: Pick<Mailbox, 'id' | 'authType'>) {
+  let last: string | undefined;
+  return async (renew: boolean): Promise<{ token: string; expires: number }> => {
+    const got = await accessToken(db, mailbox, renew ? { rejected: last } : {});
+    last = got.token;
+    return { token: got.token, expires: got.refreshAt };
+  };
+}
