@@ -146,3 +146,18 @@ it('GET /api/v1/inbound reads them by key, after an id; MCP list_inbound answers
     await client.close();
   }
 });
+
+it('after RETENTION_DAYS an email goes with its body and attachments; its signed URL then answers 404', async () => {
+  const tenant = await makeTenant();
+  await wantEvents(tenant.account.id);
+  await read(tenant.mailbox.id, withAttachments([{ name: 'keep.txt', type: 'text/plain', bytes: Buffer.from('kept a while') }]));
+  const [event] = await events(tenant.account.id);
+  const url = new URL((event!.data as { attachments: { url: string }[] }).attachments[0]!.url);
+  expect((await request(ctx.api.app).get(url.pathname + url.search)).status).toBe(200);
+  await db().inboundMessage.updateMany({ where: { mailboxId: tenant.mailbox.id }, data: { receivedAt: new Date(Date.now() - 31 * 86_400_000) } });
+  const { dropOldRecords } = await import('../../apps/core/src/retention');
+  await dropOldRecords(db());
+  expect(await db().inboundMessage.count({ where: { mailboxId: tenant.mailbox.id } })).toBe(0);
+  expect(await db().inboundAttachment.count({ where: { inboundMessage: { mailboxId: tenant.mailbox.id } } })).toBe(0);
+  expect((await request(ctx.api.app).get(url.pathname + url.search)).status).toBe(404);
+});

@@ -47,4 +47,21 @@ describe('the CLI and outreach', () => {
     const ended = await runAdmin('mailbox', 'set', String(mailbox.id), '--no-warmup');
     expect(ended.out.mailbox).toMatchObject({ gap_jitter: 0.6, warmup: null, effective_daily_limit: 50 });
   });
+
+  it('creates a campaign over several mailboxes (--mailboxes) and changes its rotation; another account\'s mailbox is refused', async () => {
+    const account = await makeAccount();
+    const [a, b] = [await makeMailbox(account.id), await makeMailbox(account.id)];
+    const stranger = await makeMailbox((await makeAccount()).id);
+    const steps = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'cli-')), 'steps.json');
+    fs.writeFileSync(steps, JSON.stringify([{ subject: 'Hi', body: 'Hello', delay_hours: 0 }]));
+    const created = await runAdmin('campaign', 'create', '--account', String(account.id), '--name', 'Rotation', '--goal', 'sales', '--mailboxes', `${a.id},${b.id}`, '--steps', steps);
+    expect(created.err).toBe('');
+    expect(created.out.campaign).toMatchObject({ mailbox: a.id, mailboxes: [a.id, b.id] });
+    const id = String(created.out.campaign.id);
+    const changed = await runAdmin('campaign', 'set', id, '--mailboxes', String(b.id));
+    expect(changed.out.campaign).toMatchObject({ mailbox: b.id, mailboxes: [b.id], retired_mailboxes: [a.id] });
+    const refused = await runAdmin('campaign', 'set', id, '--mailboxes', `${b.id},${stranger.id}`);
+    expect(refused.code).not.toBe(0);
+    expect(refused.err).toMatch(new RegExp(`no mailbox with id ${stranger.id}`));
+  });
 });
