@@ -194,7 +194,8 @@ export function rotationCandidates(tx: Tx, campaignId: number, own: number | nul
      ), sized AS (
        SELECT ch.*, count(*) FILTER (WHERE ch.active) OVER () AS size FROM chosen ch
      )
-     SELECT m.id, m.address, s.active, m.paused,
+     -- a mailbox that needs reconnecting (OAuth2 consent refused) is passed over like a paused one: its steps wait
+     SELECT m.id, m.address, s.active, (m.paused OR m.auth_status = 'needs_reconnect') AS paused,
        CASE WHEN s.size > 1 AND $3::float8 IS NOT NULL AND $2::int IS NULL THEN coalesce((
          SELECT w.ended >= 20 AND w.dead::float8 / w.ended > $3::float8 FROM (
            SELECT count(*)::int AS ended, count(*) FILTER (WHERE x.dead)::int AS dead FROM (
