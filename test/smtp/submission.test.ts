@@ -17,12 +17,13 @@ const sink = useMail({ queues: ['delivery'], concurrency: 10 });
 const smtp = useSubmission();
 
 /** A nodemailer client of the service (STARTTLS, the self-signed development certificate accepted). */
-const client = (token: string, options: { port?: number; secure?: boolean } = {}) =>
+const client = (token: string, options: { port?: number; secure?: boolean; authMethod?: 'PLAIN' | 'LOGIN' } = {}) =>
   nodemailer.createTransport({
     host: '127.0.0.1',
     port: options.port ?? smtp.port,
     secure: options.secure ?? false,
     requireTLS: !options.secure,
+    authMethod: options.authMethod,
     auth: { user: 'app', pass: token },
     tls: { rejectUnauthorized: false },
   });
@@ -136,11 +137,11 @@ print(json.dumps({"refused": refused, "codes": codes}))
     expect(await db().send.count({ where: { accountId: tenant.account.id } })).toBe(1);
   });
 
-  it('the same Message-ID from the same key is accepted once: 250 with the first id, nothing sent twice', async () => {
+  it('the same Message-ID from the same key is accepted once (AUTH PLAIN, then AUTH LOGIN): 250 with the first id, nothing sent twice', async () => {
     const tenant = await makeTenant({ smtp: sink.url });
     const mail = { from: tenant.mailbox.address, to: 'once@retry.example', subject: 'Retried', text: 'once', messageId: `<retry-${crypto.randomUUID()}@client.example>` };
     const first = await client(tenant.token).sendMail(mail);
-    const again = await client(tenant.token).sendMail(mail);
+    const again = await client(tenant.token, { authMethod: 'LOGIN' }).sendMail(mail);
     const id = (r: { response: string }) => /queued as ([0-9a-f-]{36})/.exec(r.response)![1];
     expect(id(again)).toBe(id(first));
     await waitFor(() => sink.to('once@retry.example').length === 1, { what: 'the one copy' });
