@@ -72,6 +72,9 @@ describe('auth on POST/PATCH /admin/api/mailboxes', () => {
     expect(row.oauthRefreshTokenEnc).not.toContain(refresh);
     expect(row.oauthClientSecretEnc).not.toContain(CLIENT.secret);
     expect(decryptSecret(row.oauthRefreshTokenEnc!, config().secretKey)).toBe(refresh);
+    // the connection test logs in with XOAUTH2 as the worker does
+    const tested = await asAdmin(ctx.api).post(`/admin/api/mailboxes/${mailbox.id}/test`);
+    expect(tested.body).toMatchObject({ ok: true, smtp: { ok: true, message: expect.stringContaining('accepted the connection and the login') }, imap: null });
   });
 
   test('refusals name the field and change nothing', async () => {
