@@ -5,6 +5,7 @@ import { config } from '../../apps/core/src/config';
 import { createDelivery, type Delivery } from '../../apps/core/src/delivery/deliver';
 import { productionGuards } from '../../apps/core/src/delivery/production-guards';
 import { accessToken } from '../../apps/core/src/oauth/tokens';
+import { reconcileDeliveries } from '../../apps/core/src/delivery/reconcile';
 import { redis, rkey } from '../../apps/core/src/redis';
 import { createWorkers } from '../../apps/worker/src/workers';
 import { as, asAdmin, useApi } from '../helpers/api';
@@ -72,6 +73,9 @@ describe('auth on POST/PATCH /admin/api/mailboxes', () => {
     expect(row.oauthRefreshTokenEnc).not.toContain(refresh);
     expect(row.oauthClientSecretEnc).not.toContain(CLIENT.secret);
     expect(decryptSecret(row.oauthRefreshTokenEnc!, config().secretKey)).toBe(refresh);
+    // the connection test logs in with XOAUTH2 as the worker does
+    const tested = await asAdmin(ctx.api).post(`/admin/api/mailboxes/${mailbox.id}/test`);
+    expect(tested.body).toMatchObject({ ok: true, smtp: { ok: true, message: expect.stringContaining('accepted the connection and the login') }, imap: null });
   });
 
   test('refusals name the field and change nothing', async () => {
@@ -195,6 +199,11 @@ describe('revoked consent', () => {
     const held = await messagesOf(mailbox.id);
     expect(held.map((m) => m.status).sort()).toEqual(['deferred', 'deferred', 'deferred', 'sent']);
     for (const to of waiting) expect(smtp.to(to)).toHaveLength(0);
+    // the waits used up no delivery attempt, and the reconciler leaves the disconnected mailbox's rows alone
+    expect(held.filter((m) => m.status === 'deferred').every((m) => m.lastError?.includes('needs reconnecting'))).toBe(true);
+    const before = await db().message.findMany({ where: { mailboxId: mailbox.id, status: 'deferred' } });
+    await reconcileDeliveries(db());
+    expect(await db().message.findMany({ where: { mailboxId: mailbox.id, status: 'deferred' } })).toEqual(before);
     // one email sent while disconnected is accepted and waits too
     expect((await send(token, address, 'w4@dest.test')).status).toBe(202);
     waiting.push('w4@dest.test');

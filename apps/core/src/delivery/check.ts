@@ -33,11 +33,18 @@ export async function checkSmtp(mailbox: Mailbox, db: Db = processDb()): Promise
 export async function checkImap(mailbox: Mailbox, db: Db = processDb()): Promise<{ ok: boolean; message: string } | null> {
   const imap = imapSettings(mailbox);
   if (!imap) return null;
+  let auth: Awaited<ReturnType<typeof imapAuth>>;
+  try {
+    auth = await imapAuth(db, mailbox, imap);
+  } catch (err) {
+    // an OAuth2 mailbox whose provider refused its refresh token, or is away: an answer about the mailbox
+    return { ok: false, message: `${imap.host}:${imap.port}: no access token: ${(err as Error).message}` };
+  }
   const client = new ImapFlow({
     host: imap.host,
     port: imap.port,
     secure: imap.secure,
-    auth: await imapAuth(db, mailbox, imap),
+    auth,
     logger: false,
     emitLogs: false,
     connectionTimeout: 10_000,

@@ -354,6 +354,8 @@ export async function updateMailbox(db: Db, id: number, change: MailboxChange): 
   };
   const updated = Object.keys(data).length ? await db.mailbox.update({ where: { id }, data }) : current;
   if (current.authStatus === 'needs_reconnect' && updated.authStatus === 'active') await reconnected(db, id);
+  // new OAuth2 settings (another refresh token, client or endpoint): the cached access token is not theirs
+  else if (change.auth) await forgetAccessToken(id).catch(() => undefined);
   // steps held by the mailbox's cap or gap are planned again under the new limits (docs/outreach.md)
   const limits = [change.daily_limit, change.gap_seconds, change.gap_jitter, change.warmup];
   if (limits.some((l) => l !== undefined)) await replanHeldSteps(db, { mailboxId: id });

@@ -3,6 +3,7 @@ import type { Request, RequestHandler, Response, Router } from 'express';
 import * as schemas from '../../../../core/src/admin-schemas';
 import { finishConnect, startConnect, startReconnect, ConnectRefused, type ConnectInput } from '../../../../core/src/oauth/connect';
 import { OAUTH_PROVIDERS, type OAuthProvider } from '../../../../core/src/oauth/providers';
+import { listAccounts } from '../../../../core/src/accounts';
 import { validate } from '../../../../core/src/validate';
 import { field, numberField, type PageContext } from '../page';
 import { cookieValue, secureCookies, sessionExists } from '../session';
@@ -19,7 +20,28 @@ import { ACCOUNT_SELECT, CSRF_FIELD } from '../views';
  */
 export const FLOW_COOKIE = 'ms_oauth_flow';
 
+/** The form of "Connect a Google / Microsoft mailbox" (its own page: the mailboxes page has its own address field). */
+const CONNECT_FORM = `<form method="post" action="/admin/mailboxes/connect" class="card">${CSRF_FIELD}
+<h2>Connect a Google / Microsoft mailbox</h2>
+<p class="muted">Signs in with OAuth2 (XOAUTH2 for SMTP and IMAP): no password is kept, only a refresh token, encrypted. See docs/mailboxes.md for registering the app.</p>
+${ACCOUNT_SELECT}
+<label>Address <input name="address" type="email" required></label>
+<label>Provider <select name="provider">${OAUTH_PROVIDERS.map((p) => `<option value="${p}">${p === 'google' ? 'Google Workspace / Gmail' : p === 'microsoft' ? 'Microsoft 365 / Outlook' : 'Other OAuth2 provider'}</option>`).join('')}</select></label>
+<details><summary>App and servers (Other provider, or an app not set in the settings)</summary>
+<label>Client id <input name="client_id" size="50"></label>
+<label>Client key <input name="client_key" type="password" size="50" autocomplete="off"></label>
+<label>Authorization URL <input name="auth_url" size="50" placeholder="https://provider.example/authorize"></label>
+<label>Token URL <input name="token_url" size="50" placeholder="https://provider.example/token"></label>
+<label>Scopes <input name="scope" size="50"></label>
+<label>SMTP URL (login name only) <input name="smtp" size="50" placeholder="smtp://user@host:587"></label>
+<label>IMAP URL (login name only) <input name="imap" size="50" placeholder="imaps://user@host:993"></label>
+</details>
+<button>Connect</button>
+</form>`;
+
 export const OAUTH_TEMPLATES = {
+  'oauth-connect': `<p><a href="/admin/mailboxes">All mailboxes</a></p>
+${CONNECT_FORM}`,
   'oauth-continue': `<section class="card">
 <p>Sign in at <strong><%= it.provider %></strong> as <strong><%= it.address %></strong> and allow access to mail. You come back here afterwards.</p>
 <p><a class="button" id="consent" href="<%= it.url %>">Continue to <%= it.provider %></a></p>
@@ -31,24 +53,10 @@ export const OAUTH_TEMPLATES = {
 </section>`,
 };
 
-/** The "Connect" card of the mailboxes page, and the banner of each mailbox that needs reconnecting. */
-export const OAUTH_CONNECT_CARD = `<form method="post" action="/admin/mailboxes/connect" class="card">${CSRF_FIELD}
-<h2>Connect a Google / Microsoft mailbox</h2>
-<p class="muted">Signs in with OAuth2 (XOAUTH2 for SMTP and IMAP): no password is kept, only a refresh token, encrypted. See docs/mailboxes.md for registering the app.</p>
-${ACCOUNT_SELECT}
-<label>Address <input name="address" type="email" required></label>
-<label>Provider <select name="provider">${OAUTH_PROVIDERS.map((p) => `<option value="${p}">${p === 'google' ? 'Google Workspace / Gmail' : p === 'microsoft' ? 'Microsoft 365 / Outlook' : 'Other OAuth2 provider'}</option>`).join('')}</select></label>
-<details><summary>App and servers (Other provider, or an app not set in the settings)</summary>
-<label>Client id <input name="client_id" size="50"></label>
-<label>Client secret <input name="client_secret" type="password" size="50" autocomplete="off"></label>
-<label>Authorization URL <input name="auth_url" size="50" placeholder="https://provider.example/authorize"></label>
-<label>Token URL <input name="token_url" size="50" placeholder="https://provider.example/token"></label>
-<label>Scopes <input name="scope" size="50"></label>
-<label>SMTP URL (login name only) <input name="smtp" size="50" placeholder="smtp://user@host:587"></label>
-<label>IMAP URL (login name only) <input name="imap" size="50" placeholder="imaps://user@host:993"></label>
-</details>
-<button>Connect</button>
-</form>`;
+/** The link of the mailboxes page to the "Connect" page, and the banner of each mailbox that needs reconnecting. */
+export const OAUTH_CONNECT_LINK = `<p class="card"><a class="button" href="/admin/mailboxes/connect">Connect a Google / Microsoft mailbox</a> <span class="muted">OAuth2: no password kept</span></p>`;
+
+
 
 export const RECONNECT_BANNER = `<% it.mailboxes.filter(function (m) { return m.status === 'needs_reconnect'; }).forEach(function (m) { %>
 <div class="error banner" role="alert"><strong><%= m.address %> needs reconnecting.</strong> <%= m.auth.provider %> refused its sign-in<%= m.disconnected ? ' on ' + m.disconnected.at + ' (' + m.disconnected.reason + ')' : '' %>. Its emails and outreach steps wait, none is lost; they go out once it is connected again.
@@ -66,6 +74,11 @@ function bindBrowser(req: Request, res: Response): string {
 }
 
 export function mailboxOAuthRoutes(router: Router, ctx: PageContext): void {
+  router.get('/mailboxes/connect', async (req, res) => {
+    const accounts = await listAccounts(ctx.db);
+    ctx.render(req, res, 'oauth-connect', 'Connect a Google / Microsoft mailbox', { accounts, account: '' });
+  });
+
   router.post('/mailboxes/connect', async (req, res) => {
     const provider = field(req, 'provider') as OAuthProvider;
     if (!OAUTH_PROVIDERS.includes(provider)) throw new ConnectRefused('Choose a provider.');
@@ -74,7 +87,8 @@ export function mailboxOAuthRoutes(router: Router, ctx: PageContext): void {
       provider,
       address: field(req, 'address'),
       client_id: optional(req, 'client_id'),
-      client_secret: optional(req, 'client_secret'),
+      // the app's client secret ("client key" on the page, which never shows a secret's name or value)
+      client_secret: optional(req, 'client_key'),
       auth_url: optional(req, 'auth_url'),
       token_url: optional(req, 'token_url'),
       scope: optional(req, 'scope'),

@@ -7,7 +7,7 @@ import { ACCOUNT_SELECT, CSRF_FIELD } from '../views';
 import { MAILBOX_PACING, mailboxPacingRoutes } from './outreach-settings';
 import { field, numberField, query, type ConsolePage } from '../page';
 import { mailboxCharts } from '../stats-section';
-import { mailboxOAuthRoutes, OAUTH_CONNECT_CARD, OAUTH_TEMPLATES, RECONNECT_BANNER } from './mailbox-oauth';
+import { mailboxOAuthRoutes, OAUTH_CONNECT_LINK, OAUTH_TEMPLATES, RECONNECT_BANNER } from './mailbox-oauth';
 
 export const mailboxesPage: ConsolePage = {
   path: '/mailboxes',
@@ -27,7 +27,7 @@ ${ACCOUNT_SELECT}
 <label>Gap between emails (seconds) <input name="gap_seconds" type="number" min="0"></label>
 <button>Create mailbox</button>
 </form>
-${OAUTH_CONNECT_CARD}
+${OAUTH_CONNECT_LINK}
 ${MAILBOX_PACING}`,
     ...OAUTH_TEMPLATES,
     mailbox: `<% if (it.mailbox.status === 'needs_reconnect') { %><div class="error banner" role="alert"><strong><%= it.mailbox.address %> needs reconnecting.</strong> <%= it.mailbox.auth.provider %> refused its sign-in<%= it.mailbox.disconnected ? ' (' + it.mailbox.disconnected.reason + ')' : '' %>. Its emails wait, none is lost.
