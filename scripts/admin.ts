@@ -45,8 +45,9 @@ ${OAUTH_HELP.trimEnd()}
   key create --account ID --name NAME --mailbox ID --daily-limit N [--prospects]     (prints the token once)
   key list
   key revoke ID
-  list create --account ID --name NAME --mailbox ID [--no-confirm]
-  list set ID [--name NAME] [--mailbox ID] [--confirm | --no-confirm]
+  list create --account ID --name NAME --mailbox ID [--no-confirm] [--steps FILE.json]
+  list set ID [--name NAME] [--mailbox ID] [--confirm | --no-confirm] [--steps FILE.json]
+                                   (--steps: the welcome series, [{subject, html?, text?, template?, delay_hours}]; [] removes it)
   list show ID
   list list --account ID
   subscribers LIST_ID [--status S] [--q TEXT] [--after ID] [--limit N]     (a page; --after the "next" it printed)
@@ -193,7 +194,7 @@ async function run(command: string[], flags: Flags): Promise<unknown> {
       return {
         list: await createList(
           d,
-          validate(schemas.listInput, { account: flags.account, name: flags.name, mailbox: flags.mailbox, confirm: !flags['no-confirm'] }),
+          validate(schemas.listInput, { account: flags.account, name: flags.name, mailbox: flags.mailbox, confirm: !flags['no-confirm'], steps: stepsFrom(flags.steps) }),
         ),
       };
     case 'campaign create':
@@ -231,7 +232,8 @@ async function run(command: string[], flags: Flags): Promise<unknown> {
       return { stats: await campaignStats(d, validate(schemas.idParam, arg)) };
     case 'list set': {
       const confirm = flags.confirm ? true : flags['no-confirm'] ? false : undefined;
-      return { list: await changeList(d, validate(schemas.idParam, arg), validate(schemas.listChanges, { name: flags.name, mailbox: flags.mailbox, confirm })) };
+      const changes = validate(schemas.listChanges, { name: flags.name, mailbox: flags.mailbox, confirm, steps: stepsFrom(flags.steps) });
+      return { list: await changeList(d, validate(schemas.idParam, arg), changes) };
     }
     case 'list show':
       return { list: await getList(d, validate(schemas.idParam, arg)) };

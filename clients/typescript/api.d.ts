@@ -31,6 +31,24 @@ export interface paths {
         delete?: never;
         options?: never;
         head?: never;
+        /** Move a send to another time while all its messages are queued */
+        patch: operations["patchSendBy_id"];
+        trace?: never;
+    };
+    "/send/{id}/cancel": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Cancel a send whose messages are not yet on their way */
+        post: operations["postSendBy_idCancel"];
+        delete?: never;
+        options?: never;
+        head?: never;
         patch?: never;
         trace?: never;
     };
@@ -146,13 +164,15 @@ export interface components {
             /** @constant */
             ok: true;
             id: string;
-            /** @description the send as a whole: the least advanced status of its messages */
+            /** @description the send as a whole: the least advanced status of its messages (cancelled when all were withdrawn) */
             status: string;
             messages: {
                 id: string;
                 to: string;
                 /** @enum {string} */
                 status: "queued" | "sending" | "sent" | "deferred" | "failed" | "bounced" | "cancelled";
+                /** @description GET only: the Message-ID header the copy goes out with, `<id@domain>` */
+                message_id?: string;
                 /** @description GET only, when a bounce came: what it said (docs/inbound.md) */
                 bounce?: {
                     /** @description userunknown, mailboxfull, blocked... as sisimai names them */
@@ -173,12 +193,58 @@ export interface components {
                 /** @enum {string} */
                 reason: "bounced" | "complained" | "stopped";
             }[];
+            /**
+             * Format: date-time
+             * @description GET only: when the send goes out; null: as soon as it can
+             */
+            send_at?: string | null;
         };
         Refusal: {
             /** @constant */
             ok: false;
             /** @description what was wrong, in words */
             error: string;
+        };
+        SendChangeAnswer: {
+            /** @constant */
+            ok: true;
+            send: {
+                id: string;
+                /** @description the send as a whole: the least advanced status of its messages (cancelled when all were withdrawn) */
+                status: string;
+                messages: {
+                    id: string;
+                    to: string;
+                    /** @enum {string} */
+                    status: "queued" | "sending" | "sent" | "deferred" | "failed" | "bounced" | "cancelled";
+                    /** @description GET only: the Message-ID header the copy goes out with, `<id@domain>` */
+                    message_id?: string;
+                    /** @description GET only, when a bounce came: what it said (docs/inbound.md) */
+                    bounce?: {
+                        /** @description userunknown, mailboxfull, blocked... as sisimai names them */
+                        reason: string;
+                        /** @enum {string} */
+                        class: "dead" | "mailbox" | "not_address";
+                        /** @description enhanced status code, 5.1.1 */
+                        status: string | null;
+                        /** @description SMTP reply code, 550 */
+                        smtp_code: string | null;
+                        diagnostic: string;
+                        /** @description the address is dead: suppressed at once */
+                        dead: boolean;
+                    };
+                }[];
+                skipped: {
+                    to: string;
+                    /** @enum {string} */
+                    reason: "bounced" | "complained" | "stopped";
+                }[];
+                /**
+                 * Format: date-time
+                 * @description GET only: when the send goes out; null: as soon as it can
+                 */
+                send_at?: string | null;
+            };
         };
         ListsAnswer: {
             /** @constant */
@@ -478,6 +544,204 @@ export interface operations {
             };
             /** @description Not found (or another account's) */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Refusal"];
+                };
+            };
+            /** @description A limit is reached (Retry-After) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Refusal"];
+                };
+            };
+            /** @description Internal error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Refusal"];
+                };
+            };
+            /** @description Unavailable for now: the database is unreachable, or too many request bodies are being read at once (Retry-After); nothing was done */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Refusal"];
+                };
+            };
+        };
+    };
+    patchSendBy_id: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /**
+                     * Format: date-time
+                     * @description the new time (RFC 3339); at most 30 days ahead (400 otherwise); null or a time past sends now
+                     */
+                    send_at: string | null;
+                };
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SendChangeAnswer"];
+                };
+            };
+            /** @description A field is malformed (named in error) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Refusal"];
+                };
+            };
+            /** @description The API key is missing, unknown or revoked */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Refusal"];
+                };
+            };
+            /** @description Not found (or another account's) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Refusal"];
+                };
+            };
+            /** @description Conflict */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Refusal"];
+                };
+            };
+            /** @description Over 1 MB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Refusal"];
+                };
+            };
+            /** @description Not UTF-8 JSON */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Refusal"];
+                };
+            };
+            /** @description A limit is reached (Retry-After) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Refusal"];
+                };
+            };
+            /** @description Internal error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Refusal"];
+                };
+            };
+            /** @description Unavailable for now: the database is unreachable, or too many request bodies are being read at once (Retry-After); nothing was done */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Refusal"];
+                };
+            };
+        };
+    };
+    postSendBy_idCancel: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SendChangeAnswer"];
+                };
+            };
+            /** @description A field is malformed (named in error) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Refusal"];
+                };
+            };
+            /** @description The API key is missing, unknown or revoked */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Refusal"];
+                };
+            };
+            /** @description Not found (or another account's) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Refusal"];
+                };
+            };
+            /** @description Conflict */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -81,8 +81,9 @@ it('a reschedule moves the delivery: earlier goes out at the new time, later is 
   expect(moved.status).toBe(200);
   expect(moved.body.send).toMatchObject({ id: early.id, status: 'queued', send_at: at.toISOString() });
   const mail = await waitFor(() => sink.to('sooner@example.org')[0], { timeout: 20_000, what: 'the moved send on the wire' });
-  const sentAt = (await row(early.messages[0]!.id)).sentAt!;
-  expect(sentAt.getTime()).toBeGreaterThanOrEqual(at.getTime());
+  // the row is marked sent once the SMTP answer is in: wait for the mark, not only for the mail
+  const sentRow = await waitFor(async () => ((await row(early.messages[0]!.id)).status === 'sent' ? row(early.messages[0]!.id) : null), { timeout: 15_000, what: 'the sent mark' });
+  expect(sentRow.sentAt!.getTime()).toBeGreaterThanOrEqual(at.getTime());
   // GET shows each copy's Message-ID, the one it went out with
   const got = await t.client().get(`/api/v1/send/${early.id}`);
   expect(got.body.messages[0].message_id).toBe(mail.parsed.messageId);

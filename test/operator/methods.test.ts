@@ -8,7 +8,7 @@ const ctx = useApi();
 it.each([
   ['put', '/api/v1/send', 'POST'],
   ['get', '/api/v1/send', 'POST'],
-  ['delete', '/api/v1/send/00000000-0000-4000-8000-000000000000', 'GET, HEAD'],
+  ['delete', '/api/v1/send/00000000-0000-4000-8000-000000000000', 'GET, PATCH, HEAD'],
   ['patch', '/api/v1/lists', null],
   ['put', '/api/v1/subscribers', null],
   ['patch', '/api/v1/campaigns', null],

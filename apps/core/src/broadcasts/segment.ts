@@ -52,12 +52,6 @@ export function ruleOfInput(audience: AudienceInput): AudienceRule {
   return ruleOf({ tags, segment: segment as never });
 }
 
-/** The audience as a broadcast shows it: its tags and segment together, in the form it was given. */
-export function audienceView(b: Pick<Broadcast, 'tags' | 'segment'>): AudienceInput | Record<string, never> {
-  const segment = (b.segment ?? {}) as StoredSegment;
-  return { ...(b.tags.length ? { tags: b.tags } : {}), ...segment } as AudienceInput;
-}
-
 /** POST /admin/api/broadcasts/audience: how many of the list the audience takes now (the snapshot's own rule). */
 export async function dryRunAudience(db: Tx, listKey: string, audience: AudienceInput): Promise<number> {
   const list = await db.list.findUnique({ where: { key: listKey } });

@@ -133,14 +133,18 @@ export function claimDueRuns(tx: Tx, limit: number): Promise<DueRun[]> {
   return rawQuery<DueRun>(tx, CLAIM_DUE_RUNS, [limit]);
 }
 
-/** Moves the claimed runs on: the steps written so far, the status, the next step's time (null when none). */
-export async function moveRuns(tx: Tx, moves: { id: number; step: number; status: 'waiting' | 'done' | 'ended'; nextAt: Date | null }[]): Promise<void> {
+/**
+ * Moves the claimed runs on: the steps written so far, the status, and the next step due `delayHours` after now (the
+ * database's clock, the one the claim reads; null when there is no next step).
+ */
+export async function moveRuns(tx: Tx, moves: { id: number; step: number; status: 'waiting' | 'done' | 'ended'; delayHours: number | null }[]): Promise<void> {
   if (!moves.length) return;
   await rawQuery(
     tx,
-    `UPDATE series_runs r SET step = v.step, status = v.status::"SeriesRunStatus", next_at = v.next_at,
+    `UPDATE series_runs r SET step = v.step, status = v.status::"SeriesRunStatus",
+       next_at = CASE WHEN v.status = 'waiting' THEN now() + v.delay_hours * interval '1 hour' END,
        ended_at = CASE WHEN v.status = 'waiting' THEN NULL ELSE now() END
-     FROM unnest($1::int[], $2::int[], $3::text[], $4::timestamptz[]) AS v(id, step, status, next_at) WHERE r.id = v.id`,
-    [moves.map((m) => m.id), moves.map((m) => m.step), moves.map((m) => m.status), moves.map((m) => m.nextAt)],
+     FROM unnest($1::int[], $2::int[], $3::text[], $4::float8[]) AS v(id, step, status, delay_hours) WHERE r.id = v.id`,
+    [moves.map((m) => m.id), moves.map((m) => m.step), moves.map((m) => m.status), moves.map((m) => m.delayHours)],
   );
 }

@@ -54,13 +54,12 @@ export async function seriesOf(tx: Tx, listId: number): Promise<SeriesStepView[]
 
 const BATCH = 200;
 const BATCHES_PER_TICK = 5;
-const afterHours = (from: Date, hours: number) => new Date(from.getTime() + hours * 3_600_000);
 
 /** What one claimed run becomes: its step's email (when one is due) and the run's next state. */
-function decide(run: DueRun, now: Date): { email: OutgoingEmail | null; move: Parameters<typeof moveRuns>[1][number] } {
-  if (!run.reachable) return { email: null, move: { id: run.id, step: run.step, status: 'ended', nextAt: null } };
+function decide(run: DueRun): { email: OutgoingEmail | null; move: Parameters<typeof moveRuns>[1][number] } {
+  if (!run.reachable) return { email: null, move: { id: run.id, step: run.step, status: 'ended', delayHours: null } };
   // the list lost steps since the run was planned: nothing is left for this person
-  if (run.subject === null) return { email: null, move: { id: run.id, step: run.step, status: 'done', nextAt: null } };
+  if (run.subject === null) return { email: null, move: { id: run.id, step: run.step, status: 'done', delayHours: null } };
   const step = run.step + 1;
   const id = newId();
   // rendered as a broadcast copy is (the same renderer and RFC 8058 / RFC 2919 headers; the link is put in on the wire)
@@ -80,7 +79,7 @@ function decide(run: DueRun, now: Date): { email: OutgoingEmail | null; move: Pa
     headers: copy.headers,
   };
   const last = run.next_delay_hours === null;
-  return { email, move: { id: run.id, step, status: last ? 'done' : 'waiting', nextAt: last ? null : afterHours(now, run.next_delay_hours!) } };
+  return { email, move: { id: run.id, step, status: last ? 'done' : 'waiting', delayHours: run.next_delay_hours } };
 }
 
 /**
@@ -89,11 +88,10 @@ function decide(run: DueRun, now: Date): { email: OutgoingEmail | null; move: Pa
  * not take it the rows stay for the reconciler. Answers how many runs were claimed.
  */
 export async function runDueSeriesBatch(db: Db, limit = BATCH): Promise<number> {
-  const now = new Date();
   const { claimed, written } = await db.$transaction(
     async (tx) => {
       const runs = await claimDueRuns(tx, limit);
-      const decided = runs.map((r) => decide(r, now));
+      const decided = runs.map(decide);
       const emails = decided.flatMap((d) => (d.email ? [d.email] : []));
       const rows = await storeMessages(tx, emails);
       await moveRuns(tx, decided.map((d) => d.move));

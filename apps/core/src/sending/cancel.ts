@@ -1,4 +1,4 @@
-import type { Db } from '../db';
+import type { Db, Tx } from '../db';
 import { addDeliveryJobs } from '../delivery/outbox';
 import { markEnqueued, markNotEnqueued } from '../delivery/repository';
 import { isFinalStatus } from '../delivery/status';
@@ -22,7 +22,7 @@ export type SendView = Omit<SendAnswer, 'ok'>;
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
-async function lockedCopies(tx: Parameters<Parameters<Db['$transaction']>[0]>[0], accountId: number, sendId: string) {
+async function lockedCopies(tx: Tx, accountId: number, sendId: string) {
   const send = UUID.test(sendId) ? await tx.send.findFirst({ where: { id: sendId, accountId }, select: { id: true } }) : null;
   if (!send) throw new NotFound(`no send with id ${sendId}`);
   return lockSendCopies(tx, send.id);

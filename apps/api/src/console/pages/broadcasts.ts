@@ -1,6 +1,8 @@
 import { idParam } from '../../../../core/src/admin-schemas';
 import { previewCopy } from '../../../../core/src/broadcasts/copy';
-import { broadcastChanges, broadcastInput } from '../../../../core/src/broadcasts/schema';
+import { audienceQuery, broadcastChanges, broadcastInput } from '../../../../core/src/broadcasts/schema';
+import { dryRunAudience } from '../../../../core/src/broadcasts/segment';
+import { BadRequest } from '../../../../core/src/errors';
 import { changeBroadcast, createBroadcast, getBroadcast, listBroadcasts } from '../../../../core/src/broadcasts/service';
 import { browseLists } from '../../../../core/src/subscribers/browse';
 import { validate } from '../../../../core/src/validate';
@@ -15,6 +17,16 @@ const ACTIONS: Record<string, { status: string; label: string }[]> = {
   sending: [{ status: 'paused', label: 'Pause' }, { status: 'cancelled', label: 'Cancel' }],
   paused: [{ status: 'sending', label: 'Resume' }, { status: 'cancelled', label: 'Cancel' }],
 };
+
+/** The form's audience field: JSON, or empty for the whole list. */
+function audienceField(raw: string): unknown {
+  if (!raw.trim()) return undefined;
+  try {
+    return JSON.parse(raw);
+  } catch {
+    throw new BadRequest('audience: not valid JSON');
+  }
+}
 
 const PROGRESS = `<%= b.audience %> in the audience · <%= b.sent %> sent · <%= b.failed %> failed · <%= b.skipped %> skipped · <%= b.pending %> pending`;
 
@@ -33,12 +45,15 @@ export const broadcastsPage: ConsolePage = {
 <label>HTML <textarea name="html" placeholder="&lt;p&gt;Hello {{name}}&lt;/p&gt; ... &lt;a href=&quot;{{unsubscribe_url}}&quot;&gt;Unsubscribe&lt;/a&gt;"></textarea></label>
 <label>Text <textarea name="text" placeholder="Plain text part (made from the HTML when left empty)"></textarea></label>
 <label>Send at (UTC, optional) <input name="send_at" type="datetime-local"></label>
+<label>Audience (JSON, optional; the whole list when empty): <code>{"tags": [...], "fields": {"country": "DE"}, "engaged": {"not_clicked": 12}, "subscribed_after": "2026-01-01T00:00:00Z"}</code> <textarea name="audience" rows="3"></textarea></label>
+<button formaction="/admin/broadcasts/audience" formnovalidate>Count the audience</button>
 <label><input name="track_clicks" type="checkbox" value="1"> Track clicks (links go through this service)</label>
 <label><input name="track_opens" type="checkbox" value="1"> Track opens (a 1x1 image; an overestimate, see the docs)</label>
 <p class="muted">Placeholders: {{name}}, {{email}}, {{fields.x}}, {{unsubscribe_url}}. It is saved as a draft: preview it, then send.</p>
 <button>Save draft</button>
 </form>`,
     broadcast: `<p><a href="/admin/broadcasts">All broadcasts</a> · list <code><%= it.b.list %></code> · <strong><%= it.b.status %></strong><% if (it.b.send_at) { %> · send at <%= it.b.send_at %><% } %><% if (it.b.track_clicks) { %> · clicks tracked<% } %><% if (it.b.track_opens) { %> · opens tracked<% } %></p>
+<% if (it.b.segment || it.b.tags.length) { %><p id="segment">Audience: <code><%= JSON.stringify(Object.assign(it.b.tags.length ? { tags: it.b.tags } : {}, it.b.segment || {})) %></code></p><% } %>
 <% var b = it.b; %><p id="progress">${PROGRESS}<% if (b.started_at) { %> · started <%= b.started_at %><% } %><% if (b.finished_at) { %> · finished <%= b.finished_at %><% } %></p>
 <% it.actions.forEach(function (a) { %><form method="post" action="/admin/broadcasts/<%= it.b.id %>/status" class="inline">${CSRF_FIELD}<input type="hidden" name="status" value="<%= a.status %>"><button><%= a.label %></button></form> <% }) %>
 <%~ it.charts %>
@@ -53,8 +68,15 @@ export const broadcastsPage: ConsolePage = {
       const [broadcasts, lists] = await Promise.all([listBroadcasts(ctx.db, { limit: 100 }), browseLists(ctx.db)]);
       ctx.render(req, res, 'broadcasts', 'Broadcasts', { broadcasts, lists });
     });
+    // the dry run (broadcasts/segment.ts): how many of the list the audience takes now
+    router.post('/broadcasts/audience', async (req, res) => {
+      const query = validate(audienceQuery, { list: field(req, 'list'), audience: audienceField(field(req, 'audience')) });
+      const count = await dryRunAudience(ctx.db, query.list, query.audience ?? {});
+      await ctx.redirect(req, res, '/admin/broadcasts', `This audience of list ${query.list} is ${count} ${count === 1 ? 'person' : 'people'} now.`);
+    });
     router.post('/broadcasts', async (req, res) => {
       const sendAt = field(req, 'send_at');
+      const audience = audienceField(field(req, 'audience'));
       const input = validate(broadcastInput, {
         list: field(req, 'list'),
         subject: field(req, 'subject'),
@@ -64,6 +86,7 @@ export const broadcastsPage: ConsolePage = {
         ...(sendAt ? { send_at: /Z|[+-]\d\d:\d\d$/.test(sendAt) ? sendAt : `${sendAt}Z` } : {}),
         ...(field(req, 'track_clicks') ? { track_clicks: true } : {}),
         ...(field(req, 'track_opens') ? { track_opens: true } : {}),
+        ...(audience ? { audience } : {}),
       });
       const broadcast = await createBroadcast(ctx.db, input);
       await ctx.redirect(req, res, `/admin/broadcasts/${broadcast.id}`, `Broadcast ${broadcast.id} saved as a draft.`);

@@ -2,7 +2,7 @@ import * as schemas from '../../../../core/src/admin-schemas';
 import { listAccounts } from '../../../../core/src/accounts';
 import { writeSubscribersCsv } from '../../../../core/src/subscribers/csv';
 import { browseLists, browseSubscribers } from '../../../../core/src/subscribers/browse';
-import { createList, formUrl, getList } from '../../../../core/src/subscribers/lists';
+import { changeList, createList, formUrl, getList } from '../../../../core/src/subscribers/lists';
 import { embedSnippet } from '../../../../core/src/subscribers/html';
 import { BadRequest } from '../../../../core/src/errors';
 import { getImport, receiveImport } from '../../../../core/src/imports';
@@ -47,6 +47,14 @@ ${mailboxSelect('Mailbox (sends the confirmation emails)')}
 <div class="card"><h2>Sign-up form</h2>
 <p>Hosted at <a id="form-url" href="<%= it.formUrl %>"><%= it.formUrl %></a>. To put it on your own page, paste this HTML:</p>
 <textarea id="embed-snippet" readonly rows="7"><%= it.snippet %></textarea></div>
+<form method="post" action="/admin/lists/<%= it.list.id %>/series" class="card" id="series">${CSRF_FIELD}
+<h2>Welcome series</h2>
+<% if (it.list.steps.length) { %><table><thead><tr><th>Step</th><th>Subject</th><th>After (hours)</th><th>Waiting</th><th>Sent</th><th>Ended before it</th></tr></thead><tbody>
+<% it.list.steps.forEach(function (s) { %><tr><td><%= s.step %></td><td><%= s.subject %></td><td><%= s.delay_hours %></td><td><%= s.waiting %></td><td><%= s.sent %></td><td><%= s.ended %></td></tr><% }) %>
+</tbody></table><% } else { %><p class="muted">No series: new subscribers get no emails of their own.</p><% } %>
+<label>Steps, as JSON: <code>[{"subject", "html" or "text", "delay_hours"}]</code>; step 1's delay counts from the moment a person becomes active, each next one from the step before; <code>[]</code> removes the series. Placeholders as in broadcasts. <textarea name="steps" rows="8"><%= it.stepsJson %></textarea></label>
+<button>Save the series</button>
+</form>
 <form method="get" action="/admin/lists/<%= it.list.id %>" class="card">
 <label>Search <input name="q" value="<%= it.q %>" placeholder="address or name"></label>
 <label>Status <select name="status"><option value="">any</option><% it.statuses.forEach(function (s) { %><option<% if (s === it.status) { %> selected<% } %>><%= s %></option><% }) %></select></label>
@@ -131,13 +139,30 @@ ${mailboxSelect('Mailbox (sends the confirmation emails)')}
       if (running) res.set('Refresh', '2');
       ctx.render(req, res, 'import', `Import ${view.id}`, { import: view, running, percent });
     });
+    // the welcome series (lifecycle/series.ts), edited as the JSON the admin API takes
+    router.post('/lists/:id/series', async (req, res) => {
+      const id = validate(schemas.idParam, req.params.id);
+      let steps: unknown;
+      try {
+        steps = JSON.parse(field(req, 'steps') || '[]');
+      } catch {
+        throw new BadRequest('steps: not valid JSON');
+      }
+      const list = await changeList(ctx.db, id, validate(schemas.listChanges, { steps }));
+      await ctx.redirect(req, res, `/admin/lists/${id}#series`, `List ${id}: the series has ${list.steps.length} step${list.steps.length === 1 ? '' : 's'}.`);
+    });
     router.get('/lists/:id', async (req, res) => {
       const list = await getList(ctx.db, validate(schemas.idParam, req.params.id));
       const filter = validate<{ q?: string; status?: string; after?: number }>(subscribersQuery, req.query);
       const status = filter.status || undefined;
       const page = await browseSubscribers(ctx.db, list.id, { search: filter.q || undefined, status: status as (typeof SUBSCRIBER_STATUSES)[number] | undefined, after: filter.after });
       const url = formUrl(list.key);
-      ctx.render(req, res, 'list', `List ${list.name}`, { list, page, q: filter.q ?? '', status: status ?? '', statuses: SUBSCRIBER_STATUSES, formUrl: url, snippet: embedSnippet(url) });
+      const stepsJson = JSON.stringify(
+        list.steps.map((s) => ({ subject: s.subject, ...(s.html !== null ? { html: s.html } : {}), ...(s.text !== null ? { text: s.text } : {}), ...(s.template !== null ? { template: s.template } : {}), delay_hours: s.delay_hours })),
+        null,
+        2,
+      );
+      ctx.render(req, res, 'list', `List ${list.name}`, { list, page, q: filter.q ?? '', status: status ?? '', statuses: SUBSCRIBER_STATUSES, formUrl: url, snippet: embedSnippet(url), stepsJson });
     });
   },
 };
