@@ -2,7 +2,6 @@ import crypto from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import nodemailer from 'nodemailer';
 import { dkimVerify } from 'mailauth/lib/dkim/verify';
 import { db } from '../../apps/core/src/db';
 import { createMailbox } from '../../apps/core/src/mailboxes';
@@ -10,23 +9,14 @@ import { as, useApi } from '../helpers/api';
 import { makeAccount, makeKey, makeTenant } from '../helpers/factories';
 import { useMail } from '../helpers/mail';
 import { waitFor } from '../helpers/wait';
-import { runClient, useSubmission } from './support';
+import { runClient, submissionClient, useSubmission } from './support';
 
 const app = useApi();
 const sink = useMail({ queues: ['delivery'], concurrency: 10 });
 const smtp = useSubmission();
 
-/** A nodemailer client of the service (STARTTLS, the self-signed development certificate accepted). */
 const client = (token: string, options: { port?: number; secure?: boolean; authMethod?: 'PLAIN' | 'LOGIN' } = {}) =>
-  nodemailer.createTransport({
-    host: '127.0.0.1',
-    port: options.port ?? smtp.port,
-    secure: options.secure ?? false,
-    requireTLS: !options.secure,
-    authMethod: options.authMethod,
-    auth: { user: 'app', pass: token },
-    tls: { rejectUnauthorized: false },
-  });
+  submissionClient(options.port ?? smtp.port, token, options);
 
 async function dkimMailbox(sinkUrl: string) {
   const { privateKey, publicKey } = crypto.generateKeyPairSync('rsa', { modulusLength: 2048 });

@@ -2,6 +2,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { spawn } from 'node:child_process';
+import nodemailer from 'nodemailer';
 import { KeyAuthenticator } from '../../apps/core/src/auth/authenticator';
 import { AuthFailures } from '../../apps/core/src/auth/failures';
 import { db } from '../../apps/core/src/db';
@@ -73,5 +74,18 @@ export function runClient(command: string, args: string[], input?: string): Prom
     child.stderr.on('data', (d: Buffer) => (out += d.toString()));
     child.on('exit', (code) => resolve({ code, out }));
     child.stdin.end(input ?? '');
+  });
+}
+
+/** A nodemailer client of the service's submission port (STARTTLS, the self-signed development certificate accepted). */
+export function submissionClient(port: number, token: string, options: { secure?: boolean; authMethod?: 'PLAIN' | 'LOGIN' } = {}) {
+  return nodemailer.createTransport({
+    host: '127.0.0.1',
+    port,
+    secure: options.secure ?? false,
+    requireTLS: !options.secure,
+    authMethod: options.authMethod,
+    auth: { user: 'app', pass: token },
+    tls: { rejectUnauthorized: false },
   });
 }

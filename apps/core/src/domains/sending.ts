@@ -130,7 +130,6 @@ export class DomainSigner {
   }
 }
 
-/** The headers signed: those a receiver shows or acts on, with List-Unsubscribe-Post (RFC 8058 section 4). */
 /** The address of a ready message's From header (its header block only), lower case; null when it has none. */
 export function headerFrom(raw: Mail.Options['raw']): string | null {
   if (!Buffer.isBuffer(raw) && typeof raw !== 'string') return null;
@@ -142,6 +141,7 @@ export function headerFrom(raw: Mail.Options['raw']): string | null {
   return address ? address.toLowerCase() : null;
 }
 
+/** The headers signed: those a receiver shows or acts on, with List-Unsubscribe-Post (RFC 8058 section 4). */
 const SIGNED_HEADERS = [
   'from', 'sender', 'reply-to', 'subject', 'date', 'message-id', 'to', 'cc', 'mime-version', 'content-type', 'content-transfer-encoding',
   'in-reply-to', 'references', 'list-id', 'list-unsubscribe', 'list-unsubscribe-post',
