@@ -8,6 +8,7 @@ import { refusalOf } from '../middleware/errors';
 import type { ConsolePage, PageContext } from './page';
 import { accountsPage } from './pages/accounts';
 import { broadcastsPage } from './pages/broadcasts';
+import { templatesPage } from './pages/templates';
 import { campaignsPage } from './pages/campaigns';
 import { inboundPage } from './pages/inbound';
 import { keysPage } from './pages/keys';
@@ -22,7 +23,7 @@ import { csrfMatches, endSession, loadSession, saveSession, signinToken, signinT
 import { CSS, createViews } from './views';
 
 /** The console's pages, in navigation order. A new page: a module in pages/ and one line here. */
-export const PAGES: ConsolePage[] = [overviewPage, accountsPage, mailboxesPage, keysPage, listsPage, broadcastsPage, campaignsPage, messagesPage, webhooksPage, inboundPage];
+export const PAGES: ConsolePage[] = [overviewPage, accountsPage, mailboxesPage, keysPage, listsPage, broadcastsPage, templatesPage, campaignsPage, messagesPage, webhooksPage, inboundPage];
 
 declare global {
   // eslint-disable-next-line @typescript-eslint/no-namespace
@@ -44,6 +45,8 @@ const securityHeaders = helmet({
       formAction: ["'self'"],
       baseUri: ["'none'"],
       frameAncestors: ["'none'"],
+      // the template editor's preview: a sandboxed frame of the console's own origin (pages/templates.ts)
+      frameSrc: ["'self'"],
     },
   },
   strictTransportSecurity: false,

@@ -158,8 +158,9 @@ export async function createTemplate(db: Db, input: TemplateInput): Promise<Temp
   }
 }
 
-export async function listTemplates(db: Tx, account: number, kind?: 'template' | 'layout'): Promise<TemplateView[]> {
-  const rows = await db.template.findMany({ where: { accountId: account, ...(kind ? { kind } : {}) }, orderBy: { id: 'asc' } });
+/** An account's templates (every account's when none is named: the console), oldest first. */
+export async function listTemplates(db: Tx, account: number | undefined, kind?: 'template' | 'layout'): Promise<TemplateView[]> {
+  const rows = await db.template.findMany({ where: { ...(account ? { accountId: account } : {}), ...(kind ? { kind } : {}) }, orderBy: { id: 'asc' } });
   return rows.map(templateView);
 }
 
@@ -321,4 +322,30 @@ export function checkSources(sources: Record<string, string | null | undefined>)
       throw err;
     }
   }
+}
+
+/**
+ * The console editor's live preview: template `id` as the form has it now (not stored), rendered with `variables`. A
+ * source that does not parse answers 400 naming the line, a render problem 422, as storing and sending would.
+ */
+export async function previewDraft(db: Tx, id: number, changes: TemplateChanges, variables: Record<string, unknown>): Promise<RenderedEmail> {
+  const current = await requireTemplate(db, id);
+  const draft: Template = { ...current, ...contentOf(current) };
+  if (changes.subject !== undefined) draft.subject = changes.subject;
+  if (changes.html !== undefined) draft.html = changes.html || null;
+  if (changes.text !== undefined) draft.text = changes.text || null;
+  if (changes.required !== undefined) draft.required = changes.required;
+  if (changes.layout !== undefined) draft.layoutId = await layoutIdOf(db, current.accountId, changes.layout);
+  const layout = draft.layoutId === null ? null : await db.template.findUnique({ where: { id: draft.layoutId } });
+  let compiled: CompiledEmail;
+  try {
+    compiled =
+      draft.kind === 'layout'
+        ? compileEmail({ subject: '', html: draft.html, text: null }, { inlineCss: draft.inlineCss })
+        : compileTemplate(draft, layout);
+  } catch (err) {
+    if (err instanceof TemplateError) throw new BadRequest(`the template does not parse: ${err.message}`);
+    throw err;
+  }
+  return renderStored(draft, compiled, draft.kind === 'layout' ? { content: '<p>(the template goes here)</p>', ...variables } : variables);
 }
