@@ -15,7 +15,7 @@ export interface CompiledEmail {
   subject: Template[];
   html: Template[] | null;
   text: Template[] | null;
-  /** make a text part from the rendered html when no text is given */
+  /** make a text part from the rendered html when no text is given ('' otherwise: no text part at all) */
   textFromHtml: boolean;
 }
 
@@ -118,6 +118,7 @@ export function renderEmail(compiled: CompiledEmail, variables: Record<string, u
   const subject = oneLine(renderPart(compiled.subject, variables, 'subject'));
   const html = compiled.html ? renderPart(compiled.html, variables, 'html') : null;
   let text = compiled.text ? renderPart(compiled.text, variables, 'text') : null;
-  if (text === null && html !== null && compiled.textFromHtml) text = textOf(html);
+  // an html-only email: the text part made from it, or none at all ('' tells delivery not to make one)
+  if (text === null && html !== null) text = compiled.textFromHtml ? textOf(html) : '';
   return { subject, html, text };
 }

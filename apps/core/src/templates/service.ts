@@ -278,7 +278,7 @@ export function renderStored(t: Template, compiled: CompiledEmail, variables: Re
 export async function previewTemplate(db: Tx, id: number, variables: Record<string, unknown>): Promise<RenderedEmail> {
   const t = await requireTemplate(db, id);
   if (t.kind === 'layout') {
-    const compiled = compileEmail({ subject: '', html: t.html, text: null }, { inlineCss: t.inlineCss });
+    const compiled = compileEmail({ subject: '', html: t.html, text: null }, { inlineCss: t.inlineCss, textFromHtml: t.textFromHtml });
     return renderStored(t, compiled, { ...variables, content: variables.content ?? '' });
   }
   return renderStored(t, compileTemplate(t, t.layout), variables);
@@ -295,7 +295,8 @@ export function sourceOf(t: Template, layout: Pick<Template, 'html'> | null): St
   let html = t.html || null;
   if (html !== null && layout?.html) html = withLayout(layout.html, html);
   if (html !== null && t.inlineCss) html = inlineCss(html);
-  return { subject: t.subject, html, text: t.text || null };
+  // html only: delivery makes the text part from the html (null), unless the template says none ('')
+  return { subject: t.subject, html, text: t.text || (html !== null && !t.textFromHtml ? '' : null) };
 }
 
 /** The sources of template `id` (a broadcast's or a step's), read when its copies are written. */
@@ -341,7 +342,7 @@ export async function previewDraft(db: Tx, id: number, changes: TemplateChanges,
   try {
     compiled =
       draft.kind === 'layout'
-        ? compileEmail({ subject: '', html: draft.html, text: null }, { inlineCss: draft.inlineCss })
+        ? compileEmail({ subject: '', html: draft.html, text: null }, { inlineCss: draft.inlineCss, textFromHtml: draft.textFromHtml })
         : compileTemplate(draft, layout);
   } catch (err) {
     if (err instanceof TemplateError) throw new BadRequest(`the template does not parse: ${err.message}`);
