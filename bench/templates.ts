@@ -31,7 +31,7 @@ export function benchLayout(): string {
   const section = (i: number) =>
     `<tr><td class="section"><h2 class="title">Section ${i}</h2><p class="body">This part of the layout stands for the fixed text a brand puts around every email: ` +
     `a short paragraph, a <a href="https://example.com/s/${i}" class="link">link</a> and some words to make it as long as a real one.</p></td></tr>\n`;
-  const rows = Array.from({ length: 40 }, (_, i) => section(i + 1)).join('');
+  const rows = Array.from({ length: 72 }, (_, i) => section(i + 1)).join('');
   return `<!doctype html><html><head><meta charset="utf-8"><style>
 body { margin: 0; background: #f4f4f4; font-family: Arial, sans-serif }
 .wrap { max-width: 600px; margin: 0 auto; background: #ffffff }

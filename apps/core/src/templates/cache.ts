@@ -59,7 +59,8 @@ export class TemplateCache {
       });
     }
     const entry = await pending;
-    return { email: renderStored(entry.template, entry.compiled, variables), stamp: entry.stamp };
+    // a text part made from the html is made at delivery (delivery/compose.ts), as for any html-only send
+    return { email: renderStored(entry.template, entry.compiled, variables, { textAtDelivery: true }), stamp: entry.stamp };
   }
 
   /** Drops what the process kept of `ref` (its write found a version changed). */

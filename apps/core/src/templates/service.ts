@@ -262,12 +262,12 @@ export function missingRequired(required: string[], variables: Record<string, un
  * A stored template rendered with `variables`: 422 naming the template for a missing required variable or a render that
  * fails (a loop too long, too much output).
  */
-export function renderStored(t: Template, compiled: CompiledEmail, variables: Record<string, unknown>): RenderedEmail {
+export function renderStored(t: Template, compiled: CompiledEmail, variables: Record<string, unknown>, options: { textAtDelivery?: boolean } = {}): RenderedEmail {
   const label = t.alias ? JSON.stringify(t.alias) : String(t.id);
   const missing = missingRequired(t.required, variables);
   if (missing) throw new Unprocessable(`template ${label}: the required variable ${JSON.stringify(missing)} is missing`);
   try {
-    return renderEmail(compiled, variables);
+    return renderEmail(compiled, variables, options);
   } catch (err) {
     if (err instanceof TemplateError) throw new Unprocessable(`template ${label}: ${err.message}`);
     throw err;
