@@ -754,7 +754,7 @@ function print(r: Record<string, any>): void {
     const t = r.templates;
     rows.push([
       `templates: ${t.messages} sends x ${t.turns} turns with a ${Math.round(t.layoutBytes / 1024)} KB layout and ${t.variables} variables, accept to last delivered`,
-      `${t.templatePerSecond} msg/s, the same emails plain ${t.plainPerSecond} msg/s: ratio ${t.ratio}`,
+      `${t.templatePerSecond} msg/s, the same emails plain ${t.plainPerSecond} msg/s: ratio ${t.ratio} (refused or timed out: plain ${t.refused.plain}, template ${t.refused.template})`,
       'target: ratio >= 0.95',
     ]);
   }

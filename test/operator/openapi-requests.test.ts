@@ -101,6 +101,6 @@ it('every operation of the document takes a request built from it (body checked 
       expect(res.status).toBeLessThan(300);
     }
   }
-  // every operation of the document was driven, and there are the twelve this API has
-  expect(seen.sort()).toEqual(['delete /subscribers', 'get /campaigns', 'get /inbound', 'get /lists', 'get /prospects', 'get /send/{id}', 'patch /send/{id}', 'post /prospects', 'post /prospects/state', 'post /send', 'post /send/{id}/cancel', 'post /subscribers']);
+  // every operation of the document was driven, and there are the thirteen this API has
+  expect(seen.sort()).toEqual(['delete /subscribers', 'get /campaigns', 'get /inbound', 'get /lists', 'get /prospects', 'get /send/{id}', 'get /templates', 'patch /send/{id}', 'post /prospects', 'post /prospects/state', 'post /send', 'post /send/{id}/cancel', 'post /subscribers']);
 });

@@ -145,6 +145,19 @@ describe('POST /api/v1/send with a template', () => {
     expect(mail.text).toContain('unsubscribe (https://acme.example/u?a=1&b=2)');
   });
 
+  it('goes out html only, with no text part, when the template says text_from_html: false; CSS stays in <style> with inline_css: false', async () => {
+    const tenant = await makeTenant({ smtp: sink.url });
+    const made = await admin()
+      .post('/admin/api/templates')
+      .send({ account: tenant.account.id, name: 'Bare', alias: 'bare', subject: 'Bare {{ n }}', html: '<style>p { color: red }</style><p>n is {{ n }}</p>', text_from_html: false, inline_css: false });
+    expect(made.status).toBe(201);
+    expect((await send(tenant, { to: 'bare@example.org', template: 'bare', variables: { n: 7 } })).status).toBe(202);
+    await waitFor(() => sink.to('bare@example.org').length === 1, { what: 'the html-only email' });
+    const mail = sink.to('bare@example.org')[0]!.parsed;
+    expect(mail.html).toContain('<style>p { color: red }</style><p>n is 7</p>');
+    expect(sink.to('bare@example.org')[0]!.raw.toString('utf8')).not.toMatch(/text\/plain/i);
+  });
+
   it('answers 422 naming an unknown template, another account\'s, a missing required variable, or a render that passes a limit; 400 for variables that are not an object; nothing is stored', async () => {
     const tenant = await makeTenant({ smtp: sink.url });
     await layoutAndTemplate(tenant);

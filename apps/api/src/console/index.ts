@@ -8,6 +8,7 @@ import { refusalOf } from '../middleware/errors';
 import type { ConsolePage, PageContext } from './page';
 import { accountsPage } from './pages/accounts';
 import { broadcastsPage } from './pages/broadcasts';
+import { templatesPage } from './pages/templates';
 import { campaignsPage } from './pages/campaigns';
 import { inboundPage } from './pages/inbound';
 import { keysPage } from './pages/keys';
@@ -24,7 +25,7 @@ import { csrfMatches, endSession, loadSession, saveSession, signinToken, signinT
 import { CSS, FORM_LIMIT, FORM_LIMIT_TEXT, createViews } from './views';
 
 /** The console's pages, in navigation order. A new page: a module in pages/ and one line here. */
-export const PAGES: ConsolePage[] = [overviewPage, accountsPage, mailboxesPage, keysPage, listsPage, broadcastsPage, campaignsPage, messagesPage, webhooksPage, inboundPage, domainsPage];
+export const PAGES: ConsolePage[] = [overviewPage, accountsPage, mailboxesPage, keysPage, listsPage, broadcastsPage, templatesPage, campaignsPage, messagesPage, webhooksPage, inboundPage, domainsPage];
 
 declare global {
   // eslint-disable-next-line @typescript-eslint/no-namespace
@@ -46,6 +47,8 @@ const securityHeaders = helmet({
       formAction: ["'self'"],
       baseUri: ["'none'"],
       frameAncestors: ["'none'"],
+      // the template editor's preview: a sandboxed frame of the console's own origin (pages/templates.ts)
+      frameSrc: ["'self'"],
     },
   },
   strictTransportSecurity: false,

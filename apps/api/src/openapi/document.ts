@@ -3,7 +3,7 @@ import type Joi from 'joi';
 import { inboundPageQuery } from '../../../core/src/inbound/operations';
 import { addProspectsInput, outcomeInput, prospectQuery } from '../../../core/src/outreach/schemas';
 import { MAX_WAIT_SECONDS } from '../../../core/src/sending/accept';
-import { rescheduleSchema, sendSchema } from '../../../core/src/sending/schema';
+import { rescheduleSchema, sendSchema, TEXT_OR_HTML } from '../../../core/src/sending/schema';
 import { DOCUMENTED, JSON_VALUE, NO_NUL } from '../../../core/src/validate';
 import { subscriberInput, unsubscribeInput } from '../../../core/src/subscribers/schema';
 import * as answers from './answers';
@@ -316,7 +316,7 @@ const SEND_AHEAD_DAYS_SAFE = 28;
  * characters or more (the service takes 1 to 200, but short keys repeat): a document a tool can generate requests from
  * that the service accepts.
  */
-export function openApiDocumentFor(mailboxAddress: string, now = new Date()): JsonSchema {
+export function openApiDocumentFor(mailboxAddress: string, now = new Date(), templates: (number | string)[] = []): JsonSchema {
   const doc = structuredClone(openApiDocument()) as {
     paths: Record<string, Record<string, { parameters?: JsonSchema[]; requestBody: { content: Record<string, { schema: { properties: Record<string, JsonSchema> } }> } }>>;
   };
@@ -337,5 +337,17 @@ export function openApiDocumentFor(mailboxAddress: string, now = new Date()): Js
   };
   send.send_at = { ...send.send_at, pattern: dateTimesUpTo(new Date(now.getTime() + SEND_AHEAD_DAYS_SAFE * 86_400_000)) };
   delete send.send_at.format;
+  const body = doc.paths['/send']!.post!.requestBody.content['application/json']!.schema as unknown as JsonSchema;
+  if (templates.length) {
+    // the templates of the key's account, by id and alias
+    send.template = { ...send.template, anyOf: undefined, enum: templates };
+    delete send.template.anyOf;
+  } else {
+    // an account without templates sends written emails only: subject, and text or html
+    delete send.template;
+    delete send.variables;
+    body.required = [...new Set([...((body.required as string[] | undefined) ?? []), 'subject'])];
+    body.allOf = [{ anyOf: TEXT_OR_HTML }];
+  }
   return doc as unknown as JsonSchema;
 }

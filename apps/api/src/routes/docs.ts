@@ -1,3 +1,4 @@
+import { listTemplates } from '../../../core/src/templates/service';
 import path from 'node:path';
 import express, { Router } from 'express';
 import type { Db } from '../../../core/src/db';
@@ -47,7 +48,8 @@ export function openApiHandler(db: Db, auth: KeyAuthenticator, failures: AuthFai
     // throws the 401 for a missing, malformed or unknown key (counted as a failure of the client's address)
     await keyed(req, res, () => {});
     const mailbox = await mailboxes.sendingMailbox(db, res.locals.key.mailboxId);
-    res.set({ 'Cache-Control': 'private, no-cache', Vary: 'Authorization' }).json((await load()).openApiDocumentFor(mailbox.address));
+    const templates = (await listTemplates(db, res.locals.key.accountId, 'template')).flatMap((t) => (t.alias ? [t.id, t.alias] : [t.id]));
+    res.set({ 'Cache-Control': 'private, no-cache', Vary: 'Authorization' }).json((await load()).openApiDocumentFor(mailbox.address, new Date(), templates));
   };
 }
 

@@ -37,13 +37,14 @@ export function composeMail(message: Message, mailbox: Mailbox, send: Send | nul
           ? withProspectUnsubscribeUrl(body, prospectId)
           : body;
   const html = send ? send.html : own(message.html);
+  // null: none was given, so one is made from the html; '' : a template said no text part (text_from_html false)
   const text = (send ? send.text : own(message.text)) ?? (html ? htmlToText(html) : undefined);
   const mail: Mail.Options = {
     from: { name: (send?.fromName || mailbox.name) ?? '', address: mailbox.address },
     to: message.to,
     envelope,
     subject: send ? send.subject : message.subject,
-    text: text ?? undefined,
+    text: text || undefined,
     html: html ?? undefined,
     messageId: message.messageIdHeader,
     date: new Date(),

@@ -54,6 +54,14 @@ const namedAddress = (description: string) =>
 
 const CUSTOM_HEADER = /^X-[A-Za-z0-9-]{1,70}$/;
 
+/** The two kinds of send body, as the document states them: written out, or a stored template with its variables. */
+export const TEXT_OR_HTML = [
+  { type: 'object', properties: { text: { type: 'string', minLength: 1 } }, required: ['text'] },
+  { type: 'object', properties: { html: { type: 'string', minLength: 1 } }, required: ['html'] },
+];
+const PLAIN_SEND = { type: 'object', required: ['subject'], not: { required: ['template'] }, anyOf: TEXT_OR_HTML };
+const TEMPLATE_SEND = { type: 'object', required: ['template'], not: { anyOf: [{ required: ['subject'] }, { required: ['text'] }, { required: ['html'] }] } };
+
 const ADDRESS = '`address` or `Name <address>`';
 /** Standard base64 with padding, as joi's base64 rule takes it. */
 const BASE64 = '^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$';
@@ -78,9 +86,10 @@ export const sendSchema = documented(
         description: `one address or a list of up to ${SEND_LIMITS.recipients} (${ADDRESS}); each gets a copy of their own. None left after suppressions and the stop list (or an empty list) answers 422`,
       },
     ),
-    subject: Joi.string().min(1).max(SEND_LIMITS.subject).when('template', { is: Joi.exist(), then: Joi.forbidden(), otherwise: Joi.required() }),
-    text: Joi.string().allow('').when('template', { is: Joi.exist(), then: Joi.forbidden() }),
-    html: Joi.string().allow('').when('template', { is: Joi.exist(), then: Joi.forbidden() }),
+    // required unless a template is given (parseSendRequest: joi's `when` has no JSON Schema the document could show)
+    subject: Joi.string().min(1).max(SEND_LIMITS.subject),
+    text: Joi.string().allow(''),
+    html: Joi.string().allow(''),
     template: templateRef().description('a stored template (its id or alias) to render instead of subject, html and text (docs/templates.md); unknown: 422'),
     variables: variables().description("the template's variables (a JSON object); a required one missing: 422"),
     from: namedAddress(`the key's mailbox address (403 for another), optionally with a display name: ${ADDRESS}`),
@@ -102,18 +111,8 @@ export const sendSchema = documented(
   })
     .required()
     .messages({ 'object.base': 'the body must be a JSON object' }),
-  // checked by parseSendRequest: a text or an html that is not empty, or a template
-  {
-    allOf: [
-      {
-        anyOf: [
-          { type: 'object', properties: { text: { type: 'string', minLength: 1 } }, required: ['text'] },
-          { type: 'object', properties: { html: { type: 'string', minLength: 1 } }, required: ['html'] },
-          { type: 'object', required: ['template'] },
-        ],
-      },
-    ],
-  },
+  // checked by parseSendRequest: a subject and a text or an html that is not empty, or a template without them
+  { allOf: [{ anyOf: [PLAIN_SEND, TEMPLATE_SEND] }] },
 );
 
 interface RawSend {
@@ -156,8 +155,14 @@ const format = (a: { name: string; address: string }) => (a.name ? `"${a.name.re
 export function parseSendRequest(body: unknown, mailboxAddress: string, now = new Date()): SendRequest {
   const raw = validate<RawSend>(sendSchema, body);
   const to = [...new Set((raw.to === '' ? [] : Array.isArray(raw.to) ? raw.to : [raw.to]).map((r) => r.address))];
-  if (raw.variables !== undefined && raw.template === undefined) throw new BadRequest('variables: give them with a template');
-  if (raw.template === undefined && !raw.text && !raw.html) throw new BadRequest('text or html: give at least one of them');
+  if (raw.template !== undefined) {
+    const given = (['subject', 'text', 'html'] as const).find((f) => raw[f] !== undefined);
+    if (given) throw new BadRequest(`${given}: not with a template (the template gives it)`);
+  } else {
+    if (raw.variables !== undefined) throw new BadRequest('variables: give them with a template');
+    if (raw.subject === undefined) throw new BadRequest('subject is required');
+    if (!raw.text && !raw.html) throw new BadRequest('text or html: give at least one of them');
+  }
   // the From rule shared with every way in (domains/sending.ts); the domain's own standing is checked by acceptSend
   const foreign = raw.from ? fromRefusal({ mailboxAddress, domains: null, requireVerified: false, domainAddresses: false }, raw.from.address) : null;
   if (foreign) throw new Forbidden(foreign);

@@ -24,7 +24,8 @@ const MAX_ENTRIES = 1_000;
  * change on any API process is therefore seen by the next send everywhere. An API process makes one (createSending).
  */
 export class TemplateCache {
-  private readonly entries = new Map<string, Entry>();
+  /** what is kept, or being read: sends that name a template at the same moment share one read and one compile */
+  private readonly entries = new Map<string, Promise<Entry>>();
   /** reads of the database (a test's and the bench's way to see the cache at work) */
   loads = 0;
 
@@ -47,13 +48,19 @@ export class TemplateCache {
   /** The send's email rendered from the template named `ref`, with the versions it used. 422 naming what is wrong. */
   async render(db: Tx, accountId: number, ref: number | string, variables: Record<string, unknown>): Promise<{ email: RenderedEmail; stamp: TemplateStamp }> {
     const key = `${accountId}:${ref}`;
-    let entry = this.entries.get(key);
-    if (!entry) {
-      entry = await this.load(db, accountId, ref);
+    let pending = this.entries.get(key);
+    if (!pending) {
       if (this.entries.size >= MAX_ENTRIES) this.entries.delete(this.entries.keys().next().value!);
-      this.entries.set(key, entry);
+      pending = this.load(db, accountId, ref);
+      this.entries.set(key, pending);
+      // a refusal or a failed read is not kept: the next send reads again
+      pending.catch(() => {
+        if (this.entries.get(key) === pending) this.entries.delete(key);
+      });
     }
-    return { email: renderStored(entry.template, entry.compiled, variables), stamp: entry.stamp };
+    const entry = await pending;
+    // a text part made from the html is made at delivery (delivery/compose.ts), as for any html-only send
+    return { email: renderStored(entry.template, entry.compiled, variables, { textAtDelivery: true }), stamp: entry.stamp };
   }
 
   /** Drops what the process kept of `ref` (its write found a version changed). */

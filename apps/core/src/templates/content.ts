@@ -15,7 +15,7 @@ export interface CompiledEmail {
   subject: Template[];
   html: Template[] | null;
   text: Template[] | null;
-  /** make a text part from the rendered html when no text is given */
+  /** make a text part from the rendered html when no text is given ('' otherwise: no text part at all) */
   textFromHtml: boolean;
 }
 
@@ -113,11 +113,16 @@ export function oneLine(subject: string): string {
   return subject.replace(/[\r\n]+/g, ' ').trim();
 }
 
-/** Renders a compiled email with `variables`: html escaped, text and subject raw, a text part made when asked. */
-export function renderEmail(compiled: CompiledEmail, variables: Record<string, unknown>): RenderedEmail {
+/**
+ * Renders a compiled email with `variables`: html escaped, text and subject raw, a text part made when asked.
+ * `textAtDelivery`: leave a made text part to delivery (null), which makes it from the stored html the same way: a
+ * send then costs the API the render alone.
+ */
+export function renderEmail(compiled: CompiledEmail, variables: Record<string, unknown>, options: { textAtDelivery?: boolean } = {}): RenderedEmail {
   const subject = oneLine(renderPart(compiled.subject, variables, 'subject'));
   const html = compiled.html ? renderPart(compiled.html, variables, 'html') : null;
   let text = compiled.text ? renderPart(compiled.text, variables, 'text') : null;
-  if (text === null && html !== null && compiled.textFromHtml) text = textOf(html);
+  // an html-only email: the text part made from it, or none at all ('' tells delivery not to make one)
+  if (text === null && html !== null) text = !compiled.textFromHtml ? '' : options.textAtDelivery ? null : textOf(html);
   return { subject, html, text };
 }

@@ -4,8 +4,8 @@ import { Joi } from '../validate';
 export const TEMPLATE_FIELD_LIMITS = { name: 200, alias: 100, subject: 1000, body: 512 * 1024, required: 50, versionsKept: 20 } as const;
 
 const id = () => Joi.number().integer().positive().max(2_147_483_647);
-/** An alias: letters, digits, `-` and `_`, not only digits (a number names an id). */
-export const ALIAS = /^(?![0-9]+$)[A-Za-z0-9][A-Za-z0-9_-]*$/;
+/** An alias: letters, digits, `-` and `_`, starting with a letter or digit, not only digits (a number names an id). */
+export const ALIAS = /^(?:[A-Za-z][A-Za-z0-9_-]*|[0-9][A-Za-z0-9_-]*[A-Za-z_-][A-Za-z0-9_-]*)$/;
 const alias = () => Joi.string().max(TEMPLATE_FIELD_LIMITS.alias).pattern(ALIAS, 'an alias (letters, digits, - and _, not only digits)');
 /** A template or layout named by its id or its alias. */
 export const templateRef = () => Joi.alternatives().try(id(), alias());

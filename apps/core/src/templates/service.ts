@@ -158,8 +158,9 @@ export async function createTemplate(db: Db, input: TemplateInput): Promise<Temp
   }
 }
 
-export async function listTemplates(db: Tx, account: number, kind?: 'template' | 'layout'): Promise<TemplateView[]> {
-  const rows = await db.template.findMany({ where: { accountId: account, ...(kind ? { kind } : {}) }, orderBy: { id: 'asc' } });
+/** An account's templates (every account's when none is named: the console), oldest first. */
+export async function listTemplates(db: Tx, account: number | undefined, kind?: 'template' | 'layout'): Promise<TemplateView[]> {
+  const rows = await db.template.findMany({ where: { ...(account ? { accountId: account } : {}), ...(kind ? { kind } : {}) }, orderBy: { id: 'asc' } });
   return rows.map(templateView);
 }
 
@@ -261,12 +262,12 @@ export function missingRequired(required: string[], variables: Record<string, un
  * A stored template rendered with `variables`: 422 naming the template for a missing required variable or a render that
  * fails (a loop too long, too much output).
  */
-export function renderStored(t: Template, compiled: CompiledEmail, variables: Record<string, unknown>): RenderedEmail {
+export function renderStored(t: Template, compiled: CompiledEmail, variables: Record<string, unknown>, options: { textAtDelivery?: boolean } = {}): RenderedEmail {
   const label = t.alias ? JSON.stringify(t.alias) : String(t.id);
   const missing = missingRequired(t.required, variables);
   if (missing) throw new Unprocessable(`template ${label}: the required variable ${JSON.stringify(missing)} is missing`);
   try {
-    return renderEmail(compiled, variables);
+    return renderEmail(compiled, variables, options);
   } catch (err) {
     if (err instanceof TemplateError) throw new Unprocessable(`template ${label}: ${err.message}`);
     throw err;
@@ -277,7 +278,7 @@ export function renderStored(t: Template, compiled: CompiledEmail, variables: Re
 export async function previewTemplate(db: Tx, id: number, variables: Record<string, unknown>): Promise<RenderedEmail> {
   const t = await requireTemplate(db, id);
   if (t.kind === 'layout') {
-    const compiled = compileEmail({ subject: '', html: t.html, text: null }, { inlineCss: t.inlineCss });
+    const compiled = compileEmail({ subject: '', html: t.html, text: null }, { inlineCss: t.inlineCss, textFromHtml: t.textFromHtml });
     return renderStored(t, compiled, { ...variables, content: variables.content ?? '' });
   }
   return renderStored(t, compileTemplate(t, t.layout), variables);
@@ -294,7 +295,8 @@ export function sourceOf(t: Template, layout: Pick<Template, 'html'> | null): St
   let html = t.html || null;
   if (html !== null && layout?.html) html = withLayout(layout.html, html);
   if (html !== null && t.inlineCss) html = inlineCss(html);
-  return { subject: t.subject, html, text: t.text || null };
+  // html only: delivery makes the text part from the html (null), unless the template says none ('')
+  return { subject: t.subject, html, text: t.text || (html !== null && !t.textFromHtml ? '' : null) };
 }
 
 /** The sources of template `id` (a broadcast's or a step's), read when its copies are written. */
@@ -321,4 +323,30 @@ export function checkSources(sources: Record<string, string | null | undefined>)
       throw err;
     }
   }
+}
+
+/**
+ * The console editor's live preview: template `id` as the form has it now (not stored), rendered with `variables`. A
+ * source that does not parse answers 400 naming the line, a render problem 422, as storing and sending would.
+ */
+export async function previewDraft(db: Tx, id: number, changes: TemplateChanges, variables: Record<string, unknown>): Promise<RenderedEmail> {
+  const current = await requireTemplate(db, id);
+  const draft: Template = { ...current, ...contentOf(current) };
+  if (changes.subject !== undefined) draft.subject = changes.subject;
+  if (changes.html !== undefined) draft.html = changes.html || null;
+  if (changes.text !== undefined) draft.text = changes.text || null;
+  if (changes.required !== undefined) draft.required = changes.required;
+  if (changes.layout !== undefined) draft.layoutId = await layoutIdOf(db, current.accountId, changes.layout);
+  const layout = draft.layoutId === null ? null : await db.template.findUnique({ where: { id: draft.layoutId } });
+  let compiled: CompiledEmail;
+  try {
+    compiled =
+      draft.kind === 'layout'
+        ? compileEmail({ subject: '', html: draft.html, text: null }, { inlineCss: draft.inlineCss, textFromHtml: draft.textFromHtml })
+        : compileTemplate(draft, layout);
+  } catch (err) {
+    if (err instanceof TemplateError) throw new BadRequest(`the template does not parse: ${err.message}`);
+    throw err;
+  }
+  return renderStored(draft, compiled, draft.kind === 'layout' ? { content: '<p>(the template goes here)</p>', ...variables } : variables);
 }
