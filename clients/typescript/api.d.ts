@@ -69,6 +69,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/templates": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The key's account's templates and layouts */
+        get: operations["getTemplates"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/subscribers": {
         parameters: {
             query?: never;
@@ -256,6 +273,30 @@ export interface components {
                 subscribers: number;
             }[];
         };
+        TemplatesAnswer: {
+            /** @constant */
+            ok: true;
+            templates: {
+                id: number;
+                account: number;
+                name: string;
+                alias: string | null;
+                /** @enum {string} */
+                kind: "template" | "layout";
+                subject: string;
+                html: string | null;
+                text: string | null;
+                layout: number | null;
+                required: string[];
+                inline_css: boolean;
+                text_from_html: boolean;
+                version: number;
+                /** Format: date-time */
+                created_at: string;
+                /** Format: date-time */
+                updated_at: string;
+            }[];
+        };
         SubscribeAnswer: {
             /** @constant */
             ok: true;
@@ -363,9 +404,15 @@ export interface operations {
                 "application/json": {
                     /** @description one address or a list of up to 50 (`address` or `Name <address>`); each gets a copy of their own. None left after suppressions and the stop list (or an empty list) answers 422 */
                     to: (string)[] | (string);
-                    subject: string;
+                    subject?: string;
                     text?: string;
                     html?: string;
+                    /** @description a stored template (its id or alias) to render instead of subject, html and text (docs/templates.md); unknown: 422 */
+                    template?: number | string;
+                    /** @description the template's variables (a JSON object); a required one missing: 422 */
+                    variables?: {
+                        [key: string]: unknown;
+                    };
                     /** @description the key's mailbox address (403 for another), optionally with a display name: `address` or `Name <address>` */
                     from?: string;
                     /** @description `address` or `Name <address>` */
@@ -386,11 +433,11 @@ export interface operations {
                     metadata?: {
                         [key: string]: components["schemas"]["JsonValue"];
                     };
-                } & ({
+                } & (({
                     text: string;
                 } | {
                     html: string;
-                });
+                }) | Record<string, never>);
             };
         };
         responses: {
@@ -794,6 +841,73 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["ListsAnswer"];
+                };
+            };
+            /** @description A field is malformed (named in error) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Refusal"];
+                };
+            };
+            /** @description The API key is missing, unknown or revoked */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Refusal"];
+                };
+            };
+            /** @description A limit is reached (Retry-After) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Refusal"];
+                };
+            };
+            /** @description Internal error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Refusal"];
+                };
+            };
+            /** @description Unavailable for now: the database is unreachable, or too many request bodies are being read at once (Retry-After); nothing was done */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Refusal"];
+                };
+            };
+        };
+    };
+    getTemplates: {
+        parameters: {
+            query?: {
+                kind?: "template" | "layout";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TemplatesAnswer"];
                 };
             };
             /** @description A field is malformed (named in error) */
