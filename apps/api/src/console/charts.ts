@@ -91,23 +91,24 @@ function axisLabels(points: ChartPoint[], x: (i: number) => number, right: numbe
   const spacing = points.length > 1 ? x(1) - x(0) : Infinity;
   const need = Math.max(1, Math.ceil((widest + 12) / spacing));
   const every = [1, 2, 3, 4, 6, 7, 12, 14, 24, 28, 30, 48, 60].find((n) => n >= need) ?? need;
-  const placed: { i: number; x: number; anchor: string; from: number; to: number }[] = [];
+  type Label = { i: number; x: number; anchor: string; from: number; to: number };
   const last = points.length - 1;
-  for (let i = 0; i <= last; i += every) {
+  const at = (i: number): Label => {
     const w = textWidth(points[i]!.label);
-    placed.push({ i, x: x(i), anchor: 'middle', from: x(i) - w / 2, to: x(i) + w / 2 });
+    // the first starts at the plot's left edge (clear of the numbers up the side), the last ends at its right edge
+    if (i === 0 && last > 0) return { i, x: x(0), anchor: 'start', from: x(0), to: x(0) + w };
+    if (i === last && last > 0) return { i, x: right, anchor: 'end', from: right - w, to: right };
+    return { i, x: x(i), anchor: 'middle', from: x(i) - w / 2, to: x(i) + w / 2 };
+  };
+  const placed: Label[] = [];
+  for (let i = 0; i < last; i += every) {
+    const label = at(i);
+    if (!placed.length || label.from >= placed.at(-1)!.to + 12) placed.push(label);
   }
-  if (placed.at(-1)!.i !== last) {
-    const w = textWidth(points[last]!.label);
-    const end = { i: last, x: right, anchor: 'end', from: right - w, to: right };
-    while (placed.length && placed.at(-1)!.to + 12 > end.from) placed.pop();
-    placed.push(end);
-  } else if (placed.length > 1 || points.length > 1) {
-    // the last label ends at the plot's edge rather than past it
-    const w = textWidth(points[last]!.label);
-    placed[placed.length - 1] = { i: last, x: right, anchor: 'end', from: right - w, to: right };
-    while (placed.length > 1 && placed.at(-2)!.to + 12 > placed.at(-1)!.from) placed.splice(placed.length - 2, 1);
-  }
+  // the last point always has its label: the ones it would run into give way
+  const end = at(last);
+  while (placed.length && placed.at(-1)!.to + 12 > end.from) placed.pop();
+  placed.push(end);
   return placed;
 }
 
@@ -166,10 +167,10 @@ export function lineChart(title: string, points: ChartPoint[], series: LineSerie
   for (let n = 0; n <= 4; n++) {
     const gy = y(n * step).toFixed(1);
     parts.push(`<line x1="${left}" y1="${gy}" x2="${left + plotW}" y2="${gy}" stroke="#d8dde3" stroke-width="1"/>`);
-    parts.push(`<text class="axis" x="${left - 6}" y="${gy}" text-anchor="end" dominant-baseline="middle" fill="#4a525a">${esc(n * step)}</text>`);
+    parts.push(`<text class="axis-y" x="${left - 6}" y="${gy}" text-anchor="end" dominant-baseline="middle" fill="#4a525a">${esc(n * step)}</text>`);
   }
   for (const l of axisLabels(points, x, left + plotW)) {
-    parts.push(`<text class="axis" x="${l.x.toFixed(1)}" y="${height - bottom + 18}" text-anchor="${l.anchor}" fill="#4a525a">${esc(points[l.i]!.label)}</text>`);
+    parts.push(`<text class="axis-x" x="${l.x.toFixed(1)}" y="${height - bottom + 18}" text-anchor="${l.anchor}" fill="#4a525a">${esc(points[l.i]!.label)}</text>`);
   }
   parts.push(`<line x1="${left}" y1="${top + plotH}" x2="${left + plotW}" y2="${top + plotH}" stroke="#4a525a" stroke-width="1"/>`);
   // the lines, each with its dash and marker, and its name at its end, the names kept apart
