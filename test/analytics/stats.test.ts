@@ -18,7 +18,7 @@ let uid = 0n;
 /** One inbound email read from the mailbox's INBOX (a DSN, a complaint or a reply), handled as the reader does. */
 async function inbound(mailboxId: number, mail: Partial<InboundMail>) {
   const mailbox = await db().mailbox.findUniqueOrThrow({ where: { id: mailboxId } });
-  const full: InboundMail = { kind: 'message', from: '', subject: 'Re', messageId: null, date: new Date(), threadIds: [], report: null, returnDate: null, ...mail } as InboundMail;
+  const full: InboundMail = { kind: 'message', from: '', subject: 'Re', messageId: null, date: new Date(), threadIds: [], report: null, returnDate: null, to: '', text: 'Re', html: null, attachments: [], invalid: false, ...mail } as InboundMail;
   return handleInbound(db(), { mailbox, uidValidity: 1n, uid: ++uid }, full);
 }
 

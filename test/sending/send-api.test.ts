@@ -175,7 +175,14 @@ describe('GET /api/v1/send/:id', () => {
     await db().message.update({ where: { id: posted.body.messages[0].id }, data: { status: 'sent' } });
     const res = await as(ctx.api, tenant.token).get(`/api/v1/send/${posted.body.id}`);
     expect(res.status).toBe(200);
-    expect(res.body).toEqual({ ...posted.body, status: 'sending', messages: expect.arrayContaining([{ ...posted.body.messages[0], status: 'sent' }, posted.body.messages[1]]) });
+    // each message with the Message-ID it goes out with, and the send with its send_at
+    const messageId = (m: { id: string }) => ({ ...m, message_id: `<${m.id}@example.com>` });
+    expect(res.body).toEqual({
+      ...posted.body,
+      status: 'sending',
+      send_at: null,
+      messages: expect.arrayContaining([{ ...messageId(posted.body.messages[0]), status: 'sent' }, messageId(posted.body.messages[1])]),
+    });
     expect(res.headers['ratelimit-limit']).toBeUndefined();
   });
 

@@ -168,8 +168,8 @@ describe('POST /api/v1/send on the wire', () => {
     const view = await as(ctx.api, tenant.token).get(`/api/v1/send/${res.body.id}`);
     expect(view.body.messages).toEqual(
       expect.arrayContaining([
-        { ...res.body.messages[0], bounce: { reason: 'userunknown', class: 'dead', status: null, smtp_code: '550', diagnostic: expect.stringMatching(/^550 user unknown/), dead: true } },
-        res.body.messages[1],
+        { ...res.body.messages[0], message_id: expect.stringMatching(/^<.+@.+>$/), bounce: { reason: 'userunknown', class: 'dead', status: null, smtp_code: '550', diagnostic: expect.stringMatching(/^550 user unknown/), dead: true } },
+        { ...res.body.messages[1], message_id: expect.stringMatching(/^<.+@.+>$/) },
       ]),
     );
     const row = await db().message.findUniqueOrThrow({ where: { id: res.body.messages[0].id } });
