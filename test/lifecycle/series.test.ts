@@ -124,10 +124,10 @@ it('a step without content or a delay out of range is refused and changes nothin
   const shown = await admin().get(`/admin/api/lists/${f.id}`);
   expect(shown.body.list.steps).toHaveLength(1);
   expect(shown.body.list.steps[0].subject).toBe('Welcome, {{name}}');
-  // a template is stored with its step
+  // a template the account does not have is refused (series-template.test.ts covers a step built on one)
   const templated = await admin().patch(`/admin/api/lists/${f.id}`).send({ steps: [{ subject: 'Hi', text: 'x', template: 'welcome', delay_hours: 2 }] });
-  expect(templated.status).toBe(200);
-  expect(templated.body.list.steps[0]).toMatchObject({ template: 'welcome', delay_hours: 2 });
+  expect(templated.status).toBe(400);
+  expect((await admin().get(`/admin/api/lists/${f.id}`)).body.list.steps).toEqual([expect.objectContaining({ subject: 'Welcome, {{name}}', template: null })]);
 });
 
 it('npm run admin -- list create|set --steps FILE.json sets the series, list show shows it with its counts', async () => {

@@ -27,22 +27,22 @@ export async function startSeries(tx: Tx, listId: number, subscriberId: number):
 export async function replaceSteps(
   tx: Tx,
   listId: number,
-  steps: { subject: string; html: string | null; text: string | null; template: string | null; delayHours: number }[],
+  steps: { subject: string; html: string | null; text: string | null; templateId: number | null; delayHours: number }[],
 ): Promise<void> {
   await rawQuery(tx, 'DELETE FROM series_steps WHERE list_id = $1', [listId]);
   if (!steps.length) return;
   await rawQuery(
     tx,
-    `INSERT INTO series_steps (list_id, position, subject, html, text, template, delay_hours)
-     SELECT $1, v.position, v.subject, v.html, v.text, v.template, v.delay_hours
-     FROM unnest($2::int[], $3::text[], $4::text[], $5::text[], $6::text[], $7::float8[]) AS v(position, subject, html, text, template, delay_hours)`,
+    `INSERT INTO series_steps (list_id, position, subject, html, text, template_id, delay_hours)
+     SELECT $1, v.position, v.subject, v.html, v.text, v.template_id, v.delay_hours
+     FROM unnest($2::int[], $3::text[], $4::text[], $5::text[], $6::int[], $7::float8[]) AS v(position, subject, html, text, template_id, delay_hours)`,
     [
       listId,
       steps.map((_, i) => i + 1),
       steps.map((s) => s.subject),
       steps.map((s) => s.html),
       steps.map((s) => s.text),
-      steps.map((s) => s.template),
+      steps.map((s) => s.templateId),
       steps.map((s) => s.delayHours),
     ],
   );
@@ -53,7 +53,8 @@ export interface StepCounts {
   subject: string;
   html: string | null;
   text: string | null;
-  template: string | null;
+  /** the stored template the step is rendered from, when it names one */
+  template_id: number | null;
   delay_hours: number;
   /** runs whose next step is this one */
   waiting: number;
@@ -74,7 +75,7 @@ export function stepCounts(tx: Tx, listId: number): Promise<StepCounts[]> {
        SELECT r.step, (r.status = 'ended' OR (r.status = 'waiting' AND s.status <> 'active')) AS ended, r.status = 'waiting' AS open
        FROM series_runs r JOIN subscribers s ON s.id = r.subscriber_id WHERE r.list_id = $1
      )
-     SELECT st.position, st.subject, st.html, st.text, st.template, st.delay_hours,
+     SELECT st.position, st.subject, st.html, st.text, st.template_id, st.delay_hours,
             count(r.*) FILTER (WHERE r.step = st.position - 1 AND r.open AND NOT r.ended)::int AS waiting,
             count(r.*) FILTER (WHERE r.step >= st.position)::int AS sent,
             count(r.*) FILTER (WHERE r.step < st.position AND r.ended)::int AS ended
@@ -98,6 +99,8 @@ export interface DueRun {
   subject: string | null;
   html: string | null;
   text: string | null;
+  /** a step naming a stored template is rendered from it (its subject, html in its layout, text) */
+  template_id: number | null;
   /** the wait before the step after this one; null when this is the last */
   next_delay_hours: number | null;
   account_id: number;
@@ -121,7 +124,7 @@ SELECT r.id, r.list_id, r.subscriber_id, r.step, s.email, s.name, s.fields,
        (s.status = 'active'
         AND NOT EXISTS (SELECT 1 FROM suppressions sp WHERE sp.account_id = l.account_id AND sp.email = s.email)
         AND NOT ${stopListed('l.account_id', 's.email')}) AS reachable,
-       st.subject, st.html, st.text,
+       st.subject, st.html, st.text, st.template_id,
        (SELECT n.delay_hours FROM series_steps n WHERE n.list_id = r.list_id AND n.position = r.step + 2) AS next_delay_hours,
        l.account_id, l.mailbox_id, mb.address AS mailbox_address, l.key AS list_key, l.name AS list_name
 FROM due d JOIN series_runs r ON r.id = d.id JOIN subscribers s ON s.id = r.subscriber_id

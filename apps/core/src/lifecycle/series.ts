@@ -3,6 +3,7 @@ import { listId as listIdHeader, renderCopy } from '../broadcasts/copy';
 import { enqueueDelivery, storeMessages, type OutgoingEmail } from '../delivery/outbox';
 import { newId } from '../ids';
 import { logger } from '../logger';
+import { checkSources, storedSource, templateIdOf, type StoredSource } from '../templates/service';
 import { claimDueRuns, moveRuns, replaceSteps, stepCounts, type DueRun } from './repository';
 import type { SeriesStepInput } from './schema';
 
@@ -20,20 +21,26 @@ export interface SeriesStepView {
   subject: string;
   html: string | null;
   text: string | null;
-  template: string | null;
+  /** the id of the stored template the step is rendered from; null when it is written from its own subject and bodies */
+  template: number | null;
   delay_hours: number;
   waiting: number;
   sent: number;
   ended: number;
 }
 
-/** Replaces the list's steps, in the caller's transaction. */
-export async function setSeriesSteps(tx: Tx, listId: number, steps: SeriesStepInput[]): Promise<void> {
-  await replaceSteps(
-    tx,
-    listId,
-    steps.map((s) => ({ subject: s.subject, html: s.html ?? null, text: s.text ?? null, template: s.template ?? null, delayHours: s.delay_hours })),
-  );
+/**
+ * Replaces the list's steps, in the caller's transaction. Each template named is resolved to the list's account's (400
+ * naming the step otherwise: the caller's transaction then stores nothing); each body written with the step must parse.
+ */
+export async function setSeriesSteps(tx: Tx, list: { id: number; accountId: number }, steps: SeriesStepInput[]): Promise<void> {
+  const rows = [];
+  for (const [i, s] of steps.entries()) {
+    checkSources({ [`steps[${i}].subject`]: s.subject, [`steps[${i}].html`]: s.html, [`steps[${i}].text`]: s.text });
+    const templateId = s.template == null ? null : await templateIdOf(tx, list.accountId, s.template, `steps[${i}].template`);
+    rows.push({ subject: s.subject ?? '', html: s.html ?? null, text: s.text ?? null, templateId, delayHours: s.delay_hours });
+  }
+  await replaceSteps(tx, list.id, rows);
 }
 
 /** The list's steps, each with how many people wait for it, got it, or left before it. */
@@ -44,7 +51,7 @@ export async function seriesOf(tx: Tx, listId: number): Promise<SeriesStepView[]
     subject: r.subject,
     html: r.html,
     text: r.text,
-    template: r.template,
+    template: r.template_id,
     delay_hours: r.delay_hours,
     waiting: r.waiting,
     sent: r.sent,
@@ -56,14 +63,16 @@ const BATCH = 200;
 const BATCHES_PER_TICK = 5;
 
 /** What one claimed run becomes: its step's email (when one is due) and the run's next state. */
-function decide(run: DueRun): { email: OutgoingEmail | null; move: Parameters<typeof moveRuns>[1][number] } {
+function decide(run: DueRun, templates: Map<number, StoredSource>): { email: OutgoingEmail | null; move: Parameters<typeof moveRuns>[1][number] } {
   if (!run.reachable) return { email: null, move: { id: run.id, step: run.step, status: 'ended', delayHours: null } };
   // the list lost steps since the run was planned: nothing is left for this person
   if (run.subject === null) return { email: null, move: { id: run.id, step: run.step, status: 'done', delayHours: null } };
   const step = run.step + 1;
   const id = newId();
   // rendered as a broadcast copy is (the same renderer and RFC 8058 / RFC 2919 headers; the link is put in on the wire)
-  const copy = renderCopy({ subject: run.subject, html: run.html, text: run.text }, { id: run.subscriber_id, email: run.email, name: run.name, fields: run.fields }, listIdHeader({ key: run.list_key, name: run.list_name }, run.mailbox_address));
+  // a step naming a stored template: its sources (html inside its layout) as they are now, as a broadcast's copies take them
+  const source = run.template_id === null ? { subject: run.subject, html: run.html, text: run.text } : templates.get(run.template_id)!;
+  const copy = renderCopy(source, { id: run.subscriber_id, email: run.email, name: run.name, fields: run.fields }, listIdHeader({ key: run.list_key, name: run.list_name }, run.mailbox_address));
   const email: OutgoingEmail = {
     id,
     accountId: run.account_id,
@@ -91,7 +100,12 @@ export async function runDueSeriesBatch(db: Db, limit = BATCH): Promise<number> 
   const { claimed, written } = await db.$transaction(
     async (tx) => {
       const runs = await claimDueRuns(tx, limit);
-      const decided = runs.map(decide);
+      // each template the due steps name, read once a batch
+      const templates = new Map<number, StoredSource>();
+      for (const run of runs) {
+        if (run.reachable && run.template_id !== null && !templates.has(run.template_id)) templates.set(run.template_id, await storedSource(tx, run.template_id));
+      }
+      const decided = runs.map((run) => decide(run, templates));
       const emails = decided.flatMap((d) => (d.email ? [d.email] : []));
       const rows = await storeMessages(tx, emails);
       await moveRuns(tx, decided.map((d) => d.move));

@@ -57,7 +57,7 @@ export async function createList(db: Db, input: NewList): Promise<ListWithSeries
         key: randomBase62(20),
       },
     });
-    if (input.steps?.length) await setSeriesSteps(tx, created.id, input.steps);
+    if (input.steps?.length) await setSeriesSteps(tx, created, input.steps);
     return created;
   });
   return { ...adminListView(list), steps: await seriesOf(db, list.id) };
@@ -93,7 +93,7 @@ export async function changeList(db: Db, id: number, changes: ListChanges): Prom
   if (changes.mailbox !== undefined) await requireMailbox(db, list.accountId, changes.mailbox);
   await db.$transaction(async (tx) => {
     await tx.list.update({ where: { id }, data: { name: changes.name, confirm: changes.confirm, mailboxId: changes.mailbox } });
-    if (changes.steps) await setSeriesSteps(tx, id, changes.steps);
+    if (changes.steps) await setSeriesSteps(tx, list, changes.steps);
   });
   return getList(db, id);
 }

@@ -200,16 +200,19 @@ export async function changeTemplate(db: Db, id: number, changes: TemplateChange
   return writeVersion(db, current, content);
 }
 
-/** DELETE /admin/api/templates/:id: refused (409) while a template, broadcast or campaign step uses it. */
+/** DELETE /admin/api/templates/:id: refused (409) while a template, broadcast, campaign step or series step uses it. */
 export async function deleteTemplate(db: Tx, id: number): Promise<void> {
   await requireTemplate(db, id);
-  const [users, broadcasts, steps] = await Promise.all([
+  const [users, broadcasts, steps, seriesSteps] = await Promise.all([
     db.template.count({ where: { layoutId: id } }),
     db.broadcast.count({ where: { templateId: id } }),
     db.campaignStep.count({ where: { templateId: id } }),
+    db.seriesStep.count({ where: { templateId: id } }),
   ]);
-  if (users || broadcasts || steps) {
-    const what = [users && `${users} template(s)`, broadcasts && `${broadcasts} broadcast(s)`, steps && `${steps} campaign step(s)`].filter(Boolean).join(', ');
+  if (users || broadcasts || steps || seriesSteps) {
+    const what = [users && `${users} template(s)`, broadcasts && `${broadcasts} broadcast(s)`, steps && `${steps} campaign step(s)`, seriesSteps && `${seriesSteps} welcome-series step(s)`]
+      .filter(Boolean)
+      .join(', ');
     throw new Conflict(`template ${id} is in use by ${what}`);
   }
   await db.template.delete({ where: { id } });

@@ -50,9 +50,9 @@ ${mailboxSelect('Mailbox (sends the confirmation emails)')}
 <form method="post" action="/admin/lists/<%= it.list.id %>/series" class="card" id="series">${CSRF_FIELD}
 <h2>Welcome series</h2>
 <% if (it.list.steps.length) { %><table><thead><tr><th>Step</th><th>Subject</th><th>After (hours)</th><th>Waiting</th><th>Sent</th><th>Ended before it</th></tr></thead><tbody>
-<% it.list.steps.forEach(function (s) { %><tr><td><%= s.step %></td><td><%= s.subject %></td><td><%= s.delay_hours %></td><td><%= s.waiting %></td><td><%= s.sent %></td><td><%= s.ended %></td></tr><% }) %>
+<% it.list.steps.forEach(function (s) { %><tr><td><%= s.step %></td><td><%= s.subject || (s.template !== null ? "(template " + s.template + ")" : "") %></td><td><%= s.delay_hours %></td><td><%= s.waiting %></td><td><%= s.sent %></td><td><%= s.ended %></td></tr><% }) %>
 </tbody></table><% } else { %><p class="muted">No series: new subscribers get no emails of their own.</p><% } %>
-<label>Steps, as JSON: <code>[{"subject", "html" or "text", "delay_hours"}]</code>; step 1's delay counts from the moment a person becomes active, each next one from the step before; <code>[]</code> removes the series. Placeholders as in broadcasts. <textarea name="steps" rows="8"><%= it.stepsJson %></textarea></label>
+<label>Steps, as JSON: <code>[{"subject", "html" or "text", "delay_hours"}]</code> (or <code>{"template", "delay_hours"}</code>: a stored template's id or alias); step 1's delay counts from the moment a person becomes active, each next one from the step before; <code>[]</code> removes the series. Placeholders as in broadcasts. <textarea name="steps" rows="8"><%= it.stepsJson %></textarea></label>
 <button>Save the series</button>
 </form>
 <form method="get" action="/admin/lists/<%= it.list.id %>" class="card">
@@ -158,7 +158,7 @@ ${mailboxSelect('Mailbox (sends the confirmation emails)')}
       const page = await browseSubscribers(ctx.db, list.id, { search: filter.q || undefined, status: status as (typeof SUBSCRIBER_STATUSES)[number] | undefined, after: filter.after });
       const url = formUrl(list.key);
       const stepsJson = JSON.stringify(
-        list.steps.map((s) => ({ subject: s.subject, ...(s.html !== null ? { html: s.html } : {}), ...(s.text !== null ? { text: s.text } : {}), ...(s.template !== null ? { template: s.template } : {}), delay_hours: s.delay_hours })),
+        list.steps.map((s) => ({ ...(s.subject !== '' ? { subject: s.subject } : {}), ...(s.html !== null ? { html: s.html } : {}), ...(s.text !== null ? { text: s.text } : {}), ...(s.template !== null ? { template: s.template } : {}), delay_hours: s.delay_hours })),
         null,
         2,
       );
