@@ -1,7 +1,10 @@
 import net from 'node:net';
-import { spf } from 'mailauth/lib/spf';
+import { lazy } from '../lazy';
 import { DnsUnavailable, type DnsLookup } from './resolver';
 import { expectedRecords, joinTxt, tags, type DomainRecord, type RecordContext } from './records';
+
+/** mailauth's SPF evaluator, loaded by the first check (the API process that checks no domain never carries it). */
+const spf = lazy(() => (require('mailauth/lib/spf') as typeof import('mailauth/lib/spf')).spf);
 
 export interface CheckResult {
   records: DomainRecord[];
@@ -82,7 +85,7 @@ async function checkSpf(dns: DnsLookup, record: DomainRecord, context: RecordCon
     return;
   }
   for (const ip of addresses) {
-    const result = await spf({ sender: `postmaster@${context.domain}`, ip, helo: context.domain, mta: 'check', resolver: dns.raw as never });
+    const result = await spf()({ sender: `postmaster@${context.domain}`, ip, helo: context.domain, mta: 'check', resolver: dns.raw as never });
     const answer = result.status.result;
     if (answer === 'temperror') throw new DnsUnavailable(context.domain, 'SPF', 'ETIMEOUT');
     if (answer !== 'pass') {

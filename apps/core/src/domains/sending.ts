@@ -1,8 +1,8 @@
 import MailComposer from 'nodemailer/lib/mail-composer';
-import { dkimSign } from 'mailauth/lib/dkim/sign';
 import type Mail from 'nodemailer/lib/mailer';
 import type { Mailbox } from '../../../../generated/prisma/client';
 import { config } from '../config';
+import { lazy } from '../lazy';
 import type { Tx } from '../db';
 import { signingKeys, type SigningKey } from './keys';
 import { displayName, domainOfAddress } from './names';
@@ -120,7 +120,7 @@ export class DomainSigner {
     const found = await this.keysFor(db, from ? { accountId: mailbox.accountId, address: from } : mailbox);
     if (!found) return mail;
     const raw = await new MailComposer(mail).compile().build();
-    const signed = await dkimSign(raw, {
+    const signed = await dkimSign()(raw, {
       canonicalization: 'relaxed/relaxed',
       headerList: SIGNED_HEADERS,
       signatureData: found.keys.map((k) => ({ signingDomain: found.domain, selector: k.selector, privateKey: k.privateKey, algorithm: k.algorithm })),
@@ -129,6 +129,9 @@ export class DomainSigner {
     return { envelope: mail.envelope, messageId: mail.messageId, raw: Buffer.concat([Buffer.from(signed.signatures), raw]) };
   }
 }
+
+/** mailauth's signer, loaded by the process that signs (the worker), not by every process importing this module. */
+const dkimSign = lazy(() => (require('mailauth/lib/dkim/sign') as typeof import('mailauth/lib/dkim/sign')).dkimSign);
 
 /** The address of a ready message's From header (its header block only), lower case; null when it has none. */
 export function headerFrom(raw: Mail.Options['raw']): string | null {

@@ -1,5 +1,4 @@
-import { compile as compileToText } from 'html-to-text';
-import juice from 'juice';
+import { lazy } from '../lazy';
 import { TokenKind, Tokenizer, type Template } from 'liquidjs';
 import { parse, renderParsed, TemplateError, type Part } from './engine';
 
@@ -54,12 +53,14 @@ export function inlineCss(html: string): string {
   if (!/<style[\s>]/i.test(html)) return html;
   const kept: string[] = [];
   const shielded = html.replace(LIQUID_MARKUP, (markup) => `LIQUIDMARKUP${kept.push(markup) - 1}X`);
-  const inlined = juice(shielded, { preserveMediaQueries: true, preserveFontFaces: true, applyWidthAttributes: false, applyHeightAttributes: false });
+  const inlined = juice()(shielded, { preserveMediaQueries: true, preserveFontFaces: true, applyWidthAttributes: false, applyHeightAttributes: false });
   return inlined.replace(/LIQUIDMARKUP(\d+)X(?:="")?/g, (_m, i: string) => kept[Number(i)]!);
 }
 
 const HEADINGS = ['h1', 'h2', 'h3', 'h4', 'h5', 'h6'].map((selector) => ({ selector, options: { uppercase: false } }));
-const htmlToText = compileToText({
+// loaded on first use: a process that renders no template with <style> nor makes a text part carries neither
+const juice = lazy((): typeof import('juice') => require('juice'));
+const htmlToText = lazy(() => (require('html-to-text') as typeof import('html-to-text')).compile({
   wordwrap: false,
   selectors: [
     { selector: 'a', options: { linkBrackets: ['(', ')'], hideLinkHrefIfSameAsText: true } },
@@ -67,11 +68,11 @@ const htmlToText = compileToText({
     { selector: 'table', options: { uppercaseHeaderCells: false } },
     ...HEADINGS,
   ],
-});
+}));
 
 /** The text part made from an html part (html-to-text): links keep their address, images are left out. */
 export function textOf(html: string): string {
-  return htmlToText(html);
+  return htmlToText()(html);
 }
 
 /**
