@@ -111,6 +111,9 @@ function best(a: Measured, b: Measured): Measured {
   return out;
 }
 
+/** Each figure is printed as it is taken, so a run stopped part way still leaves what it measured. */
+const say = (line: string) => process.stderr.write(`bench growth: ${line}\n`);
+
 const json = (token: string) => ({ 'Content-Type': 'application/json', Authorization: `Bearer ${token}` });
 
 async function rate(options: autocannon.Options): Promise<number> {
@@ -143,32 +146,36 @@ async function until(check: () => Promise<boolean>, timeoutMs: number, what: str
 }
 
 /** The measurements of the phase, against the service on `databaseUrl` (API and worker started and stopped here). */
-async function measure(o: GrowthOptions, env: Record<string, string>, tenant: { token: string; account: number; mailbox: number }, names: Names & { searchTo: string }): Promise<Measured> {
+async function measure(side: string, o: GrowthOptions, env: Record<string, string>, tenant: { token: string; account: number; mailbox: number }, names: Names & { searchTo: string }): Promise<Measured> {
   const base = `http://127.0.0.1:${o.apiPort}`;
+  const taken = <T>(what: string, value: T): T => {
+    say(`${side}: ${what} ${JSON.stringify(value)}`);
+    return value;
+  };
   const api = o.start('apps/api/src/server.ts', env);
   await o.up();
   const token = tenant.token;
   const send: autocannon.Options = { url: `${base}/api/v1/send`, method: 'POST', headers: json(token), body: JSON.stringify({ to: 'reader@example.com', subject: 'Growth', text: 'Hello' }) };
   await autocannon({ ...send, connections: 10, duration: 2 }); // warm-up
   await o.settle(env.DATABASE_URL!);
-  const accept = await rate(send);
+  const accept = taken('accept (req/s)', await rate(send));
 
   let n = 0;
-  const subscriberAdd = await rate({
+  const subscriberAdd = taken('subscriber add (req/s)', await rate({
     url: base,
     requests: [{ method: 'POST', path: '/api/v1/subscribers', headers: json(token), setupRequest: (req) => ({ ...req, body: JSON.stringify({ list: names.addLists[n % names.addLists.length], email: `new${Date.now()}-${n++}@example.org`, name: 'New' }) }) }],
-  });
+  }));
   let p = 0;
-  const prospectAdd = await rate({
+  const prospectAdd = taken('prospect add (req/s)', await rate({
     url: base,
     connections: 10,
     requests: [{ method: 'POST', path: '/api/v1/prospects', headers: json(token), setupRequest: (req) => ({ ...req, body: JSON.stringify({ campaign: names.campaign, prospects: [{ email: `np${Date.now()}-${p++}@new.example`, name: 'Pat' }] }) }) }],
-  });
-  const lookup = await latencies(base, token, LOOKUPS, (i) => `/api/v1/prospects?campaign=${names.campaign}&email=${encodeURIComponent(`p${(i * 7919) % 1000}@site${(i * 7919) % 1000 % 997}.example`)}`);
+  }));
+  const lookup = taken('prospect lookup (ms)', await latencies(base, token, LOOKUPS, (i) => `/api/v1/prospects?campaign=${names.campaign}&email=${encodeURIComponent(`p${(i * 7919) % 1000}@site${(i * 7919) % 1000 % 997}.example`)}`));
   const sent = (await (await fetch(`${base}/api/v1/send`, { ...send, body: send.body as string } as RequestInit)).json()) as { id: string };
-  const status = await latencies(base, token, LOOKUPS, () => `/api/v1/send/${sent.id}`);
-  const search = await latencies(base, o.adminToken, LOOKUPS / 3, () => `/admin/api/messages?to=${encodeURIComponent(names.searchTo)}&limit=50`);
-  const operator = await operatorSearches(base, o.adminToken, env.DATABASE_URL!, names);
+  const status = taken('GET /send/:id (ms)', await latencies(base, token, LOOKUPS, () => `/api/v1/send/${sent.id}`));
+  const search = taken('message search by recipient (ms)', await latencies(base, o.adminToken, LOOKUPS / 3, () => `/admin/api/messages?to=${encodeURIComponent(names.searchTo)}&limit=50`));
+  const operator = await operatorSearches(base, o.adminToken, env.DATABASE_URL!, names, taken);
 
   // delivery: DELIVERY_SENDS accepted with the worker stopped, then delivered by one worker
   await o.resetSink();
@@ -178,7 +185,7 @@ async function measure(o: GrowthOptions, env: Record<string, string>, tenant: { 
   // everything accepted before (the accept load and the lookups' sends) is delivered too: count what the sink receives
   const queued = await countQueued(env.DATABASE_URL!);
   await until(async () => (await o.sinkCount()) >= queued, 10 * 60_000, `${queued} deliveries`);
-  const delivery = Math.round(queued / ((performance.now() - t0) / 1000));
+  const delivery = taken('delivery (emails/s)', Math.round(queued / ((performance.now() - t0) / 1000)));
   await o.stop(worker);
   await o.stop(api);
   return {
@@ -201,7 +208,7 @@ async function measure(o: GrowthOptions, env: Record<string, string>, tenant: { 
  * its next (keyset), subject words, a status over a month, an id, a Message-ID; a campaign's prospects, all, by
  * status, and a page deep in the list. The grown side's rows come from its data; the empty side asks the same of none.
  */
-async function operatorSearches(base: string, token: string, databaseUrl: string, names: Names & { searchTo: string }) {
+async function operatorSearches(base: string, token: string, databaseUrl: string, names: Names & { searchTo: string }, taken: <T>(what: string, value: T) => T) {
   const pg = new Client({ connectionString: databaseUrl });
   await pg.connect();
   let one: { id: string; header: string; domain: string } = { id: '0190a0a0-0000-7000-8000-000000000000', header: '<none@example.com>', domain: 'example.com' };
@@ -215,20 +222,20 @@ async function operatorSearches(base: string, token: string, databaseUrl: string
     await pg.end();
   }
   const search = (query: string) => `/admin/api/messages/search?${query}&limit=50`;
-  const p99 = async (path: (i: number) => string) => (await latencies(base, token, SEARCHES, path)).p99;
+  const p99 = async (what: string, path: (i: number) => string) => taken(`${what} p99 (ms)`, (await latencies(base, token, SEARCHES, path)).p99);
   const firstPage = (await (await fetch(base + search(`q=${one.domain}`), { headers: { Authorization: `Bearer ${token}` } })).json()) as { next: string | null };
   const monthAgo = new Date(Date.now() - 30 * 86_400_000).toISOString().slice(0, 10);
   const twoMonthsAgo = new Date(Date.now() - 60 * 86_400_000).toISOString().slice(0, 10);
   return {
-    searchDomainP99: await p99((i) => search(`q=d${(i * 7919) % 5000}.example`)),
-    searchNextPageP99: await p99(() => search(`q=${one.domain}${firstPage.next ? `&before=${firstPage.next}` : ''}`)),
-    searchSubjectP99: await p99((i) => search(`q=${encodeURIComponent(`grown ${(i * 7919) % 10_000_000}`)}`)),
-    searchStatusDatesP99: await p99(() => search(`status=failed&from=${twoMonthsAgo}&to=${monthAgo}`)),
-    searchIdP99: await p99(() => search(`q=${one.id}`)),
-    searchMessageIdP99: await p99(() => search(`q=${encodeURIComponent(one.header)}`)),
-    prospectsPageP99: await p99(() => `/admin/api/campaigns/${names.campaign}/prospects?limit=50`),
-    prospectsStatusP99: await p99(() => `/admin/api/campaigns/${names.campaign}/prospects?status=replied&limit=50`),
-    prospectsDeepP99: await p99(() => `/admin/api/campaigns/${names.campaign}/prospects?status=later&before=${deep}&limit=50`),
+    searchDomainP99: await p99('console search: a recipient domain', (i) => search(`q=d${(i * 7919) % 5000}.example`)),
+    searchNextPageP99: await p99("console search: the domain's next page", () => search(`q=${one.domain}${firstPage.next ? `&before=${firstPage.next}` : ''}`)),
+    searchSubjectP99: await p99('console search: subject words', (i) => search(`q=${encodeURIComponent(`grown ${(i * 7919) % 10_000_000}`)}`)),
+    searchStatusDatesP99: await p99('console search: status over a month', () => search(`status=failed&from=${twoMonthsAgo}&to=${monthAgo}`)),
+    searchIdP99: await p99('console search: an id', () => search(`q=${one.id}`)),
+    searchMessageIdP99: await p99('console search: a Message-ID', () => search(`q=${encodeURIComponent(one.header)}`)),
+    prospectsPageP99: await p99('prospects: first page', () => `/admin/api/campaigns/${names.campaign}/prospects?limit=50`),
+    prospectsStatusP99: await p99('prospects: by status', () => `/admin/api/campaigns/${names.campaign}/prospects?status=replied&limit=50`),
+    prospectsDeepP99: await p99('prospects: a deep page', () => `/admin/api/campaigns/${names.campaign}/prospects?status=later&before=${deep}&limit=50`),
   };
 }
 
@@ -390,7 +397,7 @@ export async function growthPhase(o: GrowthOptions): Promise<GrowthFigures> {
   const emptyNames = await fixtures(o, emptyTenant);
   await o.stop(api);
   await lookedUp(emptyEnv.DATABASE_URL!, emptyNames.campaign);
-  const emptyFirst = await measure(o, emptyEnv, emptyTenant, { ...emptyNames, searchTo: 'reader@example.com' });
+  const emptyFirst = await measure('empty', o, emptyEnv, emptyTenant, { ...emptyNames, searchTo: 'reader@example.com' });
 
   // 2. grown tables: filled now, or the kept database of an earlier run
   const keep = process.env.BENCH_KEEP_GROWTH === '1';
@@ -406,13 +413,14 @@ export async function growthPhase(o: GrowthOptions): Promise<GrowthFigures> {
   const t0 = performance.now();
   if (!reused) await fill(grownEnv.DATABASE_URL!, tenant, names);
   const fillSeconds = +((performance.now() - t0) / 1000).toFixed(1);
+  say(`grown tables ${reused ? 'reused' : `filled in ${fillSeconds} s`}`);
   // each side measured twice, in turns (empty, grown, empty, grown), and each side's better figure kept: a host that
   // slows for a while weighs on one turn, not on one side (the first measurement of a run was its slowest, and one
   // turn of three runs' lookups drifted by a millisecond for both sides alike)
   const grownNames = { ...names, searchTo: 'r4242@d4242.example' };
-  const grownFirst = await measure(o, grownEnv, tenant, grownNames);
-  const empty = best(emptyFirst, await measure(o, emptyEnv, emptyTenant, { ...emptyNames, searchTo: 'reader@example.com' }));
-  const grown = best(grownFirst, await measure(o, grownEnv, tenant, grownNames));
+  const grownFirst = await measure('grown', o, grownEnv, tenant, grownNames);
+  const empty = best(emptyFirst, await measure('empty', o, emptyEnv, emptyTenant, { ...emptyNames, searchTo: 'reader@example.com' }));
+  const grown = best(grownFirst, await measure('grown', o, grownEnv, tenant, grownNames));
 
   // 3. a broadcast to the grown list: snapshot, the first BROADCAST_MEASURED copies, worker memory; then cancelled
   api = o.start('apps/api/src/server.ts', grownEnv);
@@ -430,6 +438,7 @@ export async function growthPhase(o: GrowthOptions): Promise<GrowthFigures> {
   try {
     await until(async () => (await pg.query('SELECT audience FROM broadcasts WHERE id = $1', [broadcast.id])).rows[0].audience > 0, 10 * 60_000, 'the audience snapshot');
     snapshotSeconds = +((performance.now() - started) / 1000).toFixed(1);
+    say(`broadcast: audience snapshot in ${snapshotSeconds} s`);
     await until(async () => (await o.sinkCount()) > 0, 5 * 60_000, 'the first copy');
     firstCopyAt = performance.now();
     await until(async () => (await o.sinkCount()) >= BROADCAST_MEASURED, 30 * 60_000, `${BROADCAST_MEASURED} copies`);
@@ -438,12 +447,15 @@ export async function growthPhase(o: GrowthOptions): Promise<GrowthFigures> {
   }
   const perSecond = Math.round(BROADCAST_MEASURED / ((performance.now() - firstCopyAt) / 1000));
   const workerPeakRssMb = o.peakRssMb(worker);
+  say(`broadcast: ${perSecond} copies/s over the first ${BROADCAST_MEASURED}, worker peak RSS ${workerPeakRssMb} MB`);
   await o.admin(`/broadcasts/${broadcast.id}`, { status: 'cancelled' }, 'PATCH').catch(() => undefined);
   await o.stop(worker);
   // 4. the dry run of a segment of the grown list, with the copies of that broadcast as its engagement
   if (reused) await countriesOf(grownEnv.DATABASE_URL!, names.list);
   const notClicked = await dryRun(o, names.list, { fields: { country: 'DE' }, engaged: { not_clicked: broadcast.id } });
+  say(`dry run "country is DE and did not click": ${JSON.stringify(notClicked)}`);
   const field = await dryRun(o, names.list, { fields: { country: 'DE' } });
+  say(`dry run "country is DE": ${JSON.stringify(field)}`);
   await o.stop(api);
   if (keep) await forgetMeasured(grownEnv.DATABASE_URL!, broadcast.id);
 
