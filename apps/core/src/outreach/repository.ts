@@ -74,7 +74,7 @@ export async function slotState(tx: Tx, mailboxId: number): Promise<{ full: bool
  */
 const QUEUED_FRESH = "interval '60 seconds'";
 const UNQUEUED = `(p.queued_at IS NULL OR p.queued_at < p.next_at OR p.queued_at < now() - ${QUEUED_FRESH})`;
-const CLAIM_DUE = `
+export const CLAIM_DUE = `
 WITH running AS (
   SELECT c.id, c.mailbox_id, (SELECT count(*)::int FROM campaign_steps s WHERE s.campaign_id = c.id) AS steps
   FROM campaigns c WHERE c.status = 'running' AND ($1::int IS NULL OR c.id = $1::int)
@@ -109,14 +109,15 @@ WITH running AS (
   SELECT l.id, l.steps, sum(f.slots)::int AS slots FROM lanes l JOIN free f ON f.id = l.mailbox_id AND f.slots > 0
   WHERE l.rotation > 1 AND l.active GROUP BY l.id, l.steps
 ), open_steps AS (
-  -- each lane of a mailbox with free slots gives its oldest due rows through the (campaign_id, next_at) index, at
-  -- most what its mailbox may take: rows read follow the slots, not the backlog
+  -- each lane of a mailbox with free slots gives its oldest due rows, at most what its mailbox may take: rows read
+  -- follow the slots, not the backlog
   SELECT x.id, x.next_at, l.mailbox_id AS lane, least(f.slots, share.rows) AS cap,
          row_number() OVER (PARTITION BY l.mailbox_id ORDER BY x.next_at, x.id) AS rank
   FROM lanes l JOIN free f ON f.id = l.mailbox_id AND f.slots > 0 CROSS JOIN share
   CROSS JOIN LATERAL (
-    -- through the (campaign_id, mailbox_id, next_at) index: the rows it started, and for a one-mailbox campaign the
-    -- rows not started yet; a rotation's mailbox never reads the rows of its campaign that are not its own
+    -- the rows it started through the (campaign_id, mailbox_id, next_at) index, and for a one-mailbox campaign the
+    -- rows not started yet through the partial (campaign_id, next_at) WHERE mailbox_id IS NULL one; a rotation's
+    -- mailbox never reads the rows of its campaign that are not its own
     SELECT u.id, u.next_at FROM (
       (SELECT p.id, p.next_at FROM prospects p
        WHERE p.campaign_id = l.id AND p.mailbox_id = l.mailbox_id AND p.next_at <= now() AND p.status IN ('ready', 'writing', 'later')
