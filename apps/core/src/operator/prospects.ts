@@ -1,4 +1,5 @@
 import type { Tx } from '../db';
+import { NotFound } from '../errors';
 import { PAGE_SIZE, type Page } from '../keyset';
 import { Joi, iso, validate } from '../validate';
 import { prospectRows } from './repository';
@@ -37,11 +38,14 @@ export interface ProspectLine {
 
 /**
  * A campaign's prospects for its console page, newest first, filtered by status and step, a page at a time by keyset
- * (`before`: the `next` of the page before, a prospect id).
+ * (`before`: the `next` of the page before, a prospect id). One statement for a page with rows; an empty page asks
+ * whether the campaign exists (404 when not). Not the campaign's detail: that counts its prospects, which on a
+ * million of them took longer than the page itself (the growth bench's prospect lists, p99 230 to 330 ms).
  */
 export async function browseProspects(db: Tx, campaign: number, input: unknown): Promise<Page<ProspectLine>> {
   const f = validate(prospectFilter, input ?? {}) as ProspectFilter & { limit: number };
   const rows = await prospectRows(db, { campaign, status: f.status || undefined, step: f.step, beforeId: f.before, limit: f.limit + 1 });
+  if (!rows.length && !(await db.campaign.findUnique({ where: { id: campaign }, select: { id: true } }))) throw new NotFound(`no campaign with id ${campaign}`);
   const page = rows.slice(0, f.limit);
   return {
     rows: page.map((p) => ({

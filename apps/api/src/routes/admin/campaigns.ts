@@ -42,9 +42,7 @@ export function campaignsRouter(db: Db): Router {
   router
     .route('/campaigns/:id/prospects')
     .get(async (req, res) => {
-      const id = validate(schemas.idParam, req.params.id);
-      await getCampaign(db, id);
-      const page = await browseProspects(db, id, req.query);
+      const page = await browseProspects(db, validate(schemas.idParam, req.params.id), req.query);
       res.json({ ok: true, prospects: page.rows, next: page.next });
     })
     .all(methodNotAllowed);
