@@ -116,8 +116,9 @@ export class DomainSigner {
    */
   async sign(db: Tx, mail: Mail.Options, mailbox: Mailbox): Promise<Mail.Options> {
     if (mailbox.dkimPrivateKeyEnc) return mail;
-    // a message submitted over SMTP keeps its client's From, which may be any address of a verified domain: d= is its domain
-    const from = mail.raw ? headerFrom(mail.raw) : null;
+    // a message submitted over SMTP keeps its client's From, which may be any address of a verified domain: d= is its
+    // domain (the From its submission parsed at accept, which composeMail gives as the raw mail's `from`)
+    const from = mail.raw && typeof mail.from === 'string' ? mail.from : null;
     const found = await this.keysFor(db, from ? { accountId: mailbox.accountId, address: from } : mailbox);
     if (!found) return mail;
     const raw = await new MailComposer(mail).compile().build();
@@ -133,17 +134,6 @@ export class DomainSigner {
 
 /** mailauth's signer, loaded by the process that signs (the worker), not by every process importing this module. */
 const dkimSign = lazy(() => (require('mailauth/lib/dkim/sign') as typeof import('mailauth/lib/dkim/sign')).dkimSign);
-
-/** The address of a ready message's From header (its header block only), lower case; null when it has none. */
-export function headerFrom(raw: Mail.Options['raw']): string | null {
-  if (!Buffer.isBuffer(raw) && typeof raw !== 'string') return null;
-  const text = (Buffer.isBuffer(raw) ? raw.subarray(0, 64 * 1024) : Buffer.from(raw.slice(0, 64 * 1024))).toString('latin1');
-  const end = text.search(/\r?\n\r?\n/);
-  const head = (end < 0 ? text : text.slice(0, end)).replace(/\r?\n[ \t]+/g, ' ');
-  const line = /^from:(.*)$/im.exec(head)?.[1];
-  const address = line ? (/<([^<>\s]+@[^<>\s]+)>/.exec(line)?.[1] ?? /([^\s<>",;]+@[^\s<>",;]+)/.exec(line)?.[1]) : undefined;
-  return address ? address.toLowerCase() : null;
-}
 
 /** The headers signed: those a receiver shows or acts on, with List-Unsubscribe-Post (RFC 8058 section 4). */
 const SIGNED_HEADERS = [
