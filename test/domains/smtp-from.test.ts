@@ -1,14 +1,16 @@
 import { db } from '../../apps/core/src/db';
+import { deliverMessage } from '../../apps/core/src/delivery/deliver';
 import { asAdmin, useApi } from '../helpers/api';
 import { useDns } from '../helpers/dns-server';
 import { makeAccount, makeKey, makeMailbox } from '../helpers/factories';
-import { useMail } from '../helpers/mail';
+import { useDelivery, useMail } from '../helpers/mail';
 import { waitFor } from '../helpers/wait';
 import { submissionClient, useSubmission } from '../smtp/support';
 import { published, receiverVerdict, signatures } from './support';
 
 const dns = useDns(['test']);
-const sink = useMail({ queues: ['delivery'] });
+const delivery = useDelivery();
+const sink = useMail({ queues: ['delivery'], delivery });
 const app = useApi();
 const smtp = useSubmission();
 
@@ -71,4 +73,40 @@ it('over SMTP, a From of a domain the account has not verified (never added, onl
   expect(await db().message.count({ where: { accountId: account.id } })).toBe(0);
   expect(await db().message.count({ where: { to: 'nobody@inbox.test' } })).toBe(0);
   expect(sink.to('nobody@inbox.test')).toHaveLength(0);
+});
+
+it('the From its submission parsed is stored with the send at accept and is what delivery signs with; a send stored before it was (no header_from) is still signed d= its MIME’s From', async () => {
+  const account = await makeAccount();
+  const mailbox = await makeMailbox(account.id, { address: 'app@desk.test', smtp: sink.url });
+  const { token } = await makeKey(account.id, mailbox.id);
+  const label = await verifiedDomain(account.id, 'label.test');
+  const sister = await verifiedDomain(account.id, 'sister.test');
+
+  await submissionClient(smtp.port, token).sendMail({ from: '"Label" <News@Label.test>', to: 'stored@inbox.test', subject: 'Stored From', text: 'Signed by the stored From.' });
+  const first = await waitFor(() => sink.to('stored@inbox.test')[0], { timeout: 20_000, what: 'the label’s email' });
+  const send = await db().send.findFirstOrThrow({ where: { accountId: account.id } });
+  expect(send.headerFrom).toBe('news@label.test');
+  expect(signatures(await receiverVerdict(dns, first, first.envelope.from as string)).map((s) => s.domain)).toEqual(['label.test', 'label.test']);
+
+  // the copy delivered again (as a retry would be) with another From stored than its MIME's and then with none
+  const copy = await db().message.findFirstOrThrow({ where: { sendId: send.id } });
+  const again = async (headerFrom: string | null, count: number) => {
+    await db().send.update({ where: { id: send.id }, data: { headerFrom } });
+    await db().message.update({ where: { id: copy.id }, data: { status: 'queued', lockedUntil: null } });
+    expect(await deliverMessage(delivery.delivery, copy.id, { lastAttempt: false })).toMatchObject({ kind: 'sent' });
+    const mail = await waitFor(() => sink.to('stored@inbox.test')[count - 1], { timeout: 20_000, what: `copy ${count}` });
+    // the MIME is the client's, byte for byte, whichever From signs it
+    expect(mail.parsed.from?.value).toEqual([{ name: 'Label', address: 'News@label.test' }]);
+    return signatures(await receiverVerdict(dns, mail, mail.envelope.from as string));
+  };
+  // d= follows the stored From, not a parse of the MIME at delivery
+  expect(await again('news@sister.test', 2)).toEqual([
+    { selector: sister.dkim[0]!.selector, algorithm: 'rsa-sha256', result: 'pass', domain: 'sister.test' },
+    { selector: sister.dkim[1]!.selector, algorithm: 'ed25519-sha256', result: 'pass', domain: 'sister.test' },
+  ]);
+  // a send accepted before migration 20261127101000_header_from has none: its MIME's From still picks the keys
+  expect(await again(null, 3)).toEqual([
+    { selector: label.dkim[0]!.selector, algorithm: 'rsa-sha256', result: 'pass', domain: 'label.test' },
+    { selector: label.dkim[1]!.selector, algorithm: 'ed25519-sha256', result: 'pass', domain: 'label.test' },
+  ]);
 });

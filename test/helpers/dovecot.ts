@@ -19,15 +19,12 @@ export class Dovecot {
   private users: string[] = [];
 
   async start(users: Record<string, string>): Promise<void> {
-    this.dir = fs.mkdtempSync(path.join(os.tmpdir(), 'dovecot-'));
-    fs.chmodSync(this.dir, 0o755);
-    for (const sub of ['mail', 'run', 'state', 'log']) fs.mkdirSync(path.join(this.dir, sub), { mode: 0o755 });
     this.users = Object.entries(users).map(([user, pass]) => `${user}:{PLAIN}${pass}`);
-    fs.writeFileSync(path.join(this.dir, 'users'), `${this.users.join('\n')}\n`);
-    execFileSync('chown', ['-R', 'dovecot:dovecot', path.join(this.dir, 'mail')]);
-    this.port = await freePort();
-    fs.writeFileSync(path.join(this.dir, 'dovecot.conf'), config(this.dir, this.port));
-    execFileSync(DOVECOT, ['-c', path.join(this.dir, 'dovecot.conf')], { stdio: 'ignore' });
+    ({ dir: this.dir, port: this.port } = await launchDovecot('dovecot-', (dir) => ({
+      mechanisms: 'plain login',
+      passdb: `driver = passwd-file\n  args = scheme=PLAIN username_format=%u ${dir}/users`,
+      files: { users: `${this.users.join('\n')}\n` },
+    })));
     await waitFor(() => this.login(Object.keys(users)[0]!, Object.values(users)[0]!).then(() => true).catch(() => false), { timeout: 20_000, interval: 200, what: 'dovecot' });
   }
 
@@ -57,21 +54,52 @@ export class Dovecot {
   }
 
   async stop(): Promise<void> {
-    const pidFile = path.join(this.dir, 'run', 'master.pid');
-    if (fs.existsSync(pidFile)) {
-      const pid = Number(fs.readFileSync(pidFile, 'utf8').trim());
-      try {
-        process.kill(pid, 'SIGTERM');
-        await waitFor(() => { try { process.kill(pid, 0); return false; } catch { return true; } }, { timeout: 10_000, what: 'dovecot to stop' });
-      } catch {
-        /* already gone */
-      }
-    }
-    fs.rmSync(this.dir, { recursive: true, force: true });
+    await stopDovecot(this.dir);
   }
 }
 
-function config(dir: string, port: number): string {
+/** How a dovecot of launchDovecot logs users in: its auth_mechanisms, its passdb block's body, files its passdb reads. */
+export interface DovecotAuth {
+  mechanisms: string;
+  passdb: string;
+  /** written into its folder, by name, before it starts */
+  files: Record<string, string>;
+}
+
+/**
+ * Starts Debian's dovecot on a free loopback port with a temp folder of its own (maildirs, run, state, log) and the
+ * logins of `auth(folder)`; answers the folder (stopDovecot's) and the port. Dovecot and OAuthDovecot (oauth.ts) wait
+ * for it in their own way.
+ */
+export async function launchDovecot(prefix: string, auth: (dir: string) => DovecotAuth): Promise<{ dir: string; port: number }> {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), prefix));
+  fs.chmodSync(dir, 0o755);
+  for (const sub of ['mail', 'run', 'state', 'log']) fs.mkdirSync(path.join(dir, sub), { mode: 0o755 });
+  const { mechanisms, passdb, files } = auth(dir);
+  for (const [name, text] of Object.entries(files)) fs.writeFileSync(path.join(dir, name), text);
+  execFileSync('chown', ['-R', 'dovecot:dovecot', path.join(dir, 'mail')]);
+  const port = await freePort();
+  fs.writeFileSync(path.join(dir, 'dovecot.conf'), config(dir, port, mechanisms, passdb));
+  execFileSync(DOVECOT, ['-c', path.join(dir, 'dovecot.conf')], { stdio: 'ignore' });
+  return { dir, port };
+}
+
+/** Stops the dovecot of launchDovecot's folder `dir` (SIGTERM, then waits for it to go) and removes the folder. */
+export async function stopDovecot(dir: string): Promise<void> {
+  const pidFile = path.join(dir, 'run', 'master.pid');
+  if (fs.existsSync(pidFile)) {
+    const pid = Number(fs.readFileSync(pidFile, 'utf8').trim());
+    try {
+      process.kill(pid, 'SIGTERM');
+      await waitFor(() => { try { process.kill(pid, 0); return false; } catch { return true; } }, { timeout: 10_000, what: 'dovecot to stop' });
+    } catch {
+      /* already gone */
+    }
+  }
+  fs.rmSync(dir, { recursive: true, force: true });
+}
+
+function config(dir: string, port: number, mechanisms: string, passdb: string): string {
   return `protocols = imap
 listen = 127.0.0.1
 base_dir = ${dir}/run
@@ -79,7 +107,7 @@ state_dir = ${dir}/state
 log_path = ${dir}/log/dovecot.log
 ssl = no
 disable_plaintext_auth = no
-auth_mechanisms = plain login
+auth_mechanisms = ${mechanisms}
 default_login_user = dovenull
 default_internal_user = dovecot
 default_internal_group = dovecot
@@ -98,8 +126,7 @@ service anvil {
   chroot =
 }
 passdb {
-  driver = passwd-file
-  args = scheme=PLAIN username_format=%u ${dir}/users
+  ${passdb}
 }
 userdb {
   driver = static

@@ -1,12 +1,12 @@
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import type { AddressInfo } from 'node:net';
-import os from 'node:os';
 import path from 'node:path';
 import { ImapFlow } from 'imapflow';
 import { simpleParser, type ParsedMail } from 'mailparser';
 import { SMTPServer } from 'smtp-server';
-import { freePort, ROOT } from './processes';
+import { launchDovecot, stopDovecot } from './dovecot';
+import { ROOT } from './processes';
 import { waitFor } from './wait';
 
 export const CLIENT = { id: 'test-client', secret: 'test-secret' };
@@ -180,8 +180,6 @@ export class XOAuthSmtp {
   }
 }
 
-const DOVECOT = ['/usr/sbin/dovecot', '/usr/local/sbin/dovecot'].find((p) => fs.existsSync(p)) ?? 'dovecot';
-
 /**
  * Debian's dovecot on loopback whose only passdb is `oauth2`: every login (XOAUTH2 or OAUTHBEARER) is a token that
  * dovecot checks at the authorization server's introspection endpoint (POST, RFC 7662).
@@ -191,17 +189,13 @@ export class OAuthDovecot {
   private dir = '';
 
   async start(auth: AuthServer, account: string): Promise<this> {
-    this.dir = fs.mkdtempSync(path.join(os.tmpdir(), 'dovecot-oauth-'));
-    fs.chmodSync(this.dir, 0o755);
-    for (const sub of ['mail', 'run', 'state', 'log']) fs.mkdirSync(path.join(this.dir, sub), { mode: 0o755 });
-    execFileSync('chown', ['-R', 'dovecot:dovecot', path.join(this.dir, 'mail')]);
-    this.port = await freePort();
-    fs.writeFileSync(
-      path.join(this.dir, 'dovecot-oauth2.conf.ext'),
-      `introspection_mode = post\nintrospection_url = ${auth.url}/introspect\nusername_attribute = username\nactive_attribute = active\nactive_value = true\n`,
-    );
-    fs.writeFileSync(path.join(this.dir, 'dovecot.conf'), dovecotConfig(this.dir, this.port));
-    execFileSync(DOVECOT, ['-c', path.join(this.dir, 'dovecot.conf')], { stdio: 'ignore' });
+    ({ dir: this.dir, port: this.port } = await launchDovecot('dovecot-oauth-', (dir) => ({
+      mechanisms: 'xoauth2 oauthbearer',
+      passdb: `driver = oauth2\n  mechanisms = xoauth2 oauthbearer\n  args = ${dir}/dovecot-oauth2.conf.ext`,
+      files: {
+        'dovecot-oauth2.conf.ext': `introspection_mode = post\nintrospection_url = ${auth.url}/introspect\nusername_attribute = username\nactive_attribute = active\nactive_value = true\n`,
+      },
+    })));
     await waitFor(
       async () => {
         const client = this.client(account, await auth.token(account));
@@ -240,66 +234,6 @@ export class OAuthDovecot {
   }
 
   async stop(): Promise<void> {
-    const pidFile = path.join(this.dir, 'run', 'master.pid');
-    if (fs.existsSync(pidFile)) {
-      const pid = Number(fs.readFileSync(pidFile, 'utf8').trim());
-      try {
-        process.kill(pid, 'SIGTERM');
-        await waitFor(
-          () => {
-            try {
-              process.kill(pid, 0);
-              return false;
-            } catch {
-              return true;
-            }
-          },
-          { timeout: 10_000, what: 'dovecot to stop' },
-        );
-      } catch {
-        /* already gone */
-      }
-    }
-    fs.rmSync(this.dir, { recursive: true, force: true });
+    await stopDovecot(this.dir);
   }
-}
-
-function dovecotConfig(dir: string, port: number): string {
-  return `protocols = imap
-listen = 127.0.0.1
-base_dir = ${dir}/run
-state_dir = ${dir}/state
-log_path = ${dir}/log/dovecot.log
-ssl = no
-disable_plaintext_auth = no
-auth_mechanisms = xoauth2 oauthbearer
-default_login_user = dovenull
-default_internal_user = dovecot
-default_internal_group = dovecot
-service imap-login {
-  inet_listener imap {
-    address = 127.0.0.1
-    port = ${port}
-  }
-  inet_listener imaps {
-    port = 0
-  }
-  chroot =
-  user = dovenull
-}
-service anvil {
-  chroot =
-}
-passdb {
-  driver = oauth2
-  mechanisms = xoauth2 oauthbearer
-  args = ${dir}/dovecot-oauth2.conf.ext
-}
-userdb {
-  driver = static
-  args = uid=dovecot gid=dovecot home=${dir}/mail/%u
-}
-mail_location = maildir:~/Maildir
-first_valid_uid = 100
-`;
 }

@@ -1,10 +1,9 @@
 import { config, localSecretsFile } from '../../core/src/config';
-import { closeDb, db } from '../../core/src/db';
+import { db } from '../../core/src/db';
 import { logger } from '../../core/src/logger';
 import { collectProcessMetrics } from '../../core/src/metrics';
-import { closeQueues } from '../../core/src/queues';
-import { closeRedis } from '../../core/src/redis';
 import { tuneRuntime } from '../../core/src/runtime';
+import { onShutdown } from '../../core/src/shutdown';
 import { preflight } from '../../core/src/startup';
 import { createApp } from './app';
 import { configureServer } from './edge';
@@ -25,20 +24,10 @@ async function main(): Promise<void> {
 
   configureServer(server);
 
-  let stopping = false;
-  const shutdown = async (signal: string) => {
-    if (stopping) return;
-    stopping = true;
-    logger.info({ signal }, 'api stopping');
+  onShutdown('api', async () => {
     await new Promise<void>((resolve) => server.close(() => resolve()));
     await api.stop();
-    await closeQueues();
-    await closeRedis();
-    await closeDb();
-    process.exit(0);
-  };
-  process.on('SIGTERM', () => void shutdown('SIGTERM'));
-  process.on('SIGINT', () => void shutdown('SIGINT'));
+  });
 }
 
 void main();

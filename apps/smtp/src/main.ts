@@ -1,14 +1,13 @@
 import { config } from '../../core/src/config';
-import { closeDb, db } from '../../core/src/db';
+import { db } from '../../core/src/db';
 import { KeyAuthenticator } from '../../core/src/auth/authenticator';
 import { AuthFailures } from '../../core/src/auth/failures';
 import { logger } from '../../core/src/logger';
 import { collectProcessMetrics } from '../../core/src/metrics';
 import { serveWorkerMetrics } from '../../core/src/metrics/worker-server';
-import { closeQueues } from '../../core/src/queues';
-import { closeRedis } from '../../core/src/redis';
 import { tuneRuntime } from '../../core/src/runtime';
 import { createSending } from '../../core/src/sending/accept';
+import { onShutdown } from '../../core/src/shutdown';
 import { preflight } from '../../core/src/startup';
 import { Submission } from '../../core/src/submission/server';
 import { submissionTls } from '../../core/src/submission/tls';
@@ -24,22 +23,12 @@ async function main(): Promise<void> {
   let submission: Submission | undefined;
   let auth: KeyAuthenticator | undefined;
   let metricsServer: Awaited<ReturnType<typeof serveWorkerMetrics>> | undefined;
-  let stopping = false;
   // SIGTERM: messages on their way finish (their 250 once written), every other command answers 421, then exit 0
-  const shutdown = async (signal: string) => {
-    if (stopping) return;
-    stopping = true;
-    logger.info({ signal }, 'smtp stopping');
+  onShutdown('smtp', async () => {
     await submission?.close();
     await auth?.stop();
     metricsServer?.close();
-    await closeQueues();
-    await closeRedis();
-    await closeDb();
-    process.exit(0);
-  };
-  process.on('SIGTERM', () => void shutdown('SIGTERM'));
-  process.on('SIGINT', () => void shutdown('SIGINT'));
+  });
 
   await preflight('smtp');
   const cfg = config();

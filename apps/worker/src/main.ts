@@ -1,14 +1,13 @@
 import { config } from '../../core/src/config';
-import { closeDb, db } from '../../core/src/db';
+import { db } from '../../core/src/db';
 import { productionGuards } from '../../core/src/delivery/production-guards';
 import { startInboundReader } from '../../core/src/inbound/reader';
 import { collectProcessMetrics } from '../../core/src/metrics';
 import { serveWorkerMetrics } from '../../core/src/metrics/worker-server';
 import { createDelivery, type Delivery } from '../../core/src/delivery/deliver';
 import { logger } from '../../core/src/logger';
-import { closeQueues } from '../../core/src/queues';
-import { closeRedis } from '../../core/src/redis';
 import { tuneRuntime } from '../../core/src/runtime';
+import { onShutdown } from '../../core/src/shutdown';
 import { preflight } from '../../core/src/startup';
 import { startDispatcher } from '../../core/src/webhooks/dispatch';
 import { startHolderBeacon } from '../../core/src/delivery/lease';
@@ -28,12 +27,9 @@ async function main(): Promise<void> {
   let metricsServer: Awaited<ReturnType<typeof serveWorkerMetrics>> | undefined;
   let stopBeacon: (() => void) | undefined;
 
-  let stopping = false;
-  // SIGTERM: take no new jobs, let the in-flight ones finish, close connections, exit 0.
-  const shutdown = async (signal: string) => {
-    if (stopping) return;
-    stopping = true;
-    logger.info({ signal }, 'worker stopping');
+  // SIGTERM: take no new jobs, let the in-flight ones finish, close connections, exit 0; registered before anything is
+  // awaited, so no signal can find the process without them
+  onShutdown('worker', async () => {
     await dispatcher?.stop();
     // jobs that only wait on other jobs (a broadcast's run) hand themselves back; deliveries in flight finish
     for (const w of workers) w.cancelAllJobs('the worker is stopping');
@@ -42,14 +38,7 @@ async function main(): Promise<void> {
     stopBeacon?.();
     metricsServer?.close();
     delivery?.close();
-    await closeQueues();
-    await closeRedis();
-    await closeDb();
-    process.exit(0);
-  };
-  // registered before anything is awaited, so no signal can find the process without them
-  process.on('SIGTERM', () => void shutdown('SIGTERM'));
-  process.on('SIGINT', () => void shutdown('SIGINT'));
+  });
 
   await preflight('worker');
   // the rows this process claims name it; its beacon tells the reconciler it lives however long Postgres is away

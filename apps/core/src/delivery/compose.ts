@@ -22,9 +22,10 @@ export const htmlToText = textOf;
  */
 export function composeMail(message: Message, mailbox: Mailbox, send: Send | null): Mail.Options {
   const envelope = { from: mailbox.returnPath === 'verp' ? verpAddress(mailbox.address, message.id) : mailbox.address, to: [message.to] };
-  // a message submitted over SMTP goes out as its client wrote it (DKIM-signed by the transport like any other)
+  // a message submitted over SMTP goes out as its client wrote it (DKIM-signed by the transport like any other); its
+  // `from` is the header From its submission parsed, for the signer's d= (nodemailer writes no header into a raw message)
   const raw = send ? rawBytes(send.raw) : null;
-  if (raw) return { envelope, raw };
+  if (raw) return { envelope, raw, from: send!.headerFrom ?? storedHeaderFrom(raw) ?? undefined };
   // a confirmation's link and a broadcast copy's, series step's or outreach step's unsubscribe link are put in here, on the way to the
   // wire: their stored bodies hold none (subscribers/confirm-link.ts, broadcasts/copy.ts, outreach/opt-out.ts)
   const { subscriberId, prospectId } = message;
@@ -76,6 +77,20 @@ export function rawBytes(raw: unknown): Buffer | null {
   if (typeof raw === 'string') return raw.startsWith('\\x') ? Buffer.from(raw.slice(2), 'hex') : Buffer.from(raw, 'utf8');
   if (raw instanceof Uint8Array) return Buffer.from(raw.buffer, raw.byteOffset, raw.byteLength);
   return null;
+}
+
+/**
+ * The address of a stored MIME's From header (its header block only), lower case; null when it has none. Only for the
+ * sends submitted before their From was stored at accept (sends.header_from, migration 20261127101000_header_from):
+ * every later one has it.
+ */
+function storedHeaderFrom(raw: Buffer): string | null {
+  const text = raw.subarray(0, 64 * 1024).toString('latin1');
+  const end = text.search(/\r?\n\r?\n/);
+  const head = (end < 0 ? text : text.slice(0, end)).replace(/\r?\n[ \t]+/g, ' ');
+  const line = /^from:(.*)$/im.exec(head)?.[1];
+  const address = line ? (/<([^<>\s]+@[^<>\s]+)>/.exec(line)?.[1] ?? /([^\s<>",;]+@[^\s<>",;]+)/.exec(line)?.[1]) : undefined;
+  return address ? address.toLowerCase() : null;
 }
 
 /** Stored headers (strings, or nodemailer's `{prepared, value}`) with `fill` applied to each value. */

@@ -48,7 +48,8 @@ export interface FromRule {
  * May this account send with this From address? Null when it may, else the refusal in words, naming the domain and
  * what is missing. One rule for the API's POST /send and the SMTP submission path: the From is the key's mailbox
  * (or, where `domainAddresses`, an address of a domain the account verified); with REQUIRE_VERIFIED_DOMAIN its
- * domain must be verified.
+ * domain must be verified. The reason only: each way in names what it refused (the API its `from` field, SMTP the
+ * header From's address, a broadcast its mailbox).
  */
 export function fromRefusal(rule: FromRule, from: string): string | null {
   const address = from.trim().toLowerCase();
@@ -56,14 +57,14 @@ export function fromRefusal(rule: FromRule, from: string): string | null {
   const standing = rule.domains?.get(domain);
   const ownDomainAddress = rule.domainAddresses && standing?.status === 'verified';
   if (address !== rule.mailboxAddress.toLowerCase() && !ownDomainAddress) {
-    return `from: this key sends only from ${rule.mailboxAddress}${rule.domainAddresses ? ' or an address of a domain the account verified' : ''}`;
+    return `this key sends only from ${rule.mailboxAddress}${rule.domainAddresses ? ' or an address of a domain the account verified' : ''}`;
   }
   if (!rule.requireVerified || standing?.status === 'verified') return null;
   const shown = displayName(domain) === domain ? domain : `${displayName(domain)} (${domain})`;
   if (!standing) {
-    return `from: the domain ${shown} is not a verified sending domain of this account: add it (POST /admin/api/domains), publish its DKIM and SPF records and check it`;
+    return `the domain ${shown} is not a verified sending domain of this account: add it (POST /admin/api/domains), publish its DKIM and SPF records and check it`;
   }
-  return `from: the domain ${shown} is not verified (${standing.status})${standing.reason ? `: ${standing.reason}` : ''}`;
+  return `the domain ${shown} is not verified (${standing.status})${standing.reason ? `: ${standing.reason}` : ''}`;
 }
 
 /**
@@ -75,7 +76,7 @@ export async function mailboxStartRefusal(db: Tx, mailbox: Pick<Mailbox, 'accoun
   const domain = domainOfAddress(mailbox.address);
   const row = await db.domain.findUnique({ where: { accountId_name: { accountId: mailbox.accountId, name: domain } }, select: { status: true, reason: true } });
   const refusal = fromRefusal({ mailboxAddress: mailbox.address, domains: new Map(row ? [[domain, row]] : []), requireVerified: true, domainAddresses: false }, mailbox.address);
-  return refusal && refusal.replace(/^from: /, `the mailbox ${mailbox.address} cannot send: `);
+  return refusal && `the mailbox ${mailbox.address} cannot send: ${refusal}`;
 }
 
 /** How long a worker keeps a domain's signing keys before reading them again (a rotation shows within this). */
@@ -115,8 +116,9 @@ export class DomainSigner {
    */
   async sign(db: Tx, mail: Mail.Options, mailbox: Mailbox): Promise<Mail.Options> {
     if (mailbox.dkimPrivateKeyEnc) return mail;
-    // a message submitted over SMTP keeps its client's From, which may be any address of a verified domain: d= is its domain
-    const from = mail.raw ? headerFrom(mail.raw) : null;
+    // a message submitted over SMTP keeps its client's From, which may be any address of a verified domain: d= is its
+    // domain (the From its submission parsed at accept, which composeMail gives as the raw mail's `from`)
+    const from = mail.raw && typeof mail.from === 'string' ? mail.from : null;
     const found = await this.keysFor(db, from ? { accountId: mailbox.accountId, address: from } : mailbox);
     if (!found) return mail;
     const raw = await new MailComposer(mail).compile().build();
@@ -132,17 +134,6 @@ export class DomainSigner {
 
 /** mailauth's signer, loaded by the process that signs (the worker), not by every process importing this module. */
 const dkimSign = lazy(() => (require('mailauth/lib/dkim/sign') as typeof import('mailauth/lib/dkim/sign')).dkimSign);
-
-/** The address of a ready message's From header (its header block only), lower case; null when it has none. */
-export function headerFrom(raw: Mail.Options['raw']): string | null {
-  if (!Buffer.isBuffer(raw) && typeof raw !== 'string') return null;
-  const text = (Buffer.isBuffer(raw) ? raw.subarray(0, 64 * 1024) : Buffer.from(raw.slice(0, 64 * 1024))).toString('latin1');
-  const end = text.search(/\r?\n\r?\n/);
-  const head = (end < 0 ? text : text.slice(0, end)).replace(/\r?\n[ \t]+/g, ' ');
-  const line = /^from:(.*)$/im.exec(head)?.[1];
-  const address = line ? (/<([^<>\s]+@[^<>\s]+)>/.exec(line)?.[1] ?? /([^\s<>",;]+@[^\s<>",;]+)/.exec(line)?.[1]) : undefined;
-  return address ? address.toLowerCase() : null;
-}
 
 /** The headers signed: those a receiver shows or acts on, with List-Unsubscribe-Post (RFC 8058 section 4). */
 const SIGNED_HEADERS = [

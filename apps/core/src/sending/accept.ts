@@ -113,7 +113,7 @@ export async function acceptSend(
   if (config().requireVerifiedDomain) {
     // from the process's cache of the account's domains: no extra query while it is fresh
     const refusal = fromRefusal({ mailboxAddress: mailbox.address, domains: await sending.domains.of(db, key.accountId), requireVerified: true, domainAddresses: false }, mailbox.address);
-    if (refusal) throw new Forbidden(refusal);
+    if (refusal) throw new Forbidden(`from: ${refusal}`);
   }
   let { request, stamp } = await rendered(db, sending, key.accountId, parsed);
   const idempotent = options.idempotencyKey ? await startIdempotent(db, { apiKeyId: key.id, route: SEND_ROUTE, key: options.idempotencyKey }, requestFingerprint(body)) : null;
@@ -190,8 +190,8 @@ export async function acceptRawSend(db: Db, sending: Sending, key: ApiKey, messa
   // verified, since a submitted message keeps the From its client wrote
   const domains = await sending.domains.of(db, key.accountId);
   const refusal = fromRefusal({ mailboxAddress: mailbox.address, domains, requireVerified: config().requireVerifiedDomain, domainAddresses: true }, message.from);
-  // the SMTP answer names the header From itself (550 5.7.1 From <address>: ...), so not the API's field name
-  if (refusal) throw new Forbidden(refusal.replace(/^from: /, ''));
+  // the SMTP answer names the header From itself (550 5.7.1 From <address>: ..., submission/server.ts)
+  if (refusal) throw new Forbidden(refusal);
   const to = [...new Set(message.to.map((address) => address.toLowerCase()))];
   if (!to.length) throw new Unprocessable('nobody to write to');
   if (to.length > SEND_LIMITS.recipients) throw new BadRequest(`at most ${SEND_LIMITS.recipients} recipients per message`);
@@ -217,7 +217,7 @@ export async function acceptRawSend(db: Db, sending: Sending, key: ApiKey, messa
       sendAt: null,
       metadata: {},
     };
-    const written = await sending.writer.write({ key, mailbox, request, sendId: message.sendId, idempotencyRecord: recordId, raw: message.raw });
+    const written = await sending.writer.write({ key, mailbox, request, sendId: message.sendId, idempotencyRecord: recordId, raw: message.raw, headerFrom: message.from });
     if (!written.kept.length) throw new Unprocessable('nobody to write to: every recipient is suppressed or on the stop list');
     if (written.used === null) await refuseOverLimit(db, key, written.kept.length);
     accepted = {

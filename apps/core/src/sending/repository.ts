@@ -19,6 +19,8 @@ export interface SendToWrite {
   templates?: { id: number; version: number }[];
   /** a message submitted over SMTP: its MIME, delivered as written (submission/mime.ts) */
   raw?: Buffer;
+  /** and its header From's address as the submission parsed it: the domain DKIM signs with at delivery */
+  headerFrom?: string;
 }
 
 /**
@@ -40,9 +42,9 @@ export interface SendToWrite {
 const WRITE_SENDS = `
 WITH s AS (
   SELECT * FROM unnest($2::uuid[], $3::int[], $4::int[], $5::int[], $6::int[], $7::text[], $8::text[], $9::text[],
-                       $10::text[], $11::text[], $12::text[], $13::text[], $14::text[], $15::timestamptz[], $16::int[], $21::text[], $22::text[])
+                       $10::text[], $11::text[], $12::text[], $13::text[], $14::text[], $15::timestamptz[], $16::int[], $21::text[], $22::text[], $23::text[])
     WITH ORDINALITY AS s(id, account_id, key_id, daily_limit, mailbox_id, from_name, reply_to, subject, text, html,
-                         headers, attachments, metadata, send_at, idempotency_id, templates, raw, ord)
+                         headers, attachments, metadata, send_at, idempotency_id, templates, raw, header_from, ord)
 ), stale AS (
   SELECT s.ord FROM s, jsonb_to_recordset(s.templates::jsonb) AS t(id int, version int)
   WHERE s.templates IS NOT NULL
@@ -73,9 +75,9 @@ WITH s AS (
   SELECT w.ord, (u.count - (sum(w.n) OVER (PARTITION BY w.key_id ORDER BY w.ord DESC) - w.n))::int AS used
   FROM wanted w JOIN usage u ON u.api_key_id = w.key_id
 ), send AS (
-  INSERT INTO sends (id, account_id, api_key_id, from_name, reply_to, subject, text, html, headers, attachments, metadata, skipped, send_at, raw)
+  INSERT INTO sends (id, account_id, api_key_id, from_name, reply_to, subject, text, html, headers, attachments, metadata, skipped, send_at, raw, header_from)
   SELECT s.id, s.account_id, s.key_id, s.from_name, s.reply_to, s.subject, s.text, s.html, s.headers::jsonb,
-         s.attachments::jsonb, s.metadata::jsonb, coalesce(sk.list, '[]'::json)::jsonb, s.send_at, decode(s.raw, 'base64')
+         s.attachments::jsonb, s.metadata::jsonb, coalesce(sk.list, '[]'::json)::jsonb, s.send_at, decode(s.raw, 'base64'), s.header_from
   FROM s JOIN accepted a ON a.ord = s.ord LEFT JOIN skipped sk ON sk.send_ord = s.ord
   RETURNING 1
 ), copies AS (
@@ -140,6 +142,7 @@ export async function insertAcceptedSends(
       column((s) => (s.templates ? JSON.stringify(s.templates) : null)),
       // base64 in a text array: a bytea array would go as hex, twice the MIME's size in the statement
       column((s) => s.raw?.toString('base64') ?? null),
+      column((s) => s.headerFrom ?? null),
     ],
     'write-sends',
   );

@@ -165,7 +165,7 @@ export function parseSendRequest(body: unknown, mailboxAddress: string, now = ne
   }
   // the From rule shared with every way in (domains/sending.ts); the domain's own standing is checked by acceptSend
   const foreign = raw.from ? fromRefusal({ mailboxAddress, domains: null, requireVerified: false, domainAddresses: false }, raw.from.address) : null;
-  if (foreign) throw new Forbidden(foreign);
+  if (foreign) throw new Forbidden(`from: ${foreign}`);
   if (raw.send_at && raw.send_at.getTime() > now.getTime() + SEND_LIMITS.sendAheadMs) {
     throw new BadRequest('send_at: at most 30 days ahead');
   }
