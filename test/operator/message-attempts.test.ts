@@ -91,19 +91,26 @@ describe('the attempts of a message', () => {
     expect(rows.every((r) => r.worker === afterFirst.lockedBy)).toBe(true);
   });
 
-  it('shows the 550 of a message refused for good, and each answer of one that ran out of attempts', async () => {
+  it('shows the 550 of a message refused for good (failed, or bounced at the address), and each answer of one that ran out of attempts', async () => {
     const tenant = await makeTenant({ smtp: sink.url });
     sink.rule = (stage, address) =>
       stage === 'data' && address === 'spamtrap@example.org'
         ? { code: 550, message: '5.7.1 Message rejected as spam' }
         : stage === 'rcpt' && address === 'busy@example.org'
           ? { code: 451, message: '4.7.1 Greylisted, come back later' }
-          : undefined;
+          : stage === 'rcpt' && address === 'gone@example.org'
+            ? { code: 550, message: '5.1.1 No such user here' }
+            : undefined;
     const refused = await insertMessage(tenant, 'spamtrap@example.org');
     expect(await attempt(refused.id)).toMatchObject({ kind: 'rejected', status: 'failed' });
     const s = await story(refused.id);
     expect(s.attempts).toEqual([{ attempt: 1, at: expect.any(String), outcome: 'failed', response: '550 5.7.1 Message rejected as spam' }]);
     expect(s.steps.find((step) => step.what === 'attempt 1')!.detail).toBe('failed: 550 5.7.1 Message rejected as spam');
+
+    // refused for good at the address: bounced at SMTP time
+    const gone = await insertMessage(tenant, 'gone@example.org');
+    expect(await attempt(gone.id)).toMatchObject({ kind: 'rejected', status: 'bounced' });
+    expect((await story(gone.id)).attempts).toEqual([{ attempt: 1, at: expect.any(String), outcome: 'bounced', response: '550 5.1.1 No such user here' }]);
 
     const busy = await insertMessage(tenant, 'busy@example.org');
     expect(await attempt(busy.id)).toBe('retry later');
