@@ -203,6 +203,8 @@ describe('revoked consent', () => {
     for (const to of waiting) expect(smtp.to(to)).toHaveLength(0);
     // the waits used up no delivery attempt, and the reconciler leaves the disconnected mailbox's rows alone
     expect(held.filter((m) => m.status === 'deferred').every((m) => m.lastError?.includes('needs reconnecting'))).toBe(true);
+    // nor does a message's page show them as attempts: no server was asked anything
+    expect(await db().messageAttempt.count({ where: { message: { mailboxId: mailbox.id } } })).toBe(0);
     const before = await db().message.findMany({ where: { mailboxId: mailbox.id, status: 'deferred' } });
     await reconcileDeliveries(db());
     expect(await db().message.findMany({ where: { mailboxId: mailbox.id, status: 'deferred' } })).toEqual(before);

@@ -7,7 +7,7 @@ import { makeTenant } from '../helpers/factories';
 const DAY = 86_400_000;
 const ago = (days: number) => new Date(Date.now() - days * DAY);
 
-it('drops events, webhook deliveries, inbound messages, ended audiences, expired tokens, key usage, clicks and opens past RETENTION_DAYS (stats counts 400 days later), and keeps what is recent or pending', async () => {
+it('drops events, webhook deliveries, inbound messages, ended audiences, expired tokens, key usage, clicks, opens and the answers of attempts past RETENTION_DAYS (stats counts 400 days later), and keeps what is recent or pending', async () => {
   const t = await makeTenant();
   const event = (createdAt: Date, dispatchedAt: Date | null) => db().event.create({ data: { accountId: t.account.id, type: 'message.sent', data: {}, createdAt, dispatchedAt } });
   const oldEvent = await event(ago(40), ago(40));
@@ -46,12 +46,15 @@ it('drops events, webhook deliveries, inbound messages, ended audiences, expired
   const other = crypto.randomUUID();
   await db().message.create({ data: { id: other, accountId: t.account.id, mailboxId: t.mailbox.id, kind: 'broadcast', to: 'other@example.org', subject: 'S', messageIdHeader: `<${other}@example.com>`, status: 'sent' } });
   await db().messageOpen.createMany({ data: [{ messageId: tracked, accountId: t.account.id, firstAt: ago(40), lastAt: ago(40) }, { messageId: other, accountId: t.account.id, firstAt: ago(40), lastAt: ago(2) }] });
+  // the answers of an email's attempts that did not deliver (its row keeps the last)
+  await db().messageAttempt.createMany({ data: [ago(31), ago(1)].map((at, i) => ({ messageId: tracked, attempt: i + 1, at, outcome: 'deferred' as const, response: '451 4.3.0 try later' })) });
   const counts = (day: Date) => ({ accountId: t.account.id, mailboxId: t.mailbox.id, day, sent: 1 });
   await db().dailyCount.createMany({ data: [counts(ago(440)), counts(ago(300))] });
 
   const dropped = await dropOldRecords(db());
-  expect(dropped).toMatchObject({ events: 1, webhookDeliveries: 1, inboundMessages: 1, broadcastRecipients: 1, confirmationTokens: 1, keyDailyUsage: 1, linkClicks: 1, messageOpens: 1, dailyCounts: 1, messages: 0, sends: 0 });
+  expect(dropped).toMatchObject({ events: 1, webhookDeliveries: 1, inboundMessages: 1, broadcastRecipients: 1, confirmationTokens: 1, keyDailyUsage: 1, linkClicks: 1, messageOpens: 1, messageAttempts: 1, dailyCounts: 1, messages: 0, sends: 0 });
   expect(await db().linkClick.count({ where: { messageId: tracked } })).toBe(1);
+  expect((await db().messageAttempt.findMany({ where: { messageId: tracked } })).map((a) => a.attempt)).toEqual([2]);
   expect((await db().messageOpen.findMany({ where: { accountId: t.account.id } })).map((o) => o.messageId)).toEqual([other]);
   expect((await db().dailyCount.findMany({ where: { accountId: t.account.id } })).map((c) => c.day.toISOString().slice(0, 10))).toEqual([ago(300).toISOString().slice(0, 10)]);
 
@@ -72,13 +75,15 @@ it('drops events, webhook deliveries, inbound messages, ended audiences, expired
   expect(Object.values(await dropOldRecords(db())).every((n) => n === 0)).toBe(true);
 });
 
-it('keeps the rows of finished emails unless MESSAGE_ROWS_DAYS is set, then drops them and their Sends', async () => {
+it('keeps the rows of finished emails unless MESSAGE_ROWS_DAYS is set, then drops them with their attempts, and their Sends', async () => {
   const t = await makeTenant();
   const send = await db().send.create({ data: { id: crypto.randomUUID(), accountId: t.account.id, apiKeyId: t.keyId, subject: 'Old', text: 'x', createdAt: ago(500) } });
   const message = await db().message.create({
     data: { id: crypto.randomUUID(), accountId: t.account.id, mailboxId: t.mailbox.id, kind: 'transactional', sendId: send.id, to: 'a@example.org', subject: 'Old', messageIdHeader: `<${crypto.randomUUID()}@example.com>`, status: 'sent' },
   });
   await db().$executeRaw`UPDATE messages SET updated_at = now() - interval '500 days' WHERE id = ${message.id}::uuid`;
+  // an attempt row younger than RETENTION_DAYS still goes with its email's row
+  await db().messageAttempt.create({ data: { messageId: message.id, attempt: 1, outcome: 'deferred', response: '421 4.7.0 try again later' } });
   expect((await dropOldRecords(db())).messages).toBe(0);
   expect(await db().message.count({ where: { id: message.id } })).toBe(1);
 
@@ -91,5 +96,6 @@ it('keeps the rows of finished emails unless MESSAGE_ROWS_DAYS is set, then drop
     spy.mockRestore();
   }
   expect(await db().message.count({ where: { id: message.id } })).toBe(0);
+  expect(await db().messageAttempt.count({ where: { messageId: message.id } })).toBe(0);
   expect(await db().send.count({ where: { id: send.id } })).toBe(0);
 });

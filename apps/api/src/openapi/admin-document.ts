@@ -67,7 +67,7 @@ export const ADMIN_OPERATIONS: AdminOperation[] = [
 
   { method: 'get', path: '/messages', summary: 'The latest messages', query: schemas.messagesQuery, answer: ok('messages') },
   { method: 'get', path: '/messages/search', summary: 'Find messages by recipient, domain, subject words, id or Message-ID, status and dates (keyset pages)', query: messageSearchQuery, answer: ok('messages') },
-  { method: 'get', path: '/messages/{id}', summary: "A message's story: state changes, events and webhook deliveries, headers", idParam: messageIdParam, answer: ok('message') },
+  { method: 'get', path: '/messages/{id}', summary: "A message's story: state changes, each attempt with its SMTP answer, events and webhook deliveries, headers", idParam: messageIdParam, answer: ok('message') },
   { method: 'post', path: '/messages/{id}/retry', summary: 'Try a deferred or failed message again now (409 otherwise)', idParam: messageIdParam, answer: ok('message') },
   { method: 'post', path: '/messages/{id}/cancel', summary: 'Cancel a message not yet claimed (queued or deferred; 409 otherwise)', idParam: messageIdParam, answer: ok('message') },
 

@@ -17,7 +17,7 @@ import { FastClaims, type ClaimedRow } from './fast-claim';
 import { guardedKinds, preSendRefusal, type PreSendGuards } from './guards';
 import { deliveryLeaseMs, Heartbeat, HOLDER, whileHeld } from './lease';
 import { addDeliveryJobs, DeliveryQueue } from './outbox';
-import { lockMessage } from './repository';
+import { lockMessage, markAttemptUndelivered } from './repository';
 import { isFinalStatus } from './status';
 import { Transports } from './transport';
 import { DomainSigner } from '../domains/sending';
@@ -268,8 +268,9 @@ async function talkAndMark(
 }
 
 /**
- * A row of a mailbox that needs reconnecting (docs/mailboxes.md): back to `deferred`, this attempt not counted, no job
- * (the reconciler leaves a disconnected mailbox's rows alone); reconnecting queues it again (oauth/state.ts).
+ * A row of a mailbox that needs reconnecting (docs/mailboxes.md): back to `deferred`, this attempt not counted and not
+ * in message_attempts (no SMTP server was asked anything), no job (the reconciler leaves a disconnected mailbox's rows
+ * alone); reconnecting queues it again (oauth/state.ts).
  */
 async function waitForReconnect(db: Db, message: ClaimedRow, reason: string): Promise<{ kind: 'waiting'; reason: string }> {
   await db.message.updateMany({
@@ -309,16 +310,16 @@ async function markSentUntilWritten(claims: FastClaims, id: string, response: st
   }
 }
 
-/** A refused or failed SMTP conversation: permanent answers close the row (and suppress), temporary ones throw. */
+/**
+ * A refused or failed SMTP conversation: permanent answers close the row (and suppress), temporary ones throw. Each
+ * such attempt keeps its answer in message_attempts, written by the statement that marks the row.
+ */
 async function recordFailure(db: Db, message: ClaimedRow, err: SmtpError, options: { lastAttempt: boolean }): Promise<Extract<DeliveryOutcome, { kind: 'rejected' }>> {
   const answer = err.response ?? null;
   const permanent = permanence(err);
   if (permanent) {
     await db.$transaction(async (tx) => {
-      await tx.message.update({
-        where: { id: message.id },
-        data: { status: permanent.status, lastError: err.message, smtpResponse: answer, lockedUntil: null },
-      });
+      await markAttemptUndelivered(tx, message.id, permanent.status, err.message, answer);
       if (permanent.bounce) await applyBounce(tx, message.accountId, message.id, message.to, permanent.bounce);
       // an end of delivery: `sent`, and a bounce by its class (analytics/bounces.ts)
       await countMessage(tx, message.id, permanent.status === 'bounced' ? ['sent', bounceColumn(bounceClass({ dead: permanent.bounce?.dead, smtp: answer }))] : ['sent']);
@@ -330,11 +331,10 @@ async function recordFailure(db: Db, message: ClaimedRow, err: SmtpError, option
     logger.info({ message: message.id, mailbox: message.mailboxId, domain: domainOf(message.to), status: permanent.status, response: answer ?? err.message }, 'delivery refused for good');
     return { kind: 'rejected', status: permanent.status, response: answer ?? err.message };
   }
-  const data = { lastError: err.message, smtpResponse: answer, lockedUntil: null };
   if (options.lastAttempt) {
     // retries exhausted: the end without delivery, and its event, in one transaction
     await db.$transaction(async (tx) => {
-      await tx.message.update({ where: { id: message.id }, data: { ...data, status: 'failed' } });
+      await markAttemptUndelivered(tx, message.id, 'failed', err.message, answer);
       await countMessage(tx, message.id, 'sent');
       await emitMessageEvent(tx, message.id, 'message.failed');
       // an end like any other: it may bring a window that holds a bounce to its minimum (outreach/auto-pause.ts)
@@ -343,7 +343,7 @@ async function recordFailure(db: Db, message: ClaimedRow, err: SmtpError, option
     announceFinished([message.id]);
     logger.info({ message: message.id, mailbox: message.mailboxId, domain: domainOf(message.to), response: answer ?? err.message }, 'delivery failed: no attempt left');
   } else {
-    await db.message.update({ where: { id: message.id }, data: { ...data, status: 'deferred' } });
+    await markAttemptUndelivered(db, message.id, 'deferred', err.message, answer);
     logger.info({ message: message.id, mailbox: message.mailboxId, domain: domainOf(message.to), response: answer ?? err.message }, 'delivery deferred');
   }
   throw new TemporaryDeliveryError(`delivery of ${message.id} failed for now: ${err.message}`);

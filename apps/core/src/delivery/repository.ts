@@ -87,6 +87,32 @@ export async function markRowsSent(db: Db, sent: { id: string; response: string 
   );
 }
 
+/** How an attempt that did not deliver leaves its message: retried later, or ended without delivery. */
+export type UndeliveredStatus = 'deferred' | 'failed' | 'bounced';
+
+/**
+ * Records an attempt that did not deliver, in one statement: the message's status, last error and SMTP answer (its
+ * lease given up), and the attempt's row in message_attempts with the answer, or the error when no server answered,
+ * up to 500 characters. (A delivered attempt has no row: its message row keeps it, and the "sent" mark stays one
+ * statement.) The row's number is the message's `attempts`; a second worker that took the row over after a lost lease
+ * may have recorded that number already, and then keeps its row.
+ */
+export async function markAttemptUndelivered(db: Tx, id: string, status: UndeliveredStatus, error: string, answer: string | null): Promise<void> {
+  await rawQuery(
+    db,
+    `WITH attempted AS (
+       UPDATE messages SET status = $2::"MessageStatus", last_error = $3, smtp_response = $4, locked_until = NULL, updated_at = now()
+       WHERE id = $1::uuid
+       RETURNING id, attempts, locked_by
+     )
+     INSERT INTO message_attempts (message_id, attempt, at, outcome, response, worker)
+     SELECT id, attempts, now(), $2::"MessageStatus", left(coalesce($4, $3), 500), locked_by FROM attempted
+     ON CONFLICT (message_id, attempt) DO NOTHING`,
+    [id, status, error, answer],
+    'mark-attempt-undelivered',
+  );
+}
+
 /** Locks the messages row (FOR UPDATE, in the caller's transaction); false when there is none. */
 export async function lockMessage(tx: Tx, messageId: string): Promise<boolean> {
   const locked = await tx.$queryRaw<{ id: string }[]>`SELECT id FROM messages WHERE id = ${messageId}::uuid FOR UPDATE`;

@@ -1,5 +1,6 @@
 import MailComposer from 'nodemailer/lib/mail-composer';
 import type Mail from 'nodemailer/lib/mailer';
+import type { Message, MessageAttempt } from '../../../../generated/prisma/client';
 import type { Db } from '../db';
 import { composeMail } from '../delivery/compose';
 import { NotFound } from '../errors';
@@ -15,6 +16,14 @@ export interface StoryStep {
   at: string | null;
   what: string;
   detail: string;
+}
+
+/** One delivery attempt: when, how it left the message (sent, deferred, failed, bounced), and what the server said. */
+export interface StoryAttempt {
+  attempt: number;
+  at: string;
+  outcome: string;
+  response: string | null;
 }
 
 export interface MessageStory {
@@ -39,6 +48,8 @@ export interface MessageStory {
   };
   /** every state change the rows keep, oldest first */
   steps: StoryStep[];
+  /** its delivery attempts, oldest first: each one that did not deliver, with its answer, then the delivered one */
+  attempts: StoryAttempt[];
   events: {
     id: string;
     type: string;
@@ -67,13 +78,42 @@ async function headersOf(mail: Mail.Options): Promise<string> {
   return node.buildHeaders();
 }
 
+/** The statuses an attempt leaves its message in: a row queued, sending or cancelled tells no attempt's end. */
+const ATTEMPT_ENDS = new Set(['sent', 'deferred', 'failed', 'bounced']);
+
+type StoredMessage = Message & { failedAttempts: MessageAttempt[] };
+
+/**
+ * A message's attempts, oldest first: the kept rows of those that did not deliver (message_attempts), then the one
+ * the message row itself tells when no row has it: the delivered one, or one made before its answers were kept (an
+ * older row, or one past RETENTION_DAYS).
+ */
+function attemptsOf(m: StoredMessage): StoryAttempt[] {
+  const attempts: StoryAttempt[] = m.failedAttempts.map((a) => ({ attempt: a.attempt, at: a.at.toISOString(), outcome: a.outcome, response: a.response }));
+  const last = attempts.at(-1)?.attempt ?? 0;
+  if (m.attempts > last && ATTEMPT_ENDS.has(m.status)) {
+    attempts.push({ attempt: m.attempts, at: (m.sentAt ?? m.updatedAt).toISOString(), outcome: m.sentAt ? 'sent' : m.status, response: m.smtpResponse || m.lastError || null });
+  }
+  return attempts;
+}
+
 /**
  * A message's whole story for its console page and GET /admin/api/messages/:id: the row's state changes with their
- * times (accepted, scheduled, claimed, the attempts and the last SMTP answer, deferred until, delivered, bounced with
- * the reader's reason, opened and clicked when tracked), its events with their webhook deliveries, and its headers.
+ * times (accepted, scheduled, claimed, each attempt with its SMTP answer, deferred until, delivered, bounced with the
+ * reader's reason, opened and clicked when tracked), its events with their webhook deliveries, and its headers.
  */
 export async function messageStory(db: Db, id: string): Promise<MessageStory> {
-  const m = await db.message.findUnique({ where: { id }, include: { mailbox: true, send: true, prospect: { select: { id: true, campaignId: true } }, open: true, clicks: { orderBy: { at: 'asc' }, take: 50 } } });
+  const m = await db.message.findUnique({
+    where: { id },
+    include: {
+      mailbox: true,
+      send: true,
+      prospect: { select: { id: true, campaignId: true } },
+      open: true,
+      clicks: { orderBy: { at: 'asc' }, take: 50 },
+      failedAttempts: { orderBy: { attempt: 'asc' } },
+    },
+  });
   if (!m) throw new NotFound(`message ${id} not found`);
   const [eventRows, nextAt] = await Promise.all([messageEventRows(db, id), m.status === 'deferred' ? nextAttemptAt(id) : Promise.resolve(null)]);
   const deliveries = await webhookDeliveryRows(db, eventRows.map((e) => e.id));
@@ -87,11 +127,8 @@ export async function messageStory(db: Db, id: string): Promise<MessageStory> {
   if (m.status === 'sending') {
     steps.push({ at: m.updatedAt.toISOString(), what: 'claimed', detail: `by worker ${m.lockedBy ?? '(unknown)'}, lease until ${iso(m.lockedUntil) ?? '-'}` });
   }
-  const answer = m.smtpResponse || m.lastError || '';
-  if (m.attempts > 0) {
-    const earlier = m.attempts > 1 ? `${m.attempts - 1} earlier attempt${m.attempts > 2 ? 's' : ''}, then ` : '';
-    steps.push({ at: (m.sentAt ?? m.updatedAt).toISOString(), what: `attempt ${m.attempts}`, detail: `${earlier}the server answered: ${answer || '(no answer kept)'}` });
-  }
+  const attempts = attemptsOf(m);
+  for (const a of attempts) steps.push({ at: a.at, what: `attempt ${a.attempt}`, detail: `${a.outcome}: ${a.response ?? '(no answer kept)'}` });
   if (m.status === 'deferred') {
     steps.push({ at: m.updatedAt.toISOString(), what: 'deferred', detail: `${m.lastError ?? 'a temporary failure'}; next attempt ${nextAt ? `at ${nextAt.toISOString()}` : 'when its job runs again'}` });
   }
@@ -132,6 +169,7 @@ export async function messageStory(db: Db, id: string): Promise<MessageStory> {
       sent_at: iso(m.sentAt),
     },
     steps,
+    attempts,
     events: eventRows.map((e) => ({
       id: e.id,
       type: e.type,

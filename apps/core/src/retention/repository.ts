@@ -27,6 +27,8 @@ export const RECORD_RULES: (OldRows & { name: string })[] = [
   // the outbox, once fanned out (webhook retries end within 3 days: failing endpoints are disabled then)
   { table: 'events', name: 'events', old: 'dispatched_at IS NOT NULL AND created_at < $1' },
   { table: 'webhook_deliveries', name: 'webhookDeliveries', old: 'at < $1' },
+  // the answers of an email's attempts that did not deliver; its row keeps the last (and they go with it: ON DELETE CASCADE)
+  { table: 'message_attempts', name: 'messageAttempts', old: 'at < $1' },
   { table: 'inbound_messages', name: 'inboundMessages', old: 'received_at < $1' },
   // the audience snapshot of a broadcast that ended; the broadcast keeps its counts and its copies their rows
   {
