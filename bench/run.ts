@@ -287,7 +287,7 @@ function combined(windows: Load[]): Load {
 /** The mean of each key over several per-request figures. */
 /**
  * The whole pipeline's CPU an email (API + worker + Postgres + Redis; the sink left out, as on nodemailer's side) over
- * nodemailer's own CPU an email sending the same emails to the same sink (issue 52's target: at most 1.5).
+ * nodemailer's own CPU an email sending the same emails to the same sink (the target: at most 1.5, bench/README.md).
  */
 function pipelineCpuRatio(perEmail: Record<string, number>, nodemailer: number): number {
   const pipeline = Object.entries(perEmail).filter(([k]) => k !== 'sink').reduce((total, [, v]) => total + v, 0);
