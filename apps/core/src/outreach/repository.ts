@@ -82,7 +82,7 @@ WITH running AS (
   -- a lane per campaign and mailbox (rotation.ts): its one mailbox, or each of its rotation, active or taken out
   SELECT l.*, count(*) FILTER (WHERE l.active) OVER (PARTITION BY l.id) AS rotation FROM (
     SELECT r.id, r.mailbox_id, r.steps, true AS active FROM running r
-    UNION
+    UNION ALL -- no row twice: (campaign_id, mailbox_id) is campaign_mailboxes' key, and its own mailbox is left out
     SELECT r.id, cm.mailbox_id, r.steps, cm.active FROM running r JOIN campaign_mailboxes cm ON cm.campaign_id = r.id AND cm.mailbox_id <> r.mailbox_id
   ) l
 ), queued AS (
