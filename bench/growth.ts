@@ -49,7 +49,7 @@ export interface GrowthFigure {
 export interface GrowthFigures {
   rows: { messages: number; subscribers: number; prospects: number; fillSeconds: number; reused: boolean };
   phases: GrowthFigure[];
-  broadcast: { subscribers: number; snapshotSeconds: number; perSecond: number; workerPeakRssMb: number };
+  broadcast: { subscribers: number; snapshotSeconds: number; measured: number; perSecond: number; workerPeakRssMb: number };
   /** the dry run of a segment of the grown list: seconds (best of DRY_RUNS) and the count it answered */
   segment: { notClickedSeconds: number; notClickedCount: number; fieldSeconds: number; fieldCount: number };
 }
@@ -488,7 +488,7 @@ export async function growthPhase(o: GrowthOptions): Promise<GrowthFigures> {
       searched("a campaign's prospects by status p99 (ms)", 'prospectsStatusP99'),
       searched("a campaign's prospects, a page deep in the list p99 (ms)", 'prospectsDeepP99'),
     ],
-    broadcast: { subscribers: GROWTH_SUBSCRIBERS, snapshotSeconds, perSecond, workerPeakRssMb },
+    broadcast: { subscribers: GROWTH_SUBSCRIBERS, snapshotSeconds, measured: BROADCAST_MEASURED, perSecond, workerPeakRssMb },
     segment: { notClickedSeconds: notClicked.seconds, notClickedCount: notClicked.count, fieldSeconds: field.seconds, fieldCount: field.count },
   };
 }

@@ -785,7 +785,7 @@ function print(r: Record<string, any>): void {
     for (const f of g.phases) rows.push([`growth: ${f.name}`, `empty ${f.empty}, grown ${f.grown}: ratio ${f.ratio}`, f.limitMs ? `target: grown under ${f.limitMs} ms` : 'target: ratio >= 0.9']);
     rows.push([
       `growth: broadcast to ${g.broadcast.subscribers.toLocaleString('en')} subscribers (${g.rows.messages.toLocaleString('en')} messages; filled in ${g.rows.fillSeconds} s${g.rows.reused ? ', kept' : ''})`,
-      `snapshot ${g.broadcast.snapshotSeconds} s, ${g.broadcast.perSecond} copies/s over the first 100,000, worker peak RSS ${g.broadcast.workerPeakRssMb} MB`,
+      `snapshot ${g.broadcast.snapshotSeconds} s, ${g.broadcast.perSecond} copies/s over the first ${g.broadcast.measured.toLocaleString('en')}, worker peak RSS ${g.broadcast.workerPeakRssMb} MB`,
       'target: worker under 250 MB',
     ]);
     rows.push([
