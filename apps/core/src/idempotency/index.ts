@@ -1,10 +1,11 @@
 import crypto from 'node:crypto';
 import type { Prisma } from '../../../../generated/prisma/client';
-import type { Tx } from '../db';
+import { Batcher } from '../batch';
+import type { Db, Tx } from '../db';
 import { BadRequest, Conflict, Unprocessable } from '../errors';
 import { logger } from '../logger';
 import { isDatabaseUnavailable } from '../outage';
-import { insertRecordIfAbsent, type IdempotencyScope } from './repository';
+import { insertRecordIfAbsent, insertRecordsIfAbsent, type IdempotencyScope } from './repository';
 
 export type { IdempotencyScope } from './repository';
 
@@ -81,6 +82,34 @@ export async function startIdempotent(db: Tx, scope: IdempotencyScope, fingerpri
     return { kind: 'replay', status: earlier.responseStatus ?? 202, body: earlier.responseBody };
   }
   throw new Conflict('the Idempotency-Key is changing hands; repeat the request in a moment', inProgress);
+}
+
+/**
+ * startIdempotent for callers that arrive together: their keys are taken in one insert and one commit (a commit per
+ * message was most of what SMTP submission cost against POST /api/v1/send, bench/smtp.ts). A key already taken, or
+ * repeated within the batch, goes through startIdempotent alone (the earlier answer, 409 or 422). One per process,
+ * made by createSending and passed down.
+ */
+export class IdempotencyClaims {
+  private readonly batcher: Batcher<{ scope: IdempotencyScope; fingerprint: string }, number | null>;
+
+  constructor(private readonly db: Db) {
+    this.batcher = new Batcher(
+      async (claims) => {
+        const keys = claims.map(({ scope }) => `${scope.apiKeyId} ${scope.route} ${scope.key}`);
+        const first = keys.map((key, i) => keys.indexOf(key) === i);
+        const ids = await insertRecordsIfAbsent(db, claims.filter((_, i) => first[i]), new Date(Date.now() + IDEMPOTENCY_TTL_MS));
+        let next = 0;
+        return first.map((isFirst) => (isFirst ? (ids[next++] ?? null) : null));
+      },
+      { maxInFlight: 1, maxBatch: 50 },
+    );
+  }
+
+  async start(scope: IdempotencyScope, fingerprint: string): Promise<IdempotentStart> {
+    const taken = await this.batcher.submit({ scope, fingerprint });
+    return taken !== null ? { kind: 'new', recordId: taken } : startIdempotent(this.db, scope, fingerprint);
+  }
 }
 
 /** Stores the accepted answer; /send calls it in the transaction that writes the messages, so both commit or neither. */

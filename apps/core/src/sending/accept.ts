@@ -10,7 +10,7 @@ import { sha256 } from '../crypto';
 import { config } from '../config';
 import { DomainStandings, fromRefusal } from '../domains/sending';
 import { logger } from '../logger';
-import { finishIdempotent, releaseIdempotent, requestFingerprint, startIdempotent } from '../idempotency';
+import { finishIdempotent, IdempotencyClaims, releaseIdempotent, requestFingerprint, startIdempotent } from '../idempotency';
 import { MailboxCache } from './mailbox';
 import { dailyQuota, refuseOverLimit, secondsToNextUtcMidnight, type DailyQuota } from './quota';
 import { SendWriter, type SkipReason } from './write';
@@ -63,6 +63,8 @@ export interface Sending {
   /** the accounts' sending domains, briefly (REQUIRE_VERIFIED_DOMAIN) */
   domains: DomainStandings;
   finished: FinishedWaits;
+  /** SMTP submission's Message-ID keys, taken together for the messages that arrive together */
+  claims: IdempotencyClaims;
 }
 
 export function createSending(db: Db): Sending {
@@ -73,6 +75,7 @@ export function createSending(db: Db): Sending {
     mailboxes: new MailboxCache(),
     domains: new DomainStandings(),
     finished: new FinishedWaits(),
+    claims: new IdempotencyClaims(db),
   };
 }
 
@@ -197,7 +200,7 @@ export async function acceptRawSend(db: Db, sending: Sending, key: ApiKey, messa
   if (to.length > SEND_LIMITS.recipients) throw new BadRequest(`at most ${SEND_LIMITS.recipients} recipients per message`);
   // the fingerprint is the same whatever the body: a client's retry is the same message, however it was re-encoded
   const idempotent = message.messageId
-    ? await startIdempotent(db, { apiKeyId: key.id, route: SMTP_ROUTE, key: sha256(message.messageId) }, sha256(SMTP_ROUTE))
+    ? await sending.claims.start({ apiKeyId: key.id, route: SMTP_ROUTE, key: sha256(message.messageId) }, sha256(SMTP_ROUTE))
     : null;
   if (idempotent?.kind === 'replay') {
     return { status: idempotent.status as 200 | 202, body: idempotent.body as SendAnswer, quota: await dailyQuota(db, key), replayed: true };
