@@ -21,6 +21,8 @@ const sink = useMail({ queues: ['delivery'] });
 const strict = useSubmission({ maxConnectionsPerAddress: 3, authTimeoutSeconds: 1, failuresPerMinute: 2 });
 /** AUTH in the clear (SMTP_ALLOW_INSECURE_AUTH, loopback development), so raw sockets can speak it; DATA within 1 s */
 const plain = useSubmission({ allowInsecureAuth: true, dataTimeoutSeconds: 1 });
+/** AUTH in the clear, the default deadlines */
+const patient = useSubmission({ allowInsecureAuth: true });
 
 /** A raw SMTP conversation on a socket: what the server wrote, line by line, and whether it closed. */
 class Raw {
@@ -131,6 +133,34 @@ describe('SMTP submission against misbehaving clients', () => {
     await c.expect(/^421 4\.4\.2 the message took too long/, 5_000);
     await waitFor(() => c.closed, { what: 'the slow connection closed' });
     expect(await db().send.count({ where: { accountId: tenant.account.id } })).toBe(0);
+  });
+
+  it('eight messages of the size limit are held at once: a ninth waits for room, at most 5 s when clients are slow to send theirs', async () => {
+    const tenant = await makeTenant({ smtp: sink.url });
+    const startData = async () => {
+      const c = new Raw(patient.port);
+      await c.expect(/^220 /);
+      c.write('EHLO client.example\r\n');
+      await c.expect(/^250 /);
+      c.write(plainAuth(tenant.token));
+      await c.expect(/^235 /);
+      c.write(`MAIL FROM:<${tenant.mailbox.address}>\r\nRCPT TO:<held@abuse.example>\r\nDATA\r\n`);
+      await c.expect(/^354 /);
+      return c;
+    };
+    const client = () =>
+      nodemailer.createTransport({ host: '127.0.0.1', port: patient.port, secure: false, ignoreTLS: true, auth: { user: 'app', pass: tenant.token } });
+    // eight clients started their DATA and send nothing more: the room is theirs
+    const slow = await Promise.all(Array.from({ length: 8 }, startData));
+    const started = Date.now();
+    const ninth = await client().sendMail({ from: tenant.mailbox.address, to: 'ninth@abuse.example', subject: 's', text: 'waited' });
+    expect(ninth.response).toMatch(/^250 /);
+    expect(Date.now() - started).toBeGreaterThanOrEqual(4_500);
+    slow.forEach((c) => c.end());
+    // once they are gone, messages are read at once
+    const again = Date.now();
+    await client().sendMail({ from: tenant.mailbox.address, to: 'tenth@abuse.example', subject: 's', text: 'at once' });
+    expect(Date.now() - again).toBeLessThan(2_000);
   });
 
   it('failed logins count in the API’s failure rule: past the allowance even the right key is refused', async () => {

@@ -61,10 +61,18 @@ const UNAUTHENTICATED_COMMANDS = 10;
 /**
  * Bytes of messages one SMTP process turns into rows at once (prepared, encoded for the statement, written); further
  * messages wait their turn, their clients waiting for the answer to DATA as RFC 5321 lets them. A message in that step
- * holds about nine times its size (the DATA, its base64, the array literal, the driver's buffer); two 1 MB messages at
- * a time still write far faster than clients send them (bench/smtp.ts).
+ * holds about four times its size (the DATA, its pieces until joined, the statement's parameter, the driver's buffer).
  */
 const ACCEPT_BYTES_IN_FLIGHT = 2 * 1024 * 1024;
+/**
+ * Bytes of messages one SMTP process holds at once, from the start of their DATA to its answer: a message is read once
+ * there is room for the most it may be (then it keeps only its size), and until then its bytes wait in the client's
+ * socket. Fifty clients sending 1 MB messages faster than Postgres stores them held fifty of them, and the garbage
+ * they left once they had waited (bench/smtp.ts).
+ */
+const MESSAGE_BYTES_HELD = 8 * 1024 * 1024;
+/** How long a message waits for that room before it is read anyway: clients slow to send their DATA hold up others no longer. */
+const HELD_WAIT_MS = 5_000;
 /** How long shutting down waits for the messages on their way before it answers 421 to every connection. */
 const CLOSE_TIMEOUT_MS = 10_000;
 
@@ -82,6 +90,7 @@ export class Submission {
   private readonly sessions = new Map<string, { client: string; timers: NodeJS.Timeout[] }>();
   private closing = false;
   private readonly accepting = new Semaphore(ACCEPT_BYTES_IN_FLIGHT);
+  private readonly holding = new Semaphore(MESSAGE_BYTES_HELD);
 
   constructor(
     private readonly parts: SubmissionParts,
@@ -248,8 +257,35 @@ export class Submission {
     return null;
   }
 
-  /** DATA: read (at most the size limit kept in memory, within the deadline), prepared, accepted; 250 with the send's id. */
+  /**
+   * DATA: read once there is room for it (at most the size limit kept in memory, within the deadline), prepared,
+   * accepted; 250 with the send's id.
+   */
   private async onData(stream: SMTPServerDataStream, session: SMTPServerSession): Promise<string> {
+    let held = (await this.holding.acquireWithin(SEND_LIMITS.emailBytes, HELD_WAIT_MS)) ? SEND_LIMITS.emailBytes : 0;
+    try {
+      const { chunks, size } = await this.read(stream, session);
+      // from here it holds its size (the refusals above release the lot)
+      this.holding.release(held - Math.min(held, size));
+      held = Math.min(held, size);
+      const user = session.user as unknown as SessionUser;
+      const bytes = Math.min(size, ACCEPT_BYTES_IN_FLIGHT);
+      await this.accepting.acquire(bytes);
+      try {
+        const data = Buffer.concat(chunks, size);
+        // the pieces are garbage from here: the message is one buffer
+        chunks.length = 0;
+        return await this.accept(user, data, session.envelope.rcptTo.map((r) => r.address));
+      } finally {
+        this.accepting.release(bytes);
+      }
+    } finally {
+      this.holding.release(held);
+    }
+  }
+
+  /** The DATA, in the pieces it came in, within the deadline; 552 past the size limit (counted, not kept). */
+  private async read(stream: SMTPServerDataStream, session: SMTPServerSession): Promise<{ chunks: Buffer[]; size: number }> {
     const entry = this.sessions.get(session.id);
     const deadline = setTimeout(() => {
       this.drop(session, '4.4.2 the message took too long to arrive; closing', 'data_timeout');
@@ -272,17 +308,7 @@ export class Submission {
     if (stream.sizeExceeded || size > SEND_LIMITS.emailBytes) {
       throw new SmtpAnswer(552, `5.3.4 the message is over ${SEND_LIMITS.emailBytes} bytes`, 'size');
     }
-    const user = session.user as unknown as SessionUser;
-    const bytes = Math.min(size, ACCEPT_BYTES_IN_FLIGHT);
-    await this.accepting.acquire(bytes);
-    try {
-      const data = Buffer.concat(chunks, size);
-      // the pieces are garbage from here: the message is one buffer
-      chunks.length = 0;
-      return await this.accept(user, data, session.envelope.rcptTo.map((r) => r.address));
-    } finally {
-      this.accepting.release(bytes);
-    }
+    return { chunks, size };
   }
 
   private async accept(user: SessionUser, data: Buffer, to: string[]): Promise<string> {
