@@ -49,6 +49,17 @@ class Raw {
 
 const plainAuth = (token: string) => `AUTH PLAIN ${Buffer.from(`\0app\0${token}`).toString('base64')}\r\n`;
 
+/** A raw conversation greeted, EHLO'd and signed in with the key (AUTH PLAIN in the clear). */
+async function signedIn(port: number, token: string): Promise<Raw> {
+  const c = new Raw(port);
+  await c.expect(/^220 /);
+  c.write('EHLO client.example\r\n');
+  await c.expect(/^250 /);
+  c.write(plainAuth(token));
+  await c.expect(/^235 /);
+  return c;
+}
+
 async function counter(name: string, labels: Record<string, string> = {}): Promise<number> {
   const metric = await registry.getSingleMetric(name)!.get();
   return metric.values.filter((v) => Object.entries(labels).every(([k, l]) => v.labels[k] === l)).reduce((s, v) => s + v.value, 0);
@@ -110,12 +121,7 @@ describe('SMTP submission against misbehaving clients', () => {
 
   it('bare LF and body lines over 998 characters are refused with 550 5.6.0; slow DATA is closed with 421; nothing is written', async () => {
     const tenant = await makeTenant({ smtp: sink.url });
-    const c = new Raw(plain.port);
-    await c.expect(/^220 /);
-    c.write('EHLO client.example\r\n');
-    await c.expect(/^250 /);
-    c.write(plainAuth(tenant.token));
-    await c.expect(/^235 /);
+    const c = await signedIn(plain.port, tenant.token);
     const message = () => `MAIL FROM:<${tenant.mailbox.address}>\r\nRCPT TO:<lf@abuse.example>\r\nDATA\r\n`;
     c.write(message());
     await c.expect(/^354 /);
@@ -138,12 +144,7 @@ describe('SMTP submission against misbehaving clients', () => {
   it('eight messages of the size limit are held at once: a ninth waits for room, at most 5 s when clients are slow to send theirs', async () => {
     const tenant = await makeTenant({ smtp: sink.url });
     const startData = async () => {
-      const c = new Raw(patient.port);
-      await c.expect(/^220 /);
-      c.write('EHLO client.example\r\n');
-      await c.expect(/^250 /);
-      c.write(plainAuth(tenant.token));
-      await c.expect(/^235 /);
+      const c = await signedIn(patient.port, tenant.token);
       c.write(`MAIL FROM:<${tenant.mailbox.address}>\r\nRCPT TO:<held@abuse.example>\r\nDATA\r\n`);
       await c.expect(/^354 /);
       return c;
