@@ -3,6 +3,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { dkimVerify } from 'mailauth/lib/dkim/verify';
+import nodemailer from 'nodemailer';
 import { db } from '../../apps/core/src/db';
 import { createMailbox } from '../../apps/core/src/mailboxes';
 import { as, useApi } from '../helpers/api';
@@ -158,6 +159,18 @@ print(json.dumps({"refused": refused, "codes": codes}))
     for (const r of same) if (r.status === 'rejected') expect(r.reason).toMatchObject({ responseCode: 451 });
     expect(await db().send.count({ where: { accountId: tenant.account.id } })).toBe(6);
     expect(await db().message.count({ where: { to: 'same@together.example' } })).toBe(1);
+  });
+
+  it('a connection sending message after message keeps no timer of the messages before (a pooled client holds one for days)', async () => {
+    const tenant = await makeTenant({ smtp: sink.url });
+    const pooled = nodemailer.createTransport({ pool: true, maxConnections: 1, host: '127.0.0.1', port: smtp.port, requireTLS: true, auth: { user: 'app', pass: tenant.token }, tls: { rejectUnauthorized: false } });
+    for (let i = 0; i < 5; i++) await pooled.sendMail({ from: tenant.mailbox.address, to: `pooled${i}@timers.example`, subject: 's', text: 't' });
+    // the session's only timer left is its authentication deadline
+    const sessions = (smtp.submission as unknown as { sessions: Map<string, { timers: unknown[] }> }).sessions;
+    const timers = [...sessions.values()].map((s) => s.timers.length);
+    expect(timers.length).toBeGreaterThan(0);
+    expect(Math.max(...timers)).toBe(1);
+    pooled.close();
   });
 
   it('the key’s daily limit: a message that would pass it is 452 4.3.1 and writes nothing', async () => {

@@ -304,6 +304,8 @@ export class Submission {
       throw new SmtpAnswer(451, '4.3.0 the message did not arrive in full', 'protocol');
     } finally {
       clearTimeout(deadline);
+      // a pooled connection sends message after message: it keeps no deadline of those before
+      if (entry) entry.timers = entry.timers.filter((t) => t !== deadline);
     }
     if (stream.sizeExceeded || size > SEND_LIMITS.emailBytes) {
       throw new SmtpAnswer(552, `5.3.4 the message is over ${SEND_LIMITS.emailBytes} bytes`, 'size');
