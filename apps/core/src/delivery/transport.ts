@@ -70,8 +70,9 @@ export class Transports {
       connectionTimeout: 30_000,
       greetingTimeout: 30_000,
       socketTimeout: 60_000,
-      // every email from a mailbox with a DKIM key is signed, by nodemailer itself (docs/broadcasts.md)
-      dkim: dkimSettings(mailbox),
+      // every email from a mailbox with a DKIM key is signed, by nodemailer itself (docs/broadcasts.md), with the key
+      // parsed once (its types say a PEM string; its signer passes the key to crypto's Sign.sign, which takes either)
+      dkim: dkimSettings(mailbox) as unknown as SMTPPool.Options['dkim'],
     });
     this.pools.set(mailbox.id, { version, transport });
     return transport;
