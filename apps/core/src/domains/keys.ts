@@ -1,6 +1,7 @@
 import crypto from 'node:crypto';
 import { config } from '../config';
 import { decryptSecret, encryptSecret } from '../crypto';
+import type { DkimKey } from './dkim';
 
 /** The DER prefix of an Ed25519 SubjectPublicKeyInfo; the 32 bytes after it are the raw key RFC 8463 publishes. */
 const ED25519_SPKI_PREFIX_BYTES = 12;
@@ -35,18 +36,12 @@ export function generateKeyPairs(selector = newSelector()): KeyPairColumns {
   };
 }
 
-export interface SigningKey {
-  selector: string;
-  algorithm: 'rsa-sha256' | 'ed25519-sha256';
-  privateKey: string;
-}
-
-/** The two signing keys of a pair, decrypted (worker only). */
-export function signingKeys(pair: { selector: string; rsaPrivateKeyEnc: string; ed25519PrivateKeyEnc: string }): SigningKey[] {
+/** The two signing keys of a pair, decrypted and parsed (worker only: DomainSigner keeps them for a while). */
+export function signingKeys(pair: { selector: string; rsaPrivateKeyEnc: string; ed25519PrivateKeyEnc: string }): DkimKey[] {
   const secret = config().secretKey;
   return [
-    { selector: rsaSelector(pair.selector), algorithm: 'rsa-sha256', privateKey: decryptSecret(pair.rsaPrivateKeyEnc, secret) },
-    { selector: ed25519Selector(pair.selector), algorithm: 'ed25519-sha256', privateKey: decryptSecret(pair.ed25519PrivateKeyEnc, secret) },
+    { selector: rsaSelector(pair.selector), algorithm: 'rsa-sha256', privateKey: crypto.createPrivateKey(decryptSecret(pair.rsaPrivateKeyEnc, secret)) },
+    { selector: ed25519Selector(pair.selector), algorithm: 'ed25519-sha256', privateKey: crypto.createPrivateKey(decryptSecret(pair.ed25519PrivateKeyEnc, secret)) },
   ];
 }
 

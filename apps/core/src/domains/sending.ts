@@ -2,9 +2,9 @@ import MailComposer from 'nodemailer/lib/mail-composer';
 import type Mail from 'nodemailer/lib/mailer';
 import type { Mailbox } from '../../../../generated/prisma/client';
 import { config } from '../config';
-import { lazy } from '../lazy';
 import type { Tx } from '../db';
-import { signingKeys, type SigningKey } from './keys';
+import { dkimSignatures, type DkimKey } from './dkim';
+import { signingKeys } from './keys';
 import { displayName, domainOfAddress } from './names';
 
 /** Where one of an account's domains stands, as the send rule needs it. */
@@ -84,17 +84,17 @@ const KEYS_TTL_MS = 30_000;
 
 /**
  * A worker's DKIM signing with the keys of verified domains (docs/domains.md): the active pair of the From domain,
- * RSA and Ed25519, both signatures with d= that domain. Made once per worker process (createDelivery). mailauth signs,
+ * RSA and Ed25519, both signatures with d= that domain. Made once per worker process (createDelivery). dkim.ts signs,
  * not nodemailer: nodemailer's signer makes RSA signatures only (its dkim/sign.js calls createSign('RSA-SHA256')), so
  * the email is built first (MailComposer) and sent ready-made, with both signatures on top.
  */
 export class DomainSigner {
-  private readonly cache = new Map<string, { keys: SigningKey[] | null; until: number }>();
+  private readonly cache = new Map<string, { keys: DkimKey[] | null; until: number }>();
 
   constructor(private readonly ttlMs = KEYS_TTL_MS) {}
 
   /** The signing keys of the mailbox's domain when the account verified it; null otherwise. */
-  async keysFor(db: Tx, mailbox: Pick<Mailbox, 'accountId' | 'address'>): Promise<{ domain: string; keys: SigningKey[] } | null> {
+  async keysFor(db: Tx, mailbox: Pick<Mailbox, 'accountId' | 'address'>): Promise<{ domain: string; keys: DkimKey[] } | null> {
     const domain = domainOfAddress(mailbox.address);
     const cacheKey = `${mailbox.accountId}:${domain}`;
     let hit = this.cache.get(cacheKey);
@@ -122,21 +122,13 @@ export class DomainSigner {
     const found = await this.keysFor(db, from ? { accountId: mailbox.accountId, address: from } : mailbox);
     if (!found) return mail;
     const raw = await new MailComposer(mail).compile().build();
-    const signed = await dkimSign()(raw, {
-      canonicalization: 'relaxed/relaxed',
-      headerList: SIGNED_HEADERS,
-      signatureData: found.keys.map((k) => ({ signingDomain: found.domain, selector: k.selector, privateKey: k.privateKey, algorithm: k.algorithm })),
-    } as never);
-    if (signed.errors?.length) throw signed.errors[0];
-    return { envelope: mail.envelope, messageId: mail.messageId, raw: Buffer.concat([Buffer.from(signed.signatures), raw]) };
+    const signatures = dkimSignatures(raw, found.domain, found.keys, SIGNED_HEADERS);
+    return { envelope: mail.envelope, messageId: mail.messageId, raw: Buffer.concat([Buffer.from(signatures, 'latin1'), raw]) };
   }
 }
 
-/** mailauth's signer, loaded by the process that signs (the worker), not by every process importing this module. */
-const dkimSign = lazy(() => (require('mailauth/lib/dkim/sign') as typeof import('mailauth/lib/dkim/sign')).dkimSign);
-
 /** The headers signed: those a receiver shows or acts on, with List-Unsubscribe-Post (RFC 8058 section 4). */
-const SIGNED_HEADERS = [
+const SIGNED_HEADERS: readonly string[] = [
   'from', 'sender', 'reply-to', 'subject', 'date', 'message-id', 'to', 'cc', 'mime-version', 'content-type', 'content-transfer-encoding',
   'in-reply-to', 'references', 'list-id', 'list-unsubscribe', 'list-unsubscribe-post',
 ];
