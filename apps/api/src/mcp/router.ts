@@ -1,11 +1,19 @@
-import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { Router, type RequestHandler } from 'express';
 import type { Db } from '../../../core/src/db';
 import type { ApiState } from '../state';
 import { MethodNotAllowed } from '../../../core/src/errors';
 import { requireKey, type KeyAuthenticator } from '../middleware/auth';
 import type { AuthFailures } from '../middleware/failures';
-import { mcpServer } from './tools';
+import { lazy } from '../../../core/src/lazy';
+
+/**
+ * The MCP SDK and the tools, loaded by the first MCP request: with zod they are about 26 MB of an API process's memory,
+ * which an API that never serves MCP does not carry.
+ */
+const mcp = lazy(() => ({
+  Transport: (require('@modelcontextprotocol/sdk/server/streamableHttp.js') as typeof import('@modelcontextprotocol/sdk/server/streamableHttp.js')).StreamableHTTPServerTransport,
+  mcpServer: (require('./tools') as typeof import('./tools')).mcpServer,
+}));
 
 /**
  * docs/mcp.md: MCP over Streamable HTTP at /mcp, stateless (a server and transport per request, no session), so
@@ -14,8 +22,9 @@ import { mcpServer } from './tools';
 export function mcpRouter(db: Db, auth: KeyAuthenticator, failures: AuthFailures, json: RequestHandler, state: ApiState): Router {
   const router = Router();
   router.post('/', requireKey(auth, failures), json, async (req, res) => {
+    const { Transport, mcpServer } = mcp();
     const server = mcpServer(db, state, res.locals.key, { requestId: String(res.locals.requestId ?? ''), method: req.method, path: req.originalUrl });
-    const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
+    const transport = new Transport({ sessionIdGenerator: undefined, enableJsonResponse: true });
     res.on('close', () => {
       void transport.close();
       void server.close();

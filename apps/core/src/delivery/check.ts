@@ -1,10 +1,14 @@
-import { ImapFlow } from 'imapflow';
+import type { ImapFlow } from 'imapflow';
 import nodemailer from 'nodemailer';
 import type { Mailbox } from '../../../../generated/prisma/client';
 import { imapSettings, smtpSettings } from '../mailboxes';
 import { db as processDb, type Db } from '../db';
 import { imapAuth } from '../oauth/imap';
 import { connectionOptions, oauthLoginOf } from './transport';
+import { lazy } from '../lazy';
+
+/** imapflow, loaded by the first IMAP check: the API imports this module for its console, and most never check IMAP. */
+const imapFlow = lazy(() => (require('imapflow') as typeof import('imapflow')).ImapFlow);
 
 /**
  * The console's "test connection": connects, says EHLO, upgrades to TLS when offered and logs in with the mailbox's
@@ -40,7 +44,8 @@ export async function checkImap(mailbox: Mailbox, db: Db = processDb()): Promise
     // an OAuth2 mailbox whose provider refused its refresh token, or is away: an answer about the mailbox
     return { ok: false, message: `${imap.host}:${imap.port}: no access token: ${(err as Error).message}` };
   }
-  const client = new ImapFlow({
+  const ImapClient = imapFlow();
+  const client: ImapFlow = new ImapClient({
     host: imap.host,
     port: imap.port,
     secure: imap.secure,
