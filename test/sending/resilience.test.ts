@@ -1,4 +1,6 @@
+import { spawn } from 'node:child_process';
 import net from 'node:net';
+import Redis from 'ioredis';
 import { productionGuards } from '../../apps/core/src/delivery/production-guards';
 import { createDelivery, type Delivery } from '../../apps/core/src/delivery/deliver';
 import { Worker } from 'bullmq';
@@ -58,11 +60,12 @@ describe('nothing accepted is lost', () => {
     expect(res.status).toBe(202);
     const answer = (await res.json()) as { messages: { id: string }[] };
     const id = answer.messages[0]!.id;
-    const row = await db().message.findUniqueOrThrow({ where: { id } });
-    expect(row).toMatchObject({ status: 'queued', enqueuedAt: null });
+    // the answer did not wait for Redis: the failed add clears the row's enqueued mark just after it
+    await waitFor(async () => (await db().message.findUniqueOrThrow({ where: { id } })).enqueuedAt === null, { what: 'the mark cleared' });
+    expect(await db().message.findUniqueOrThrow({ where: { id } })).toMatchObject({ status: 'queued', enqueuedAt: null });
     expect(await queue(QUEUE.delivery).getJob(jobId.delivery(id))).toBeUndefined();
 
-    // concurrent sends share one Redis attempt: each waits out one 2 s timeout for its batch, not one more alone
+    // concurrent sends are answered at once too, and share one Redis attempt
     const started = Date.now();
     const parallel = await Promise.all(
       Array.from({ length: 6 }, (_, i) =>
@@ -77,7 +80,7 @@ describe('nothing accepted is lost', () => {
     expect(Date.now() - started).toBeLessThan(5_500);
     const ids = [id];
     for (const res of parallel) ids.push(...((await res.json()) as { messages: { id: string }[] }).messages.map((m) => m.id));
-    expect(await db().message.count({ where: { id: { in: ids }, enqueuedAt: null } })).toBe(13);
+    await waitFor(async () => (await db().message.count({ where: { id: { in: ids }, enqueuedAt: null } })) === 13, { what: 'the 13 marks cleared' });
     api.child.kill('SIGTERM');
 
     startWorker();
@@ -86,6 +89,45 @@ describe('nothing accepted is lost', () => {
     expect(sink.to('kept@example.org')).toHaveLength(1);
     expect(sink.to('p5b@example.org')).toHaveLength(1);
     expect(await maintenanceTasks.reconcile()).toMatchObject({ requeued: 0 });
+  });
+
+  it('answers 202 once the rows are committed, without waiting for Redis to take the jobs; a late Redis still gets them', async () => {
+    const tenant = await makeTenant({ smtp: sink.url });
+    const redisPort = await freePort();
+    const redis = spawn('redis-server', ['--port', String(redisPort), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: 'ignore' });
+    const control = new Redis(redisPort, '127.0.0.1', { maxRetriesPerRequest: 1 });
+    try {
+      await waitFor(() => control.ping().catch(() => null), { what: 'the private Redis' });
+      const port = await freePort();
+      const api = runProcess('test/sending/fixtures/api-process.ts', { PORT: String(port), REDIS_URL: `redis://127.0.0.1:${redisPort}` });
+      children.push(api);
+      await waitFor(() => api.stdout().includes('listening') || api.child.exitCode !== null, { timeout: 30_000, what: 'the API process' });
+      const send = (subject: string) =>
+        fetch(`http://127.0.0.1:${port}/api/v1/send`, {
+          method: 'POST',
+          headers: { Authorization: `Bearer ${tenant.token}`, 'Content-Type': 'application/json' },
+          body: JSON.stringify({ to: 'late@example.org', subject, text: 'x' }),
+        });
+      expect((await send('warm')).status).toBe(202);
+
+      // Redis holds every write for 3 s: the job's add waits, and gives the rows to the reconciler after its 0.5 s
+      await control.call('CLIENT', 'PAUSE', '3000', 'WRITE');
+      const res = await send('Late');
+      expect(res.status).toBe(202);
+      const id = ((await res.json()) as { messages: { id: string }[] }).messages[0]!.id;
+      // answered before Redis took the job or the add gave up: the row still carries its enqueued mark, and no job
+      const jobKey = `${queuePrefix()}:${QUEUE.delivery}:${jobId.delivery(id)}`;
+      expect(await db().message.findUniqueOrThrow({ where: { id } })).toMatchObject({ status: 'queued', enqueuedAt: expect.any(Date) });
+      expect(await control.exists(jobKey)).toBe(0);
+      // then the add gives up: the mark is cleared for the reconciler; and once Redis writes again the job is there too
+      await waitFor(async () => (await db().message.findUniqueOrThrow({ where: { id } })).enqueuedAt === null, { what: 'the mark cleared' });
+      await waitFor(async () => (await control.exists(jobKey)) === 1, { what: 'the late job' });
+    } finally {
+      control.disconnect();
+      redis.kill('SIGKILL');
+      // their jobs went to the private Redis: the next tests' reconciler is not to queue them in the shared one
+      await db().message.updateMany({ where: { accountId: tenant.account.id }, data: { status: 'cancelled' } });
+    }
   });
 
   it('delivers a message whose worker was killed mid-job, once, after a worker starts again', async () => {
@@ -124,7 +166,9 @@ describe('nothing accepted is lost', () => {
       expect(res.status).toBe(202);
       const id = res.body.messages[0].id as string;
       // as if the process died between the commit and queueing: the row is marked, the job is not there
-      await (await queue(QUEUE.delivery).getJob(jobId.delivery(id)))!.remove();
+      // (the answer does not wait for the job: it is there a moment later)
+      const job = await waitFor(() => queue(QUEUE.delivery).getJob(jobId.delivery(id)), { what: 'the job' });
+      await job.remove();
       expect(await maintenanceTasks.reconcile()).toMatchObject({ requeued: 0 });
       await db().message.update({ where: { id }, data: { enqueuedAt: new Date(Date.now() - 10 * 60_000) } });
       expect(await maintenanceTasks.reconcile()).toMatchObject({ requeued: 1 });

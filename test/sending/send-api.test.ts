@@ -6,6 +6,7 @@ import { parseSendRequest } from '../../apps/core/src/sending/schema';
 import { DISPATCH, QUEUE, jobId, queue } from '../../apps/core/src/queues';
 import { deliveryProcessor } from '../../apps/worker/src/processors/delivery';
 import { as, useApi } from '../helpers/api';
+import { waitFor } from '../helpers/wait';
 import { makeTenant, type Tenant } from '../helpers/factories';
 
 const ctx = useApi();
@@ -44,12 +45,13 @@ describe('POST /api/v1/send: acceptance', () => {
     const tenant = await makeTenant();
     const one = await send(tenant, { to: 'solo@example.org', subject: 'Hi', text: 'Hello' });
     const soloId = one.body.messages[0].id as string;
-    expect((await queue(QUEUE.delivery).getJob(jobId.delivery(soloId)))?.data).toEqual({ messageId: soloId });
+    // the answer does not wait for Redis (DeliveryQueue.addInBackground): the job is there a moment later
+    expect((await waitFor(() => queue(QUEUE.delivery).getJob(jobId.delivery(soloId)), { what: 'the job' })).data).toEqual({ messageId: soloId });
 
     const sendAt = new Date(Date.now() + 3_600_000);
     const many = await send(tenant, { to: ['m1@example.org', 'm2@example.org', 'm3@example.org'], subject: 'Hi', text: 'Hello', send_at: sendAt.toISOString() });
     const ids = (many.body.messages as { id: string }[]).map((m) => m.id);
-    const fan = await queue(QUEUE.delivery).getJob(jobId.dispatch(ids[0]!));
+    const fan = await waitFor(() => queue(QUEUE.delivery).getJob(jobId.dispatch(ids[0]!)), { what: 'the dispatch job' });
     expect(fan?.name).toBe(DISPATCH);
     expect(fan?.data).toEqual({ messages: ids.map((id) => ({ id, notBefore: sendAt.getTime() })) });
     expect(await Promise.all(ids.map((id) => queue(QUEUE.delivery).getJob(jobId.delivery(id))))).toEqual(ids.map(() => undefined));

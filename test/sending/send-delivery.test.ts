@@ -98,8 +98,8 @@ describe('POST /api/v1/send on the wire', () => {
     const id = res.body.messages[0].id as string;
     const row = await db().message.findUniqueOrThrow({ where: { id } });
     expect(row.notBefore?.toISOString()).toBe(sendAt.toISOString());
-    const job = await queue(QUEUE.delivery).getJob(jobId.delivery(id));
-    expect(await job!.getState()).toBe('delayed');
+    const job = await waitFor(() => queue(QUEUE.delivery).getJob(jobId.delivery(id)), { what: 'the delayed job' });
+    expect(await job.getState()).toBe('delayed');
     // a job that runs early (say, queued again without its delay) still waits for send_at
     expect(await deliverMessage(worker.delivery, id, { lastAttempt: false })).toEqual({ kind: 'early', until: sendAt });
     expect(sink.to('later@example.org')).toHaveLength(0);

@@ -94,6 +94,8 @@ export function createApp(db: Db): ApiApp {
     stop: async () => {
       await auth.stop();
       await state.sending.finished.stop();
+      // the accepted sends' jobs still on their way to Redis (their answers did not wait for them)
+      await state.sending.deliveries.settled();
     },
   };
 }

@@ -23,9 +23,12 @@ async function main(): Promise<void> {
   let submission: Submission | undefined;
   let auth: KeyAuthenticator | undefined;
   let metricsServer: Awaited<ReturnType<typeof serveWorkerMetrics>> | undefined;
+  let sending: ReturnType<typeof createSending> | undefined;
   // SIGTERM: messages on their way finish (their 250 once written), every other command answers 421, then exit 0
   onShutdown('smtp', async () => {
     await submission?.close();
+    // the accepted messages' jobs still on their way to Redis (their 250 did not wait for them)
+    await sending?.deliveries.settled();
     await auth?.stop();
     metricsServer?.close();
   });
@@ -39,7 +42,8 @@ async function main(): Promise<void> {
   const tls = submissionTls(cfg.smtp, cfg.stateDir);
   auth = new KeyAuthenticator(db());
   await auth.start();
-  const parts = { db: db(), sending: createSending(db()), auth, failures: new AuthFailures(cfg.authFailuresPerMinute) };
+  sending = createSending(db());
+  const parts = { db: db(), sending, auth, failures: new AuthFailures(cfg.authFailuresPerMinute) };
   submission = new Submission(parts, { ...cfg.smtp, tls });
   const bound = await submission.listen();
   if (cfg.smtp.metricsPort !== null) metricsServer = await serveWorkerMetrics(cfg.smtp.metricsPort);

@@ -101,8 +101,8 @@ export function sendStatus(statuses: string[]): string {
 /**
  * POST /api/v1/send: validates, then in one transaction drops suppressed and stop-listed recipients, counts the copies
  * against the key's daily limit (all or nothing), writes the Send and one Message per recipient and, with an
- * Idempotency-Key, the answer to replay. After commit it queues delivery; if Redis cannot take the jobs the rows stay
- * un-queued and the reconciler queues them, so the answer is still 202.
+ * Idempotency-Key, the answer to replay. After commit it answers, and queues delivery meanwhile; if Redis cannot take
+ * the jobs the rows are marked un-queued and the reconciler queues them.
  */
 export async function acceptSend(
   db: Db,
@@ -148,7 +148,7 @@ export async function acceptSend(
     throw err;
   }
 
-  await queueAccepted(db, sending, accepted.answer.id, accepted.rows);
+  queueAccepted(db, sending, accepted.answer.id, accepted.rows);
 
   const waitSeconds = Math.min(options.waitSeconds, MAX_WAIT_SECONDS);
   if (waitSeconds > 0 && !accepted.rows.some((r) => r.notBefore)) {
@@ -232,19 +232,20 @@ export async function acceptRawSend(db: Db, sending: Sending, key: ApiKey, messa
     if (recordId !== undefined) await releaseIdempotent(db, recordId);
     throw err;
   }
-  await queueAccepted(db, sending, accepted.answer.id, accepted.rows);
+  queueAccepted(db, sending, accepted.answer.id, accepted.rows);
   return { status: 202, body: accepted.answer, quota: accepted.quota, replayed: false };
 }
 
-/** Queues the deliveries of an accepted send; if Redis cannot take them the rows stay un-queued for the reconciler. */
-async function queueAccepted(db: Db, sending: Sending, sendId: string, rows: { id: string; notBefore?: Date | null }[]): Promise<void> {
-  try {
-    await sending.deliveries.add(rows);
-  } catch (err) {
+/**
+ * Queues the deliveries of an accepted send, without its answer waiting for Redis (DeliveryQueue.addInBackground); if
+ * Redis cannot take them the rows are marked un-queued for the reconciler.
+ */
+function queueAccepted(db: Db, sending: Sending, sendId: string, rows: { id: string; notBefore?: Date | null }[]): void {
+  sending.deliveries.addInBackground(rows, async (err) => {
     // Redis did not take the jobs: the outage's one line is DeliveryQueue's (outage.ts), not one a send
-    logger.debug({ send: sendId, err: (err as Error).message }, 'could not queue delivery now; the reconciler will');
+    logger.debug({ send: sendId, err: err.message }, 'could not queue delivery now; the reconciler will');
     await markNotEnqueued(db, rows.map((r) => r.id)).catch(() => undefined);
-  }
+  });
 }
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
