@@ -22,24 +22,37 @@ function effectiveLimitSql(m: string, at = 'clock_timestamp()'): string {
 const gapSql = (m: string) => `coalesce(${m}.sequence_gap, ${m}.gap_seconds)`;
 
 /**
- * Takes one sequence slot of the mailbox when its day's cap and its gap allow (one conditional UPDATE: the row lock
- * serialises concurrent claims), drawing the next gap (`sequence_gap`). Answers the slot's time, or undefined.
+ * SQL: takes one sequence slot of the mailbox row(s) `which` selects when its day's cap and its gap allow (one
+ * conditional UPDATE: the row lock serialises concurrent claims), drawing the next gap (`sequence_gap`).
  */
-export async function claimSlot(tx: Tx, mailboxId: number): Promise<{ at: Date } | undefined> {
-  const [claimed] = await rawQuery<{ at: Date }>(
-    tx,
-    `UPDATE mailboxes m SET
+const claimSlotSql = (which: string, returning: string) => `UPDATE mailboxes m SET
       sequence_count = CASE WHEN sequence_day = (clock_timestamp() AT TIME ZONE 'UTC')::date THEN sequence_count + 1 ELSE 1 END,
       sequence_day = (clock_timestamp() AT TIME ZONE 'UTC')::date,
       sequence_last_at = greatest(clock_timestamp(), coalesce(sequence_last_at, clock_timestamp())),
       sequence_gap = gap_seconds * (1 + gap_jitter * random())
-    WHERE id = $1
+    WHERE ${which}
       AND (sequence_day IS DISTINCT FROM (clock_timestamp() AT TIME ZONE 'UTC')::date OR sequence_count < ${effectiveLimitSql('m')})
       AND ${effectiveLimitSql('m')} > 0
       AND (gap_seconds = 0 OR sequence_last_at IS NULL OR sequence_last_at <= clock_timestamp() - make_interval(secs => ${gapSql('m')}))
-    RETURNING sequence_last_at AS at`,
-    [mailboxId],
-  );
+    RETURNING ${returning}`;
+
+/** Takes one sequence slot of the mailbox (claimSlotSql). Answers the slot's time, or undefined. */
+export async function claimSlot(tx: Tx, mailboxId: number): Promise<{ at: Date } | undefined> {
+  const [claimed] = await rawQuery<{ at: Date }>(tx, claimSlotSql('id = $1', 'sequence_last_at AS at'), [mailboxId]);
+  return claimed;
+}
+
+/**
+ * A step's usual slot in one statement (rotation.ts claimStepMailbox): the slot of the prospect's own mailbox (`own`,
+ * a later step), or for a first step of a campaign that sends from one mailbox only, the slot of that mailbox; only a
+ * mailbox that can send (not paused, not waiting for a reconnect). Undefined otherwise (a rotation's first step, no
+ * free slot, a mailbox that cannot send): the caller then reads the rotation and says why.
+ */
+export async function claimUsualSlot(tx: Tx, campaignId: number, own: number | null): Promise<{ id: number; address: string; at: Date } | undefined> {
+  const which = `m.id = coalesce($2::int, (SELECT c.mailbox_id FROM campaigns c WHERE c.id = $1
+        AND NOT EXISTS (SELECT 1 FROM campaign_mailboxes cm WHERE cm.campaign_id = c.id AND cm.mailbox_id <> c.mailbox_id)))
+      AND NOT (m.paused OR m.auth_status = 'needs_reconnect')`;
+  const [claimed] = await rawQuery<{ id: number; address: string; at: Date }>(tx, claimSlotSql(which, 'm.id, m.address, m.sequence_last_at AS at'), [campaignId, own]);
   return claimed;
 }
 

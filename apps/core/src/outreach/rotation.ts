@@ -1,7 +1,7 @@
 import type { Tx } from '../db';
 import { BadRequest } from '../errors';
 import { claimMailboxSlot, type SlotClaim } from './limits';
-import { rotationCandidates, setCampaignMailboxes, type RotationCandidate } from './repository';
+import { claimUsualSlot, rotationCandidates, setCampaignMailboxes, type RotationCandidate } from './repository';
 
 /**
  * Mailbox rotation (docs/campaigns.md): a campaign may send from several mailboxes (`mailboxes: [id...]`; `mailbox`
@@ -43,6 +43,9 @@ export type MailboxSlot = (SlotClaim & { claimed: true; mailboxId: number; addre
  * `own`: the prospect's mailbox (its first step went out from it), null before the first step.
  */
 export async function claimStepMailbox(tx: Tx, campaign: { id: number; mailboxId: number; bounceRate: number | null; window: number }, own: number | null): Promise<MailboxSlot> {
+  // most steps in one statement: a later step's own mailbox, or a one-mailbox campaign's, with a free slot now
+  const usual = await claimUsualSlot(tx, campaign.id, own);
+  if (usual) return { claimed: true, at: usual.at, mailboxId: usual.id, address: usual.address };
   const candidates = await rotationCandidates(tx, campaign.id, own, campaign.bounceRate, campaign.window);
   if (own !== null || candidates.length <= 1) {
     // a later step (or a one-mailbox campaign): its mailbox, waiting for its next free slot
