@@ -32,7 +32,7 @@ export async function emitProspectChange(tx: Tx, campaign: CampaignRef, previous
 }
 
 /** One prospect whose status was `previous` (the caller holds its row lock). */
-export async function updateProspect(tx: Tx, campaign: CampaignRef, previous: ProspectStatus, id: number, data: Prisma.ProspectUpdateInput): Promise<Prospect> {
+export async function updateProspect(tx: Tx, campaign: CampaignRef, previous: ProspectStatus, id: number, data: Prisma.ProspectUncheckedUpdateInput): Promise<Prospect> {
   const after = await tx.prospect.update({ where: { id }, data });
   await emitProspectChange(tx, campaign, previous, after);
   return after;

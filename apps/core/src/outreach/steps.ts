@@ -124,7 +124,8 @@ async function decideAndWrite(tx: Tx, prospectId: number, step: number): Promise
     heldDue: held ? nextDue : null,
     heldNext: held ? nextAt : null,
     threadId: step === 1 ? row!.messageIdHeader : undefined,
-    mailbox: p.mailbox_id === slot.mailboxId ? undefined : { connect: { id: slot.mailboxId } },
+    // the column itself, not a nested connect (for which Prisma reads the mailbox first, to refuse a missing one)
+    mailboxId: p.mailbox_id === slot.mailboxId ? undefined : slot.mailboxId,
   });
   return { kind: 'written', messageId: row!.id as string, next: { step: step + 1, at: nextAt } };
 }
