@@ -130,6 +130,24 @@ describe('the step writer', () => {
     expect(await db().prospect.findUniqueOrThrow({ where: { id } })).toMatchObject({ status: 'lost', reason: 'bounced' });
     expect(await db().message.count({ where: { prospectId: id } })).toBe(0);
   });
+  it('writes a step again over its copy cancelled by a pause (never sent), and leaves a sent copy of another step alone', async () => {
+    const { tenant, campaign } = await setup({ steps: [{ subject: 'One', body: 'first', delay_hours: 0 }, { subject: 'Two', body: 'second', delay_hours: 0 }] });
+    const id = await addProspect(tenant.account.id, campaign.id, { email: 'paused@ex.org' });
+    await runSequenceStep(db(), id, 1);
+    const first = (await stepMessage(id, 1))!;
+    await db().prospect.update({ where: { id }, data: { nextAt: new Date() } });
+    await runSequenceStep(db(), id, 2);
+    const cancelled = (await stepMessage(id, 2))!;
+    // as a pause leaves it: step 2's copy cancelled, the prospect back before step 2 and due again
+    await db().message.update({ where: { id: cancelled.id }, data: { status: 'cancelled' } });
+    await db().prospect.update({ where: { id }, data: { step: 1, nextAt: new Date(), status: 'writing' } });
+    expect(await runSequenceStep(db(), id, 2)).toMatchObject({ kind: 'written' });
+    const rewritten = (await stepMessage(id, 2))!;
+    expect(rewritten.id).not.toBe(cancelled.id);
+    expect(rewritten).toMatchObject({ status: 'queued', subject: 'Two', text: 'second' });
+    expect(await db().message.findUnique({ where: { id: cancelled.id } })).toBeNull();
+    expect(await db().message.findUnique({ where: { id: first.id } })).not.toBeNull();
+  });
 });
 
 describe('the pre-send guard', () => {

@@ -295,13 +295,25 @@ export interface LockedProspect {
   held_due: Date | null;
   held_next: Date | null;
   mailbox_id: number | null;
+  /** its address is on the account's suppression list (a bounce or a complaint) */
+  suppressed: boolean;
+  /** a copy of this step cancelled by a pause is left behind (the rewrite replaces it) */
+  cancelled_left: boolean;
 }
 
-/** Locks the prospect row (FOR UPDATE) and reads what the step writer decides on (steps.ts). */
-export async function lockProspectForStep(tx: Tx, prospectId: number): Promise<LockedProspect | undefined> {
+/**
+ * Locks the prospect row (FOR UPDATE) and reads what the step writer decides on (steps.ts), with two facts it would
+ * otherwise ask for in statements of their own: whether its address is suppressed, and whether a cancelled copy of
+ * `step` is in the way.
+ */
+export async function lockProspectForStep(tx: Tx, prospectId: number, step: number): Promise<LockedProspect | undefined> {
   const [p] = await tx.$queryRaw<LockedProspect[]>`
-    SELECT id, campaign_id, email, site, name, fields, status, step, next_at, thread_id, held_due, held_next, mailbox_id
-    FROM prospects WHERE id = ${prospectId} FOR UPDATE`;
+    SELECT p.id, p.campaign_id, p.email, p.site, p.name, p.fields, p.status, p.step, p.next_at, p.thread_id, p.held_due,
+      p.held_next, p.mailbox_id,
+      EXISTS (SELECT 1 FROM suppressions s JOIN campaigns c ON c.account_id = s.account_id
+              WHERE c.id = p.campaign_id AND s.email = p.email) AS suppressed,
+      EXISTS (SELECT 1 FROM messages m WHERE m.prospect_id = p.id AND m.step = ${step} AND m.status = 'cancelled') AS cancelled_left
+    FROM prospects p WHERE p.id = ${prospectId} FOR UPDATE OF p`;
   return p;
 }
 

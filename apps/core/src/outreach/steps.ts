@@ -29,7 +29,7 @@ export type StepOutcome =
   | { kind: 'skipped'; why: string };
 
 async function decideAndWrite(tx: Tx, prospectId: number, step: number): Promise<StepOutcome> {
-  const p = await lockProspectForStep(tx, prospectId);
+  const p = await lockProspectForStep(tx, prospectId, step);
   if (!p) return { kind: 'skipped', why: 'prospect gone' };
   // `later` (an out-of-office) resumes here at its next_at: writing the step moves it back to writing
   if (p.status !== 'ready' && p.status !== 'writing' && p.status !== 'later') return { kind: 'skipped', why: `prospect is ${p.status}` };
@@ -55,7 +55,7 @@ async function decideAndWrite(tx: Tx, prospectId: number, step: number): Promise
     await updateProspect(tx, campaign, previous, p.id, { status: 'lost', reason: 'stopped', nextAt: null, closedAt: now });
     return { kind: 'skipped', why: 'address is on the stop list' };
   }
-  if (await tx.suppression.findUnique({ where: { accountId_email: { accountId: campaign.accountId, email: p.email } } })) {
+  if (p.suppressed) {
     await updateProspect(tx, campaign, previous, p.id, { status: 'lost', reason: 'bounced', nextAt: null, closedAt: now });
     return { kind: 'skipped', why: 'address bounced or complained before' };
   }
@@ -86,7 +86,7 @@ async function decideAndWrite(tx: Tx, prospectId: number, step: number): Promise
   const firstSubject = step === 1 ? own.subject : (await source(steps[0]!)).subject;
   const subject = step === 1 ? renderSubject(own.subject, ctx) : followUpSubject(own.subject, firstSubject, ctx);
   // a step cancelled by a pause left its row behind: it was never sent, so it gives way to the rewrite
-  await tx.message.deleteMany({ where: { prospectId: p.id, step, status: 'cancelled' } });
+  if (p.cancelled_left) await tx.message.deleteMany({ where: { prospectId: p.id, step, status: 'cancelled' } });
   const id = newId();
   // links are tracked in the template, before the prospect's fields are merged: a merged field never becomes a tracked link
   const template = tracked({ html: own.html, text: own.text }, id, { clicks: campaign.trackClicks, opens: false });
