@@ -206,7 +206,7 @@ async function sendClaimed(
  * MIME to build otherwise. An email larger than the whole budget goes alone. An email on the wire holds about three
  * times its stored size (the decoded attachment, its base64 lines, the socket's buffers): the worker of the bench's
  * big sends peaked at 291 MB with 64 MB, 231 to 267 MB with 16 MB and 212 to 236 MB with 8 MB, delivering as fast
- * (bench/README.md, "Latest figures").
+ * (bench/README.md, "The other phases").
  */
 /** About what building and sending the email holds: its bodies and attachments (base64, as stored). */
 export function emailBytes(message: ClaimedRow): number {
