@@ -126,4 +126,18 @@ describe("the claim's plan", () => {
     expect(prospectRowsRead(plan)).toBeLessThanOrEqual(40);
     expect(await db().prospect.count({ where: { campaignId: campaign.id, queuedAt: { not: null } } })).toBe(0);
   });
+
+  /**
+   * The claim's mark and a written step are updates of `prospects` that are not HOT: each writes an entry into every
+   * index whose predicate the row meets. The indexes by site and by link check hold only the rows that have one.
+   */
+  it("leaves the site and link-check indexes to the prospects that have a site or a link check", async () => {
+    const rows = await db().$queryRaw<{ indexname: string; indexdef: string }[]>`
+      SELECT indexname, indexdef FROM pg_indexes WHERE tablename = 'prospects'
+        AND indexname IN ('prospects_campaign_id_site_idx', 'prospects_link_check_at_idx') ORDER BY indexname`;
+    expect(rows.map((r) => [r.indexname, r.indexdef.replace(/^.* WHERE /, '')])).toEqual([
+      ['prospects_campaign_id_site_idx', '(site IS NOT NULL)'],
+      ['prospects_link_check_at_idx', '(link_check_at IS NOT NULL)'],
+    ]);
+  });
 });
