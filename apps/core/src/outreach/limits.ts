@@ -27,8 +27,11 @@ export function effectiveDailyLimit(m: { dailyLimit: number; warmupStart: number
  */
 export async function claimMailboxSlot(tx: Tx, mailboxId: number): Promise<SlotClaim> {
   const claimed = await claimSlot(tx, mailboxId);
-  if (claimed) return { claimed: true, at: claimed.at };
+  return claimed ? { claimed: true, at: claimed.at } : noSlot(tx, mailboxId);
+}
 
+/** Why a mailbox whose slot claim just failed has none: its day is full, or its gap runs until when. */
+export async function noSlot(tx: Tx, mailboxId: number): Promise<Extract<SlotClaim, { claimed: false }>> {
   const state = await slotState(tx, mailboxId);
   if (!state) throw new Error(`mailbox ${mailboxId} is gone`);
   if (state.full) return { claimed: false, until: state.next_day, why: 'daily_limit' };

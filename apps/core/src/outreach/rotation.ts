@@ -1,6 +1,6 @@
 import type { Tx } from '../db';
 import { BadRequest } from '../errors';
-import { claimMailboxSlot, type SlotClaim } from './limits';
+import { claimMailboxSlot, noSlot, type SlotClaim } from './limits';
 import { claimUsualSlot, rotationCandidates, setCampaignMailboxes, type RotationCandidate } from './repository';
 
 /**
@@ -52,8 +52,8 @@ export async function claimStepMailbox(tx: Tx, campaign: { id: number; mailboxId
     const mailbox = candidates.find((c) => c.id === (own ?? campaign.mailboxId)) ?? candidates[0];
     if (!mailbox) throw new Error(`campaign ${campaign.id} has no mailbox`);
     if (mailbox.paused) return { claimed: false, until: new Date(Date.now() + NO_MAILBOX_WAIT_MS), why: 'mailboxes' };
-    const slot = await claimMailboxSlot(tx, mailbox.id);
-    return slot.claimed ? { ...slot, mailboxId: mailbox.id, address: mailbox.address } : slot;
+    // the usual claim above just tried this very mailbox: only why it has no slot is left to read
+    return noSlot(tx, mailbox.id);
   }
   return firstStepSlot(tx, candidates);
 }
