@@ -2,28 +2,22 @@ import { execFileSync } from 'node:child_process';
 import crypto from 'node:crypto';
 import path from 'node:path';
 import MailComposer from 'nodemailer/lib/mail-composer';
-import { dkimSignatures, relaxedBody, relaxedHeader, type DkimKey } from '../../apps/core/src/domains/dkim';
+import { dkimSignatures, relaxedBody, relaxedHeader } from '../../apps/core/src/domains/dkim';
+import { generateKeyPairs, signingKeys } from '../../apps/core/src/domains/keys';
+import { expectedRecords } from '../../apps/core/src/domains/records';
+import { SIGNED_HEADERS } from '../../apps/core/src/domains/sending';
 import type { ReceivedMail } from '../helpers/smtp-sink';
-import { txt, useDns } from '../helpers/dns-server';
-import { receiverVerdict, signatures } from './support';
+import { useDns } from '../helpers/dns-server';
+import { published, receiverVerdict, signatures } from './support';
 
-// the worker's signer (domains/dkim.ts), checked by mailauth as a receiver, against keys published in a real DNS server
-const rsa = crypto.generateKeyPairSync('rsa', { modulusLength: 2048 });
-const ed = crypto.generateKeyPairSync('ed25519');
-const ED25519_SPKI_PREFIX_BYTES = 12;
-const keys: DkimKey[] = [
-  { selector: 'k1r', algorithm: 'rsa-sha256', privateKey: rsa.privateKey },
-  { selector: 'k1e', algorithm: 'ed25519-sha256', privateKey: ed.privateKey },
-];
+// the worker's signer (domains/dkim.ts) with keys made and parsed as the service makes them (keys.ts), checked by
+// receivers against the records the service asks for, published in a real DNS server
+const pair = generateKeyPairs('k1');
+const keys = signingKeys(pair);
 const dns = useDns(
   ['sign.test'],
-  [
-    txt('k1r._domainkey.sign.test', `v=DKIM1; k=rsa; p=${rsa.publicKey.export({ type: 'spki', format: 'der' }).toString('base64')}`),
-    txt('k1e._domainkey.sign.test', `v=DKIM1; k=ed25519; p=${ed.publicKey.export({ type: 'spki', format: 'der' }).subarray(ED25519_SPKI_PREFIX_BYTES).toString('base64')}`),
-    txt('sign.test', 'v=spf1 ip4:127.0.0.1 -all'),
-  ],
+  published(expectedRecords({ domain: 'sign.test', keys: [{ ...pair, state: 'active', retiredAt: null }], relays: ['127.0.0.1'], spfInclude: '', returnPathTarget: null })),
 );
-const HEADERS = ['from', 'to', 'cc', 'subject', 'date', 'message-id', 'mime-version', 'content-type', 'content-transfer-encoding', 'list-unsubscribe'];
 
 /**
  * Mail::DKIM's verdict on the RSA signature (test/helpers/dkim-verify.pl): "selector algorithm result". Debian 12's
@@ -36,7 +30,7 @@ function mailDkim(signed: Buffer): string[] {
 
 /** The email signed, as two receivers see it: mailauth's results and Mail::DKIM's. */
 async function verdictOf(raw: Buffer) {
-  const signed = Buffer.concat([Buffer.from(dkimSignatures(raw, 'sign.test', keys, HEADERS), 'latin1'), raw]);
+  const signed = Buffer.concat([Buffer.from(dkimSignatures(raw, 'sign.test', keys, SIGNED_HEADERS), 'latin1'), raw]);
   return { mailauth: signatures(await receiverVerdict(dns, { raw: signed } as ReceivedMail, 'news@sign.test')), mailDkim: mailDkim(signed) };
 }
 
@@ -98,7 +92,7 @@ it('raw UTF-8 in a header (SMTPUTF8) is signed byte for byte: 0xA0, the last byt
 
 it('a changed byte of the body or of a signed header fails both signatures', async () => {
   const raw = Buffer.from('From: news@sign.test\r\nTo: a@example.com\r\nSubject: intact\r\n\r\nthe body\r\n', 'latin1');
-  const signed = dkimSignatures(raw, 'sign.test', keys, HEADERS);
+  const signed = dkimSignatures(raw, 'sign.test', keys, SIGNED_HEADERS);
   const body = Buffer.from(signed + raw.toString('latin1').replace('the body', 'the b0dy'), 'latin1');
   const subject = Buffer.from(signed + raw.toString('latin1').replace('intact', 'changed'), 'latin1');
   for (const tampered of [body, subject]) {

@@ -128,7 +128,7 @@ export class DomainSigner {
 }
 
 /** The headers signed: those a receiver shows or acts on, with List-Unsubscribe-Post (RFC 8058 section 4). */
-const SIGNED_HEADERS: readonly string[] = [
+export const SIGNED_HEADERS: readonly string[] = [
   'from', 'sender', 'reply-to', 'subject', 'date', 'message-id', 'to', 'cc', 'mime-version', 'content-type', 'content-transfer-encoding',
   'in-reply-to', 'references', 'list-id', 'list-unsubscribe', 'list-unsubscribe-post',
 ];
