@@ -1,5 +1,5 @@
 import type { Campaign, Prospect } from '../../../../generated/prisma/client';
-import { rawQuery, type Tx } from '../db';
+import { rawQuery, type PoolQuery, type Tx } from '../db';
 
 /**
  * Outreach's SQL, and nothing else writes it: campaigns, their prospects, the mailboxes' sequence slots, the
@@ -172,9 +172,13 @@ WITH running AS (
 UPDATE prospects p SET queued_at = now() FROM taken t WHERE p.id = t.id
 RETURNING p.id, p.step, p.next_at`;
 
-/** Claims up to `limit` due prospects (of one campaign, or of every running one when null) and marks them queued_at (CLAIM_DUE above). */
-export function claimDue(tx: Tx, campaignId: number | null, limit: number): Promise<{ id: number; step: number; next_at: Date }[]> {
-  return tx.$queryRawUnsafe<{ id: number; step: number; next_at: Date }[]>(CLAIM_DUE, campaignId, limit);
+/**
+ * Claims up to `limit` due prospects (of one campaign, or of every running one when null) and marks them queued_at
+ * (CLAIM_DUE above), in the caller's transaction on the pool (db.ts poolTransaction): prepared once per connection, so
+ * a tick does not plan the statement anew.
+ */
+export function claimDue(query: PoolQuery, campaignId: number | null, limit: number): Promise<{ id: number; step: number; next_at: Date }[]> {
+  return query<{ id: number; step: number; next_at: Date }>(CLAIM_DUE, [campaignId, limit], 'outreach_claim_due');
 }
 
 // ---- mailbox rotation (rotation.ts) ----

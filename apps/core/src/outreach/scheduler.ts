@@ -1,4 +1,4 @@
-import type { Db, Tx } from '../db';
+import { poolTransaction, type Db, type Tx } from '../db';
 import { logger } from '../logger';
 import { JOB_OPTIONS, QUEUE, jobId, queue } from '../queues';
 import { updateProspects } from './changes';
@@ -34,13 +34,13 @@ export async function claimDueSteps(
 ): Promise<DueStep[]> {
   const limit = options.limit ?? BATCH;
   const campaignId = options.campaignId ?? null;
-  return db.$transaction(async (tx) => {
-    const rows = await claimDue(tx, campaignId, limit);
+  return poolTransaction(db, async (query) => {
+    const rows = await claimDue(query, campaignId, limit);
     rows.sort((a, b) => a.next_at.getTime() - b.next_at.getTime() || a.id - b.id);
     const due = rows.map((r) => ({ prospectId: r.id, step: r.step + 1, nextAt: r.next_at }));
     await whileClaimed(due);
     return due;
-  }, { timeout: 30_000, maxWait: 10_000 });
+  });
 }
 
 /** Queues step jobs, each delayed until its `next_at`. Safe to call for a step already queued. */
