@@ -61,6 +61,10 @@ export async function poolTransaction<T>(db: Db, work: (query: PoolQuery) => Pro
   const query: PoolQuery = async <R>(text: string, values: unknown[], name?: string) =>
     (await client.query({ text, values, name: unnamed.has(pool) ? undefined : name })).rows as R[];
   let broken: Error | undefined;
+  // the server may end the connection while the work holds it (the idle deadline, a restart): the error is the
+  // checked-out client's to report, and a client with no listener would take the process down with it
+  const onError = (err: Error) => (broken = err);
+  client.on('error', onError);
   try {
     await client.query(`BEGIN; SET LOCAL idle_in_transaction_session_timeout = '${Math.round(idleSeconds)}s'`);
     const result = await work(query);
@@ -71,6 +75,7 @@ export async function poolTransaction<T>(db: Db, work: (query: PoolQuery) => Pro
     throw err;
   } finally {
     // a connection that could not roll back is closed, not handed to the next caller mid-transaction
+    client.removeListener('error', onError);
     client.release(broken);
   }
 }
