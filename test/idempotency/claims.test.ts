@@ -1,7 +1,12 @@
 import { db } from '../../apps/core/src/db';
 import { IdempotencyClaims } from '../../apps/core/src/idempotency';
 import { SMTP_ROUTE } from '../../apps/core/src/sending/accept';
+import { ABANDONED_AFTER_MS } from '../../apps/core/src/idempotency';
+import { newId } from '../../apps/core/src/ids';
 import { makeTenant } from '../helpers/factories';
+
+/** The answer a claim carries: the send it is for, by id (made before the key is taken). */
+const answer = (id = newId()) => ({ status: 202, body: { ok: true, id, status: 'queued' } });
 
 /**
  * IdempotencyClaims (SMTP submission's Message-ID keys): the keys of callers that arrive together are taken in one
@@ -13,14 +18,14 @@ describe('Idempotency keys taken together', () => {
     const claims = new IdempotencyClaims(db());
     const scope = (key: string) => ({ apiKeyId: tenant.keyId, route: SMTP_ROUTE, key });
     const fingerprint = 'f'.repeat(64);
-    const earlier = await claims.start(scope('taken'), fingerprint);
+    const earlier = await claims.start(scope('taken'), fingerprint, answer());
     // the first call runs alone; the four made while it runs go together in the next batch
     const [first, ...together] = await Promise.allSettled([
-      claims.start(scope('lone'), fingerprint),
-      claims.start(scope('a'), fingerprint),
-      claims.start(scope('a'), fingerprint),
-      claims.start(scope('b'), fingerprint),
-      claims.start(scope('taken'), fingerprint),
+      claims.start(scope('lone'), fingerprint, answer()),
+      claims.start(scope('a'), fingerprint, answer()),
+      claims.start(scope('a'), fingerprint, answer()),
+      claims.start(scope('b'), fingerprint, answer()),
+      claims.start(scope('taken'), fingerprint, answer()),
     ]);
     expect(earlier).toMatchObject({ kind: 'new' });
     expect(first).toMatchObject({ status: 'fulfilled', value: { kind: 'new' } });
@@ -44,9 +49,40 @@ describe('Idempotency keys taken together', () => {
     const tenant = await makeTenant();
     const claims = new IdempotencyClaims(db());
     const scope = { apiKeyId: tenant.keyId, route: SMTP_ROUTE, key: 'done' };
-    const start = await claims.start(scope, 'f'.repeat(64));
+    const start = await claims.start(scope, 'f'.repeat(64), answer());
     if (start.kind !== 'new') throw new Error('expected a new record');
     await db().idempotencyRecord.update({ where: { id: start.recordId }, data: { state: 'done', responseStatus: 202, responseBody: { id: 'the-first' } } });
-    expect(await claims.start(scope, 'f'.repeat(64))).toEqual({ kind: 'replay', status: 202, body: { id: 'the-first' } });
+    expect(await claims.start(scope, 'f'.repeat(64), answer())).toEqual({ kind: 'replay', status: 202, body: { id: 'the-first' } });
+  });
+
+  it('a record carries its answer from the start and is done once its send exists, without being marked done', async () => {
+    const tenant = await makeTenant();
+    const claims = new IdempotencyClaims(db());
+    const scope = { apiKeyId: tenant.keyId, route: SMTP_ROUTE, key: 'sent' };
+    const sendId = newId();
+    const start = await claims.start(scope, 'f'.repeat(64), answer(sendId));
+    if (start.kind !== 'new') throw new Error('expected a new record');
+    const record = await db().idempotencyRecord.findUniqueOrThrow({ where: { id: start.recordId } });
+    expect(record).toMatchObject({ state: 'processing', responseStatus: 202, responseBody: { ok: true, id: sendId, status: 'queued' } });
+    // no send yet: another connection with the same key waits
+    await expect(claims.start(scope, 'f'.repeat(64), answer())).rejects.toThrow(/still being processed/);
+    await db().send.create({ data: { id: sendId, accountId: tenant.account.id, apiKeyId: tenant.keyId, subject: 'x', fromName: '' } });
+    expect(await claims.start(scope, 'f'.repeat(64), answer())).toEqual({ kind: 'replay', status: 202, body: { ok: true, id: sendId, status: 'queued' } });
+    // long after, the send still answers for its key: it is not taken for abandoned
+    await db().idempotencyRecord.update({ where: { id: start.recordId }, data: { createdAt: new Date(Date.now() - ABANDONED_AFTER_MS - 1000) } });
+    expect(await claims.start(scope, 'f'.repeat(64), answer())).toEqual({ kind: 'replay', status: 202, body: { ok: true, id: sendId, status: 'queued' } });
+    expect(await db().idempotencyRecord.count({ where: { apiKeyId: tenant.keyId, route: SMTP_ROUTE, key: 'sent' } })).toBe(1);
+  });
+
+  it('a record whose send was never written is taken over once abandoned', async () => {
+    const tenant = await makeTenant();
+    const claims = new IdempotencyClaims(db());
+    const scope = { apiKeyId: tenant.keyId, route: SMTP_ROUTE, key: 'lost' };
+    const first = await claims.start(scope, 'f'.repeat(64), answer());
+    if (first.kind !== 'new') throw new Error('expected a new record');
+    await db().idempotencyRecord.update({ where: { id: first.recordId }, data: { createdAt: new Date(Date.now() - ABANDONED_AFTER_MS - 1000) } });
+    const again = await claims.start(scope, 'f'.repeat(64), answer());
+    expect(again).toMatchObject({ kind: 'new' });
+    expect((again as { recordId: number }).recordId).not.toBe(first.recordId);
   });
 });

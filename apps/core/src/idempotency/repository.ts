@@ -25,16 +25,22 @@ export async function insertRecordIfAbsent(db: Tx, scope: IdempotencyScope, fing
 
 /**
  * insertRecordIfAbsent for many keys in one statement (and one commit): for each, the id of the `processing` record
- * inserted, or null when its key was taken. The keys of one call are distinct.
+ * inserted, or null when its key was taken. The keys of one call are distinct. Each record may carry its answer from
+ * the start (`answer`: the send it will write, idempotency/index.ts IdempotencyClaims).
  */
-export async function insertRecordsIfAbsent(db: Db, claims: { scope: IdempotencyScope; fingerprint: string }[], expiresAt: Date): Promise<(number | null)[]> {
+export async function insertRecordsIfAbsent(
+  db: Db,
+  claims: { scope: IdempotencyScope; fingerprint: string; answer?: { status: number; body: unknown } }[],
+  expiresAt: Date,
+): Promise<(number | null)[]> {
   const rows = await rawQuery<{ id: number; ord: number }>(
     db,
     `WITH wanted AS (
-       SELECT * FROM unnest($1::int[], $2::text[], $3::text[], $4::text[]) WITH ORDINALITY AS w(api_key_id, route, key, fingerprint, ord)
+       SELECT * FROM unnest($1::int[], $2::text[], $3::text[], $4::text[], $6::int[], $7::text[])
+         WITH ORDINALITY AS w(api_key_id, route, key, fingerprint, response_status, response_body, ord)
      ), taken AS (
-       INSERT INTO idempotency_records (api_key_id, route, key, fingerprint, expires_at)
-       SELECT api_key_id, route, key, fingerprint, $5::timestamptz FROM wanted ORDER BY ord
+       INSERT INTO idempotency_records (api_key_id, route, key, fingerprint, expires_at, response_status, response_body)
+       SELECT api_key_id, route, key, fingerprint, $5::timestamptz, response_status, response_body::jsonb FROM wanted ORDER BY ord
        ON CONFLICT (api_key_id, route, key) DO NOTHING
        RETURNING id, api_key_id, route, key
      )
@@ -45,8 +51,10 @@ export async function insertRecordsIfAbsent(db: Db, claims: { scope: Idempotency
       claims.map((c) => c.scope.key),
       claims.map((c) => c.fingerprint),
       expiresAt,
+      claims.map((c) => c.answer?.status ?? null),
+      claims.map((c) => (c.answer ? JSON.stringify(c.answer.body) : null)),
     ],
-    'claim-idempotency-keys',
+    'claim-idempotency-keys-answered',
   );
   const ids = claims.map((): number | null => null);
   for (const row of rows) ids[row.ord - 1] = row.id;

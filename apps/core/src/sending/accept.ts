@@ -199,8 +199,12 @@ export async function acceptRawSend(db: Db, sending: Sending, key: ApiKey, messa
   if (!to.length) throw new Unprocessable('nobody to write to');
   if (to.length > SEND_LIMITS.recipients) throw new BadRequest(`at most ${SEND_LIMITS.recipients} recipients per message`);
   // the fingerprint is the same whatever the body: a client's retry is the same message, however it was re-encoded
+  // the record carries the send's answer from the start and is done once the send exists (IdempotencyClaims)
   const idempotent = message.messageId
-    ? await sending.claims.start({ apiKeyId: key.id, route: SMTP_ROUTE, key: sha256(message.messageId) }, sha256(SMTP_ROUTE))
+    ? await sending.claims.start({ apiKeyId: key.id, route: SMTP_ROUTE, key: sha256(message.messageId) }, sha256(SMTP_ROUTE), {
+        status: 202,
+        body: { ok: true, id: message.sendId, status: 'queued' } as SendAnswer,
+      })
     : null;
   if (idempotent?.kind === 'replay') {
     return { status: idempotent.status as 200 | 202, body: idempotent.body as SendAnswer, quota: await dailyQuota(db, key), replayed: true };
@@ -220,7 +224,7 @@ export async function acceptRawSend(db: Db, sending: Sending, key: ApiKey, messa
       sendAt: null,
       metadata: {},
     };
-    const written = await sending.writer.write({ key, mailbox, request, sendId: message.sendId, idempotencyRecord: recordId, raw: message.raw, headerFrom: message.from });
+    const written = await sending.writer.write({ key, mailbox, request, sendId: message.sendId, idempotencyRecord: undefined, raw: message.raw, headerFrom: message.from });
     if (!written.kept.length) throw new Unprocessable('nobody to write to: every recipient is suppressed or on the stop list');
     if (written.used === null) await refuseOverLimit(db, key, written.kept.length);
     accepted = {
