@@ -45,7 +45,7 @@ const STAMP = Date.now().toString(36);
 // NODE_ENV=production takes an admin token of at least 32 random characters
 const ADMIN_TOKEN = crypto.randomBytes(24).toString('hex');
 const SECRET_KEY = 'ab'.repeat(32);
-/** the broadcast phase's list size; BENCH_ONLY=main, broadcast, scheduler, memory, growth, scale, templates, domains or smtp runs that phase alone */
+/** the broadcast phase's list size; BENCH_ONLY=main (accept: its first phase alone), broadcast, scheduler, memory, growth, scale, templates, domains or smtp runs that phase alone */
 const BROADCAST_SUBSCRIBERS = Number(process.env.BENCH_BROADCAST ?? 100_000);
 const ONLY = process.env.BENCH_ONLY ?? '';
 /** BENCH_PORT_BASE moves the six loopback ports (two benches on one machine must not share a sink) */
@@ -326,7 +326,7 @@ async function main(): Promise<void> {
   await up(PORTS.sinkHttp, '/count');
 
   try {
-    if (!ONLY || ONLY === 'main') await mainPhases(results, serviceEnv, sink);
+    if (!ONLY || ONLY === 'main' || ONLY === 'accept') await mainPhases(results, serviceEnv, sink);
     if (!ONLY || ONLY === 'broadcast') results.broadcast = await broadcastPhase(serviceEnv('broadcast'));
     if (!ONLY || ONLY === 'scheduler') results.scheduler = await schedulerBench(serviceEnv('scheduler'));
     if (!ONLY || ONLY === 'memory') results.memory = { ...(results.memory as object), ...(await memoryBench(serviceEnv('memory'))) };
@@ -582,6 +582,8 @@ async function mainPhases(results: Record<string, unknown>, serviceEnv: (phase: 
       cpuMsPerRequest: { api: meanOf(cpu.ours), baseline: meanOf(cpu.bare) },
     };
 
+    if (ONLY === 'accept') return;
+
     // 2. delivery: MESSAGES accepted sends drained by one worker, against nodemailer's pool straight to the sink; both
     // sides DKIM-sign every email with the same RSA key
     const env = serviceEnv('delivery');
@@ -726,6 +728,8 @@ function print(r: Record<string, any>): void {
   const rows: [string, string, string][] = !r.accept ? [] : [
     ['accept: POST /api/v1/send, 1 recipient, 50 connections', `${r.accept.api.rps} req/s, p50 ${r.accept.api.p50} ms, p99 ${r.accept.api.p99} ms, ${r.accept.api.errors + r.accept.api.non2xx} errors`, `bare Express ${r.accept.baseline.rps} req/s (p99 ${r.accept.baseline.p99} ms): ratio ${r.accept.ratio} (turns ${r.accept.turns.join(', ')})`],
     ['accept: CPU per request (ms), ours / bare Express', Object.keys(r.accept.cpuMsPerRequest.api).map((k) => `${k} ${r.accept.cpuMsPerRequest.api[k]} / ${r.accept.cpuMsPerRequest.baseline[k]}`).join(', '), ''],
+  ];
+  if (r.delivery) rows.push(
     [`delivery: ${r.delivery.messages} sends x ${r.delivery.turns} turns, accept to last delivered, 1 worker`, `${r.delivery.perSecond} msg/s`, `nodemailer pool direct ${r.delivery.baselinePerSecond} msg/s: ratio ${r.delivery.ratio}`],
     ['delivery: CPU per email, by process', Object.entries(r.delivery.cpuMsPerEmail as Record<string, number>).map(([k, v]) => `${k} ${v} ms`).join(', '), `nodemailer's own ${r.delivery.nodemailerCpuMsPerEmail} ms: pipeline (API + worker + Postgres + Redis) ratio ${r.delivery.pipelineCpuRatio} (target <= 1.5)`],
     ['delivery: Postgres per email (pg_stat_database)', Object.entries(r.delivery.postgresPerEmail as Record<string, number>).map(([k, v]) => `${k} ${v}`).join(', '), ''],
@@ -733,7 +737,7 @@ function print(r: Record<string, any>): void {
     ['subscribers: POST /api/v1/subscribers, 50 connections', `${r.subscribers.rps} req/s, p99 ${r.subscribers.p99} ms, ${r.subscribers.errors + r.subscribers.non2xx} errors`, `${(r.subscribers.rps / r.accept.api.rps).toFixed(2)} of the accept rate (target >= 0.5, p99 < 50 ms)`],
     ['prospects: POST /api/v1/prospects, 100 per request, 10 connections', `${r.prospects.prospectsPerSecond} prospects/s (p99 ${r.prospects.p99} ms)`, ''],
     ['memory: peak RSS', `API ${r.memory.apiPeakRssMb} MB, worker ${r.memory.workerPeakRssMb} MB`, 'target: under 250 MB each'],
-  ];
+  );
   if (r.memory?.trickle) {
     const t = r.memory.trickle;
     const b = r.memory.bigSends;
