@@ -6,6 +6,7 @@ import { newId } from '../../apps/core/src/ids';
 import { makeTenant } from '../helpers/factories';
 
 /** The answer a claim carries: the send it is for, by id (made before the key is taken). */
+const FINGERPRINT = 'f'.repeat(64);
 const answer = (id = newId()) => ({ status: 202, body: { ok: true, id, status: 'queued' } });
 
 /**
@@ -45,44 +46,44 @@ describe('Idempotency keys taken together', () => {
     expect(records.map((r) => r.id)).toEqual(expect.arrayContaining(ids));
   });
 
-  it('a key whose send was accepted is answered from its record', async () => {
+  /** A tenant whose key `key` was just taken, by a claim for the send `sendId`. */
+  async function taken(key: string, sendId = newId()) {
     const tenant = await makeTenant();
     const claims = new IdempotencyClaims(db());
-    const scope = { apiKeyId: tenant.keyId, route: SMTP_ROUTE, key: 'done' };
-    const start = await claims.start(scope, 'f'.repeat(64), answer());
+    const scope = { apiKeyId: tenant.keyId, route: SMTP_ROUTE, key };
+    const start = await claims.start(scope, FINGERPRINT, answer(sendId));
     if (start.kind !== 'new') throw new Error('expected a new record');
-    await db().idempotencyRecord.update({ where: { id: start.recordId }, data: { state: 'done', responseStatus: 202, responseBody: { id: 'the-first' } } });
-    expect(await claims.start(scope, 'f'.repeat(64), answer())).toEqual({ kind: 'replay', status: 202, body: { id: 'the-first' } });
+    return { tenant, recordId: start.recordId, again: () => claims.start(scope, FINGERPRINT, answer()) };
+  }
+  /** The record as if taken longer ago than a request may take. */
+  const abandon = (id: number) => db().idempotencyRecord.update({ where: { id }, data: { createdAt: new Date(Date.now() - ABANDONED_AFTER_MS - 1000) } });
+
+  it('a key whose send was accepted is answered from its record', async () => {
+    const { recordId, again } = await taken('done');
+    await db().idempotencyRecord.update({ where: { id: recordId }, data: { state: 'done', responseStatus: 202, responseBody: { id: 'the-first' } } });
+    expect(await again()).toEqual({ kind: 'replay', status: 202, body: { id: 'the-first' } });
   });
 
   it('a record carries its answer from the start and is done once its send exists, without being marked done', async () => {
-    const tenant = await makeTenant();
-    const claims = new IdempotencyClaims(db());
-    const scope = { apiKeyId: tenant.keyId, route: SMTP_ROUTE, key: 'sent' };
     const sendId = newId();
-    const start = await claims.start(scope, 'f'.repeat(64), answer(sendId));
-    if (start.kind !== 'new') throw new Error('expected a new record');
-    const record = await db().idempotencyRecord.findUniqueOrThrow({ where: { id: start.recordId } });
-    expect(record).toMatchObject({ state: 'processing', responseStatus: 202, responseBody: { ok: true, id: sendId, status: 'queued' } });
+    const { tenant, recordId, again } = await taken('sent', sendId);
+    const replay = { kind: 'replay', status: 202, body: { ok: true, id: sendId, status: 'queued' } };
+    expect(await db().idempotencyRecord.findUniqueOrThrow({ where: { id: recordId } })).toMatchObject({ state: 'processing', responseStatus: 202, responseBody: replay.body });
     // no send yet: another connection with the same key waits
-    await expect(claims.start(scope, 'f'.repeat(64), answer())).rejects.toThrow(/still being processed/);
+    await expect(again()).rejects.toThrow(/still being processed/);
     await db().send.create({ data: { id: sendId, accountId: tenant.account.id, apiKeyId: tenant.keyId, subject: 'x', fromName: '' } });
-    expect(await claims.start(scope, 'f'.repeat(64), answer())).toEqual({ kind: 'replay', status: 202, body: { ok: true, id: sendId, status: 'queued' } });
+    expect(await again()).toEqual(replay);
     // long after, the send still answers for its key: it is not taken for abandoned
-    await db().idempotencyRecord.update({ where: { id: start.recordId }, data: { createdAt: new Date(Date.now() - ABANDONED_AFTER_MS - 1000) } });
-    expect(await claims.start(scope, 'f'.repeat(64), answer())).toEqual({ kind: 'replay', status: 202, body: { ok: true, id: sendId, status: 'queued' } });
+    await abandon(recordId);
+    expect(await again()).toEqual(replay);
     expect(await db().idempotencyRecord.count({ where: { apiKeyId: tenant.keyId, route: SMTP_ROUTE, key: 'sent' } })).toBe(1);
   });
 
   it('a record whose send was never written is taken over once abandoned', async () => {
-    const tenant = await makeTenant();
-    const claims = new IdempotencyClaims(db());
-    const scope = { apiKeyId: tenant.keyId, route: SMTP_ROUTE, key: 'lost' };
-    const first = await claims.start(scope, 'f'.repeat(64), answer());
-    if (first.kind !== 'new') throw new Error('expected a new record');
-    await db().idempotencyRecord.update({ where: { id: first.recordId }, data: { createdAt: new Date(Date.now() - ABANDONED_AFTER_MS - 1000) } });
-    const again = await claims.start(scope, 'f'.repeat(64), answer());
-    expect(again).toMatchObject({ kind: 'new' });
-    expect((again as { recordId: number }).recordId).not.toBe(first.recordId);
+    const { recordId, again } = await taken('lost');
+    await abandon(recordId);
+    const next = await again();
+    expect(next).toMatchObject({ kind: 'new' });
+    expect((next as { recordId: number }).recordId).not.toBe(recordId);
   });
 });
