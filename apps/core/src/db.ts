@@ -43,23 +43,20 @@ export async function rawQuery<T>(db: Tx, text: string, values: unknown[] = [], 
   return db.$queryRawUnsafe<T[]>(text, ...values);
 }
 
-/** A statement of a poolTransaction: rawQuery's arguments, on the transaction's connection. */
-export type PoolQuery = <T>(text: string, values: unknown[], name?: string) => Promise<T[]>;
+/** A parameterised statement of a poolTransaction, on the transaction's connection. */
+export type PoolQuery = <T>(text: string, values: unknown[]) => Promise<T[]>;
 
 /**
- * A transaction on one connection of the pool, its statements run by `query` as rawQuery runs them (named ones
- * prepared once per connection and their plans kept), committed when `work` resolves and rolled back when it throws:
- * for the hot transactions where Prisma's own cost per statement and per row returned shows (the scheduler's claim of
- * 500 rows a tick). Behind a transaction pooler the names are dropped, as rawQuery drops them. A transaction left
- * idle longer than `idleSeconds` (its work waiting on something else) is ended by Postgres, its connection with it,
- * as Prisma's transaction timeout ended it.
+ * A transaction on one connection of the pool, its statements run by `query`, committed when `work` resolves and
+ * rolled back when it throws: for the hot transactions where Prisma's own cost per statement and per row returned
+ * shows (the scheduler's claim of 500 rows a tick). A transaction left idle longer than `idleSeconds` (its work waiting
+ * on something else) is ended by Postgres, its connection with it, as Prisma's transaction timeout ended it.
  */
 export async function poolTransaction<T>(db: Db, work: (query: PoolQuery) => Promise<T>, idleSeconds = 30): Promise<T> {
   const pool = pools.get(db);
   if (!pool) return db.$transaction((tx) => work((text, values) => tx.$queryRawUnsafe(text, ...values)), { timeout: idleSeconds * 1000 });
   const client = await pool.connect();
-  const query: PoolQuery = async <R>(text: string, values: unknown[], name?: string) =>
-    (await client.query({ text, values, name: unnamed.has(pool) ? undefined : name })).rows as R[];
+  const query: PoolQuery = async <R>(text: string, values: unknown[]) => (await client.query(text, values)).rows as R[];
   let broken: Error | undefined;
   // the server may end the connection while the work holds it (the idle deadline, a restart): the error is the
   // checked-out client's to report, and a client with no listener would take the process down with it

@@ -224,7 +224,7 @@ export async function acceptRawSend(db: Db, sending: Sending, key: ApiKey, messa
       sendAt: null,
       metadata: {},
     };
-    const written = await sending.writer.write({ key, mailbox, request, sendId: message.sendId, idempotencyRecord: undefined, raw: message.raw, headerFrom: message.from });
+    const written = await sending.writer.write({ key, mailbox, request, sendId: message.sendId, idempotencyRecord: undefined /* the send is the record's mark */, raw: message.raw, headerFrom: message.from });
     if (!written.kept.length) throw new Unprocessable('nobody to write to: every recipient is suppressed or on the stop list');
     if (written.used === null) await refuseOverLimit(db, key, written.kept.length);
     accepted = {
