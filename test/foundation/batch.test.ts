@@ -73,6 +73,48 @@ describe('Batcher with lingerMs', () => {
   });
 });
 
+describe('Batcher with gather', () => {
+  it('puts the callers woken by one event in one batch, the first not alone; a lone caller waits no timer', async () => {
+    const m = manualRun();
+    const batcher = new Batcher(m.run, { maxInFlight: 1, maxBatch: 10, gather: true });
+    // five callers that a committed statement wakes together, each submitting after an await of its own
+    let commit!: () => void;
+    const committed = new Promise<void>((resolve) => (commit = resolve));
+    const woken = [1, 2, 3, 4, 5].map(async (i) => {
+      await committed;
+      return batcher.submit(i);
+    });
+    commit();
+    await new Promise((r) => setImmediate(r));
+    expect(m.batches).toEqual([[1, 2, 3, 4, 5]]);
+    await m.finishAll();
+    expect(await Promise.all(woken)).toEqual([1, 2, 3, 4, 5].map((i) => `done ${i}`));
+
+    const lone = batcher.submit(6);
+    await Promise.resolve();
+    expect(m.batches).toEqual([[1, 2, 3, 4, 5], [6]]);
+    await m.finishAll();
+    expect(await lone).toBe('done 6');
+  });
+
+  it('without gather, the first of them goes alone', async () => {
+    const m = manualRun();
+    const batcher = new Batcher(m.run, { maxInFlight: 1, maxBatch: 10 });
+    let commit!: () => void;
+    const committed = new Promise<void>((resolve) => (commit = resolve));
+    const woken = [1, 2, 3].map(async (i) => {
+      await committed;
+      return batcher.submit(i);
+    });
+    commit();
+    await new Promise((r) => setImmediate(r));
+    expect(m.batches).toEqual([[1]]);
+    await m.finishAll();
+    expect(m.batches).toEqual([[1], [2, 3]]);
+    await Promise.all(woken);
+  });
+});
+
 describe('Semaphore', () => {
   it('lets at most capacity units in, in arrival order, a large request waiting its turn', async () => {
     const slots = new Semaphore(3);

@@ -148,7 +148,7 @@ export class DeliveryQueue {
       );
       return lists.map(() => failure);
     },
-    { maxInFlight: 1, maxBatch: 100 },
+    { maxInFlight: 1, maxBatch: 100, gather: true },
   );
 
   /** the adds of addInBackground still waiting for Redis */
