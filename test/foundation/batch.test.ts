@@ -115,6 +115,24 @@ describe('Batcher with gather', () => {
   });
 });
 
+describe('Batcher with overlapAt', () => {
+  it('starts a batch beside the one in flight only once that many calls wait', async () => {
+    const m = manualRun();
+    const batcher = new Batcher(m.run, { maxInFlight: 2, maxBatch: 10, overlapAt: 3 });
+    const calls = [batcher.submit(1), batcher.submit(2), batcher.submit(3)];
+    // one in flight, two waiting: fewer than 3, so they wait for it
+    expect(m.batches).toEqual([[1]]);
+    calls.push(batcher.submit(4));
+    expect(m.batches).toEqual([[1], [2, 3, 4]]);
+    // two in flight: the next waits whatever the count
+    calls.push(...[5, 6, 7].map((i) => batcher.submit(i)));
+    expect(m.batches).toEqual([[1], [2, 3, 4]]);
+    await m.finishAll();
+    expect(m.batches).toEqual([[1], [2, 3, 4], [5, 6, 7]]);
+    expect(await Promise.all(calls)).toEqual([1, 2, 3, 4, 5, 6, 7].map((i) => `done ${i}`));
+  });
+});
+
 describe('Semaphore', () => {
   it('lets at most capacity units in, in arrival order, a large request waiting its turn', async () => {
     const slots = new Semaphore(3);

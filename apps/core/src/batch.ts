@@ -6,7 +6,10 @@
  * With `lingerMs`, a batch also waits that long for company before it starts (unless it is full already): for callers
  * who start one after another, where latency matters less than the round trips saved. With `gather`, a batch waits
  * only for the microtasks already queued: callers woken by one event (the sends of one committed statement, each
- * queueing its deliveries) go in one batch instead of the first alone and the rest behind it, with no timer.
+ * queueing its deliveries) go in one batch instead of the first alone and the rest behind it, with no timer. With
+ * `overlapAt`, a batch starts beside others in flight only once that many calls wait: the batches stay large, and the
+ * next one is already at the server when the one before it ends (its commit, its answer's way back), instead of
+ * starting then.
  *
  * `run` answers its items in order. When a batch of several fails, each item runs again alone, so one bad item fails
  * only its own caller.
@@ -19,7 +22,7 @@ export class Batcher<In, Out> {
 
   constructor(
     private readonly run: (items: In[]) => Promise<Out[]>,
-    private readonly options: { maxInFlight: number; maxBatch: number; lingerMs?: number; gather?: boolean },
+    private readonly options: { maxInFlight: number; maxBatch: number; lingerMs?: number; gather?: boolean; overlapAt?: number },
   ) {}
 
   submit(item: In): Promise<Out> {
@@ -31,6 +34,7 @@ export class Batcher<In, Out> {
 
   private pump(lingered = false): void {
     while (this.running < this.options.maxInFlight && this.waiting.length) {
+      if (this.running && this.options.overlapAt && this.waiting.length < this.options.overlapAt) return;
       if (this.options.lingerMs && !lingered && this.waiting.length < this.options.maxBatch) {
         this.lingering ??= setTimeout(() => {
           this.lingering = undefined;
