@@ -56,7 +56,7 @@ export async function writeSends(db: Db, sends: SendToWrite[]): Promise<Accepted
  * every send that arrived, however few, made them small: 3.3 sends a statement in the delivery phase, and Postgres
  * and the API took more of the two cores from delivering.
  */
-export const OVERLAP_AT = 20;
+const OVERLAP_AT = 20;
 
 /**
  * Sends accepted at the same moment share one statement and one commit (bench/README.md: the commit and the statement,
