@@ -9,6 +9,7 @@ import { methodNotAllowed, setHeaders } from '../middleware/errors';
 import { dailyQuota, rateLimitHeaders } from '../../../core/src/sending/quota';
 import { cancelSend, rescheduleSend } from '../../../core/src/sending/cancel';
 import { parseReschedule } from '../../../core/src/sending/schema';
+import { acceptBatch, type BatchAnswer } from '../../../core/src/batches';
 
 /** `Prefer: wait=N` (RFC 7240): how long the caller will wait for the copies to be delivered; 0 when not asked. */
 function preferredWait(header: string | undefined): number {
@@ -38,13 +39,35 @@ export async function postSend(db: Db, sending: Sending, res: ServerResponse, ke
   return { status: result.status, body: result.body };
 }
 
-/** docs/api.md: POST /send, GET /send/:id, PATCH /send/:id (reschedule), POST /send/:id/cancel. */
+/** POST /send/batch: the results in order, with the key's RateLimit-* headers (refusals too) and Idempotent-Replayed. */
+async function postBatch(db: Db, sending: Sending, res: ServerResponse, key: ApiKey, body: unknown, headers: IncomingHttpHeaders): Promise<BatchAnswer> {
+  let result;
+  try {
+    result = await acceptBatch(db, sending, key, body, { idempotencyKey: parseIdempotencyKey(headers['idempotency-key'] as string | undefined) });
+  } catch (err) {
+    if (err instanceof AppError) setHeaders(res, rateLimitHeaders(await dailyQuota(db, key)));
+    throw err;
+  }
+  setHeaders(res, rateLimitHeaders(result.quota));
+  if (result.replayed) res.setHeader('Idempotent-Replayed', 'true');
+  return result.body;
+}
+
+/** docs/api.md: POST /send, POST /send/batch, GET /send/:id, PATCH /send/:id (reschedule), POST /send/:id/cancel. */
 export function sendRoutes(router: Router, db: Db, sending: Sending): void {
   router
     .route('/send')
     .post(async (req, res) => {
       const answer = await postSend(db, sending, res, res.locals.key, req.body, req.headers);
       res.status(answer.status).json(answer.body);
+    })
+    .all(methodNotAllowed);
+
+  router
+    .route('/send/batch')
+    .post(async (req, res) => {
+      const answer = await postBatch(db, sending, res, res.locals.key, req.body, req.headers);
+      res.json(answer);
     })
     .all(methodNotAllowed);
 

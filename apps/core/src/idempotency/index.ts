@@ -2,7 +2,7 @@ import crypto from 'node:crypto';
 import type { Prisma } from '../../../../generated/prisma/client';
 import { Batcher } from '../batch';
 import type { Db, Tx } from '../db';
-import { BadRequest, Conflict, Unprocessable } from '../errors';
+import { AppError, BadRequest, Conflict, Unprocessable } from '../errors';
 import { logger } from '../logger';
 import { isDatabaseUnavailable } from '../outage';
 import { insertRecordIfAbsent, insertRecordsIfAbsent, type IdempotencyScope } from './repository';
@@ -125,6 +125,33 @@ export class IdempotencyClaims {
     const taken = await this.batcher.submit({ scope, fingerprint, answer });
     return taken !== null ? { kind: 'new', recordId: taken } : startIdempotent(this.db, scope, fingerprint, { doneWithSend: true });
   }
+}
+
+/**
+ * startIdempotent for the keys of one request (a batch's messages, batches/index.ts): the free ones taken in one insert;
+ * a key already taken, or repeated in the list, goes through startIdempotent alone. Each claim's answer is its start,
+ * or its refusal (409 while the first is in flight, 422 for another body) for the caller to report.
+ */
+export async function startIdempotentAll(db: Db, claims: { scope: IdempotencyScope; fingerprint: string }[]): Promise<(IdempotentStart | AppError)[]> {
+  const keys = claims.map(({ scope }) => `${scope.apiKeyId} ${scope.route} ${scope.key}`);
+  const first = keys.map((key, i) => keys.indexOf(key) === i);
+  const ids = claims.length ? await insertRecordsIfAbsent(db, claims.filter((_, i) => first[i]), new Date(Date.now() + IDEMPOTENCY_TTL_MS)) : [];
+  const starts: (IdempotentStart | AppError)[] = [];
+  let next = 0;
+  for (let i = 0; i < claims.length; i++) {
+    const taken = first[i] ? ids[next++] : null;
+    if (taken != null) {
+      starts.push({ kind: 'new', recordId: taken });
+      continue;
+    }
+    try {
+      starts.push(await startIdempotent(db, claims[i]!.scope, claims[i]!.fingerprint));
+    } catch (err) {
+      if (!(err instanceof AppError)) throw err;
+      starts.push(err);
+    }
+  }
+  return starts;
 }
 
 /** Stores the accepted answer; /send calls it in the transaction that writes the messages, so both commit or neither. */

@@ -22,7 +22,7 @@ import { TemplateCache, type TemplateStamp } from '../templates/cache';
 const RENDER_ATTEMPTS = 3;
 
 /** The request with its template rendered into subject, html and text (422 naming what is wrong), and the versions used. */
-async function rendered(db: Db, sending: Sending, accountId: number, request: SendRequest): Promise<{ request: SendRequest; stamp?: TemplateStamp }> {
+export async function rendered(db: Db, sending: Sending, accountId: number, request: SendRequest): Promise<{ request: SendRequest; stamp?: TemplateStamp }> {
   if (!request.template) return { request };
   const { email, stamp } = await sending.templates.render(db, accountId, request.template.ref, request.template.variables);
   checkRenderedSubject(email.subject, request.template.ref);

@@ -17,9 +17,10 @@ export interface AcceptedWrite {
 
 /**
  * Everything accepted sends do to Postgres, as ONE statement for a whole batch of sends (WRITE_SENDS in repository.ts
- * says what it checks and writes): one round trip and one atomic commit.
+ * says what it checks and writes): one round trip and one atomic commit. A batch request's sends (batches/index.ts)
+ * call it directly: one statement counts them against the key's limit all or nothing.
  */
-async function writeBatch(db: Db, sends: SendToWrite[]): Promise<AcceptedWrite[]> {
+export async function writeBatch(db: Db, sends: SendToWrite[]): Promise<AcceptedWrite[]> {
   const rows = sends.map(({ key, mailbox, request, sendId }) =>
     request.to.map((to) =>
       messageRow({ accountId: key.accountId, mailboxId: mailbox.id, fromAddress: mailbox.address, kind: 'transactional', sendId, to, subject: request.subject }),
