@@ -17,6 +17,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/send/batch": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Send up to 100 emails, each checked alone, the results in order */
+        post: operations["postSendBatch"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/send/{id}": {
         parameters: {
             query?: never;
@@ -221,6 +238,49 @@ export interface components {
             ok: false;
             /** @description what was wrong, in words */
             error: string;
+        };
+        BatchAnswer: {
+            /** @constant */
+            ok: true;
+            results: ({
+                /** @constant */
+                ok: true;
+                id: string;
+                /** @description the send as a whole: the least advanced status of its messages (cancelled when all were withdrawn) */
+                status: string;
+                messages: {
+                    id: string;
+                    to: string;
+                    /** @enum {string} */
+                    status: "queued" | "sending" | "sent" | "deferred" | "failed" | "bounced" | "cancelled";
+                    /** @description GET only: the Message-ID header the copy goes out with, `<id@domain>` */
+                    message_id?: string;
+                    /** @description GET only, when a bounce came: what it said (docs/inbound.md) */
+                    bounce?: {
+                        /** @description userunknown, mailboxfull, blocked... as sisimai names them */
+                        reason: string;
+                        /** @enum {string} */
+                        class: "dead" | "mailbox" | "not_address";
+                        /** @description enhanced status code, 5.1.1 */
+                        status: string | null;
+                        /** @description SMTP reply code, 550 */
+                        smtp_code: string | null;
+                        diagnostic: string;
+                        /** @description the address is dead: suppressed at once */
+                        dead: boolean;
+                    };
+                }[];
+                skipped: {
+                    to: string;
+                    /** @enum {string} */
+                    reason: "bounced" | "complained" | "stopped";
+                }[];
+            } | {
+                /** @constant */
+                ok: false;
+                /** @description why this message was refused (the others were not) */
+                error: string;
+            })[];
         };
         SendChangeAnswer: {
             /** @constant */
@@ -457,6 +517,163 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["SendAnswer"];
+                };
+            };
+            /** @description A field is malformed (named in error) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Refusal"];
+                };
+            };
+            /** @description The API key is missing, unknown or revoked */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Refusal"];
+                };
+            };
+            /** @description Not allowed for this key */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Refusal"];
+                };
+            };
+            /** @description Conflict */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Refusal"];
+                };
+            };
+            /** @description Over 1 MB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Refusal"];
+                };
+            };
+            /** @description Not UTF-8 JSON */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Refusal"];
+                };
+            };
+            /** @description Nobody to write to, or an Idempotency-Key reused */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Refusal"];
+                };
+            };
+            /** @description A limit is reached (Retry-After) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Refusal"];
+                };
+            };
+            /** @description Internal error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Refusal"];
+                };
+            };
+            /** @description Unavailable for now: the database is unreachable, or too many request bodies are being read at once (Retry-After); nothing was done */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Refusal"];
+                };
+            };
+        };
+    };
+    postSendBatch: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description 1 to 200 printable ASCII characters; replays the first answer (Idempotent-Replayed: true) for 24 h; see docs/idempotency.md */
+                "Idempotency-Key"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    messages: ({
+                        /** @description one address or a list of up to 50 (`address` or `Name <address>`); each gets a copy of their own. None left after suppressions and the stop list (or an empty list) answers 422 */
+                        to: (string)[] | (string);
+                        subject?: string;
+                        text?: string;
+                        html?: string;
+                        /** @description a stored template (its id or alias) to render instead of subject, html and text (docs/templates.md); unknown: 422 */
+                        template?: number | string;
+                        /** @description the template's variables (a JSON object); a required one missing: 422 */
+                        variables?: {
+                            [key: string]: unknown;
+                        };
+                        /** @description the key's mailbox address (403 for another), optionally with a display name: `address` or `Name <address>` */
+                        from?: string;
+                        /** @description `address` or `Name <address>` */
+                        reply_to?: string;
+                        headers?: {
+                            [key: string]: string;
+                        };
+                        attachments?: {
+                            filename: string;
+                            content: string;
+                            content_type?: string;
+                        }[];
+                        /**
+                         * Format: date-time
+                         * @description when to send (RFC 3339); at most 30 days ahead (400 otherwise); a time past sends now
+                         */
+                        send_at?: string;
+                        metadata?: {
+                            [key: string]: components["schemas"]["JsonValue"];
+                        };
+                        /** @description this message's own Idempotency-Key (1 to 200 printable ASCII characters): the same key and message within 24 h, in a batch or on POST /send, is answered again and sent once */
+                        idempotency_key?: string;
+                    } & (({
+                        text: string;
+                    } | {
+                        html: string;
+                    }) | Record<string, never>))[];
+                };
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BatchAnswer"];
                 };
             };
             /** @description A field is malformed (named in error) */

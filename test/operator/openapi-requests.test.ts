@@ -74,6 +74,7 @@ it('every operation of the document takes a request built from it (body checked 
   // values for every body field and parameter an operation names, valid for this tenant
   const bodies: Record<string, object> = {
     'post /send': { to: 'someone@example.com', subject: 'Hello', html: '<p>Hi</p>', metadata: { a: 1 } },
+    'post /send/batch': { messages: [{ to: 'someone@example.com', subject: 'Hello', text: 'Hi', idempotency_key: 'batch-message-1' }] },
     'post /subscribers': { list: list.key, email: 'every@example.org' },
     'post /prospects': { campaign: campaign.id, prospects: [{ site: 'another.example' }] },
     'post /prospects/state': { campaign: campaign.id, email: 'known@site.example', state: 'stop' },
@@ -101,6 +102,6 @@ it('every operation of the document takes a request built from it (body checked 
       expect(res.status).toBeLessThan(300);
     }
   }
-  // every operation of the document was driven, and there are the thirteen this API has
-  expect(seen.sort()).toEqual(['delete /subscribers', 'get /campaigns', 'get /inbound', 'get /lists', 'get /prospects', 'get /send/{id}', 'get /templates', 'patch /send/{id}', 'post /prospects', 'post /prospects/state', 'post /send', 'post /send/{id}/cancel', 'post /subscribers']);
+  // every operation of the document was driven, and there are the fourteen this API has
+  expect(seen.sort()).toEqual(['delete /subscribers', 'get /campaigns', 'get /inbound', 'get /lists', 'get /prospects', 'get /send/{id}', 'get /templates', 'patch /send/{id}', 'post /prospects', 'post /prospects/state', 'post /send', 'post /send/batch', 'post /send/{id}/cancel', 'post /subscribers']);
 });

@@ -46,6 +46,19 @@ const sendFields = {
 
 export const sendAnswer = Joi.object({ ok: Joi.valid(true).required(), ...sendFields }).label('SendAnswer');
 
+/** POST /send/batch: one result per message, in order: its send as POST /send answers it, or its refusal. */
+export const batchAnswer = Joi.object({
+  ok: Joi.valid(true).required(),
+  results: Joi.array()
+    .items(
+      Joi.alternatives().try(
+        Joi.object({ ok: Joi.valid(true).required(), id: sendFields.id, status: sendFields.status, messages: sendFields.messages, skipped: sendFields.skipped }),
+        Joi.object({ ok: Joi.valid(false).required(), error: Joi.string().required().description("why this message was refused (the others were not)") }),
+      ),
+    )
+    .required(),
+}).label('BatchAnswer');
+
 /** The answer of a cancel or a reschedule: the send as GET shows it. */
 export const sendChangeAnswer = Joi.object({ ok: Joi.valid(true).required(), send: Joi.object(sendFields).required() }).label('SendChangeAnswer');
 

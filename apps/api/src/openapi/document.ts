@@ -4,6 +4,7 @@ import { inboundPageQuery } from '../../../core/src/inbound/operations';
 import { addProspectsInput, outcomeInput, prospectQuery } from '../../../core/src/outreach/schemas';
 import { MAX_WAIT_SECONDS } from '../../../core/src/sending/accept';
 import { rescheduleSchema, sendSchema, TEXT_OR_HTML } from '../../../core/src/sending/schema';
+import { batchDocumentSchema } from '../../../core/src/batches/schema';
 import { DOCUMENTED, JSON_VALUE, NO_NUL } from '../../../core/src/validate';
 import { subscriberInput, unsubscribeInput } from '../../../core/src/subscribers/schema';
 import * as answers from './answers';
@@ -48,6 +49,10 @@ export const OPERATIONS: Operation[] = [
         },
       ];
     },
+  },
+  {
+    method: 'post', path: '/send/batch', summary: 'Send up to 100 emails, each checked alone, the results in order', body: batchDocumentSchema, idempotent: true,
+    answers: { 200: answers.batchAnswer, ...WITH_BODY, 403: R, 409: R, 422: R, 429: R },
   },
   { method: 'get', path: '/send/{id}', summary: 'A send and its messages', answers: { 200: answers.sendAnswer, 404: R } },
   {
