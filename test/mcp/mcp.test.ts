@@ -59,7 +59,7 @@ function refused(result: ToolResult, status: number, words: RegExp | string, ext
   expect(JSON.parse(result.content[0]!.text!)).toEqual(result.structuredContent);
 }
 
-const BASIC_TOOLS = ['add_subscriber', 'cancel_send', 'get_send_status', 'list_inbound', 'list_lists', 'remove_subscriber', 'reschedule_send', 'send_email'];
+const BASIC_TOOLS = ['add_subscriber', 'cancel_send', 'get_send_status', 'list_inbound', 'list_lists', 'remove_subscriber', 'reschedule_send', 'send_batch', 'send_email'];
 const PROSPECT_TOOLS = ['add_prospects', 'get_prospect', 'list_campaigns', 'report_prospect_state'];
 
 describe('MCP at /mcp: connecting', () => {
@@ -159,6 +159,19 @@ describe('MCP tools give what the HTTP API gives', () => {
     expect(again).toEqual({ ...first, replayed: true });
     expect(await db().message.count({ where: { to: 'idem@example.org' } })).toBe(1);
     refused(await call(client, 'send_email', { ...args, subject: 'Other' }), 422, /Idempotency-Key/);
+  });
+
+  it('send_batch sends each good message, names the bad one, and replays the batch by its idempotency_key', async () => {
+    const other = await makeTenant({ smtp: sink.url });
+    const client = await connect(other.token);
+    const args = { messages: [{ to: 'b1@example.org', subject: 'One', text: 'x' }, { to: 'not an address', subject: 'x', text: 'x' }, { to: 'b2@example.org', subject: 'Two', html: '<p>y</p>' }], idempotency_key: 'mcp-batch-1' };
+    const first = ok(await call(client, 'send_batch', args));
+    expect(first.results.map((r: { ok: boolean }) => r.ok)).toEqual([true, false, true]);
+    expect(first.results[1].error).toMatch(/^to/);
+    expect(ok(await call(client, 'send_batch', args))).toEqual({ ...first, replayed: true });
+    expect(await db().message.count({ where: { accountId: other.account.id } })).toBe(2);
+    await waitFor(() => sink.to('b1@example.org').length && sink.to('b2@example.org').length, { what: 'both copies on the wire' });
+    expect([sink.to('b1@example.org')[0]!.parsed.subject, sink.to('b2@example.org')[0]!.parsed.subject]).toEqual(['One', 'Two']);
   });
 
   it('refuses as the API does: 400 for a bad address, 403 for another sender, 422 for nobody, 429 over the daily limit', async () => {

@@ -9,6 +9,7 @@ import { listListsOf, subscribe, unsubscribe } from '../../../core/src/subscribe
 import type { Db } from '../../../core/src/db';
 import { LOST_REASONS, OUTCOME_STATES } from '../../../core/src/outreach/outcomes';
 import { acceptSend, findSend, MAX_WAIT_SECONDS } from '../../../core/src/sending/accept';
+import { acceptBatch } from '../../../core/src/batches';
 import { parseIdempotencyKey } from '../../../core/src/idempotency';
 import { cancelSend, rescheduleSend } from '../../../core/src/sending/cancel';
 import { parseReschedule } from '../../../core/src/sending/schema';
@@ -58,6 +59,9 @@ const sendShape = {
     .optional()
     .describe(`wait up to this many seconds (at most ${MAX_WAIT_SECONDS}) for every copy to be delivered or fail, then answer final statuses (HTTP Prefer: wait=N)`),
 };
+
+/** A message of send_batch: send_email's fields, without waiting. */
+const { wait_seconds: _wait, ...batchMessageShape } = sendShape;
 
 const listKey = z.string().describe("the list's key, as list_lists shows it");
 const email = z.string().describe('the email address');
@@ -148,6 +152,28 @@ export function mcpServer(db: Db, state: ApiState, key: ApiKey, request: McpRequ
       answer(async () => {
         const idempotencyKey = parseIdempotencyKey(idempotency_key === undefined ? undefined : String(idempotency_key));
         const result = await acceptSend(db, state.sending, key, body, { idempotencyKey, waitSeconds: Number(wait_seconds ?? 0) });
+        return { ...result.body, replayed: result.replayed } as unknown as Answer;
+      }),
+  );
+
+  tool(
+    server,
+    'send_batch',
+    {
+      title: 'Send many emails in one call',
+      description:
+        "Sends up to 100 different emails from this key's mailbox in one call (POST /api/v1/send/batch). Each message is checked alone: its result says ok with the send's id, or the error that refused it, in the order given. The valid ones count once against the key's daily limit, all or nothing.",
+      inputSchema: {
+        messages: z
+          .array(z.object(batchMessageShape))
+          .describe('1 to 100 messages, each with the fields of send_email; a message may carry its own idempotency_key'),
+        idempotency_key: sendShape.idempotency_key.describe('for the whole batch: retrying with the same key and messages within 24 h returns the first answer and sends nothing again'),
+      },
+    },
+    ({ idempotency_key, messages }) =>
+      answer(async () => {
+        const idempotencyKey = parseIdempotencyKey(idempotency_key === undefined ? undefined : String(idempotency_key));
+        const result = await acceptBatch(db, state.sending, key, { messages }, { idempotencyKey });
         return { ...result.body, replayed: result.replayed } as unknown as Answer;
       }),
   );
