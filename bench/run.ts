@@ -26,6 +26,7 @@ import { scalePhase } from './scale';
 import { domainsPhase } from './domains';
 import { schedulerPhase } from './scheduler';
 import { templatesPhase } from './templates';
+import { batchPhase } from './batch';
 import { smtpPhase } from './smtp';
 
 const ROOT = path.resolve(__dirname, '..');
@@ -45,7 +46,7 @@ const STAMP = Date.now().toString(36);
 // NODE_ENV=production takes an admin token of at least 32 random characters
 const ADMIN_TOKEN = crypto.randomBytes(24).toString('hex');
 const SECRET_KEY = 'ab'.repeat(32);
-/** the broadcast phase's list size; BENCH_ONLY=main (accept: its first phase alone), broadcast, scheduler, memory, growth, scale, templates, domains or smtp runs that phase alone */
+/** the broadcast phase's list size; BENCH_ONLY=main (accept: its first phase alone), broadcast, scheduler, memory, growth, scale, templates, batch, domains or smtp runs that phase alone */
 const BROADCAST_SUBSCRIBERS = Number(process.env.BENCH_BROADCAST ?? 100_000);
 const ONLY = process.env.BENCH_ONLY ?? '';
 /** BENCH_PORT_BASE moves the six loopback ports (two benches on one machine must not share a sink) */
@@ -341,6 +342,14 @@ async function main(): Promise<void> {
         stop, up, makeTenant: () => makeTenant(), admin, sinkCount, until,
         resetSink: async () => void (await fetch(`http://127.0.0.1:${PORTS.sinkHttp}/reset`, { method: 'POST' })),
         settle: () => settle(env.DATABASE_URL),
+      });
+    }
+    // POST /send/batch with 100 messages a request against the same messages sent one a request (bench/batch.ts)
+    if (!ONLY || ONLY === 'batch') {
+      const env = serviceEnv('batch');
+      results.batch = await batchPhase({
+        apiPort: PORTS.api, messages: MESSAGES, connections: CONNECTIONS, turns: 3,
+        startApi: () => start('apps/api/src/server.ts', env), stop, up, makeTenant: () => makeTenant(), settle: () => settle(env.DATABASE_URL),
       });
     }
     if (!ONLY || ONLY === 'domains') results.domains = await domainsPhase(serviceEnv('domains'));
@@ -782,6 +791,14 @@ function print(r: Record<string, any>): void {
       `templates: ${t.messages} sends x ${t.turns} turns with a ${Math.round(t.layoutBytes / 1024)} KB layout and ${t.variables} variables, accept to last delivered`,
       `${t.templatePerSecond} msg/s, the same emails plain ${t.plainPerSecond} msg/s: ratio ${t.ratio} (refused or timed out: plain ${t.refused.plain}, template ${t.refused.template})`,
       'target: ratio >= 0.95',
+    ]);
+  }
+  if (r.batch) {
+    const b = r.batch;
+    rows.push([
+      `batch: ${b.messages} messages x ${b.turns} turns, POST /send/batch (100 a request) against POST /send, the API alone`,
+      `${b.batchMessagesPerSecond} msg/s in batches, ${b.singlePerSecond} msg/s one by one: ratio ${b.ratio}; p99 ${JSON.stringify(b.p99Ms)} ms (refused: ${JSON.stringify(b.refused)})`,
+      'target: ratio >= 0.9',
     ]);
   }
   if (r.growth) {
