@@ -93,6 +93,7 @@ export const keyInput = Joi.object({
   mailbox: id().required(),
   daily_limit: Joi.number().integer().min(0).max(10_000_000).required(),
   prospects: Joi.boolean().default(false),
+  mode: Joi.string().valid('live', 'test').default('live').description('test: an `ms_test_` key whose sends go to the sandbox, never out (docs/sandbox.md)'),
 });
 
 export const listChanges = Joi.object({ name: name(), confirm: Joi.boolean(), mailbox: id(), steps: seriesSteps }).min(1).messages({ 'object.min': 'nothing to change' });

@@ -8,9 +8,11 @@ import { requireAccount } from '../accounts';
 import { requireMailbox } from '../mailboxes';
 
 export const KEY_PREFIX = 'msk_';
+/** A test key's prefix (docs/sandbox.md): its sends go to the sandbox, never out. */
+export const TEST_KEY_PREFIX = 'ms_test_';
 /** 32 base62 characters: about 190 random bits. */
 const KEY_RANDOM_LENGTH = 32;
-const KEY_PATTERN = /^msk_[0-9A-Za-z]{32}$/;
+const KEY_PATTERN = /^(?:msk_|ms_test_)[0-9A-Za-z]{32}$/;
 
 /** Pub/sub channel on which revocations are announced to every API process. */
 export const revocationChannel = () => rkey('keys', 'revoked');
@@ -30,6 +32,7 @@ export interface KeyView {
   mailbox: number;
   daily_limit: number;
   prospects: boolean;
+  mode: 'live' | 'test';
   hint: string;
   revoked_at: string | null;
   last_used_at: string | null;
@@ -44,6 +47,7 @@ export function keyView(k: ApiKey): KeyView {
     mailbox: k.mailboxId,
     daily_limit: k.dailyLimit,
     prospects: k.prospects,
+    mode: k.mode,
     hint: `${k.prefix}…${k.lastFour}`,
     revoked_at: k.revokedAt?.toISOString() ?? null,
     last_used_at: k.lastUsedAt?.toISOString() ?? null,
@@ -57,23 +61,26 @@ export interface NewKey {
   mailbox: number;
   daily_limit: number;
   prospects?: boolean;
+  mode?: 'live' | 'test';
 }
 
 /** Creates a key; the token is in this answer only, the database keeps its SHA-256 fingerprint. */
 export async function createKey(db: Tx, input: NewKey): Promise<{ key: KeyView; token: string }> {
   await requireAccount(db, input.account);
   await requireMailbox(db, input.account, input.mailbox);
-  const token = KEY_PREFIX + randomBase62(KEY_RANDOM_LENGTH);
+  const prefix = input.mode === 'test' ? TEST_KEY_PREFIX : KEY_PREFIX;
+  const token = prefix + randomBase62(KEY_RANDOM_LENGTH);
   const key = await db.apiKey.create({
     data: {
       accountId: input.account,
       mailboxId: input.mailbox,
       name: input.name,
       fingerprint: sha256(token),
-      prefix: token.slice(0, KEY_PREFIX.length + 4),
+      prefix: token.slice(0, prefix.length + 4),
       lastFour: token.slice(-4),
       dailyLimit: input.daily_limit,
       prospects: input.prospects ?? false,
+      mode: input.mode ?? 'live',
     },
   });
   return { key: keyView(key), token };
