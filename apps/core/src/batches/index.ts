@@ -136,7 +136,8 @@ async function writeReady(db: Db, sending: Sending, key: ApiKey, mailbox: { id: 
   let pending = ready;
   const queued: { id: string; notBefore: Date | null }[] = [];
   for (let attempt = 0; pending.length; attempt++) {
-    const written: AcceptedWrite[] = await writeBatch(db, pending.map(toWrite));
+    // a test key's messages go to the sandbox, each in its own write: they count against no limit
+    const written: AcceptedWrite[] = key.mode === 'test' ? await Promise.all(pending.map((m) => sending.sandbox.write(toWrite(m)))) : await writeBatch(db, pending.map(toWrite));
     const wanted = written.filter((w) => w.kept.length && !w.stale).reduce((n, w) => n + w.kept.length, 0);
     if (written.some((w) => w.used === null && w.kept.length && !w.stale)) {
       // over the limit: nothing of this statement was written; the first statement's refusal is the batch's 429

@@ -17,6 +17,7 @@ import { SendWriter, type SkipReason } from './write';
 import { publicBounce, type Bounce, type PublicBounce } from '../inbound/bounce-policy';
 import { SEND_LIMITS, checkEmailSize, checkRenderedSubject, parseSendRequest, type SendRequest } from './schema';
 import { TemplateCache, type TemplateStamp } from '../templates/cache';
+import { SandboxWriter } from '../sandbox/write';
 
 /** How many times a send renders again when a template it used changed before its write (each time: a change). */
 const RENDER_ATTEMPTS = 3;
@@ -65,6 +66,8 @@ export interface Sending {
   finished: FinishedWaits;
   /** SMTP submission's Message-ID keys, taken together for the messages that arrive together */
   claims: IdempotencyClaims;
+  /** the write of test keys' sends (docs/sandbox.md): into the sandbox, no quota */
+  sandbox: SandboxWriter;
 }
 
 export function createSending(db: Db): Sending {
@@ -76,6 +79,7 @@ export function createSending(db: Db): Sending {
     domains: new DomainStandings(),
     finished: new FinishedWaits(),
     claims: new IdempotencyClaims(db),
+    sandbox: new SandboxWriter(db),
   };
 }
 
@@ -127,7 +131,9 @@ export async function acceptSend(
   let accepted: { answer: SendAnswer; quota: DailyQuota; rows: { id: string; notBefore?: Date | null }[] };
   try {
     const sendId = newId();
-    const write = () => sending.writer.write({ key, mailbox, request: { ...request, fromName: request.fromName ?? mailbox.name }, sendId, idempotencyRecord: recordId, templates: stamp });
+    // a test key's send goes to the sandbox (the only branch the live path takes for it)
+    const writer = key.mode === 'test' ? sending.sandbox : sending.writer;
+    const write = () => writer.write({ key, mailbox, request: { ...request, fromName: request.fromName ?? mailbox.name }, sendId, idempotencyRecord: recordId, templates: stamp });
     let written = await write();
     // a template changed since this process compiled it: render from the current version and write again
     for (let attempt = 1; written.stale && attempt < RENDER_ATTEMPTS; attempt++) {
@@ -224,7 +230,7 @@ export async function acceptRawSend(db: Db, sending: Sending, key: ApiKey, messa
       sendAt: null,
       metadata: {},
     };
-    const written = await sending.writer.write({ key, mailbox, request, sendId: message.sendId, idempotencyRecord: undefined /* the send is the record's mark */, raw: message.raw, headerFrom: message.from });
+    const written = await (key.mode === 'test' ? sending.sandbox : sending.writer).write({ key, mailbox, request, sendId: message.sendId, idempotencyRecord: undefined /* the send is the record's mark */, raw: message.raw, headerFrom: message.from });
     if (!written.kept.length) throw new Unprocessable('nobody to write to: every recipient is suppressed or on the stop list');
     if (written.used === null) await refuseOverLimit(db, key, written.kept.length);
     accepted = {

@@ -1,0 +1,66 @@
+import { rawQuery, type Tx } from '../db';
+import { MESSAGE_EVENT_DATA, subscribed } from '../events/repository';
+import { stopListed } from '../stop-list/repository';
+import type { SkipReason } from '../sending/repository';
+
+/** The SQL of the sandbox (docs/sandbox.md): the recipients a test send leaves out, and the sink's messages. */
+
+/**
+ * The recipients of a send that the account's suppression list (bounced, complained) or stop list leaves out, in the
+ * order given: a test send is checked as a live one (sending/repository.ts WRITE_SENDS, step 1).
+ */
+export function skippedRecipients(tx: Tx, accountId: number, recipients: string[]): Promise<{ to: string; reason: SkipReason }[]> {
+  return rawQuery<{ to: string; reason: SkipReason }>(
+    tx,
+    `SELECT v.recipient AS "to", v.reason FROM (
+       SELECT c.recipient, c.ord, COALESCE(
+         (SELECT sp.reason::text FROM suppressions sp WHERE sp.account_id = $1 AND sp.email = c.recipient),
+         CASE WHEN ${stopListed('$1', 'c.recipient')} THEN 'stopped' END) AS reason
+       FROM unnest($2::text[]) WITH ORDINALITY AS c(recipient, ord)
+     ) v WHERE v.reason IS NOT NULL ORDER BY v.ord`,
+    [accountId, recipients],
+  );
+}
+
+/** Keeps what the sandbox received for a message (a delivery tried again keeps its first copy). */
+export async function keepSandboxCopy(tx: Tx, messageId: string, raw: Buffer): Promise<void> {
+  await rawQuery(tx, 'INSERT INTO sandbox_messages (message_id, raw) VALUES ($1::uuid, $2) ON CONFLICT (message_id) DO NOTHING', [messageId, raw]);
+}
+
+/**
+ * The MIME the sandbox received for a message of the account, by the message's id or by the id of a send of one
+ * message; null when there is none (not a test send, not delivered yet, another account's).
+ */
+export async function sandboxCopy(tx: Tx, accountId: number, id: string): Promise<Buffer | null> {
+  const rows = await rawQuery<{ raw: Buffer }>(
+    tx,
+    `SELECT sm.raw FROM sandbox_messages sm JOIN messages m ON m.id = sm.message_id
+     WHERE m.account_id = $1 AND (m.id = $2::uuid OR (m.send_id = $2::uuid AND (SELECT count(*) FROM messages o WHERE o.send_id = $2::uuid) = 1))`,
+    [accountId, id],
+  );
+  return rows[0]?.raw ?? null;
+}
+
+/**
+ * A sandbox message delivered: `sent` with the sandbox's answer, and its `message.sent` event with the data a live
+ * delivery's has (delivery/repository.ts MARK_SENT), in one statement. Nothing is counted in the statistics.
+ */
+export async function markSandboxSent(tx: Tx, messageId: string, response: string): Promise<void> {
+  await rawQuery(
+    tx,
+    `WITH marked AS (
+       UPDATE messages m SET status = 'sent', sent_at = now(), smtp_response = $2, last_error = NULL, locked_until = NULL, updated_at = now()
+       WHERE m.id = $1::uuid AND m.status::text = 'sending'
+       RETURNING m.*
+     )
+     INSERT INTO events (account_id, type, data)
+     SELECT m.account_id, 'message.sent', ${MESSAGE_EVENT_DATA} FROM marked m LEFT JOIN sends s ON s.id = m.send_id
+     WHERE ${subscribed('m.account_id', `'message.sent'`)}`,
+    [messageId, response],
+  );
+}
+
+/** A sandbox message deferred: tried again once `until` comes (the deferral's attempt is recorded by the caller). */
+export async function deferSandboxMessage(tx: Tx, messageId: string, until: Date): Promise<void> {
+  await rawQuery(tx, 'UPDATE messages SET not_before = $2, updated_at = now() WHERE id = $1::uuid', [messageId, until]);
+}
