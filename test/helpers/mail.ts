@@ -3,6 +3,7 @@ import { db } from '../../apps/core/src/db';
 import { createDelivery, type Delivery } from '../../apps/core/src/delivery/deliver';
 import type { PreSendGuards } from '../../apps/core/src/delivery/guards';
 import { productionGuards } from '../../apps/core/src/delivery/production-guards';
+import { SandboxSink } from '../../apps/core/src/sandbox/sink';
 import type { QueueName } from '../../apps/core/src/queues';
 import { createWorkers } from '../../apps/worker/src/workers';
 import { SmtpSink } from './smtp-sink';
@@ -21,7 +22,7 @@ export function useMail(options: { queues?: QueueName[]; concurrency?: number; d
     await sink.start();
     delivery = options.delivery?.delivery;
     if (options.queues?.length) {
-      delivery ??= createDelivery(db(), productionGuards());
+      delivery ??= createDelivery(db(), productionGuards(), { sandbox: new SandboxSink() });
       workers = createWorkers({ delivery, queues: options.queues, concurrency: options.concurrency ?? 5 });
     }
   });
@@ -41,7 +42,7 @@ export function useMail(options: { queues?: QueueName[]; concurrency?: number; d
 export function useDelivery(guards?: PreSendGuards): { readonly delivery: Delivery } {
   let delivery: Delivery | undefined;
   beforeAll(() => {
-    delivery = createDelivery(db(), guards ?? productionGuards());
+    delivery = createDelivery(db(), guards ?? productionGuards(), { sandbox: new SandboxSink() });
   });
   afterAll(() => delivery?.close());
   return {

@@ -5,6 +5,7 @@ import { startInboundReader } from '../../core/src/inbound/reader';
 import { collectProcessMetrics } from '../../core/src/metrics';
 import { serveWorkerMetrics } from '../../core/src/metrics/worker-server';
 import { createDelivery, type Delivery } from '../../core/src/delivery/deliver';
+import { SandboxSink } from '../../core/src/sandbox/sink';
 import { logger } from '../../core/src/logger';
 import { tuneRuntime } from '../../core/src/runtime';
 import { onShutdown } from '../../core/src/shutdown';
@@ -46,7 +47,7 @@ async function main(): Promise<void> {
   // delivery's parts, built once here and passed down (createDelivery): the pre-send guards, the claims and "sent" marks
   // all its jobs share, the lease heartbeat, the SMTP pools, the queueing of a broadcast's copies, the bounds on bytes
   // and rows in flight (a test runs this file as a process: test/sending/wiring.test.ts)
-  delivery = createDelivery(db(), productionGuards());
+  delivery = createDelivery(db(), productionGuards(), { sandbox: new SandboxSink() });
   workers = createWorkers({ delivery });
   housekeeping = startMaintenance(db());
   // the event outbox's fan-out to webhook jobs

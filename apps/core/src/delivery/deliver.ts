@@ -45,12 +45,22 @@ export interface Delivery {
   readonly bytes: Semaphore;
   /** the rows of `dispatch` jobs on the wire at once (batchRowsOnTheWire) */
   readonly rows: Semaphore;
+  /** where test keys' messages go instead of SMTP (docs/sandbox.md); without one they wait, never sent */
+  readonly sandbox: SandboxOutlet | null;
   /** closes the SMTP pools (the worker's shutdown, a test's end) */
   close(): void;
 }
 
+/**
+ * The sandbox as delivery sees it (sandbox/sink.ts implements it; the worker's wiring hands it in): it takes a claimed
+ * message of a test key's send and writes what became of it, as a delivery would.
+ */
+export interface SandboxOutlet {
+  deliver(db: Db, message: ClaimedRow): Promise<Extract<DeliveryOutcome, { kind: 'sent' | 'rejected' | 'early' }>>;
+}
+
 /** `domainKeysTtlMs`: how long the signer keeps a domain's keys (30 s; a test of rotation wants 0). */
-export function createDelivery(db: Db, guards: PreSendGuards, options: { domainKeysTtlMs?: number } = {}): Delivery {
+export function createDelivery(db: Db, guards: PreSendGuards, options: { domainKeysTtlMs?: number; sandbox?: SandboxOutlet } = {}): Delivery {
   const transports = new Transports(db);
   return {
     db,
@@ -62,6 +72,7 @@ export function createDelivery(db: Db, guards: PreSendGuards, options: { domainK
     queue: new DeliveryQueue(),
     bytes: new Semaphore(config().workerMaxBytesInFlight),
     rows: new Semaphore(batchRowsOnTheWire()),
+    sandbox: options.sandbox ?? null,
     close: () => transports.close(),
   };
 }
@@ -173,7 +184,7 @@ async function sendClaimed(
   delivery: Delivery,
   message: ClaimedRow,
   options: { lastAttempt: boolean; afterWire?: () => void },
-): Promise<Extract<DeliveryOutcome, { kind: 'sent' | 'rejected' | 'waiting' }>> {
+): Promise<Extract<DeliveryOutcome, { kind: 'sent' | 'rejected' | 'waiting' | 'early' }>> {
   // the heartbeat renews the row's lease until it is marked, however long SMTP, the wait for memory (below) or an
   // outage of Postgres lasts
   return whileHeld(delivery.heartbeat, message.id, async () => {
@@ -229,7 +240,13 @@ async function talkAndMark(
   delivery: Delivery,
   message: ClaimedRow,
   options: { lastAttempt: boolean; afterWire?: () => void },
-): Promise<Extract<DeliveryOutcome, { kind: 'sent' | 'rejected' | 'waiting' }>> {
+): Promise<Extract<DeliveryOutcome, { kind: 'sent' | 'rejected' | 'waiting' | 'early' }>> {
+  if (message.send?.sandbox) {
+    // a test key's message: to the sandbox, never over SMTP (docs/sandbox.md)
+    options.afterWire?.();
+    if (!delivery.sandbox) throw new Error(`message ${message.id} is a test key's and this worker has no sandbox: it is not sent`);
+    return delivery.sandbox.deliver(delivery.db, message);
+  }
   if (message.mailbox.authStatus === 'needs_reconnect') {
     options.afterWire?.();
     return waitForReconnect(delivery.db, message, `the mailbox needs reconnecting: ${message.mailbox.disconnectReason ?? 'the provider refused its refresh token'}`);
