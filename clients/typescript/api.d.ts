@@ -52,6 +52,23 @@ export interface paths {
         patch: operations["patchSendBy_id"];
         trace?: never;
     };
+    "/send/{id}/raw": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A test key's message as the sandbox received it (by message id, or the id of a send of one message) */
+        get: operations["getSendBy_idRaw"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/send/{id}/cancel": {
         parameters: {
             query?: never;
@@ -957,6 +974,82 @@ export interface operations {
             };
         };
     };
+    getSendBy_idRaw: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "message/rfc822": string;
+                };
+            };
+            /** @description A field is malformed (named in error) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Refusal"];
+                };
+            };
+            /** @description The API key is missing, unknown or revoked */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Refusal"];
+                };
+            };
+            /** @description Not found (or another account's) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Refusal"];
+                };
+            };
+            /** @description A limit is reached (Retry-After) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Refusal"];
+                };
+            };
+            /** @description Internal error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Refusal"];
+                };
+            };
+            /** @description Unavailable for now: the database is unreachable, or too many request bodies are being read at once (Retry-After); nothing was done */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Refusal"];
+                };
+            };
+        };
+    };
     postSendBy_idCancel: {
         parameters: {
             query?: never;
@@ -1078,6 +1171,15 @@ export interface operations {
                     "application/json": components["schemas"]["Refusal"];
                 };
             };
+            /** @description Not allowed for this key */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Refusal"];
+                };
+            };
             /** @description A limit is reached (Retry-After) */
             429: {
                 headers: {
@@ -1138,6 +1240,15 @@ export interface operations {
             };
             /** @description The API key is missing, unknown or revoked */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Refusal"];
+                };
+            };
+            /** @description Not allowed for this key */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -1220,6 +1331,15 @@ export interface operations {
             };
             /** @description The API key is missing, unknown or revoked */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Refusal"];
+                };
+            };
+            /** @description Not allowed for this key */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -1346,6 +1466,15 @@ export interface operations {
             };
             /** @description The API key is missing, unknown or revoked */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Refusal"];
+                };
+            };
+            /** @description Not allowed for this key */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -1949,6 +2078,15 @@ export interface operations {
             };
             /** @description The API key is missing, unknown or revoked */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Refusal"];
+                };
+            };
+            /** @description Not allowed for this key */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -99,9 +99,11 @@ it('every operation of the document takes a request built from it (body checked 
       const res = await (body ? call.send(body) : call);
       expect({ name, status: res.status }).toEqual({ name, status: expect.any(Number) });
       expect([400, 422]).not.toContain(res.status);
-      expect(res.status).toBeLessThan(300);
+      // a live key's send has no sandbox copy (test/sandbox/sandbox.test.ts reads a test key's)
+      if (name === 'get /send/{id}/raw') expect(res.status).toBe(404);
+      else expect(res.status).toBeLessThan(300);
     }
   }
-  // every operation of the document was driven, and there are the fourteen this API has
-  expect(seen.sort()).toEqual(['delete /subscribers', 'get /campaigns', 'get /inbound', 'get /lists', 'get /prospects', 'get /send/{id}', 'get /templates', 'patch /send/{id}', 'post /prospects', 'post /prospects/state', 'post /send', 'post /send/batch', 'post /send/{id}/cancel', 'post /subscribers']);
+  // every operation of the document was driven, and there are the fifteen this API has
+  expect(seen.sort()).toEqual(['delete /subscribers', 'get /campaigns', 'get /inbound', 'get /lists', 'get /prospects', 'get /send/{id}', 'get /send/{id}/raw', 'get /templates', 'patch /send/{id}', 'post /prospects', 'post /prospects/state', 'post /send', 'post /send/batch', 'post /send/{id}/cancel', 'post /subscribers']);
 });

@@ -11,6 +11,7 @@ import { refusalOf, writeJson, writeRefusal } from './middleware/errors';
 import { trackRequest } from './middleware/request';
 import { checkBody } from './middleware/text';
 import { postSend } from './routes/send';
+import { requireLiveKey } from '../../core/src/sandbox';
 
 /**
  * The fast lane: the two busiest writes of the public API, POST /api/v1/send and POST /api/v1/subscribers, answered on
@@ -39,7 +40,10 @@ const ROUTES = new Map<string, LaneRoute>([
     {
       // an Idempotency-Key needs Express's idempotent() middleware: those requests go there
       takes: (req) => req.headers['idempotency-key'] === undefined,
-      answer: async (o, _res, key, body) => ({ status: 200, body: await subscribe(o.db, o.state.adds, key, body) }),
+      answer: async (o, _res, key, body) => {
+        requireLiveKey(key);
+        return { status: 200, body: await subscribe(o.db, o.state.adds, key, body) };
+      },
     },
   ],
 ]);

@@ -216,6 +216,9 @@ export function mcpServer(db: Db, state: ApiState, key: ApiKey, request: McpRequ
     ({ id, send_at }) => answer(async () => ({ ok: true, send: await rescheduleSend(db, key.accountId, String(id), parseReschedule({ send_at })) }) as unknown as Answer),
   );
 
+  // a test key has the send tools only, as it has the send routes only (docs/sandbox.md)
+  if (key.mode === 'test') return refuseUnknownTools(server);
+
   tool(
     server,
     'list_lists',

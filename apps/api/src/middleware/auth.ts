@@ -4,6 +4,7 @@ import { requireProspects } from '../../../core/src/outreach/operations';
 import { Unauthorized } from '../../../core/src/errors';
 import type { KeyAuthenticator } from '../../../core/src/auth/authenticator';
 import type { AuthFailures } from './failures';
+import { requireLiveKey } from '../../../core/src/sandbox';
 
 // the key authenticator lives in core, so the SMTP submission server authenticates keys alike
 export { KeyAuthenticator } from '../../../core/src/auth/authenticator';
@@ -49,6 +50,12 @@ export function requireKey(auth: KeyAuthenticator, failures: AuthFailures): Requ
 }
 
 /** docs/api.md: campaign and prospect requests need "May add prospects to campaigns". */
+/** The routes past the send routes refuse a test key (403, docs/sandbox.md). */
+export const refuseTestKeys: RequestHandler = (_req, res, next) => {
+  requireLiveKey(res.locals.key);
+  next();
+};
+
 export const requireProspectsPermission: RequestHandler = (_req, res, next) => {
   requireProspects(res.locals.key);
   next();

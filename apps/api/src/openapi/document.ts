@@ -24,6 +24,8 @@ interface Operation {
   /** takes an Idempotency-Key (docs/idempotency.md): 409 while the first request is in flight, 422 for another body */
   idempotent?: boolean;
   answers: Record<number, Joi.Schema>;
+  /** a success that is not JSON: its status and media type (the body a string) */
+  media?: { status: number; type: string };
   /** rules the server enforces in code, not in the joi schema, written into the request's schema here */
   rules?: (body: JsonSchema | undefined, parameters: JsonSchema[]) => JsonSchema[] | void;
 }
@@ -34,6 +36,8 @@ const R = answers.refusal;
  * keys from one client (docs/hardening.md), and a fault (with a request id in the message).
  */
 const ALWAYS = { 400: R, 401: R, 429: R, 500: R, 503: R };
+/** And every operation but the send routes: a test key (docs/sandbox.md) is refused there. */
+const LIVE_ONLY: Record<number, Joi.Schema> = { 403: R };
 /** And every operation that takes a JSON body: malformed JSON, over 1 MB, not UTF-8. */
 const WITH_BODY = { 400: R, 413: R, 415: R };
 
@@ -55,6 +59,10 @@ export const OPERATIONS: Operation[] = [
     answers: { 200: answers.batchAnswer, ...WITH_BODY, 403: R, 409: R, 422: R, 429: R },
   },
   { method: 'get', path: '/send/{id}', summary: 'A send and its messages', answers: { 200: answers.sendAnswer, 404: R } },
+  {
+    method: 'get', path: '/send/{id}/raw', summary: "A test key's message as the sandbox received it (by message id, or the id of a send of one message)",
+    answers: { 404: R }, media: { status: 200, type: 'message/rfc822' },
+  },
   {
     method: 'patch', path: '/send/{id}', summary: 'Move a send to another time while all its messages are queued', body: rescheduleSchema,
     answers: { 200: answers.sendChangeAnswer, ...WITH_BODY, 404: R, 409: R },
@@ -240,12 +248,13 @@ export function openApiDocument(): JsonSchema {
   };
   const paths: Record<string, Record<string, JsonSchema>> = {};
   for (const op of OPERATIONS) {
-    const all: Record<number, Joi.Schema> = { ...ALWAYS, ...op.answers };
+    const all: Record<number, Joi.Schema> = { ...ALWAYS, ...(op.path.startsWith('/send') ? {} : LIVE_ONLY), ...op.answers };
     if (op.prospects) all[403] = R;
     if (op.idempotent) Object.assign(all, { 409: R, 422: R });
-    const responses = Object.fromEntries(
+    const responses: Record<string, JsonSchema> = Object.fromEntries(
       Object.entries(all).map(([status, schema]) => [status, { description: STATUS_TEXT[Number(status)] ?? String(status), content: { 'application/json': { schema: ref(schema) } } }]),
     );
+    if (op.media) responses[op.media.status] = { description: STATUS_TEXT[op.media.status] ?? String(op.media.status), content: { [op.media.type]: { schema: { type: 'string' } } } };
     const parameters: JsonSchema[] = [];
     if (op.path.includes('{id}')) parameters.push({ name: 'id', in: 'path', required: true, schema: { type: 'string' } });
     if (op.query) parameters.push(...queryParameters(op.query));

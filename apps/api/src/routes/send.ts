@@ -10,6 +10,7 @@ import { dailyQuota, rateLimitHeaders } from '../../../core/src/sending/quota';
 import { cancelSend, rescheduleSend } from '../../../core/src/sending/cancel';
 import { parseReschedule } from '../../../core/src/sending/schema';
 import { acceptBatch, type BatchAnswer } from '../../../core/src/batches';
+import { readSandboxCopy } from '../../../core/src/sandbox';
 
 /** `Prefer: wait=N` (RFC 7240): how long the caller will wait for the copies to be delivered; 0 when not asked. */
 function preferredWait(header: string | undefined): number {
@@ -79,6 +80,14 @@ export function sendRoutes(router: Router, db: Db, sending: Sending): void {
     .patch(async (req, res) => {
       const sendAt = parseReschedule(req.body);
       res.json({ ok: true, send: await rescheduleSend(db, res.locals.key.accountId, req.params.id, sendAt) });
+    })
+    .all(methodNotAllowed);
+
+  router
+    .route('/send/:id/raw')
+    .get(async (req, res) => {
+      const raw = await readSandboxCopy(db, res.locals.key.accountId, req.params.id);
+      res.type('message/rfc822').send(raw);
     })
     .all(methodNotAllowed);
 

@@ -1,7 +1,7 @@
 import { Router, type RequestHandler } from 'express';
 import type { Db } from '../../../core/src/db';
 import type { ApiState } from '../state';
-import { requireKey, requireProspectsPermission, type KeyAuthenticator } from '../middleware/auth';
+import { refuseTestKeys, requireKey, requireProspectsPermission, type KeyAuthenticator } from '../middleware/auth';
 import type { AuthFailures } from '../middleware/failures';
 import { requireJsonBody } from '../middleware/request';
 import { campaignsRoutes } from './campaigns';
@@ -22,6 +22,8 @@ export function v1Router(db: Db, auth: KeyAuthenticator, failures: AuthFailures,
   // the key (a header) is checked before a byte of the body is read: an unauthenticated client holds no memory
   router.use(requireKey(auth, failures), json, requireJsonBody);
   sendRoutes(router, db, state.sending);
+  // a test key goes no further (docs/sandbox.md)
+  router.use(refuseTestKeys);
   listsRoutes(router, db);
   subscribersRoutes(router, db, state.adds);
   templatesRoutes(router, db);
