@@ -11,6 +11,7 @@ import { broadcastsPage } from './pages/broadcasts';
 import { templatesPage } from './pages/templates';
 import { campaignsPage } from './pages/campaigns';
 import { inboundPage } from './pages/inbound';
+import { sandboxPage } from './pages/sandbox';
 import { keysPage } from './pages/keys';
 import { listsPage } from './pages/lists';
 import { mailboxesPage } from './pages/mailboxes';
@@ -25,7 +26,7 @@ import { csrfMatches, endSession, loadSession, saveSession, signinToken, signinT
 import { CSS, FORM_LIMIT, FORM_LIMIT_TEXT, createViews } from './views';
 
 /** The console's pages, in navigation order. A new page: a module in pages/ and one line here. */
-export const PAGES: ConsolePage[] = [overviewPage, accountsPage, mailboxesPage, keysPage, listsPage, broadcastsPage, templatesPage, campaignsPage, messagesPage, webhooksPage, inboundPage, domainsPage];
+export const PAGES: ConsolePage[] = [overviewPage, accountsPage, mailboxesPage, keysPage, listsPage, broadcastsPage, templatesPage, campaignsPage, messagesPage, webhooksPage, inboundPage, domainsPage, sandboxPage];
 
 declare global {
   // eslint-disable-next-line @typescript-eslint/no-namespace

@@ -64,3 +64,31 @@ export async function markSandboxSent(tx: Tx, messageId: string, response: strin
 export async function deferSandboxMessage(tx: Tx, messageId: string, until: Date): Promise<void> {
   await rawQuery(tx, 'UPDATE messages SET not_before = $2, updated_at = now() WHERE id = $1::uuid', [messageId, until]);
 }
+
+/** A message the sandbox kept, as the console's Sandbox page lists it. */
+export interface SandboxRow {
+  id: string;
+  account_id: number;
+  to: string;
+  subject: string;
+  status: string;
+  kept_at: Date;
+}
+
+/** The messages the sandbox kept, newest first (`account`: one account's only). */
+export function latestSandboxMessages(tx: Tx, limit: number, account: number | null): Promise<SandboxRow[]> {
+  return rawQuery<SandboxRow>(
+    tx,
+    `SELECT m.id::text, m.account_id, m."to", m.subject, m.status::text, sm.created_at AS kept_at
+     FROM sandbox_messages sm JOIN messages m ON m.id = sm.message_id
+     WHERE $2::int IS NULL OR m.account_id = $2::int
+     ORDER BY sm.created_at DESC, sm.message_id DESC LIMIT $1`,
+    [limit, account],
+  );
+}
+
+/** The MIME the sandbox kept for a message of any account (the operator's console). */
+export async function sandboxCopyOf(tx: Tx, messageId: string): Promise<Buffer | null> {
+  const rows = await rawQuery<{ raw: Buffer }>(tx, 'SELECT raw FROM sandbox_messages WHERE message_id = $1::uuid', [messageId]);
+  return rows[0]?.raw ?? null;
+}
