@@ -100,20 +100,22 @@ describe('test keys', () => {
     expect((await as(ctx.api, test).post('/api/v1/send').send({ to: 'bounce+signup@sandbox.test', subject: 'Hi', text: 'x' })).body.skipped).toEqual([]);
   });
 
-  it('soft@: deferred twice on the sandbox schedule (seconds), each attempt recorded, then delivered', async () => {
+  it('soft@: deferred twice on the sandbox schedule (seconds), each attempt recorded, then delivered (a dispatch job\'s rows, then their own jobs)', async () => {
     const { tenant, test, testKeyId } = await sandboxTenant();
-    const res = await as(ctx.api, test).post('/api/v1/send').send({ to: 'soft@sandbox.test', subject: 'Later', text: 'x' });
-    const id = res.body.messages[0].id as string;
+    // two copies: one dispatch job first (deliverBatch), then each row's own delivery job for the second deferral
+    const res = await as(ctx.api, test).post('/api/v1/send').send({ to: ['soft@sandbox.test', 'soft+2@sandbox.test'], subject: 'Later', text: 'x' });
     const t0 = Date.now();
-    const stream = await streamOf(id, ['message.sent']);
-    expect(stream.map((d) => d.type)).toEqual(['message.sent']);
+    for (const { id } of res.body.messages as { id: string }[]) {
+      const stream = await streamOf(id, ['message.sent']);
+      expect(stream.map((d) => d.type)).toEqual(['message.sent']);
+      const attempts = await db().messageAttempt.findMany({ where: { messageId: id }, orderBy: { attempt: 'asc' } });
+      expect(attempts.map((a) => [a.attempt, a.outcome, a.response.slice(0, 9)])).toEqual([
+        [1, 'deferred', '451 4.2.0'],
+        [2, 'deferred', '451 4.2.0'],
+      ]);
+      expect(await db().message.findUniqueOrThrow({ where: { id } })).toMatchObject({ status: 'sent', attempts: 3 });
+    }
     expect(Date.now() - t0).toBeLessThan(20_000);
-    const attempts = await db().messageAttempt.findMany({ where: { messageId: id }, orderBy: { attempt: 'asc' } });
-    expect(attempts.map((a) => [a.attempt, a.outcome, a.response.slice(0, 9)])).toEqual([
-      [1, 'deferred', '451 4.2.0'],
-      [2, 'deferred', '451 4.2.0'],
-    ]);
-    expect(await db().message.findUniqueOrThrow({ where: { id } })).toMatchObject({ status: 'sent', attempts: 3 });
     await untouched(tenant, testKeyId);
   });
 
