@@ -42,7 +42,7 @@ const HELP = `usage: npm run admin -- <command> [options]
   mailbox test ID                  (tries SMTP, and IMAP when set, with the mailbox's login; nothing is sent)
   mailbox list
 ${OAUTH_HELP.trimEnd()}
-  key create --account ID --name NAME --mailbox ID --daily-limit N [--prospects]     (prints the token once)
+  key create --account ID --name NAME --mailbox ID --daily-limit N [--prospects] [--test]     (prints the token once; --test: an ms_test_ sandbox key)
   key list
   key revoke ID
   list create --account ID --name NAME --mailbox ID [--no-confirm] [--steps FILE.json]
@@ -79,6 +79,7 @@ const options = {
   'daily-limit': { type: 'string' },
   'gap-seconds': { type: 'string' },
   prospects: { type: 'boolean' },
+  test: { type: 'boolean' },
   'no-confirm': { type: 'boolean' },
   confirm: { type: 'boolean' },
   q: { type: 'string' },
@@ -182,6 +183,7 @@ async function run(command: string[], flags: Flags): Promise<unknown> {
         mailbox: flags.mailbox,
         daily_limit: flags['daily-limit'],
         prospects: flags.prospects ?? false,
+        mode: flags.test ? 'test' : 'live',
       });
       const { key, token } = await createKey(d, input);
       return { key: { ...key, token }, note: 'the token is shown once: store it now' };
