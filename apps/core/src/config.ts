@@ -70,6 +70,8 @@ export interface Config {
   readonly returnPathHost: string;
   /** SMTP submission (apps/smtp, docs/smtp.md) */
   readonly smtp: SmtpConfig;
+  /** custom tracking domains and their certificates (docs/tracking-domains.md) */
+  readonly tracking: TrackingConfig;
   /** docs/mailboxes.md: the OAuth2 apps registered at Google and Microsoft (empty: the console asks for them), the
    * Microsoft tenant, and how long before its expiry an access token is refreshed */
   readonly oauth: {
@@ -103,6 +105,45 @@ export interface SmtpConfig {
   readonly dataTimeoutSeconds: number;
   /** the SMTP process serves GET /metrics on this port when set */
   readonly metricsPort: number | null;
+}
+
+/** docs/tracking-domains.md: the HTTPS listener, the CNAME target, and the ACME directory certificates come from. */
+export interface TrackingConfig {
+  /** the HTTPS listener serving tracking domains by SNI; none when unset */
+  readonly httpsPort: number | null;
+  /** the port links on a tracking domain name (default HTTPS_PORT; 443 is left out of the link) */
+  readonly linkPort: number;
+  /** what a tracking domain's CNAME points at (default: PUBLIC_URL's host) */
+  readonly hostname: string;
+  /** where certificates are ordered; empty: none are, domains wait at `issuing` */
+  readonly acmeDirectoryUrl: string;
+  /** the ACME account's contact address (optional) */
+  readonly acmeEmail: string;
+  /** a PEM file trusted for the ACME directory's own HTTPS (a private CA); the system's roots otherwise */
+  readonly acmeCaFile: string | null;
+  /** the CA's CAA identities (default: the directory's `meta.caaIdentities`) */
+  readonly acmeCaaIdentities: string[];
+  /** the first retry's delay after an ACME server did not answer; each next one 4 times longer, at most 6 hours */
+  readonly acmeRetryBaseMs: number;
+  /** how long a pending domain waits for its next DNS check */
+  readonly recheckMinutes: number;
+}
+
+function trackingConfig(publicUrl: string): TrackingConfig {
+  const httpsPort = process.env.HTTPS_PORT ? integer('HTTPS_PORT', 0, 0, 65535) : null;
+  const directory = (process.env.ACME_DIRECTORY_URL ?? '').trim();
+  if (directory) url('ACME_DIRECTORY_URL', directory, ['https:', 'http:']);
+  return Object.freeze({
+    httpsPort,
+    linkPort: integer('TRACK_LINK_PORT', httpsPort ?? 443, 1, 65535),
+    hostname: hostName('TRACK_HOSTNAME') || new URL(publicUrl).hostname.toLowerCase(),
+    acmeDirectoryUrl: directory,
+    acmeEmail: (process.env.ACME_EMAIL ?? '').trim(),
+    acmeCaFile: process.env.ACME_CA_FILE || null,
+    acmeCaaIdentities: (process.env.ACME_CAA_IDENTITIES ?? '').split(',').map((s) => s.trim().toLowerCase()).filter(Boolean),
+    acmeRetryBaseMs: integer('ACME_RETRY_BASE_MS', 60_000, 1, 86_400_000),
+    recheckMinutes: positiveNumber('TRACK_RECHECK_MINUTES', 10, 24 * 60 * 365),
+  });
 }
 
 function smtpConfig(env: string): SmtpConfig {
@@ -360,6 +401,7 @@ export function loadConfig(): Config {
     spfInclude: hostName('SPF_INCLUDE'),
     returnPathHost: hostName('RETURN_PATH_HOST'),
     smtp: smtpConfig(env),
+    tracking: trackingConfig(publicUrl),
     oauth: Object.freeze({
       google: Object.freeze({ clientId: process.env.OAUTH_GOOGLE_CLIENT_ID || '', clientSecret: process.env.OAUTH_GOOGLE_CLIENT_SECRET || '' }),
       microsoft: Object.freeze({

@@ -10,6 +10,7 @@ import { dropOldContent, dropOldRecords } from '../../../core/src/retention';
 import { requeueImports } from '../../../core/src/imports';
 import { recheckDueDomains } from '../../../core/src/domains/schedule';
 import { runDueSeries } from '../../../core/src/lifecycle/series';
+import { recheckDueTrackingDomains } from '../../../core/src/tracking-domains/schedule';
 
 /** Housekeeping, dispatched by task. Each task is idempotent: running it twice or on two workers is harmless. */
 export const maintenanceTasks: Record<JobPayloads['maintenance']['task'], () => Promise<unknown>> = {
@@ -31,6 +32,8 @@ export const maintenanceTasks: Record<JobPayloads['maintenance']['task'], () => 
   domains: () => recheckDueDomains(db()),
   // write the lists' welcome-series steps that are due (claimed from series_runs, Postgres's truth)
   series: () => runDueSeries(db()),
+  // check the tracking domains that are due: their CNAME, a certificate to order, a renewal, a retry (docs/tracking-domains.md)
+  'tracking-domains': () => recheckDueTrackingDomains(db()),
 };
 
 /** How often each task runs (apps/core/src/housekeeping/index.ts: a timer in each worker, one at a time by advisory lock). */
@@ -43,6 +46,7 @@ export const MAINTENANCE_EVERY_MS: Record<JobPayloads['maintenance']['task'], nu
   imports: 10_000,
   domains: 5_000,
   series: 5_000,
+  'tracking-domains': 5_000,
 };
 
 export async function processMaintenance(job: Job<JobPayloads['maintenance']>): Promise<unknown> {
