@@ -22,6 +22,7 @@ import { healthRouter } from './routes/health';
 import { pagesRouter } from './routes/pages';
 import { unsubscribeRouter } from './routes/unsubscribe';
 import { trackingRouter } from './routes/tracking';
+import { acmeChallengeRouter } from './routes/acme-challenge';
 import { inboundFilesRouter } from './routes/inbound-files';
 import { v1Router } from './routes/v1';
 
@@ -74,6 +75,7 @@ export function createApp(db: Db): ApiApp {
   app.use('/api/v1', v1Router(db, auth, failures, json, state));
   app.use('/mcp', mcpRouter(db, auth, failures, json, state));
   app.use(healthRouter(db));
+  app.use(acmeChallengeRouter(db));
   app.use(DASHBOARD_PATH, refuseFraming, refuseCrossSiteWrites, dashboardAccess(failures), dashboardRouter());
   // the JSON parser runs after the token (an import reads its own body: routes/admin/index.ts)
   app.use('/admin/api', requireAdmin(failures), adminRouter(db, json));

@@ -7,6 +7,7 @@ import { onShutdown } from '../../core/src/shutdown';
 import { preflight } from '../../core/src/startup';
 import { createApp } from './app';
 import { configureServer } from './edge';
+import { createTrackingServer } from './https';
 
 async function main(): Promise<void> {
   tuneRuntime();
@@ -23,9 +24,13 @@ async function main(): Promise<void> {
   });
 
   configureServer(server);
+  // tracking domains by SNI (docs/tracking-domains.md), when HTTPS_PORT is set
+  const secure = cfg.tracking.httpsPort === null ? null : createTrackingServer(api.app, db());
+  secure?.listen(cfg.tracking.httpsPort, () => logger.info({ port: cfg.tracking.httpsPort }, 'https listening for tracking domains'));
 
   onShutdown('api', async () => {
     await new Promise<void>((resolve) => server.close(() => resolve()));
+    if (secure) await new Promise<void>((resolve) => secure.close(() => resolve()));
     await api.stop();
   });
 }

@@ -8,6 +8,7 @@ import { messageSearchQuery } from '../../../core/src/operator/search';
 import { deliveriesQuery, webhookChanges, webhookInput, webhooksQuery } from '../../../core/src/webhooks/schemas';
 import { previewInput, restoreInput, templateChanges, templateInput, templatesQuery, testSendInput } from '../../../core/src/templates/schema';
 import { domainInput, domainsQuery } from '../../../core/src/domains/schemas';
+import { trackingDomainInput, trackingDomainsQuery } from '../../../core/src/tracking-domains/schemas';
 import { operationId, queryParameters, toJsonSchema, type JsonSchema } from './document';
 
 /**
@@ -109,6 +110,11 @@ export const ADMIN_OPERATIONS: AdminOperation[] = [
   { method: 'delete', path: '/domains/{id}', summary: 'Remove a sending domain and its keys', query: domainsQuery, answer: ok() },
   { method: 'post', path: '/domains/{id}/verify', summary: 'Check its records in DNS now', query: domainsQuery, answer: ok('domain') },
   { method: 'post', path: '/domains/{id}/rotate', summary: 'New DKIM keys, published beside the current ones; signing moves once DNS shows them', query: domainsQuery, answer: ok('domain') },
+  { method: 'post', path: '/tracking-domains', summary: 'Add a tracking domain: answers the CNAME to publish; a certificate is ordered once DNS shows it', body: trackingDomainInput, answer: created('tracking_domain') },
+  { method: 'get', path: '/tracking-domains', summary: 'Tracking domains with their status, what DNS answered and their certificate', query: trackingDomainsQuery, answer: ok('tracking_domains') },
+  { method: 'get', path: '/tracking-domains/{id}', summary: 'A tracking domain (404 for another account with ?account=)', query: trackingDomainsQuery, answer: ok('tracking_domain') },
+  { method: 'delete', path: '/tracking-domains/{id}', summary: 'Remove a tracking domain and its certificate; links fall back to PUBLIC_URL', query: trackingDomainsQuery, answer: ok() },
+  { method: 'post', path: '/tracking-domains/{id}/verify', summary: 'Check its CNAME now, and order its certificate when one is due', query: trackingDomainsQuery, answer: ok('tracking_domain') },
 ];
 
 const REFUSAL: JsonSchema = {

@@ -17,6 +17,7 @@ import { statsRouter } from './stats';
 import { stopListRouter } from './stop-list';
 import { suppressionsRouter } from './suppressions';
 import { templatesRouter } from './templates';
+import { trackingDomainsRouter } from './tracking-domains';
 import { webhooksRouter } from './webhooks';
 
 /**
@@ -46,5 +47,6 @@ export function adminRouter(db: Db, json: RequestHandler): Router {
   router.use(deliveryStatusRouter(db));
   router.use(templatesRouter(db));
   router.use(domainsRouter(db));
+  router.use(trackingDomainsRouter(db));
   return router;
 }
