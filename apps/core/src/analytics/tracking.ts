@@ -69,32 +69,35 @@ export function readOpenToken(token: string): string | null {
   return messageId && signed(parts[1]!, `open:${messageId}`) ? messageId : null;
 }
 
-const clickUrl = (messageId: string, url: string) => `${config().publicUrl}/c/${clickToken(messageId, url)}`;
+const clickUrl = (base: string, messageId: string, url: string) => `${base}/c/${clickToken(messageId, url)}`;
 
 const ENTITY = /&(amp|#38|#x26);/gi;
 
 /** Does this address stay as it is? The service's own links (unsubscribe, confirmation) and placeholders do. */
-function ownLink(url: string): boolean {
-  return url.startsWith(`${config().publicUrl}/`) || holdsMarkup(url);
+function ownLink(url: string, base: string): boolean {
+  return url.startsWith(`${config().publicUrl}/`) || url.startsWith(`${base}/`) || holdsMarkup(url);
 }
 
-/** Every http(s) link of an html body (`<a href>`) through the message's click tokens. */
-export function trackHtmlLinks(html: string, messageId: string): string {
+/**
+ * Every http(s) link of an html body (`<a href>`) through the message's click tokens, at `base`: PUBLIC_URL, or the
+ * account's live tracking domain (tracking-domains/links.ts).
+ */
+export function trackHtmlLinks(html: string, messageId: string, base = config().publicUrl): string {
   return html.replace(/(<a\b[^>]*?\bhref\s*=\s*)(["'])(https?:\/\/[^"'\s<>]+)\2/gi, (whole, head: string, quote: string, href: string) => {
     const url = href.replace(ENTITY, '&');
-    if (ownLink(url) || !isWebUrl(url)) return whole;
-    return `${head}${quote}${clickUrl(messageId, url)}${quote}`;
+    if (ownLink(url, base) || !isWebUrl(url)) return whole;
+    return `${head}${quote}${clickUrl(base, messageId, url)}${quote}`;
   });
 }
 
 /** Every http(s) address of a plain-text body through the message's click tokens (sequence emails are text). */
-export function trackTextLinks(text: string, messageId: string): string {
-  return text.replace(/https?:\/\/[^\s<>"')\]]+[^\s<>"')\].,;:!?]/gi, (url) => (ownLink(url) || !isWebUrl(url) ? url : clickUrl(messageId, url)));
+export function trackTextLinks(text: string, messageId: string, base = config().publicUrl): string {
+  return text.replace(/https?:\/\/[^\s<>"')\]]+[^\s<>"')\].,;:!?]/gi, (url) => (ownLink(url, base) || !isWebUrl(url) ? url : clickUrl(base, messageId, url)));
 }
 
 /** The html body with the open image at its end (inside </body> when there is one). */
-export function withOpenPixel(html: string, messageId: string): string {
-  const img = `<img src="${config().publicUrl}/o/${openToken(messageId)}.gif" width="1" height="1" alt="" border="0">`;
+export function withOpenPixel(html: string, messageId: string, base = config().publicUrl): string {
+  const img = `<img src="${base}/o/${openToken(messageId)}.gif" width="1" height="1" alt="" border="0">`;
   return /<\/body>/i.test(html) ? html.replace(/<\/body>/i, `${img}</body>`) : html + img;
 }
 
@@ -105,15 +108,16 @@ export function withOpenPixel(html: string, messageId: string): string {
 export function tracked(
   body: { html: string | null; text: string | null },
   messageId: string,
-  options: { clicks: boolean; opens: boolean },
+  options: { clicks: boolean; opens: boolean; base?: string },
 ): { html: string | null; text: string | null } {
   let { html, text } = body;
+  const base = options.base ?? config().publicUrl;
   if (options.clicks) {
-    if (html !== null) html = trackHtmlLinks(html, messageId);
+    if (html !== null) html = trackHtmlLinks(html, messageId, base);
     // a text part beside an html one is tracked too; alone, it is a sequence email's body
-    if (text !== null) text = trackTextLinks(text, messageId);
+    if (text !== null) text = trackTextLinks(text, messageId, base);
   }
-  if (options.opens && html !== null) html = withOpenPixel(html, messageId);
+  if (options.opens && html !== null) html = withOpenPixel(html, messageId, base);
   return { html, text };
 }
 

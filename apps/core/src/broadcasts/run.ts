@@ -11,6 +11,7 @@ import { storedSource } from '../templates/service';
 import { progressOf } from './service';
 import { ruleOf } from './segment';
 import { audiencePage, broadcastStatus, insertCopies, lockBroadcast, lockBroadcastStatus, queuedCopiesAfter, snapshotAudience, waitingCount } from './repository';
+import { trackingBase } from '../tracking-domains/links';
 
 /** Subscribers read, rendered and written per statement. */
 export const PAGE_SIZE = 500;
@@ -70,11 +71,13 @@ async function writePage(db: Db, b: Loaded, after: number, size: number, listIdH
   const due = page.filter((p) => p.due);
   // a broadcast built on a stored template: its sources (html inside its layout) as they are now, read once a page
   const source = b.templateId === null ? b : await storedSource(db, b.templateId);
+  // the account's tracking domain while its certificate is live, else PUBLIC_URL (docs/tracking-domains.md)
+  const base = b.trackClicks || b.trackOpens ? await trackingBase(db, b.accountId) : undefined;
   const rows = due.map((p) => {
     const id = newId();
     // opt-in tracking: each copy's links carry its own signed tokens (analytics/tracking.ts), put into the template before
     // the reader's fields are merged, so a merged field (a stranger's name typed as a URL) never becomes a tracked link
-    const content = b.trackClicks || b.trackOpens ? { subject: source.subject, ...tracked(source, id, { clicks: b.trackClicks, opens: b.trackOpens }) } : source;
+    const content = b.trackClicks || b.trackOpens ? { subject: source.subject, ...tracked(source, id, { clicks: b.trackClicks, opens: b.trackOpens, base }) } : source;
     const copy = renderCopy(content, p, listIdHeader);
     const row = messageRow({
       id,

@@ -15,6 +15,7 @@ import { afterHours, noReplyWaitHours } from './timing';
 import { optOutHeaders, UNSUBSCRIBE_URL_PLACEHOLDER } from './opt-out';
 import { scheduleOf, windowedAt } from './windows';
 import { storedSource } from '../templates/service';
+import { trackingBase } from '../tracking-domains/links';
 
 /**
  * The step writer: one job = one step of one prospect, decided and written in ONE transaction with the prospect row
@@ -89,7 +90,9 @@ async function decideAndWrite(tx: Tx, prospectId: number, step: number): Promise
   if (p.cancelled_left) await tx.message.deleteMany({ where: { prospectId: p.id, step, status: 'cancelled' } });
   const id = newId();
   // links are tracked in the template, before the prospect's fields are merged: a merged field never becomes a tracked link
-  const template = tracked({ html: own.html, text: own.text }, id, { clicks: campaign.trackClicks, opens: false });
+  // at the account's tracking domain while its certificate is live, else PUBLIC_URL (docs/tracking-domains.md)
+  const base = campaign.trackClicks ? await trackingBase(tx, campaign.accountId) : undefined;
+  const template = tracked({ html: own.html, text: own.text }, id, { clicks: campaign.trackClicks, opens: false, base });
   const text = template.text === null ? null : renderTemplate(template.text, ctx);
   const html = template.html === null ? null : renderTemplate(template.html, ctx, 'html');
   const [row] = await storeMessages(tx, [
