@@ -1,7 +1,7 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { Db } from '../db';
 import { QUEUE, queue } from '../queues';
-import { countStatusesUpTo, estimateStatuses, oldestDeferredSeconds } from './repository';
+import { certificateExpiries, countStatusesUpTo, estimateStatuses, oldestDeferredSeconds } from './repository';
 
 /**
  * The Prometheus metrics of docs/operator.md, one registry per process. The API serves it at GET /metrics (admin
@@ -142,6 +142,12 @@ export const metrics = {
     labelNames: ['result'] as const,
     registers: [registry],
   }),
+  certificateExpiry: new Gauge({
+    name: 'mailservice_tracking_certificate_expiry_seconds',
+    help: "Each tracking domain's certificate expiry (not_after) as a Unix time, read at scrape time (docs/tracking-domains.md)",
+    labelNames: ['domain'] as const,
+    registers: [registry],
+  }),
   smtpRefusals: new Counter({
     name: 'mailservice_smtp_refusals_total',
     help: 'SMTP submission refusals by reason (auth, from, quota, size, recipients, malformed, nobody, unavailable, shutdown, too_many_connections, auth_timeout, data_timeout, protocol)',
@@ -152,7 +158,9 @@ export const metrics = {
 
 /** Sets the gauges of shared state from Redis and Postgres: queue depths, live and estimated message counts. */
 async function readState(db: Db): Promise<void> {
-  const [depths, live, estimated, oldest] = await Promise.all([queueDepths(), liveMessageCounts(db), estimatedMessageCounts(db), oldestDeferredSeconds(db)]);
+  const [depths, live, estimated, oldest, expiries] = await Promise.all([queueDepths(), liveMessageCounts(db), estimatedMessageCounts(db), oldestDeferredSeconds(db), certificateExpiries(db)]);
+  metrics.certificateExpiry.reset();
+  for (const row of expiries) metrics.certificateExpiry.set({ domain: row.name }, row.not_after);
   metrics.oldestDeferred.set(Math.max(0, Math.round((oldest ?? 0) * 10) / 10));
   metrics.queueJobs.reset();
   for (const { queue: name, counts } of depths) for (const state of QUEUE_STATES) metrics.queueJobs.set({ queue: name, state }, counts[state] ?? 0);

@@ -27,3 +27,10 @@ export async function oldestDeferredSeconds(db: Db): Promise<number | null> {
   );
   return row?.age ?? null;
 }
+
+/** Each tracking domain's certificate expiry (docs/tracking-domains.md), as seconds since the epoch. */
+export async function certificateExpiries(db: Db): Promise<{ name: string; not_after: number }[]> {
+  return db.$queryRawUnsafe<{ name: string; not_after: number }[]>(
+    `SELECT name, extract(epoch FROM not_after)::float8 AS not_after FROM tracking_domains WHERE not_after IS NOT NULL ORDER BY name`,
+  );
+}
