@@ -4,11 +4,23 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { promises as dns } from 'node:dns';
-import { freePort } from './processes';
+import { freePort, terminate } from './processes';
 import { waitFor } from './wait';
 
-/** One record for the test's DNS server: TXT (its strings as given: a long value may be split), MX or A. */
-export type ZoneRecord = { type: 'TXT'; host: string; strings: string[] } | { type: 'MX'; host: string; target: string; priority?: number } | { type: 'A'; host: string; address: string };
+/**
+ * One record for the test's DNS server: TXT (its strings as given: a long value may be split), MX, A, CNAME (its target
+ * must be a name this server answers for, such as an A record's) or CAA (RFC 8659: flags, tag, value).
+ */
+export type ZoneRecord =
+  | { type: 'TXT'; host: string; strings: string[] }
+  | { type: 'MX'; host: string; target: string; priority?: number }
+  | { type: 'A'; host: string; address: string }
+  | { type: 'CNAME'; host: string; target: string }
+  | { type: 'CAA'; host: string; tag: string; value: string; flags?: number };
+
+/** A CAA record's RDATA in hex, for dnsmasq's `dns-rr` (type 257). */
+const caaHex = (r: { tag: string; value: string; flags?: number }) =>
+  Buffer.concat([Buffer.from([r.flags ?? 0, r.tag.length]), Buffer.from(r.tag), Buffer.from(r.value)]).toString('hex');
 
 /** A TXT record; a value over 255 characters is split into strings of 255, as DNS hosts do. */
 export const txt = (host: string, value: string): ZoneRecord => ({ type: 'TXT', host, strings: value.match(/.{1,255}/g) ?? [''] });
@@ -18,7 +30,11 @@ const line = (r: ZoneRecord) =>
     ? `txt-record=${r.host},${r.strings.map((s) => `"${s.replace(/\\/g, '\\\\').replace(/"/g, '\\"')}"`).join(',')}`
     : r.type === 'MX'
       ? `mx-host=${r.host},${r.target},${r.priority ?? 10}`
-      : `host-record=${r.host},${r.address}`;
+      : r.type === 'CNAME'
+        ? `cname=${r.host},${r.target}`
+        : r.type === 'CAA'
+          ? `dns-rr=${r.host},257,${caaHex(r)}`
+          : `host-record=${r.host},${r.address}`;
 
 /**
  * Debian's dnsmasq on a free loopback port, answering only for the zones given (anything else in them is NXDOMAIN).
@@ -72,11 +88,7 @@ export class DnsServer {
   }
 
   private async halt(): Promise<void> {
-    const proc = this.proc;
-    if (!proc || proc.exitCode !== null) return;
-    const exited = new Promise((resolve) => proc.once('exit', resolve));
-    proc.kill('SIGTERM');
-    await exited;
+    await terminate(this.proc);
     this.proc = null;
   }
 

@@ -37,6 +37,14 @@ export async function runAdmin(...args: string[]) {
   return { code, out: code === 0 ? JSON.parse(proc.stdout()) : undefined, err: proc.stderr() };
 }
 
+/** Stops a child process (SIGTERM) and waits for its exit; nothing when it has exited already. */
+export async function terminate(proc: ChildProcess | null): Promise<void> {
+  if (!proc || proc.exitCode !== null) return;
+  const exited = new Promise((resolve) => proc.once('exit', resolve));
+  proc.kill('SIGTERM');
+  await exited;
+}
+
 export async function freePort(): Promise<number> {
   const server = net.createServer();
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
