@@ -20,13 +20,14 @@ import { messagesPage } from './pages/messages';
 import { overviewPage } from './pages/overview';
 import { webhooksPage } from './pages/webhooks';
 import { domainsPage } from './pages/domains';
+import { trackingDomainsPage } from './pages/tracking-domains';
 import type { BodyBudget } from '../middleware/body-budget';
 import type { AuthFailures } from '../middleware/failures';
 import { csrfMatches, endSession, loadSession, saveSession, signinToken, signinTokenMatches, startSession, type Session } from './session';
 import { CSS, FORM_LIMIT, FORM_LIMIT_TEXT, createViews } from './views';
 
 /** The console's pages, in navigation order. A new page: a module in pages/ and one line here. */
-export const PAGES: ConsolePage[] = [overviewPage, accountsPage, mailboxesPage, keysPage, listsPage, broadcastsPage, templatesPage, campaignsPage, messagesPage, webhooksPage, inboundPage, domainsPage, sandboxPage];
+export const PAGES: ConsolePage[] = [overviewPage, accountsPage, mailboxesPage, keysPage, listsPage, broadcastsPage, templatesPage, campaignsPage, messagesPage, webhooksPage, inboundPage, domainsPage, sandboxPage, trackingDomainsPage];
 
 declare global {
   // eslint-disable-next-line @typescript-eslint/no-namespace
