@@ -1,6 +1,6 @@
 import { db } from '../../apps/core/src/db';
 import { checkTrackingDomain } from '../../apps/core/src/tracking-domains';
-import { trackingDns } from '../../apps/core/src/tracking-domains/dns';
+import { caaRefusal, trackingDns } from '../../apps/core/src/tracking-domains/dns';
 import { asAdmin, useApi } from '../helpers/api';
 import { BrokenDnsServer, DnsServer } from '../helpers/dns-server';
 import { makeAccount } from '../helpers/factories';
@@ -17,6 +17,11 @@ beforeAll(async () => {
     { type: 'CNAME', host: 'track.strict.test', target: 'track.mail.test' },
     { type: 'CAA', host: 'strict.test', tag: 'issue', value: 'letsencrypt.org' },
     { type: 'CAA', host: 'strict.test', tag: 'iodef', value: 'mailto:security@strict.test' },
+    { type: 'CAA', host: 'reports.test', tag: 'iodef', value: 'mailto:security@reports.test' },
+    { type: 'CAA', host: 'allowed.test', tag: 'issue', value: 'letsencrypt.org' },
+    { type: 'CAA', host: 'allowed.test', tag: 'issue', value: 'pebble.letsencrypt.org; validationmethods=http-01' },
+    { type: 'CAA', host: 'closed.test', tag: 'issue', value: ';' },
+    { type: 'CAA', host: 'sub.closed.test', tag: 'issue', value: 'pebble.letsencrypt.org' },
   ]);
   await broken.start();
   Object.assign(process.env, {
@@ -97,6 +102,18 @@ describe('tracking domains: the admin API', () => {
       attempts: 0,
       certificate: null,
     });
+  });
+
+  it('CAA: the closest record set decides; issue names the CA or not, iodef alone allows any CA, issue ";" none', async () => {
+    const dnsLookup = trackingDns();
+    const refusal = (name: string) => caaRefusal(dnsLookup, name, ['pebble.letsencrypt.org']);
+    expect(await refusal('track.nothing.test')).toBeNull();
+    expect(await refusal('track.reports.test')).toBeNull();
+    expect(await refusal('track.allowed.test')).toBeNull();
+    expect(await refusal('track.closed.test')).toBe('CAA at closed.test allows no CA: pebble.letsencrypt.org may not issue for track.closed.test; add a CAA issue record for it');
+    // a record set nearer the name overrides its parent's
+    expect(await refusal('track.sub.closed.test')).toBeNull();
+    expect(await caaRefusal(dnsLookup, 'track.allowed.test', [])).toMatch(/its CAA identity is unknown: set ACME_CAA_IDENTITIES/);
   });
 
   it('a DNS server that does not answer leaves the status as it was, with the reason', async () => {
