@@ -7,7 +7,7 @@ import { asAdmin, useApi } from '../helpers/api';
 import { DnsServer, type ZoneRecord } from '../helpers/dns-server';
 import { useMail } from '../helpers/mail';
 import { Pebble } from '../helpers/pebble';
-import { freePort } from '../helpers/processes';
+import { freePort, runTs, waitForHttp } from '../helpers/processes';
 import { addSubscriber, broadcastTenant, waitStatus } from '../broadcasts/support';
 import { getOver, handshake } from './support';
 
@@ -177,3 +177,20 @@ it('a verified domain gets a certificate from pebble, served by SNI; its account
   expect(fallback).toContain('<img src="http://mail.test/o/');
   expect(await handshake(ports.https, 'track.brand.test', root)).toMatchObject({ ok: false });
 });
+
+it('the API process started with HTTPS_PORT serves the issued certificates by SNI and answers a click there (server.ts as wired)', async () => {
+  const port = await freePort();
+  const httpsPort = await freePort();
+  const proc = runTs('apps/api/src/server.ts', [], { PORT: String(port), HTTPS_PORT: String(httpsPort) });
+  try {
+    await waitForHttp(proc, `http://127.0.0.1:${port}/healthz`);
+    const root = await pebble().root();
+    // issued in the first test, while this process did not exist: read from Postgres
+    expect(await handshake(httpsPort, 'track.later.test', root)).toMatchObject({ ok: true, names: 'DNS:track.later.test' });
+    expect(await handshake(httpsPort, 'track.unknown.test', root)).toMatchObject({ ok: false });
+    expect(await getOver(`https://track.later.test:${httpsPort}/c/not-a-token`, root)).toMatchObject({ status: 404 });
+  } finally {
+    proc.child.kill('SIGTERM');
+  }
+  expect(await proc.exited).toBe(0);
+}, 60_000);
