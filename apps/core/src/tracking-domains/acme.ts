@@ -69,7 +69,7 @@ export async function caaIdentities(): Promise<string[]> {
   return ((await readDirectory()).meta?.caaIdentities ?? []).map((s) => s.toLowerCase());
 }
 
-/** The service's account at the directory: made (and its key kept, sealed) at the first order. */
+/** The service's account at the directory: its key made (and kept, sealed) at the first order; its URL noted. */
 async function accountClient(db: Db): Promise<{ client: acme.Client; known: boolean }> {
   const directoryUrl = config().tracking.acmeDirectoryUrl;
   const key = config().secretKey;
@@ -83,12 +83,19 @@ async function accountClient(db: Db): Promise<{ client: acme.Client; known: bool
   const client = new acme.Client({
     directoryUrl,
     accountKey: decryptSecret(account.accountKeyEnc, key),
-    accountUrl: account.accountUrl ?? undefined,
     backoffAttempts: 10,
     backoffMin: 500,
     backoffMax: 5_000,
   });
-  return { client, known: account.accountUrl !== null };
+  // the key's account is looked up at every order (one request), and made when the CA does not know it: a CA that lost
+  // or reset its accounts (a staging reset, a new test server) gets it made again rather than failing every order
+  const email = config().tracking.acmeEmail;
+  try {
+    await client.createAccount({ onlyReturnExisting: true });
+  } catch {
+    await client.createAccount({ termsOfServiceAgreed: true, ...(email ? { contact: [`mailto:${email}`] } : {}) });
+  }
+  return { client, known: account.accountUrl === client.getAccountUrl() };
 }
 
 /**
@@ -103,10 +110,8 @@ export async function orderCertificate(db: Db, name: string): Promise<IssuedCert
     const { client, known } = await accountClient(db);
     const privateKey = await acme.crypto.createPrivateEcdsaKey();
     const [, csr] = await acme.crypto.createCsr({ commonName: name, altNames: [name] }, privateKey);
-    const email = config().tracking.acmeEmail;
     const chain = await client.auto({
       csr,
-      ...(email ? { email } : {}),
       termsOfServiceAgreed: true,
       challengePriority: ['http-01'],
       // acme-client's own check asks port 80 of the name; the CA's check is the one that counts
