@@ -140,5 +140,6 @@ describe('tracking domains: the admin API', () => {
     expect(bad.err).toMatch(/not a domain name/);
     expect((await runAdmin('tracking-domain', 'remove', id)).code).toBe(0);
     expect(await db().trackingDomain.count({ where: { accountId: account.id } })).toBe(0);
-  });
+    // five CLI processes, each starting tsx: generous on a busy 2-core machine
+  }, 120_000);
 });
