@@ -3,6 +3,7 @@ import type https from 'node:https';
 import { createTrackingServer } from '../../apps/api/src/https';
 import { db, rawQuery } from '../../apps/core/src/db';
 import { recheckDueTrackingDomains } from '../../apps/core/src/tracking-domains/schedule';
+import { maintenanceTasks } from '../../apps/worker/src/processors/maintenance';
 import { asAdmin, useApi } from '../helpers/api';
 import { DnsServer, type ZoneRecord } from '../helpers/dns-server';
 import { useMail } from '../helpers/mail';
@@ -120,7 +121,7 @@ it('an ACME server that is down leaves the domain retrying with backoff, its sta
   await pebble().start();
 });
 
-it('a verified domain gets a certificate from pebble, served by SNI; its account\'s links use it and a click through it counts; a renewal replaces the certificate; an expired one falls back to PUBLIC_URL', async () => {
+it('a verified domain gets a certificate from pebble, served by SNI; its account\'s links use it and a click through it counts; its CNAME gone, links fall back until it is back; a renewal replaces the certificate; an expired one falls back to PUBLIC_URL', async () => {
   const t = await broadcastTenant(sink.url);
   const other = await broadcastTenant(sink.url);
   const added = await admin().post('/admin/api/tracking-domains').send({ account: t.account.id, name: 'Track.Brand.TEST' });
@@ -128,8 +129,9 @@ it('a verified domain gets a certificate from pebble, served by SNI; its account
   expect(added.body.tracking_domain).toMatchObject({ name: 'track.brand.test', status: 'pending', record: { type: 'CNAME', host: 'track.brand.test', value: 'track.mail.test' }, live: false });
   const id = added.body.tracking_domain.id as number;
 
-  // the worker's task: the CNAME is there, CAA allows any CA, pebble checks HTTP-01 against this API and issues
-  expect(await recheckDueTrackingDomains(db())).toBe(1);
+  // the worker's task (as the worker runs it): the CNAME is there, CAA allows any CA, pebble checks HTTP-01 against this
+  // API and issues
+  expect(await maintenanceTasks['tracking-domains']()).toBe(1);
   const active = (await admin().get(`/admin/api/tracking-domains/${id}`)).body.tracking_domain;
   expect(active).toMatchObject({ status: 'active', reason: null, seen: ['track.mail.test'], live: true });
   const notAfter = Date.parse(active.certificate.not_after);
@@ -166,6 +168,15 @@ it('a verified domain gets a certificate from pebble, served by SNI; its account
   expect(click).toEqual({ status: 302, location: 'https://shop.example/sale' });
   const counted = await admin().get(`/admin/api/broadcasts/${broadcast}/links`);
   expect(counted.body.links).toEqual([{ url: 'https://shop.example/sale', unique_clicks: 1, clicks: 1, scanner_clicks: 0 }]);
+
+  // the CNAME removed: pending, and the account's next emails link through PUBLIC_URL; back: active again, no new order
+  await dns.publish(zone.filter((r) => r.host !== 'track.brand.test'));
+  const gone = (await admin().post(`/admin/api/tracking-domains/${id}/verify`)).body.tracking_domain;
+  expect(gone).toMatchObject({ status: 'pending', live: false, seen: [] });
+  expect(hrefs((await trackedEmail(t, 'dan@readers.test')).html)[0]).toMatch(/^http:\/\/mail\.test\/c\//);
+  await dns.publish(zone);
+  const back = (await admin().post(`/admin/api/tracking-domains/${id}/verify`)).body.tracking_domain;
+  expect(back).toMatchObject({ status: 'active', live: true, reason: null, certificate: { issued_at: active.certificate.issued_at } });
 
   // renewal: its time comes (renew_at), the worker orders a new certificate, and the listener serves it
   await rawQuery(db(), `UPDATE tracking_domains SET renew_at = now() - interval '1 second', next_check_at = now() WHERE id = $1`, [id]);

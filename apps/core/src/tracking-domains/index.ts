@@ -123,9 +123,10 @@ export async function checkTrackingDomain(db: Db, id: number, dns: TrackingDns):
     await write({ status: 'pending', seen, reason: `publish ${d.name} CNAME ${cfg.hostname}: ${answered}`, nextCheckAt: recheck });
     return;
   }
-  const live = d.status === 'active' && d.notAfter !== null && d.notAfter.getTime() > now;
+  // a certificate still valid: the domain is active again as soon as DNS shows the CNAME (it may have been pending meanwhile)
+  const live = d.certificatePem !== null && d.notAfter !== null && d.notAfter.getTime() > now;
   if (!certificateDue(d, now)) {
-    await write({ status: live ? 'active' : d.status, seen, reason: live ? null : d.reason, nextCheckAt: new Date(Math.min(d.renewAt!.getTime(), now + cfg.recheckMinutes * 60_000)) });
+    await write({ status: live ? 'active' : d.status, seen, reason: live ? null : d.reason, attempts: live ? 0 : d.attempts, nextCheckAt: new Date(Math.min(d.renewAt!.getTime(), now + cfg.recheckMinutes * 60_000)) });
     return;
   }
   if (!cfg.acmeDirectoryUrl) {
