@@ -4,6 +4,7 @@ import { createTrackingServer } from '../../apps/api/src/https';
 import { db, rawQuery } from '../../apps/core/src/db';
 import { recheckDueTrackingDomains } from '../../apps/core/src/tracking-domains/schedule';
 import { maintenanceTasks } from '../../apps/worker/src/processors/maintenance';
+import { runSequenceStep } from '../../apps/core/src/outreach/steps';
 import { asAdmin, useApi } from '../helpers/api';
 import { DnsServer, type ZoneRecord } from '../helpers/dns-server';
 import { useMail } from '../helpers/mail';
@@ -168,6 +169,16 @@ it('a verified domain gets a certificate from pebble, served by SNI; its account
   expect(click).toEqual({ status: 302, location: 'https://shop.example/sale' });
   const counted = await admin().get(`/admin/api/broadcasts/${broadcast}/links`);
   expect(counted.body.links).toEqual([{ url: 'https://shop.example/sale', unique_clicks: 1, clicks: 1, scanner_clicks: 0 }]);
+
+  // a campaign step's links (text) too
+  const campaign = await admin()
+    .post('/admin/api/campaigns')
+    .send({ account: t.account.id, mailbox: t.mailbox.id, name: 'Tracked', goal: 'sales', track_clicks: true, steps: [{ subject: 'Hi', body: 'See https://offer.example/deal', delay_hours: 0 }] });
+  expect(campaign.status).toBe(201);
+  await db().campaign.update({ where: { id: campaign.body.campaign.id }, data: { status: 'running' } });
+  const prospect = await db().prospect.create({ data: { campaignId: campaign.body.campaign.id, email: 'lead@offers.test', name: 'Lee', status: 'ready', nextAt: new Date() } });
+  expect((await runSequenceStep(db(), prospect.id, 1)).kind).toBe('written');
+  expect((await db().message.findFirstOrThrow({ where: { prospectId: prospect.id } })).text).toMatch(new RegExp(`^See ${base}/c/\\S+$`));
 
   // the CNAME removed: pending, and the account's next emails link through PUBLIC_URL; back: active again, no new order
   await dns.publish(zone.filter((r) => r.host !== 'track.brand.test'));
