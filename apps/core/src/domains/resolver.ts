@@ -32,11 +32,17 @@ export interface DnsLookup {
   raw(host: string, type: string): Promise<unknown[]>;
 }
 
+export interface ResolverOptions {
+  servers?: { host: string; port: number }[] | null;
+  timeoutMs?: number;
+}
+
 /**
- * A resolver for domain checks: the servers of DNS_SERVERS (host:port, tried in turn) or the system's, each query
- * bounded by DNS_TIMEOUT_MS (two tries). "Nothing there" is an empty answer; any other failure throws DnsUnavailable.
+ * The resolver of DNS checks (sending and tracking domains): DNS_SERVERS or the system's, DNS_TIMEOUT_MS a query, two
+ * tries. `raw` rejects with the resolver's codes; `definite` answers [] for "nothing there" and throws DnsUnavailable
+ * for any other failure.
  */
-export function dnsLookup(options: { servers?: { host: string; port: number }[] | null; timeoutMs?: number } = {}): DnsLookup {
+export function checkResolver(options: ResolverOptions = {}) {
   const servers = options.servers === undefined ? config().dnsServers : options.servers;
   const resolver = new dns.Resolver({ timeout: options.timeoutMs ?? config().dnsTimeoutMs, tries: 2 });
   if (servers?.length) resolver.setServers(servers.map((s) => (s.host.includes(':') ? `[${s.host}]:${s.port}` : `${s.host}:${s.port}`)));
@@ -50,6 +56,15 @@ export function dnsLookup(options: { servers?: { host: string; port: number }[] 
       throw new DnsUnavailable(host, type, code);
     }
   };
+  return { raw, definite };
+}
+
+/**
+ * A resolver for domain checks: the servers of DNS_SERVERS (host:port, tried in turn) or the system's, each query
+ * bounded by DNS_TIMEOUT_MS (two tries). "Nothing there" is an empty answer; any other failure throws DnsUnavailable.
+ */
+export function dnsLookup(options: ResolverOptions = {}): DnsLookup {
+  const { raw, definite } = checkResolver(options);
   return {
     txt: (host) => definite<string[]>(host, 'TXT'),
     mx: (host) => definite<{ exchange: string; priority: number }>(host, 'MX'),

@@ -1,9 +1,5 @@
-import { promises as dns, type CaaRecord } from 'node:dns';
-import { config } from '../config';
-import { DnsUnavailable } from '../domains/resolver';
-
-/** DNS answered "no such name" or "no record of that type". */
-const EMPTY = new Set(['ENOTFOUND', 'ENODATA']);
+import type { CaaRecord } from 'node:dns';
+import { checkResolver, type ResolverOptions } from '../domains/resolver';
 
 /** The lookups a tracking domain's check makes: its CNAME, and the CAA records of it and its parents. */
 export interface TrackingDns {
@@ -12,22 +8,11 @@ export interface TrackingDns {
 }
 
 /** Through DNS_SERVERS (or the system's), DNS_TIMEOUT_MS a query, as sending domains are checked. */
-export function trackingDns(options: { servers?: { host: string; port: number }[] | null; timeoutMs?: number } = {}): TrackingDns {
-  const servers = options.servers === undefined ? config().dnsServers : options.servers;
-  const resolver = new dns.Resolver({ timeout: options.timeoutMs ?? config().dnsTimeoutMs, tries: 2 });
-  if (servers?.length) resolver.setServers(servers.map((s) => (s.host.includes(':') ? `[${s.host}]:${s.port}` : `${s.host}:${s.port}`)));
-  const definite = async <T>(host: string, type: string, ask: () => Promise<T[]>): Promise<T[]> => {
-    try {
-      return await ask();
-    } catch (err) {
-      const code = (err as NodeJS.ErrnoException).code ?? 'EUNKNOWN';
-      if (EMPTY.has(code)) return [];
-      throw new DnsUnavailable(host, type, code);
-    }
-  };
+export function trackingDns(options: ResolverOptions = {}): TrackingDns {
+  const { definite } = checkResolver(options);
   return {
-    cname: async (host) => (await definite(host, 'CNAME', () => resolver.resolveCname(host))).map((t) => t.toLowerCase().replace(/\.$/, '')),
-    caa: (host) => definite(host, 'CAA', () => resolver.resolveCaa(host)),
+    cname: async (host) => (await definite<string>(host, 'CNAME')).map((t) => t.toLowerCase().replace(/\.$/, '')),
+    caa: (host) => definite<CaaRecord>(host, 'CAA'),
   };
 }
 
