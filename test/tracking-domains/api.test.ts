@@ -66,6 +66,9 @@ describe('tracking domains: the admin API', () => {
       expect(res.body.error).toMatch(error);
     }
     expect(await db().trackingDomain.count()).toBe(before);
+    // the same name added twice at once: one 201, one 409, never a 500
+    const both = await Promise.all([1, 2].map(() => admin().post('/admin/api/tracking-domains').send({ account: other.id, name: 'track.race.test' })));
+    expect(both.map((r) => r.status).sort()).toEqual([201, 409]);
     const id = added.body.tracking_domain.id as number;
     expect((await admin().get(`/admin/api/tracking-domains/${id}`).query({ account: other.id })).status).toBe(404);
     expect((await admin().get('/admin/api/tracking-domains/abc')).status).toBe(400);

@@ -2,7 +2,7 @@ import type { TrackingDomain } from '../../../../generated/prisma/client';
 import { requireAccount } from '../accounts';
 import { config } from '../config';
 import { encryptSecret } from '../crypto';
-import type { Db, Tx } from '../db';
+import { Prisma, type Db, type Tx } from '../db';
 import { Conflict, NotFound } from '../errors';
 import { displayName, domainName } from '../domains/names';
 import { DnsUnavailable } from '../domains/resolver';
@@ -69,7 +69,13 @@ export async function addTrackingDomain(db: Tx, input: { account: number; name: 
   if (name === config().tracking.hostname) throw new Conflict(`${name} is the service's own tracking host (TRACK_HOSTNAME): use a name of the account's domain, such as track.example.com`);
   const existing = await db.trackingDomain.findUnique({ where: { name } });
   if (existing) throw new Conflict(existing.accountId === input.account ? `the account already has the tracking domain ${name} (id ${existing.id})` : `${name} is another account's tracking domain`);
-  const created = await db.trackingDomain.create({ data: { accountId: input.account, name, reason: `not checked yet: publish ${name} CNAME ${config().tracking.hostname}` } });
+  const created = await db.trackingDomain
+    .create({ data: { accountId: input.account, name, reason: `not checked yet: publish ${name} CNAME ${config().tracking.hostname}` } })
+    .catch((err: unknown) => {
+      // added by a request that passed the check above at the same time
+      if (err instanceof Prisma.PrismaClientKnownRequestError && err.code === 'P2002') throw new Conflict(`${name} is already a tracking domain`);
+      throw err;
+    });
   return trackingDomainView(created);
 }
 
