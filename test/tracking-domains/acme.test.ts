@@ -1,4 +1,5 @@
 import http from 'node:http';
+import request from 'supertest';
 import type https from 'node:https';
 import { createTrackingServer } from '../../apps/api/src/https';
 import { db, rawQuery } from '../../apps/core/src/db';
@@ -144,6 +145,14 @@ it('a verified domain gets a certificate from pebble, served by SNI; its account
   expect((await db().trackingDomain.findUniqueOrThrow({ where: { id } })).privateKeyEnc).toMatch(/^v1:/);
   // the challenge was cleaned up
   expect(await db().acmeChallenge.count()).toBe(0);
+  // one a dead order left behind a day ago is dropped by the task; a fresh one stays
+  await db().acmeChallenge.createMany({ data: [{ token: 'left-behind', keyAuthorization: 'x', createdAt: new Date(Date.now() - 25 * 3600_000) }, { token: 'in-flight', keyAuthorization: 'y' }] });
+  const answered = await request(app.api.app).get('/.well-known/acme-challenge/in-flight');
+  expect({ status: answered.status, text: answered.text }).toEqual({ status: 200, text: 'y' });
+  expect((await request(app.api.app).get('/.well-known/acme-challenge/unknown-token')).status).toBe(404);
+  await recheckDueTrackingDomains(db());
+  expect((await db().acmeChallenge.findMany()).map((c) => c.token)).toEqual(['in-flight']);
+  await db().acmeChallenge.deleteMany();
 
   const root = await pebble().root();
   const served = await handshake(ports.https, 'track.brand.test', root);

@@ -39,3 +39,8 @@ export async function servedCertificate(db: Tx, name: string): Promise<{ certifi
   return row ? { certificatePem: row.certificate_pem, privateKeyEnc: row.private_key_enc, notAfter: row.not_after } : null;
 }
 
+
+/** Challenges an order left behind (its process died before removing them): a CA checks within minutes, not a day. */
+export async function dropStaleChallenges(db: Db): Promise<number> {
+  return db.$executeRaw`DELETE FROM acme_challenges WHERE created_at < now() - interval '1 day'`;
+}

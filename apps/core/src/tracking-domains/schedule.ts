@@ -1,7 +1,7 @@
 import type { Db } from '../db';
 import { logger } from '../logger';
 import { checkTrackingDomain } from './index';
-import { claimDueTrackingChecks } from './repository';
+import { claimDueTrackingChecks, dropStaleChallenges } from './repository';
 import { trackingDns, type TrackingDns } from './dns';
 
 /** How long a claimed check (an order included) may take before another worker claims the domain again. */
@@ -11,9 +11,11 @@ const BATCH = 20;
 /**
  * The worker's `tracking-domains` housekeeping task (docs/tracking-domains.md): claims the tracking domains whose check
  * is due (a new one at once, a pending one TRACK_RECHECK_MINUTES later, a renewal at its renew_at, a retry after its
- * backoff) and checks them one after another (an order talks to the CA; CAs limit how fast). Returns how many.
+ * backoff) and checks them one after another (an order talks to the CA; CAs limit how fast), after dropping the
+ * challenges a dead order left. Returns how many domains it checked.
  */
 export async function recheckDueTrackingDomains(db: Db, dns: TrackingDns = trackingDns()): Promise<number> {
+  await dropStaleChallenges(db);
   let total = 0;
   for (;;) {
     const claimed = await claimDueTrackingChecks(db, CLAIM_LEASE_MS, BATCH);
