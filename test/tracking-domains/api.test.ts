@@ -1,5 +1,5 @@
 import { db } from '../../apps/core/src/db';
-import { checkTrackingDomain } from '../../apps/core/src/tracking-domains';
+import { checkTrackingDomain, renewalTime } from '../../apps/core/src/tracking-domains';
 import { caaRefusal, trackingDns } from '../../apps/core/src/tracking-domains/dns';
 import { asAdmin, useApi } from '../helpers/api';
 import { BrokenDnsServer, DnsServer } from '../helpers/dns-server';
@@ -145,4 +145,20 @@ describe('tracking domains: the admin API', () => {
     expect(await db().trackingDomain.count({ where: { accountId: account.id } })).toBe(0);
     // five CLI processes, each starting tsx: generous on a busy 2-core machine
   }, 120_000);
+});
+
+describe('tracking domains: when a certificate is renewed', () => {
+  it('30 days before expiry less up to a day; a short-lived one when a third of its life is left', () => {
+    const now = Date.parse('2026-01-01T00:00:00Z');
+    const day = 86400_000;
+    for (let i = 0; i < 50; i++) {
+      const long = now + 90 * day - renewalTime(new Date(now + 90 * day), now).getTime();
+      expect(long).toBeGreaterThanOrEqual(30 * day);
+      expect(long).toBeLessThanOrEqual(31 * day);
+      const short = renewalTime(new Date(now + 6 * day), now).getTime() - now;
+      // 6 days: renewed from day 4, less at most 0.6 of a day: never right after it was issued
+      expect(short).toBeLessThanOrEqual(4 * day);
+      expect(short).toBeGreaterThanOrEqual(3.4 * day);
+    }
+  });
 });

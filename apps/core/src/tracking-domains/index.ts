@@ -100,6 +100,18 @@ export async function verifyTrackingDomain(db: Db, id: number, options: { accoun
   return trackingDomainView(await load(db, id));
 }
 
+/**
+ * When a certificate is renewed: 30 days before its expiry, less a random part of a day. A certificate that lives
+ * under 90 days is renewed when a third of its life is left (with a jitter of a tenth of its life at most), so a short
+ * one is not ordered again at every check.
+ */
+export function renewalTime(notAfter: Date, issuedAt: number): Date {
+  const life = notAfter.getTime() - issuedAt;
+  const before = Math.min(RENEW_BEFORE_MS, life / 3);
+  const jitter = Math.min(RENEW_JITTER_MS, life / 10);
+  return new Date(notAfter.getTime() - before - Math.floor(Math.random() * jitter));
+}
+
 /** Does the domain need a certificate now: none, or its renewal is due. */
 const certificateDue = (d: TrackingDomain, now: number) => !d.notAfter || !d.renewAt || d.renewAt.getTime() <= now;
 
@@ -155,7 +167,7 @@ export async function checkTrackingDomain(db: Db, id: number, dns: TrackingDns):
   if (!live) await write({ status: 'issuing', seen, reason: 'ordering a certificate' });
   try {
     const issued = await orderCertificate(db, d.name);
-    const renewAt = new Date(issued.notAfter.getTime() - RENEW_BEFORE_MS - Math.floor(Math.random() * RENEW_JITTER_MS));
+    const renewAt = renewalTime(issued.notAfter, Date.now());
     await write({
       status: 'active',
       seen,
