@@ -30,6 +30,15 @@ describe('configuration', () => {
     expect(Object.isFrozen(cfg)).toBe(true);
   });
 
+  it('reads the tracking-domain settings: TRACK_HOSTNAME from PUBLIC_URL, links on HTTPS_PORT, a bad ACME_DIRECTORY_URL refused', () => {
+    const tracking = (env: Record<string, string | undefined>) =>
+      withEnv({ PUBLIC_URL: 'https://Mail.Example.com', HTTPS_PORT: undefined, TRACK_HOSTNAME: undefined, TRACK_LINK_PORT: undefined, ACME_DIRECTORY_URL: undefined, ...env }, loadConfig).tracking;
+    expect(tracking({})).toMatchObject({ httpsPort: null, linkPort: 443, hostname: 'mail.example.com', acmeDirectoryUrl: '' });
+    expect(tracking({ HTTPS_PORT: '8443', TRACK_HOSTNAME: 'track.example.com' })).toMatchObject({ httpsPort: 8443, linkPort: 8443, hostname: 'track.example.com' });
+    expect(() => tracking({ ACME_DIRECTORY_URL: 'not a url' })).toThrow(/^ACME_DIRECTORY_URL is not a valid URL$/);
+    expect(() => tracking({ HTTPS_PORT: 'x' })).toThrow(/^HTTPS_PORT must be a whole number/);
+  });
+
   it('derives PUBLIC_URL from PORT', () => {
     expect(withEnv({ PORT: '8080', PUBLIC_URL: undefined }, loadConfig).publicUrl).toBe('http://localhost:8080');
   });
