@@ -11,6 +11,7 @@ import { prospectsRoutes } from './prospects';
 import { sendRoutes } from './send';
 import { subscribersRoutes } from './subscribers';
 import { templatesRoutes } from './templates';
+import { verifyRoutes } from './verify';
 
 /**
  * The public API of docs/api.md, top to bottom. Each resource has its own routes file (validate -> call a core
@@ -32,5 +33,6 @@ export function v1Router(db: Db, auth: KeyAuthenticator, failures: AuthFailures,
   campaignsRoutes(router, db);
   prospectsRoutes(router, db);
   inboundRoutes(router, db);
+  verifyRoutes(router, db, state.verifier);
   return router;
 }
