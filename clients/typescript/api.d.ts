@@ -1409,6 +1409,8 @@ export interface operations {
                         [key: string]: string | number | boolean;
                     };
                     confirmed?: boolean;
+                    /** @enum {string} */
+                    verify?: "block_undeliverable" | "flag";
                 };
             };
         };
@@ -1843,6 +1845,8 @@ export interface operations {
                             [key: string]: string | number | boolean | unknown;
                         };
                     }[];
+                    /** @enum {string} */
+                    verify?: "block_undeliverable" | "flag";
                 };
             };
         };

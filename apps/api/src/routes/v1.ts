@@ -26,12 +26,12 @@ export function v1Router(db: Db, auth: KeyAuthenticator, failures: AuthFailures,
   // a test key goes no further (docs/sandbox.md)
   router.use(refuseTestKeys);
   listsRoutes(router, db);
-  subscribersRoutes(router, db, state.adds);
+  subscribersRoutes(router, db, state.adds, state.verifier);
   templatesRoutes(router, db);
   router.use('/campaigns', requireProspectsPermission);
   router.use('/prospects', requireProspectsPermission);
   campaignsRoutes(router, db);
-  prospectsRoutes(router, db);
+  prospectsRoutes(router, db, state.verifier);
   inboundRoutes(router, db);
   verifyRoutes(router, db, state.verifier);
   return router;

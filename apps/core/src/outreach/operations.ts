@@ -3,9 +3,12 @@ import type { Db } from '../db';
 import { BadRequest, Forbidden } from '../errors';
 import { checkLinkSoon } from '../links/schedule';
 import { validate } from '../validate';
+import type { Verifier, VerifyMode } from '../verify';
+import { keepVerifications } from '../verify/repository';
+import { normaliseEmail } from './contacts';
 import { listCampaigns } from './campaigns';
 import { reportOutcome, type OutcomeReport } from './outcomes';
-import { addProspects, lookupProspect, type ProspectInput, type ProspectItem } from './prospects';
+import { addProspects, lookupProspect, requireCampaign, type ProspectInput, type ProspectItem } from './prospects';
 import { queueStepsSoon } from './scheduler';
 import { addProspectsRequest, outcomeInput, prospectInput, prospectQuery } from './schemas';
 
@@ -24,11 +27,11 @@ export async function listCampaignsOf(db: Db, key: ApiKey) {
   return { ok: true as const, campaigns: await listCampaigns(db, key.accountId) };
 }
 
-export async function addProspectsTo(db: Db, key: ApiKey, body: unknown) {
+export async function addProspectsTo(db: Db, verifier: Verifier, key: ApiKey, body: unknown) {
   requireProspects(key);
-  const input = validate<{ campaign: number; prospects: unknown[] }>(addProspectsRequest, body);
+  const input = validate<{ campaign: number; prospects: unknown[]; verify?: VerifyMode }>(addProspectsRequest, body);
   // each item alone: one bad item answers `invalid` with its reason, whatever else it carries (docs/outreach.md)
-  const items = input.prospects.map((item): ProspectItem => {
+  let items = input.prospects.map((item): ProspectItem => {
     try {
       return validate<ProspectInput>(prospectInput, item);
     } catch (err) {
@@ -36,9 +39,40 @@ export async function addProspectsTo(db: Db, key: ApiKey, body: unknown) {
       return { refused: err.message, given: item };
     }
   });
+  const verified = input.verify ? await verifyProspects(db, verifier, key.accountId, input.campaign, items) : null;
+  if (verified && input.verify === 'block_undeliverable') items = items.map((item) => verified.block(item));
   const { answer, ready } = await addProspects(db, key.accountId, input.campaign, items);
   await queueStepsSoon(ready);
+  if (verified) {
+    await keepVerifications(db, { campaign: input.campaign }, verified.kept());
+    answer.prospects = answer.prospects.map((p) => ({ ...p, verification: verified.view(p.contact) }));
+  }
   return { ok: true as const, ...answer };
+}
+
+/** docs/verification.md: the request's addresses verified before any is added (an unknown campaign is a 404 first). */
+async function verifyProspects(db: Db, verifier: Verifier, accountId: number, campaignId: number, items: ProspectItem[]) {
+  await requireCampaign(db, accountId, campaignId);
+  const emails = [...new Set(items.flatMap((item) => ('refused' in item ? [] : [normaliseEmail(item.email)].filter((e): e is string => e !== null))))];
+  const results = await verifier.verify(db, accountId, emails);
+  const byEmail = new Map(emails.map((email, i) => [email, results[i]!]));
+  const checkedAt = new Date();
+  const blocked = new Set<string>();
+  return {
+    /** an undeliverable address becomes an invalid item, with the reasons as its error */
+    block: (item: ProspectItem): ProspectItem => {
+      const email = 'refused' in item ? null : normaliseEmail(item.email);
+      const found = email ? byEmail.get(email) : undefined;
+      if (!email || found?.result !== 'undeliverable') return item;
+      blocked.add(email);
+      return { refused: `undeliverable: ${found.reasons.join('; ')}`, given: item };
+    },
+    kept: () => [...byEmail].filter(([email]) => !blocked.has(email)).map(([email, v]) => ({ email, result: v.result, checkedAt })),
+    view: (contact: string) => {
+      const found = byEmail.get(normaliseEmail(contact) ?? '');
+      return found ? { result: found.result, checked_at: checkedAt.toISOString() } : null;
+    },
+  };
 }
 
 export async function findProspect(db: Db, key: ApiKey, query: unknown) {
