@@ -135,7 +135,10 @@ export class Verifier {
     const cacheKey = rkey('verify', 'address', address);
     const cached = await redis().get(cacheKey);
     if (cached) return JSON.parse(cached) as ProbeAnswer;
-    const answer = await this.probe!.probe(facts.hosts[0]!, address, domain);
+    // the MX's address through the same resolver (DNS_SERVERS), never the system's
+    const ip = (await this.dns.addresses(facts.hosts[0]!).catch(() => []))[0];
+    if (!ip) return { mailbox: 'unknown', reply: `${facts.hosts[0]} has no address` };
+    const answer = await this.probe!.probe({ name: facts.hosts[0]!, ip }, address, domain);
     // greylisting and silence are answers of the moment: asked again next time
     if (answer && answer.mailbox !== 'unknown') {
       await redis().set(cacheKey, JSON.stringify(answer), 'EX', CACHE_SECONDS);

@@ -26,8 +26,11 @@ export class MailboxProbe {
   constructor(private readonly settings: VerifyProbeConfig) {}
 
   /** null: not probed (the minute's allowance is spent, or the MX stayed busy). */
-  async probe(mxHost: string, address: string, domain: string): Promise<ProbeAnswer | null> {
-    const lock = rkey('verify', 'probe-lock', mxHost);
+  async probe(mx: { name: string; ip: string }, address: string, domain: string): Promise<ProbeAnswer | null> {
+    const minute = rkey('verify', 'probes', Math.floor(Date.now() / 60_000));
+    // the allowance spent: answered at once, without waiting for the MX's turn (an import's thousands pass quickly)
+    if (Number(await redis().get(minute)) >= this.settings.perMinute) return null;
+    const lock = rkey('verify', 'probe-lock', mx.name);
     const holder = crypto.randomUUID();
     const deadline = Date.now() + TURN_WAIT_MS;
     while ((await redis().set(lock, holder, 'PX', CONVERSATION_MS + 5_000, 'NX')) !== 'OK') {
@@ -35,10 +38,9 @@ export class MailboxProbe {
       await new Promise((resolve) => setTimeout(resolve, 100));
     }
     try {
-      const minute = rkey('verify', 'probes', Math.floor(Date.now() / 60_000));
       const [[, count]] = (await redis().multi().incr(minute).expire(minute, 120).exec()) as [[null, number], unknown];
       if (count > this.settings.perMinute) return null;
-      return await this.converse(mxHost, address, `${crypto.randomBytes(9).toString('hex')}@${domain}`);
+      return await this.converse(mx.ip, address, `${crypto.randomBytes(9).toString('hex')}@${domain}`);
     } finally {
       // released only by its holder (a lock that expired and was taken by another stays theirs)
       await redis().eval(`if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) else return 0 end`, 1, lock, holder);
