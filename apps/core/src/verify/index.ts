@@ -150,7 +150,7 @@ export class Verifier {
   }
 }
 
-/** DESIGN 28's names: undeliverable beats unknown, unknown beats risky, risky beats deliverable; every reason is listed. */
+/** docs/verification.md, "Results": undeliverable beats unknown, unknown beats risky, risky beats deliverable; every reason is listed. */
 function judge(checks: VerifyChecks, facts: DomainFacts, past: Pick<AddressHistory, 'suppressed' | 'history'>, probed: ProbeAnswer | null): Pick<Verification, 'result' | 'reasons'> {
   const dead: string[] = [];
   const doubt: string[] = [];
