@@ -1,4 +1,7 @@
+import fs from 'node:fs';
 import type { AddressInfo } from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
 import type { Server } from 'node:http';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
@@ -7,6 +10,7 @@ import { as, asAdmin, useApi } from '../helpers/api';
 import { useDns } from '../helpers/dns-server';
 import { makeCampaign, makeList, makeTenant } from '../helpers/factories';
 import { useMail } from '../helpers/mail';
+import { runTs } from '../helpers/processes';
 import { waitFor } from '../helpers/wait';
 
 // verification on the way in: POST /subscribers, POST /prospects and imports (the worker's import queue, in-process)
@@ -116,6 +120,20 @@ describe('imports with verify', () => {
     expect(flagged).toMatchObject({ verify: 'flag', added: 4, refused: 0, verification: { deliverable: 2, undeliverable: 2, risky: 1 } });
     expect(await db().subscriber.findFirstOrThrow({ where: { listId: flagList.id, email: 'bob@nomail.test' } })).toMatchObject({ verificationResult: 'undeliverable' });
   });
+
+  it('npm run admin -- import FILE --verify block_undeliverable: the CLI asks the same, an unknown mode stores nothing', async () => {
+    const tenant = await makeTenant();
+    const list = await makeList(tenant.account.id, tenant.mailbox.id, { confirm: false });
+    const file = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'verify-import-')), 'people.csv');
+    fs.writeFileSync(file, 'email\nann@good.test\nbob@nomail.test\n');
+    const bad = runTs('scripts/admin.ts', ['import', file, '--list', String(list.id), '--verify', 'sometimes']);
+    expect(await bad.exited).not.toBe(0);
+    expect(bad.stderr() + bad.stdout()).toContain('verify');
+    expect(await db().import.count({ where: { listId: list.id } })).toBe(0);
+    const proc = runTs('scripts/admin.ts', ['import', file, '--list', String(list.id), '--verify', 'block_undeliverable']);
+    expect(await proc.exited).toBe(0);
+    expect(JSON.parse(proc.stdout()).import).toMatchObject({ status: 'done', added: 1, refused: 1, verify: 'block_undeliverable', verification: { deliverable: 1, undeliverable: 1 } });
+  }, 60_000);
 
   it('refuses an unknown verify mode with 400 and stores nothing', async () => {
     const tenant = await makeTenant();
