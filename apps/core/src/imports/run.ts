@@ -5,6 +5,7 @@ import { parseLine, type ImportFormat, type ImportRow } from './parse';
 import { addressVerdicts, advanceImport, appendImportErrors, claimImport, importLinesAfter, insertSuppressed, recountActive, upsertSubscribers, type BatchTally } from './repository';
 import { IMPORT_ERRORS_KEPT } from './store';
 import type { Verifier } from '../verify';
+import { VerifiedBatch } from '../verify/batch';
 import { countOnImport, keepVerifications } from '../verify/repository';
 
 /** Stored lines applied per transaction. */
@@ -51,7 +52,8 @@ async function applyBatch(db: Db, imp: Loaded, parsed: ReturnType<typeof parseLi
   }
   const emails = [...new Set(rows.map((r) => r.email))];
   const verdicts = await addressVerdicts(db, imp.list.accountId, imp.list.id, emails);
-  const verified = imp.verify ? await verifyBatch(db, verifier!, imp.list.accountId, emails) : null;
+  // docs/verification.md: the batch's addresses verified at once (one statement of history, one DNS question per domain)
+  const verified = imp.verify ? await VerifiedBatch.of(db, verifier!, imp.list.accountId, emails) : null;
   const refuse = (row: ImportRow, reason: string) => {
     tally.refused++;
     tally.errors.push({ line: row.line, reason });
@@ -69,7 +71,7 @@ async function applyBatch(db: Db, imp: Loaded, parsed: ReturnType<typeof parseLi
       refuse(row, `the address is suppressed (${verdict.suppressed})`);
       suppressed.push({ ...row, reason: verdict.suppressed });
     } else if (verified?.blocks(imp.verify, row.email)) {
-      refuse(row, `undeliverable: ${verified.reasons(row.email)}`);
+      refuse(row, verified.refusal(row.email));
     } else if (row.status === 'pending' || (row.status === null && imp.list.confirm)) {
       // the person confirms by email, as with the API's add (one transaction each, the confirmation queued after it)
       const status = await importSubscriber(db, imp.list, { email: row.email, name: row.name, tags: row.tags, fields: row.fields });
@@ -94,7 +96,10 @@ async function applyBatch(db: Db, imp: Loaded, parsed: ReturnType<typeof parseLi
       await recountActive(tx, imp.listId);
       if (verified) {
         await keepVerifications(tx, { list: imp.listId }, verified.kept());
-        await countOnImport(tx, imp.id, verified.counts(rows));
+        // the lines verified, by result (an address on two lines counts twice, as the import's other counts do)
+        const counts: Record<string, number> = {};
+        for (const row of rows) counts[verified.get(row.email)!.result] = (counts[verified.get(row.email)!.result] ?? 0) + 1;
+        await countOnImport(tx, imp.id, counts);
       }
       const room = Math.max(0, IMPORT_ERRORS_KEPT - (imp.errors as unknown[]).length);
       const advanced = await advanceImport(tx, imp.id, lastLine, { ...tally, errors: tally.errors.slice(0, room) });
@@ -104,25 +109,6 @@ async function applyBatch(db: Db, imp: Loaded, parsed: ReturnType<typeof parseLi
     },
     { timeout: 120_000, maxWait: 30_000 },
   );
-}
-
-/** docs/verification.md: a batch's addresses verified at once (one DNS question per domain, one statement of history). */
-async function verifyBatch(db: Db, verifier: Verifier, accountId: number, emails: string[]) {
-  const results = await verifier.verify(db, accountId, emails);
-  const byEmail = new Map(emails.map((email, i) => [email, results[i]!]));
-  const checkedAt = new Date();
-  const blocked = new Set<string>();
-  return {
-    blocks: (mode: string | null, email: string) => mode === 'block_undeliverable' && byEmail.get(email)!.result === 'undeliverable' && !!blocked.add(email),
-    reasons: (email: string) => byEmail.get(email)!.reasons.join('; '),
-    kept: () => [...byEmail].filter(([email]) => !blocked.has(email)).map(([email, v]) => ({ email, result: v.result, checkedAt })),
-    /** the lines verified, by result (an address on two lines counts twice, as the import's other counts do) */
-    counts: (rows: ImportRow[]) => {
-      const counts: Record<string, number> = {};
-      for (const row of rows) counts[byEmail.get(row.email)!.result] = (counts[byEmail.get(row.email)!.result] ?? 0) + 1;
-      return counts;
-    },
-  };
 }
 
 /** The rows split so that no statement holds an address twice: the n-th line of an address goes in the n-th. */

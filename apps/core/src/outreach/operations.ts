@@ -4,6 +4,7 @@ import { BadRequest, Forbidden } from '../errors';
 import { checkLinkSoon } from '../links/schedule';
 import { validate } from '../validate';
 import type { Verifier, VerifyMode } from '../verify';
+import { VerifiedBatch } from '../verify/batch';
 import { keepVerifications } from '../verify/repository';
 import { normaliseEmail } from './contacts';
 import { listCampaigns } from './campaigns';
@@ -39,40 +40,24 @@ export async function addProspectsTo(db: Db, verifier: Verifier, key: ApiKey, bo
       return { refused: err.message, given: item };
     }
   });
-  const verified = input.verify ? await verifyProspects(db, verifier, key.accountId, input.campaign, items) : null;
-  if (verified && input.verify === 'block_undeliverable') items = items.map((item) => verified.block(item));
+  // docs/verification.md: the addresses verified before any is added (an unknown campaign is a 404 first); one blocked
+  // becomes an invalid item, with the reasons as its error
+  let verified: VerifiedBatch | null = null;
+  if (input.verify) {
+    await requireCampaign(db, key.accountId, input.campaign);
+    verified = await VerifiedBatch.of(db, verifier, key.accountId, items.flatMap((item) => ('refused' in item ? [] : [normaliseEmail(item.email)].filter((e) => e !== null))));
+    items = items.map((item) => {
+      const email = 'refused' in item ? null : normaliseEmail(item.email);
+      return email && verified!.blocks(input.verify, email) ? { refused: verified!.refusal(email), given: item } : item;
+    });
+  }
   const { answer, ready } = await addProspects(db, key.accountId, input.campaign, items);
   await queueStepsSoon(ready);
   if (verified) {
     await keepVerifications(db, { campaign: input.campaign }, verified.kept());
-    answer.prospects = answer.prospects.map((p) => ({ ...p, verification: verified.view(p.contact) }));
+    answer.prospects = answer.prospects.map((p) => ({ ...p, verification: verified!.view(normaliseEmail(p.contact)) }));
   }
   return { ok: true as const, ...answer };
-}
-
-/** docs/verification.md: the request's addresses verified before any is added (an unknown campaign is a 404 first). */
-async function verifyProspects(db: Db, verifier: Verifier, accountId: number, campaignId: number, items: ProspectItem[]) {
-  await requireCampaign(db, accountId, campaignId);
-  const emails = [...new Set(items.flatMap((item) => ('refused' in item ? [] : [normaliseEmail(item.email)].filter((e): e is string => e !== null))))];
-  const results = await verifier.verify(db, accountId, emails);
-  const byEmail = new Map(emails.map((email, i) => [email, results[i]!]));
-  const checkedAt = new Date();
-  const blocked = new Set<string>();
-  return {
-    /** an undeliverable address becomes an invalid item, with the reasons as its error */
-    block: (item: ProspectItem): ProspectItem => {
-      const email = 'refused' in item ? null : normaliseEmail(item.email);
-      const found = email ? byEmail.get(email) : undefined;
-      if (!email || found?.result !== 'undeliverable') return item;
-      blocked.add(email);
-      return { refused: `undeliverable: ${found.reasons.join('; ')}`, given: item };
-    },
-    kept: () => [...byEmail].filter(([email]) => !blocked.has(email)).map(([email, v]) => ({ email, result: v.result, checkedAt })),
-    view: (contact: string) => {
-      const found = byEmail.get(normaliseEmail(contact) ?? '');
-      return found ? { result: found.result, checked_at: checkedAt.toISOString() } : null;
-    },
-  };
 }
 
 export async function findProspect(db: Db, key: ApiKey, query: unknown) {
