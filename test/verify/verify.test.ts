@@ -26,7 +26,7 @@ const byEmail = (results: { email: string }[]) => Object.fromEntries(results.map
 
 it('answers each address with its result, reasons and checks: MX, A fallback, null MX, no records, malformed, role, disposable, free, IDNA', async () => {
   const { token } = await makeTenant();
-  const emails = ['ann@mx.test', 'bob@aonly.test', 'cy@nullmx.test', 'di@none.test', 'not an address', 'info@mx.test', 'eve@mailinator.com', 'fay@gmail.com', 'josé@bücher.test', 'a..b@mx.test', ''];
+  const emails = ['ann@mx.test', 'bob@aonly.test', 'cy@nullmx.test', 'di@none.test', 'not an address', 'info@mx.test', 'eve@mailinator.com', 'fay@gmail.com', 'josé@bücher.test', 'a..b@mx.test', '', '"ann smith"@mx.test', `${'l'.repeat(65)}@mx.test`, 'sales+eu@mx.test', 'bob@[127.0.0.1]', 'bob@mx'];
   const res = await verifyMany(token, emails);
   expect(res.status).toBe(200);
   expect(res.body.results.map((r: { email: string }) => r.email)).toEqual(emails);
@@ -46,6 +46,11 @@ it('answers each address with its result, reasons and checks: MX, A fallback, nu
   expect(r['info@mx.test']).toMatchObject({ result: 'risky', reasons: ['a role address, not a person'], checks: { role: true } });
   expect(r['eve@mailinator.com']).toMatchObject({ result: 'risky', reasons: ['mailinator.com is a disposable email domain'], checks: { disposable: true } });
   expect(r['fay@gmail.com']).toMatchObject({ result: 'deliverable', checks: { free: true, disposable: false } });
+  expect(r['"ann smith"@mx.test']).toMatchObject({ result: 'deliverable', checks: { syntax: true } });
+  expect(r[`${'l'.repeat(65)}@mx.test`]).toMatchObject({ result: 'undeliverable', reasons: ['malformed address: the local part is longer than 64 octets'] });
+  expect(r['sales+eu@mx.test']).toMatchObject({ result: 'risky', checks: { role: true } });
+  expect(r['bob@[127.0.0.1]']).toMatchObject({ result: 'undeliverable', checks: { syntax: false } });
+  expect(r['bob@mx']).toMatchObject({ result: 'undeliverable', reasons: [expect.stringContaining('not a valid host name')] });
   expect(r['josé@bücher.test']).toMatchObject({ result: 'deliverable', checks: { syntax: true, domain: 'xn--bcher-kva.test', mx: 'mx' } });
 });
 
