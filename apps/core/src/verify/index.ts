@@ -36,12 +36,10 @@ export interface Verification {
   checks: VerifyChecks;
 }
 
-/** Results are kept a day: per domain (where its mail goes, whether it takes any address) and per address (the probe's answer). */
+/** Results are kept a day: per domain (where its mail goes) and per address (the probe's answer, catch-all included). */
 const CACHE_SECONDS = 86_400;
 /** Domains looked up at once by one call. */
 const DNS_IN_FLIGHT = 16;
-
-type DomainFacts = MailRoute & { catchAll?: boolean };
 
 /**
  * Address verification (docs/verification.md): made once by a process's main and handed to its routes, MCP tools and
@@ -105,12 +103,12 @@ export class Verifier {
   }
 
   /** Each domain's facts: a day's cache in Redis, else DNS (a few domains at a time); a DNS that did not answer is not cached. */
-  private async domainFacts(domains: string[]): Promise<Map<string, DomainFacts>> {
-    const facts = new Map<string, DomainFacts>();
+  private async domainFacts(domains: string[]): Promise<Map<string, MailRoute>> {
+    const facts = new Map<string, MailRoute>();
     if (!domains.length) return facts;
     const cached = await redis().mget(domains.map((d) => rkey('verify', 'domain', d)));
     const missing: string[] = [];
-    domains.forEach((d, i) => (cached[i] ? facts.set(d, JSON.parse(cached[i]!) as DomainFacts) : missing.push(d)));
+    domains.forEach((d, i) => (cached[i] ? facts.set(d, JSON.parse(cached[i]!) as MailRoute) : missing.push(d)));
     let next = 0;
     const found: [string, MailRoute][] = [];
     const lookups = Array.from({ length: Math.min(DNS_IN_FLIGHT, missing.length) }, async () => {
@@ -130,8 +128,8 @@ export class Verifier {
     return facts;
   }
 
-  /** The probe's answer for the address: a day's cache, else a conversation with its first MX (catch-all learnt per domain). */
-  private async mailbox(address: string, domain: string, facts: DomainFacts): Promise<ProbeAnswer | null> {
+  /** The probe's answer for the address: a day's cache, else a conversation with its first MX (with the catch-all question). */
+  private async mailbox(address: string, domain: string, facts: MailRoute): Promise<ProbeAnswer | null> {
     const cacheKey = rkey('verify', 'address', address);
     const cached = await redis().get(cacheKey);
     if (cached) return JSON.parse(cached) as ProbeAnswer;
@@ -140,18 +138,13 @@ export class Verifier {
     if (!ip) return { mailbox: 'unknown', reply: `${facts.hosts[0]} has no address` };
     const answer = await this.probe!.probe({ name: facts.hosts[0]!, ip }, address, domain);
     // greylisting and silence are answers of the moment: asked again next time
-    if (answer && answer.mailbox !== 'unknown') {
-      await redis().set(cacheKey, JSON.stringify(answer), 'EX', CACHE_SECONDS);
-      if (answer.catchAll !== undefined) {
-        await redis().set(rkey('verify', 'domain', domain), JSON.stringify({ ...facts, catchAll: answer.catchAll }), 'EX', CACHE_SECONDS);
-      }
-    }
+    if (answer && answer.mailbox !== 'unknown') await redis().set(cacheKey, JSON.stringify(answer), 'EX', CACHE_SECONDS);
     return answer;
   }
 }
 
 /** docs/verification.md, "Results": undeliverable beats unknown, unknown beats risky, risky beats deliverable; every reason is listed. */
-function judge(checks: VerifyChecks, facts: DomainFacts, past: Pick<AddressHistory, 'suppressed' | 'history'>, probed: ProbeAnswer | null): Pick<Verification, 'result' | 'reasons'> {
+function judge(checks: VerifyChecks, facts: MailRoute, past: Pick<AddressHistory, 'suppressed' | 'history'>, probed: ProbeAnswer | null): Pick<Verification, 'result' | 'reasons'> {
   const dead: string[] = [];
   const doubt: string[] = [];
   const risk: string[] = [];
