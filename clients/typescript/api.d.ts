@@ -2158,6 +2158,15 @@ export interface operations {
                     "application/json": components["schemas"]["Refusal"];
                 };
             };
+            /** @description Not allowed for this key */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Refusal"];
+                };
+            };
             /** @description A limit is reached (Retry-After) */
             429: {
                 headers: {
@@ -2222,6 +2231,15 @@ export interface operations {
             };
             /** @description The API key is missing, unknown or revoked */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Refusal"];
+                };
+            };
+            /** @description Not allowed for this key */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
