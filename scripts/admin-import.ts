@@ -6,9 +6,12 @@ import { AppError } from '../apps/core/src/errors';
 import { getImport, IMPORT_STATUSES, receiveImport, type ImportFormat, type ImportStatusValue, type ImportView } from '../apps/core/src/imports';
 import { closeQueues } from '../apps/core/src/queues';
 import { Joi, validate } from '../apps/core/src/validate';
+import type { VerifyMode } from '../apps/core/src/verify';
 
-export const IMPORT_HELP = `  import FILE --list ID [--format csv|ndjson] [--status active|pending|unsubscribed]   (subscribers from a file: CSV with a header line, or NDJSON;
+export const IMPORT_HELP = `  import FILE --list ID [--format csv|ndjson] [--status active|pending|unsubscribed] [--verify flag|block_undeliverable]
+                                   (subscribers from a file: CSV with a header line, or NDJSON;
                                    the format from the file's extension unless given; --status for lines naming none;
+                                   --verify checks each address (docs/verification.md);
                                    a running worker applies it,
                                    a progress bar on stderr, the report as JSON at the end)
   import show ID                   (an import's counts and per-line errors)`;
@@ -16,6 +19,7 @@ export const IMPORT_HELP = `  import FILE --list ID [--format csv|ndjson] [--sta
 export const importOptions = {
   list: { type: 'string' },
   format: { type: 'string' },
+  verify: { type: 'string' },
 } as const;
 
 /** Wait between looks at the import's row while it runs. */
@@ -44,7 +48,8 @@ export async function importCommand(d: Db, action: string | undefined, arg: stri
   if (!fs.existsSync(action)) throw new AppError(`import: no file ${action}`);
   try {
     const { status } = validate<{ status?: ImportStatusValue }>(Joi.object({ status: Joi.string().valid(...IMPORT_STATUSES) }), { status: flags.status });
-    const started = await receiveImport(d, listId, format, fs.createReadStream(action), { defaultStatus: status });
+    const { verify } = validate<{ verify?: VerifyMode }>(schemas.importQuery, { verify: flags.verify });
+    const started = await receiveImport(d, listId, format, fs.createReadStream(action), { defaultStatus: status, verify });
     process.stderr.write(`import ${started.id}: ${started.total} lines stored, applying\n`);
     let view = started;
     let moved = Date.now();

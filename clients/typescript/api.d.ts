@@ -190,6 +190,24 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/verify": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Verify one address; a malformed one is undeliverable */
+        get: operations["getVerify"];
+        put?: never;
+        /** Verify up to 100 addresses (docs/verification.md) */
+        post: operations["postVerify"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/inbound": {
         parameters: {
             query?: never;
@@ -378,7 +396,29 @@ export interface components {
             /** @constant */
             ok: true;
             /** @enum {string} */
-            status: "pending" | "active" | "exists" | "gone" | "suppressed";
+            status: "pending" | "active" | "exists" | "gone" | "suppressed" | "undeliverable";
+            /** @description with `verify`: the address's verification */
+            verification?: {
+                email: string;
+                /** @enum {string} */
+                result: "deliverable" | "risky" | "undeliverable" | "unknown";
+                reasons: string[];
+                checks: {
+                    syntax: boolean;
+                    domain: string;
+                    /** @enum {string} */
+                    mx: "mx" | "a" | "null_mx" | "none" | "timeout" | "";
+                    disposable: boolean;
+                    role: boolean;
+                    free: boolean;
+                    suppressed: boolean;
+                    /** @enum {string} */
+                    history: "none" | "soft_bounce" | "hard_bounce";
+                    /** @enum {string} */
+                    mailbox?: "accepted" | "rejected" | "unknown";
+                    catch_all?: boolean;
+                };
+            };
         };
         UnsubscribeAnswer: {
             /** @constant */
@@ -415,6 +455,13 @@ export interface components {
                 id: number | null;
                 /** @description why the item is invalid */
                 error?: string;
+                /** @description the last address verification (docs/verification.md) */
+                verification?: {
+                    /** @enum {string} */
+                    result: "deliverable" | "risky" | "undeliverable" | "unknown";
+                    /** Format: date-time */
+                    checked_at: string;
+                } | null;
             }[];
         };
         ProspectAnswer: {
@@ -449,7 +496,62 @@ export interface components {
                     /** Format: date-time */
                     checked_at: string | null;
                 } | null;
+                /** @description the last address verification (docs/verification.md) */
+                verification: {
+                    /** @enum {string} */
+                    result: "deliverable" | "risky" | "undeliverable" | "unknown";
+                    /** Format: date-time */
+                    checked_at: string;
+                } | null;
             };
+        };
+        VerifyManyAnswer: {
+            /** @constant */
+            ok: true;
+            results: {
+                email: string;
+                /** @enum {string} */
+                result: "deliverable" | "risky" | "undeliverable" | "unknown";
+                reasons: string[];
+                checks: {
+                    syntax: boolean;
+                    domain: string;
+                    /** @enum {string} */
+                    mx: "mx" | "a" | "null_mx" | "none" | "timeout" | "";
+                    disposable: boolean;
+                    role: boolean;
+                    free: boolean;
+                    suppressed: boolean;
+                    /** @enum {string} */
+                    history: "none" | "soft_bounce" | "hard_bounce";
+                    /** @enum {string} */
+                    mailbox?: "accepted" | "rejected" | "unknown";
+                    catch_all?: boolean;
+                };
+            }[];
+        };
+        VerifyAnswer: {
+            email: string;
+            /** @enum {string} */
+            result: "deliverable" | "risky" | "undeliverable" | "unknown";
+            reasons: string[];
+            checks: {
+                syntax: boolean;
+                domain: string;
+                /** @enum {string} */
+                mx: "mx" | "a" | "null_mx" | "none" | "timeout" | "";
+                disposable: boolean;
+                role: boolean;
+                free: boolean;
+                suppressed: boolean;
+                /** @enum {string} */
+                history: "none" | "soft_bounce" | "hard_bounce";
+                /** @enum {string} */
+                mailbox?: "accepted" | "rejected" | "unknown";
+                catch_all?: boolean;
+            };
+            /** @constant */
+            ok: true;
         };
         /** @description any JSON value; no text (string or key) may hold a NUL byte; spelled out to two levels here, deeper ones (up to 32) are taken too */
         JsonValue: string | number | boolean | null | (string | number | boolean | null)[] | {
@@ -1307,6 +1409,8 @@ export interface operations {
                         [key: string]: string | number | boolean;
                     };
                     confirmed?: boolean;
+                    /** @enum {string} */
+                    verify?: "block_undeliverable" | "flag";
                 };
             };
         };
@@ -1741,6 +1845,8 @@ export interface operations {
                             [key: string]: string | number | boolean | unknown;
                         };
                     }[];
+                    /** @enum {string} */
+                    verify?: "block_undeliverable" | "flag";
                 };
             };
         };
@@ -1978,6 +2084,180 @@ export interface operations {
             };
             /** @description Nobody to write to, or an Idempotency-Key reused */
             422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Refusal"];
+                };
+            };
+            /** @description A limit is reached (Retry-After) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Refusal"];
+                };
+            };
+            /** @description Internal error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Refusal"];
+                };
+            };
+            /** @description Unavailable for now: the database is unreachable, or too many request bodies are being read at once (Retry-After); nothing was done */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Refusal"];
+                };
+            };
+        };
+    };
+    getVerify: {
+        parameters: {
+            query: {
+                email: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["VerifyAnswer"];
+                };
+            };
+            /** @description A field is malformed (named in error) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Refusal"];
+                };
+            };
+            /** @description The API key is missing, unknown or revoked */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Refusal"];
+                };
+            };
+            /** @description Not allowed for this key */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Refusal"];
+                };
+            };
+            /** @description A limit is reached (Retry-After) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Refusal"];
+                };
+            };
+            /** @description Internal error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Refusal"];
+                };
+            };
+            /** @description Unavailable for now: the database is unreachable, or too many request bodies are being read at once (Retry-After); nothing was done */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Refusal"];
+                };
+            };
+        };
+    };
+    postVerify: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    emails: string[];
+                };
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["VerifyManyAnswer"];
+                };
+            };
+            /** @description A field is malformed (named in error) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Refusal"];
+                };
+            };
+            /** @description The API key is missing, unknown or revoked */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Refusal"];
+                };
+            };
+            /** @description Not allowed for this key */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Refusal"];
+                };
+            };
+            /** @description Over 1 MB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Refusal"];
+                };
+            };
+            /** @description Not UTF-8 JSON */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };

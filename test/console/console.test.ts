@@ -328,7 +328,7 @@ describe('the admin console', () => {
   it('renders the API reference at /docs from the service alone', async () => {
     await go('/docs');
     await page.locator('.opblock').first().waitFor({ timeout: 20_000 });
-    expect(await page.locator('.opblock').count()).toBe(15);
+    expect(await page.locator('.opblock').count()).toBe(17);
     expect(await page.locator('.opblock-summary-path', { hasText: '/prospects/state' }).count()).toBe(1);
     if (process.env.CONSOLE_SCREENSHOT) await page.screenshot({ path: path.join(__dirname, '../../docs/api-docs.png') });
   });

@@ -135,10 +135,10 @@ describe('POST /admin/api/lists/:id/import', () => {
     };
     const shown = await listing(f.list.id);
     expect(shown).toEqual([
-      { email: '-cid@example.com', name: '+plus', status: 'active', tags: [], fields: { 'line\nbreak': 'a\nb' }, consent_source: 'import', consent_at: expect.any(String) },
-      { email: 'ann@example.com', name: 'Ann "A", Jr.', status: 'active', tags: ['vip', '2024', '-dash'], fields: { company: 'Acme, Inc.', size: 12, paying: true, note: '=SUM(A1)' }, consent_source: 'signup form', consent_at: '2024-03-01T10:00:00.000Z' },
-      { email: 'bo@example.com', name: '', status: 'bounced', tags: ['old'], fields: {}, consent_source: 'import', consent_at: expect.any(String) },
-      { email: 'bob@example.com', name: '', status: 'unsubscribed', tags: ['x'], fields: {}, consent_source: 'fair', consent_at: '2023-01-02T03:04:05.678Z' },
+      { email: '-cid@example.com', name: '+plus', status: 'active', tags: [], fields: { 'line\nbreak': 'a\nb' }, consent_source: 'import', consent_at: expect.any(String) , verification: null },
+      { email: 'ann@example.com', name: 'Ann "A", Jr.', status: 'active', tags: ['vip', '2024', '-dash'], fields: { company: 'Acme, Inc.', size: 12, paying: true, note: '=SUM(A1)' }, consent_source: 'signup form', consent_at: '2024-03-01T10:00:00.000Z' , verification: null },
+      { email: 'bo@example.com', name: '', status: 'bounced', tags: ['old'], fields: {}, consent_source: 'import', consent_at: expect.any(String) , verification: null },
+      { email: 'bob@example.com', name: '', status: 'unsubscribed', tags: ['x'], fields: {}, consent_source: 'fair', consent_at: '2023-01-02T03:04:05.678Z' , verification: null },
     ]);
 
     const csv = (await asAdmin(server.api).get(`/admin/api/lists/${f.list.id}/subscribers.csv`).expect(200)).text;

@@ -59,7 +59,7 @@ function refused(result: ToolResult, status: number, words: RegExp | string, ext
   expect(JSON.parse(result.content[0]!.text!)).toEqual(result.structuredContent);
 }
 
-const BASIC_TOOLS = ['add_subscriber', 'cancel_send', 'get_send_status', 'list_inbound', 'list_lists', 'remove_subscriber', 'reschedule_send', 'send_batch', 'send_email'];
+const BASIC_TOOLS = ['add_subscriber', 'cancel_send', 'get_send_status', 'list_inbound', 'list_lists', 'remove_subscriber', 'reschedule_send', 'send_batch', 'send_email', 'verify_addresses'];
 const PROSPECT_TOOLS = ['add_prospects', 'get_prospect', 'list_campaigns', 'report_prospect_state'];
 
 describe('MCP at /mcp: connecting', () => {

@@ -45,6 +45,7 @@ describe('GET /api/v1/prospects (docs/api.md)', () => {
         next_at: null,
         closed_at: null,
         link: null,
+        verification: null,
       },
     });
   });

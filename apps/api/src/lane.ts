@@ -42,7 +42,7 @@ const ROUTES = new Map<string, LaneRoute>([
       takes: (req) => req.headers['idempotency-key'] === undefined,
       answer: async (o, _res, key, body) => {
         requireLiveKey(key);
-        return { status: 200, body: await subscribe(o.db, o.state.adds, key, body) };
+        return { status: 200, body: await subscribe(o.db, o.state.adds, o.state.verifier, key, body) };
       },
     },
   ],

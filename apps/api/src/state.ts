@@ -1,6 +1,7 @@
 import type { Db } from '../../core/src/db';
 import { createSending, type Sending } from '../../core/src/sending/accept';
 import { FastAdds } from '../../core/src/subscribers/fast-add';
+import { Verifier } from '../../core/src/verify';
 
 /**
  * What an API process keeps in memory for its requests, made once by createApp over its database and passed down to the
@@ -10,10 +11,12 @@ import { FastAdds } from '../../core/src/subscribers/fast-add';
 export interface ApiState {
   sending: Sending;
   adds: FastAdds;
+  /** address verification: the disposable domains, the resolver and the mailbox probe (docs/verification.md) */
+  verifier: Verifier;
   /** requests the fast lane answered itself (lane.ts; a test's way to know which side answered) */
   lane: { answered: number };
 }
 
 export function createApiState(db: Db): ApiState {
-  return { sending: createSending(db), adds: new FastAdds(db), lane: { answered: 0 } };
+  return { sending: createSending(db), adds: new FastAdds(db), verifier: new Verifier(), lane: { answered: 0 } };
 }

@@ -3,6 +3,7 @@ import { dbId, email, Joi } from './validate';
 import { CAMPAIGN_STATUSES, GOALS } from './outreach/campaigns';
 import { isTimeZone, minuteOfDay } from './outreach/windows';
 import { IMPORT_STATUSES } from './imports/parse';
+import { verifyMode } from './verify/schemas';
 import { seriesSteps } from './lifecycle/schema';
 import { OAUTH_PROVIDERS } from './oauth/providers';
 
@@ -200,7 +201,7 @@ export const idParam = id().required().label('id');
 export const accountQuery = Joi.object({ account: id().required() });
 
 /** `?status=active`: the status of an import's lines that name none (otherwise the list decides: active, or pending with double opt-in). */
-export const importQuery = Joi.object({ status: Joi.string().valid(...IMPORT_STATUSES) });
+export const importQuery = Joi.object({ status: Joi.string().valid(...IMPORT_STATUSES), verify: verifyMode() });
 
 /** The emails the IMAP reader handled (docs/inbound.md), newest first. */
 export const inboundQuery = Joi.object({

@@ -79,6 +79,19 @@ export interface Config {
     readonly microsoft: { readonly clientId: string; readonly clientSecret: string; readonly tenant: string };
     readonly refreshMarginSeconds: number;
   };
+  /** docs/verification.md: the mailbox probe, off (null) unless VERIFY_PROBE_FROM and VERIFY_PROBE_HOST are both set */
+  readonly verifyProbe: VerifyProbeConfig | null;
+}
+
+export interface VerifyProbeConfig {
+  /** the MAIL FROM address (its domain is the EHLO name) */
+  readonly from: string;
+  /** the local address the probe connects from, never the sending relay's */
+  readonly host: string;
+  /** the MX servers' port (25; a test's own servers listen elsewhere) */
+  readonly port: number;
+  /** probe connections a minute, all processes together */
+  readonly perMinute: number;
 }
 
 /** SMTP submission's settings (docs/smtp.md): the ports, TLS, and the bounds that keep strangers cheap. */
@@ -344,6 +357,16 @@ function hostName(name: string): string {
   return raw;
 }
 
+function verifyProbeConfig(): VerifyProbeConfig | null {
+  const from = (process.env.VERIFY_PROBE_FROM ?? '').trim();
+  const host = (process.env.VERIFY_PROBE_HOST ?? '').trim();
+  if (!from && !host) return null;
+  if (!from || !host) throw new ConfigError('the mailbox probe needs both VERIFY_PROBE_FROM and VERIFY_PROBE_HOST');
+  if (!/^[^@\s]+@[^@\s]+\.[^@\s]+$/.test(from)) throw new ConfigError(`VERIFY_PROBE_FROM must be an email address, got "${from}"`);
+  if (net.isIP(host) === 0) throw new ConfigError(`VERIFY_PROBE_HOST must be an IP address of this host, got "${host}"`);
+  return Object.freeze({ from, host, port: integer('VERIFY_PROBE_PORT', 25, 1, 65535), perMinute: integer('VERIFY_PROBE_PER_MINUTE', 6, 1, 600) });
+}
+
 export function loadConfig(): Config {
   const env = process.env.NODE_ENV || 'development';
   const port = integer('PORT', 3000, 0, 65535);
@@ -411,6 +434,7 @@ export function loadConfig(): Config {
       }),
       refreshMarginSeconds: integer('OAUTH_REFRESH_MARGIN_SECONDS', 300, 0, 3000),
     }),
+    verifyProbe: verifyProbeConfig(),
   });
 }
 

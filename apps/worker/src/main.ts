@@ -15,6 +15,7 @@ import { startHolderBeacon } from '../../core/src/delivery/lease';
 import type { Worker } from 'bullmq';
 import type { Housekeeping } from '../../core/src/housekeeping';
 import { createWorkers, startMaintenance } from './workers';
+import { Verifier } from '../../core/src/verify';
 
 async function main(): Promise<void> {
   tuneRuntime();
@@ -48,7 +49,8 @@ async function main(): Promise<void> {
   // all its jobs share, the lease heartbeat, the SMTP pools, the queueing of a broadcast's copies, the bounds on bytes
   // and rows in flight (a test runs this file as a process: test/sending/wiring.test.ts)
   delivery = createDelivery(db(), productionGuards(), { sandbox: new SandboxSink() });
-  workers = createWorkers({ delivery });
+  // address verification for the imports that ask for it: the disposable domains, the resolver, the mailbox probe
+  workers = createWorkers({ delivery, verifier: new Verifier() });
   housekeeping = startMaintenance(db());
   // the event outbox's fan-out to webhook jobs
   dispatcher = startDispatcher(db());

@@ -12,13 +12,16 @@ import { MAINTENANCE_EVERY_MS, maintenanceTasks, processMaintenance } from './pr
 import { processSequenceStep } from './processors/sequence';
 import { processWebhook } from './processors/webhook';
 import { broadcastProcessor } from './processors/broadcast';
-import { processImport } from './processors/imports';
+import { importProcessor } from './processors/imports';
+import { Verifier } from '../../core/src/verify';
 
 export interface WorkerOptions {
   /** the process's delivery: its pre-send guards, shared claims and SMTP pools (createDelivery in main) */
   delivery: Delivery;
   concurrency?: number;
   queues?: QueueName[];
+  /** address verification for imports that ask for it (docs/verification.md); made here when not given */
+  verifier?: Verifier;
 }
 
 /** One BullMQ worker per queue. Used by main.ts and by tests that want a worker in-process. */
@@ -30,7 +33,7 @@ export function createWorkers(options: WorkerOptions): Worker[] {
     links: processLinkCheck,
     webhook: processWebhook,
     broadcast: broadcastProcessor(options.delivery.queue),
-    imports: processImport,
+    imports: importProcessor(options.verifier ?? new Verifier()),
   };
   const concurrency = options.concurrency ?? config().workerConcurrency;
   return (options.queues ?? Object.values(QUEUE)).map((name) => {

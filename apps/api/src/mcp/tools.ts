@@ -13,6 +13,8 @@ import { acceptBatch } from '../../../core/src/batches';
 import { parseIdempotencyKey } from '../../../core/src/idempotency';
 import { cancelSend, rescheduleSend } from '../../../core/src/sending/cancel';
 import { parseReschedule } from '../../../core/src/sending/schema';
+import { VERIFY_MODES } from '../../../core/src/verify';
+import { verifyAddresses } from '../../../core/src/verify/operations';
 import { refusalOf, type Refusal } from '../middleware/errors';
 import type { ApiState } from '../state';
 
@@ -67,6 +69,10 @@ const listKey = z.string().describe("the list's key, as list_lists shows it");
 const email = z.string().describe('the email address');
 const campaign = z.number().int().describe("the campaign's id, as list_campaigns shows it");
 const fieldValue = z.union([z.string(), z.number(), z.boolean(), z.null()]);
+const verify = z
+  .enum(VERIFY_MODES)
+  .optional()
+  .describe('verify the address first (docs/verification.md): block_undeliverable adds nobody whose address is undeliverable; flag only keeps the result on the row');
 
 const prospect = z.object({
   email: z.string().nullable().optional().describe('the contact address; prospects are matched by email (lower-cased)'),
@@ -240,9 +246,10 @@ export function mcpServer(db: Db, state: ApiState, key: ApiKey, request: McpRequ
         tags: z.union([z.array(z.string()), z.string()]).optional().describe('up to 20 tags; a string is split on whitespace'),
         fields: z.record(z.union([z.string(), z.number(), z.boolean()])).optional().describe('custom fields used in the list\'s emails, up to 30'),
         confirmed: z.boolean().optional().describe('true when the person already confirmed elsewhere: skips the confirmation email'),
+        verify,
       },
     },
-    (args) => answer(() => subscribe(db, state.adds, key, args)),
+    (args) => answer(() => subscribe(db, state.adds, state.verifier, key, args)),
   );
 
   tool(
@@ -273,6 +280,18 @@ export function mcpServer(db: Db, state: ApiState, key: ApiKey, request: McpRequ
     (args) => answer(async () => JSON.parse(JSON.stringify(await listInboundOf(db, key, args))) as Answer),
   );
 
+  tool(
+    server,
+    'verify_addresses',
+    {
+      title: 'Verify email addresses',
+      description:
+        "Checks 1 to 100 addresses before writing to them (POST /api/v1/verify): syntax, the domain's MX, disposable domains, role addresses, free webmail, the account's own suppressions and bounces (and the mailbox, when the operator enabled the probe). Answers per address deliverable, risky, undeliverable or unknown, with reasons and checks.",
+      inputSchema: { emails: z.array(z.string()).describe('1 to 100 email addresses; a malformed one is answered undeliverable') },
+    },
+    (args) => answer(() => verifyAddresses(db, state.verifier, key, args)),
+  );
+
   if (!key.prospects) return refuseUnknownTools(server);
 
   tool(
@@ -289,9 +308,9 @@ export function mcpServer(db: Db, state: ApiState, key: ApiKey, request: McpRequ
       title: 'Add prospects to a campaign',
       description:
         'Adds 1 to 100 prospects to a campaign; a running campaign starts writing to them (POST /api/v1/prospects). Answers counts and, per item, added, updated, same, stopped or invalid.',
-      inputSchema: { campaign, prospects: z.array(prospect).describe('1 to 100 prospects, each with an email or a site') },
+      inputSchema: { campaign, prospects: z.array(prospect).describe('1 to 100 prospects, each with an email or a site'), verify },
     },
-    (args) => answer(() => addProspectsTo(db, key, args)),
+    (args) => answer(() => addProspectsTo(db, state.verifier, key, args)),
   );
 
   tool(

@@ -1,4 +1,5 @@
 import { Joi } from '../../../core/src/validate';
+import { VERIFY_RESULTS } from '../../../core/src/verify';
 
 /**
  * The answers of the public API as joi schemas: documentation only (the routes build their answers from typed core
@@ -101,9 +102,36 @@ export const templatesAnswer = Joi.object({
     .required(),
 }).label('TemplatesAnswer');
 
+/** docs/verification.md: the result kept on a subscriber or prospect */
+const keptVerification = () =>
+  Joi.object({ result: Joi.string().valid(...VERIFY_RESULTS).required(), checked_at: Joi.string().isoDate().required() }).description('the last address verification (docs/verification.md)');
+
+/** docs/verification.md: one address's verification */
+const verification = Joi.object({
+  email: Joi.string().allow('').required(),
+  result: Joi.string().valid(...VERIFY_RESULTS).required(),
+  reasons: Joi.array().items(Joi.string()).required(),
+  checks: Joi.object({
+    syntax: Joi.boolean().required(),
+    domain: Joi.string().allow('').required(),
+    mx: Joi.string().valid('mx', 'a', 'null_mx', 'none', 'timeout', '').required(),
+    disposable: Joi.boolean().required(),
+    role: Joi.boolean().required(),
+    free: Joi.boolean().required(),
+    suppressed: Joi.boolean().required(),
+    history: Joi.string().valid('none', 'soft_bounce', 'hard_bounce').required(),
+    mailbox: Joi.string().valid('accepted', 'rejected', 'unknown'),
+    catch_all: Joi.boolean(),
+  }).required(),
+});
+
+export const verifyAnswer = verification.keys({ ok: Joi.valid(true).required() }).label('VerifyAnswer');
+export const verifyManyAnswer = Joi.object({ ok: Joi.valid(true).required(), results: Joi.array().items(verification).required() }).label('VerifyManyAnswer');
+
 export const subscribeAnswer = Joi.object({
   ok: Joi.valid(true).required(),
-  status: Joi.string().valid('pending', 'active', 'exists', 'gone', 'suppressed').required(),
+  status: Joi.string().valid('pending', 'active', 'exists', 'gone', 'suppressed', 'undeliverable').required(),
+  verification: verification.description('with `verify`: the address\'s verification'),
 }).label('SubscribeAnswer');
 
 export const unsubscribeAnswer = Joi.object({
@@ -154,6 +182,7 @@ const prospect = Joi.object({
   })
     .allow(null)
     .required(),
+  verification: keptVerification().allow(null).required(),
 });
 
 export const prospectAnswer = Joi.object({ ok: Joi.valid(true).required(), prospect: prospect.required() }).label('ProspectAnswer');
@@ -174,6 +203,7 @@ export const addProspectsAnswer = Joi.object({
         result: Joi.string().valid('added', 'updated', 'same', 'stopped', 'invalid').required(),
         id: Joi.number().integer().allow(null).required(),
         error: Joi.string().description('why the item is invalid'),
+        verification: keptVerification().allow(null),
       }),
     )
     .required(),

@@ -9,6 +9,7 @@ import { DOCUMENTED, JSON_VALUE, NO_NUL } from '../../../core/src/validate';
 import { subscriberInput, unsubscribeInput } from '../../../core/src/subscribers/schema';
 import * as answers from './answers';
 import { keyTemplatesQuery } from '../../../core/src/templates/schema';
+import { verifyQuery, verifyRequest } from '../../../core/src/verify/schemas';
 
 export type JsonSchema = Record<string, unknown>;
 
@@ -101,6 +102,11 @@ export const OPERATIONS: Operation[] = [
     method: 'post', path: '/prospects/state', summary: 'Report an outcome', body: outcomeInput, prospects: true, idempotent: true,
     answers: { 200: answers.prospectAnswer, ...WITH_BODY, 404: R, 409: R },
   },
+  {
+    method: 'post', path: '/verify', summary: 'Verify up to 100 addresses (docs/verification.md)', body: verifyRequest,
+    answers: { 200: answers.verifyManyAnswer, ...WITH_BODY },
+  },
+  { method: 'get', path: '/verify', summary: 'Verify one address; a malformed one is undeliverable', query: verifyQuery, answers: { 200: answers.verifyAnswer, 400: R } },
   { method: 'get', path: '/inbound', summary: 'Received emails (message.received), oldest first after `after`', query: inboundPageQuery, answers: { 200: answers.inboundAnswer } },
 ];
 

@@ -11,6 +11,7 @@ import { prospectsRoutes } from './prospects';
 import { sendRoutes } from './send';
 import { subscribersRoutes } from './subscribers';
 import { templatesRoutes } from './templates';
+import { verifyRoutes } from './verify';
 
 /**
  * The public API of docs/api.md, top to bottom. Each resource has its own routes file (validate -> call a core
@@ -25,12 +26,13 @@ export function v1Router(db: Db, auth: KeyAuthenticator, failures: AuthFailures,
   // a test key goes no further (docs/sandbox.md)
   router.use(refuseTestKeys);
   listsRoutes(router, db);
-  subscribersRoutes(router, db, state.adds);
+  subscribersRoutes(router, db, state.adds, state.verifier);
   templatesRoutes(router, db);
   router.use('/campaigns', requireProspectsPermission);
   router.use('/prospects', requireProspectsPermission);
   campaignsRoutes(router, db);
-  prospectsRoutes(router, db);
+  prospectsRoutes(router, db, state.verifier);
   inboundRoutes(router, db);
+  verifyRoutes(router, db, state.verifier);
   return router;
 }

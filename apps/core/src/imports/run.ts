@@ -4,6 +4,9 @@ import { importSubscriber } from '../subscribers/machine';
 import { parseLine, type ImportFormat, type ImportRow } from './parse';
 import { addressVerdicts, advanceImport, appendImportErrors, claimImport, importLinesAfter, insertSuppressed, recountActive, upsertSubscribers, type BatchTally } from './repository';
 import { IMPORT_ERRORS_KEPT } from './store';
+import type { Verifier } from '../verify';
+import { VerifiedBatch } from '../verify/batch';
+import { countOnImport, keepVerifications } from '../verify/repository';
 
 /** Stored lines applied per transaction. */
 export const APPLY_BATCH = 2_000;
@@ -15,14 +18,15 @@ type Loaded = Import & { list: List & { mailbox: Mailbox } };
  * counts: a job run again after a crash or a restart starts after the last batch applied, so no line counts twice.
  * Answers what became of the import ('done', or 'absent' when it is not one to run).
  */
-export async function runImport(db: Db, id: number): Promise<'done' | 'absent'> {
+export async function runImport(db: Db, id: number, verifier: Verifier | null = null): Promise<'done' | 'absent'> {
   if (!(await claimImport(db, id))) return 'absent';
   let current = await db.import.findUniqueOrThrow({ where: { id }, include: { list: { include: { mailbox: true } } } });
+  if (current.verify && !verifier) throw new Error(`import ${id} asks for verification and this run has no verifier`);
   for (;;) {
     const lines = await importLinesAfter(db, id, current.cursor, APPLY_BATCH);
     if (!lines.length) break;
     const parsed = lines.map((l) => parseLine(current.format as ImportFormat, current.columns, l.line, l.text, current.defaultStatus));
-    current = { ...(await applyBatch(db, current, parsed, lines.at(-1)!.line)), list: current.list };
+    current = { ...(await applyBatch(db, current, parsed, lines.at(-1)!.line, verifier)), list: current.list };
   }
   await db.$transaction([
     db.import.update({ where: { id }, data: { status: 'done', finishedAt: new Date() } }),
@@ -37,7 +41,7 @@ export async function failImport(db: Db, id: number, reason: string): Promise<vo
   await appendImportErrors(db, id, [{ line: 0, reason: `the import stopped: ${reason}` }]);
 }
 
-async function applyBatch(db: Db, imp: Loaded, parsed: ReturnType<typeof parseLine>[], lastLine: number): Promise<Import> {
+async function applyBatch(db: Db, imp: Loaded, parsed: ReturnType<typeof parseLine>[], lastLine: number, verifier: Verifier | null): Promise<Import> {
   const tally: BatchTally = { added: 0, updated: 0, skipped: 0, refused: 0, errors: [] };
   const rows: ImportRow[] = [];
   for (const p of parsed) {
@@ -46,7 +50,10 @@ async function applyBatch(db: Db, imp: Loaded, parsed: ReturnType<typeof parseLi
       tally.errors.push(p);
     } else rows.push(p);
   }
-  const verdicts = await addressVerdicts(db, imp.list.accountId, imp.list.id, [...new Set(rows.map((r) => r.email))]);
+  const emails = [...new Set(rows.map((r) => r.email))];
+  const verdicts = await addressVerdicts(db, imp.list.accountId, imp.list.id, emails);
+  // docs/verification.md: the batch's addresses verified at once (one statement of history, one DNS question per domain)
+  const verified = imp.verify ? await VerifiedBatch.of(db, verifier!, imp.list.accountId, emails) : null;
   const refuse = (row: ImportRow, reason: string) => {
     tally.refused++;
     tally.errors.push({ line: row.line, reason });
@@ -63,6 +70,8 @@ async function applyBatch(db: Db, imp: Loaded, parsed: ReturnType<typeof parseLi
     } else if (verdict.suppressed) {
       refuse(row, `the address is suppressed (${verdict.suppressed})`);
       suppressed.push({ ...row, reason: verdict.suppressed });
+    } else if (verified?.blocks(imp.verify, row.email)) {
+      refuse(row, verified.refusal(row.email));
     } else if (row.status === 'pending' || (row.status === null && imp.list.confirm)) {
       // the person confirms by email, as with the API's add (one transaction each, the confirmation queued after it)
       const status = await importSubscriber(db, imp.list, { email: row.email, name: row.name, tags: row.tags, fields: row.fields });
@@ -85,6 +94,13 @@ async function applyBatch(db: Db, imp: Loaded, parsed: ReturnType<typeof parseLi
       }
       // the list's active count, exact: recounted under the list row's lock, taken after the subscribers' (machine.ts order)
       await recountActive(tx, imp.listId);
+      if (verified) {
+        await keepVerifications(tx, { list: imp.listId }, verified.kept());
+        // the lines verified, by result (an address on two lines counts twice, as the import's other counts do)
+        const counts: Record<string, number> = {};
+        for (const row of rows) counts[verified.get(row.email)!.result] = (counts[verified.get(row.email)!.result] ?? 0) + 1;
+        await countOnImport(tx, imp.id, counts);
+      }
       const room = Math.max(0, IMPORT_ERRORS_KEPT - (imp.errors as unknown[]).length);
       const advanced = await advanceImport(tx, imp.id, lastLine, { ...tally, errors: tally.errors.slice(0, room) });
       // another run of the same import applied this batch first: roll this one back

@@ -7,6 +7,7 @@ import { logger } from '../logger';
 import { QUEUE, jobId, queue } from '../queues';
 import { parseHeader, type ImportFormat, type ImportStatusValue } from './parse';
 import { insertImportLines } from './repository';
+import type { VerifyMode } from '../verify';
 
 /** Lines written to Postgres per statement while the body arrives: the API holds about this many at once. */
 const STORE_BATCH = 2_000;
@@ -27,6 +28,9 @@ export interface ImportView {
   refused: number;
   /** [{line, reason}], `line` counting from 1 with the CSV header included; the first IMPORT_ERRORS_KEPT */
   errors: { line: number; reason: string }[];
+  /** docs/verification.md: what the import was asked to do with each address's verification (null: none), and the lines by result */
+  verify: string | null;
+  verification: Record<string, number>;
   created_at: string;
   finished_at: string | null;
 }
@@ -43,6 +47,8 @@ export function importView(row: Import): ImportView {
     skipped: row.skipped,
     refused: row.refused,
     errors: row.errors as ImportView['errors'],
+    verify: row.verify,
+    verification: row.verification as ImportView['verification'],
     created_at: row.createdAt.toISOString(),
     finished_at: row.finishedAt?.toISOString() ?? null,
   };
@@ -96,7 +102,7 @@ export async function receiveImport(
   listId: number,
   format: ImportFormat,
   body: AsyncIterable<Buffer | string> | Iterable<Buffer | string>,
-  options: { defaultStatus?: ImportStatusValue; maxBytes?: number } = {},
+  options: { defaultStatus?: ImportStatusValue; maxBytes?: number; verify?: VerifyMode } = {},
 ): Promise<ImportView> {
   const maxBytes = options.maxBytes ?? importMaxBytes();
   await requireImportList(db, listId);
@@ -107,7 +113,7 @@ export async function receiveImport(
     if (header.done) throw new BadRequest('csv: no header line (email,name,tags,status,consent_source,consent_at)');
     columns = parseHeader(header.value.text);
   }
-  const row = await db.import.create({ data: { listId, format, columns, defaultStatus: options.defaultStatus ?? null } });
+  const row = await db.import.create({ data: { listId, format, columns, defaultStatus: options.defaultStatus ?? null, verify: options.verify ?? null } });
   let total = 0;
   try {
     let batch: { line: number; text: string }[] = [];

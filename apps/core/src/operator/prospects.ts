@@ -34,6 +34,8 @@ export interface ProspectLine {
   last_answer: string;
   replied_at: string | null;
   updated_at: string;
+  /** the last address verification asked for it (docs/verification.md); null when never */
+  verification: { result: string; checked_at: string } | null;
 }
 
 /**
@@ -61,6 +63,7 @@ export async function browseProspects(db: Tx, campaign: number, input: unknown):
       last_answer: p.reply,
       replied_at: iso(p.replied_at),
       updated_at: p.updated_at.toISOString(),
+      verification: p.verification_result && p.verification_checked_at ? { result: p.verification_result, checked_at: p.verification_checked_at.toISOString() } : null,
     })),
     next: rows.length > f.limit && page.length ? String(page[page.length - 1]!.id) : null,
   };

@@ -129,6 +129,8 @@ export interface ProspectRow {
   replied_at: Date | null;
   reply: string;
   updated_at: Date;
+  verification_result: string | null;
+  verification_checked_at: Date | null;
 }
 
 /** A campaign's prospects, newest first by id, all or of one status (and step): (campaign_id[, status], id) indexes. */
@@ -141,7 +143,7 @@ export async function prospectRows(db: Tx, q: { campaign: number; status?: strin
   return rawQuery<ProspectRow>(
     db,
     `SELECT p.id, p.email, p.site, p.name, p.status::text AS status, p.reason, p.step, p.stage, p.next_at, p.replied_at,
-            left(p.reply, 300) AS reply, p.updated_at
+            left(p.reply, 300) AS reply, p.updated_at, p.verification_result::text AS verification_result, p.verification_checked_at
      FROM prospects p WHERE ${where.join(' AND ')}
      ORDER BY p.id DESC LIMIT $${values.push(q.limit)}`,
     values,

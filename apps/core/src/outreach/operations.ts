@@ -3,9 +3,13 @@ import type { Db } from '../db';
 import { BadRequest, Forbidden } from '../errors';
 import { checkLinkSoon } from '../links/schedule';
 import { validate } from '../validate';
+import type { Verifier, VerifyMode } from '../verify';
+import { VerifiedBatch } from '../verify/batch';
+import { keepVerifications } from '../verify/repository';
+import { normaliseEmail } from './contacts';
 import { listCampaigns } from './campaigns';
 import { reportOutcome, type OutcomeReport } from './outcomes';
-import { addProspects, lookupProspect, type ProspectInput, type ProspectItem } from './prospects';
+import { addProspects, lookupProspect, requireCampaign, type ProspectInput, type ProspectItem } from './prospects';
 import { queueStepsSoon } from './scheduler';
 import { addProspectsRequest, outcomeInput, prospectInput, prospectQuery } from './schemas';
 
@@ -24,11 +28,11 @@ export async function listCampaignsOf(db: Db, key: ApiKey) {
   return { ok: true as const, campaigns: await listCampaigns(db, key.accountId) };
 }
 
-export async function addProspectsTo(db: Db, key: ApiKey, body: unknown) {
+export async function addProspectsTo(db: Db, verifier: Verifier, key: ApiKey, body: unknown) {
   requireProspects(key);
-  const input = validate<{ campaign: number; prospects: unknown[] }>(addProspectsRequest, body);
+  const input = validate<{ campaign: number; prospects: unknown[]; verify?: VerifyMode }>(addProspectsRequest, body);
   // each item alone: one bad item answers `invalid` with its reason, whatever else it carries (docs/outreach.md)
-  const items = input.prospects.map((item): ProspectItem => {
+  let items = input.prospects.map((item): ProspectItem => {
     try {
       return validate<ProspectInput>(prospectInput, item);
     } catch (err) {
@@ -36,8 +40,23 @@ export async function addProspectsTo(db: Db, key: ApiKey, body: unknown) {
       return { refused: err.message, given: item };
     }
   });
+  // docs/verification.md: the addresses verified before any is added (an unknown campaign is a 404 first); one blocked
+  // becomes an invalid item, with the reasons as its error
+  let verified: VerifiedBatch | null = null;
+  if (input.verify) {
+    await requireCampaign(db, key.accountId, input.campaign);
+    verified = await VerifiedBatch.of(db, verifier, key.accountId, items.flatMap((item) => ('refused' in item ? [] : [normaliseEmail(item.email)].filter((e) => e !== null))));
+    items = items.map((item) => {
+      const email = 'refused' in item ? null : normaliseEmail(item.email);
+      return email && verified!.blocks(input.verify, email) ? { refused: verified!.refusal(email), given: item } : item;
+    });
+  }
   const { answer, ready } = await addProspects(db, key.accountId, input.campaign, items);
   await queueStepsSoon(ready);
+  if (verified) {
+    await keepVerifications(db, { campaign: input.campaign }, verified.kept());
+    answer.prospects = answer.prospects.map((p) => ({ ...p, verification: verified!.view(normaliseEmail(p.contact)) }));
+  }
   return { ok: true as const, ...answer };
 }
 

@@ -73,7 +73,7 @@ export interface AddAnswer {
   stopped: number;
   invalid: number;
   /** `error` says why an item is `invalid` */
-  prospects: { contact: string; result: AddResult; id: number | null; error?: string }[];
+  prospects: { contact: string; result: AddResult; id: number | null; error?: string; verification?: { result: string; checked_at: string } | null }[];
 }
 
 /** Where a prospect starts: ready (email, running campaign), hold (site only, running), new otherwise. */

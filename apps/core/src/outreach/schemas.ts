@@ -1,4 +1,5 @@
 import { dbId, documented, Joi } from '../validate';
+import { verifyMode } from '../verify/schemas';
 import { LOST_REASONS, OUTCOME_STATES } from './outcomes';
 
 /**
@@ -27,6 +28,7 @@ const prospectsOf = (item: Joi.Schema) =>
       .max(MAX_PROSPECTS_PER_REQUEST)
       .required()
       .messages({ 'array.max': `at most ${MAX_PROSPECTS_PER_REQUEST} prospects per request` }),
+    verify: verifyMode(),
   });
 
 /** The request as the OpenAPI document describes it: what a good item looks like. */

@@ -22,6 +22,8 @@ export interface ProspectView {
   closed_at: string | null;
   /** links campaigns (docs/links.md): the page the prospect gave and what its last check found; null without a page */
   link: LinkView | null;
+  /** the last address verification asked for it (docs/verification.md); null: never verified */
+  verification: { result: string; checked_at: string } | null;
 }
 
 export interface LinkView {
@@ -57,5 +59,6 @@ export function prospectView(p: Prospect, campaign: Pick<Campaign, 'stages'>): P
     next_at: iso(p.nextAt),
     closed_at: iso(p.closedAt),
     link: linkView(p),
+    verification: p.verificationResult && p.verificationCheckedAt ? { result: p.verificationResult, checked_at: p.verificationCheckedAt.toISOString() } : null,
   };
 }

@@ -22,6 +22,8 @@ export interface SubscriberRow {
   consent_at: string | null;
   created_at: string;
   confirmed_at: string | null;
+  /** the last address verification asked for this person (docs/verification.md); null when never */
+  verification: { result: string; checked_at: string } | null;
 }
 
 /** A list's subscribers by id; `search` matches the address or name (case-insensitive), `status` filters. */
@@ -56,6 +58,7 @@ export async function browseSubscribers(
       consent_at: iso(s.consentAt),
       created_at: s.createdAt.toISOString(),
       confirmed_at: iso(s.confirmedAt),
+      verification: s.verificationResult && s.verificationCheckedAt ? { result: s.verificationResult, checked_at: s.verificationCheckedAt.toISOString() } : null,
     })),
     next: rows.length > limit ? String(page[page.length - 1]!.id) : null,
   };

@@ -2,6 +2,8 @@ import type { ApiKey } from '../../../../generated/prisma/client';
 import type { Db } from '../db';
 import type { FastAdds } from './fast-add';
 import { validate } from '../validate';
+import type { Verifier } from '../verify';
+import { keepVerifications } from '../verify/repository';
 import { listLists } from './lists';
 import { addSubscriberByKey, removeSubscriber, requireAccountList, subscriberInput, unsubscribeInput } from '.';
 
@@ -14,9 +16,16 @@ export async function listListsOf(db: Db, key: ApiKey) {
   return { ok: true as const, lists: await listLists(db, key.accountId) };
 }
 
-export async function subscribe(db: Db, adds: FastAdds, key: ApiKey, body: unknown) {
-  const { list: listKey, ...person } = validate(subscriberInput, body ?? {});
-  return { ok: true as const, status: await addSubscriberByKey(db, adds, key.accountId, listKey, person) };
+export async function subscribe(db: Db, adds: FastAdds, verifier: Verifier, key: ApiKey, body: unknown) {
+  const { list: listKey, verify, ...person } = validate(subscriberInput, body ?? {});
+  if (!verify) return { ok: true as const, status: await addSubscriberByKey(db, adds, key.accountId, listKey, person) };
+  // docs/verification.md: verified first; blocked, nobody is added (like a suppressed address: answered, not refused)
+  const list = await requireAccountList(db, key.accountId, listKey);
+  const [verification] = await verifier.verify(db, key.accountId, [person.email]);
+  if (verify === 'block_undeliverable' && verification!.result === 'undeliverable') return { ok: true as const, status: 'undeliverable' as const, verification: verification! };
+  const status = await addSubscriberByKey(db, adds, key.accountId, listKey, person);
+  await keepVerifications(db, { list: list.id }, [{ email: person.email, result: verification!.result, checkedAt: new Date() }]);
+  return { ok: true as const, status, verification: verification! };
 }
 
 export async function unsubscribe(db: Db, key: ApiKey, body: unknown) {

@@ -1,4 +1,6 @@
 import { email, Joi } from '../validate';
+import type { VerifyMode } from '../verify';
+import { verifyMode } from '../verify/schemas';
 
 /** docs/api.md */
 export const NAME_MAX = 200;
@@ -18,6 +20,8 @@ export interface SubscriberInput {
   tags?: string[];
   fields?: Record<string, FieldValue>;
   confirmed?: boolean;
+  /** docs/verification.md: verify the address first; block_undeliverable adds nobody when it is undeliverable */
+  verify?: VerifyMode;
 }
 
 export interface UnsubscribeInput {
@@ -70,6 +74,7 @@ export const subscriberInput = Joi.object<SubscriberInput>({
   tags: tags(),
   fields: fields(),
   confirmed: Joi.boolean(),
+  verify: verifyMode(),
 });
 
 export const unsubscribeInput = Joi.object<UnsubscribeInput>({

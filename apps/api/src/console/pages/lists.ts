@@ -6,6 +6,7 @@ import { changeList, createList, formUrl, getList } from '../../../../core/src/s
 import { embedSnippet } from '../../../../core/src/subscribers/html';
 import { BadRequest } from '../../../../core/src/errors';
 import { getImport, receiveImport } from '../../../../core/src/imports';
+import type { VerifyMode } from '../../../../core/src/verify';
 import { MultipartReader } from '../multipart';
 import { csrfMatches } from '../session';
 import { listMailboxes } from '../../../../core/src/mailboxes';
@@ -28,6 +29,7 @@ export const listsPage: ConsolePage = {
 <p id="import-status">Import <%= it.import.id %>: <strong><%= it.import.status %></strong>, <%= it.import.processed %> of <%= it.import.total %> lines (<%= it.percent %>%)</p>
 <progress max="<%= it.import.total %>" value="<%= it.import.processed %>"><%= it.percent %>%</progress>
 <table><tbody><tr><th>Added</th><td><%= it.import.added %></td></tr><tr><th>Updated</th><td><%= it.import.updated %></td></tr><tr><th>Skipped (unchanged or not valid)</th><td><%= it.import.skipped %></td></tr><tr><th>Refused (suppressed or stop list)</th><td><%= it.import.refused %></td></tr></tbody></table>
+<% if (it.import.verify) { %><p id="import-verification">Verified (<%= it.import.verify %>): <% ['deliverable', 'risky', 'undeliverable', 'unknown'].forEach(function (r, i) { %><%= i ? ' · ' : '' %><%= r %> <strong><%= it.import.verification[r] || 0 %></strong><% }) %></p><% } %>
 <% if (it.import.errors.length) { %><h2>Lines not applied as given</h2><table><thead><tr><th>Line</th><th>Why</th></tr></thead><tbody>
 <% it.import.errors.forEach(function (e) { %><tr><td><%= e.line %></td><td><%= e.reason %></td></tr><% }) %>
 </tbody></table><% } %>
@@ -60,13 +62,14 @@ ${mailboxSelect('Mailbox (sends the confirmation emails)')}
 <label>Status <select name="status"><option value="">any</option><% it.statuses.forEach(function (s) { %><option<% if (s === it.status) { %> selected<% } %>><%= s %></option><% }) %></select></label>
 <button>Filter</button>
 </form>
-<table><thead><tr><th>Id</th><th>Email</th><th>Name</th><th>Status</th><th>Added</th><th>Confirmed</th></tr></thead><tbody>
-<% it.page.rows.forEach(function (s) { %><tr><td><%= s.id %></td><td><%= s.email %></td><td><%= s.name %></td><td><%= s.status %></td><td><%= s.created_at %></td><td><%= s.confirmed_at || '-' %></td></tr><% }) %>
+<table><thead><tr><th>Id</th><th>Email</th><th>Name</th><th>Status</th><th>Added</th><th>Confirmed</th><th>Verified</th></tr></thead><tbody>
+<% it.page.rows.forEach(function (s) { %><tr><td><%= s.id %></td><td><%= s.email %></td><td><%= s.name %></td><td><%= s.status %></td><td><%= s.created_at %></td><td><%= s.confirmed_at || '-' %></td><td><% if (s.verification) { %><span class="verification <%= s.verification.result %>"><%= s.verification.result %></span> <span class="muted">(<%= s.verification.checked_at %>)</span><% } else { %>-<% } %></td></tr><% }) %>
 </tbody></table>
 <% if (it.page.next) { %><p><a rel="next" href="/admin/lists/<%= it.list.id %>?q=<%= encodeURIComponent(it.q) %>&amp;status=<%= encodeURIComponent(it.status) %>&amp;after=<%= it.page.next %>">Next page</a></p><% } %>
 <form method="post" action="/admin/lists/<%= it.list.id %>/upload" enctype="multipart/form-data" class="card" id="upload">${CSRF_FIELD}
 <h2>Import a file</h2>
 <label><input type="checkbox" name="confirmed" value="yes"> They already opted in (lines without a status come in active)</label>
+<label>Verify addresses (docs/verification.md) <select name="verify"><option value="">no</option><option value="flag">flag: add all, keep the result</option><option value="block_undeliverable">block undeliverable addresses</option></select></label>
 <label>CSV with a header line (<code>email,name,tags,status,consent_source,consent_at</code>), or NDJSON (<code>.ndjson</code>, <code>.jsonl</code>); up to 100 MB <input type="file" name="file" required accept=".csv,.ndjson,.jsonl,text/csv"></label>
 <button>Upload</button>
 </form>
@@ -74,6 +77,7 @@ ${mailboxSelect('Mailbox (sends the confirmation emails)')}
 <h2>Import pasted lines</h2>
 <label>People, one a line, as CSV: a header line naming the columns (<code>email,name,tags,status,consent_source,consent_at</code>; tags separated by <code>;</code>), or plain <code>email,name</code> lines. <strong>Up to ${FORM_LIMIT_TEXT} pasted here</strong> (about 5,000 lines of <code>email,name</code>); for anything larger, <a href="#upload">import it as a file</a> (up to 100 MB), or use <code>npm run admin -- import FILE --list <%= it.list.id %></code> or the admin API. <textarea name="csv" required rows="6"></textarea></label>
 <label><input type="checkbox" name="confirmed" value="yes"> They already opted in (lines without a status come in active; otherwise a list with double opt-in emails each new person a confirmation)</label>
+<label>Verify addresses (docs/verification.md) <select name="verify"><option value="">no</option><option value="flag">flag: add all, keep the result</option><option value="block_undeliverable">block undeliverable addresses</option></select></label>
 <button>Import</button>
 </form>`,
   },
@@ -104,7 +108,8 @@ ${mailboxSelect('Mailbox (sends the confirmation emails)')}
       const id = validate(schemas.idParam, req.params.id);
       let csv = field(req, 'csv').replace(/^\uFEFF/, '');
       if (!/^\s*"?email"?\s*(,|\r?\n|$)/i.test(csv)) csv = `email,name\n${csv}`;
-      const imported = await receiveImport(ctx.db, id, 'csv', [csv], { defaultStatus: field(req, 'confirmed') === 'yes' ? 'active' : undefined });
+      const verify = validate<{ verify?: VerifyMode }>(schemas.importQuery, { verify: field(req, 'verify') || undefined }).verify;
+      const imported = await receiveImport(ctx.db, id, 'csv', [csv], { defaultStatus: field(req, 'confirmed') === 'yes' ? 'active' : undefined, verify });
       await ctx.redirect(req, res, `/admin/imports/${imported.id}`, `Import ${imported.id}: ${imported.total} lines stored.`);
     });
     // a file from the operator's computer: multipart, its CSRF token read first, the file streamed into the import
@@ -120,12 +125,14 @@ ${mailboxSelect('Mailbox (sends the confirmation emails)')}
         return ctx.render(req, res, 'error', 'Refused', { error: 'The form is stale or did not come from this console (CSRF token missing or wrong). Reload the page and try again.', back: `/admin/lists/${id}` }, 403);
       }
       let confirmed = false;
+      let verify: VerifyMode | undefined;
       let imported;
       for (let part = await reader.next(); part; part = await reader.next()) {
         if (part.name === 'confirmed') confirmed = (await reader.text(16)) === 'yes';
+        else if (part.name === 'verify') verify = validate<{ verify?: VerifyMode }>(schemas.importQuery, { verify: (await reader.text(32)) || undefined }).verify;
         else if (part.name === 'file' && !imported && part.filename) {
           const format = /\.(ndjson|jsonl)$/i.test(part.filename) ? 'ndjson' : 'csv';
-          imported = await receiveImport(ctx.db, id, format, reader.body(), { defaultStatus: confirmed ? 'active' : undefined });
+          imported = await receiveImport(ctx.db, id, format, reader.body(), { defaultStatus: confirmed ? 'active' : undefined, verify });
         }
       }
       if (!imported) throw new BadRequest('choose a file to import');

@@ -4,6 +4,7 @@ import type { Db } from '../../../../core/src/db';
 import { UnsupportedMediaType } from '../../../../core/src/errors';
 import { getImport, importMaxBytes, importTooLarge, receiveImport, type ImportFormat, type ImportStatusValue } from '../../../../core/src/imports';
 import { validate } from '../../../../core/src/validate';
+import type { VerifyMode } from '../../../../core/src/verify';
 import { methodNotAllowed } from '../../middleware/errors';
 
 const FORMATS: Record<string, ImportFormat> = { 'text/csv': 'csv', 'application/x-ndjson': 'ndjson' };
@@ -27,13 +28,13 @@ export function importsRouter(db: Db): Router {
       if (!format) throw new UnsupportedMediaType('send the import as Content-Type: text/csv (a header line first) or application/x-ndjson (one object a line)');
       const encoding = (req.get('content-encoding') ?? 'identity').trim().toLowerCase();
       if (encoding !== 'identity') throw new UnsupportedMediaType('send the import uncompressed (no Content-Encoding)');
-      const { status } = validate<{ status?: ImportStatusValue }>(schemas.importQuery, req.query);
+      const { status, verify } = validate<{ status?: ImportStatusValue; verify?: VerifyMode }>(schemas.importQuery, req.query);
       const maxBytes = importMaxBytes();
       if (Number(req.get('content-length') ?? 0) > maxBytes) throw importTooLarge(maxBytes);
       // an iterator left early (at the limit, or at a bad header) must leave the request whole, not destroy it: a
       // destroyed request loses its socket, and with it the answer
       const body = req.iterator({ destroyOnReturn: false }) as AsyncIterable<Buffer>;
-      const imported = await receiveImport(db, id, format, body, { defaultStatus: status, maxBytes });
+      const imported = await receiveImport(db, id, format, body, { defaultStatus: status, maxBytes, verify });
       res.status(202).json({ ok: true, import: { id: imported.id, status: imported.status } });
     })
     .all(methodNotAllowed);
