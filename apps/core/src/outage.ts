@@ -15,9 +15,11 @@ import { logger } from './logger';
 const NETWORK_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'ENOTFOUND', 'EHOSTUNREACH', 'ENETUNREACH', 'EAI_AGAIN']);
 /**
  * SQLSTATE of pg's DatabaseError: admin_shutdown, crash_shutdown, cannot_connect_now, too_many_connections (the adapter's
- * TooManyConnections below), the connection_exception class
+ * TooManyConnections below), and the whole connection_exception class (08). PgBouncer reports every failure of its own
+ * as 08P01 (protocol_violation, its `disconnect_client` default): "server login has been failing", "server conn
+ * crashed?", "query_wait_timeout", all a database that is away or not answering behind it.
  */
-const PG_CODES = new Set(['57P01', '57P02', '57P03', '53300', '08000', '08001', '08003', '08004', '08006']);
+const PG_CODES = new Set(['57P01', '57P02', '57P03', '53300', '08000', '08001', '08003', '08004', '08006', '08007', '08P01']);
 /** Prisma's error codes: can't reach the server, timed out, operations timed out, server closed the connection, pool timeout */
 const PRISMA_CODES = new Set(['P1001', 'P1002', 'P1008', 'P1017', 'P2024']);
 /** `kind` of the driver adapter's error (@prisma/adapter-pg convertDriverError), under a Prisma error's meta */
