@@ -81,11 +81,23 @@ export function isDatabaseUnavailable(err: unknown, depth = 0): boolean {
   return isDatabaseUnavailable(cause, depth + 1) || (Array.isArray(errors) && errors.some((e) => isDatabaseUnavailable(e, depth + 1)));
 }
 
-/** Whether an error of a Redis client or BullMQ says the connection is down (not a command refused). */
+/**
+ * Redis did not answer a request's call within its deadline (redis.ts withinRedisDeadline): a Redis that hangs (stopped,
+ * swapping, a network that drops packets) is away for the request as much as one that refuses connections.
+ */
+export class RedisNoAnswer extends Error {
+  constructor(readonly ms: number) {
+    super(`no answer from Redis within ${ms} ms`);
+    this.name = 'RedisNoAnswer';
+  }
+}
+
+/** Whether an error of a Redis client or BullMQ says the connection is down (not a command refused), or hangs. */
 export function isRedisConnectionError(err: unknown): boolean {
   if (!err || typeof err !== 'object') return false;
   if (err instanceof ReplyError) return REDIS_REPLY_CODES.has((err as Error).message.split(' ', 1)[0]!);
   return (
+    err instanceof RedisNoAnswer ||
     err instanceof MaxRetriesPerRequestError ||
     err instanceof ClusterAllFailedError ||
     err instanceof ConnectionClosedError ||
