@@ -9,13 +9,90 @@ import { startPgBouncer, stopServers, type Kit, type WorldLike } from './topolog
 /** What these scenarios need of run.ts's world beyond the topologies': its Postgres to stop and start, the key. */
 export interface OutageWorld extends WorldLike {
   pg: { stop: () => void; start: () => void };
+  redis: { kill(): Promise<void>; start(): Promise<void>; signal(signal: 'SIGSTOP' | 'SIGCONT'): void };
   token: string;
+  account: number;
+  mailbox: number;
+  admin<T>(p: string, body: unknown, method?: string): Promise<T>;
+}
+
+/** One call of the API as a client makes it: its status, Retry-After and time. */
+async function call(world: OutageWorld, path: string, method: string, body: unknown, form = false): Promise<Answer> {
+  const started = performance.now();
+  try {
+    const res = await fetch(`http://127.0.0.1:${world.apis[0]!.port}${path}`, {
+      method,
+      headers: form ? { 'Content-Type': 'application/x-www-form-urlencoded' } : { Authorization: `Bearer ${world.token}`, 'Content-Type': 'application/json' },
+      body: form ? new URLSearchParams(body as Record<string, string>).toString() : JSON.stringify(body),
+      signal: AbortSignal.timeout(30_000),
+    });
+    const text = await res.text();
+    const ids = res.status === 202 ? ((JSON.parse(text) as { messages?: { id: string }[] }).messages ?? []).map((m) => m.id) : [];
+    return { status: res.status, ms: performance.now() - started, retryAfter: res.headers.get('retry-after'), ids };
+  } catch {
+    return { status: 0, ms: performance.now() - started, retryAfter: null, ids: [] };
+  }
+}
+
+/**
+ * Every write path of the API while Redis is hung or dead: 20 subscriber adds and 20 hosted-form posts (Redis decides:
+ * 503 with Retry-After), 10 cancels and 10 reschedules of sends made before (200), 50 sends (202), all delivered once
+ * Redis is back.
+ */
+async function writesWithoutRedis<W extends OutageWorld, A extends Answer, D>(kit: Kit<W, A, D>, world: W, fault: () => Promise<void>, recover: () => Promise<void>) {
+  const { list } = await world.admin<{ list: { key: string } }>('/lists', { account: world.account, name: 'faults', confirm: false, mailbox: world.mailbox });
+  const later = new Date(Date.now() + 3_600_000).toISOString();
+  const scheduled: string[] = [];
+  for (let i = 0; i < 20; i++) {
+    const res = await fetch(`http://127.0.0.1:${world.apis[0]!.port}/api/v1/send`, {
+      method: 'POST',
+      headers: { Authorization: `Bearer ${world.token}`, 'Content-Type': 'application/json' },
+      body: JSON.stringify({ to: `later${i}@example.org`, subject: `Later ${i}`, text: 'x', send_at: later }),
+    });
+    scheduled.push(((await res.json()) as { id: string }).id);
+  }
+  await fault();
+  const kinds: Record<string, Promise<Answer>[]> = {
+    subscriber: Array.from({ length: 20 }, (_, i) => call(world, '/api/v1/subscribers', 'POST', { list: list.key, email: `person${i}@example.org` })),
+    form: Array.from({ length: 20 }, (_, i) => call(world, `/f/${list.key}`, 'POST', { email: `form${i}@example.org`, name: 'Form' }, true)),
+    cancel: scheduled.slice(0, 10).map((id) => call(world, `/api/v1/send/${id}/cancel`, 'POST', {})),
+    reschedule: scheduled.slice(10).map((id) => call(world, `/api/v1/send/${id}`, 'PATCH', { send_at: new Date(Date.now() + 7_200_000).toISOString() })),
+    send: Array.from({ length: 50 }, (_, i) => call(world, '/api/v1/send', 'POST', { to: `now${i}@example.org`, subject: `Now ${i}`, text: 'x' })),
+  };
+  const answers: Record<string, Answer[]> = {};
+  for (const [kind, calls] of Object.entries(kinds)) answers[kind] = await Promise.all(calls);
+  await recover();
+  const ids = answers.send!.flatMap((a) => a.ids);
+  await kit.drained(world.sink, ids, 120_000);
+  await kit.sleep(3_000);
+  const d = (await kit.delivery(world.sink, ids)) as unknown as { accepted: number; delivered: number; duplicates: number; lost: number };
+  const summaries = Object.fromEntries(Object.entries(answers).map(([k, v]) => [k, summarizeAll(v)]));
+  const refusedWell = ['subscriber', 'form'].every((k) => summaries[k]!.statuses['503'] === 20 && summaries[k]!.retryAfter503.every((r) => r !== null));
+  const inTime = Object.values(summaries).every((s) => answeredWell(s, 1_000));
+  const done = ['cancel', 'reschedule'].every((k) => summaries[k]!.statuses['200'] === 10);
+  return {
+    accepted: d.accepted,
+    delivered: d.delivered,
+    duplicates: d.duplicates,
+    lost: d.lost,
+    drainSeconds: null,
+    duringFault: summaries,
+    target: 'every answer within 1 s: subscriber adds and form posts 503 with Retry-After, cancels and reschedules 200, sends 202 and delivered once after',
+    met: refusedWell && inTime && done && (summaries.send!.statuses['202'] ?? 0) === 50 && d.lost === 0 && d.duplicates === 0,
+  };
+}
+
+function summarizeAll(answers: Answer[]): Summary {
+  const statuses: Record<string, number> = {};
+  for (const a of answers) statuses[a.status] = (statuses[a.status] ?? 0) + 1;
+  return { requests: answers.length, statuses, maxMs: Math.round(Math.max(...answers.map((a) => a.ms))), retryAfter503: [...new Set(answers.filter((a) => a.status === 503).map((a) => a.retryAfter))] };
 }
 
 interface Answer {
   status: number;
   ms: number;
   retryAfter: string | null;
+  ids: string[];
 }
 
 interface Summary {
@@ -53,6 +130,23 @@ export function outageScenarios<W extends OutageWorld, A extends Answer, D exten
   const summarize = (answers: A[]) => kit.summarizeAnswers(answers) as Summary;
 
   return {
+    /** Redis SIGSTOPped 15 s under every write path; SIGCONT after. */
+    'redis-hung': {
+      apis: 1,
+      workers: 1,
+      run: (world: W) =>
+        writesWithoutRedis(kit, world, async () => world.redis.signal('SIGSTOP'), async () => {
+          await kit.sleep(5_000);
+          world.redis.signal('SIGCONT');
+        }),
+    },
+    /** Redis SIGKILLed under every write path; restarted empty after. */
+    'redis-dead-writes': {
+      apis: 1,
+      workers: 1,
+      run: (world: W) => writesWithoutRedis(kit, world, () => world.redis.kill(), () => world.redis.start()),
+    },
+
     /**
      * Postgres stopped 20 s behind PgBouncer (transaction mode) in the middle of a 2,000 drain by 2 workers, 100 sends
      * made meanwhile: PgBouncer says 08P01 for all of it, which must read as Postgres away (marks kept, 503s).

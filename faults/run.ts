@@ -139,6 +139,11 @@ class OwnRedis {
     if (this.child && this.child.exitCode === null) this.child.kill('SIGKILL');
   }
 
+  /** SIGSTOP, SIGCONT: a Redis that hangs with its connections open, and resumes */
+  signal(signal: 'SIGSTOP' | 'SIGCONT'): void {
+    this.child?.kill(signal);
+  }
+
   get url(): string {
     return `redis://127.0.0.1:${this.port}`;
   }
@@ -917,6 +922,8 @@ const OUTAGES: Record<string, number> = {
   'series-redis-lost': 1,
   'inbound-events-restart': 1,
   'pgbouncer-outage': 1,
+  'redis-hung': 1,
+  'redis-dead-writes': 1,
 };
 
 /**
