@@ -40,6 +40,9 @@ async function call(world: OutageWorld, path: string, method: string, body: unkn
  * Redis is back.
  */
 async function writesWithoutRedis<W extends OutageWorld, A extends Answer, D>(kit: Kit<W, A, D>, world: W, fault: () => Promise<void>, recover: () => Promise<void>) {
+  // the worker up first (it stops at start when Redis is not there): one send through it
+  await kit.load(world, 1, 0, 1);
+  await kit.until(async () => (await kit.deliveredCount(world.sink)) >= 1, 60_000, 'the worker up');
   const { list } = await world.admin<{ list: { key: string } }>('/lists', { account: world.account, name: 'faults', confirm: false, mailbox: world.mailbox });
   const later = new Date(Date.now() + 3_600_000).toISOString();
   const scheduled: string[] = [];
@@ -52,15 +55,23 @@ async function writesWithoutRedis<W extends OutageWorld, A extends Answer, D>(ki
     scheduled.push(((await res.json()) as { id: string }).id);
   }
   await fault();
-  const kinds: Record<string, Promise<Answer>[]> = {
-    subscriber: Array.from({ length: 20 }, (_, i) => call(world, '/api/v1/subscribers', 'POST', { list: list.key, email: `person${i}@example.org` })),
-    form: Array.from({ length: 20 }, (_, i) => call(world, `/f/${list.key}`, 'POST', { email: `form${i}@example.org`, name: 'Form' }, true)),
-    cancel: scheduled.slice(0, 10).map((id) => call(world, `/api/v1/send/${id}/cancel`, 'POST', {})),
-    reschedule: scheduled.slice(10).map((id) => call(world, `/api/v1/send/${id}`, 'PATCH', { send_at: new Date(Date.now() + 7_200_000).toISOString() })),
-    send: Array.from({ length: 50 }, (_, i) => call(world, '/api/v1/send', 'POST', { to: `now${i}@example.org`, subject: `Now ${i}`, text: 'x' })),
+  // each kind of write by 5 clients at a time, as the sends during postgres-stopped
+  const kinds: Record<string, (() => Promise<Answer>)[]> = {
+    subscriber: Array.from({ length: 20 }, (_, i) => () => call(world, '/api/v1/subscribers', 'POST', { list: list.key, email: `person${i}@example.org` })),
+    form: Array.from({ length: 20 }, (_, i) => () => call(world, `/f/${list.key}`, 'POST', { email: `form${i}@example.org`, name: 'Form' }, true)),
+    cancel: scheduled.slice(0, 10).map((id) => () => call(world, `/api/v1/send/${id}/cancel`, 'POST', {})),
+    reschedule: scheduled.slice(10).map((id) => () => call(world, `/api/v1/send/${id}`, 'PATCH', { send_at: new Date(Date.now() + 7_200_000).toISOString() })),
+    send: Array.from({ length: 50 }, (_, i) => () => call(world, '/api/v1/send', 'POST', { to: `now${i}@example.org`, subject: `Now ${i}`, text: 'x' })),
   };
   const answers: Record<string, Answer[]> = {};
-  for (const [kind, calls] of Object.entries(kinds)) answers[kind] = await Promise.all(calls);
+  for (const [kind, calls] of Object.entries(kinds)) {
+    const done: Answer[] = [];
+    let next = 0;
+    await Promise.all(Array.from({ length: 5 }, async () => {
+      while (next < calls.length) done.push(await calls[next++]!());
+    }));
+    answers[kind] = done;
+  }
   await recover();
   const ids = answers.send!.flatMap((a) => a.ids);
   await kit.drained(world.sink, ids, 120_000);
