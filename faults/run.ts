@@ -19,6 +19,7 @@ import { webhookScenarios } from './webhooks';
 import { smtpScenarios } from './smtp';
 import { lifecycleScenarios } from './lifecycle';
 import { inboundScenarios } from './inbound';
+import { keptMarks, outageScenarios } from './outages';
 
 const ROOT = path.resolve(__dirname, '..');
 const SENDS = Number(process.env.FAULTS_SENDS ?? 2000);
@@ -136,6 +137,11 @@ class OwnRedis {
 
   killNow(): void {
     if (this.child && this.child.exitCode === null) this.child.kill('SIGKILL');
+  }
+
+  /** SIGSTOP, SIGCONT: a Redis that hangs with its connections open, and resumes */
+  signal(signal: 'SIGSTOP' | 'SIGCONT'): void {
+    this.child?.kill(signal);
   }
 
   get url(): string {
@@ -481,7 +487,7 @@ const scenarios: Record<string, { apis: number; workers: number; drainFirst?: bo
       const d = await delivery(world.sink, ids);
       const outage = summarizeAnswers(during);
       // the marks the worker could not write while Postgres was away, kept and written later
-      const kept = await keptMarks(world, d.received, back);
+      const kept = await keptMarks(world.env.DATABASE_URL!, d.received, back);
       return {
         ...pick(d),
         drainSeconds: seconds(ms),
@@ -712,7 +718,7 @@ const scenarios: Record<string, { apis: number; workers: number; drainFirst?: bo
       const d = await delivery(world.sink, ids);
       // the last emails' marks follow their delivery by a statement: every row is given 30 s to be marked
       await until(async () => (await statusCounts(world)).sent === ids.length, 30_000, 'every row marked sent').catch(() => undefined);
-      const kept = await keptMarks(world, d.received, back);
+      const kept = await keptMarks(world.env.DATABASE_URL!, d.received, back);
       const statusesAtEnd = await statusCounts(world);
       return {
         ...pick(d),
@@ -820,21 +826,6 @@ const LONG_OUTAGE_MS = 45_000;
 let slowSink: Service | undefined;
 
 /**
- * The "sent" marks kept through a Postgres outage: rows the sink received before Postgres was back (`back`, epoch ms)
- * whose mark was written after it (the worker logs them at debug only, so they are counted from the rows).
- */
-async function keptMarks(world: World, received: Map<string, number[]>, back: number): Promise<number> {
-  const client = new Client({ connectionString: world.env.DATABASE_URL });
-  await client.connect();
-  try {
-    const { rows } = await client.query<{ id: string }>(`SELECT id::text FROM messages WHERE status = 'sent' AND sent_at >= to_timestamp($1::float8 / 1000)`, [back]);
-    return rows.filter((r) => (received.get(r.id)?.[0] ?? Infinity) < back).length;
-  } finally {
-    await client.end();
-  }
-}
-
-/**
  * One keyed send repeated as a client should: after no answer or a 503, and after a 409 (the key still in progress)
  * when its Retry-After says, until a 2xx or the deadline. Answers every status seen, each 409's Retry-After, the ids
  * and when the 2xx came.
@@ -911,6 +902,8 @@ Object.assign(scenarios, topologyScenarios(kit), webhookScenarios(kit), lifecycl
 Object.assign(scenarios, smtpScenarios({ ...kit, startNode, stopService }));
 // replies read while the worker is SIGKILLed and Redis lost: one message.received each (faults/inbound.ts)
 Object.assign(scenarios, inboundScenarios(kit));
+// Postgres stopped behind PgBouncer under sends (faults/outages.ts)
+Object.assign(scenarios, outageScenarios(kit));
 
 /**
  * The dependency outages each scenario makes its services see (Postgres or Redis going and coming back); the others
@@ -928,6 +921,9 @@ const OUTAGES: Record<string, number> = {
   'smtp-postgres-down': 1,
   'series-redis-lost': 1,
   'inbound-events-restart': 1,
+  'pgbouncer-outage': 1,
+  'redis-hung': 1,
+  'redis-dead-writes': 1,
 };
 
 /**

@@ -182,6 +182,48 @@ function workerLogs(kit: { logsDir: string }, world: WorldLike, pattern: string)
 
 const seconds = (ms: number | null) => (ms === null ? null : Math.round(ms / 100) / 10);
 
+/**
+ * Postgres through a PgBouncer 1.18 of the scenario's own (pool_mode = transaction), migrations over
+ * DIRECT_DATABASE_URL: world.env pointed at it before the world's processes start; the server goes in `servers`.
+ */
+export async function startPgBouncer(kit: Pick<Kit<WorldLike, unknown, unknown>, 'tmp' | 'asRoot' | 'pgPort' | 'freePort' | 'until' | 'log'>, world: WorldLike, servers: ChildProcess[]): Promise<void> {
+  ensurePackages({ pgbouncer: 'pgbouncer' });
+  const dir = path.join(kit.tmp, 'pgbouncer');
+  fs.mkdirSync(dir, { recursive: true });
+  const port = await kit.freePort();
+  const ini = path.join(dir, 'pgbouncer.ini');
+  fs.writeFileSync(path.join(dir, 'users.txt'), '"postgres" ""\n');
+  fs.writeFileSync(
+    ini,
+    [
+      '[databases]',
+      `* = host=127.0.0.1 port=${kit.pgPort()}`,
+      '[pgbouncer]',
+      'listen_addr = 127.0.0.1',
+      `listen_port = ${port}`,
+      `unix_socket_dir =`,
+      'auth_type = trust',
+      `auth_file = ${path.join(dir, 'users.txt')}`,
+      'pool_mode = transaction',
+      'max_client_conn = 1000',
+      'default_pool_size = 20',
+      // a server login that failed is tried again after 1 s, not 15: Postgres back is Postgres served (docs/deploy.md)
+      'server_login_retry = 1',
+      '',
+    ].join('\n'),
+  );
+  if (kit.asRoot) execFileSync('chown', ['-R', 'postgres:postgres', dir]);
+  servers.push(startServer('pgbouncer', [ini], kit.asRoot ? 'postgres' : undefined));
+  const direct = world.env.DATABASE_URL!;
+  const pooled = direct.replace(/:\d+\//, `:${port}/`);
+  await kit.until(() => listening(port), 10_000, 'pgbouncer');
+  Object.assign(world.env, { DATABASE_URL: pooled, DIRECT_DATABASE_URL: direct, DATABASE_TRANSACTION_POOLING: 'true' });
+  kit.log(`pgbouncer :${port} (transaction mode) in front of postgres :${kit.pgPort()}`);
+}
+
+/** Processes started by `startServer`, killed with their groups (a topology's servers, at its teardown). */
+export const stopServers = killAll;
+
 export function topologyScenarios<W extends WorldLike, A, D>(kit: Kit<W, A, D>): Record<string, TopologyScenario<W>> {
   const servers: ChildProcess[] = [];
   let hooks: Awaited<ReturnType<typeof webhookReceiver>> | undefined;
@@ -202,38 +244,7 @@ export function topologyScenarios<W extends WorldLike, A, D>(kit: Kit<W, A, D>):
       apis: 1,
       workers: 2,
       teardown,
-      async setup(world) {
-        ensurePackages({ pgbouncer: 'pgbouncer' });
-        const dir = path.join(kit.tmp, 'pgbouncer');
-        fs.mkdirSync(dir, { recursive: true });
-        const port = await kit.freePort();
-        const ini = path.join(dir, 'pgbouncer.ini');
-        fs.writeFileSync(path.join(dir, 'users.txt'), '"postgres" ""\n');
-        fs.writeFileSync(
-          ini,
-          [
-            '[databases]',
-            `* = host=127.0.0.1 port=${kit.pgPort()}`,
-            '[pgbouncer]',
-            'listen_addr = 127.0.0.1',
-            `listen_port = ${port}`,
-            `unix_socket_dir =`,
-            'auth_type = trust',
-            `auth_file = ${path.join(dir, 'users.txt')}`,
-            'pool_mode = transaction',
-            'max_client_conn = 1000',
-            'default_pool_size = 20',
-            '',
-          ].join('\n'),
-        );
-        if (kit.asRoot) execFileSync('chown', ['-R', 'postgres:postgres', dir]);
-        servers.push(startServer('pgbouncer', [ini], kit.asRoot ? 'postgres' : undefined));
-        const direct = world.env.DATABASE_URL!;
-        const pooled = direct.replace(/:\d+\//, `:${port}/`);
-        await kit.until(() => listening(port), 10_000, 'pgbouncer');
-        Object.assign(world.env, { DATABASE_URL: pooled, DIRECT_DATABASE_URL: direct, DATABASE_TRANSACTION_POOLING: 'true' });
-        kit.log(`pgbouncer :${port} (transaction mode) in front of postgres :${kit.pgPort()}`);
-      },
+      setup: (world) => startPgBouncer(kit, world, servers),
       async run(world) {
         const startedAt = Date.now();
         const answers = await kit.load(world, kit.sends);

@@ -5,8 +5,10 @@ import { config } from '../../apps/core/src/config';
 import { createDb, db, type Db } from '../../apps/core/src/db';
 import { BadRequest } from '../../apps/core/src/errors';
 import { isDatabaseUnavailable, isRedisConnectionError, isRedisStateLost } from '../../apps/core/src/outage';
+import { PgBouncer } from '../helpers/pgbouncer';
 import { PgProxy } from '../helpers/pg-proxy';
 import { freePort } from '../helpers/processes';
+import { waitFor } from '../helpers/wait';
 
 /**
  * outage.ts decides by the error's class and code: each case here is the error the library really gives (pg, Prisma
@@ -89,6 +91,46 @@ describe('Postgres unreachable or going away', () => {
     expect(isDatabaseUnavailable(syntax)).toBe(false);
     expect(isDatabaseUnavailable(new BadRequest('the database system is shutting down'))).toBe(false);
     expect(isDatabaseUnavailable(new TypeError('Connection terminated unexpectedly'))).toBe(false);
+  });
+});
+
+describe('Postgres away behind PgBouncer', () => {
+  const proxy = new PgProxy();
+  let bouncer: PgBouncer;
+  const pools: Pool[] = [];
+  let client: Db | undefined;
+  beforeAll(async () => {
+    await proxy.start();
+    bouncer = new PgBouncer(proxy.port);
+    await bouncer.start();
+  });
+  afterAll(async () => {
+    await client?.$disconnect().catch(() => undefined);
+    await Promise.all(pools.map((p) => p.end().catch(() => undefined)));
+    await bouncer.stop();
+    await proxy.stop();
+  });
+
+  it("PgBouncer's own errors (SQLSTATE 08P01: server login failing, server conn crashed, query_wait_timeout), from pg and under Prisma", async () => {
+    const pool = new Pool({ connectionString: bouncer.url() });
+    pool.on('error', () => undefined);
+    pools.push(pool);
+    client = createDb(bouncer.url(), 2, true);
+    await pool.query('SELECT 1');
+    await client.$queryRawUnsafe('SELECT 1');
+    // Postgres goes away behind the pooler, which stays up: each error after that is PgBouncer's word for it
+    proxy.cutOff();
+    const raw: unknown[] = [];
+    const viaPrisma: unknown[] = [];
+    for (let i = 0; i < 6; i++) {
+      raw.push(await failure(() => pool.query('SELECT 1')));
+      viaPrisma.push(await failure(() => client!.$queryRawUnsafe('SELECT 1')));
+    }
+    proxy.restore();
+    expect(raw).toContainEqual(expect.objectContaining({ code: '08P01' }));
+    for (const err of [...raw, ...viaPrisma]) expect(isDatabaseUnavailable(err)).toBe(true);
+    // and once Postgres is back behind it, the same clients are served again
+    await waitFor(() => pool.query('SELECT 1').then(() => true), { timeout: 10_000, what: 'PgBouncer serving again' });
   });
 });
 

@@ -19,6 +19,8 @@ const state = {
   login: 'owner@example.test',
   /** the next /authorize answers access_denied (the user clicked "Cancel") */
   deny: false,
+  /** the token endpoint is down: every token request answers 503 (a provider's outage) */
+  down: false,
   ttl: 3600,
   rotate: true,
   /** refresh token -> account */
@@ -29,6 +31,8 @@ const state = {
   revoked: new Map(),
   refreshes: 0,
   refused: 0,
+  /** token requests answered 503 while down */
+  unavailable: 0,
   exchanges: 0,
   introspections: 0,
 };
@@ -62,6 +66,12 @@ service.on('beforeTokenSigning', (token, req) => {
 
 service.on('beforeResponse', (response, req) => {
   const body = req.body ?? {};
+  if (state.down) {
+    state.unavailable++;
+    response.statusCode = 503;
+    response.body = { error: 'temporarily_unavailable', error_description: 'the token service is down' };
+    return;
+  }
   const clientId = body.client_id;
   if (clientId !== CLIENT_ID || body.client_secret !== CLIENT_SECRET) {
     response.statusCode = 401;
@@ -145,6 +155,7 @@ const server = http.createServer(async (req, res) => {
         if (body.ttl !== undefined) state.ttl = body.ttl;
         if (body.rotate !== undefined) state.rotate = body.rotate;
         if (body.deny !== undefined) state.deny = body.deny;
+        if (body.down !== undefined) state.down = body.down;
         return json(res, 200, { ok: true });
       case '/control/revoke':
         // consent withdrawn: its refresh tokens and the access tokens issued so far are dead
@@ -158,6 +169,7 @@ const server = http.createServer(async (req, res) => {
         return json(res, 200, {
           refreshes: state.refreshes,
           refused: state.refused,
+          unavailable: state.unavailable,
           exchanges: state.exchanges,
           introspections: state.introspections,
           grants: [...state.grants.keys()],

@@ -51,7 +51,7 @@ export class AuthServer {
   }
 
   /** the account the next consent comes from, the lifetime of the next tokens (seconds), refresh-token rotation, a refused consent */
-  set(settings: { login?: string; ttl?: number; rotate?: boolean; deny?: boolean }) {
+  set(settings: { login?: string; ttl?: number; rotate?: boolean; deny?: boolean; down?: boolean }) {
     return this.control('set', settings);
   }
 
@@ -61,7 +61,7 @@ export class AuthServer {
   }
 
   stats() {
-    return this.control<{ refreshes: number; refused: number; exchanges: number; introspections: number; grants: string[] }>('stats');
+    return this.control<{ refreshes: number; refused: number; unavailable: number; exchanges: number; introspections: number; grants: string[] }>('stats');
   }
 
   /** An access token for an account (the test's own IMAP logins). */

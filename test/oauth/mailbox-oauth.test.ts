@@ -6,6 +6,7 @@ import { createDelivery, type Delivery } from '../../apps/core/src/delivery/deli
 import { productionGuards } from '../../apps/core/src/delivery/production-guards';
 import { accessToken } from '../../apps/core/src/oauth/tokens';
 import { reconcileDeliveries } from '../../apps/core/src/delivery/reconcile';
+import { logger } from '../../apps/core/src/logger';
 import { redis, rkey } from '../../apps/core/src/redis';
 import { createWorkers } from '../../apps/worker/src/workers';
 import { as, asAdmin, useApi } from '../helpers/api';
@@ -225,5 +226,44 @@ describe('revoked consent', () => {
     await waitFor(async () => (await messagesOf(mailbox.id)).every((m) => m.status === 'sent'), { what: 'the waiting emails recorded as sent' });
     const after = await messagesOf(mailbox.id);
     expect(after).toHaveLength(5);
+  }, 60_000);
+});
+
+describe('the provider down', () => {
+  test('its token endpoint answering 503: token requests back off, no attempt is spent, one warn line and one info line', async () => {
+    const { address, mailbox, token } = await oauthTenant();
+    // no token in the cache and no SMTP session open: the next email needs a token request
+    await redis().del(rkey('oauth', 'token', mailbox.id));
+    smtp.dropSessions();
+    const lines: { level: string; msg: string }[] = [];
+    const spies = (['warn', 'info'] as const).map((level) =>
+      jest.spyOn(logger, level).mockImplementation(((fields: { dependency?: string }, msg: string) => {
+        if (fields?.dependency === `oauth provider of mailbox ${mailbox.id}`) lines.push({ level, msg });
+      }) as never),
+    );
+    await auth.set({ down: true });
+    try {
+      const before = (await auth.stats()).unavailable;
+      const waiting = ['p1@dest.test', 'p2@dest.test', 'p3@dest.test', 'p4@dest.test'];
+      for (const to of waiting) expect((await send(token, address, to)).status).toBe(202);
+      await waitFor(async () => (await messagesOf(mailbox.id)).filter((m) => m.status === 'deferred').length === 4, { what: 'four waiting emails' });
+      await new Promise((resolve) => setTimeout(resolve, 6_000));
+      // 6 s down: a request, then after 1 s, 2 s (4 s): not one per email and connection
+      expect((await auth.stats()).unavailable - before).toBeLessThanOrEqual(4);
+      const held = await messagesOf(mailbox.id);
+      expect(held.every((m) => m.status === 'deferred' && m.attempts === 0)).toBe(true);
+      for (const to of waiting) expect(smtp.to(to)).toHaveLength(0);
+
+      // the provider is back: each email goes out once, on its first attempt
+      await auth.set({ down: false });
+      await waitFor(() => waiting.every((to) => smtp.to(to).length >= 1), { timeout: 20_000, what: 'the waiting emails' });
+      await waitFor(async () => (await messagesOf(mailbox.id)).every((m) => m.status === 'sent'), { what: 'the emails recorded as sent' });
+      expect((await messagesOf(mailbox.id)).map((m) => m.attempts)).toEqual([1, 1, 1, 1]);
+      for (const to of waiting) expect(smtp.to(to)).toHaveLength(1);
+    } finally {
+      await auth.set({ down: false });
+      spies.forEach((s) => s.mockRestore());
+    }
+    expect(lines.map((l) => l.level)).toEqual(['warn', 'info']);
   }, 60_000);
 });

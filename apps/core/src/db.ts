@@ -23,8 +23,9 @@ export function createDb(url = config().databaseUrl, max = 10, pooled = url === 
     // an idle connection dropped by the server; the pool replaces it (a stopped server: one warn line, not one a client)
     if (isDatabaseUnavailable(err)) dependencies.down('postgres', err);
   });
-  // a new connection made: Postgres answers again (when it was away, the info line says for how long)
-  pool.on('connect', () => dependencies.up('postgres'));
+  // a statement completed: Postgres answers again (when it was away, the info line says for how long). Not a new
+  // connection: behind PgBouncer one is made while Postgres is still away, and the watch would flap with each request.
+  pool.on('connect', (client) => client.connection.on('commandComplete', () => dependencies.up('postgres')));
   const client = new PrismaClient({ adapter: new PrismaPg(pool) });
   pools.set(client, pool);
   return client;

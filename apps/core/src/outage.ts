@@ -15,9 +15,11 @@ import { logger } from './logger';
 const NETWORK_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'ENOTFOUND', 'EHOSTUNREACH', 'ENETUNREACH', 'EAI_AGAIN']);
 /**
  * SQLSTATE of pg's DatabaseError: admin_shutdown, crash_shutdown, cannot_connect_now, too_many_connections (the adapter's
- * TooManyConnections below), the connection_exception class
+ * TooManyConnections below), and the whole connection_exception class (08). PgBouncer reports every failure of its own
+ * as 08P01 (protocol_violation, its `disconnect_client` default): "server login has been failing", "server conn
+ * crashed?", "query_wait_timeout", all a database that is away or not answering behind it.
  */
-const PG_CODES = new Set(['57P01', '57P02', '57P03', '53300', '08000', '08001', '08003', '08004', '08006']);
+const PG_CODES = new Set(['57P01', '57P02', '57P03', '53300', '08000', '08001', '08003', '08004', '08006', '08007', '08P01']);
 /** Prisma's error codes: can't reach the server, timed out, operations timed out, server closed the connection, pool timeout */
 const PRISMA_CODES = new Set(['P1001', 'P1002', 'P1008', 'P1017', 'P2024']);
 /** `kind` of the driver adapter's error (@prisma/adapter-pg convertDriverError), under a Prisma error's meta */
@@ -79,11 +81,23 @@ export function isDatabaseUnavailable(err: unknown, depth = 0): boolean {
   return isDatabaseUnavailable(cause, depth + 1) || (Array.isArray(errors) && errors.some((e) => isDatabaseUnavailable(e, depth + 1)));
 }
 
-/** Whether an error of a Redis client or BullMQ says the connection is down (not a command refused). */
+/**
+ * Redis did not answer a request's call within its deadline (redis.ts withinRedisDeadline): a Redis that hangs (stopped,
+ * swapping, a network that drops packets) is away for the request as much as one that refuses connections.
+ */
+export class RedisNoAnswer extends Error {
+  constructor(readonly ms: number) {
+    super(`no answer from Redis within ${ms} ms`);
+    this.name = 'RedisNoAnswer';
+  }
+}
+
+/** Whether an error of a Redis client or BullMQ says the connection is down (not a command refused), or hangs. */
 export function isRedisConnectionError(err: unknown): boolean {
   if (!err || typeof err !== 'object') return false;
   if (err instanceof ReplyError) return REDIS_REPLY_CODES.has((err as Error).message.split(' ', 1)[0]!);
   return (
+    err instanceof RedisNoAnswer ||
     err instanceof MaxRetriesPerRequestError ||
     err instanceof ClusterAllFailedError ||
     err instanceof ConnectionClosedError ||

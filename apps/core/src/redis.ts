@@ -1,6 +1,6 @@
 import type { RedisOptions } from 'ioredis';
 import { config } from './config';
-import { dependencies } from './outage';
+import { dependencies, RedisNoAnswer } from './outage';
 import { connectRedis, type RedisClient } from './redis-connect';
 
 /**
@@ -49,4 +49,26 @@ export async function closeRedis(): Promise<void> {
 /** A key in this deployment's namespace. */
 export function rkey(...parts: (string | number)[]): string {
   return [config().redisPrefix, ...parts].join(':');
+}
+
+/** How long a request waits for Redis: the accept's bound (delivery/outbox.ts), for every call a request makes. */
+export const REDIS_DEADLINE_MS = 500;
+
+/**
+ * `work` (a call to Redis), or RedisNoAnswer once `ms` passed without its answer: a Redis that hangs costs a request
+ * half a second, not the TCP timeout. A call in time says Redis answers (the dependency watch's info line after an
+ * outage: a Redis that hung and resumed never reconnects, so no `ready` event says it).
+ */
+export async function withinRedisDeadline<T>(work: Promise<T>, ms = REDIS_DEADLINE_MS): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new RedisNoAnswer(ms)), ms);
+  });
+  try {
+    const answer = await Promise.race([work, late]);
+    dependencies.up('redis');
+    return answer;
+  } finally {
+    clearTimeout(timer);
+  }
 }

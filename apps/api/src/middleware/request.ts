@@ -30,6 +30,9 @@ export const requestContext: RequestHandler = (req, res, next) => {
   next();
 };
 
+/** Health probes (an orchestrator's, every few seconds): their access lines are debug, not the operator's traffic. */
+const PROBES = new Set(['/healthz', '/readyz']);
+
 /**
  * What requestContext does, for any handler (the fast lane's too): the request id, then once the answer is out its
  * duration in the metrics under `route()` and its log line. `url` is the address as received. Answers the id.
@@ -43,7 +46,7 @@ export function trackRequest(req: IncomingMessage, res: ServerResponse, url: str
     const ms = Number(process.hrtime.bigint() - started) / 1e6;
     // a 503 with Retry-After is expected (a dependency away, a full budget): its outage has its own line (outage.ts)
     const fault = res.statusCode >= 500 && !(res.statusCode === 503 && res.hasHeader('retry-after'));
-    const level = fault ? 'error' : url.split('?', 1)[0] === '/healthz' ? 'debug' : 'info';
+    const level = fault ? 'error' : PROBES.has(url.split('?', 1)[0]!) ? 'debug' : 'info';
     metrics.httpSeconds.observe({ method: req.method!, route: route(), status: res.statusCode }, ms / 1000);
     logger[level]({ requestId: id, method: req.method, url: redactedUrl(url), status: res.statusCode, ms: Math.round(ms * 10) / 10 }, 'request');
   });

@@ -21,7 +21,7 @@ import { lockMessage, markAttemptUndelivered } from './repository';
 import { isFinalStatus } from './status';
 import { Transports } from './transport';
 import { DomainSigner } from '../domains/sending';
-import { MailboxNeedsReconnect } from '../oauth/tokens';
+import { MailboxNeedsReconnect, OAuthProviderAway } from '../oauth/tokens';
 
 export { deliveryLeaseMs } from './lease';
 
@@ -262,6 +262,8 @@ async function talkAndMark(
     stopWatch({ outcome: 'error' });
     // the provider refused the mailbox's refresh token while this connection logged in: nothing went out
     if (caught instanceof MailboxNeedsReconnect) return waitForReconnect(delivery.db, message, caught.message);
+    // its OAuth2 provider away (no token, nothing went out): the mailbox's outage, not this email's attempt
+    if (caught instanceof OAuthProviderAway) return waitForProvider(delivery.db, message, caught);
     // the server away: one line for the outage, not one a message (each row records its error)
     if (serverAway(caught as SmtpError)) dependencies.down(smtpServer(message.mailboxId), caught);
     let rejected: Awaited<ReturnType<typeof recordFailure>>;
@@ -296,6 +298,18 @@ async function waitForReconnect(db: Db, message: ClaimedRow, reason: string): Pr
   });
   logger.info({ message: message.id, mailbox: message.mailboxId }, 'delivery waits: the mailbox needs reconnecting');
   return { kind: 'waiting', reason };
+}
+
+/**
+ * A row of a mailbox whose OAuth2 provider is away (oauth/tokens.ts): back to `deferred`, this attempt not counted and
+ * not in message_attempts, its job back when the provider may be asked again (the outage's lines are the provider's).
+ */
+async function waitForProvider(db: Db, message: ClaimedRow, away: OAuthProviderAway): Promise<{ kind: 'early'; until: Date }> {
+  await db.message.updateMany({
+    where: { id: message.id, status: 'sending' },
+    data: { status: 'deferred', lastError: away.message.slice(0, 500), lockedUntil: null, attempts: { decrement: 1 } },
+  });
+  return { kind: 'early', until: new Date(away.retryAt) };
 }
 
 /** The recipient's domain: enough to see where mail goes, without the address in the logs. */
@@ -402,11 +416,18 @@ export async function deliverBatch(delivery: Delivery, rows: { id: string; notBe
       const message = claimed.status === 'fulfilled' ? claimed.value : null;
       if (message) {
         // the slot is the email in memory and on the wire: free once the SMTP conversation is over
-        const sending = sendClaimed(delivery, message, { lastAttempt: false, afterWire: () => slots.release() }).catch((err: unknown) => {
-          if (!(err instanceof TemporaryDeliveryError)) throw err;
-          handOn.push({ id: message.id, notBefore: retryAt });
-          return null;
-        });
+        const sending = sendClaimed(delivery, message, { lastAttempt: false, afterWire: () => slots.release() }).then(
+          (outcome) => {
+            // its mailbox's provider is away: the row gets a job of its own for when it may be asked again
+            if (outcome.kind === 'early') handOn.push({ id: message.id, notBefore: outcome.until });
+            return outcome;
+          },
+          (err: unknown) => {
+            if (!(err instanceof TemporaryDeliveryError)) throw err;
+            handOn.push({ id: message.id, notBefore: retryAt });
+            return null;
+          },
+        );
         sends.push(sending);
         return;
       }

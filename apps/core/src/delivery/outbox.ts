@@ -6,7 +6,8 @@ import { Batcher } from '../batch';
 import type { Tx } from '../db';
 import { DISPATCH, JOB_OPTIONS, QUEUE, jobId, queue, type DispatchPayload } from '../queues';
 import { markEnqueued } from './repository';
-import { dependencies, isRedisConnectionError } from '../outage';
+import { dependencies, isRedisConnectionError, RedisNoAnswer } from '../outage';
+import { withinRedisDeadline } from '../redis';
 
 /**
  * The one way mail leaves: write Message rows (in the caller's transaction), then queue their delivery after commit.
@@ -110,24 +111,6 @@ async function dispatch(messages: DeliveryJob[]): Promise<void> {
 }
 
 /**
- * How long a caller waits for Redis to take its jobs (then it leaves them to the reconciler: see markNotEnqueued). A
- * Redis that is down fails at once (producerConnection has no offline queue); this bounds one that hangs.
- */
-const ENQUEUE_TIMEOUT_MS = 500;
-
-async function withTimeout<T>(work: Promise<T>, ms: number): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`no answer from Redis within ${ms} ms`)), ms);
-  });
-  try {
-    return await Promise.race([work, timeout]);
-  } finally {
-    clearTimeout(timer);
-  }
-}
-
-/**
  * The rows of concurrent callers go to Redis together: one job, one round trip and one timer for a batch (batch.ts).
  * A failure is Redis's, not one caller's: every caller of the batch gets it at once (the Batcher would otherwise run
  * each again alone, and a request would wait out the timeout twice while Redis is down). One batch in flight, as for
@@ -139,10 +122,10 @@ export class DeliveryQueue {
     async (lists) => {
       // Redis down is the dependency watch's one line while it lasts (the callers log at debug only). An answer later
       // than the timeout is not an outage (a busy host gives some): the rows go to the reconciler, without a warn line
-      const failure = await withTimeout(dispatch(lists.flat()), ENQUEUE_TIMEOUT_MS).then(
-        () => void dependencies.up('redis'),
+      const failure = await withinRedisDeadline(dispatch(lists.flat())).then(
+        () => undefined,
         (err: unknown) => {
-          if (isRedisConnectionError(err)) dependencies.down('redis', err);
+          if (isRedisConnectionError(err) && !(err instanceof RedisNoAnswer)) dependencies.down('redis', err);
           return err instanceof Error ? err : new Error(String(err));
         },
       );
@@ -156,7 +139,7 @@ export class DeliveryQueue {
 
   /**
    * Queues the delivery of rows just accepted, together with those of concurrent callers. Rejects when Redis did not
-   * take them (at once when it is down, after ENQUEUE_TIMEOUT_MS when it hangs).
+   * take them (at once when it is down, after REDIS_DEADLINE_MS when it hangs).
    */
   async add(messages: DeliveryJob[]): Promise<void> {
     if (!messages.length) return;

@@ -4,6 +4,7 @@ import { config } from '../config';
 import { decryptSecret, encryptSecret } from '../crypto';
 import type { Db } from '../db';
 import { logger } from '../logger';
+import { dependencies } from '../outage';
 import { redis, rkey } from '../redis';
 import { OAuthGrantRefused, OAuthUnavailable, tokenRequest } from './client';
 import { markNeedsReconnect } from './state';
@@ -23,7 +24,48 @@ export class MailboxNeedsReconnect extends Error {
   }
 }
 
+/**
+ * The mailbox's provider did not answer a token request (its token endpoint down, 5xx): no request is made before
+ * `retryAt`, and the mailbox's mail waits without spending attempts (delivery/deliver.ts). An outage of the mailbox,
+ * not of each email.
+ */
+export class OAuthProviderAway extends OAuthUnavailable {
+  override name = 'OAuthProviderAway';
+  constructor(readonly mailboxId: number, readonly retryAt: number, reason: string) {
+    super(`mailbox ${mailboxId}: the OAuth2 provider is away (${reason}); next token request after ${new Date(retryAt).toISOString()}`);
+  }
+}
+
 const cacheKey = (mailboxId: number) => rkey('oauth', 'token', mailboxId);
+/** The provider's outage as every worker sees it: how many token requests failed in a row, and when to ask again. */
+const awayKey = (mailboxId: number) => rkey('oauth', 'away', mailboxId);
+/** The pause after the first failed token request, doubled at each next failure up to AWAY_MAX_MS. */
+const AWAY_FIRST_MS = 1_000;
+const AWAY_MAX_MS = 300_000;
+
+/** The dependency watch's name of a mailbox's OAuth2 provider (outage.ts): one warn line for its outage, one info line. */
+const providerOf = (mailboxId: number) => `oauth provider of mailbox ${mailboxId}`;
+
+interface Away {
+  failures: number;
+  retryAt: number;
+  reason: string;
+}
+
+async function readAway(mailboxId: number): Promise<Away | null> {
+  const raw = await redis().get(awayKey(mailboxId));
+  return raw ? (JSON.parse(raw) as Away) : null;
+}
+
+/** Another failed token request: the next waits twice as long as the last (kept a while past it, to keep counting). */
+async function noteAway(mailboxId: number, err: Error): Promise<OAuthProviderAway> {
+  const failures = ((await readAway(mailboxId))?.failures ?? 0) + 1;
+  const pause = Math.min(AWAY_FIRST_MS * 2 ** (failures - 1), AWAY_MAX_MS);
+  const away: Away = { failures, retryAt: Date.now() + pause, reason: err.message };
+  await redis().set(awayKey(mailboxId), JSON.stringify(away), 'PX', pause + AWAY_MAX_MS);
+  dependencies.down(providerOf(mailboxId), err);
+  return new OAuthProviderAway(mailboxId, away.retryAt, err.message);
+}
 const lockKey = (mailboxId: number) => rkey('oauth', 'lock', mailboxId);
 
 /** Longer than a token request may take (15 s) with its database writes. */
@@ -65,6 +107,9 @@ export async function accessToken(db: Db, mailbox: Pick<Mailbox, 'id' | 'authTyp
   for (let pause = 50; ; pause = Math.min(pause * 2, 500)) {
     const cached = await readCache(mailbox.id);
     if (usable(cached, options.rejected)) return cached;
+    // the provider is away: no token request before its pause is over, whichever worker asks
+    const away = await readAway(mailbox.id);
+    if (away && away.retryAt > Date.now()) throw new OAuthProviderAway(mailbox.id, away.retryAt, away.reason);
     const holder = crypto.randomUUID();
     const locked = await redis().set(lockKey(mailbox.id), holder, 'PX', LOCK_MS, 'NX');
     if (locked === 'OK') {
@@ -104,8 +149,12 @@ async function refresh(db: Db, mailboxId: number): Promise<CachedToken> {
       await redis().del(cacheKey(mailboxId)).catch(() => undefined);
       throw new MailboxNeedsReconnect(mailboxId, err.message);
     }
+    if (err instanceof OAuthUnavailable) throw await noteAway(mailboxId, err);
     throw err;
   }
+  // the provider answers (again): its outage is over
+  await redis().del(awayKey(mailboxId));
+  dependencies.up(providerOf(mailboxId));
   if (answer.refreshToken) {
     // the provider rotated it: the old one may already be dead, so the new one is written before anyone else refreshes
     // (updatedAt kept: the SMTP pools and IMAP loops go on with their connections)

@@ -5,7 +5,9 @@ import { isFinalStatus } from '../delivery/status';
 import { Conflict, NotFound } from '../errors';
 import { emitMessageEvent } from '../events/messages';
 import { logger } from '../logger';
+import { noteOutage } from '../outage';
 import { jobId, QUEUE, queue } from '../queues';
+import { withinRedisDeadline } from '../redis';
 import { findSend, type SendAnswer } from './accept';
 import { cancelUnclaimedCopies, lockSendCopies, moveSend } from './repository';
 
@@ -47,8 +49,10 @@ export async function cancelSend(db: Db, accountId: number, sendId: string): Pro
     for (const id of ids) await emitMessageEvent(tx, id, 'message.cancelled');
     return ids;
   });
-  // the delayed jobs would find the rows cancelled and do nothing; removing them only spares Redis the wait
-  await Promise.all(cancelled.map((id) => queue(QUEUE.delivery).remove(jobId.delivery(id)).catch(() => 0))).catch(() => undefined);
+  // the delayed jobs would find the rows cancelled and do nothing; removing them only spares Redis the wait, and a
+  // Redis away or hanging is given REDIS_DEADLINE_MS of the answer's time, no more
+  const removed = Promise.all(cancelled.map((id) => queue(QUEUE.delivery).remove(jobId.delivery(id))));
+  await withinRedisDeadline(removed).catch((err: unknown) => noteOutage(err));
   return viewOf(db, accountId, sendId);
 }
 
@@ -77,7 +81,7 @@ export async function rescheduleSend(db: Db, accountId: number, sendId: string, 
  */
 async function moveDeliveryJobs(db: Db, copies: { id: string; notBefore: Date | null }[]): Promise<void> {
   const deliveries = queue(QUEUE.delivery);
-  try {
+  const move = async () => {
     const readd: typeof copies = [];
     for (const copy of copies) {
       const job = await deliveries.getJob(jobId.delivery(copy.id));
@@ -91,8 +95,14 @@ async function moveDeliveryJobs(db: Db, copies: { id: string; notBefore: Date | 
       }
     }
     await addDeliveryJobs(readd);
+    return readd;
+  };
+  try {
+    // a Redis that hangs is given REDIS_DEADLINE_MS of the answer's time; the rows are the reconciler's after that
+    const readd = await withinRedisDeadline(move());
     await markEnqueued(db, readd.map((c) => c.id));
   } catch (err) {
+    noteOutage(err);
     logger.debug({ err: (err as Error).message, messages: copies.length }, 'could not move the delivery jobs now; the reconciler will');
     await markNotEnqueued(db, copies.map((c) => c.id)).catch(() => undefined);
   }

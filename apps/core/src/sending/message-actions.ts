@@ -3,6 +3,8 @@ import { addDeliveryJobs } from '../delivery/outbox';
 import { Conflict, NotFound } from '../errors';
 import { logger } from '../logger';
 import { QUEUE, jobId, queue } from '../queues';
+import { withinRedisDeadline } from '../redis';
+import { noteOutage } from '../outage';
 import { Joi } from '../validate';
 import { announceFinished } from './finished';
 
@@ -55,18 +57,24 @@ export async function retryMessage(db: Db, id: string): Promise<MessageAction> {
     const now = await current(db, id);
     throw new Conflict(`message ${id} is ${now.status} now: a worker took it meanwhile`);
   }
-  const job = await queue(QUEUE.delivery).getJob(jobId.delivery(id));
-  const state = job ? await job.getState() : 'unknown';
-  if (job && state === 'delayed') {
-    // its backoff ends now (a job delayed by a future send_at is not: that row would be `queued`)
-    await job.promote().catch((err: Error) => logger.debug({ message: id, err: err.message }, 'the delayed job moved on by itself'));
-  } else if (state === 'waiting' || state === 'active' || state === 'prioritized') {
-    // already running or about to: nothing to add
-  } else {
-    // a finished job would keep its id from being queued again (ids are deterministic): it goes first
-    if (job) await job.remove().catch(() => undefined);
-    await addDeliveryJobs([{ id, notBefore: before.notBefore }], { first: true });
-  }
+  const requeue = async () => {
+    const job = await queue(QUEUE.delivery).getJob(jobId.delivery(id));
+    const state = job ? await job.getState() : 'unknown';
+    if (job && state === 'delayed') {
+      // its backoff ends now (a job delayed by a future send_at is not: that row would be `queued`)
+      await job.promote().catch((err: Error) => logger.debug({ message: id, err: err.message }, 'the delayed job moved on by itself'));
+    } else if (state === 'waiting' || state === 'active' || state === 'prioritized') {
+      // already running or about to: nothing to add
+    } else {
+      // a finished job would keep its id from being queued again (ids are deterministic): it goes first
+      if (job) await job.remove().catch(() => undefined);
+      await addDeliveryJobs([{ id, notBefore: before.notBefore }], { first: true });
+    }
+  };
+  // the row is written (enqueued just now): a Redis away or hanging leaves the job to the reconciler after its staleness
+  await withinRedisDeadline(requeue()).catch((err: unknown) => {
+    if (!noteOutage(err)) throw err;
+  });
   logger.info({ message: id, was: before.status }, 'message retried by the operator');
   return { id, status: before.status === 'failed' ? 'queued' : 'deferred' };
 }
@@ -89,8 +97,12 @@ export async function cancelMessage(db: Db, id: string): Promise<MessageAction> 
     const now = await current(db, id);
     throw new Conflict(`message ${id} is ${now.status} now: a worker took it meanwhile`);
   }
-  const job = await queue(QUEUE.delivery).getJob(jobId.delivery(id));
-  if (job && (await job.getState()) !== 'active') await job.remove().catch(() => undefined);
+  // the job would find the row cancelled and do nothing: removing it is tidying, REDIS_DEADLINE_MS at most
+  const tidy = async () => {
+    const job = await queue(QUEUE.delivery).getJob(jobId.delivery(id));
+    if (job && (await job.getState()) !== 'active') await job.remove().catch(() => undefined);
+  };
+  await withinRedisDeadline(tidy()).catch((err: unknown) => noteOutage(err));
   announceFinished([id]);
   logger.info({ message: id, was: before.status }, 'message cancelled by the operator');
   return { id, status: 'cancelled' };

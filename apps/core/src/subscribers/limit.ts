@@ -1,7 +1,7 @@
 import crypto from 'node:crypto';
-import { ServiceUnavailable } from '../errors';
 import { logger } from '../logger';
-import { redis, rkey } from '../redis';
+import { noteOutage } from '../outage';
+import { redis, rkey, withinRedisDeadline } from '../redis';
 
 /** docs/api.md: new subscribers per list per rolling hour through the API. */
 export const NEW_SUBSCRIBERS_PER_HOUR = 600;
@@ -52,23 +52,22 @@ export function reserveFormPost(client: string): Promise<Reservation> {
   return reserve(rkey('subscribers', 'form-client', client), FORM_CLIENT_WINDOW_MS, FORM_POSTS_PER_CLIENT);
 }
 
+/**
+ * Redis decides whether the person may be added: while it is away or hangs, the request is refused with 503 and
+ * Retry-After within REDIS_DEADLINE_MS (the error is an outage's: outage.ts, refusalOf), and nothing is written.
+ */
 async function reserve(key: string, windowMs: number, limit: number): Promise<Reservation> {
   const member = crypto.randomUUID();
-  let answer: [number, number];
-  try {
-    answer = (await redis().eval(RESERVE, 1, key, windowMs, limit, member)) as [number, number];
-  } catch (err) {
-    logger.error({ err: (err as Error).message }, 'the subscriber rate limit could not reach Redis');
-    throw new ServiceUnavailable('the service cannot check its limits right now; try again shortly');
-  }
+  const answer = (await withinRedisDeadline(redis().eval(RESERVE, 1, key, windowMs, limit, member))) as [number, number];
   if (answer[0] !== 1) return { taken: false, retryAfterMs: Math.max(1000, answer[1]) };
   return {
     taken: true,
-    // the request did not add a new person after all (exists, gone, suppressed, or it failed): give the slot back
+    // the request did not add a new person after all (exists, gone, suppressed, or it failed): give the slot back; a
+    // slot Redis did not take back in time ages out of the window
     release: async () => {
-      await redis()
-        .zrem(key, member)
-        .catch((err: Error) => logger.warn({ err: err.message, key }, 'could not give back a subscriber rate-limit slot'));
+      await withinRedisDeadline(redis().zrem(key, member)).catch((err: unknown) => {
+        if (!noteOutage(err)) logger.warn({ err: (err as Error).message, key }, 'could not give back a subscriber rate-limit slot');
+      });
     },
   };
 }

@@ -1,11 +1,14 @@
 import { newId } from '../ids';
 import type { List, Mailbox, Prisma, Subscriber } from '../../../../generated/prisma/client';
 import type { Db, Tx } from '../db';
-import { enqueueDelivery, storeMessages } from '../delivery/outbox';
+import { addDeliveryJobs, storeMessages } from '../delivery/outbox';
+import { markEnqueued } from '../delivery/repository';
 import { LimitReached, NotFound } from '../errors';
 import { emitSubscriberChange } from '../events/subscribers';
 import { countUnsubscribe } from '../analytics/repository';
 import { logger } from '../logger';
+import { noteOutage } from '../outage';
+import { withinRedisDeadline } from '../redis';
 import { renderConfirmationEmail } from './email';
 import { NEW_SUBSCRIBERS_PER_HOUR, reserveNewSubscriber, type Channel } from './limit';
 import { FIELDS_MAX, TAGS_MAX, type FieldValue, type SubscriberInput } from './schema';
@@ -231,13 +234,19 @@ async function sendConfirmation(tx: Tx, list: ListWithMailbox, subscriber: Subsc
   return rows.map((row) => ({ id: row.id! }));
 }
 
-/** The rows are committed: a Redis hiccup here only delays the email (the reconciler re-queues rows never enqueued). */
+/**
+ * The rows are committed: a Redis away or hanging only delays the email (the reconciler re-queues rows never
+ * enqueued), and the request waits for it REDIS_DEADLINE_MS at most; the outage is the dependency watch's one line.
+ */
 async function deliverAfterCommit(db: Db, messages: { id: string }[]): Promise<void> {
+  if (!messages.length) return;
   try {
-    await enqueueDelivery(db, messages);
+    await withinRedisDeadline(addDeliveryJobs(messages));
   } catch (err) {
-    logger.warn({ err: (err as Error).message, messages: messages.map((m) => m.id) }, 'confirmation email left for the reconciler');
+    if (!noteOutage(err)) logger.warn({ err: (err as Error).message, messages: messages.map((m) => m.id) }, 'confirmation email left for the reconciler');
+    return;
   }
+  await markEnqueued(db, messages.map((m) => m.id));
 }
 
 const unique = (values: string[]) => [...new Set(values)];
