@@ -613,10 +613,18 @@ export interface operations {
                         [key: string]: components["schemas"]["JsonValue"];
                     };
                 } & (({
+                    subject: string;
+                    template?: never;
+                } & ({
                     text: string;
                 } | {
                     html: string;
-                }) | Record<string, never>);
+                })) | {
+                    template: number | string;
+                    subject?: never;
+                    text?: never;
+                    html?: never;
+                });
             };
         };
         responses: {

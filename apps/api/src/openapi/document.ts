@@ -152,6 +152,16 @@ function fixObjects(node: JsonSchema, schema: Joi.Schema | undefined): JsonSchem
       node.additionalProperties = true;
     }
     for (const child of terms.keys ?? []) if (properties[child.key]) fixObjects(properties[child.key]!, child.schema);
+    for (const child of terms.keys ?? []) {
+      // `.when(sibling, {is: exist, then: optional, otherwise: required})`: required unless the sibling is given
+      const when = (child.schema as unknown as { $_terms?: { whens?: JoiWhen[] | null } }).$_terms?.whens?.[0];
+      const sibling = when?.ref?.path?.length === 1 ? when.ref.path[0] : undefined;
+      if (sibling && when!.then?._flags?.presence === 'optional' && when!.otherwise?._flags?.presence === 'required') {
+        (node.allOf = (node.allOf as JsonSchema[] | undefined) ?? []).push({ anyOf: [{ required: [child.key] }, { required: [sibling] }] });
+        const property = properties[child.key];
+        if (property) property.description = [property.description, `required unless \`${sibling}\` is given`].filter(Boolean).join('; ');
+      }
+    }
     const patternProperties = (node.patternProperties ?? {}) as Record<string, JsonSchema>;
     for (const p of patterns) if (p.regex && patternProperties[p.regex.source]) fixObjects(patternProperties[p.regex.source]!, p.rule);
     if (rule('max')) node.maxProperties = rule('max')!.args.limit;
@@ -164,6 +174,12 @@ function fixObjects(node: JsonSchema, schema: Joi.Schema | undefined): JsonSchem
   return node;
 }
 
+interface JoiWhen {
+  ref?: { path?: string[] };
+  then?: { _flags?: { presence?: string } };
+  otherwise?: { _flags?: { presence?: string } };
+}
+
 interface JoiTerms {
   keys?: { key: string; schema: Joi.Schema }[] | null;
   patterns?: { regex?: RegExp; schema?: Joi.Schema; rule: Joi.Schema }[] | null;
@@ -171,13 +187,23 @@ interface JoiTerms {
   matches?: { schema?: Joi.Schema }[];
 }
 
-/** `Joi.any()` is written as every type at once, `array` among them without `items`: it is no type at all. */
+/**
+ * `Joi.any()` is written as every type at once, `array` among them without `items`: it is no type at all. A `.when`
+ * that changes only presence is written `oneOf: [{}, {}]`, which no value passes (it matches both): dropped (fixObjects
+ * states the rule). `.allow(null)` on alternatives is written `type: 'null'` beside their `anyOf`, which then only null
+ * could pass and null fails: null becomes one more alternative.
+ */
 function dropAnyType(node: unknown): unknown {
   if (Array.isArray(node)) return node.map(dropAnyType);
   if (!node || typeof node !== 'object') return node;
   const object = node as JsonSchema;
   if (Array.isArray(object.type) && object.type.length >= 6 && object.type.includes('array') && !object.items) delete object.type;
+  if (object.type === 'null' && Array.isArray(object.anyOf)) {
+    delete object.type;
+    object.anyOf = [...(object.anyOf as JsonSchema[]), { type: 'null' }];
+  }
   for (const value of Object.values(object)) dropAnyType(value);
+  if (Array.isArray(object.oneOf) && object.oneOf.every((o) => o && typeof o === 'object' && !Object.keys(o).length)) delete object.oneOf;
   return object;
 }
 
