@@ -64,6 +64,7 @@ const OURS: Record<string, string[]> = {
   hostunknown: ['host unknown', 'domain not found', 'no such domain', 'name or service not known', 'dns lookup failure: host'],
   notaccept: ['indicated no smtp service', 'null mx'],
   spamdetected: ['rejected as spam'],
+  speeding: ['sent to too many recipients'],
 };
 
 /** Does the lower-cased text carry one of sisimai's phrases for `name`? */
