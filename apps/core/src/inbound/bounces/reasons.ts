@@ -113,8 +113,9 @@ const PROBES: [string, Probe][] = [
       if (sname === 'suspend') return false;
       // x.1.1 is a dead address unless the words say another reason (a filter's refusal, a rate limit among them)
       if (sname === 'userunknown') return !['norelaying', 'blocked', 'mailboxfull', 'hasmoved', 'rejected', 'notaccept', 'filtered', 'speeding'].some((r) => includedIn(r, text));
-      // without RCPT, a status that says otherwise (RFC 3463: x.2.x the mailbox is disabled or full, x.7.x policy) wins
-      if (f.command === '' && /^5\.[27]\./.test(f.status ?? '')) return false;
+      // without RCPT, a status that says otherwise (RFC 3463: x.2.x the mailbox is disabled or full, x.3.x the mail
+      // system, x.7.x policy) wins
+      if (f.command === '' && /^5\.[237]\./.test(f.status ?? '')) return false;
       return includedIn('userunknown', text) && (f.command === 'RCPT' || f.command === '');
     },
   ],
