@@ -27,6 +27,12 @@ export interface Tally {
   /** every other 5.x.x failure that is not a hard bounce (mailbox failures, sisimai's filtered...): suppressed at once */
   otherSoft: number;
   otherSoftSuppressed: number;
+  /**
+   * every failure sisimai does not call a hard bounce (4.x.x, not about the address, mailbox failures, its `filtered`
+   * and `suspend`): a live address, and how many of them we suppress at once
+   */
+  live: number;
+  liveSuppressed: number;
   /** 4.x.x failures, and how many we suppress */
   temporary: number;
   temporarySuppressed: number;
@@ -49,7 +55,7 @@ export interface Tally {
 
 const empty = (): Tally => ({
   files: 0, dead: 0, deadSuppressed: 0, notAddress: 0, notAddressSuppressed: 0, otherSoft: 0, otherSoftSuppressed: 0,
-  temporary: 0, temporarySuppressed: 0, reports: 0, reportsAsAutoReply: 0, rfc3834: 0, rfc3834AutoReply: 0, arf: 0,
+  live: 0, liveSuppressed: 0, temporary: 0, temporarySuppressed: 0, reports: 0, reportsAsAutoReply: 0, rfc3834: 0, rfc3834AutoReply: 0, arf: 0,
   arfComplaint: 0, recipients: 0, recipientsFound: 0, reasonSame: 0, rows: 0,
 });
 
@@ -102,6 +108,10 @@ export async function corpusFigures(now = new Date('2026-11-25T00:00:00Z')): Pro
       if (found?.reason === reason) add('reasonSame');
       const suppressed = mail.kind === 'bounce' && !!found?.dead;
       const what = found ? `${found.reason} ${found.status ?? ''}` : 'no recipient';
+      if (!row.hard) {
+        add('live');
+        if (suppressed) add('liveSuppressed');
+      }
       if (row.hard) {
         add('dead');
         if (suppressed) add('deadSuppressed');
@@ -114,7 +124,7 @@ export async function corpusFigures(now = new Date('2026-11-25T00:00:00Z')): Pro
         if (suppressed) add('notAddressSuppressed'), misses.push(`${file}#${i + 1}: ${row.reason} ${row.status} suppressed: ${what}`);
       } else if (row.status.startsWith('5')) {
         add('otherSoft');
-        if (suppressed) add('otherSoftSuppressed');
+        if (suppressed) add('otherSoftSuppressed'), misses.push(`${file}#${i + 1}: live (${row.reason} ${row.status}) suppressed: ${what}`);
       }
     });
   }
@@ -129,12 +139,12 @@ const pct = (n: number, of: number) => (of ? `${((100 * n) / of).toFixed(1)}%` :
 
 /** The figures as a Markdown table, one row per family and the overall one. */
 export function figuresTable(f: Figures): string {
-  const head = '| family | files | dead suppressed | not-address 5xx suppressed | 4.x.x suppressed | read as auto-reply | recipient found | reason as sisimai |\n|---|---:|---:|---:|---:|---:|---:|---:|';
+  const head = '| family | files | dead suppressed | not-address 5xx suppressed | 4.x.x suppressed | read as auto-reply | recipient found | reason as sisimai | live suppressed |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|';
   const line = (name: string, t: Tally) =>
-    `| ${name} | ${t.files} | ${t.deadSuppressed}/${t.dead} | ${t.notAddressSuppressed}/${t.notAddress} | ${t.temporarySuppressed}/${t.temporary} | ${t.reportsAsAutoReply}/${t.reports} | ${t.recipientsFound}/${t.recipients} | ${t.reasonSame}/${t.rows} |`;
+    `| ${name} | ${t.files} | ${t.deadSuppressed}/${t.dead} | ${t.notAddressSuppressed}/${t.notAddress} | ${t.temporarySuppressed}/${t.temporary} | ${t.reportsAsAutoReply}/${t.reports} | ${t.recipientsFound}/${t.recipients} | ${t.reasonSame}/${t.rows} | ${t.liveSuppressed}/${t.live} |`;
   const rows = Object.keys(f.families).sort().map((k) => line(k, f.families[k]!));
   const o = f.overall;
-  const total = `| **all** | ${o.files} | ${o.deadSuppressed}/${o.dead} (${pct(o.deadSuppressed, o.dead)}) | ${o.notAddressSuppressed}/${o.notAddress} (${pct(o.notAddressSuppressed, o.notAddress)}) | ${o.temporarySuppressed}/${o.temporary} | ${o.reportsAsAutoReply}/${o.reports} | ${o.recipientsFound}/${o.recipients} (${pct(o.recipientsFound, o.recipients)}) | ${o.reasonSame}/${o.rows} (${pct(o.reasonSame, o.rows)}) |`;
+  const total = `| **all** | ${o.files} | ${o.deadSuppressed}/${o.dead} (${pct(o.deadSuppressed, o.dead)}) | ${o.notAddressSuppressed}/${o.notAddress} (${pct(o.notAddressSuppressed, o.notAddress)}) | ${o.temporarySuppressed}/${o.temporary} | ${o.reportsAsAutoReply}/${o.reports} | ${o.recipientsFound}/${o.recipients} (${pct(o.recipientsFound, o.recipients)}) | ${o.reasonSame}/${o.rows} (${pct(o.reasonSame, o.rows)}) | ${o.liveSuppressed}/${o.live} (${pct(o.liveSuppressed, o.live)}) |`;
   return [head, ...rows, total].join('\n');
 }
 

@@ -11,6 +11,7 @@ async function main() {
   const o = figures.overall;
   console.log(`\nrfc3834 files read as auto-replies: ${o.rfc3834AutoReply}/${o.rfc3834}; arf files read as complaints: ${o.arfComplaint}/${o.arf}`);
   console.log(`other non-hard 5.x.x (mailbox failures, sisimai's filtered) suppressed at once: ${o.otherSoftSuppressed}/${o.otherSoft}`);
+  console.log(`live addresses (every failure sisimai does not call hard) suppressed at once: ${o.liveSuppressed}/${o.live} (${pct(o.liveSuppressed, o.live)})`);
   const own = await wordingFigures();
   console.log(
     `our wordings (test/fixtures/wordings): dead suppressed ${own.deadSuppressed}/${own.dead} (${pct(own.deadSuppressed, own.dead)}); ` +

@@ -613,10 +613,18 @@ export interface operations {
                         [key: string]: components["schemas"]["JsonValue"];
                     };
                 } & (({
+                    subject: string;
+                    template?: never;
+                } & ({
                     text: string;
                 } | {
                     html: string;
-                }) | Record<string, never>);
+                })) | {
+                    template: number | string;
+                    subject?: never;
+                    text?: never;
+                    html?: never;
+                });
             };
         };
         responses: {
@@ -778,10 +786,18 @@ export interface operations {
                         /** @description this message's own Idempotency-Key (1 to 200 printable ASCII characters): the same key and message within 24 h, in a batch or on POST /send, is answered again and sent once */
                         idempotency_key?: string;
                     } & (({
+                        subject: string;
+                        template?: never;
+                    } & ({
                         text: string;
                     } | {
                         html: string;
-                    }) | Record<string, never>))[];
+                    })) | {
+                        template: number | string;
+                        subject?: never;
+                        text?: never;
+                        html?: never;
+                    }))[];
                 };
             };
         };

@@ -59,6 +59,15 @@ describe('docker-compose.yml starts with no .env', () => {
     expect(fs.readFileSync(path.join(ROOT, 'Dockerfile'), 'utf8')).toContain(`chown node:node ${compose.services.api!.environment!.STATE_DIR}`);
   });
 
+  it('sends from an unverified domain as the README says (the Try-it), in every service that accepts mail, and says how to turn it off', () => {
+    // the API and the worker share x-app's environment; the smtp service has its own
+    for (const name of ['api', 'worker', 'smtp']) expect({ name, value: compose.services[name]!.environment!.REQUIRE_VERIFIED_DOMAIN }).toEqual({ name, value: '${REQUIRE_VERIFIED_DOMAIN:-false}' });
+    const readme = fs.readFileSync(path.join(ROOT, 'README.md'), 'utf8');
+    const section = readme.slice(readme.indexOf('## Docker compose'));
+    expect(section).toContain('REQUIRE_VERIFIED_DOMAIN=false');
+    expect(section).toContain('REQUIRE_VERIFIED_DOMAIN=true');
+  });
+
   it('the image and the compose file run the API with the V8 flag npm start and the bench give it, the worker without', () => {
     const cmd = /^CMD (\[.*\])$/m.exec(fs.readFileSync(path.join(ROOT, 'Dockerfile'), 'utf8'))?.[1];
     expect(JSON.parse(cmd!)).toEqual(['node', ...API_NODE_FLAGS, 'dist/apps/api/src/server.js']);

@@ -27,6 +27,14 @@ describe('bounce corpus (sisimai maildir/bsd)', () => {
     expect(o.notAddressSuppressed / o.notAddress).toBeLessThanOrEqual(0.03);
   });
 
+  it('suppresses at once at most 9.5% of the live addresses (every failure sisimai does not call hard, its filtered and suspend included)', () => {
+    // 37 of 411 (9.0%) now, 57 (13.9%) before sisimai's filtered was kept from the meaning of the words; the goal is 3%
+    // (docs/inbound.md, "Measured on real reports", says what is left)
+    const o = figures.overall;
+    expect(o.live).toBeGreaterThanOrEqual(400);
+    expect(o.liveSuppressed / o.live).toBeLessThanOrEqual(0.095);
+  });
+
   it('never suppresses on a 4.x.x failure', () => {
     expect(figures.overall.temporarySuppressed).toBe(0);
   });

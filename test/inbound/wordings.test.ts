@@ -6,7 +6,8 @@ import { DEAD_KINDS, WORDINGS, wordingReport, type WordingForm } from '../fixtur
  * The bounce reader on a corpus of our own making (test/fixtures/wordings): dead addresses in other wordings and
  * languages than sisimai's set (a mailbox that does not exist or is not available with a status that says little, a
  * host that does not exist with no text at all, an account disabled for good) are suppressed at once; spam, policy,
- * size, a full mailbox and a temporary state never are.
+ * size, a full mailbox, a temporary state, a message expired after its retries and a "user unknown" said after DATA or
+ * under a status that says otherwise (sisimai's `filtered`) never are.
  */
 const NOW = new Date('2026-11-25T00:00:00Z');
 const cases = WORDINGS.flatMap((c) => (['dsn', 'text'] as WordingForm[]).filter((form) => form === 'dsn' || c.text).map((form) => ({ ...c, form })));
@@ -36,8 +37,9 @@ describe('bounce wordings of our own corpus', () => {
       expect(mail.kind).toBe('bounce');
       const failed = mail.report!.recipients.find((r) => r.address === 'someone@remote.test')!;
       expect(failed.dead).toBe(false);
-      // a full mailbox or a passing state counts toward SOFT_BOUNCE_LIMIT; spam, policy and size never suppress
-      expect(mail.report!.reasonClass).toBe(c.kind === 'full' || c.kind === 'temporary' ? 'mailbox' : 'not_address');
+      // a full mailbox, a passing state, an expiry or sisimai's `filtered` counts toward SOFT_BOUNCE_LIMIT; spam, policy
+      // and size never suppress
+      expect(mail.report!.reasonClass).toBe(['full', 'temporary', 'expired', 'filtered'].includes(c.kind) ? 'mailbox' : 'not_address');
     },
   );
 

@@ -1,7 +1,7 @@
 import Ajv from 'ajv/dist/2020';
 import addFormats from 'ajv-formats';
 import request from 'supertest';
-import { useApi } from '../helpers/api';
+import { ADMIN_TOKEN, useApi } from '../helpers/api';
 import { makeCampaign, makeList, makeTenant } from '../helpers/factories';
 
 /**
@@ -109,4 +109,36 @@ it('every operation of the document takes a request built from it (body checked 
   }
   // every operation of the document was driven, and there are the seventeen this API has
   expect(seen.sort()).toEqual(['delete /subscribers', 'get /campaigns', 'get /inbound', 'get /lists', 'get /prospects', 'get /send/{id}', 'get /send/{id}/raw', 'get /templates', 'patch /send/{id}', 'post /prospects', 'post /prospects/state', 'post /send', 'post /send/batch', 'post /send/{id}/cancel', 'post /subscribers', 'get /verify', 'post /verify'].sort());
+});
+
+it("states the rules enforced in code: a template's required variables and PATCH send_at within 30 days (as a key sees the document), tags and trimmed strings non-empty", async () => {
+  const tenant = await makeTenant();
+  const list = await makeList(tenant.account.id, tenant.mailbox.id, { confirm: false });
+  const made = await request(ctx.api.app).post('/admin/api/templates').set('Authorization', `Bearer ${ADMIN_TOKEN}`)
+    .send({ account: tenant.account.id, name: 'Welcome', alias: 'welcome', subject: 'Hi {{ name }}', text: 'Hello {{ name }}', required: ['name'] });
+  expect(made.status).toBe(201);
+  const keyed = (await request(ctx.api.app).get('/api/v1/openapi.json').set('Authorization', `Bearer ${tenant.token}`).expect(200)).body;
+  const schema = (method: string, path: string) => ({ ...keyed.paths[path][method].requestBody.content['application/json'].schema, components: keyed.components });
+  const ajv = validator();
+  const later = (days: number) => new Date(Date.now() + days * 86_400_000).toISOString();
+  const sent = await request(ctx.api.app).post('/api/v1/send').set('Authorization', `Bearer ${tenant.token}`).send({ to: 'later@example.com', subject: 'S', text: 'T', send_at: later(2) });
+  expect(sent.status).toBe(202);
+  // [method, path, body, valid per the document, the server's status]
+  const cases: [string, string, Record<string, unknown>, boolean, number][] = [
+    ['post', '/send', { to: 'a@example.com', template: 'welcome', variables: { name: 'Ada' } }, true, 202],
+    ['post', '/send', { to: 'a@example.com', template: made.body.template.id, variables: { name: 'Ada' } }, true, 202],
+    ['post', '/send', { to: 'a@example.com', template: 'welcome' }, false, 422],
+    ['post', '/send', { to: 'a@example.com', template: 'welcome', variables: { other: 1 } }, false, 422],
+    ['patch', '/send/{id}', { send_at: later(40) }, false, 400],
+    ['patch', '/send/{id}', { send_at: later(3) }, true, 200],
+    ['post', '/subscribers', { list: list.key, email: 'tags@example.org', tags: ['vip', '   '] }, false, 400],
+    ['post', '/subscribers', { list: '   ', email: 'trim@example.org' }, false, 400],
+    ['post', '/subscribers', { list: list.key, email: 'tags@example.org', tags: ['vip'] }, true, 200],
+  ];
+  for (const [method, path, body, valid, status] of cases) {
+    expect({ path, body, valid: ajv.validate(schema(method, path), body) }).toEqual({ path, body, valid });
+    const url = `/api/v1${path.replace('{id}', sent.body.id)}`;
+    const res = await (request(ctx.api.app) as unknown as Record<string, (u: string) => request.Test>)[method]!(url).set('Authorization', `Bearer ${tenant.token}`).send(body);
+    expect({ path, body, status: res.status }).toEqual({ path, body, status });
+  }
 });

@@ -1,7 +1,7 @@
 import { broadcastTotals } from '../../../core/src/analytics/stats';
 import { broadcastLinks } from '../../../core/src/analytics/tracking';
 import type { Db } from '../../../core/src/db';
-import { chartRange, broadcastLive, readBuckets, RANGES, type ChartRange } from '../../../core/src/operator/ranges';
+import { chartRange, broadcastLastMinute, broadcastLive, readBuckets, RANGES, type ChartRange } from '../../../core/src/operator/ranges';
 import { esc, funnelChart, lineChart, type ChartSeries, type LineSeries } from './charts';
 
 /**
@@ -80,11 +80,10 @@ const LIVE: LineSeries[] = [
 
 /** A running broadcast's last 30 minutes, minute by minute; the page reloads itself while the broadcast sends. */
 export async function broadcastLiveSection(db: Db, id: number): Promise<string> {
-  const minutes = await broadcastLive(db, id, 30);
+  const [minutes, rate] = await Promise.all([broadcastLive(db, id, 30), broadcastLastMinute(db, id)]);
   const total = (key: string) => minutes.reduce((sum, m) => sum + (m.values[key] ?? 0), 0);
-  const rate = Math.round(minutes.slice(-5).reduce((sum, m) => sum + (m.values.delivered ?? 0), 0) / 5);
   return `<section class="charts" id="live"><h2>Live: the last 30 minutes <span class="muted">(by the minute, UTC; this page reloads every 10 seconds)</span></h2>
-<p>About <strong>${rate}</strong> copies a minute over the last 5 minutes · ${total('delivered')} delivered, ${total('bounced')} bounced, ${total('opened')} opened in 30 minutes</p>
+<p><strong id="rate">${rate}</strong> copies delivered in the last minute · ${total('delivered')} delivered, ${total('bounced')} bounced, ${total('opened')} opened in 30 minutes</p>
 ${lineChart('This broadcast, minute by minute', minutes, LIVE, 'Minute (UTC)')}</section>`;
 }
 

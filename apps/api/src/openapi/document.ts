@@ -3,10 +3,10 @@ import type Joi from 'joi';
 import { inboundPageQuery } from '../../../core/src/inbound/operations';
 import { addProspectsInput, outcomeInput, prospectQuery } from '../../../core/src/outreach/schemas';
 import { MAX_WAIT_SECONDS } from '../../../core/src/sending/accept';
-import { rescheduleSchema, sendSchema, TEXT_OR_HTML } from '../../../core/src/sending/schema';
+import { rescheduleSchema, sendSchema } from '../../../core/src/sending/schema';
 import { batchDocumentSchema } from '../../../core/src/batches/schema';
 import { DOCUMENTED, JSON_VALUE, NO_NUL } from '../../../core/src/validate';
-import { subscriberInput, unsubscribeInput } from '../../../core/src/subscribers/schema';
+import { subscriberInput, TAG_LENGTH_MAX, TAGS_MAX, unsubscribeInput } from '../../../core/src/subscribers/schema';
 import * as answers from './answers';
 import { keyTemplatesQuery } from '../../../core/src/templates/schema';
 import { verifyQuery, verifyRequest } from '../../../core/src/verify/schemas';
@@ -110,14 +110,17 @@ export const OPERATIONS: Operation[] = [
   { method: 'get', path: '/inbound', summary: 'Received emails (message.received), oldest first after `after`', query: inboundPageQuery, answers: { 200: answers.inboundAnswer } },
 ];
 
-/** joi-to-json names joi extensions by their type: the tags type of subscribers is an array of strings or one string. */
+/** joi-to-json names joi extensions by their type: the tags type of subscribers is an array of tags or one string of them. */
 function fixExtensions(node: unknown): unknown {
   if (Array.isArray(node)) return node.map(fixExtensions);
   if (!node || typeof node !== 'object') return node;
   const object = node as JsonSchema;
   if (object.type === 'tags') {
     const { type: _tags, ...rest } = object;
-    return { ...rest, anyOf: [{ type: 'array', items: { type: 'string' } }, { type: 'string', description: 'tags separated by spaces' }] };
+    // each tag is trimmed and must then be non-empty (so not only spaces), up to its length; up to TAGS_MAX of them
+    const tag = { type: 'string', minLength: 1, maxLength: TAG_LENGTH_MAX, not: { pattern: '^\\s*$' } };
+    const spaced = `tags separated by spaces (at most ${TAGS_MAX}, each up to ${TAG_LENGTH_MAX} characters)`;
+    return { ...rest, anyOf: [{ type: 'array', maxItems: TAGS_MAX, items: tag }, { type: 'string', description: spaced }] };
   }
   return Object.fromEntries(Object.entries(object).map(([k, v]) => [k, fixExtensions(v)]));
 }
@@ -137,6 +140,10 @@ function fixObjects(node: JsonSchema, schema: Joi.Schema | undefined): JsonSchem
   const terms = (schema as unknown as { $_terms?: JoiTerms } | undefined)?.$_terms;
   const rule = (name: string) => (schema as unknown as { $_getRule(n: string): { args: { limit: number } } | undefined }).$_getRule(name);
   if (schema?.type === 'string' && node.type === 'string' && !(schema as unknown as { _valids?: Set<unknown> })._valids?.has('') && !rule('min') && !rule('length') && node.minLength === undefined) node.minLength = 1;
+  // joi trims before it checks: a string of spaces is empty, and refused
+  if (schema?.type === 'string' && node.type === 'string' && rule('trim') && !(schema as unknown as { _valids?: Set<unknown> })._valids?.has('')) {
+    node.not = { pattern: '^\\s*$' };
+  }
   if (schema?.type === 'alternatives' && Array.isArray(node.anyOf) && terms?.matches?.length === node.anyOf.length) {
     terms.matches.forEach((match, i) => match.schema && fixObjects((node.anyOf as JsonSchema[])[i]!, match.schema));
   }
@@ -152,6 +159,16 @@ function fixObjects(node: JsonSchema, schema: Joi.Schema | undefined): JsonSchem
       node.additionalProperties = true;
     }
     for (const child of terms.keys ?? []) if (properties[child.key]) fixObjects(properties[child.key]!, child.schema);
+    for (const child of terms.keys ?? []) {
+      // `.when(sibling, {is: exist, then: optional, otherwise: required})`: required unless the sibling is given
+      const when = (child.schema as unknown as { $_terms?: { whens?: JoiWhen[] | null } }).$_terms?.whens?.[0];
+      const sibling = when?.ref?.path?.length === 1 ? when.ref.path[0] : undefined;
+      if (sibling && when!.then?._flags?.presence === 'optional' && when!.otherwise?._flags?.presence === 'required') {
+        (node.allOf = (node.allOf as JsonSchema[] | undefined) ?? []).push({ anyOf: [{ required: [child.key] }, { required: [sibling] }] });
+        const property = properties[child.key];
+        if (property) property.description = [property.description, `required unless \`${sibling}\` is given`].filter(Boolean).join('; ');
+      }
+    }
     const patternProperties = (node.patternProperties ?? {}) as Record<string, JsonSchema>;
     for (const p of patterns) if (p.regex && patternProperties[p.regex.source]) fixObjects(patternProperties[p.regex.source]!, p.rule);
     if (rule('max')) node.maxProperties = rule('max')!.args.limit;
@@ -164,6 +181,12 @@ function fixObjects(node: JsonSchema, schema: Joi.Schema | undefined): JsonSchem
   return node;
 }
 
+interface JoiWhen {
+  ref?: { path?: string[] };
+  then?: { _flags?: { presence?: string } };
+  otherwise?: { _flags?: { presence?: string } };
+}
+
 interface JoiTerms {
   keys?: { key: string; schema: Joi.Schema }[] | null;
   patterns?: { regex?: RegExp; schema?: Joi.Schema; rule: Joi.Schema }[] | null;
@@ -171,13 +194,23 @@ interface JoiTerms {
   matches?: { schema?: Joi.Schema }[];
 }
 
-/** `Joi.any()` is written as every type at once, `array` among them without `items`: it is no type at all. */
+/**
+ * `Joi.any()` is written as every type at once, `array` among them without `items`: it is no type at all. A `.when`
+ * that changes only presence is written `oneOf: [{}, {}]`, which no value passes (it matches both): dropped (fixObjects
+ * states the rule). `.allow(null)` on alternatives is written `type: 'null'` beside their `anyOf`, which then only null
+ * could pass and null fails: null becomes one more alternative.
+ */
 function dropAnyType(node: unknown): unknown {
   if (Array.isArray(node)) return node.map(dropAnyType);
   if (!node || typeof node !== 'object') return node;
   const object = node as JsonSchema;
   if (Array.isArray(object.type) && object.type.length >= 6 && object.type.includes('array') && !object.items) delete object.type;
+  if (object.type === 'null' && Array.isArray(object.anyOf)) {
+    delete object.type;
+    object.anyOf = [...(object.anyOf as JsonSchema[]), { type: 'null' }];
+  }
   for (const value of Object.values(object)) dropAnyType(value);
+  if (Array.isArray(object.oneOf) && object.oneOf.every((o) => o && typeof o === 'object' && !Object.keys(o).length)) delete object.oneOf;
   return object;
 }
 
@@ -291,83 +324,4 @@ export function openApiDocument(): JsonSchema {
     components: { schemas: { ...schemas, JsonValue: JSON_VALUE }, securitySchemes: { bearer: { type: 'http', scheme: 'bearer' } } },
   };
   return built;
-}
-
-/** A regex alternative matching the decimal numbers of `width` digits from 0 up to `max` (inclusive). */
-function upTo(max: number, width: number): string {
-  const digits = String(max).padStart(width, '0');
-  // e.g. 2025 of 4: [0-1][0-9]{3} | 20[0-1][0-9]{1} | 202[0-4] | 2025
-  const parts: string[] = [];
-  for (let i = 0; i < width; i++) {
-    const d = Number(digits[i]);
-    if (d > 0) parts.push(`${digits.slice(0, i)}${d === 1 ? '0' : `[0-${d - 1}]`}${i + 1 < width ? `[0-9]{${width - i - 1}}` : ''}`);
-  }
-  parts.push(digits);
-  return parts.join('|');
-}
-
-const TIME = 'T(?:[01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](?:\\.[0-9]{1,9})?(?:Z|[+-](?:[01][0-9]|2[0-3]):[0-5][0-9])';
-const ANY_DAY = '(?:0[1-9]|1[0-2])-(?:0[1-9]|[12][0-9]|3[01])';
-
-/**
- * RFC 3339 date-times on a day up to `last` (UTC): every earlier year, then the earlier months of its year, then its
- * month's days up to its own.
- */
-export function dateTimesUpTo(last: Date): string {
-  const [y, m, d] = [last.getUTCFullYear(), last.getUTCMonth() + 1, last.getUTCDate()];
-  const pad = (n: number) => String(n).padStart(2, '0');
-  const from1 = (n: number) => Array.from({ length: n }, (_, i) => pad(i + 1)).join('|');
-  const days = [`(?:${upTo(y - 1, 4)})-${ANY_DAY}`];
-  if (m > 1) days.push(`${y}-(?:${from1(m - 1)})-(?:0[1-9]|[12][0-9]|3[01])`);
-  days.push(`${y}-${pad(m)}-(?:${from1(d)})`);
-  return `^(?:${days.join('|')})${TIME}$`;
-}
-
-/** The keyed document's shortest Idempotency-Key: 16 characters, as random ones do not collide. */
-const IDEMPOTENCY_KEY_ADVISED = 16;
-
-/** A day less than 30: the latest local date a client in any time zone may write and still be within 30 days. */
-const SEND_AHEAD_DAYS_SAFE = 28;
-
-/**
- * The document as a key sees it (GET /api/v1/openapi.json with the key): the same operations, and on POST /send what
- * only the key and the hour can say. `from` is the key's mailbox address (any other answers 403), and `send_at` a date
- * up to 28 days after today (at most 30 days ahead, less the widest time zones); and an Idempotency-Key of 16
- * characters or more (the service takes 1 to 200, but short keys repeat): a document a tool can generate requests from
- * that the service accepts.
- */
-export function openApiDocumentFor(mailboxAddress: string, now = new Date(), templates: (number | string)[] = []): JsonSchema {
-  const doc = structuredClone(openApiDocument()) as {
-    paths: Record<string, Record<string, { parameters?: JsonSchema[]; requestBody: { content: Record<string, { schema: { properties: Record<string, JsonSchema> } }> } }>>;
-  };
-  for (const operations of Object.values(doc.paths)) {
-    for (const operation of Object.values(operations)) {
-      const idempotencyKey = operation.parameters?.find((p) => p.name === 'Idempotency-Key');
-      // the service takes 1 to 200 characters; keys this long do not repeat by chance when a tool generates them
-      // (a key reused with another body is 422)
-      if (idempotencyKey) Object.assign(idempotencyKey.schema as JsonSchema, { minLength: IDEMPOTENCY_KEY_ADVISED });
-    }
-  }
-  const send = doc.paths['/send']!.post!.requestBody.content['application/json']!.schema.properties;
-  const address = mailboxAddress.toLowerCase().replace(/[.*+?^${}()|[\]\\/]/g, '\\$&');
-  send.from = {
-    type: 'string',
-    description: `this key's mailbox address (403 for another), optionally with a display name: \`${mailboxAddress}\` or \`Name <${mailboxAddress}>\``,
-    anyOf: [{ type: 'string', pattern: `^${address}$` }, { type: 'string', pattern: `^[^"<>\\r\\n\\u0000]*<${address}>$` }],
-  };
-  send.send_at = { ...send.send_at, pattern: dateTimesUpTo(new Date(now.getTime() + SEND_AHEAD_DAYS_SAFE * 86_400_000)) };
-  delete send.send_at.format;
-  const body = doc.paths['/send']!.post!.requestBody.content['application/json']!.schema as unknown as JsonSchema;
-  if (templates.length) {
-    // the templates of the key's account, by id and alias
-    send.template = { ...send.template, anyOf: undefined, enum: templates };
-    delete send.template.anyOf;
-  } else {
-    // an account without templates sends written emails only: subject, and text or html
-    delete send.template;
-    delete send.variables;
-    body.required = [...new Set([...((body.required as string[] | undefined) ?? []), 'subject'])];
-    body.allOf = [{ anyOf: TEXT_OR_HTML }];
-  }
-  return doc as unknown as JsonSchema;
 }

@@ -42,14 +42,15 @@ const CSP = "default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inl
 export function openApiHandler(db: Db, auth: KeyAuthenticator, failures: AuthFailures, mailboxes: MailboxCache): express.RequestHandler {
   // loaded on the first request: the converter and the schemas' walk cost every API process start otherwise
   const load = () => import('../openapi/document');
+  const loadKeyed = () => import('../openapi/keyed-document');
   const keyed = requireKey(auth, failures);
   return async (req, res) => {
     if (!req.get('authorization')) return void res.set('Cache-Control', 'no-cache').json((await load()).openApiDocument());
     // throws the 401 for a missing, malformed or unknown key (counted as a failure of the client's address)
     await keyed(req, res, () => {});
     const mailbox = await mailboxes.sendingMailbox(db, res.locals.key.mailboxId);
-    const templates = (await listTemplates(db, res.locals.key.accountId, 'template')).flatMap((t) => (t.alias ? [t.id, t.alias] : [t.id]));
-    res.set({ 'Cache-Control': 'private, no-cache', Vary: 'Authorization' }).json((await load()).openApiDocumentFor(mailbox.address, new Date(), templates));
+    const templates = (await listTemplates(db, res.locals.key.accountId, 'template')).map((t) => ({ id: t.id, alias: t.alias, required: t.required }));
+    res.set({ 'Cache-Control': 'private, no-cache', Vary: 'Authorization' }).json((await loadKeyed()).openApiDocumentFor(mailbox.address, new Date(), templates));
   };
 }
 

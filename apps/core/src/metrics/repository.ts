@@ -9,6 +9,14 @@ export async function countStatusesUpTo(db: Db, statuses: readonly string[], cap
   );
 }
 
+/** Counts the messages of each status exactly, reading at most `cap` + 1 rows (more than `cap` in all: the counts are partial). */
+export async function countStatusesExactly(db: Db, cap: number): Promise<{ status: string; n: number }[]> {
+  return db.$queryRawUnsafe<{ status: string; n: number }[]>(
+    `SELECT status::text AS status, count(*)::int AS n FROM (SELECT status FROM messages LIMIT $1) m GROUP BY status ORDER BY status`,
+    cap + 1,
+  );
+}
+
 /** Reads messages by status as Postgres's statistics estimate them (reltuples x most-common-value frequencies): no scan. */
 export async function estimateStatuses(db: Db): Promise<{ status: string; n: number }[]> {
   return db.$queryRawUnsafe<{ status: string; n: number }[]>(

@@ -2,7 +2,7 @@ import { readStats } from '../analytics/stats';
 import type { Db } from '../db';
 import { BadRequest } from '../errors';
 import { Joi, validate } from '../validate';
-import { broadcastMinuteRows, hourRows, type BucketFilter } from './repository';
+import { broadcastDeliveredSince, broadcastMinuteRows, hourRows, type BucketFilter } from './repository';
 
 /**
  * The time ranges of the console's charts: the last 24 hours, 7, 30 or 90 days, or from one day to another. A range
@@ -110,3 +110,9 @@ export async function broadcastLive(db: Db, broadcast: number, minutes = 30): Pr
     values: { delivered: r.delivered, bounced: r.bounced, failed: r.failed, opened: r.opened },
   }));
 }
+
+/**
+ * A running broadcast's rate: the copies delivered in the last 60 seconds, counted from the rows themselves (not the
+ * minute buckets, whose current minute is partial and whose average runs over minutes before the broadcast began).
+ */
+export const broadcastLastMinute = (db: Db, broadcast: number): Promise<number> => broadcastDeliveredSince(db, broadcast, 60);

@@ -236,3 +236,13 @@ export async function broadcastMinuteRows(db: Tx, broadcast: number, minutes: nu
     [broadcast, minutes],
   );
 }
+
+/** Copies of a broadcast delivered in the last `seconds` seconds (the partial (broadcast_id, updated_at) index). */
+export async function broadcastDeliveredSince(db: Tx, broadcast: number, seconds: number): Promise<number> {
+  const [row] = await rawQuery<{ n: number }>(
+    db,
+    `SELECT count(*)::int AS n FROM messages WHERE broadcast_id = $1 AND updated_at >= now() - make_interval(secs => $2::int) AND status = 'sent'`,
+    [broadcast, seconds],
+  );
+  return row?.n ?? 0;
+}

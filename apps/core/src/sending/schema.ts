@@ -99,8 +99,16 @@ export const TEXT_OR_HTML = [
   { type: 'object', properties: { text: { type: 'string', minLength: 1 } }, required: ['text'] },
   { type: 'object', properties: { html: { type: 'string', minLength: 1 } }, required: ['html'] },
 ];
-const PLAIN_SEND = { type: 'object', required: ['subject'], not: { required: ['template'] }, anyOf: TEXT_OR_HTML };
-const TEMPLATE_SEND = { type: 'object', required: ['template'], not: { anyOf: [{ required: ['subject'] }, { required: ['text'] }, { required: ['html'] }] } };
+// each branch names its fields' types (a field it forbids as `false`, absent): generated clients type each branch from its
+// own properties, and an untyped branch (`required` and `not` alone) becomes one that takes anything
+const PLAIN_SEND = {
+  allOf: [{ type: 'object', required: ['subject'], properties: { subject: { type: 'string', minLength: 1 }, template: false } }, { anyOf: TEXT_OR_HTML }],
+};
+const TEMPLATE_SEND = {
+  type: 'object',
+  required: ['template'],
+  properties: { template: { anyOf: [{ type: 'integer' }, { type: 'string', minLength: 1 }] }, subject: false, text: false, html: false },
+};
 
 const ADDRESS = '`address` or `Name <address>`';
 /** Standard base64 with padding, as joi's base64 rule takes it. */

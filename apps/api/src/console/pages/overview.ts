@@ -1,4 +1,4 @@
-import { estimatedMessageCounts, liveMessageCounts, queueDepths } from '../../../../core/src/metrics';
+import { EXACT_COUNT_CAP, liveMessageCounts, messageCountsByStatus, queueDepths } from '../../../../core/src/metrics';
 import type { ConsolePage } from '../page';
 import { overviewCharts } from '../stats-section';
 
@@ -14,15 +14,15 @@ export const overviewPage: ConsolePage = {
 <p><a href="/admin/queues">Open the queue dashboard</a></p>
 <h2>Messages on their way</h2>
 <table><tbody><% it.live.forEach(function (m) { %><tr><th><%= m.status %></th><td><%= m.count %></td></tr><% }) %></tbody></table>
-<h2>Messages by status <span class="muted">(Postgres's estimate, as of its last ANALYZE)</span></h2>
-<% if (it.estimate.length) { %><table><tbody><% it.estimate.forEach(function (m) { %><tr><th><%= m.status %></th><td><%= m.count %></td></tr><% }) %></tbody></table>
-<% } else { %><p class="muted">No statistics yet.</p><% } %>
+<h2>Messages by status <span class="muted">(<%= it.byStatus.exact ? 'exact' : "over " + it.cap + " messages: Postgres's estimate, as of its last ANALYZE" %>)</span></h2>
+<% if (it.byStatus.counts.length) { %><table id="by-status"><tbody><% it.byStatus.counts.forEach(function (m) { %><tr><th><%= m.status %></th><td><%= m.count %></td></tr><% }) %></tbody></table>
+<% } else { %><p class="muted"><%= it.byStatus.exact ? 'No messages yet.' : 'No statistics yet.' %></p><% } %>
 <p><a href="/admin/messages?status=failed">Failed messages</a> · <a href="/admin/messages?status=bounced">Bounced messages</a></p>`,
   },
   routes(router, ctx) {
     router.get('/', async (req, res) => {
-      const [queues, live, estimate, charts] = await Promise.all([queueDepths(), liveMessageCounts(ctx.db), estimatedMessageCounts(ctx.db), overviewCharts(ctx.db, req.query)]);
-      ctx.render(req, res, 'overview', 'Overview', { queues, live, estimate, charts });
+      const [queues, live, byStatus, charts] = await Promise.all([queueDepths(), liveMessageCounts(ctx.db), messageCountsByStatus(ctx.db), overviewCharts(ctx.db, req.query)]);
+      ctx.render(req, res, 'overview', 'Overview', { queues, live, byStatus, cap: EXACT_COUNT_CAP.toLocaleString('en'), charts });
     });
   },
 };

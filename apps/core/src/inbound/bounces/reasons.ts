@@ -64,6 +64,7 @@ const OURS: Record<string, string[]> = {
   hostunknown: ['host unknown', 'domain not found', 'no such domain', 'name or service not known', 'dns lookup failure: host'],
   notaccept: ['indicated no smtp service', 'null mx'],
   spamdetected: ['rejected as spam'],
+  speeding: ['sent to too many recipients'],
 };
 
 /** Does the lower-cased text carry one of sisimai's phrases for `name`? */
@@ -110,7 +111,11 @@ const PROBES: [string, Probe][] = [
     'userunknown',
     (text, f, sname) => {
       if (sname === 'suspend') return false;
-      if (sname === 'userunknown') return !['norelaying', 'blocked', 'mailboxfull', 'hasmoved', 'rejected', 'notaccept'].some((r) => includedIn(r, text));
+      // x.1.1 is a dead address unless the words say another reason (a filter's refusal, a rate limit among them)
+      if (sname === 'userunknown') return !['norelaying', 'blocked', 'mailboxfull', 'hasmoved', 'rejected', 'notaccept', 'filtered', 'speeding'].some((r) => includedIn(r, text));
+      // without RCPT, a status that says otherwise (RFC 3463: x.2.x the mailbox is disabled or full, x.3.x the mail
+      // system, x.7.x policy) wins
+      if (f.command === '' && /^5\.[237]\./.test(f.status ?? '')) return false;
       return includedIn('userunknown', text) && (f.command === 'RCPT' || f.command === '');
     },
   ],
@@ -159,7 +164,11 @@ const WEAK = new Set<Reason>(['onhold', 'undefined', 'rejected', 'systemerror', 
  * reads). An account suspended or disabled only for a while is a mailbox failure (`onhold`), not a dead address.
  */
 export function findReason(f: Failure): Reason {
-  const reason = sisimaiReason(f);
+  const name = sisimaiReason(f);
+  // sisimai's `filtered`: "user unknown" answered by a filter, after DATA, or without the RCPT or x.1.1 that would
+  // prove it; the address may well live, so it counts as a mailbox failure (suppressed only when it repeats)
+  if (name === 'filtered') return 'onhold';
+  const reason = fold(name)!;
   // "sender domain does not exist": a dead reason about our own side is a refusal of the sender
   if (reasonClass(reason) === 'dead' && aboutSender(f.diagnostic)) return 'rejected';
   // an account disabled, deactivated or closed (or 5.7.13, "user account disabled"); frozen, locked or suspended for
@@ -171,16 +180,17 @@ export function findReason(f: Failure): Reason {
   return meaningOf(f.diagnostic) ?? reason;
 }
 
-/** The reason of one failure as sisimai reads it (reason/find.go's order, its phrases). */
-function sisimaiReason(f: Failure): Reason {
-  const known = f.known ? fold(f.known) : null;
-  if (known && !RETRY.has(f.known!)) return known;
+/** The reason of one failure as sisimai reads it (reason/find.go's order, its phrases), by sisimai's name. */
+function sisimaiReason(f: Failure): string {
+  const known = f.known && fold(f.known) ? f.known : null;
+  if (known && !RETRY.has(known)) return known;
   const text = f.diagnostic.toLowerCase().replace(/\s+/g, ' ');
   const sname = statusName(f.status);
   if (sname === 'delivered') return 'undefined';
-  for (const [name, probe] of PROBES) if (probe(text, f, sname)) return fold(name)!;
+  for (const [name, probe] of PROBES) if (probe(text, f, sname)) return name;
   if (known) return known;
-  for (const name of SECOND) if (includedIn(name, text)) return fold(name)!;
+  for (const name of SECOND) if (includedIn(name, text)) return name;
+  // the status alone (5.2.1 is sisimai's `filtered`) proves nothing more: the words may say more (findReason)
   if (sname && fold(sname)) return fold(sname)!;
   const subject = (f.status ?? '').slice(0, 3);
   if (subject === '5.6' || subject === '4.6') return 'contenterror';
@@ -205,7 +215,10 @@ export function findReplyCode(text: string): string | null {
 /** The SMTP command a diagnostic answered, when it says. */
 export function findCommand(text: string): string {
   const t = text.toUpperCase();
-  const m = /\b(?:AFTER|IN REPLY TO|IN RESPONSE TO|RESPONSE TO|FOR|>>>)\s+(RCPT|MAIL|DATA|HELO|EHLO|END OF DATA)\b/.exec(t) ?? /\b(RCPT|DATA|HELO|EHLO) TO\b|\b(RCPT|MAIL) FROM\b|\bEND OF DATA\b/.exec(t);
+  const m =
+    /\b(?:AFTER|IN REPLY TO|IN RESPONSE TO|RESPONSE TO|FOR|OUR|>>>)\s+(RCPT|MAIL|DATA|HELO|EHLO|END OF DATA)\b/.exec(t) ??
+    /\bSMTP:?\s?(?:COMMAND\s+)?(RCPT|MAIL|DATA)\b|\[(RCPT)_TO\]/.exec(t) ??
+    /\b(RCPT|DATA|HELO|EHLO) TO\b|\b(RCPT|MAIL) FROM\b|\bEND OF DATA\b/.exec(t);
   if (!m) return '';
   const word = (m[1] ?? m[2] ?? m[0]).replace(/ TO$| FROM$/, '');
   return word === 'END OF DATA' ? 'DATA' : word;

@@ -133,8 +133,9 @@ export const squeeze = (s: string) => s.replace(/\s+/g, ' ').trim().slice(0, 100
 export function finish(f: Found): Failed {
   const diagnostic = squeeze(f.diagnostic);
   const said = findStatus(diagnostic);
-  // a report's generic x.0.0 gives way to the server's own, more precise code of the same class
-  const status = f.status && !(f.status.endsWith('.0.0') && said && said[0] === f.status[0]) ? f.status : (said ?? f.status ?? null);
+  // the report's Status gives way to the server's own code of the same class (a generic 5.0.0, or a 5.1.1 the
+  // reporting MTA wrote over a "552 5.2.2 Over quota")
+  const status = f.status && !(said && said[0] === f.status[0] && said !== f.status) ? f.status : (said ?? f.status ?? null);
   const smtpCode = f.smtpCode ?? findReplyCode(diagnostic);
   const action = (f.action ?? '').toLowerCase();
   const reason = findReason({ diagnostic, status, command: f.command ?? findCommand(diagnostic), action, known: f.reason });

@@ -1,4 +1,5 @@
 import { header } from '../mime';
+import { findCommand } from '../reasons';
 import { addressesIn, clean, isDaemon, type Found, type Mail } from '../report';
 
 /**
@@ -54,14 +55,17 @@ export function readText(mail: Mail): Found[] | null {
   lines.forEach((line, i) => {
     const next = lines.slice(i + 1).find((l) => l.address !== line.address);
     const own = ownText(text, line, next?.at ?? text.length);
+    // the SMTP command the answer was to, said in its text or in the lines that lead to it ("did not like our RCPT TO:")
+    const command = findCommand(`${own}\n${text.slice(lines[i - 1]?.end ?? 0, line.at)}`) || undefined;
     if (seen.has(line.address)) {
       // the same address again: its text joins the first one's
       const first = found.find((f) => f.address === line.address)!;
       first.diagnostic += `\n${own}`;
+      first.command ??= command;
       return;
     }
     seen.add(line.address);
-    found.push({ address: line.address, diagnostic: own });
+    found.push({ address: line.address, diagnostic: own, command });
   });
   for (const a of failedHeader) if (!seen.has(a)) found.push({ address: a, diagnostic: text }), seen.add(a);
   if (found.length) {
