@@ -135,6 +135,24 @@ describe('tokens', () => {
   });
 });
 
+describe('when a token is asked for again', () => {
+  afterEach(() => auth.set({ ttl: 3600 }));
+
+  test('a long-lived token is refreshed the margin before it expires, a short-lived one at half its life: the later of the two', async () => {
+    const margin = config().oauth.refreshMarginSeconds * 1000;
+    const { mailbox } = await oauthTenant();
+    const row = await db().mailbox.findUniqueOrThrow({ where: { id: mailbox.id } });
+    // an hour's token: the margin before expiry (55 min of use by default) is later than half its life
+    await auth.set({ ttl: 3600 });
+    const long = await accessToken(db(), row);
+    expect(long.expiresAt - long.refreshAt).toBe(margin);
+    // a token whose life is shorter than twice the margin: half its life is the later bound
+    await auth.set({ ttl: Math.floor(margin / 1000) });
+    const short = await accessToken(db(), row, { rejected: long.token });
+    expect(short.expiresAt - short.refreshAt).toBe(margin / 2);
+  });
+});
+
 describe('sending through XOAUTH2', () => {
   test('an email goes out over SMTP signed in with an access token; across its expiry nothing fails and the rotated refresh token is kept', async () => {
     await auth.set({ ttl: 3, rotate: true });
