@@ -135,6 +135,8 @@ export function prepareMessage(data: Buffer, options: { id: string; domain: stri
   const subjectField = one('subject');
   const idField = one('message-id');
   const messageId = idField ? value(idField) : null;
+  // each copy is stored and found by it (an index entry): a line's worth is room for any real one
+  if (messageId && messageId.length > MAX_LINE) throw new MalformedMessage(`5.6.0 the Message-ID is longer than ${MAX_LINE} characters`);
   const added: string[] = [];
   const putIn = `<${options.id}@${options.domain}>`;
   if (!messageId) added.push(`Message-ID: ${putIn}\r\n`);
