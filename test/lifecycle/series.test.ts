@@ -5,6 +5,7 @@ import { db } from '../../apps/core/src/db';
 import { confirmByLink } from '../../apps/core/src/subscribers/tokens';
 import { maintenanceTasks } from '../../apps/worker/src/processors/maintenance';
 import { asAdmin, useApi } from '../helpers/api';
+import { wantEvents } from '../helpers/factories';
 import { useMail } from '../helpers/mail';
 import { waitFor } from '../helpers/wait';
 import { runTs } from '../helpers/processes';
@@ -112,10 +113,13 @@ it('a pending subscriber gets nothing until confirmed; confirming starts the ser
 it('a pending subscriber added again as confirmed becomes active and starts the series', async () => {
   const f = await seriesList({ confirm: true });
   const email = address('reconfirmed');
+  await wantEvents(f.tenant.account.id, ['subscriber.confirmed']);
   expect((await f.subscribe({ email, name: 'Di' })).body.status).toBe('pending');
   expect(await runOf(f.id, email)).toBeNull();
   expect((await f.subscribe({ email, confirmed: true })).body.status).toBe('active');
   expect(await runOf(f.id, email)).toMatchObject({ step: 0, status: 'waiting' });
+  const events = await db().event.findMany({ where: { accountId: f.tenant.account.id, type: 'subscriber.confirmed' } });
+  expect(events.map((e) => e.data)).toEqual([{ list: f.list.key, email, status: 'active' }]);
   const step = await tickUntil(() => sink.to(email).find((m) => m.parsed.subject === 'Welcome, Di'), 'step 1 after the confirmed add');
   expect(step.parsed.html).toContain('Hello Di');
 });
