@@ -5,15 +5,16 @@ import { idParam } from '../apps/core/src/admin-schemas';
 import type { Db } from '../apps/core/src/db';
 import { closeQueues } from '../apps/core/src/queues';
 import { validate } from '../apps/core/src/validate';
+import { listRef } from '../apps/core/src/subscribers/lists';
 
 /** The CLI's broadcast commands and the mailbox options for broadcasts (DKIM, pacing), kept apart from admin.ts. */
 export const BROADCAST_HELP = `  mailbox create ... [--dkim-domain D --dkim-selector S --dkim-key FILE.pem] [--max-per-second N]
   mailbox set ID [--dkim-domain D --dkim-selector S --dkim-key FILE.pem | --no-dkim] [--max-per-second N]
   mailbox create|set ... [--return-path address|verp]   (VERP envelope senders, docs/inbound.md)
-  broadcast create --list KEY --subject S [--html FILE] [--text FILE] [--tags a,b] [--send-at ISO]
+  broadcast create --list LIST --subject S [--html FILE] [--text FILE] [--tags a,b] [--send-at ISO]
   broadcast set ID [--status sending|paused|cancelled] [--subject S] [--html FILE] [--text FILE] [--tags a,b] [--send-at ISO]
   broadcast show ID
-  broadcast list [--list KEY]
+  broadcast list [--list LIST]
 `;
 
 export const broadcastOptions = {
@@ -59,7 +60,7 @@ function content(flags: Flags) {
 export async function runBroadcastCommand(d: Db, command: string, arg: string | undefined, flags: Flags): Promise<unknown> {
   switch (command) {
     case 'broadcast create':
-      return { broadcast: await createBroadcast(d, validate(broadcastInput, { list: flags.list, ...content(flags) })) };
+      return { broadcast: await createBroadcast(d, validate(broadcastInput, { list: flags.list === undefined ? undefined : (await listRef(d, flags.list)).key, ...content(flags) })) };
     case 'broadcast set':
       try {
         return { broadcast: await changeBroadcast(d, validate(idParam, arg), validate(broadcastChanges, { status: flags.status, ...content(flags) })) };
@@ -69,7 +70,7 @@ export async function runBroadcastCommand(d: Db, command: string, arg: string | 
     case 'broadcast show':
       return { broadcast: await getBroadcast(d, validate(idParam, arg)) };
     case 'broadcast list':
-      return { broadcasts: await listBroadcasts(d, validate(broadcastsQuery, { list: flags.list })) };
+      return { broadcasts: await listBroadcasts(d, validate(broadcastsQuery, { list: flags.list === undefined ? undefined : (await listRef(d, flags.list)).key })) };
     default:
       return undefined;
   }

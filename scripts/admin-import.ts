@@ -1,14 +1,15 @@
-/** `npm run admin -- import FILE --list ID`: an import of subscribers with a progress bar (docs/lists.md, "Import"). */
+/** `npm run admin -- import FILE --list LIST`: an import of subscribers with a progress bar (docs/lists.md, "Import"). */
 import fs from 'node:fs';
 import * as schemas from '../apps/core/src/admin-schemas';
 import type { Db } from '../apps/core/src/db';
 import { AppError } from '../apps/core/src/errors';
 import { getImport, IMPORT_STATUSES, receiveImport, type ImportFormat, type ImportStatusValue, type ImportView } from '../apps/core/src/imports';
 import { closeQueues } from '../apps/core/src/queues';
+import { listRef } from '../apps/core/src/subscribers/lists';
 import { Joi, validate } from '../apps/core/src/validate';
 import type { VerifyMode } from '../apps/core/src/verify';
 
-export const IMPORT_HELP = `  import FILE --list ID [--format csv|ndjson] [--status active|pending|unsubscribed] [--verify flag|block_undeliverable]
+export const IMPORT_HELP = `  import FILE --list LIST [--format csv|ndjson] [--status active|pending|unsubscribed] [--verify flag|block_undeliverable]
                                    (subscribers from a file: CSV with a header line, or NDJSON;
                                    the format from the file's extension unless given; --status for lines naming none;
                                    --verify checks each address (docs/verification.md);
@@ -42,8 +43,8 @@ function bar(view: ImportView): string {
 
 export async function importCommand(d: Db, action: string | undefined, arg: string | undefined, flags: Record<string, unknown>): Promise<unknown> {
   if (action === 'show') return { import: await getImport(d, validate(schemas.idParam, arg)) };
-  if (!action) throw new AppError('import: name the file (npm run admin -- import FILE --list ID)');
-  const listId = validate(schemas.idParam, flags.list);
+  if (!action) throw new AppError('import: name the file (npm run admin -- import FILE --list LIST)');
+  const listId = (await listRef(d, flags.list)).id;
   const format = formatOf(action, flags.format);
   if (!fs.existsSync(action)) throw new AppError(`import: no file ${action}`);
   try {

@@ -11,7 +11,7 @@ import { closeRedis } from '../apps/core/src/redis';
 import { createAccount, listAccounts } from '../apps/core/src/accounts';
 import { changeCampaign, createCampaign } from '../apps/core/src/outreach/campaigns';
 import { createKey, listKeys, revokeKeyEverywhere } from '../apps/core/src/auth/keys';
-import { changeList, createList, getList, listLists } from '../apps/core/src/subscribers/lists';
+import { changeList, createList, getList, listLists, listRef } from '../apps/core/src/subscribers/lists';
 import { writeSubscribersCsv } from '../apps/core/src/subscribers/csv';
 import { deleteStopEntry, listStopEntries } from '../apps/core/src/stop-list/entries';
 import { deleteSuppression, listSuppressions } from '../apps/core/src/suppressions';
@@ -47,12 +47,12 @@ ${OAUTH_HELP.trimEnd()}
   key list
   key revoke ID
   list create --account ID --name NAME --mailbox ID [--no-confirm] [--steps FILE.json]
-  list set ID [--name NAME] [--mailbox ID] [--confirm | --no-confirm] [--steps FILE.json]
+  list set LIST [--name NAME] [--mailbox ID] [--confirm | --no-confirm] [--steps FILE.json]
                                    (--steps: the welcome series, [{subject, html?, text?, template?, delay_hours}]; [] removes it)
-  list show ID
+  list show LIST                   (LIST, here and below: a list's id or its key, both as list show prints them)
   list list --account ID
-  subscribers LIST_ID [--status S] [--q TEXT] [--after ID] [--limit N]     (a page; --after the "next" it printed)
-  subscribers export LIST_ID [--status S] > list.csv                      (every subscriber, as CSV)
+  subscribers LIST [--status S] [--q TEXT] [--after ID] [--limit N]     (a page; --after the "next" it printed)
+  subscribers export LIST [--status S] > list.csv                      (every subscriber, as CSV)
 ${IMPORT_HELP}
   suppressions --account ID [--after ID] [--limit N]
   suppressions remove ID
@@ -139,7 +139,7 @@ async function run(command: string[], flags: Flags): Promise<unknown> {
   if (resource === 'mailbox' && action === 'connect') return mailboxConnect(d, flags);
   const page = { after: flags.after, limit: flags.limit };
   if (resource === 'subscribers' && action !== 'export') {
-    const list = await getList(d, validate(schemas.idParam, action));
+    const list = await listRef(d, action);
     const query = validate<{ status?: 'active'; q?: string; after?: number; limit: number }>(schemas.subscribersQuery, { status: flags.status, q: flags.q, ...page });
     const found = await browseSubscribers(d, list.id, { status: query.status, search: query.q, after: query.after, limit: query.limit });
     return { subscribers: found.rows, next: found.next === null ? null : Number(found.next) };
@@ -237,14 +237,14 @@ async function run(command: string[], flags: Flags): Promise<unknown> {
     case 'list set': {
       const confirm = flags.confirm ? true : flags['no-confirm'] ? false : undefined;
       const changes = validate(schemas.listChanges, { name: flags.name, mailbox: flags.mailbox, confirm, steps: stepsFrom(flags.steps) });
-      return { list: await changeList(d, validate(schemas.idParam, arg), changes) };
+      return { list: await changeList(d, (await listRef(d, arg)).id, changes) };
     }
     case 'list show':
-      return { list: await getList(d, validate(schemas.idParam, arg)) };
+      return { list: await getList(d, (await listRef(d, arg)).id) };
     case 'list list':
       return { lists: await listLists(d, validate(schemas.accountQuery, { account: flags.account }).account) };
     case 'subscribers export': {
-      const list = await getList(d, validate(schemas.idParam, arg));
+      const list = await listRef(d, arg);
       const { status } = validate<{ status?: 'active' }>(schemas.subscribersQuery, { status: flags.status });
       await writeSubscribersCsv(d, list.id, process.stdout, { status });
       return RAW;

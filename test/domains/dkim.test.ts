@@ -103,6 +103,27 @@ it('a changed byte of the body or of a signed header fails both signatures', asy
   }
 });
 
+it('signs the one-click unsubscribe headers (RFC 8058 section 4): both signatures cover List-Unsubscribe-Post, a changed one fails them', async () => {
+  const raw = Buffer.from(
+    'From: news@sign.test\r\nTo: a@example.com\r\nSubject: news\r\nList-Unsubscribe: <https://sign.test/u/1>\r\nList-Unsubscribe-Post: List-Unsubscribe=One-Click\r\n\r\nthe body\r\n',
+    'latin1',
+  );
+  const signed = dkimSignatures(raw, 'sign.test', keys, SIGNED_HEADERS);
+  const covered = [...signed.replace(/\r\n[ \t]+/g, '').matchAll(/[; ]h=([^;]+)/g)].map((m) => m[1]!.replace(/\s+/g, '').toLowerCase().split(':'));
+  expect(covered).toEqual([expect.arrayContaining(['list-unsubscribe', 'list-unsubscribe-post']), expect.arrayContaining(['list-unsubscribe', 'list-unsubscribe-post'])]);
+  const tampered = Buffer.from(signed + raw.toString('latin1').replace('List-Unsubscribe=One-Click', 'nothing'), 'latin1');
+  expect(signatures(await receiverVerdict(dns, { raw: tampered } as ReceivedMail, 'news@sign.test')).map((r) => r.result)).toEqual(['fail', 'fail']);
+});
+
+it('signs every header a receiver shows or acts on, when the email carries it', () => {
+  const signedNames = ['from', 'sender', 'reply-to', 'subject', 'date', 'message-id', 'to', 'cc', 'mime-version', 'content-type', 'content-transfer-encoding', 'in-reply-to', 'references', 'list-id', 'list-unsubscribe', 'list-unsubscribe-post'];
+  const header = signedNames.map((name) => `${name}: value of ${name}`).join('\r\n');
+  const raw = Buffer.from(`${header}\r\nX-Mailer: not signed\r\n\r\nthe body\r\n`, 'latin1');
+  const signed = dkimSignatures(raw, 'sign.test', keys, SIGNED_HEADERS);
+  const covered = [...signed.replace(/\r\n[ \t]+/g, '').matchAll(/[; ]h=([^;]+)/g)].map((m) => m[1]!.replace(/\s+/g, '').toLowerCase().split(':').sort());
+  expect(covered).toEqual([[...signedNames].sort(), [...signedNames].sort()]);
+});
+
 it('canonicalises as RFC 6376 section 3.4.5 shows', () => {
   // the RFC's example: "A: <SP> X <CRLF> B <SP> : <SP> Y <HTAB><CRLF> <HTAB> Z <SP><SP><CRLF>" and its body
   expect(relaxedHeader('A: X') + relaxedHeader('B : Y\t\r\n\tZ  ')).toBe('a:X\r\nb:Y Z\r\n');

@@ -5,6 +5,7 @@ import { db } from '../../apps/core/src/db';
 import { confirmByLink } from '../../apps/core/src/subscribers/tokens';
 import { maintenanceTasks } from '../../apps/worker/src/processors/maintenance';
 import { asAdmin, useApi } from '../helpers/api';
+import { wantEvents } from '../helpers/factories';
 import { useMail } from '../helpers/mail';
 import { waitFor } from '../helpers/wait';
 import { runTs } from '../helpers/processes';
@@ -48,9 +49,12 @@ it('a subscriber added active gets step 1 at once, then step 2 after its delay, 
   const f = await seriesList();
   const email = address('welcome');
   expect((await f.subscribe({ email, name: 'Ann' })).body.status).toBe('active');
-  // the series task runs only when this test ticks it: step 1 is due at once, step 2 1.8 s after step 1 is written
+  // the series task runs only when this test ticks it: step 1 is due at once, step 2 1.8 s after the tick that claimed
+  // step 1 (the database's clock at its claim, a little before step 1's row is written)
+  const beforeClaim = (await db().$queryRaw<{ now: Date }[]>`SELECT now()`)[0]!.now;
   await tickUntil(async () => (await runOf(f.id, email))?.step === 1, 'step 1 written');
-  expect(await runOf(f.id, email)).toMatchObject({ step: 1, status: 'waiting' });
+  const afterStep1 = (await runOf(f.id, email))!;
+  expect(afterStep1).toMatchObject({ step: 1, status: 'waiting' });
   const shown = await admin().get(`/admin/api/lists/${f.id}`);
   expect(shown.body.list.steps).toEqual([
     expect.objectContaining({ step: 1, subject: 'Welcome, {{name}}', delay_hours: 0, waiting: 0, sent: 1, ended: 0 }),
@@ -66,9 +70,13 @@ it('a subscriber added active gets step 1 at once, then step 2 after its delay, 
   const second = await tickUntil(() => sink.to(email)[1], 'step 2 on the wire');
   expect(second.parsed.subject).toBe('Day two');
   expect(second.parsed.text).toContain('More for Ann');
-  // written no sooner than its delay after step 1
+  // due exactly its delay after step 1's claim (which came before step 1's row: 1 ms for the columns' rounding), and
+  // written no sooner than that
   const [one, two] = await db().message.findMany({ where: { to: email, kind: 'series' }, orderBy: { step: 'asc' } });
-  expect(two!.createdAt.getTime() - one!.createdAt.getTime()).toBeGreaterThanOrEqual(1_800);
+  const dueAt = afterStep1.nextAt!.getTime();
+  expect(dueAt).toBeGreaterThanOrEqual(beforeClaim.getTime() + 1_800);
+  expect(dueAt).toBeLessThanOrEqual(one!.createdAt.getTime() + 1_800 + 1);
+  expect(two!.createdAt.getTime()).toBeGreaterThanOrEqual(dueAt);
   expect(await runOf(f.id, email)).toMatchObject({ step: 2, status: 'done', nextAt: null });
   const messages = await db().message.findMany({ where: { to: email, kind: 'series' }, orderBy: { step: 'asc' } });
   expect(messages.map((m) => m.step)).toEqual([1, 2]);
@@ -100,6 +108,20 @@ it('a pending subscriber gets nothing until confirmed; confirming starts the ser
   expect(await runOf(f.id, email)).toMatchObject({ step: 0, status: 'waiting' });
   const step = await tickUntil(() => sink.to(email).find((m) => m.parsed.subject === 'Welcome, Cy'), 'step 1 after confirming');
   expect(step.parsed.html).toContain('Hello Cy');
+});
+
+it('a pending subscriber added again as confirmed becomes active and starts the series', async () => {
+  const f = await seriesList({ confirm: true });
+  const email = address('reconfirmed');
+  await wantEvents(f.tenant.account.id, ['subscriber.confirmed']);
+  expect((await f.subscribe({ email, name: 'Di' })).body.status).toBe('pending');
+  expect(await runOf(f.id, email)).toBeNull();
+  expect((await f.subscribe({ email, confirmed: true })).body.status).toBe('active');
+  expect(await runOf(f.id, email)).toMatchObject({ step: 0, status: 'waiting' });
+  const events = await db().event.findMany({ where: { accountId: f.tenant.account.id, type: 'subscriber.confirmed' } });
+  expect(events.map((e) => e.data)).toEqual([{ list: f.list.key, email, status: 'active' }]);
+  const step = await tickUntil(() => sink.to(email).find((m) => m.parsed.subject === 'Welcome, Di'), 'step 1 after the confirmed add');
+  expect(step.parsed.html).toContain('Hello Di');
 });
 
 it('a repeat add starts no second series', async () => {

@@ -151,6 +151,15 @@ describe('MCP tools give what the HTTP API gives', () => {
     expect(status.status).toBe('sent');
   });
 
+  it('send_email refuses an argument it does not know (cc) with the 400 POST /send answers, and sends nothing', async () => {
+    const client = await connect(tenant.token);
+    const args = { to: 'unknown-arg@example.org', subject: 'Copied', text: 'x', cc: 'boss@example.org' };
+    const http = await as(ctx.api, tenant.token).post('/api/v1/send').send(args).expect(400);
+    refused(await call(client, 'send_email', args), 400, http.body.error);
+    expect(http.body.error).toMatch(/cc/);
+    expect(await db().message.count({ where: { to: { in: ['unknown-arg@example.org', 'boss@example.org'] } } })).toBe(0);
+  });
+
   it('send_email honours idempotency_key: a replay sends nothing, another body is 422', async () => {
     const client = await connect(tenant.token);
     const args = { to: 'idem@example.org', subject: 'Once', text: 'x', idempotency_key: 'mcp-once-1' };

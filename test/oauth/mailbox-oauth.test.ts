@@ -4,7 +4,7 @@ import { decryptSecret } from '../../apps/core/src/crypto';
 import { config } from '../../apps/core/src/config';
 import { createDelivery, type Delivery } from '../../apps/core/src/delivery/deliver';
 import { productionGuards } from '../../apps/core/src/delivery/production-guards';
-import { accessToken } from '../../apps/core/src/oauth/tokens';
+import { accessToken, forgetAccessToken, MailboxNeedsReconnect, tokenProvider } from '../../apps/core/src/oauth/tokens';
 import { reconcileDeliveries } from '../../apps/core/src/delivery/reconcile';
 import { logger } from '../../apps/core/src/logger';
 import { redis, rkey } from '../../apps/core/src/redis';
@@ -133,6 +133,56 @@ describe('tokens', () => {
     const first = await accessToken(db(), row);
     const second = await accessToken(db(), row, { rejected: first.token });
     expect(second.token).not.toBe(first.token);
+  });
+});
+
+describe('when a token is asked for again', () => {
+  afterEach(() => auth.set({ ttl: 3600 }));
+
+  test('a long-lived token is refreshed the margin before it expires, a short-lived one at half its life: the later of the two', async () => {
+    const margin = config().oauth.refreshMarginSeconds * 1000;
+    const { mailbox } = await oauthTenant();
+    const row = await db().mailbox.findUniqueOrThrow({ where: { id: mailbox.id } });
+    // an hour's token: the margin before expiry (55 min of use by default) is later than half its life
+    await auth.set({ ttl: 3600 });
+    const long = await accessToken(db(), row);
+    expect(long.expiresAt - long.refreshAt).toBe(margin);
+    // a token whose life is shorter than twice the margin: half its life is the later bound
+    await auth.set({ ttl: Math.floor(margin / 1000) });
+    const short = await accessToken(db(), row, { rejected: long.token });
+    expect(short.expiresAt - short.refreshAt).toBe(margin / 2);
+  });
+});
+
+describe('the token cache', () => {
+  test('a cached token is answered without a refresh until forgotten; the provider renews a refused one and says when to ask again', async () => {
+    const { mailbox } = await oauthTenant();
+    const row = await db().mailbox.findUniqueOrThrow({ where: { id: mailbox.id } });
+    const provide = tokenProvider(db(), row);
+    const first = await provide(false);
+    const before = (await auth.stats()).refreshes;
+    const cached = await accessToken(db(), row);
+    expect(first).toEqual({ token: cached.token, expires: cached.refreshAt });
+    expect(await provide(false)).toEqual(first);
+    expect((await auth.stats()).refreshes).toBe(before);
+    // nodemailer's renew: the token it was given was refused
+    const renewed = await provide(true);
+    expect(renewed.token).not.toBe(first.token);
+    expect((await auth.stats()).refreshes).toBe(before + 1);
+    await forgetAccessToken(mailbox.id);
+    expect(await redis().get(rkey('oauth', 'token', mailbox.id))).toBeNull();
+    expect((await accessToken(db(), row)).token).not.toBe(renewed.token);
+    expect((await auth.stats()).refreshes).toBe(before + 2);
+  });
+
+  test('a mailbox that does not sign in with OAuth2, or has no refresh token, gets no token', async () => {
+    const { mailbox } = await oauthTenant();
+    const row = await db().mailbox.findUniqueOrThrow({ where: { id: mailbox.id } });
+    await expect(accessToken(db(), { ...row, authType: 'password' })).rejects.toThrow(`mailbox ${row.id} does not sign in with OAuth2`);
+    await db().mailbox.update({ where: { id: row.id }, data: { oauthRefreshTokenEnc: null } });
+    const refused = await accessToken(db(), row).catch((err: unknown) => err);
+    expect(refused).toBeInstanceOf(MailboxNeedsReconnect);
+    expect(refused).toMatchObject({ mailboxId: row.id, message: `mailbox ${row.id} needs reconnecting: it has no refresh token` });
   });
 });
 

@@ -1,7 +1,8 @@
 import { db } from '../../apps/core/src/db';
 import { classify } from '../../apps/core/src/inbound/classify';
 import { handleInbound } from '../../apps/core/src/inbound/handle';
-import { autoPauseAfter, pauseReason } from '../../apps/core/src/outreach/auto-pause';
+import { markRowsSent } from '../../apps/core/src/delivery/repository';
+import { autoPauseAfter, judgeWatchedWindows, pauseReason } from '../../apps/core/src/outreach/auto-pause';
 import { runSequenceStep } from '../../apps/core/src/outreach/steps';
 import { asAdmin, useApi } from '../helpers/api';
 import { makeList, wantEvents } from '../helpers/factories';
@@ -71,10 +72,10 @@ describe('auto-pause of campaigns', () => {
     const { tenant, campaign } = await outreach({ smtp: sink.url });
     await seedSent(campaign.id, 5);
     await sendTo(tenant.account.id, campaign.id, 'dead-a@ex.org');
-    await sendTo(tenant.account.id, campaign.id, 'dead-b@ex.org');
-    expect((await campaignRow(campaign.id)).status).toBe('running'); // 2 of 7: too few to judge
+    expect((await campaignRow(campaign.id)).status).toBe('running'); // 1 of 6: too few to judge
 
-    // a window of 20: the two old bounces fall out of it once 20 good emails came after them
+    // a window of 20: the old bounce falls out of it once 20 good emails came after it (each window on the way held
+    // 1 of 20, 5% <= 6%)
     await asAdmin(ctx.api).patch(`/admin/api/campaigns/${campaign.id}`).send({ pause_on: { window: 20, bounce_rate: 0.06 } }).expect(200);
     await seedSent(campaign.id, 20);
     await sendTo(tenant.account.id, campaign.id, 'dead-c@ex.org'); // 1 of the last 20 (5%) <= 6%
@@ -99,6 +100,35 @@ describe('auto-pause of campaigns', () => {
     expect(await campaignRow(campaign.id)).toMatchObject({ status: 'paused', pausedReason: 'bounce rate 10.0% over the last 20 emails' });
     expect(await db().event.count({ where: { accountId: tenant.account.id, type: 'campaign.paused' } })).toBe(1);
     expect(await db().pauseWatch.count({ where: { campaignId: campaign.id } })).toBe(0);
+  });
+
+  it('judges every window the emails pass through when several end together: 4 dead first, then 20 marked sent at once', async () => {
+    const { tenant, campaign } = await outreach({ smtp: sink.url });
+    await asAdmin(ctx.api).patch(`/admin/api/campaigns/${campaign.id}`).send({ pause_on: { bounce_rate: 0.05, window: 20 } }).expect(200);
+    for (let i = 1; i <= 4; i++) await sendTo(tenant.account.id, campaign.id, `dead-early${i}@ex.org`);
+    expect(await db().pauseWatch.count({ where: { campaignId: campaign.id } })).toBe(1);
+    // 20 emails on the wire end in one "sent" statement, as the worker's group commit marks them: the last 20 hold no
+    // bounce, but the window of the 20th ended email held 4 dead of 20
+    const onWire = await seedSent(campaign.id, 20);
+    await db().$executeRaw`UPDATE messages SET status = 'sending' WHERE id = ANY(${onWire}::uuid[])`;
+    const watched = await markRowsSent(db(), onWire.map((id) => ({ id, response: '250 ok' })));
+    expect(watched).toEqual([{ campaign_id: campaign.id, broadcast_id: null }]);
+    await judgeWatchedWindows(db(), watched);
+    expect(await campaignRow(campaign.id)).toMatchObject({ status: 'paused', pausedReason: 'bounce rate 20.0% over the last 20 emails' });
+  });
+
+  it('pauses a campaign of 24 whose 4 dead addresses come first, however its deliveries batch', async () => {
+    const { tenant, campaign } = await outreach({ smtp: sink.url });
+    await asAdmin(ctx.api).patch(`/admin/api/campaigns/${campaign.id}`).send({ pause_on: { bounce_rate: 0.05, window: 20 } }).expect(200);
+    const written: string[] = [];
+    for (const email of [...[1, 2, 3, 4].map((i) => `dead-lot${i}@ex.org`), ...Array.from({ length: 20 }, (_, i) => `lot${i}@ex.org`)]) {
+      const step = await runSequenceStep(db(), await addProspect(tenant.account.id, campaign.id, { email }), 1);
+      if (step.kind !== 'written') throw new Error(`not written: ${JSON.stringify(step)}`);
+      written.push(step.messageId);
+    }
+    for (const id of written.slice(0, 4)) await deliver(worker.delivery, id);
+    await Promise.all(written.slice(4).map((id) => deliver(worker.delivery, id)));
+    expect(await campaignRow(campaign.id)).toMatchObject({ status: 'paused', pausedReason: expect.stringMatching(/^bounce rate \d+\.\d% over the last 20 emails$/) });
   });
 
   it('stops watching a window that reaches 20 emails under the rate, and keeps running', async () => {

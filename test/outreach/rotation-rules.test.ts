@@ -1,5 +1,6 @@
 import { db } from '../../apps/core/src/db';
 import { updateMailbox } from '../../apps/core/src/mailboxes';
+import { rotationCandidates } from '../../apps/core/src/outreach/repository';
 import { claimDueSteps } from '../../apps/core/src/outreach/scheduler';
 import { runSequenceStep } from '../../apps/core/src/outreach/steps';
 import { asAdmin, useApi } from '../helpers/api';
@@ -124,4 +125,22 @@ it('the one-mailbox form still works: mailbox alone is a rotation of one, and a 
   expect(res.body.campaign).toMatchObject({ mailbox: m.id, mailboxes: [m.id] });
   const both = await asAdmin(ctx.api).post('/admin/api/campaigns').send({ account: account.id, name: 'two', goal: 'sales', mailbox: m.id, mailboxes: [m.id], steps: STEPS });
   expect(both.status).toBe(201);
+});
+
+it("orders the rotation fewest outreach emails today first, then idle longest: yesterday's count is no count", async () => {
+  const { boxes, campaign } = await rotation(3);
+  const [a, b, c] = boxes.map((m) => m.id) as [number, number, number];
+  const today = new Date(`${new Date().toISOString().slice(0, 10)}T00:00:00Z`);
+  const yesterday = new Date(today.getTime() - 86_400_000);
+  // A: 5 today, idle longest; B: 1 today, the most recent; C: 9 yesterday and none today, in between
+  await db().mailbox.update({ where: { id: a }, data: { sequenceDay: today, sequenceCount: 5, sequenceLastAt: new Date(Date.now() - 3_600_000) } });
+  await db().mailbox.update({ where: { id: b }, data: { sequenceDay: today, sequenceCount: 1, sequenceLastAt: new Date(Date.now() - 60_000) } });
+  await db().mailbox.update({ where: { id: c }, data: { sequenceDay: yesterday, sequenceCount: 9, sequenceLastAt: new Date(Date.now() - 1_800_000) } });
+  const order = await db().$transaction((tx) => rotationCandidates(tx, campaign, null, null, 100));
+  expect(order.map((m) => m.id)).toEqual([c, b, a]);
+  // with today's counts equal, the one idle longest goes first
+  await db().mailbox.update({ where: { id: b }, data: { sequenceCount: 5 } });
+  await db().mailbox.update({ where: { id: c }, data: { sequenceDay: today, sequenceCount: 5 } });
+  const even = await db().$transaction((tx) => rotationCandidates(tx, campaign, null, null, 100));
+  expect(even.map((m) => m.id)).toEqual([a, c, b]);
 });

@@ -15,6 +15,10 @@ describe('a submitted message made ready to send', () => {
     const text = prepared.raw.toString();
     expect(text).toBe('Message-ID: <abc@example.com>\r\nDate: Thu, 26 Nov 2026 10:00:00 +0000\r\nFrom: a@example.com\r\nSubject: S\r\n\r\nBcc: in the body stays\r\n');
     expect(prepared.messageId).toBeNull();
+    expect(prepared.messageIdHeader).toBe('<abc@example.com>');
+    expect(prepare('From: a@example.com\r\nMessage-ID: <mine@client>\r\n\r\nx\r\n').messageIdHeader).toBe('<mine@client>');
+    // a Message-ID folded over lines past 998 characters in all is refused (each copy is stored by it)
+    expect(() => prepare(`From: a@example.com\r\nMessage-ID: <${'a'.repeat(600)}\r\n ${'b'.repeat(600)}@client>\r\n\r\nx\r\n`)).toThrow(/Message-ID is longer than 998/);
   });
 
   it('folds a header line over 998 characters after commas; refuses body lines over 998, bare LF, no From or two', () => {

@@ -6,6 +6,8 @@ import { dkimVerify } from 'mailauth/lib/dkim/verify';
 import nodemailer from 'nodemailer';
 import { db } from '../../apps/core/src/db';
 import { createMailbox } from '../../apps/core/src/mailboxes';
+import { classify } from '../../apps/core/src/inbound/classify';
+import { handleInbound } from '../../apps/core/src/inbound/handle';
 import { as, useApi } from '../helpers/api';
 import { makeAccount, makeKey, makeTenant } from '../helpers/factories';
 import { useMail } from '../helpers/mail';
@@ -126,6 +128,46 @@ print(json.dumps({"refused": refused, "codes": codes}))
     const big = client(tenant.token).sendMail({ from: tenant.mailbox.address, to: 'a@b.example', subject: 's', text: 'x'.repeat(1_100_000) });
     await expect(big).rejects.toMatchObject({ responseCode: 552 });
     expect(await db().send.count({ where: { accountId: tenant.account.id } })).toBe(1);
+  });
+
+  it('each copy is stored and shown with the Message-ID it carried on the wire (put in, or the client\'s), and a DSN quoting it without VERP matches its copy', async () => {
+    const tenant = await makeTenant({ smtp: sink.url });
+    const transport = client(tenant.token);
+    const recipients = ['first@wire.example', 'second@wire.example'];
+    const sent = [
+      // no Message-ID: the service puts one in
+      await transport.sendMail({ envelope: { from: tenant.mailbox.address, to: recipients }, raw: `From: ${tenant.mailbox.address}\r\nTo: ${recipients.join(', ')}\r\nSubject: Wire\r\n\r\nBody\r\n` }),
+      // the client's own
+      await transport.sendMail({ from: tenant.mailbox.address, to: 'own@wire.example', subject: 'Own', text: 'x', messageId: '<client-7f23@app.example>' }),
+    ];
+    transport.close();
+    const ids = sent.map((info) => /queued as ([0-9a-f-]{36})/.exec(info.response)![1]!);
+    const onWire = await waitFor(() => {
+      const got = [...recipients, 'own@wire.example'].map((to) => sink.to(to)[0]);
+      return got.every(Boolean) ? got.map((m) => ({ to: m!.envelope.to[0]!, header: /^Message-ID:\s*(.+)$/im.exec(m!.raw.toString('latin1'))![1]!.trim() })) : null;
+    }, { timeout: 20_000, what: 'the three copies' });
+    expect(onWire[0]!.header).toBe(onWire[1]!.header);
+    expect(onWire[2]!.header).toBe('<client-7f23@app.example>');
+    const shown = [];
+    for (const id of ids) shown.push(...(await as(app.api, tenant.token).get(`/api/v1/send/${id}`).expect(200)).body.messages);
+    expect(shown.map((m: { to: string; message_id: string }) => [m.to, m.message_id]).sort()).toEqual(onWire.map((w) => [w.to, w.header]).sort());
+
+    // a mail server's report about the second copy quotes the header it read (no VERP): it acts on that copy alone
+    const mailbox = await db().mailbox.findUniqueOrThrow({ where: { id: tenant.mailbox.id } });
+    const report = [
+      'From: MAILER-DAEMON@wire.example', `To: ${mailbox.address}`, 'Subject: Undelivered Mail Returned to Sender', 'Message-ID: <dsn-1@wire.example>',
+      'MIME-Version: 1.0', 'Content-Type: multipart/report; report-type=delivery-status; boundary="B"', '',
+      '--B', 'Content-Type: text/plain', '', 'Your message could not be delivered.', '',
+      '--B', 'Content-Type: message/delivery-status', '', 'Reporting-MTA: dns; mx.wire.example', '',
+      'Final-Recipient: rfc822; second@wire.example', 'Action: failed', 'Status: 5.1.1', 'Diagnostic-Code: smtp; 550 5.1.1 <second@wire.example>: User unknown', '',
+      '--B', 'Content-Type: text/rfc822-headers', '', `From: ${mailbox.address}`, 'To: first@wire.example, second@wire.example', 'Subject: Wire', `Message-ID: ${onWire[1]!.header}`, '',
+      '--B--', '',
+    ].join('\r\n');
+    await handleInbound(db(), { mailbox, uidValidity: 1n, uid: 1n }, await classify(report));
+    const inbound = await db().inboundMessage.findFirstOrThrow({ where: { mailboxId: mailbox.id, messageId: '<dsn-1@wire.example>' } });
+    expect(inbound).toMatchObject({ kind: 'bounce', unmatched: null });
+    const rows = await db().message.findMany({ where: { sendId: ids[0] }, orderBy: { to: 'asc' } });
+    expect(rows.map((r) => [r.to, r.bounce !== null])).toEqual([['first@wire.example', false], ['second@wire.example', true]]);
   });
 
   it('the same Message-ID from the same key is accepted once (AUTH PLAIN, then AUTH LOGIN): 250 with the first id, nothing sent twice', async () => {

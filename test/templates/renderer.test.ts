@@ -22,6 +22,22 @@ describe('the one renderer', () => {
     expect(email.subject).toBe('For <b>Tom</b> & "Jerry" Bcc: x@y.z');
   });
 
+  it('escapes once in html: | escape, | escape_once and a {% capture %} block are not escaped again', () => {
+    const vars = { name: '<b>Tom</b> & "Jerry"', shown: 'a &lt; b' };
+    const once = '&lt;b&gt;Tom&lt;/b&gt; &amp; &quot;Jerry&quot;';
+    expect(renderSource('<p>{{ name | escape }}</p>', vars, 'html')).toBe(`<p>${once}</p>`);
+    expect(renderSource('<p>{{ shown | escape_once }}</p>', vars, 'html')).toBe('<p>a &lt; b</p>');
+    // the captured markup stays markup, its values escaped once
+    const captured = '{% capture card %}<b>{{ name }}</b>{% endcapture %}<div>{{ card }}</div>';
+    expect(renderSource(captured, vars, 'html')).toBe(`<div><b>${once}</b></div>`);
+    expect(renderSource('{% capture card %}<i>{{ name | escape }}</i>{% endcapture %}{% if card != "" %}{{ card }}{% endif %}', vars, 'html')).toBe(`<i>${once}</i>`);
+    // a filter after it reads the text: its answer is a value, escaped as any value is
+    expect(renderSource('{% capture c %}<b>x</b>{% endcapture %}{{ c | upcase }}', {}, 'html')).toBe('&lt;B&gt;X&lt;/B&gt;');
+    // text parts and subjects: capture and escape as Liquid has them
+    expect(renderSource('{% capture c %}<b>{{ name }}</b>{% endcapture %}{{ c }}', vars, 'text')).toBe('<b><b>Tom</b> & "Jerry"</b>');
+    expect(renderSource('{{ name | escape }}', vars, 'text')).toBe('&lt;b&gt;Tom&lt;/b&gt; &amp; &#34;Jerry&#34;');
+  });
+
   it('renders missing values, objects and prototype names empty; loops, conditions and filters work', () => {
     expect(renderSource('[{{ nope }}][{{ fields }}][{{ fields.toString }}][{{ fields.__proto__ }}]', { fields: { a: 1 } }, 'text')).toBe('[][][][]');
     expect(renderSource('{% for i in items %}{{ i | upcase }}{% unless forloop.last %}, {% endunless %}{% endfor %}{% if vip %}!{% endif %}', { items: ['a', 'b'], vip: true }, 'text')).toBe('A, B!');

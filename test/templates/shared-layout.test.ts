@@ -1,6 +1,7 @@
 import { db } from '../../apps/core/src/db';
 import { runSequenceStep } from '../../apps/core/src/outreach/steps';
-import { asAdmin, useApi } from '../helpers/api';
+import { as, asAdmin, useApi } from '../helpers/api';
+import { makeTenant } from '../helpers/factories';
 import { useDelivery, useMail } from '../helpers/mail';
 import { waitFor } from '../helpers/wait';
 import { addSubscriber, broadcastTenant, waitStatus } from '../broadcasts/support';
@@ -77,4 +78,27 @@ it('refuses a broadcast or a step naming another account\'s template, or a body 
   expect(step.status).toBe(400);
   expect(step.body.error).toMatch(/steps\[0\]\.subject does not parse/);
   expect((await db().campaignStep.findMany({ where: { campaignId: campaign.id } })).map((s) => s.subject)).toEqual(['Hello {{name}}', 'Hello {{name}}']);
+});
+
+it('refuses a broadcast giving a template and a subject (or html, or text) with the 400 /send answers, writing nothing', async () => {
+  const t = await broadcastTenant(sink.url);
+  await layoutWithTemplate(t.account.id, `both-${t.account.id}`, '<p>x</p>', 'From the template');
+  const before = await db().broadcast.count();
+  const send = await admin().post('/admin/api/broadcasts').send({ list: t.list.key, template: `both-${t.account.id}`, subject: 'Mine' });
+  expect(send.status).toBe(400);
+  expect(send.body).toEqual({ ok: false, error: 'subject: not with a template (the template gives it)' });
+  const html = await admin().post('/admin/api/broadcasts').send({ list: t.list.key, template: `both-${t.account.id}`, html: '<p>mine</p>' });
+  expect(html.body).toEqual({ ok: false, error: 'html: not with a template (the template gives it)' });
+  expect(await db().broadcast.count()).toBe(before);
+  // POST /send answers the same body with the same refusal
+  const sender = await makeTenant();
+  const direct = await as(ctx.api, sender.token).post('/api/v1/send').send({ to: 'x@example.org', template: `both-${t.account.id}`, subject: 'Mine' });
+  expect({ status: direct.status, body: direct.body }).toEqual({ status: 400, body: send.body });
+
+  // a draft changed to a template and a subject at once is refused too, and stays as it was
+  const draft = await admin().post('/admin/api/broadcasts').send({ list: t.list.key, subject: 'Plain', text: 'x' }).expect(201);
+  const patch = await admin().patch(`/admin/api/broadcasts/${draft.body.broadcast.id}`).send({ template: `both-${t.account.id}`, subject: 'Other' });
+  expect(patch.status).toBe(400);
+  expect(patch.body.error).toBe('subject: not with a template (the template gives it)');
+  expect(await db().broadcast.findUniqueOrThrow({ where: { id: draft.body.broadcast.id } })).toMatchObject({ subject: 'Plain', templateId: null });
 });

@@ -151,8 +151,10 @@ export function mcpServer(db: Db, state: ApiState, key: ApiKey, request: McpRequ
     'send_email',
     {
       title: 'Send an email',
-      description: "Sends an email from this key's mailbox, one copy per recipient (POST /api/v1/send). Counts against the key's daily limit; suppressed and stop-listed recipients are skipped.",
-      inputSchema: sendShape,
+      description:
+        "Sends an email from this key's mailbox, one copy per recipient (POST /api/v1/send). Counts against the key's daily limit; suppressed and stop-listed recipients are skipped. An argument not listed here (cc, bcc...) is refused, as POST /send refuses it.",
+      // the arguments reach the API's validation whole, so an unknown one is refused with its words, not dropped
+      inputSchema: z.object(sendShape).passthrough() as unknown as Record<string, z.ZodTypeAny>,
     },
     ({ idempotency_key, wait_seconds, ...body }) =>
       answer(async () => {

@@ -1,4 +1,5 @@
 import { checkSources, templateIdOf } from '../templates/service';
+import { besideTemplate } from '../templates/schema';
 import type { Broadcast, List } from '../../../../generated/prisma/client';
 import { Prisma, type Db, type Tx } from '../db';
 import { BadRequest, Conflict, Forbidden, NotFound } from '../errors';
@@ -74,6 +75,8 @@ async function audienceOf(db: Tx, list: { id: number; accountId: number }, audie
 }
 
 export async function createBroadcast(db: Tx, input: BroadcastInput): Promise<BroadcastView> {
+  const beside = besideTemplate(input);
+  if (beside) throw new BadRequest(beside);
   const list = await db.list.findUnique({ where: { key: input.list } });
   if (!list) throw new NotFound(`no list with key "${input.list}"`);
   const templateId = input.template == null ? null : await templateIdOf(db, list.accountId, input.template);
@@ -126,6 +129,8 @@ export async function changeBroadcast(db: Db, id: number, changes: BroadcastChan
     const hasContent = Object.keys(content).length > 0;
     if (hasContent && current.status !== 'draft') throw new Conflict(`a broadcast can be edited only while draft (it is ${current.status})`);
     if (hasContent) {
+      const beside = besideTemplate(content);
+      if (beside) throw new BadRequest(beside);
       const templateId = content.template === undefined ? current.templateId : content.template === null ? null : await templateIdOf(tx, current.accountId, content.template);
       const next = { html: current.html, text: current.text, ...content };
       if (!next.html && !next.text && templateId === null) throw new BadRequest('html or text is required (or a template)');

@@ -23,9 +23,9 @@ export const UNMATCHED = {
   otherRecipient: 'the message it names went to another address',
 } as const;
 
-async function namedMessage(tx: Tx, mailboxId: number, mail: InboundMail): Promise<OurMessage | null> {
+async function namedMessage(tx: Tx, mailboxId: number, mail: InboundMail, recipients: string[]): Promise<OurMessage | null> {
   const ids = [...(mail.report?.originalId ? [mail.report.originalId] : []), ...mail.threadIds];
-  return ids.length ? messageByMessageIds(tx, mailboxId, ids) : null;
+  return ids.length ? messageByMessageIds(tx, mailboxId, ids, recipients) : null;
 }
 
 /** The message a bounce is about and the failed recipients it acts on (the message's own address only). */
@@ -39,7 +39,7 @@ export async function provenBounce(tx: Tx, mailbox: Mailbox, mail: InboundMail):
     return { message: verp, recipients: [{ ...failed, address: to }] };
   }
   if (mailbox.returnPath === 'verp') return { unmatched: UNMATCHED.verpOnly };
-  const message = await namedMessage(tx, mailbox.id, mail);
+  const message = await namedMessage(tx, mailbox.id, mail, recipients.map((r) => r.address));
   if (!message) return { unmatched: UNMATCHED.noMessage };
   const mine = recipients.filter((r) => r.address === message.to.toLowerCase());
   if (recipients.length && !mine.length) return { unmatched: UNMATCHED.otherRecipient };
@@ -52,7 +52,7 @@ export async function provenComplaint(tx: Tx, mailbox: Mailbox, mail: InboundMai
   const verp = token ? await messageById(tx, mailbox.id, token) : null;
   if (verp) return { message: verp };
   if (mailbox.returnPath === 'verp') return { unmatched: UNMATCHED.verpOnly };
-  const message = await namedMessage(tx, mailbox.id, mail);
+  const message = await namedMessage(tx, mailbox.id, mail, mail.report?.addresses ?? []);
   if (!message) return { unmatched: UNMATCHED.noMessage };
   // a feedback report may hide the complainant (redacted): then the Message-ID alone says who
   const addresses = mail.report?.addresses ?? [];

@@ -12,12 +12,15 @@ export interface OurMessage {
   prospect_id: number | null;
 }
 
-/** Reads the latest message of the mailbox whose Message-ID header is one of these; null when none is. */
-export async function messageByMessageIds(tx: Tx, mailboxId: number, messageIds: string[]): Promise<OurMessage | null> {
+/**
+ * Reads the latest message of the mailbox whose Message-ID header is one of these, the copy to one of `recipients`
+ * first (the copies of a message submitted over SMTP share its Message-ID); null when none is.
+ */
+export async function messageByMessageIds(tx: Tx, mailboxId: number, messageIds: string[], recipients: string[] = []): Promise<OurMessage | null> {
   const [row] = await tx.$queryRaw<OurMessage[]>`
     SELECT id, "to", prospect_id FROM messages
     WHERE mailbox_id = ${mailboxId} AND message_id_header = ANY(${messageIds}::text[])
-    ORDER BY created_at DESC LIMIT 1`;
+    ORDER BY lower("to") = ANY(${recipients}::text[]) DESC, created_at DESC LIMIT 1`;
   return row ?? null;
 }
 

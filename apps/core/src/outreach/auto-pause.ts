@@ -4,14 +4,15 @@ import type { WatchedWindow } from '../delivery/repository';
 import { logger } from '../logger';
 import { emitEvent } from '../events';
 import {
-  broadcastWindow,
-  campaignWindow,
+  broadcastWindows,
+  campaignWindows,
   campaignOrBroadcastOf,
   pauseRunningCampaign,
   runningCampaignWithPauseOn,
   unwatchWindow,
   watchWindow,
   type PauseRates,
+  type JudgedWindows,
   type WindowCounts,
   type WindowOwner,
 } from './repository';
@@ -30,6 +31,8 @@ import {
  *   reaches MIN_ENDED. A window that has MIN_ENDED emails is only diluted by good ones (dead / ended falls, or an old
  *   outcome leaves a full window), so from then on only bad outcomes need judging. The "sent" mark finds the watches
  *   in its own statement: with none (the usual case) the delivery path pays nothing more.
+ * A judgement looks at every window the ended emails passed through, not only the last (firstPassing): emails that
+ * end together in one "sent" mark, or a bounce recorded after them, skip no window that was over a rate.
  */
 export const MIN_ENDED = 20;
 export const BROADCAST_PAUSE_ON = { bounce_rate: 0.05, complaint_rate: 0.003, window: 1000 } as const;
@@ -47,9 +50,21 @@ export function pauseReason(counts: WindowCounts, rates: PauseRates): string | n
   return null;
 }
 
+/**
+ * The first of the judged windows (the latest, then the one with the most dead bounces, then the one with the most
+ * complaints) whose shares pass `rates`, with its reason; null when none does.
+ */
+export function firstPassing(windows: JudgedWindows, rates: PauseRates): { reason: string; counts: WindowCounts } | null {
+  for (const counts of [windows.latest, windows.mostDead, windows.mostComplained]) {
+    const reason = counts && pauseReason(counts, rates);
+    if (reason) return { reason, counts };
+  }
+  return null;
+}
+
 /** A window short of MIN_ENDED that holds a bad outcome is watched; any other is not (judged for good, or clean). */
-async function keepWatch(tx: Tx, owner: WindowOwner, counts: WindowCounts, reason: string | null): Promise<void> {
-  const short = reason === null && counts.ended < MIN_ENDED && (counts.dead > 0 || counts.complained > 0);
+async function keepWatch(tx: Tx, owner: WindowOwner, counts: WindowCounts, passing: object | null): Promise<void> {
+  const short = passing === null && counts.ended < MIN_ENDED && (counts.dead > 0 || counts.complained > 0);
   await (short ? watchWindow(tx, owner) : unwatchWindow(tx, owner));
 }
 
@@ -61,10 +76,11 @@ async function checkCampaign(tx: Tx, campaignId: number): Promise<string | null>
     return null;
   }
   const rates: PauseRates = { bounce_rate: 0.05, complaint_rate: 0.003, window: 100, ...c.pause_on };
-  const counts = await campaignWindow(tx, c.id, c.window_since, rates.window);
-  const reason = pauseReason(counts, rates);
-  await keepWatch(tx, { campaign: c.id }, counts, reason);
-  if (!reason) return null;
+  const windows = await campaignWindows(tx, c.id, c.window_since, rates.window, MIN_ENDED);
+  const passing = firstPassing(windows, rates);
+  await keepWatch(tx, { campaign: c.id }, windows.latest, passing);
+  if (!passing) return null;
+  const { reason, counts } = passing;
   if (!(await pauseRunningCampaign(tx, c.id, reason))) return null;
   await emitEvent(tx, c.account_id, 'campaign.paused', { campaign: c.id, name: c.name, reason, ended: counts.ended, bounced: counts.dead, complained: counts.complained });
   return reason;
@@ -76,10 +92,11 @@ async function checkBroadcast(tx: Tx, broadcastId: number): Promise<string | nul
     await unwatchWindow(tx, { broadcast: broadcastId });
     return null;
   }
-  const counts = await broadcastWindow(tx, b.id, b.window_since, BROADCAST_PAUSE_ON.window);
-  const reason = pauseReason(counts, BROADCAST_PAUSE_ON);
-  await keepWatch(tx, { broadcast: b.id }, counts, reason);
-  if (!reason) return null;
+  const windows = await broadcastWindows(tx, b.id, b.window_since, BROADCAST_PAUSE_ON.window, MIN_ENDED);
+  const passing = firstPassing(windows, BROADCAST_PAUSE_ON);
+  await keepWatch(tx, { broadcast: b.id }, windows.latest, passing);
+  if (!passing) return null;
+  const { reason, counts } = passing;
   if (!(await pauseSendingBroadcast(tx, b.id, reason))) return null;
   // as a pause by request (broadcasts/service.ts): the copies not yet claimed are taken back; a resume writes them again
   await deleteUnclaimedCopies(tx, b.id);

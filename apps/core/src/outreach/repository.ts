@@ -565,39 +565,76 @@ export interface WindowCounts {
   complained: number;
 }
 
-/** The last `window` ended emails among `messages` (an SQL FROM ... WHERE naming rows `m`), counted in one statement. */
-async function countWindow(tx: Tx, from: string, values: unknown[], window: number): Promise<WindowCounts> {
-  const [row] = await rawQuery<WindowCounts>(
-    tx,
-    `WITH w AS (
-       SELECT m.id, ${isDeadBounce('m')} AS dead, ${isComplaint('m')} AS complained
-       ${from} AND m.status IN ('sent', 'bounced', 'failed')
-       ORDER BY m.updated_at DESC LIMIT ${Math.trunc(window)}
-     )
-     SELECT count(*)::int AS ended, count(*) FILTER (WHERE dead)::int AS dead, count(*) FILTER (WHERE complained)::int AS complained FROM w`,
-    values,
-  );
-  return row!;
+/**
+ * The windows of `window` ended emails a judgement looks at (auto-pause.ts): `latest`, the last `window` ended; and,
+ * among every window the ended emails passed through that holds at least `least` emails, the one with the largest
+ * share of dead bounces and the one with the largest share of complaints (null when none holds `least`).
+ */
+export interface JudgedWindows {
+  latest: WindowCounts;
+  mostDead: WindowCounts | null;
+  mostComplained: WindowCounts | null;
 }
 
-/** Counts the campaign's last `window` ended sequence emails since `since`: ended, dead bounces, complaints. */
-export function campaignWindow(tx: Tx, campaignId: number, since: Date | null, window: number): Promise<WindowCounts> {
-  return countWindow(
+/**
+ * Counts, in one statement, the windows among `messages` (an SQL FROM ... WHERE naming rows `m`) in the order their
+ * emails ended: the window ending at each of the last `window` ended emails (read from the last 2 x window - 1), and the
+ * first `least` emails (the first window that can be judged, however many ended together after it).
+ */
+async function countWindows(tx: Tx, from: string, values: unknown[], window: number, least: number): Promise<JudgedWindows> {
+  const w = Math.trunc(window);
+  const n = values.length;
+  const rows = await rawQuery<WindowCounts & { which: 'latest' | 'dead' | 'complained' }>(
+    tx,
+    `WITH e AS MATERIALIZED (
+       SELECT m.id, m.updated_at, ${isDeadBounce('m')} AS dead, ${isComplaint('m')} AS complained
+       ${from} AND m.status IN ('sent', 'bounced', 'failed')
+     ),
+     tail AS (SELECT * FROM e ORDER BY updated_at DESC, id DESC LIMIT ${2 * w - 1}),
+     pos AS (
+       SELECT count(*) OVER w AS ended, count(*) FILTER (WHERE dead) OVER w AS dead,
+              count(*) FILTER (WHERE complained) OVER w AS complained,
+              row_number() OVER (ORDER BY updated_at DESC, id DESC) AS from_end, count(*) OVER () AS held
+       FROM tail WINDOW w AS (ORDER BY updated_at, id ROWS BETWEEN ${w - 1} PRECEDING AND CURRENT ROW)
+     ),
+     judged AS (
+       SELECT ended::int, dead::int, complained::int FROM pos WHERE (from_end <= ${w} OR held < ${2 * w - 1}) AND ended >= $${n + 1}
+       UNION ALL
+       SELECT count(*)::int, (count(*) FILTER (WHERE dead))::int, (count(*) FILTER (WHERE complained))::int
+       FROM (SELECT * FROM e ORDER BY updated_at, id LIMIT $${n + 1}) head HAVING count(*) >= $${n + 1}
+     )
+     (SELECT 'latest' AS which, ended::int, dead::int, complained::int FROM pos WHERE from_end = 1)
+     UNION ALL (SELECT 'dead', * FROM judged ORDER BY dead::float8 / ended DESC, ended LIMIT 1)
+     UNION ALL (SELECT 'complained', * FROM judged ORDER BY complained::float8 / ended DESC, ended LIMIT 1)`,
+    [...values, least],
+  );
+  const of = (which: string) => {
+    const row = rows.find((r) => r.which === which);
+    return row ? { ended: row.ended, dead: row.dead, complained: row.complained } : null;
+  };
+  return { latest: of('latest') ?? { ended: 0, dead: 0, complained: 0 }, mostDead: of('dead'), mostComplained: of('complained') };
+}
+
+/** The windows of the campaign's ended sequence emails since `since` (countWindows). */
+export function campaignWindows(tx: Tx, campaignId: number, since: Date | null, window: number, least: number): Promise<JudgedWindows> {
+  return countWindows(
     tx,
     `FROM prospects p JOIN messages m ON m.prospect_id = p.id
      WHERE p.campaign_id = $1 AND m.kind = 'sequence' AND m.updated_at >= coalesce($2::timestamptz, '-infinity')`,
     [campaignId, since],
     window,
+    least,
   );
 }
 
-/** Counts the broadcast's last `window` ended copies since `since`: ended, dead bounces, complaints. */
-export function broadcastWindow(tx: Tx, broadcastId: number, since: Date | null, window: number): Promise<WindowCounts> {
-  return countWindow(
+/** The windows of the broadcast's ended copies since `since` (countWindows). */
+export function broadcastWindows(tx: Tx, broadcastId: number, since: Date | null, window: number, least: number): Promise<JudgedWindows> {
+  return countWindows(
     tx,
     `FROM messages m WHERE m.broadcast_id = $1 AND m.updated_at >= coalesce($2::timestamptz, '-infinity')`,
     [broadcastId, since],
     window,
+    least,
   );
 }
 

@@ -13,13 +13,13 @@ export class SandboxWriter {
   constructor(private readonly db: Db) {}
 
   async write(send: SendToWrite): Promise<AcceptedWrite> {
-    const { key, mailbox, request, sendId } = send;
+    const { key, mailbox, request, sendId, messageIdHeader } = send;
     return this.db.$transaction(async (tx) => {
       const skipped = await skippedRecipients(tx, key.accountId, request.to);
       const left = new Set(skipped.map((s) => s.to));
       const rows = request.to
         .filter((to) => !left.has(to))
-        .map((to) => ({ ...messageRow({ accountId: key.accountId, mailboxId: mailbox.id, fromAddress: mailbox.address, kind: 'transactional', sendId, to, subject: request.subject, notBefore: request.sendAt }), enqueuedAt: new Date() }));
+        .map((to) => ({ ...messageRow({ accountId: key.accountId, mailboxId: mailbox.id, fromAddress: mailbox.address, kind: 'transactional', sendId, to, subject: request.subject, notBefore: request.sendAt }), ...(messageIdHeader ? { messageIdHeader } : {}), enqueuedAt: new Date() }));
       if (!rows.length) return { used: 0, kept: [], skipped, stale: false };
       await tx.send.create({
         data: {

@@ -185,6 +185,8 @@ export interface RawSubmission {
   messageId: string | null;
   /** the send's id, made before the MIME (it names a Message-ID the client did not write) */
   sendId: string;
+  /** the Message-ID the message carries (the client's, or the one put in): each copy is stored with it */
+  messageIdHeader: string;
 }
 
 /**
@@ -230,7 +232,7 @@ export async function acceptRawSend(db: Db, sending: Sending, key: ApiKey, messa
       sendAt: null,
       metadata: {},
     };
-    const written = await (key.mode === 'test' ? sending.sandbox : sending.writer).write({ key, mailbox, request, sendId: message.sendId, idempotencyRecord: undefined /* the send is the record's mark */, raw: message.raw, headerFrom: message.from });
+    const written = await (key.mode === 'test' ? sending.sandbox : sending.writer).write({ key, mailbox, request, sendId: message.sendId, idempotencyRecord: undefined /* the send is the record's mark */, raw: message.raw, headerFrom: message.from, messageIdHeader: message.messageIdHeader });
     if (!written.kept.length) throw new Unprocessable('nobody to write to: every recipient is suppressed or on the stop list');
     if (written.used === null) await refuseOverLimit(db, key, written.kept.length);
     accepted = {

@@ -21,6 +21,8 @@ export interface SendToWrite {
   raw?: Buffer;
   /** and its header From's address as the submission parsed it: the domain DKIM signs with at delivery */
   headerFrom?: string;
+  /** and the Message-ID it carries: every copy is stored with it (a report quoting it finds the copy) */
+  messageIdHeader?: string;
 }
 
 /**

@@ -2,7 +2,7 @@ import { isEmailValid } from '@hapi/address';
 import { BadRequest, Forbidden, PayloadTooLarge, Unprocessable } from '../errors';
 import { DOCUMENTED, Joi, NO_NUL, documented, email, validate } from '../validate';
 import type { StoredAttachment } from '../delivery/compose';
-import { templateRef, variables } from '../templates/schema';
+import { besideTemplate, templateRef, variables } from '../templates/schema';
 import { fromRefusal } from '../domains/sending';
 
 /** docs/api.md: limits of one POST /api/v1/send. */
@@ -241,8 +241,8 @@ export function parseSendRequest(body: unknown, mailboxAddress: string, now = ne
   const raw = plainSend(body) ?? validate<RawSend>(sendSchema, body);
   const to = [...new Set((raw.to === '' ? [] : Array.isArray(raw.to) ? raw.to : [raw.to]).map((r) => r.address))];
   if (raw.template !== undefined) {
-    const given = (['subject', 'text', 'html'] as const).find((f) => raw[f] !== undefined);
-    if (given) throw new BadRequest(`${given}: not with a template (the template gives it)`);
+    const beside = besideTemplate(raw);
+    if (beside) throw new BadRequest(beside);
   } else {
     if (raw.variables !== undefined) throw new BadRequest('variables: give them with a template');
     if (raw.subject === undefined) throw new BadRequest('subject is required');

@@ -21,10 +21,12 @@ export interface AcceptedWrite {
  * call it directly: one statement counts them against the key's limit all or nothing.
  */
 export async function writeBatch(db: Db, sends: SendToWrite[]): Promise<AcceptedWrite[]> {
-  const rows = sends.map(({ key, mailbox, request, sendId }) =>
-    request.to.map((to) =>
-      messageRow({ accountId: key.accountId, mailboxId: mailbox.id, fromAddress: mailbox.address, kind: 'transactional', sendId, to, subject: request.subject }),
-    ),
+  const rows = sends.map(({ key, mailbox, request, sendId, messageIdHeader }) =>
+    request.to.map((to) => ({
+      ...messageRow({ accountId: key.accountId, mailboxId: mailbox.id, fromAddress: mailbox.address, kind: 'transactional', sendId, to, subject: request.subject }),
+      // a message submitted over SMTP goes out as written: its copies are known by the Message-ID it carries
+      ...(messageIdHeader ? { messageIdHeader } : {}),
+    })),
   );
   const copies = rows.flatMap((list, i) => list.map((row) => ({ send: i + 1, row })));
   const result = await insertAcceptedSends(db, utcDay().toISOString().slice(0, 10), sends, copies);

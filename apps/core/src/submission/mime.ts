@@ -14,6 +14,8 @@ export interface PreparedMessage {
   subject: string;
   /** the client's Message-ID, or null when it wrote none (then the one put in is the send's) */
   messageId: string | null;
+  /** the Message-ID the message carries on the wire: the client's, or the one put in; each copy is stored with it */
+  messageIdHeader: string;
 }
 
 /** Why a message cannot be taken as written: answered 550 5.6.0 (or 5.6.x) with these words. */
@@ -133,8 +135,11 @@ export function prepareMessage(data: Buffer, options: { id: string; domain: stri
   const subjectField = one('subject');
   const idField = one('message-id');
   const messageId = idField ? value(idField) : null;
+  // each copy is stored and found by it (an index entry): a line's worth is room for any real one
+  if (messageId && messageId.length > MAX_LINE) throw new MalformedMessage(`5.6.0 the Message-ID is longer than ${MAX_LINE} characters`);
   const added: string[] = [];
-  if (!messageId) added.push(`Message-ID: <${options.id}@${options.domain}>\r\n`);
+  const putIn = `<${options.id}@${options.domain}>`;
+  if (!messageId) added.push(`Message-ID: ${putIn}\r\n`);
   if (!one('date')) added.push(`Date: ${rfc5322Date(options.now ?? new Date())}\r\n`);
   // the header without its Bcc fields and with long lines folded, the body as written
   const parts: Buffer[] = [Buffer.from(added.join(''), 'latin1')];
@@ -156,5 +161,6 @@ export function prepareMessage(data: Buffer, options: { id: string; domain: stri
     fromName: decodeWords(from[0]!.name ?? ''),
     subject: subjectField ? decodeWords(value(subjectField)).slice(0, 300) : '',
     messageId: messageId || null,
+    messageIdHeader: messageId || putIn,
   };
 }

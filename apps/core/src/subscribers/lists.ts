@@ -2,7 +2,7 @@ import type { List } from '../../../../generated/prisma/client';
 import { config } from '../config';
 import { randomBase62 } from '../crypto';
 import type { Db, Tx } from '../db';
-import { NotFound } from '../errors';
+import { BadRequest, NotFound } from '../errors';
 import { requireAccount } from '../accounts';
 import { requireMailbox } from '../mailboxes';
 import { seriesOf, setSeriesSteps, type SeriesStepView } from '../lifecycle/series';
@@ -69,6 +69,20 @@ export async function listLists(db: Tx, account: number): Promise<ListView[]> {
 }
 
 /** One list as the operator sees it, with its welcome series. */
+/**
+ * A list as the CLI names it (docs/lists.md): by its id or by its key, whichever is given. Digits are an id first (a
+ * key of digits only is still found by its key).
+ */
+export async function listRef(db: Tx, ref: unknown): Promise<{ id: number; key: string }> {
+  const given = typeof ref === 'string' ? ref.trim() : typeof ref === 'number' ? String(ref) : '';
+  if (!given) throw new BadRequest('name the list by its id or its key');
+  const id = /^[0-9]{1,10}$/.test(given) && Number(given) <= 2_147_483_647 ? Number(given) : null;
+  const byId = id === null ? null : await db.list.findUnique({ where: { id }, select: { id: true, key: true } });
+  const found = byId ?? (await db.list.findUnique({ where: { key: given }, select: { id: true, key: true } }));
+  if (!found) throw new NotFound(`no list with id or key "${given}"`);
+  return found;
+}
+
 export async function getList(db: Tx, id: number): Promise<ListWithSeries> {
   const list = await db.list.findUnique({ where: { id } });
   if (!list) throw new NotFound(`no list with id ${id}`);

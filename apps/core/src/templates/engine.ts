@@ -1,4 +1,4 @@
-import { Context, Liquid, LiquidError, toValueSync, type Template } from 'liquidjs';
+import { CaptureTag, Context, Drop, Liquid, LiquidError, toValueSync, type Template } from 'liquidjs';
 import { escapeHtml } from '../subscribers/html';
 
 /**
@@ -33,9 +33,37 @@ export class TemplateError extends Error {
   }
 }
 
+/**
+ * HTML already made in an html part: what `escape` and `escape_once` answer and what `{% capture %}` captured (its
+ * values escaped as they were written). Written as it is, never escaped a second time; a filter after it reads its
+ * text (and its answer is escaped as any value is).
+ */
+class SafeHtml extends Drop {
+  constructor(readonly html: string) {
+    super();
+  }
+  override valueOf(): string {
+    return this.html;
+  }
+  override toString(): string {
+    return this.html;
+  }
+}
+
+const UNESCAPED: Record<string, string> = { '&amp;': '&', '&lt;': '<', '&gt;': '>', '&quot;': '"', '&#34;': '"', '&#39;': "'" };
+
+/** The html engine's capture: what it captured is HTML already (SafeHtml). */
+class HtmlCapture extends CaptureTag {
+  override *render(ctx: Context): Generator<unknown, void, unknown> {
+    const html = (yield this.liquid.renderer.renderTemplates(this.templates, ctx)) as string;
+    ctx.bottom()[this.variable] = new SafeHtml(html);
+  }
+}
+
 /** What a value put into an email becomes: strings, numbers and booleans as text; anything else (objects, null) empty. */
 function scalar(value: unknown): string {
   if (typeof value === 'string') return value;
+  if (value instanceof SafeHtml) return value.html;
   if (typeof value === 'number' || typeof value === 'boolean' || typeof value === 'bigint') return String(value);
   if (Array.isArray(value)) return value.filter((v) => typeof v !== 'object' || v === null).map(scalar).filter(Boolean).join(', ');
   return '';
@@ -53,9 +81,16 @@ function makeEngine(part: Part): Liquid {
     parseLimit: TEMPLATE_LIMITS.sourceChars,
     renderLimit: TEMPLATE_LIMITS.renderMs,
     memoryLimit: TEMPLATE_LIMITS.memory,
-    outputEscape: part === 'html' ? (value: unknown) => escapeHtml(scalar(value)) : scalar,
+    outputEscape: part === 'html' ? (value: unknown) => (value instanceof SafeHtml ? value.html : escapeHtml(scalar(value))) : scalar,
   });
   for (const tag of NO_FILES) delete (engine.tags as Record<string, unknown>)[tag];
+  if (part === 'html') {
+    // escaped once: `| escape` and a captured block are HTML already, not values to escape again (docs/templates.md)
+    engine.registerFilter('escape', (value: unknown) => new SafeHtml(escapeHtml(scalar(value))));
+    engine.registerFilter('xml_escape', (value: unknown) => new SafeHtml(escapeHtml(scalar(value))));
+    engine.registerFilter('escape_once', (value: unknown) => new SafeHtml(escapeHtml(scalar(value).replace(/&(?:amp|lt|gt|quot|#34|#39);/g, (e) => UNESCAPED[e]!))));
+    engine.registerTag('capture', HtmlCapture);
+  }
   return engine;
 }
 

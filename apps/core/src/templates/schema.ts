@@ -9,6 +9,16 @@ export const ALIAS = /^(?:[A-Za-z][A-Za-z0-9_-]*|[0-9][A-Za-z0-9_-]*[A-Za-z_-][A
 const alias = () => Joi.string().max(TEMPLATE_FIELD_LIMITS.alias).pattern(ALIAS, 'an alias (letters, digits, - and _, not only digits)');
 /** A template or layout named by its id or its alias. */
 export const templateRef = () => Joi.alternatives().try(id(), alias());
+
+/**
+ * A body that names a template and also gives what the template gives (subject, text or html): the refusal's words
+ * (400), the same for a send and a broadcast; null when there is no template or none of those is given.
+ */
+export function besideTemplate(body: { template?: unknown; subject?: unknown; text?: unknown; html?: unknown }): string | null {
+  if (body.template === undefined || body.template === null) return null;
+  const given = (['subject', 'text', 'html'] as const).find((f) => body[f] !== undefined && body[f] !== null);
+  return given ? `${given}: not with a template (the template gives it)` : null;
+}
 const variableName = Joi.string().pattern(/^[A-Za-z_][A-Za-z0-9_-]*$/, 'a variable name').max(100);
 
 const fields = {
