@@ -133,8 +133,12 @@ describe('npm run admin -- (the same control plane from a shell)', () => {
     expect(missing.err).toMatch(/--account is required/);
     const badLimit = await runAdmin('mailbox', 'set', '1', '--daily-limit', 'lots');
     expect(badLimit.err).toMatch(/--daily-limit must be a number/);
-    const badId = await runAdmin('list', 'set', 'abc', '--name', 'X');
+    const badId = await runAdmin('mailbox', 'set', 'abc', '--daily-limit', '5');
     expect(badId.err).toMatch(/the ID after the command must be a number/);
+    // a list is named by id or key (docs/lists.md), so a word is looked up as a key
+    const unknownList = await runAdmin('list', 'set', 'abc', '--name', 'X');
+    expect(unknownList.code).toBe(1);
+    expect(JSON.parse(unknownList.err).error).toBe('no list with id or key "abc"');
   }, 120_000);
 
   it('pages subscribers, exports them as CSV, and lists and removes suppressions', async () => {
