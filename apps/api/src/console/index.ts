@@ -128,7 +128,7 @@ export function consoleRouter(db: Db, bodies: { budget: BodyBudget; signInBudget
     const given = (req.body as Record<string, unknown> | undefined)?._csrf;
     const matches = session ? csrfMatches(session, given) : req.path === '/signin' && signinTokenMatches(req, given);
     if (!matches) {
-      return render(req, res, 'error', 'Refused', { error: 'The form is stale or did not come from this console (CSRF token missing or wrong). Reload the page and try again.', back: req.get('referer')?.startsWith(config().publicUrl) ? req.get('referer') : '/admin' }, 403);
+      return render(req, res, 'error', 'Refused', { error: 'The form is stale or did not come from this console (CSRF token missing or wrong). Reload the page and try again.', back: consoleBack(req) }, 403);
     }
     next();
   };
@@ -198,6 +198,7 @@ function pageTitle(status: number): string {
 }
 
 /** Back to the page of the resource the failed request was about. */
+/** The console page a refusal links back to, from the request's own path: never a header (a Referer) made into a link. */
 function consoleBack(req: Request): string {
   const first = req.path.split('/')[1] ?? '';
   return PAGES.some((p) => p.path === `/${first}`) ? `/admin/${first}` : '/admin';
