@@ -1,7 +1,10 @@
 import request from 'supertest';
 import { redactedUrl } from '../../apps/api/src/middleware/request';
 import { config } from '../../apps/core/src/config';
-import { useApi } from '../helpers/api';
+import { db } from '../../apps/core/src/db';
+import { displayNameRefusal } from '../../apps/core/src/domains/sending';
+import { as, useApi } from '../helpers/api';
+import { makeTenant } from '../helpers/factories';
 
 /** The smaller findings of the fourth hardening round (docs/hardening.md). */
 const ctx = useApi();
@@ -23,5 +26,27 @@ describe('the console refusing a stale form', () => {
 describe('the access log', () => {
   it("redacts the OAuth flow's state as it redacts its code", () => {
     expect(redactedUrl('/admin/oauth/callback?state=s3cr3t-state&code=c0de&scope=mail')).toBe('/admin/oauth/callback?state=[redacted]&code=[redacted]&scope=mail');
+  });
+});
+
+describe('a From display name', () => {
+  it('that is itself an address is refused (403) and nothing is written; a plain name is used', async () => {
+    const tenant = await makeTenant();
+    const own = tenant.mailbox.address;
+    for (const name of ['ceo@bank.example', 'Support (help@bank.example)', 'pay @ bank.example', 'x\uFF20bank.example']) {
+      const res = await as(ctx.api, tenant.token).post('/api/v1/send').send({ from: `"${name}" <${own}>`, to: 'a@example.org', subject: 'Hi', text: 'x' });
+      expect({ name, status: res.status, error: res.body.error }).toEqual({ name, status: 403, error: expect.stringMatching(/display name may not be an address/) });
+    }
+    const unquoted = await as(ctx.api, tenant.token).post('/api/v1/send').send({ from: `ceo@bank.example <${own}>`, to: 'a@example.org', subject: 'Hi', text: 'x' });
+    expect(unquoted.status).toBe(403);
+    expect(await db().send.count({ where: { accountId: tenant.account.id } })).toBe(0);
+    const plain = await as(ctx.api, tenant.token).post('/api/v1/send').send({ from: `"Ann at Bank" <${own}>`, to: 'a@example.org', subject: 'Hi', text: 'x' });
+    expect(plain.status).toBe(202);
+  });
+
+  it('is judged by one rule for the API and SMTP submission', () => {
+    expect(displayNameRefusal('Ann Smith')).toBeNull();
+    expect(displayNameRefusal('Bank, Inc.')).toBeNull();
+    expect(displayNameRefusal('"boss@corp.example"')).not.toBeNull();
   });
 });

@@ -8,7 +8,7 @@ import { markNotEnqueued } from '../delivery/repository';
 import { BadRequest, Conflict, Forbidden, NotFound, Unprocessable } from '../errors';
 import { sha256 } from '../crypto';
 import { config } from '../config';
-import { DomainStandings, fromRefusal } from '../domains/sending';
+import { DomainStandings, displayNameRefusal, fromRefusal } from '../domains/sending';
 import { logger } from '../logger';
 import { finishIdempotent, IdempotencyClaims, releaseIdempotent, requestFingerprint, startIdempotent } from '../idempotency';
 import { MailboxCache } from './mailbox';
@@ -200,7 +200,7 @@ export async function acceptRawSend(db: Db, sending: Sending, key: ApiKey, messa
   // the From rule of every way in (domains/sending.ts): the key's mailbox address, or any address of a domain the account
   // verified, since a submitted message keeps the From its client wrote
   const domains = await sending.domains.of(db, key.accountId);
-  const refusal = fromRefusal({ mailboxAddress: mailbox.address, domains, requireVerified: config().requireVerifiedDomain, domainAddresses: true }, message.from);
+  const refusal = fromRefusal({ mailboxAddress: mailbox.address, domains, requireVerified: config().requireVerifiedDomain, domainAddresses: true }, message.from) ?? displayNameRefusal(message.fromName);
   // the SMTP answer names the header From itself (550 5.7.1 From <address>: ..., submission/server.ts)
   if (refusal) throw new Forbidden(refusal);
   const to = [...new Set(message.to.map((address) => address.toLowerCase()))];
