@@ -91,9 +91,14 @@ export function createApp(db: Db): ApiApp {
     // whatever answers, a body the answer left unread is settled so its client can read the answer (unread-body.ts)
     app: new UnreadBodies().around(withFastLane(app, { db, state, auth, failures, budget, bodyLimitBytes: BODY_LIMIT_BYTES })),
     state,
-    start: () => auth.start(),
+    start: async () => {
+      await auth.start();
+      // failed authentications count with the other processes' (SMTP AUTH included)
+      await failures.start();
+    },
     stop: async () => {
       await auth.stop();
+      await failures.stop();
       await state.sending.finished.stop();
       // the accepted sends' jobs still on their way to Redis (their answers did not wait for them)
       await state.sending.deliveries.settled();
