@@ -50,3 +50,17 @@ describe('a From display name', () => {
     expect(displayNameRefusal('"boss@corp.example"')).not.toBeNull();
   });
 });
+
+describe("another account's mailbox in Reply-To", () => {
+  it('is refused (403) and nothing is written; any other reply address is taken', async () => {
+    const tenant = await makeTenant();
+    const other = await makeTenant();
+    for (const replyTo of [other.mailbox.address, other.mailbox.address.toUpperCase(), `Help <${other.mailbox.address}>`]) {
+      const res = await as(ctx.api, tenant.token).post('/api/v1/send').send({ reply_to: replyTo, to: 'a@example.org', subject: 'Hi', text: 'x' });
+      expect({ replyTo, status: res.status, error: res.body.error }).toEqual({ replyTo, status: 403, error: expect.stringMatching(/another account's mailbox/) });
+    }
+    expect(await db().send.count({ where: { accountId: tenant.account.id } })).toBe(0);
+    const own = await as(ctx.api, tenant.token).post('/api/v1/send').send({ reply_to: 'help@example.org', to: 'a@example.org', subject: 'Hi', text: 'x' });
+    expect(own.status).toBe(202);
+  });
+});

@@ -128,6 +128,13 @@ print(json.dumps({"refused": refused, "codes": codes}))
     const disguised = client(tenant.token).sendMail({ from: { name: 'ceo@bank.example', address: tenant.mailbox.address }, to: 'a@b.example', subject: 's', text: 't' });
     await expect(disguised).rejects.toMatchObject({ responseCode: 550 });
     await expect(disguised).rejects.toThrow(/display name may not be an address/);
+    // another account's mailbox as Reply-To or Sender: refused
+    const other = await makeTenant();
+    for (const headers of [{ 'Reply-To': other.mailbox.address }, { Sender: `Them <${other.mailbox.address}>` }]) {
+      const theirs = client(tenant.token).sendMail({ from: tenant.mailbox.address, headers, to: 'a@b.example', subject: 's', text: 't' });
+      await expect(theirs).rejects.toMatchObject({ responseCode: 550 });
+      await expect(theirs).rejects.toThrow(/another account's mailbox/);
+    }
 
     const big = client(tenant.token).sendMail({ from: tenant.mailbox.address, to: 'a@b.example', subject: 's', text: 'x'.repeat(1_100_000) });
     await expect(big).rejects.toMatchObject({ responseCode: 552 });

@@ -79,6 +79,17 @@ export function displayNameRefusal(name: string): string | null {
 }
 
 /**
+ * The Reply-To and Sender rule of every way in: an address that is another account's mailbox is refused (a tenant
+ * would otherwise have replies, or the sender shown, go to another tenant). The reason naming the address, or null.
+ */
+export async function foreignMailboxRefusal(db: Tx, accountId: number, addresses: string[]): Promise<string | null> {
+  const wanted = [...new Set(addresses.map((a) => a.trim().toLowerCase()).filter(Boolean))];
+  if (!wanted.length) return null;
+  const theirs = await db.mailbox.findFirst({ where: { address: { in: wanted, mode: 'insensitive' }, accountId: { not: accountId } }, select: { address: true } });
+  return theirs ? `${theirs.address.toLowerCase()} is another account's mailbox: it may not be a Reply-To or Sender` : null;
+}
+
+/**
  * Whether a broadcast or campaign sending from this mailbox may start: null, or the refusal naming its domain and what
  * is missing (only under REQUIRE_VERIFIED_DOMAIN; not a hot path, so read straight from the database).
  */
