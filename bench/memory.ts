@@ -17,6 +17,12 @@
  *   trickling 16 KB bodies to a list's hosted form, a byte a second, connecting again when cut off, while people
  *   sign up on the form (each from an address of its own) and a mailbox provider sends one-click unsubscribes, one
  *   after another; reported: both kinds' answers and latency (target: all 200, p99 under 100 ms).
+ * - unsubscribe trickle: UNSUBSCRIBE_ADDRESSES x UNSUBSCRIBE_PER_ADDRESS strangers (127.0.4.x), then as many from one
+ *   IPv6 /64 (::1), trickling 512-byte bodies to one-click links a byte a second, while a mailbox provider sends
+ *   PUBLIC_REQUESTS one-click unsubscribes; reported: its answers and latency (target: all 200, p99 under 100 ms).
+ * - idle flood: IDLE_CONNECTIONS connections from one address that never send a byte; reported: the API's sockets
+ *   open after 1 s (at most its per-client cap) and after 8 s (none: a connection without a request head in 5 s is
+ *   closed), and its peak RSS.
  * Targets: every process under 250 MB.
  */
 import type { ChildProcess } from 'node:child_process';
@@ -28,6 +34,8 @@ export interface MemoryFigures {
   trickle: { connections: number; apiPeakRssMb: number; openAfter5s: number; longestOpenMs: number; answers: Record<string, number> };
   strangers: { strangers: number; sends: number; statuses: Record<string, number>; p50Ms: number; p99Ms: number };
   publicPages: { strangers: number; addresses: number; signUps: Answers; unsubscribes: Answers };
+  unsubscribeTrickle: { fromAddresses: { strangers: number; addresses: number; unsubscribes: Answers }; fromOne64: { strangers: number; unsubscribes: Answers } };
+  idleFlood: { connections: number; openAfter1s: number; openAfter8s: number; apiPeakRssMb: number };
   refusals: { connections: number; seconds: number; perSecond: number; statuses: Record<string, number>; apiPeakRssMb: number };
   bigSends: { requests: number; copies: number; attachmentKb: number; statuses: Record<string, number>; deliveredSeconds: number; apiPeakRssMb: number; workerPeakRssMb: number };
 }
@@ -46,6 +54,9 @@ const PUBLIC_PER_ADDRESS = 5;
 /** sign-ups and unsubscribes each */
 export const PUBLIC_REQUESTS = 100;
 const BODY_BYTES = 1024 * 1024;
+const UNSUBSCRIBE_ADDRESSES = 40;
+const UNSUBSCRIBE_PER_ADDRESS = 4;
+const IDLE_CONNECTIONS = 2_000;
 const STRANGERS = 64;
 const AUTHENTICATED_SENDS = 300;
 const REFUSAL_CONNECTIONS = 50;
@@ -90,17 +101,20 @@ async function strangersLoad(port: number, token: string): Promise<MemoryFigures
   return { strangers: STRANGERS, sends: AUTHENTICATED_SENDS, statuses, p50Ms: at(0.5), p99Ms: at(0.99) };
 }
 
-/** A stranger at `from` trickling a 16 KB form body, a byte a second; cut off, it connects again, until stopped. */
-function formTrickler(port: number, path: string, from: string): () => void {
+/**
+ * A stranger at `from` trickling a form body (16 KB by default), a byte a second; cut off, it connects again (unless
+ * `again` is false: a page that answers before the body would make that a loop of requests), until stopped.
+ */
+function formTrickler(port: number, path: string, from: string, declared = 16 * 1024, host = '127.0.0.1', again = true): () => void {
   let stopped = false;
   let socket: net.Socket;
   let timer: NodeJS.Timeout;
   const connect = () => {
-    socket = net.connect({ port, host: '127.0.0.1', localAddress: from });
+    socket = net.connect({ port, host, localAddress: from });
     socket.on('error', () => undefined);
     socket.resume();
-    socket.on('close', () => !stopped && connect());
-    socket.write(`POST ${path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: ${16 * 1024}\r\n\r\nemail=`);
+    socket.on('close', () => !stopped && again && connect());
+    socket.write(`POST ${path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: ${declared}\r\n\r\nemail=`);
   };
   connect();
   timer = setInterval(() => !socket.destroyed && socket.write('a'), 1_000);
@@ -146,6 +160,42 @@ async function publicPagesLoad(port: number, formPath: string, unsubscribePaths:
   }
   for (const stop of stops) stop();
   return { strangers: stops.length, addresses: PUBLIC_ADDRESSES, signUps: answersOf(signUps), unsubscribes: answersOf(unsubscribes) };
+}
+
+/** Strangers trickling 512-byte bodies at one-click links (from many addresses, then one /64) against a provider's posts. */
+async function unsubscribeTrickleLoad(port: number, unsubscribePaths: string[]): Promise<MemoryFigures['unsubscribeTrickle']> {
+  const run = async (stops: (() => void)[], from: string) => {
+    await new Promise((r) => setTimeout(r, 1_000));
+    const unsubscribes: { status: number; ms: number }[] = [];
+    for (let i = 0; i < PUBLIC_REQUESTS; i++) unsubscribes.push(await formPost(port, unsubscribePaths[i % unsubscribePaths.length]!, from, 'List-Unsubscribe=One-Click'));
+    for (const stop of stops) stop();
+    return { strangers: stops.length, unsubscribes: answersOf(unsubscribes) };
+  };
+  const unknown = (i: number) => `/u/${i}.${'x'.repeat(20)}`;
+  const many: (() => void)[] = [];
+  for (let a = 0; a < UNSUBSCRIBE_ADDRESSES; a++) for (let i = 0; i < UNSUBSCRIBE_PER_ADDRESS; i++) many.push(formTrickler(port, unknown(a * 10 + i), `127.0.4.${a + 2}`, 512, '127.0.0.1', false));
+  const fromAddresses = { ...(await run(many, '127.0.2.2')), addresses: UNSUBSCRIBE_ADDRESSES };
+  // ::1 is the only IPv6 loopback address: one /64, as one host taking any address of its /64 would be counted
+  const one64 = Array.from({ length: UNSUBSCRIBE_ADDRESSES * UNSUBSCRIBE_PER_ADDRESS }, (_, i) => formTrickler(port, unknown(i), '::1', 512, '::1', false));
+  const fromOne64 = await run(one64, '127.0.2.3');
+  return { fromAddresses, fromOne64 };
+}
+
+/** IDLE_CONNECTIONS connections from one address that never send a byte; the API's open sockets (`openSockets`) after 1 s and 8 s. */
+async function idleFloodLoad(port: number, openSockets: () => Promise<number>): Promise<Omit<MemoryFigures['idleFlood'], 'apiPeakRssMb'>> {
+  const before = await openSockets();
+  const sockets = Array.from({ length: IDLE_CONNECTIONS }, () => {
+    const socket = net.connect({ port, host: '127.0.0.1', localAddress: '127.0.5.1' });
+    socket.on('error', () => undefined);
+    socket.resume();
+    return socket;
+  });
+  await new Promise((r) => setTimeout(r, 1_000));
+  const openAfter1s = Math.max(0, (await openSockets()) - before);
+  await new Promise((r) => setTimeout(r, 7_000));
+  const openAfter8s = Math.max(0, (await openSockets()) - before);
+  for (const socket of sockets) socket.destroy();
+  return { connections: IDLE_CONNECTIONS, openAfter1s, openAfter8s };
 }
 
 /** Kept-alive connections sending small sends with an unknown key, as fast as they are answered (401, then 429). */
@@ -244,6 +294,13 @@ export async function memoryPhase(options: {
   await options.up();
   const pages = await options.makePublicList();
   const publicPages = await publicPagesLoad(options.apiPort, pages.formPath, pages.unsubscribePaths);
+  const unsubscribeTrickle = await unsubscribeTrickleLoad(options.apiPort, pages.unsubscribePaths);
+  await options.stop(api);
+
+  // 2c. idle connections from one address, the API alone
+  api = options.startApi();
+  await options.up();
+  const idleFlood = { ...(await idleFloodLoad(options.apiPort, openSockets)), apiPeakRssMb: options.peakRssMb(api) };
   await options.stop(api);
 
   // 3. refusals as fast as they come on kept-alive connections, the API alone
@@ -297,6 +354,8 @@ export async function memoryPhase(options: {
     trickle: { connections: TRICKLE_CONNECTIONS, apiPeakRssMb: trickleRss, openAfter5s, longestOpenMs: Math.max(...outcomes.map((o) => o.openMs)), answers },
     strangers,
     publicPages,
+    unsubscribeTrickle,
+    idleFlood,
     refusals,
     bigSends: figures,
   };

@@ -771,6 +771,24 @@ function print(r: Record<string, any>): void {
         'target: all 200, p99 under 100 ms',
       ]);
     }
+    const ut = r.memory.unsubscribeTrickle;
+    if (ut) {
+      for (const [what, u] of [[`${ut.fromAddresses.strangers} strangers from ${ut.fromAddresses.addresses} addresses`, ut.fromAddresses], [`${ut.fromOne64.strangers} strangers from one IPv6 /64`, ut.fromOne64]] as const) {
+        rows.push([
+          `hardening: ${what} trickling 512-byte bodies at one-click links vs ${u.unsubscribes.requests} one-click unsubscribes`,
+          `unsubscribes ${JSON.stringify(u.unsubscribes.statuses)}, p50 ${u.unsubscribes.p50Ms} ms, p99 ${u.unsubscribes.p99Ms} ms`,
+          'target: all 200, p99 under 100 ms',
+        ]);
+      }
+    }
+    const idle = r.memory.idleFlood;
+    if (idle) {
+      rows.push([
+        `hardening: ${idle.connections} connections from one address that never send a byte`,
+        `API sockets open after 1 s ${idle.openAfter1s}, after 8 s ${idle.openAfter8s}; API peak RSS ${idle.apiPeakRssMb} MB`,
+        'target: bounded by the per-client cap (256), none after 8 s, under 250 MB',
+      ]);
+    }
     const rf = r.memory.refusals;
     if (rf) {
       rows.push([

@@ -1,3 +1,4 @@
+import crypto from 'node:crypto';
 import request from 'supertest';
 import { unsubscribeToken } from '../../apps/core/src/broadcasts/copy';
 import { db, rawQuery } from '../../apps/core/src/db';
@@ -65,9 +66,13 @@ describe('GET /admin/api/stats', () => {
 
     // a campaign: one prospect replies (twice: counted once)
     const campaign = await makeCampaign(accountId, tenant.mailbox.id);
-    await db().prospect.create({ data: { campaignId: campaign.id, email: 'lead@prospects.org', status: 'writing', step: 1 } });
-    await inbound(tenant.mailbox.id, { kind: 'message', from: 'lead@prospects.org' });
-    await inbound(tenant.mailbox.id, { kind: 'message', from: 'lead@prospects.org' });
+    const lead = await db().prospect.create({ data: { campaignId: campaign.id, email: 'lead@prospects.org', status: 'writing', step: 1 } });
+    // the step it answers (a reply counts only when it names an email of ours: docs/inbound.md)
+    const step = await db().message.create({
+      data: { id: crypto.randomUUID(), accountId, mailboxId: tenant.mailbox.id, kind: 'sequence', to: 'lead@prospects.org', subject: 'Hello', messageIdHeader: `<step-${lead.id}@stats.test>`, prospectId: lead.id, status: 'cancelled' },
+    });
+    await inbound(tenant.mailbox.id, { kind: 'message', from: 'lead@prospects.org', threadIds: [step.messageIdHeader] });
+    await inbound(tenant.mailbox.id, { kind: 'message', from: 'lead@prospects.org', threadIds: [step.messageIdHeader] });
 
     const res = await admin().get('/admin/api/stats').query({ account: accountId });
     expect(res.status).toBe(200);

@@ -34,7 +34,7 @@ describe('behind a load balancer', () => {
   it('lets a kept-alive connection idle past the headers and request timeouts and serves its next request', async () => {
     // the same settings with short headers/request timeouts, checked often, so the test can idle past them
     const short = configureServer(http.createServer({ connectionsCheckingInterval: 100 }, ctx.api.app), {
-      keepAliveTimeoutMs: SERVER_TIMEOUTS.keepAliveTimeoutMs,
+      ...SERVER_TIMEOUTS,
       headersTimeoutMs: 500,
       requestTimeoutMs: 800,
     });

@@ -165,20 +165,27 @@ describe('inbound mail over IMAP (dovecot)', () => {
     expect(listed.body.messages).toEqual([expect.objectContaining({ mailbox: s.mailboxId, kind: 'reply', prospect_id: s.prospectId, from: 'ann@reply.test', subject: 'Re: Hello Ann' })]);
   });
 
-  it('an unthreaded reply from the prospect address stops the sequence before the next step', async () => {
+  it("mail that only says it is from the prospect (no Message-ID of ours, no VERP address) is no reply: the sequence goes on", async () => {
     const s = await sentTo('bob@reply.test');
-    await dove.append(s.user, PASS, mail({ From: 'bob@reply.test', To: s.tenant.mailbox.address, Subject: 'your offer' }, 'Call me.'));
-    expect((await handled(s.mailboxId))[0]).toMatchObject({ kind: 'reply', prospectId: s.prospectId });
+    const before = await prospect(s.prospectId);
+    await dove.append(s.user, PASS, mail({ From: 'bob@reply.test', To: s.tenant.mailbox.address, Subject: 'Re: Hello Ann', 'In-Reply-To': '<made-up@elsewhere.test>' }, 'Stop writing.'));
+    await dove.append(s.user, PASS, mail({ From: 'bob@reply.test', To: s.tenant.mailbox.address, Subject: 'Out of office', 'Auto-Submitted': 'auto-replied' }, 'Away until 2099-01-01.'));
+    const rows = await handled(s.mailboxId, 2);
+    expect(rows.map((r) => ({ kind: r.kind, prospectId: r.prospectId }))).toEqual([{ kind: 'other', prospectId: null }, { kind: 'other', prospectId: null }]);
+    expect(await prospect(s.prospectId)).toMatchObject({ status: before.status, reply: before.reply, nextAt: before.nextAt });
+    expect(await db().event.count({ where: { accountId: s.tenant.account.id, type: 'prospect.replied' } })).toBe(0);
+    // the same words threaded to our email are a reply
+    await dove.append(s.user, PASS, mail({ From: 'bob@reply.test', To: s.tenant.mailbox.address, Subject: 'Re: Hello Ann', References: `<x@y.test> ${s.first.messageIdHeader}` }, 'Call me.'));
+    expect((await handled(s.mailboxId, 3))[2]).toMatchObject({ kind: 'reply', prospectId: s.prospectId });
     expect(await prospect(s.prospectId)).toMatchObject({ status: 'replied', reply: 'human', nextAt: null });
     expect(await runSequenceStep(db(), s.prospectId, 2)).toEqual({ kind: 'skipped', why: 'prospect is replied' });
-    expect(await stepMessage(s.prospectId, 2)).toBeNull();
   });
 
   it('an out-of-office with a return date postpones to the day after it; one without to 7 days; then the sequence goes on', async () => {
     const a = await sentTo('cat@ooo.test');
     const back = new Date(Date.now() + 10 * DAY);
     const iso = back.toISOString().slice(0, 10);
-    await dove.append(a.user, PASS, mail({ From: 'cat@ooo.test', To: a.tenant.mailbox.address, Subject: 'Out of office', 'Auto-Submitted': 'auto-replied' }, `I am away and back on ${iso}.`));
+    await dove.append(a.user, PASS, mail({ From: 'cat@ooo.test', To: a.tenant.mailbox.address, Subject: 'Out of office', 'Auto-Submitted': 'auto-replied', 'In-Reply-To': a.first.messageIdHeader }, `I am away and back on ${iso}.`));
     expect((await handled(a.mailboxId))[0]).toMatchObject({ kind: 'auto_reply', prospectId: a.prospectId });
     expect(await prospect(a.prospectId)).toMatchObject({ status: 'later', reply: 'auto', nextAt: new Date(`${iso}T00:00:00Z`.replace(iso, new Date(Date.parse(iso) + DAY).toISOString().slice(0, 10))) });
 
@@ -187,7 +194,7 @@ describe('inbound mail over IMAP (dovecot)', () => {
     await db().prospect.update({ where: { id: b.prospectId }, data: { nextAt: new Date() } });
     expect((await runSequenceStep(db(), b.prospectId, 2)).kind).toBe('written');
     const sentAt = new Date();
-    await dove.append(b.user, PASS, mail({ From: 'dan@ooo.test', To: b.tenant.mailbox.address, Subject: 'Abwesenheitsnotiz: Hello Ann', Date: sentAt.toUTCString() }, 'Ich bin nicht im Büro.'));
+    await dove.append(b.user, PASS, mail({ From: 'dan@ooo.test', To: b.tenant.mailbox.address, Subject: 'Abwesenheitsnotiz: Hello Ann', Date: sentAt.toUTCString(), References: b.first.messageIdHeader }, 'Ich bin nicht im Büro.'));
     expect((await handled(b.mailboxId))[0]).toMatchObject({ kind: 'auto_reply' });
     const later = await prospect(b.prospectId);
     expect(later).toMatchObject({ status: 'later', reply: 'auto' });

@@ -124,6 +124,17 @@ print(json.dumps({"refused": refused, "codes": codes}))
     const foreign = client(tenant.token).sendMail({ from: 'someone@else.example', to: 'a@b.example', subject: 's', text: 't' });
     await expect(foreign).rejects.toMatchObject({ responseCode: 550 });
     await expect(foreign).rejects.toThrow(/5\.7\.1 From someone@else\.example: this key sends only from/);
+    // the mailbox's own address under a display name that is another address: refused as on the API
+    const disguised = client(tenant.token).sendMail({ from: { name: 'ceo@bank.example', address: tenant.mailbox.address }, to: 'a@b.example', subject: 's', text: 't' });
+    await expect(disguised).rejects.toMatchObject({ responseCode: 550 });
+    await expect(disguised).rejects.toThrow(/display name may not be an address/);
+    // another account's mailbox as Reply-To or Sender: refused
+    const other = await makeTenant();
+    for (const headers of [{ 'Reply-To': other.mailbox.address }, { Sender: `Them <${other.mailbox.address}>` }]) {
+      const theirs = client(tenant.token).sendMail({ from: tenant.mailbox.address, headers, to: 'a@b.example', subject: 's', text: 't' });
+      await expect(theirs).rejects.toMatchObject({ responseCode: 550 });
+      await expect(theirs).rejects.toThrow(/another account's mailbox/);
+    }
 
     const big = client(tenant.token).sendMail({ from: tenant.mailbox.address, to: 'a@b.example', subject: 's', text: 'x'.repeat(1_100_000) });
     await expect(big).rejects.toMatchObject({ responseCode: 552 });

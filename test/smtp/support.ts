@@ -25,7 +25,9 @@ export function useSubmission(settings: Partial<SubmissionSettings> & { failures
   beforeAll(async () => {
     const auth = new KeyAuthenticator(db());
     await auth.start();
-    holder.parts = { db: db(), sending: createSending(db()), auth, failures: new AuthFailures(settings.failuresPerMinute ?? 20) };
+    const failures = new AuthFailures(settings.failuresPerMinute ?? 20);
+    await failures.start();
+    holder.parts = { db: db(), sending: createSending(db()), auth, failures };
     holder.submission = new Submission(holder.parts, {
       port: 0,
       portTls: 0,
@@ -47,6 +49,7 @@ export function useSubmission(settings: Partial<SubmissionSettings> & { failures
   afterAll(async () => {
     await holder.submission?.close();
     await holder.parts?.auth.stop();
+    await holder.parts?.failures.stop();
     await holder.parts?.sending.finished.stop();
   });
   return {

@@ -61,6 +61,34 @@ describe('the one renderer', () => {
     expect(big.message).toMatch(/more than/);
   });
 
+  it('bounds a render that one filter would take past its time or memory: a long sort, nested expressions, a long split, a big capture', () => {
+    const cases: [string, Record<string, unknown>, RegExp][] = [
+      // 3 million numbers sorted took 2.7 s and 600 MB in one filter call, past the 250 ms cap
+      ['{% assign a = (1..n) | sort %}x', { n: 3_000_000 }, /a range or value of more than 1000000 items/],
+      ['{% assign a = (1..n) | sort %}x', { n: 500_000 }, /a list of more than 10000 items \(sort\)/],
+      ['{% assign a = s | split: "" %}x', { s: 'y'.repeat(100_000) }, /a list of more than 10000 items \(split\)/],
+      // 5,000 sorts of 5,000 numbers inside one group_by_exp: the clock is read at each inner filter call
+      ['{% assign a = (1..5000) | group_by_exp: "i", "(1..5000) | sort | size" %}x', {}, /render limit/],
+      [`{% assign a = (1..10) | where_exp: "i", "${'i > 0 and '.repeat(60)}i > 0" %}x`, {}, /an expression of more than 500 characters \(where_exp\)/],
+      ['{% capture c %}{% for i in (1..100000) %}{{ s }}{% endfor %}{% endcapture %}{{ c | size }}', { s: 'y'.repeat(100_000) }, /more than 2097152 characters/],
+    ];
+    for (const [source, variables, words] of cases) {
+      const started = Date.now();
+      const err = refusal(() => renderSource(source, variables, 'text'));
+      expect({ source, kind: err.kind, message: err.message }).toEqual({ source, kind: 'limit', message: expect.stringMatching(words) });
+      // the render's cap, with room for a loaded machine; unbounded these take seconds to minutes
+      expect(Date.now() - started).toBeLessThan(TEMPLATE_LIMITS.renderMs * 8);
+    }
+    // within the caps, the same filters work
+    expect(renderSource('{{ (1..3) | sort | reverse | join: "," }}{% capture c %}{{ "ab" | split: "" | size }}{% endcapture %}{{ c }}', {}, 'text')).toBe('3,2,12');
+  });
+
+  it('refuses a literal range past its cap when the source is parsed, so when it is stored', () => {
+    expect(refusal(() => parse('{% for i in (1..3000000) | sort %}{% endfor %}', 'html'))).toMatchObject({ kind: 'limit', message: expect.stringMatching(/a range of more than 1000000 items/) });
+    // text outside Liquid markup is not a range
+    expect(parse('<p>(1..3000000)</p>', 'html')).toHaveLength(1);
+  });
+
   it('puts a template into its layout at {{ content }}, inlines <style> and makes the text part from the html', () => {
     const layout = '<html><head><style>p { color: #123456 }</style></head><body><div class="wrap">{{ content }}</div><p>{{ footer }}</p></body></html>';
     expect(contentSlots(layout)).toHaveLength(1);

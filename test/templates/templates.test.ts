@@ -182,6 +182,21 @@ describe('POST /api/v1/send with a template', () => {
     expect(await db().send.count({ where: { accountId: tenant.account.id } })).toBe(0);
   });
 
+  it('refuses a template whose range passes its cap when stored (400), and answers a send whose render passes a cap 422 naming it', async () => {
+    const tenant = await makeTenant({ smtp: sink.url });
+    const stored = await admin().post('/admin/api/templates').send({ account: tenant.account.id, name: 'Sorted', alias: 'sorted', subject: 'x', text: '{% for i in (1..3000000) | sort %}{{ i }}{% endfor %}' });
+    expect(stored.status).toBe(400);
+    expect(stored.body.error).toMatch(/a range of more than 1000000 items/);
+    expect(await countTemplates(tenant.account.id)).toBe(0);
+    const byVariable = await admin().post('/admin/api/templates').send({ account: tenant.account.id, name: 'Sorted', alias: 'sorted', subject: 'x', text: '{% assign a = (1..n) | sort %}{{ a | size }}' });
+    expect(byVariable.status).toBe(201);
+    const res = await send(tenant, { to: 'sorted@example.org', template: 'sorted', variables: { n: 500_000 } });
+    expect(res.status).toBe(422);
+    expect(res.body.error).toMatch(/template "sorted": .*a list of more than 10000 items \(sort\)/);
+    expect(await db().send.count({ where: { accountId: tenant.account.id } })).toBe(0);
+    expect((await send(tenant, { to: 'sorted@example.org', template: 'sorted', variables: { n: 5 } })).status).toBe(202);
+  });
+
   it('renders from the process\'s cache without a query of its own, and a change on the admin side is seen by the next send', async () => {
     const tenant = await makeTenant({ smtp: sink.url });
     const { template } = await layoutAndTemplate(tenant);

@@ -33,12 +33,11 @@ export const BODY_LIMIT_BYTES = 1024 * 1024;
  * share per client address, and a deadline: a body not in within PUBLIC_BODY_DEADLINE_MS is cut off. The hosted form's
  * bodies are at most 16 KB; those up to 1 KB (a person's sign-up) have a pool of their own, so strangers holding
  * large bodies do not hold back sign-ups. The one-click unsubscribe (`List-Unsubscribe=One-Click`, which mailbox
- * providers send) reads at most 512 bytes. The confirmation post and the click and open links read no body.
+ * providers send), the confirmation post and the click and open links read no body.
  */
 export const PUBLIC_BODY_DEADLINE_MS = 5_000;
 export const PUBLIC_BODIES = {
   form: { budgetBytes: 1024 * 1024, bodyLimitBytes: 16 * 1024, perClientBytes: 64 * 1024, small: { budgetBytes: 256 * 1024, bodyLimitBytes: 1024, perClientBytes: 8 * 1024 } },
-  unsubscribe: { budgetBytes: 64 * 1024, bodyLimitBytes: 512, perClientBytes: 2 * 1024 },
   signIn: { budgetBytes: 256 * 1024, bodyLimitBytes: 4 * 1024, perClientBytes: 16 * 1024 },
 } as const;
 
@@ -81,7 +80,7 @@ export function createApp(db: Db): ApiApp {
   app.use('/admin/api', requireAdmin(failures), adminRouter(db, json));
   app.route('/metrics').all(requireAdmin(failures)).get(metricsHandler(db)).all(methodNotAllowed);
   app.use('/admin', consoleRouter(db, { budget, signInBudget: publicBudget('signIn'), failures }));
-  app.use(unsubscribeRouter(db, publicBudget('unsubscribe')));
+  app.use(unsubscribeRouter(db));
   app.use(trackingRouter(db));
   app.use(inboundFilesRouter(db));
   app.use(pagesRouter(db, publicBudget('form')));
@@ -92,9 +91,14 @@ export function createApp(db: Db): ApiApp {
     // whatever answers, a body the answer left unread is settled so its client can read the answer (unread-body.ts)
     app: new UnreadBodies().around(withFastLane(app, { db, state, auth, failures, budget, bodyLimitBytes: BODY_LIMIT_BYTES })),
     state,
-    start: () => auth.start(),
+    start: async () => {
+      await auth.start();
+      // failed authentications count with the other processes' (SMTP AUTH included)
+      await failures.start();
+    },
     stop: async () => {
       await auth.stop();
+      await failures.stop();
       await state.sending.finished.stop();
       // the accepted sends' jobs still on their way to Redis (their answers did not wait for them)
       await state.sending.deliveries.settled();

@@ -3,6 +3,7 @@ import express, { type Express } from 'express';
 import type { ApiKey } from '../../../generated/prisma/client';
 import { subscribe } from '../../core/src/subscribers/operations';
 import type { Db } from '../../core/src/db';
+import { clientKey } from '../../core/src/ip';
 import { bearerToken, type KeyAuthenticator } from './middleware/auth';
 import type { BodyBudget } from './middleware/body-budget';
 import type { AuthFailures } from './middleware/failures';
@@ -76,9 +77,9 @@ export function withFastLane(app: Express, options: LaneOptions): Express {
   return handler as unknown as Express;
 }
 
-/** The client's address as Express reads it (req.ip, under the app's `trust proxy` setting). */
+/** The client as Express would read it (req.ip, under the app's `trust proxy` setting), counted as middleware/client.ts counts. */
 function clientAddress(app: Express, req: IncomingMessage): string {
-  return (Reflect.get(express.request, 'ip', Object.create(req, { app: { value: app } })) as string | undefined) ?? '';
+  return clientKey((Reflect.get(express.request, 'ip', Object.create(req, { app: { value: app } })) as string | undefined) ?? '');
 }
 
 /** A body the lane reads itself: plain UTF-8 JSON of a declared length, at most the limit. */

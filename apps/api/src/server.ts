@@ -6,7 +6,7 @@ import { tuneRuntime } from '../../core/src/runtime';
 import { onShutdown } from '../../core/src/shutdown';
 import { preflight } from '../../core/src/startup';
 import { createApp } from './app';
-import { configureServer } from './edge';
+import { SERVER_TIMEOUTS, configureServer } from './edge';
 import { createTrackingServer } from './https';
 
 async function main(): Promise<void> {
@@ -23,7 +23,10 @@ async function main(): Promise<void> {
     }
   });
 
-  configureServer(server);
+  configureServer(server, SERVER_TIMEOUTS, {
+    perClient: cfg.httpMaxConnectionsPerClient,
+    trusted: api.app.get('trust proxy fn') as (address: string, hop: number) => boolean,
+  });
   // tracking domains by SNI (docs/tracking-domains.md), when HTTPS_PORT is set
   const secure = cfg.tracking.httpsPort === null ? null : createTrackingServer(api.app, db());
   secure?.listen(cfg.tracking.httpsPort, () => logger.info({ port: cfg.tracking.httpsPort }, 'https listening for tracking domains'));

@@ -60,6 +60,8 @@ export interface Config {
   readonly trustProxy: false | number | string[];
   /** failed authentications one client address may make a minute; past it, failures answer 429 */
   readonly authFailuresPerMinute: number;
+  /** HTTP connections one client (an IPv4 address, an IPv6 /64) may hold open at once on the API's port */
+  readonly httpMaxConnectionsPerClient: number;
   /** docs/domains.md: the DNS servers domain checks ask (null: the system's), how long each waits, how often a domain is
    * checked again, whether a send needs a verified From domain, what SPF should include, and the VERP return-path host */
   readonly dnsServers: HostPort[] | null;
@@ -417,6 +419,7 @@ export function loadConfig(): Config {
     workerMaxBytesInFlight: integer('WORKER_MAX_BYTES_IN_FLIGHT', 8 * 1024 * 1024, 1024 * 1024, 2 ** 40),
     trustProxy: parseTrustProxy(process.env.TRUST_PROXY),
     authFailuresPerMinute: integer('AUTH_FAILURES_PER_MINUTE', 20, 1, 1_000_000),
+    httpMaxConnectionsPerClient: integer('HTTP_MAX_CONNECTIONS_PER_CLIENT', 256, 1, 1_000_000),
     dnsServers: parseHostList('DNS_SERVERS', process.env.DNS_SERVERS, 53),
     dnsTimeoutMs: integer('DNS_TIMEOUT_MS', 3_000, 50, 60_000),
     domainRecheckHours: positiveNumber('DOMAIN_RECHECK_HOURS', 6, 24 * 365),

@@ -43,7 +43,10 @@ async function main(): Promise<void> {
   auth = new KeyAuthenticator(db());
   await auth.start();
   sending = createSending(db());
-  const parts = { db: db(), sending, auth, failures: new AuthFailures(cfg.authFailuresPerMinute) };
+  const failures = new AuthFailures(cfg.authFailuresPerMinute);
+  // failed logins count with the API's failures (one allowance per client)
+  await failures.start();
+  const parts = { db: db(), sending, auth, failures };
   submission = new Submission(parts, { ...cfg.smtp, tls });
   const bound = await submission.listen();
   if (cfg.smtp.metricsPort !== null) metricsServer = await serveWorkerMetrics(cfg.smtp.metricsPort);

@@ -22,6 +22,7 @@ import { webhooksPage } from './pages/webhooks';
 import { domainsPage } from './pages/domains';
 import { trackingDomainsPage } from './pages/tracking-domains';
 import type { BodyBudget } from '../middleware/body-budget';
+import { clientOf } from '../middleware/client';
 import type { AuthFailures } from '../middleware/failures';
 import { csrfMatches, endSession, loadSession, saveSession, signinToken, signinTokenMatches, startSession, type Session } from './session';
 import { CSS, FORM_LIMIT, FORM_LIMIT_TEXT, createViews } from './views';
@@ -127,7 +128,7 @@ export function consoleRouter(db: Db, bodies: { budget: BodyBudget; signInBudget
     const given = (req.body as Record<string, unknown> | undefined)?._csrf;
     const matches = session ? csrfMatches(session, given) : req.path === '/signin' && signinTokenMatches(req, given);
     if (!matches) {
-      return render(req, res, 'error', 'Refused', { error: 'The form is stale or did not come from this console (CSRF token missing or wrong). Reload the page and try again.', back: req.get('referer')?.startsWith(config().publicUrl) ? req.get('referer') : '/admin' }, 403);
+      return render(req, res, 'error', 'Refused', { error: 'The form is stale or did not come from this console (CSRF token missing or wrong). Reload the page and try again.', back: consoleBack(req) }, 403);
     }
     next();
   };
@@ -149,9 +150,9 @@ export function consoleRouter(db: Db, bodies: { budget: BodyBudget; signInBudget
   router.post('/signin', async (req, res) => {
     const token = typeof req.body?.token === 'string' ? (req.body.token as string) : '';
     // an address past its allowance is refused before the token is compared (failures.ts)
-    const locked = bodies.failures.lockedOut(req.ip ?? '');
+    const locked = bodies.failures.lockedOut(clientOf(req));
     if (locked || !safeEqual(token, config().adminToken)) {
-      const refusal = locked ?? bodies.failures.refuse(req.ip ?? '', new Unauthorized('That is not the admin token.'));
+      const refusal = locked ?? bodies.failures.refuse(clientOf(req), new Unauthorized('That is not the admin token.'));
       if (refusal.status === 429) res.set(refusal.headers);
       const error = refusal.status === 429 ? 'Too many failed sign-ins from this address; try again in a minute.' : refusal.message;
       return render(req, res, 'signin', 'Sign in', { error, csrf: signinToken(req, res) }, refusal.status);
@@ -197,6 +198,7 @@ function pageTitle(status: number): string {
 }
 
 /** Back to the page of the resource the failed request was about. */
+/** The console page a refusal links back to, from the request's own path: never a header (a Referer) made into a link. */
 function consoleBack(req: Request): string {
   const first = req.path.split('/')[1] ?? '';
   return PAGES.some((p) => p.path === `/${first}`) ? `/admin/${first}` : '/admin';

@@ -2,6 +2,7 @@ import type { RequestHandler } from 'express';
 import { config } from '../../../core/src/config';
 import { safeEqual } from '../../../core/src/crypto';
 import { Unauthorized } from '../../../core/src/errors';
+import { clientOf } from './client';
 import type { AuthFailures } from './failures';
 
 /** The admin token as `Authorization: Bearer <token>`, or as the password of basic auth (for the dashboard in a browser). */
@@ -24,11 +25,11 @@ function presentedToken(header: string | undefined): string | undefined {
  */
 export function requireAdmin(failures: AuthFailures, options: { challenge?: boolean } = {}): RequestHandler {
   return (req, res, next) => {
-    const locked = failures.lockedOut(req.ip ?? '');
+    const locked = failures.lockedOut(clientOf(req));
     if (locked) throw locked;
     const token = presentedToken(req.get('authorization'));
     if (token && safeEqual(token, config().adminToken)) return next();
     if (options.challenge) res.set('WWW-Authenticate', 'Basic realm="mailservice admin", charset="UTF-8"');
-    throw failures.refuse(req.ip ?? '', new Unauthorized(token ? 'the admin token is wrong' : 'the admin token is missing: send Authorization: Bearer <ADMIN_TOKEN>'));
+    throw failures.refuse(clientOf(req), new Unauthorized(token ? 'the admin token is wrong' : 'the admin token is missing: send Authorization: Bearer <ADMIN_TOKEN>'));
   };
 }

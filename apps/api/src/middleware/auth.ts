@@ -3,6 +3,7 @@ import type { ApiKey } from '../../../../generated/prisma/client';
 import { requireProspects } from '../../../core/src/outreach/operations';
 import { Unauthorized } from '../../../core/src/errors';
 import type { KeyAuthenticator } from '../../../core/src/auth/authenticator';
+import { clientOf } from './client';
 import type { AuthFailures } from './failures';
 import { requireLiveKey } from '../../../core/src/sandbox';
 
@@ -36,14 +37,14 @@ export function bearerToken(header: string | undefined): string | undefined {
 export function requireKey(auth: KeyAuthenticator, failures: AuthFailures): RequestHandler {
   return async (req, res, next) => {
     // an address past its allowance is refused before its key is looked at: the answer says nothing of the key
-    const locked = failures.lockedOut(req.ip ?? '');
+    const locked = failures.lockedOut(clientOf(req));
     if (locked) throw locked;
     const header = req.get('authorization');
-    if (!header) throw failures.refuse(req.ip ?? '', new Unauthorized('the Authorization header is missing: send Authorization: Bearer <API key>', CHALLENGE));
+    if (!header) throw failures.refuse(clientOf(req), new Unauthorized('the Authorization header is missing: send Authorization: Bearer <API key>', CHALLENGE));
     const token = bearerToken(header);
-    if (!token) throw failures.refuse(req.ip ?? '', new Unauthorized('the Authorization header must be "Bearer <API key>"', CHALLENGE));
+    if (!token) throw failures.refuse(clientOf(req), new Unauthorized('the Authorization header must be "Bearer <API key>"', CHALLENGE));
     const key = await auth.authenticate(token);
-    if (!key) throw failures.refuse(req.ip ?? '', new Unauthorized('the API key is unknown or revoked', CHALLENGE));
+    if (!key) throw failures.refuse(clientOf(req), new Unauthorized('the API key is unknown or revoked', CHALLENGE));
     res.locals.key = key;
     next();
   };

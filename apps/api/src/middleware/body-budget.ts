@@ -1,6 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { ServiceUnavailable } from '../../../core/src/errors';
-import { clientAddress } from './unread-body';
+import { clientOf } from './client';
 
 type Handler = (req: IncomingMessage, res: ServerResponse, next: (err?: unknown) => void) => void;
 
@@ -70,7 +70,7 @@ export class BodyBudget {
   /** `parse` (a body parser) run within the budget: 503 with Retry-After when the body does not fit. */
   around(parse: Handler): Handler {
     return (req, res, next) => {
-      const release = this.reserve(req, res, clientAddress(req));
+      const release = this.reserve(req, res, clientOf(req));
       if (!release) {
         return next(new ServiceUnavailable('the service is reading too many request bodies at once; try again in a second', { 'Retry-After': '1' }));
       }

@@ -62,7 +62,7 @@ const TOKEN_PAGES = new Set(['confirm', 'u', 'c', 'o']);
 const PAGE_PATH = /^(\/+)([^/]+)(\/+)(.+)$/;
 /** Query values whose name may hold a secret, however it is written (api_key, access-token, pw, session[id]...). */
 const SECRET_IN_QUERY =
-  /([?&][^=&#]*?(?:token|key|pass|pw|secret|signature|sig|auth|session|sid|cookie|csrf|code|otp|credential|jwt)[^=&#]*=)[^&#]*/gi;
+  /([?&][^=&#]*?(?:token|key|pass|pw|secret|signature|sig|auth|session|sid|cookie|csrf|code|state|otp|credential|jwt)[^=&#]*=)[^&#]*/gi;
 
 function pageSegment(segment: string): string {
   try {

@@ -1,6 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Express } from 'express';
+import { clientOf } from './client';
 
 /** A body this long or shorter, left unread by an answer, is read to its end and dropped on a kept-alive connection. */
 export const DRAIN_MAX_BYTES = 16 * 1024 * 1024;
@@ -10,7 +11,7 @@ export const DRAIN_IDLE_MS = 5_000;
 export const LINGER_MAX_BYTES = 64 * 1024 * 1024;
 /** ...for at most this long; then the connection is closed. */
 export const LINGER_MS = 10_000;
-/** Left bodies one client address may have read at once; past it the connection is closed right after the answer. */
+/** Left bodies one client (core/ip clientKey: an IPv6 client by its /64) may have read at once; past it the connection is closed right after the answer. */
 export const DRAINS_PER_CLIENT = 16;
 
 type Handler = (req: IncomingMessage, res: ServerResponse, next?: (err?: unknown) => void) => void;
@@ -55,7 +56,7 @@ export class UnreadBodies {
     // a destroyed request has no socket left, while its answer may still go out on the response's
     const socket = (req.socket ?? res.socket) as Socket | null;
     if (req.complete || !socket || socket.destroyed) return;
-    const client = clientAddress(req);
+    const client = clientOf(req);
     const count = this.draining.get(client) ?? 0;
     if (count >= DRAINS_PER_CLIENT) {
       res.setHeader('Connection', 'close');
@@ -154,14 +155,4 @@ export class UnreadBodies {
 
 function hasBody(req: IncomingMessage): boolean {
   return req.headers['transfer-encoding'] !== undefined || Number(req.headers['content-length'] ?? 0) > 0;
-}
-
-/**
- * The client's address for per-address limits: Express's `req.ip` (TRUST_PROXY decides) once Express has seen the
- * request, else the socket's. Never throws: a request whose socket is gone (req.socket is null after the request was
- * destroyed) has the address ''.
- */
-export function clientAddress(req: IncomingMessage): string {
-  if (!req.socket) return '';
-  return (req as { ip?: string }).ip ?? req.socket.remoteAddress ?? '';
 }

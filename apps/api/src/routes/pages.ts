@@ -7,6 +7,7 @@ import * as html from '../../../core/src/subscribers/html';
 import type { BodyBudget } from '../middleware/body-budget';
 import { methodNotAllowed, refusalOf } from '../middleware/errors';
 import { checkedBody } from '../middleware/text';
+import { clientOf } from '../middleware/client';
 
 /**
  * The public HTML pages under PUBLIC_URL: the confirmation link (GET asks, POST confirms) and the list's hosted form.
@@ -63,7 +64,7 @@ export function pagesRouter(db: Db, budget: BodyBudget): Router {
 
 /** One client may post the form only so often (before its body is read): the form cannot be driven as a relay. */
 const formClientLimit: RequestHandler<{ key: string }> = async (req, _res, next) => {
-  const reservation = await reserveFormPost(req.ip ?? '');
+  const reservation = await reserveFormPost(clientOf(req));
   if (!reservation.taken) throw new LimitReached('too many form posts from this address', reservation.retryAfterMs / 1000);
   next();
 };

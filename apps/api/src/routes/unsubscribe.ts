@@ -1,8 +1,10 @@
-import express, { Router } from 'express';
+import { Router, type RequestHandler } from 'express';
 import { inspectUnsubscribeLink, unsubscribeByToken } from '../../../core/src/broadcasts/unsubscribe';
 import type { Db } from '../../../core/src/db';
 import { inspectProspectLink, isProspectToken, optOutByToken } from '../../../core/src/outreach/opt-out';
-import type { BodyBudget } from '../middleware/body-budget';
+import { LimitReached } from '../../../core/src/errors';
+import { reserveUnsubscribePost } from '../../../core/src/subscribers/limit';
+import { clientOf } from '../middleware/client';
 import { methodNotAllowed } from '../middleware/errors';
 import * as html from '../../../core/src/subscribers/html';
 import { pageErrors, send } from './pages';
@@ -10,12 +12,11 @@ import { pageErrors, send } from './pages';
 /**
  * PUBLIC_URL/u/<token>, the List-Unsubscribe link of broadcast copies and outreach steps (`p<id>.<mac>`; RFC 8058): POST (the mail client's one-click
  * body `List-Unsubscribe=One-Click`, or the page's button) unsubscribes at once and answers 200, no redirect; GET shows
- * the button and changes nothing.
+ * the button and changes nothing. The POST reads no body: the answer never waits for one, so strangers trickling bodies
+ * hold nothing a mailbox provider's post needs (what they send is read and dropped after the answer: unread-body.ts).
  */
-export function unsubscribeRouter(db: Db, budget: BodyBudget): Router {
+export function unsubscribeRouter(db: Db): Router {
   const router = Router();
-  // `List-Unsubscribe=One-Click` or the page's button: a few hundred bytes at most
-  const form = budget.around(express.urlencoded({ extended: false, limit: 512, parameterLimit: 5 }));
 
   router
     .route('/u/:token')
@@ -30,7 +31,7 @@ export function unsubscribeRouter(db: Db, budget: BodyBudget): Router {
       send(res, 200, link.status === 'active' || link.status === 'pending' ? html.unsubscribePage(link.listName) : html.unsubscribedPage(link.listName));
     })
     // any body (or none) unsubscribes: RFC 8058 clients send `List-Unsubscribe=One-Click`, and a person pressing the button is as clear
-    .post(form, async (req, res) => {
+    .post(postRate, async (req, res) => {
       if (isProspectToken(req.params.token)) {
         const optOut = await optOutByToken(db, req.params.token);
         if (!optOut) return send(res, 404, html.unknownUnsubscribeLinkPage());
@@ -45,3 +46,10 @@ export function unsubscribeRouter(db: Db, budget: BodyBudget): Router {
   router.use(pageErrors);
   return router;
 }
+
+/** One client (an IPv4 address, an IPv6 /64) may post only so often: a flood costs the database a bounded rate. */
+const postRate: RequestHandler = async (req, _res, next) => {
+  const reservation = await reserveUnsubscribePost(clientOf(req));
+  if (!reservation.taken) throw new LimitReached('too many unsubscribe posts from this address', reservation.retryAfterMs / 1000);
+  next();
+};

@@ -67,6 +67,28 @@ export function fromRefusal(rule: FromRule, from: string): string | null {
   return `the domain ${shown} is not verified (${standing.status})${standing.reason ? `: ${standing.reason}` : ''}`;
 }
 
+/** Something a reader would take for an address: `local@domain.tld`, however it is dressed (quotes, brackets, spaces). */
+const ADDRESS_LIKE = /[^\s@<>"'(),;:]+\s*(?:@|\uFF20)\s*[^\s@<>"'(),;:]+\.[^\s@<>"'(),;:]+/u;
+
+/**
+ * The From display name rule of every way in: a name that is itself an address (`"ceo@bank.example" <us@ours>`) is
+ * refused, since many mail clients show the name alone and the reader would take it for the sender. The reason, or null.
+ */
+export function displayNameRefusal(name: string): string | null {
+  return ADDRESS_LIKE.test(name) ? 'the display name may not be an address (mail clients show it as the sender)' : null;
+}
+
+/**
+ * The Reply-To and Sender rule of every way in: an address that is another account's mailbox is refused (a tenant
+ * would otherwise have replies, or the sender shown, go to another tenant). The reason naming the address, or null.
+ */
+export async function foreignMailboxRefusal(db: Tx, accountId: number, addresses: string[]): Promise<string | null> {
+  const wanted = [...new Set(addresses.map((a) => a.trim().toLowerCase()).filter(Boolean))];
+  if (!wanted.length) return null;
+  const theirs = await db.mailbox.findFirst({ where: { address: { in: wanted, mode: 'insensitive' }, accountId: { not: accountId } }, select: { address: true } });
+  return theirs ? `${theirs.address.toLowerCase()} is another account's mailbox: it may not be a Reply-To or Sender` : null;
+}
+
 /**
  * Whether a broadcast or campaign sending from this mailbox may start: null, or the refusal naming its domain and what
  * is missing (only under REQUIRE_VERIFIED_DOMAIN; not a hot path, so read straight from the database).

@@ -9,13 +9,13 @@ import { addToStopList } from '../stop-list/repository';
 import { bounceClass, bounceColumn } from '../analytics/bounces';
 import { countMessage } from '../analytics/repository';
 import { OPEN_STATUSES } from '../outreach/outcomes';
-import { lockOpenProspectsAt, lockProspect, prospectAnswering } from '../outreach/repository';
+import { lockOpenProspectsAt, lockProspect } from '../outreach/repository';
 import { suppressAddress } from '../subscribers/machine';
 import type { InboundMail } from './classify';
 import { applyBounce, bounceOf, countBounce, publicBounce } from './bounce-policy';
 import { provenBounce, provenComplaint } from './proof';
 import { recordReceived } from './received';
-import { advanceCursor, claimInbound, messageByMessageIds, type OurMessage } from './repository';
+import { advanceCursor, claimInbound, messageById, messageByMessageIds, type OurMessage } from './repository';
 
 /**
  * One inbound email's effects (docs/inbound.md), in ONE transaction that first claims it: the row of inbound_messages unique
@@ -146,11 +146,11 @@ async function effects(tx: Tx, mailbox: Mailbox, mail: InboundMail, now: Date) {
     return { kind: 'bounce' as InboundKind, prospectId: message.prospect_id, relatedId: message.id, detail, reason: report.reason ?? 'undefined', unmatched: null };
   }
 
-  // (1) a Message-ID of ours in In-Reply-To / References
-  const ours = await byMessageIds(tx, mailbox.id, mail.threadIds);
-  // (2) the sender, to a prospect of a campaign sending from this mailbox
-  const prospectId = ours?.prospect_id ?? (mail.from ? await prospectAnswering(tx, mailbox.id, mail.from) : null);
-  const prospect = prospectId ? await lockedProspect(tx, prospectId) : null;
+  // a reply or auto-reply acts only when it proves which email of ours it answers, as a report must: (1) a Message-ID of
+  // ours in In-Reply-To / References, or (2) a valid VERP address of ours it came to (RFC 3834 answers the envelope
+  // sender). A From: naming a prospect proves nothing: anybody can write it (docs/inbound.md)
+  const ours = (await byMessageIds(tx, mailbox.id, mail.threadIds)) ?? (mail.verp ? await messageById(tx, mailbox.id, mail.verp) : null);
+  const prospect = ours?.prospect_id ? await lockedProspect(tx, ours.prospect_id) : null;
   if (!prospect) return { kind: 'other' as InboundKind, prospectId: null, relatedId: ours?.id ?? null, detail: '', reason: null, unmatched: null };
   const base = { prospectId: prospect.id, relatedId: ours?.id ?? null, reason: null, unmatched: null };
 

@@ -360,16 +360,6 @@ export async function rewindStepDueNow(tx: Tx, prospectId: number): Promise<void
         WHERE id = ${prospectId}`;
 }
 
-/** Reads the prospect an email from `address` answers: one of a campaign sending from this mailbox (its own mailbox, or none yet: rotation.ts), open ones and then the latest first. */
-export async function prospectAnswering(tx: Tx, mailboxId: number, address: string): Promise<number | null> {
-  const [row] = await tx.$queryRaw<{ id: number }[]>`
-    SELECT p.id FROM campaigns c JOIN prospects p ON p.campaign_id = c.id AND p.email = ${address}
-    WHERE (c.mailbox_id = ${mailboxId} OR EXISTS (SELECT 1 FROM campaign_mailboxes cm WHERE cm.campaign_id = c.id AND cm.mailbox_id = ${mailboxId}))
-      AND (p.mailbox_id IS NULL OR p.mailbox_id = ${mailboxId})
-    ORDER BY (p.status IN ('ready', 'writing', 'later')) DESC, p.updated_at DESC LIMIT 1`;
-  return row?.id ?? null;
-}
-
 /** Locks (FOR UPDATE, in id order) the account's prospects at `address` still open or closed only as no_reply. */
 export function lockOpenProspectsAt(tx: Tx, accountId: number, address: string): Promise<{ id: number }[]> {
   return tx.$queryRaw<{ id: number }[]>`

@@ -8,7 +8,7 @@ import { markNotEnqueued } from '../delivery/repository';
 import { BadRequest, Conflict, Forbidden, NotFound, Unprocessable } from '../errors';
 import { sha256 } from '../crypto';
 import { config } from '../config';
-import { DomainStandings, fromRefusal } from '../domains/sending';
+import { DomainStandings, displayNameRefusal, foreignMailboxRefusal, fromRefusal } from '../domains/sending';
 import { logger } from '../logger';
 import { finishIdempotent, IdempotencyClaims, releaseIdempotent, requestFingerprint, startIdempotent } from '../idempotency';
 import { MailboxCache } from './mailbox';
@@ -122,6 +122,10 @@ export async function acceptSend(
     const refusal = fromRefusal({ mailboxAddress: mailbox.address, domains: await sending.domains.of(db, key.accountId), requireVerified: true, domainAddresses: false }, mailbox.address);
     if (refusal) throw new Forbidden(`from: ${refusal}`);
   }
+  if (parsed.replyTo) {
+    const foreign = await foreignMailboxRefusal(db, key.accountId, [/<([^<>]+)>$/.exec(parsed.replyTo)?.[1] ?? parsed.replyTo]);
+    if (foreign) throw new Forbidden(`reply_to: ${foreign}`);
+  }
   let { request, stamp } = await rendered(db, sending, key.accountId, parsed);
   const idempotent = options.idempotencyKey ? await startIdempotent(db, { apiKeyId: key.id, route: SEND_ROUTE, key: options.idempotencyKey }, requestFingerprint(body)) : null;
   if (idempotent?.kind === 'replay') {
@@ -187,6 +191,8 @@ export interface RawSubmission {
   sendId: string;
   /** the Message-ID the message carries (the client's, or the one put in): each copy is stored with it */
   messageIdHeader: string;
+  /** the addresses of its Reply-To and Sender fields (none of them may be another account's mailbox) */
+  replyAddresses?: string[];
 }
 
 /**
@@ -200,9 +206,11 @@ export async function acceptRawSend(db: Db, sending: Sending, key: ApiKey, messa
   // the From rule of every way in (domains/sending.ts): the key's mailbox address, or any address of a domain the account
   // verified, since a submitted message keeps the From its client wrote
   const domains = await sending.domains.of(db, key.accountId);
-  const refusal = fromRefusal({ mailboxAddress: mailbox.address, domains, requireVerified: config().requireVerifiedDomain, domainAddresses: true }, message.from);
+  const refusal = fromRefusal({ mailboxAddress: mailbox.address, domains, requireVerified: config().requireVerifiedDomain, domainAddresses: true }, message.from) ?? displayNameRefusal(message.fromName);
   // the SMTP answer names the header From itself (550 5.7.1 From <address>: ..., submission/server.ts)
   if (refusal) throw new Forbidden(refusal);
+  const foreign = await foreignMailboxRefusal(db, key.accountId, message.replyAddresses ?? []);
+  if (foreign) throw new Forbidden(foreign);
   const to = [...new Set(message.to.map((address) => address.toLowerCase()))];
   if (!to.length) throw new Unprocessable('nobody to write to');
   if (to.length > SEND_LIMITS.recipients) throw new BadRequest(`at most ${SEND_LIMITS.recipients} recipients per message`);

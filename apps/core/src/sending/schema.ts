@@ -3,7 +3,7 @@ import { BadRequest, Forbidden, PayloadTooLarge, Unprocessable } from '../errors
 import { DOCUMENTED, Joi, NO_NUL, documented, email, validate } from '../validate';
 import type { StoredAttachment } from '../delivery/compose';
 import { besideTemplate, templateRef, variables } from '../templates/schema';
-import { fromRefusal } from '../domains/sending';
+import { displayNameRefusal, fromRefusal } from '../domains/sending';
 
 /** docs/api.md: limits of one POST /api/v1/send. */
 export const SEND_LIMITS = {
@@ -249,7 +249,7 @@ export function parseSendRequest(body: unknown, mailboxAddress: string, now = ne
     if (!raw.text && !raw.html) throw new BadRequest('text or html: give at least one of them');
   }
   // the From rule shared with every way in (domains/sending.ts); the domain's own standing is checked by acceptSend
-  const foreign = raw.from ? fromRefusal({ mailboxAddress, domains: null, requireVerified: false, domainAddresses: false }, raw.from.address) : null;
+  const foreign = raw.from ? (fromRefusal({ mailboxAddress, domains: null, requireVerified: false, domainAddresses: false }, raw.from.address) ?? displayNameRefusal(raw.from.name)) : null;
   if (foreign) throw new Forbidden(`from: ${foreign}`);
   if (raw.send_at && raw.send_at.getTime() > now.getTime() + SEND_LIMITS.sendAheadMs) {
     throw new BadRequest('send_at: at most 30 days ahead');

@@ -16,6 +16,8 @@ export interface PreparedMessage {
   messageId: string | null;
   /** the Message-ID the message carries on the wire: the client's, or the one put in; each copy is stored with it */
   messageIdHeader: string;
+  /** the addresses of its Reply-To and Sender fields, lower-cased */
+  replyAddresses: string[];
 }
 
 /** Why a message cannot be taken as written: answered 550 5.6.0 (or 5.6.x) with these words. */
@@ -162,5 +164,9 @@ export function prepareMessage(data: Buffer, options: { id: string; domain: stri
     subject: subjectField ? decodeWords(value(subjectField)).slice(0, 300) : '',
     messageId: messageId || null,
     messageIdHeader: messageId || putIn,
+    replyAddresses: fields
+      .filter((f) => f.name === 'reply-to' || f.name === 'sender')
+      .flatMap((f) => addressparser(value(f), { flatten: true }).map((a) => (a.address ?? '').toLowerCase()))
+      .filter(Boolean),
   };
 }

@@ -65,10 +65,11 @@ const UNAUTHENTICATED_COMMANDS = 10;
  */
 const ACCEPT_BYTES_IN_FLIGHT = 2 * 1024 * 1024;
 /**
- * Bytes of messages one SMTP process holds at once, from the start of their DATA to its answer: a message is read once
- * there is room for the most it may be (then it keeps only its size), and until then its bytes wait in the client's
- * socket. Fifty clients sending 1 MB messages faster than Postgres stores them held fifty of them, and the garbage
- * they left once they had waited (bench/smtp.ts).
+ * Bytes of messages one SMTP process holds at once, from the start of their DATA to its answer: each piece of a DATA
+ * takes room for itself before the next is read, and until then the rest waits in the client's socket. A session slow to send its
+ * DATA holds only what it sent, so twenty of them do not hold up another client's message (a message reserving its
+ * whole size up front made the next one wait 5 s behind eight). Fifty clients sending 1 MB messages faster than
+ * Postgres stores them held fifty of them, and the garbage they left once they had waited (bench/smtp.ts).
  */
 const MESSAGE_BYTES_HELD = 8 * 1024 * 1024;
 /** How long a message waits for that room before it is read anyway: clients slow to send their DATA hold up others no longer. */
@@ -262,12 +263,9 @@ export class Submission {
    * accepted; 250 with the send's id.
    */
   private async onData(stream: SMTPServerDataStream, session: SMTPServerSession): Promise<string> {
-    let held = (await this.holding.acquireWithin(SEND_LIMITS.emailBytes, HELD_WAIT_MS)) ? SEND_LIMITS.emailBytes : 0;
+    const room = { held: 0 };
     try {
-      const { chunks, size } = await this.read(stream, session);
-      // from here it holds its size (the refusals above release the lot)
-      this.holding.release(held - Math.min(held, size));
-      held = Math.min(held, size);
+      const { chunks, size } = await this.read(stream, session, room);
       const user = session.user as unknown as SessionUser;
       const bytes = Math.min(size, ACCEPT_BYTES_IN_FLIGHT);
       await this.accepting.acquire(bytes);
@@ -280,12 +278,15 @@ export class Submission {
         this.accepting.release(bytes);
       }
     } finally {
-      this.holding.release(held);
+      this.holding.release(room.held);
     }
   }
 
-  /** The DATA, in the pieces it came in, within the deadline; 552 past the size limit (counted, not kept). */
-  private async read(stream: SMTPServerDataStream, session: SMTPServerSession): Promise<{ chunks: Buffer[]; size: number }> {
+  /**
+   * The DATA, in the pieces it came in, within the deadline; 552 past the size limit (counted, not kept). Each kept
+   * piece takes its room first (`room.held` counts it), waiting at most HELD_WAIT_MS, then is read anyway.
+   */
+  private async read(stream: SMTPServerDataStream, session: SMTPServerSession, room: { held: number }): Promise<{ chunks: Buffer[]; size: number }> {
     const entry = this.sessions.get(session.id);
     const deadline = setTimeout(() => {
       this.drop(session, '4.4.2 the message took too long to arrive; closing', 'data_timeout');
@@ -297,7 +298,9 @@ export class Submission {
     try {
       for await (const chunk of stream as AsyncIterable<Buffer>) {
         size += chunk.length;
-        if (size <= SEND_LIMITS.emailBytes) chunks.push(chunk);
+        if (size > SEND_LIMITS.emailBytes) continue;
+        if (await this.holding.acquireWithin(chunk.length, HELD_WAIT_MS)) room.held += chunk.length;
+        chunks.push(chunk);
       }
     } catch {
       // the client went away in the middle: nothing was accepted

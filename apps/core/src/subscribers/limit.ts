@@ -53,6 +53,18 @@ export function reserveFormPost(client: string): Promise<Reservation> {
 }
 
 /**
+ * One-click unsubscribe posts (RFC 8058) one client may make in UNSUBSCRIBE_CLIENT_WINDOW_MS: generous, since a
+ * mailbox provider posts for all its users from a few addresses, and only there to bound what a flood costs.
+ */
+export const UNSUBSCRIBE_POSTS_PER_CLIENT = 120;
+export const UNSUBSCRIBE_CLIENT_WINDOW_MS = 60_000;
+
+/** Takes one slot of the client's window of unsubscribe posts. */
+export function reserveUnsubscribePost(client: string): Promise<Reservation> {
+  return reserve(rkey('subscribers', 'unsubscribe-client', client), UNSUBSCRIBE_CLIENT_WINDOW_MS, UNSUBSCRIBE_POSTS_PER_CLIENT);
+}
+
+/**
  * Redis decides whether the person may be added: while it is away or hangs, the request is refused with 503 and
  * Retry-After within REDIS_DEADLINE_MS (the error is an outage's: outage.ts, refusalOf), and nothing is written.
  */

@@ -1,10 +1,14 @@
-import { CaptureTag, Context, Drop, Liquid, LiquidError, toValueSync, type Template } from 'liquidjs';
+import { CaptureTag, Context, Drop, Liquid, LiquidError, toValueSync, type FilterImplOptions, type Template } from 'liquidjs';
 import { escapeHtml } from '../subscribers/html';
 
 /**
  * The one renderer of every email the service writes (docs/templates.md): Liquid through LiquidJS. No code runs (Liquid
  * has no way to call JavaScript), nothing is read from disk (`include`, `render` and `layout` are removed), and a
- * render's time (so every loop), allocations (ranges, filters) and output are capped.
+ * render's time (so every loop), allocations (ranges, filters) and output are capped, each where one step could pass
+ * it: the clock is read at every filter call, not only between tags, and no one filter is given or makes a list longer
+ * than `listItems` (a sort of 3 million numbers took 2.7 s and 600 MB in one call), a range wider than `oneValue`, a
+ * string longer than `outputChars`, or a `_exp` expression longer than `expressionChars`; a capture is capped like an
+ * output. A literal range past its cap is refused when the template is parsed (so when it is stored).
  */
 
 /** One part of an email: html output is HTML-escaped unless `| raw`; text and the subject are written as given. */
@@ -17,8 +21,14 @@ export const TEMPLATE_LIMITS = {
   renderMs: 250,
   /** characters allocated by filters and ranges in one render */
   memory: 8 * 1024 * 1024,
-  /** characters one part may render to (an email is at most 1 MB) */
+  /** characters one part may render to (an email is at most 1 MB); also a capture's and a filter's string */
   outputChars: 2 * 1024 * 1024,
+  /** items of a list one filter is given or makes (sort, map, where, split, concat...) */
+  listItems: 10_000,
+  /** items of one range, or characters of one allocation */
+  oneValue: 1_000_000,
+  /** characters of the expression of a `_exp` filter (where_exp, group_by_exp...): evaluated once per item */
+  expressionChars: 500,
 } as const;
 
 /** A template that does not parse, or a render that failed or passed a limit; `line` is 1-based when known. */
@@ -55,8 +65,10 @@ const UNESCAPED: Record<string, string> = { '&amp;': '&', '&lt;': '<', '&gt;': '
 /** The html engine's capture: what it captured is HTML already (SafeHtml). */
 class HtmlCapture extends CaptureTag {
   override *render(ctx: Context): Generator<unknown, void, unknown> {
-    const html = (yield this.liquid.renderer.renderTemplates(this.templates, ctx)) as string;
-    ctx.bottom()[this.variable] = new SafeHtml(html);
+    // capped like an output (CappedEmitter): a loop inside cannot build a string past the cap
+    const emitter = new CappedEmitter();
+    yield this.liquid.renderer.renderTemplates(this.templates, ctx, emitter as never);
+    ctx.bottom()[this.variable] = new SafeHtml(emitter.buffer);
   }
 }
 
@@ -70,6 +82,71 @@ function scalar(value: unknown): string {
 }
 
 const NO_FILES = ['include', 'render', 'layout'];
+
+function overLimit(what: string): TemplateError {
+  return new TemplateError(`the template passed a limit: ${what}`, null, 'limit');
+}
+
+/** The render's allocations, counted as LiquidJS counts them (TEMPLATE_LIMITS.memory), and no one of them past oneValue. */
+class CappedMemory {
+  private used = 0;
+  use(count: number): void {
+    if (!(+count > 0)) return;
+    if (+count > TEMPLATE_LIMITS.oneValue) throw overLimit(`a range or value of more than ${TEMPLATE_LIMITS.oneValue} items`);
+    this.used += +count;
+    if (this.used > TEMPLATE_LIMITS.memory) throw overLimit(`more than ${TEMPLATE_LIMITS.memory} characters allocated by ranges and filters`);
+  }
+  check(): void {}
+}
+
+/** What a filter is given or answers, past the caps one call could pass. */
+function checkValue(value: unknown, filter: string): void {
+  if (Array.isArray(value) && value.length > TEMPLATE_LIMITS.listItems) throw overLimit(`a list of more than ${TEMPLATE_LIMITS.listItems} items (${filter})`);
+  if (typeof value === 'string' && value.length > TEMPLATE_LIMITS.outputChars) throw overLimit(`a string of more than ${TEMPLATE_LIMITS.outputChars} characters (${filter})`);
+}
+
+type FilterThis = { context: Context };
+type FilterFn = (this: FilterThis, ...args: unknown[]) => unknown;
+
+/** A filter that reads the render's clock, and checks what it is given and what it answers. */
+function cappedFilter(name: string, impl: FilterImplOptions): FilterImplOptions {
+  const handler = (typeof impl === 'function' ? impl : impl.handler) as FilterFn | undefined;
+  if (!handler) return impl;
+  const expression = name.endsWith('_exp');
+  const capped = function* (this: FilterThis, ...args: unknown[]): Generator<unknown, unknown, unknown> {
+    this.context.renderLimit.check(performance.now());
+    for (const arg of args) checkValue(arg, name);
+    if (expression && typeof args[2] === 'string' && args[2].length > TEMPLATE_LIMITS.expressionChars) {
+      throw overLimit(`an expression of more than ${TEMPLATE_LIMITS.expressionChars} characters (${name})`);
+    }
+    // a generator filter's iterator is run by LiquidJS when yielded; a plain value comes back as it is
+    const result = yield handler.apply(this, args);
+    checkValue(result, name);
+    return result;
+  };
+  return typeof impl === 'function' ? capped : { ...impl, handler: capped };
+}
+
+/** `{% capture %}` into a capped emitter: a loop inside cannot build a string past the output cap. */
+class CappedCapture extends CaptureTag {
+  override *render(ctx: Context): Generator<unknown, void, unknown> {
+    const emitter = new CappedEmitter();
+    yield this.liquid.renderer.renderTemplates(this.templates, ctx, emitter as never);
+    ctx.bottom()[this.variable] = emitter.buffer;
+  }
+}
+
+/** Literal ranges in a source, `(1..3000000)`: one past its cap is known before any render. */
+const LITERAL_RANGE = /\(\s*(-?\d+)\s*\.\.\s*(-?\d+)\s*\)/g;
+
+const LIQUID_MARKUP = /\{%[\s\S]*?%\}|\{\{[\s\S]*?\}\}/g;
+
+function checkLiteralRanges(source: string): void {
+  const markup = source.match(LIQUID_MARKUP)?.join(' ') ?? '';
+  for (const [, low, high] of markup.matchAll(LITERAL_RANGE)) {
+    if (Number(high) - Number(low) + 1 > TEMPLATE_LIMITS.oneValue) throw overLimit(`a range of more than ${TEMPLATE_LIMITS.oneValue} items`);
+  }
+}
 
 function makeEngine(part: Part): Liquid {
   const engine = new Liquid({
@@ -90,7 +167,8 @@ function makeEngine(part: Part): Liquid {
     engine.registerFilter('xml_escape', (value: unknown) => new SafeHtml(escapeHtml(scalar(value))));
     engine.registerFilter('escape_once', (value: unknown) => new SafeHtml(escapeHtml(scalar(value).replace(/&(?:amp|lt|gt|quot|#34|#39);/g, (e) => UNESCAPED[e]!))));
     engine.registerTag('capture', HtmlCapture);
-  }
+  } else engine.registerTag('capture', CappedCapture);
+  for (const [name, impl] of Object.entries(engine.filters)) engine.registerFilter(name, cappedFilter(name, impl));
   return engine;
 }
 
@@ -119,6 +197,7 @@ export function parse(source: string, part: Part): Template[] {
   const hit = parsedMemo.get(key);
   if (hit) return hit;
   let parsed: Template[];
+  checkLiteralRanges(source);
   try {
     parsed = engines[part].parse(source);
   } catch (err) {
@@ -145,7 +224,7 @@ class CappedEmitter {
 /** Renders a parsed source with `variables`; throws TemplateError for a failed render or a passed limit. */
 export function renderParsed(parsed: Template[], variables: Record<string, unknown>, part: Part): string {
   const engine = engines[part];
-  const ctx = new Context(variables, engine.options, { sync: true }, { liquid: engine } as never);
+  const ctx = new Context(variables, engine.options, { sync: true }, { liquid: engine, memoryLimit: new CappedMemory() } as never);
   const emitter = new CappedEmitter();
   try {
     toValueSync(engine.renderer.renderTemplates(parsed, ctx, emitter as never));
