@@ -1,4 +1,4 @@
-import * as acme from 'acme-client';
+import type * as AcmeClient from 'acme-client';
 import { X509Certificate } from 'node:crypto';
 import fs from 'node:fs';
 import http from 'node:http';
@@ -6,6 +6,10 @@ import https from 'node:https';
 import { config } from '../config';
 import { decryptSecret, encryptSecret } from '../crypto';
 import type { Db } from '../db';
+import { lazy } from '../lazy';
+
+/** acme-client and what it pulls in (about 27 MB of RSS) are loaded by the first order, not by every worker and API. */
+const acme = lazy((): typeof AcmeClient => require('acme-client'));
 
 /** The ACME server did not answer, or the order failed: tried again with backoff (the reason says which). */
 export class AcmeFailure extends Error {}
@@ -27,9 +31,9 @@ export interface IssuedCertificate {
  */
 function configureLibrary(): void {
   const { acmeCaFile } = config().tracking;
-  acme.axios.defaults.httpsAgent = acmeCaFile ? new https.Agent({ ca: fs.readFileSync(acmeCaFile, 'utf8') }) : undefined;
-  acme.axios.defaults.timeout = 15_000;
-  (acme.axios.defaults as unknown as { acmeSettings: { retryMaxAttempts: number } }).acmeSettings.retryMaxAttempts = 0;
+  acme().axios.defaults.httpsAgent = acmeCaFile ? new https.Agent({ ca: fs.readFileSync(acmeCaFile, 'utf8') }) : undefined;
+  acme().axios.defaults.timeout = 15_000;
+  (acme().axios.defaults as unknown as { acmeSettings: { retryMaxAttempts: number } }).acmeSettings.retryMaxAttempts = 0;
 }
 
 function failure(err: unknown): AcmeFailure {
@@ -44,7 +48,7 @@ function readDirectory(): Promise<{ meta?: { caaIdentities?: string[] } }> {
   const directoryUrl = config().tracking.acmeDirectoryUrl;
   const get = directoryUrl.startsWith('https:') ? https.get : http.get;
   return new Promise((resolve, reject) => {
-    const req = get(directoryUrl, { agent: acme.axios.defaults.httpsAgent as https.Agent | undefined, timeout: 15_000 }, (res) => {
+    const req = get(directoryUrl, { agent: acme().axios.defaults.httpsAgent as https.Agent | undefined, timeout: 15_000 }, (res) => {
       let body = '';
       res.on('data', (chunk: Buffer) => (body += chunk.toString()));
       res.on('end', () => {
@@ -70,17 +74,17 @@ export async function caaIdentities(): Promise<string[]> {
 }
 
 /** The service's account at the directory: its key made (and kept, sealed) at the first order; its URL noted. */
-async function accountClient(db: Db): Promise<{ client: acme.Client; known: boolean }> {
+async function accountClient(db: Db): Promise<{ client: AcmeClient.Client; known: boolean }> {
   const directoryUrl = config().tracking.acmeDirectoryUrl;
   const key = config().secretKey;
   let account = await db.acmeAccount.findUnique({ where: { directoryUrl } });
   if (!account) {
-    const accountKey = (await acme.crypto.createPrivateEcdsaKey()).toString();
+    const accountKey = (await acme().crypto.createPrivateEcdsaKey()).toString();
     // two workers making one at once: the first's stays
     await db.acmeAccount.createMany({ data: [{ directoryUrl, accountKeyEnc: encryptSecret(accountKey, key) }], skipDuplicates: true });
     account = await db.acmeAccount.findUniqueOrThrow({ where: { directoryUrl } });
   }
-  const client = new acme.Client({
+  const client = new (acme().Client)({
     directoryUrl,
     accountKey: decryptSecret(account.accountKeyEnc, key),
     backoffAttempts: 10,
@@ -108,8 +112,8 @@ export async function orderCertificate(db: Db, name: string): Promise<IssuedCert
   await readDirectory();
   try {
     const { client, known } = await accountClient(db);
-    const privateKey = await acme.crypto.createPrivateEcdsaKey();
-    const [, csr] = await acme.crypto.createCsr({ commonName: name, altNames: [name] }, privateKey);
+    const privateKey = await acme().crypto.createPrivateEcdsaKey();
+    const [, csr] = await acme().crypto.createCsr({ commonName: name, altNames: [name] }, privateKey);
     const chain = await client.auto({
       csr,
       termsOfServiceAgreed: true,
