@@ -54,7 +54,9 @@ WITH marked AS (
   UPDATE messages m SET status = 'sent', sent_at = now(), smtp_response = v.response, last_error = NULL, locked_until = NULL, updated_at = now()
   FROM unnest($1::uuid[], $2::text[]) AS v(id, response)
   WHERE m.id = v.id AND m.status::text = 'sending'
-  RETURNING m.*
+  -- what the counters, the events and the pause watches read: not the bodies (a broadcast copy's html and text)
+  RETURNING m.id, m.account_id, m.mailbox_id, m.prospect_id, m.broadcast_id, m.send_id, m.kind, m."to", m.subject, m.status,
+            m.smtp_response, m.last_error, m.bounce
 ), counted AS (
   ${countMessagesSql('marked', ['sent', 'delivered'])}
 ), evented AS (
