@@ -21,7 +21,8 @@ it('a page far into the audience reads about a page of subscribers, not the list
   await rawQuery(db(), 'INSERT INTO broadcast_recipients (broadcast_id, subscriber_id) SELECT $1, id FROM subscribers WHERE list_id = $2', [broadcast.id, listId]);
   await rawQuery(db(), 'ANALYZE subscribers');
   await rawQuery(db(), 'ANALYZE broadcast_recipients');
-  const [{ after }] = await rawQuery<{ after: number }>(db(), 'SELECT max(id) - $2::int AS after FROM subscribers WHERE list_id = $1', [listId, PAGE * 2]);
+  const [row] = await rawQuery<{ after: number }>(db(), 'SELECT max(id) - $2::int AS after FROM subscribers WHERE list_id = $1', [listId, PAGE * 2]);
+  const after = row!.after;
 
   // the page and the rows it fetched from subscribers' indexes, counted in its own transaction
   const { page, fetched } = await db().$transaction(async (tx) => {

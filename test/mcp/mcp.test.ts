@@ -215,6 +215,16 @@ describe('MCP tools give what the HTTP API gives', () => {
     refused(await call(client, 'add_subscriber', { list: list.key, email: 'not-an-email' }), 400, /email/);
   });
 
+  it('every tool refuses an argument it does not name with the 400 HTTP answers, and changes nothing', async () => {
+    const list = await makeList(tenant.account.id, tenant.mailbox.id, { confirm: false, name: 'Strict' });
+    const client = await connect(tenant.token);
+    const http = await as(ctx.api, tenant.token).post('/api/v1/subscribers').send({ list: list.key, email: 'typo@example.org', nmae: 'Ann' }).expect(400);
+    refused(await call(client, 'add_subscriber', { list: list.key, email: 'typo@example.org', nmae: 'Ann' }), 400, http.body.error);
+    expect(await db().subscriber.count({ where: { email: 'typo@example.org' } })).toBe(0);
+    refused(await call(client, 'list_lists', { page: 2 }), 400, 'page is not allowed');
+    refused(await call(client, 'get_send_status', { id: '00000000-0000-4000-8000-000000000000', verbose: true }), 400, 'verbose is not allowed');
+  });
+
   it('campaign and prospect tools answer as the HTTP routes, with 404 and 409 refusals', async () => {
     const campaign = await makeCampaign(tenant.account.id, tenant.mailbox.id, { name: 'Agent outreach' });
     const client = await connect(tenant.token);

@@ -92,14 +92,30 @@ interface ToolConfig {
 /**
  * registerTool without its generic inference: inferring the handler's argument type from the zod shapes costs the
  * type checker gigabytes (the SDK's zod v3/v4 compatibility types); the arguments are validated by the API anyway.
+ * An argument the tool does not name is refused with 400 as the HTTP API refuses an unknown field, never dropped: a
+ * shape is passed on as an object that keeps unknown keys (zod strips them by default), and the handler runs only when
+ * there is none. A tool whose schema is an object already hands its arguments whole to the API's validation.
  */
 function tool(server: McpServer, name: string, config: ToolConfig, handler: (args: Args) => Promise<CallToolResult>): void {
+  const shape = config.inputSchema;
+  const whole = shape instanceof z.ZodType;
+  const inputSchema = whole ? shape : (z.object(shape).passthrough() as unknown as Record<string, z.ZodTypeAny>);
+  const checked = (args: Args) => {
+    const unknown = whole ? undefined : Object.keys(args ?? {}).find((k) => !Object.hasOwn(shape, k));
+    return unknown === undefined ? handler(args) : Promise.resolve(unknownArgument(unknown));
+  };
   (server.registerTool as unknown as (name: string, config: ToolConfig, handler: (args: Args) => Promise<CallToolResult>) => void).call(
     server,
     name,
-    config,
-    handler,
+    { ...config, inputSchema },
+    checked,
   );
+}
+
+/** The refusal of an argument a tool does not name, in the words of the HTTP API's validation (joi's). */
+function unknownArgument(name: string): CallToolResult {
+  const body = toolRefusal({ status: 400, headers: {}, message: `${name} is not allowed` });
+  return { isError: true, structuredContent: body, content: [{ type: 'text', text: JSON.stringify(body) }] };
 }
 
 /** The MCP request a tool runs for: its request id (X-Request-Id, on the log lines), method and path. */
