@@ -63,4 +63,16 @@ describe("another account's mailbox in Reply-To", () => {
     const own = await as(ctx.api, tenant.token).post('/api/v1/send').send({ reply_to: 'help@example.org', to: 'a@example.org', subject: 'Hi', text: 'x' });
     expect(own.status).toBe(202);
   });
+
+  it('is refused in a batch too: that message names why, the others go', async () => {
+    const tenant = await makeTenant();
+    const other = await makeTenant();
+    const res = await as(ctx.api, tenant.token)
+      .post('/api/v1/send/batch')
+      .send({ messages: [{ reply_to: `Help <${other.mailbox.address}>`, to: 'a@example.org', subject: 'Hi', text: 'x' }, { reply_to: 'help@example.org', to: 'b@example.org', subject: 'Hi', text: 'x' }] });
+    expect(res.status).toBe(200);
+    expect(res.body.results[0]).toEqual({ ok: false, error: expect.stringMatching(/^reply_to: .*another account's mailbox/) });
+    expect(res.body.results[1]).toMatchObject({ ok: true });
+    expect(await db().message.count({ where: { accountId: tenant.account.id } })).toBe(1);
+  });
 });

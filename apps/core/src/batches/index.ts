@@ -7,7 +7,7 @@ import { newId } from '../ids';
 import { finishIdempotent, releaseIdempotent, requestFingerprint, startIdempotent, startIdempotentAll, type IdempotencyScope } from '../idempotency';
 import { logger } from '../logger';
 import { markNotEnqueued } from '../delivery/repository';
-import { rendered, SEND_ROUTE, type SendAnswer, type Sending } from '../sending/accept';
+import { refuseForeignReplyTo, rendered, SEND_ROUTE, type SendAnswer, type Sending } from '../sending/accept';
 import { dailyQuota, refuseOverLimit, secondsToNextUtcMidnight, type DailyQuota } from '../sending/quota';
 import { parseSendRequest, type SendRequest } from '../sending/schema';
 import { writeBatch, type AcceptedWrite, type SendToWrite } from '../sending/write';
@@ -83,6 +83,7 @@ export async function acceptBatch(db: Db, sending: Sending, key: ApiKey, body: u
             throw new BadRequest('idempotency_key must be 1 to 200 printable ASCII characters');
           }
           const parsed = parseSendRequest(fields, mailbox.address);
+          await refuseForeignReplyTo(db, sending, key.accountId, parsed);
           const { request, stamp } = await rendered(db, sending, key.accountId, parsed);
           const scope: IdempotencyScope | null = ownKey
             ? { apiKeyId: key.id, route: SEND_ROUTE, key: ownKey as string }

@@ -78,15 +78,37 @@ export function displayNameRefusal(name: string): string | null {
   return ADDRESS_LIKE.test(name) ? 'the display name may not be an address (mail clients show it as the sender)' : null;
 }
 
+/** Addresses whose answer ForeignMailboxes keeps at once; past it the oldest is forgotten. */
+const FOREIGN_MAILBOXES_MAX = 10_000;
+
 /**
  * The Reply-To and Sender rule of every way in: an address that is another account's mailbox is refused (a tenant
- * would otherwise have replies, or the sender shown, go to another tenant). The reason naming the address, or null.
+ * would otherwise have replies, or the sender shown, go to another tenant). Each address's answer is kept briefly per
+ * process (as the domains' standings are), so a send naming the same Reply-To as the one before costs no query: the
+ * accept stays one round trip. An API or SMTP process makes one (createSending).
  */
-export async function foreignMailboxRefusal(db: Tx, accountId: number, addresses: string[]): Promise<string | null> {
-  const wanted = [...new Set(addresses.map((a) => a.trim().toLowerCase()).filter(Boolean))];
-  if (!wanted.length) return null;
-  const theirs = await db.mailbox.findFirst({ where: { address: { in: wanted, mode: 'insensitive' }, accountId: { not: accountId } }, select: { address: true } });
-  return theirs ? `${theirs.address.toLowerCase()} is another account's mailbox: it may not be a Reply-To or Sender` : null;
+export class ForeignMailboxes {
+  private readonly cache = new Map<string, { theirs: boolean; until: number }>();
+
+  /** The reason naming the first address that is another account's mailbox, or null. */
+  async refusal(db: Tx, accountId: number, addresses: string[]): Promise<string | null> {
+    const wanted = [...new Set(addresses.map((a) => a.trim().toLowerCase()).filter(Boolean))];
+    const now = Date.now();
+    const unknown = wanted.filter((a) => !((this.cache.get(`${accountId} ${a}`)?.until ?? 0) > now));
+    if (unknown.length) {
+      const rows = await db.mailbox.findMany({ where: { address: { in: unknown, mode: 'insensitive' }, accountId: { not: accountId } }, select: { address: true } });
+      const theirs = new Set(rows.map((r) => r.address.toLowerCase()));
+      for (const address of unknown) this.remember(`${accountId} ${address}`, theirs.has(address), now);
+    }
+    const foreign = wanted.find((a) => this.cache.get(`${accountId} ${a}`)?.theirs);
+    return foreign ? `${foreign} is another account's mailbox: it may not be a Reply-To or Sender` : null;
+  }
+
+  private remember(key: string, theirs: boolean, now: number): void {
+    this.cache.delete(key);
+    if (this.cache.size >= FOREIGN_MAILBOXES_MAX) this.cache.delete(this.cache.keys().next().value as string);
+    this.cache.set(key, { theirs, until: now + STANDINGS_TTL_MS });
+  }
 }
 
 /**

@@ -8,7 +8,7 @@ import { markNotEnqueued } from '../delivery/repository';
 import { BadRequest, Conflict, Forbidden, NotFound, Unprocessable } from '../errors';
 import { sha256 } from '../crypto';
 import { config } from '../config';
-import { DomainStandings, displayNameRefusal, foreignMailboxRefusal, fromRefusal } from '../domains/sending';
+import { DomainStandings, ForeignMailboxes, displayNameRefusal, fromRefusal } from '../domains/sending';
 import { logger } from '../logger';
 import { finishIdempotent, IdempotencyClaims, releaseIdempotent, requestFingerprint, startIdempotent } from '../idempotency';
 import { MailboxCache } from './mailbox';
@@ -63,6 +63,8 @@ export interface Sending {
   mailboxes: MailboxCache;
   /** the accounts' sending domains, briefly (REQUIRE_VERIFIED_DOMAIN) */
   domains: DomainStandings;
+  /** which Reply-To and Sender addresses are other accounts' mailboxes, briefly */
+  foreignMailboxes: ForeignMailboxes;
   finished: FinishedWaits;
   /** SMTP submission's Message-ID keys, taken together for the messages that arrive together */
   claims: IdempotencyClaims;
@@ -77,6 +79,7 @@ export function createSending(db: Db): Sending {
     deliveries: new DeliveryQueue(),
     mailboxes: new MailboxCache(),
     domains: new DomainStandings(),
+    foreignMailboxes: new ForeignMailboxes(),
     finished: new FinishedWaits(),
     claims: new IdempotencyClaims(db),
     sandbox: new SandboxWriter(db),
@@ -102,6 +105,13 @@ export function sendStatus(statuses: string[]): string {
   return statuses.every((s) => s === 'bounced') ? 'bounced' : 'failed';
 }
 
+/** 403 when a send's reply_to is another account's mailbox (domains/sending.ts ForeignMailboxes): POST /send and each message of a batch. */
+export async function refuseForeignReplyTo(db: Tx, sending: Sending, accountId: number, parsed: SendRequest): Promise<void> {
+  if (!parsed.replyTo) return;
+  const foreign = await sending.foreignMailboxes.refusal(db, accountId, [/<([^<>]+)>$/.exec(parsed.replyTo)?.[1] ?? parsed.replyTo]);
+  if (foreign) throw new Forbidden(`reply_to: ${foreign}`);
+}
+
 /**
  * POST /api/v1/send: validates, then in one transaction drops suppressed and stop-listed recipients, counts the copies
  * against the key's daily limit (all or nothing), writes the Send and one Message per recipient and, with an
@@ -122,10 +132,7 @@ export async function acceptSend(
     const refusal = fromRefusal({ mailboxAddress: mailbox.address, domains: await sending.domains.of(db, key.accountId), requireVerified: true, domainAddresses: false }, mailbox.address);
     if (refusal) throw new Forbidden(`from: ${refusal}`);
   }
-  if (parsed.replyTo) {
-    const foreign = await foreignMailboxRefusal(db, key.accountId, [/<([^<>]+)>$/.exec(parsed.replyTo)?.[1] ?? parsed.replyTo]);
-    if (foreign) throw new Forbidden(`reply_to: ${foreign}`);
-  }
+  await refuseForeignReplyTo(db, sending, key.accountId, parsed);
   let { request, stamp } = await rendered(db, sending, key.accountId, parsed);
   const idempotent = options.idempotencyKey ? await startIdempotent(db, { apiKeyId: key.id, route: SEND_ROUTE, key: options.idempotencyKey }, requestFingerprint(body)) : null;
   if (idempotent?.kind === 'replay') {
@@ -209,7 +216,7 @@ export async function acceptRawSend(db: Db, sending: Sending, key: ApiKey, messa
   const refusal = fromRefusal({ mailboxAddress: mailbox.address, domains, requireVerified: config().requireVerifiedDomain, domainAddresses: true }, message.from) ?? displayNameRefusal(message.fromName);
   // the SMTP answer names the header From itself (550 5.7.1 From <address>: ..., submission/server.ts)
   if (refusal) throw new Forbidden(refusal);
-  const foreign = await foreignMailboxRefusal(db, key.accountId, message.replyAddresses ?? []);
+  const foreign = await sending.foreignMailboxes.refusal(db, key.accountId, message.replyAddresses ?? []);
   if (foreign) throw new Forbidden(foreign);
   const to = [...new Set(message.to.map((address) => address.toLowerCase()))];
   if (!to.length) throw new Unprocessable('nobody to write to');
