@@ -375,8 +375,11 @@ const plainMail = (i: number): RawMail => ({ to: 'reader@example.com', subject: 
  * nodemailer's pool sending `messages` emails straight to the sink from this process: the seconds it took, and this
  * process's CPU an email meanwhile (it does nothing else then: that is nodemailer's own cost, the sink's left out).
  */
-async function rawPool(messages: number, mail: (i: number) => RawMail = plainMail, options: { dkim?: boolean } = {}): Promise<{ seconds: number; cpuMsPerEmail: number }> {
-  const dkim = options.dkim ? { domainName: BENCH_DKIM.domain, keySelector: BENCH_DKIM.selector, privateKey: BENCH_DKIM.private_key } : undefined;
+async function rawPool(messages: number, mail: (i: number) => RawMail = plainMail, options: { dkim?: 'pem' | 'key' } = {}): Promise<{ seconds: number; cpuMsPerEmail: number }> {
+  // 'key': the key parsed once, as a careful user gives it (a KeyObject); 'pem': as text, which nodemailer parses for
+  // every email (about half its CPU an email): the strongest baseline is the first, the second is kept for reference
+  const privateKey = options.dkim === 'key' ? (crypto.createPrivateKey(BENCH_DKIM.private_key) as unknown as string) : BENCH_DKIM.private_key;
+  const dkim = options.dkim ? { domainName: BENCH_DKIM.domain, keySelector: BENCH_DKIM.selector, privateKey } : undefined;
   const pool = nodemailer.createTransport({ pool: true, maxConnections: 5, host: '127.0.0.1', port: PORTS.sinkSmtp, secure: false, ignoreTLS: true, dkim });
   const sendAll = async (n: number, tag: string) => {
     // in waves, so the bench process itself does not hold 100,000 pending emails at once
@@ -623,29 +626,46 @@ async function mainPhases(results: Record<string, unknown>, serviceEnv: (phase: 
       // the statements' count shows as transactions: every statement of the hot path is its own (or a batch's) transaction
       perEmail.pg.push(perRequest(pg0, await pgCounters(env.DATABASE_URL!), MESSAGES, 2));
     };
-    const bareCpu: number[] = [];
+    // nodemailer with its key parsed once (the best it does) and as PEM text (for reference), each side in turns with ours
+    const bareCpu = { key: [] as number[], pem: [] as number[] };
+    const pemSeconds = { value: 0 };
     const bareTurn = async () => {
-      const bare = await rawPool(MESSAGES, plainMail, { dkim: true });
-      seconds.bare += bare.seconds;
-      bareCpu.push(bare.cpuMsPerEmail);
+      const best = await rawPool(MESSAGES, plainMail, { dkim: 'key' });
+      seconds.bare += best.seconds;
+      bareCpu.key.push(best.cpuMsPerEmail);
+      const pem = await rawPool(MESSAGES, plainMail, { dkim: 'pem' });
+      pemSeconds.value += pem.seconds;
+      bareCpu.pem.push(pem.cpuMsPerEmail);
     };
     await inTurns(DELIVERY_TURNS, ourTurn, bareTurn);
     const workerRss = peakRssMb(worker);
     const deliveryApiRss = peakRssMb(api);
     const cpuMsPerEmail = meanOf(perEmail.cpu);
-    const nodemailerCpuMsPerEmail = +(bareCpu.reduce((a, b) => a + b, 0) / bareCpu.length).toFixed(3);
+    const mean = (figures: number[]) => +(figures.reduce((a, b) => a + b, 0) / figures.length).toFixed(3);
+    const nodemailerCpuMsPerEmail = mean(bareCpu.key);
+    const nodemailerPemCpuMsPerEmail = mean(bareCpu.pem);
+    const ratioBest = +(seconds.bare / seconds.ours).toFixed(2);
+    const pipelineCpuRatioBest = pipelineCpuRatio(cpuMsPerEmail, nodemailerCpuMsPerEmail);
     results.delivery = {
       messages: MESSAGES,
       turns: DELIVERY_TURNS,
       acceptErrors,
       perSecond: Math.round((MESSAGES * DELIVERY_TURNS) / seconds.ours),
       baselinePerSecond: Math.round((MESSAGES * DELIVERY_TURNS) / seconds.bare),
-      ratio: +(seconds.bare / seconds.ours).toFixed(2),
+      // against the strongest baseline (nodemailer given a KeyObject); `ratio` and `pipelineCpuRatio` are kept as their
+      // old names for readers of results.json
+      ratio: ratioBest,
+      ratioBest,
+      pemPerSecond: Math.round((MESSAGES * DELIVERY_TURNS) / pemSeconds.value),
+      ratioPem: +(pemSeconds.value / seconds.ours).toFixed(2),
       workerPeakRssMb: workerRss,
       apiPeakRssMb: deliveryApiRss,
       cpuMsPerEmail,
       nodemailerCpuMsPerEmail,
-      pipelineCpuRatio: pipelineCpuRatio(cpuMsPerEmail, nodemailerCpuMsPerEmail),
+      nodemailerPemCpuMsPerEmail,
+      pipelineCpuRatio: pipelineCpuRatioBest,
+      pipelineCpuRatioBest,
+      pipelineCpuRatioPem: pipelineCpuRatio(cpuMsPerEmail, nodemailerPemCpuMsPerEmail),
       postgresPerEmail: meanOf(perEmail.pg),
     };
 
@@ -739,8 +759,8 @@ function print(r: Record<string, any>): void {
     ['accept: CPU per request (ms), ours / bare Express', Object.keys(r.accept.cpuMsPerRequest.api).map((k) => `${k} ${r.accept.cpuMsPerRequest.api[k]} / ${r.accept.cpuMsPerRequest.baseline[k]}`).join(', '), ''],
   ];
   if (r.delivery) rows.push(
-    [`delivery: ${r.delivery.messages} sends x ${r.delivery.turns} turns, accept to last delivered, 1 worker`, `${r.delivery.perSecond} msg/s`, `nodemailer pool direct ${r.delivery.baselinePerSecond} msg/s: ratio ${r.delivery.ratio}`],
-    ['delivery: CPU per email, by process', Object.entries(r.delivery.cpuMsPerEmail as Record<string, number>).map(([k, v]) => `${k} ${v} ms`).join(', '), `nodemailer's own ${r.delivery.nodemailerCpuMsPerEmail} ms: pipeline (API + worker + Postgres + Redis) ratio ${r.delivery.pipelineCpuRatio} (target <= 1.5)`],
+    [`delivery: ${r.delivery.messages} sends x ${r.delivery.turns} turns, accept to last delivered, 1 worker`, `${r.delivery.perSecond} msg/s`, `nodemailer pool direct, key parsed once ${r.delivery.baselinePerSecond} msg/s: ratioBest ${r.delivery.ratioBest} (target >= 1.0); key as PEM text ${r.delivery.pemPerSecond} msg/s: ratio ${r.delivery.ratioPem}`],
+    ['delivery: CPU per email, by process', Object.entries(r.delivery.cpuMsPerEmail as Record<string, number>).map(([k, v]) => `${k} ${v} ms`).join(', '), `nodemailer's own ${r.delivery.nodemailerCpuMsPerEmail} ms (PEM text ${r.delivery.nodemailerPemCpuMsPerEmail} ms): pipeline (API + worker + Postgres + Redis) ratioBest ${r.delivery.pipelineCpuRatioBest} (target <= 1.5), against PEM ${r.delivery.pipelineCpuRatioPem}`],
     ['delivery: Postgres per email (pg_stat_database)', Object.entries(r.delivery.postgresPerEmail as Record<string, number>).map(([k, v]) => `${k} ${v}`).join(', '), ''],
     ['Prefer: wait=10 on POST /api/v1/send, 20 connections, answered once delivered', `${r.wait.rps} req/s, p50 ${r.wait.p50} ms, p99 ${r.wait.p99} ms, ${r.wait.errors + r.wait.non2xx} errors; API CPU ${r.wait.apiCpuMsPerRequest} ms a request`, ''],
     ['subscribers: POST /api/v1/subscribers, 50 connections', `${r.subscribers.rps} req/s, p99 ${r.subscribers.p99} ms, ${r.subscribers.errors + r.subscribers.non2xx} errors`, `${(r.subscribers.rps / r.accept.api.rps).toFixed(2)} of the accept rate (target >= 0.5, p99 < 50 ms)`],
