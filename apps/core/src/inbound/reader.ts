@@ -1,4 +1,4 @@
-import { ImapFlow } from 'imapflow';
+import type { ImapFlow } from 'imapflow';
 import type { Mailbox } from '../../../../generated/prisma/client';
 import { config } from '../config';
 import type { Db } from '../db';
@@ -9,6 +9,10 @@ import { imapAuth, refusedLogin } from '../oauth/imap';
 import { MailboxNeedsReconnect } from '../oauth/tokens';
 import { classify } from './classify';
 import { handleInbound } from './handle';
+import { lazy } from '../lazy';
+
+/** imapflow (about 11 MB of a process's memory), loaded when the first mailbox with IMAP is read: most workers read none. */
+const imapFlow = lazy(() => (require('imapflow') as typeof import('imapflow')).ImapFlow);
 
 /**
  * The inbound reader of the worker (docs/inbound.md): one loop per mailbox with an `imap` URL. Each loop opens INBOX
@@ -108,7 +112,7 @@ function mailboxLoop(db: Db, mailbox: Mailbox): () => Promise<void> {
         }
         const auth = await imapAuth(db, mailbox, settings, rejected);
         rejected = undefined;
-        client = new ImapFlow({
+        client = new (imapFlow())({
           host: settings.host,
           port: settings.port,
           secure: settings.secure,
