@@ -7,7 +7,7 @@ import * as html from '../../../core/src/subscribers/html';
 import type { BodyBudget } from '../middleware/body-budget';
 import { methodNotAllowed, refusalOf } from '../middleware/errors';
 import { checkedBody } from '../middleware/text';
-import { clientOf } from '../middleware/client';
+import { addressOf, clientOf } from '../middleware/client';
 
 /**
  * The public HTML pages under PUBLIC_URL: the confirmation link (GET asks, POST confirms) and the list's hosted form.
@@ -25,7 +25,7 @@ export function pagesRouter(db: Db, budget: BodyBudget): Router {
       return send(res, ...linkProblem(state));
     })
     .post(async (req, res) => {
-      const { result, listName } = await confirmByLink(db, req.params.token);
+      const { result, listName } = await confirmByLink(db, req.params.token, new Date(), { source: 'form', ip: addressOf(req) });
       if (result === 'confirmed') return send(res, 200, html.confirmedPage(listName));
       if (result === 'already') return send(res, 200, html.alreadyConfirmedPage(listName));
       return send(res, ...linkProblem(result === 'gone' ? 'used' : result));
@@ -53,7 +53,7 @@ export function pagesRouter(db: Db, budget: BodyBudget): Router {
         const state = { email: String(body.email ?? ''), name: String(body.name ?? ''), error: error.details[0]?.message ?? 'Please check the form' };
         return send(res, 400, html.subscribeFormPage(list.name, state));
       }
-      await addSubscriber(db, list, { email: value.email, name: value.name }, 'form');
+      await addSubscriber(db, list, { email: value.email, name: value.name }, 'form', { source: 'form', ip: addressOf(req), formText: html.subscribeFormText(list.name) });
       send(res, 200, html.checkInboxPage(list.name));
     })
     .all(methodNotAllowed);

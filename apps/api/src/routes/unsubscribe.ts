@@ -4,7 +4,7 @@ import type { Db } from '../../../core/src/db';
 import { inspectProspectLink, isProspectToken, optOutByToken } from '../../../core/src/outreach/opt-out';
 import { LimitReached } from '../../../core/src/errors';
 import { reserveUnsubscribePost } from '../../../core/src/subscribers/limit';
-import { clientOf } from '../middleware/client';
+import { addressOf, clientOf } from '../middleware/client';
 import { methodNotAllowed } from '../middleware/errors';
 import * as html from '../../../core/src/subscribers/html';
 import { pageErrors, send } from './pages';
@@ -37,7 +37,7 @@ export function unsubscribeRouter(db: Db): Router {
         if (!optOut) return send(res, 404, html.unknownUnsubscribeLinkPage());
         return send(res, 200, html.unsubscribedPage(optOut.sender));
       }
-      const done = await unsubscribeByToken(db, req.params.token);
+      const done = await unsubscribeByToken(db, req.params.token, { source: 'one_click', ip: addressOf(req) });
       if (!done) return send(res, 404, html.unknownUnsubscribeLinkPage());
       send(res, 200, html.unsubscribedPage(done.listName));
     })

@@ -88,6 +88,14 @@ export interface FormState {
   error?: string;
 }
 
+const SUBSCRIBE_FORM_NOTE = 'We will send you an email to confirm your address.';
+
+/** What the hosted form says to the person, as the consent ledger keeps it with their sign-up. */
+export const subscribeFormText = (listName: string) => `Subscribe to ${listName}. Email address; name (optional). ${SUBSCRIBE_FORM_NOTE}`;
+
+/** What the confirmation page says, as the consent ledger keeps it with the confirmation. */
+export const confirmText = (listName: string) => `You asked to receive emails from ${listName}. Press the button to confirm. [Confirm subscription]`;
+
 /** GET /f/<list key>: the list's own subscribe form. The form posts to the same URL. */
 export function subscribeFormPage(listName: string, state: FormState = {}): string {
   const error = state.error
@@ -108,7 +116,7 @@ ${error}<form method="post">
 </div>
 <button type="submit">Subscribe</button>
 </form>
-<p>We will send you an email to confirm your address.</p>`,
+<p>${escapeHtml(SUBSCRIBE_FORM_NOTE)}</p>`,
   );
 }
 
