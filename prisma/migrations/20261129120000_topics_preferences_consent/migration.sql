@@ -3,6 +3,8 @@ CREATE TYPE "ConsentKind" AS ENUM ('subscribe', 'confirm', 'topics', 'pause', 'n
 
 CREATE TYPE "ConsentSource" AS ENUM ('form', 'api_key', 'import', 'one_click', 'preference_page', 'admin', 'mail');
 
+ALTER TYPE "MessageKind" ADD VALUE 'preferences';
+
 ALTER TABLE "lists" ADD COLUMN "public" BOOLEAN NOT NULL DEFAULT false,
 ADD COLUMN "topics" JSONB NOT NULL DEFAULT '[]';
 

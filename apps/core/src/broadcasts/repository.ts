@@ -8,8 +8,12 @@ import type { FieldValue } from '../subscribers/schema';
  * connection on the run's hot path (apps/core/src/db.ts).
  */
 
-/** Active subscribers not suppressed and not on the stop list (the address, its domain or a parent domain). */
+/**
+ * Active subscribers not paused (the preference page's pause: docs/preferences.md), not suppressed and not on the
+ * stop list (the address, its domain or a parent domain).
+ */
 const ELIGIBLE = `s.status = 'active'
+  AND (s.paused_until IS NULL OR s.paused_until <= now())
   AND NOT EXISTS (SELECT 1 FROM suppressions sp WHERE sp.account_id = l.account_id AND sp.email = s.email)
   AND NOT ${stopListed('l.account_id', 's.email')}`;
 
@@ -38,6 +42,8 @@ export interface AudienceRule {
   engaged?: { opened?: number; clicked?: number; not_opened?: number; not_clicked?: number };
   subscribedAfter?: Date | null;
   subscribedBefore?: Date | null;
+  /** the list's topics (docs/preferences.md): the subscriber is in at least one */
+  topics?: string[];
 }
 
 /**
@@ -57,6 +63,11 @@ function audienceCondition(rule: AudienceRule, param: (value: unknown) => string
   }
   if (rule.subscribedAfter) parts.push(`s.created_at >= ${param(rule.subscribedAfter)}::timestamptz`);
   if (rule.subscribedBefore) parts.push(`s.created_at < ${param(rule.subscribedBefore)}::timestamptz`);
+  // in a topic: the subscriber's own choice, else the topic's default (topics/index.ts isIn is the same rule for one person)
+  if (rule.topics?.length) {
+    parts.push(`EXISTS (SELECT 1 FROM jsonb_array_elements(l.topics) t
+      WHERE t->>'id' = ANY(${param(rule.topics)}::text[]) AND COALESCE((s.topics->>(t->>'id'))::boolean, t->>'default' = 'in'))`);
+  }
   const engaged = rule.engaged ?? {};
   const sent = (b: number) => `SELECT m.subscriber_id FROM messages m WHERE m.broadcast_id = ${param(b)}::int AND m.status = 'sent'`;
   const opened = 'EXISTS (SELECT 1 FROM message_opens o WHERE o.message_id = m.id)';

@@ -35,7 +35,7 @@ export function storedSegment(audience: AudienceInput): { tags: string[]; segmen
 }
 
 /** The rule of a stored broadcast (its tags and segment). */
-export function ruleOf(b: Pick<Broadcast, 'tags' | 'segment'>): AudienceRule {
+export function ruleOf(b: Pick<Broadcast, 'tags' | 'segment'> & Partial<Pick<Broadcast, 'topics'>>): AudienceRule {
   const segment = (b.segment ?? {}) as StoredSegment;
   return {
     tags: b.tags,
@@ -43,6 +43,7 @@ export function ruleOf(b: Pick<Broadcast, 'tags' | 'segment'>): AudienceRule {
     engaged: segment.engaged,
     subscribedAfter: segment.subscribed_after ? new Date(segment.subscribed_after) : null,
     subscribedBefore: segment.subscribed_before ? new Date(segment.subscribed_before) : null,
+    topics: b.topics ?? [],
   };
 }
 

@@ -45,7 +45,8 @@ export function findListByKey(db: Tx, key: string): Promise<ListWithMailbox | nu
   return db.list.findUnique({ where: { key }, include: { mailbox: true } });
 }
 
-export type NewSubscriber = Omit<SubscriberInput, 'list'>;
+/** `topics`: the hosted form's ticked and unticked public topics (docs/preferences.md), kept for a person new to the list. */
+export type NewSubscriber = Omit<SubscriberInput, 'list'> & { topics?: Record<string, boolean> };
 
 interface AddOutcome {
   status: AddStatus;
@@ -131,15 +132,15 @@ async function applyAdd(tx: Tx, list: ListWithMailbox, input: NewSubscriber, cha
   const needsConfirmation = channel === 'form' || (list.confirm && input.confirmed !== true);
   const inserted = await insertPending(tx, list.id, input.email);
   if (inserted !== undefined) {
-    const fresh = { name: input.name ?? '', tags: unique(input.tags ?? []), fields: input.fields ?? {} };
+    const fresh = { name: input.name ?? '', tags: unique(input.tags ?? []), fields: input.fields ?? {}, topics: input.topics ?? {} };
     if (needsConfirmation) {
       const subscriber = await tx.subscriber.update({ where: { id: inserted }, data: fresh });
-      await recordConsent(tx, inserted, subscribeKind(consent), consent, { ...detail, status: 'pending' });
+      await recordConsent(tx, inserted, subscribeKind(consent), consent, { ...detail, ...topicChoices(input), status: 'pending' });
       await emitSubscriberChange(tx, list, input.email, 'pending');
       return { status: 'pending', created: true, messages: await sendConfirmation(tx, list, subscriber, now) };
     }
     await tx.subscriber.update({ where: { id: inserted }, data: { ...fresh, status: 'active', confirmedAt: now } });
-    await recordConsent(tx, inserted, subscribeKind(consent), consent, { ...detail, status: 'active' });
+    await recordConsent(tx, inserted, subscribeKind(consent), consent, { ...detail, ...topicChoices(input), status: 'active' });
     await countActive(tx, list.id, 1);
     await startSeries(tx, list.id, inserted);
     await emitSubscriberChange(tx, list, input.email, 'active');
@@ -260,6 +261,8 @@ async function deliverAfterCommit(db: Db, messages: { id: string }[]): Promise<v
 }
 
 const unique = (values: string[]) => [...new Set(values)];
+
+const topicChoices = (input: NewSubscriber) => (input.topics && Object.keys(input.topics).length ? { topics: input.topics } : {});
 
 /** An import's add is an `import` in the ledger; every other add a `subscribe`. */
 const subscribeKind = (consent: ConsentContext) => (consent.source === 'import' ? 'import' : 'subscribe');
