@@ -75,12 +75,16 @@ export function withoutPersonalLinks(html: string): string {
   return DomUtils.getOuterHTML(doc);
 }
 
-/** A text part without its personal links: a line holding one is dropped. */
+/** A text part without its personal links: each is taken out with the short label before it ("Leave: <link>"). */
 function withoutPersonalText(text: string): string {
-  return text
-    .split('\n')
-    .filter((line) => !line.split(/\s+/).some((word) => personal(word.replace(/^[<(]+|[>).,;]+$/g, ''))))
-    .join('\n');
+  const lines = text.split('\n').flatMap((line) => {
+    const words = line.split(/\s+/);
+    const kept = words.filter((word) => !personal(word.replace(/^[<(]+|[>).,;]+$/g, '')));
+    if (kept.length === words.length) return [line];
+    const rest = kept.join(' ').replace(/\s*[^.!?:]{1,40}:$/, '').trim();
+    return rest ? [rest] : [];
+  });
+  return lines.join('\n');
 }
 
 const escapeText = (value: string) => value.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');

@@ -129,12 +129,14 @@ const MOVES: Record<string, string[]> = {
  * The broadcast job is queued after the commit.
  */
 export async function changeBroadcast(db: Db, id: number, changes: BroadcastChanges): Promise<BroadcastView> {
-  const { status, ...given } = changes;
+  // `archive` may change whatever the status (an issue is archived or taken out after it went out: docs/preferences.md)
+  const { status, archive, ...given } = changes;
   const content = Object.fromEntries(Object.entries(given).filter(([, v]) => v !== undefined)) as typeof given;
   const queued = await db.$transaction(async (tx) => {
     if (!(await lockBroadcast(tx, id))) throw new NotFound(`no broadcast with id ${id}`);
     const current = await tx.broadcast.findUniqueOrThrow({ where: { id } });
     const hasContent = Object.keys(content).length > 0;
+    if (archive !== undefined) await tx.broadcast.update({ where: { id }, data: { archive } });
     if (hasContent && current.status !== 'draft') throw new Conflict(`a broadcast can be edited only while draft (it is ${current.status})`);
     if (hasContent) {
       const beside = besideTemplate(content);
@@ -159,7 +161,6 @@ export async function changeBroadcast(db: Db, id: number, changes: BroadcastChan
           trackClicks: content.track_clicks,
           trackOpens: content.track_opens,
           topics: content.topics,
-          archive: content.archive,
         },
       });
     }
