@@ -2,6 +2,8 @@ import request from 'supertest';
 import { subscriberOfToken } from '../../apps/core/src/broadcasts/copy';
 import { db } from '../../apps/core/src/db';
 import { preferencesToken } from '../../apps/core/src/preferences/token';
+import { unsubscribeToken } from '../../apps/core/src/broadcasts/copy';
+import { randomUUID } from 'node:crypto';
 import { asAdmin, useApi } from '../helpers/api';
 import { useMail } from '../helpers/mail';
 import { addSubscriber, broadcastTenant, rawHeaders, waitStatus } from '../broadcasts/support';
@@ -149,5 +151,29 @@ describe('topics', () => {
     }
     for (const s of [eve, fay]) expect((await db().subscriber.findUniqueOrThrow({ where: { id: s.id } })).topics).toEqual({});
     expect(await db().consentEvent.count({ where: { subscriberId: { in: [eve.id, fay.id] } } })).toBe(0);
+  });
+
+  it("cancels the person's unclaimed copies of broadcasts whose topics they all left, and on a pause every unclaimed broadcast copy", async () => {
+    const t = await topicTenant();
+    const gus = await addSubscriber(t.listId, 'gus@topics.test');
+    const draft = async (topics: string[]) => (await admin().post('/admin/api/broadcasts').send({ list: t.list.key, subject: 's', text: 't', topics })).body.broadcast.id as number;
+    const [news, both, all] = [await draft(['news']), await draft(['news', 'offers']), await draft([])];
+    // copies written and not yet taken by a worker (no delivery job: nothing sends them while the test looks)
+    const copies = await Promise.all(
+      [news, both, all].map(async (broadcastId) => {
+        const id = randomUUID();
+        await db().message.create({
+          data: { id, accountId: t.account.id, mailboxId: t.mailbox.id, kind: 'broadcast', to: gus.email, subject: 's', text: 't', messageIdHeader: `<${id}@example.com>`, broadcastId, subscriberId: gus.id },
+        });
+        return id;
+      }),
+    );
+    const status = async () => (await Promise.all(copies.map((id) => db().message.findUniqueOrThrow({ where: { id } })))).map((m) => m.status);
+    expect((await request(app.api.app).post(`/u/${unsubscribeToken(gus.id)}/t/news`).type('form').send('List-Unsubscribe=One-Click')).status).toBe(200);
+    expect(await status()).toEqual(['cancelled', 'queued', 'queued']);
+    const paused = await request(app.api.app).post(`/preferences/${preferencesToken(gus.id)}`).type('form').send('action=save&pause=90');
+    expect(paused.status).toBe(200);
+    expect(await status()).toEqual(['cancelled', 'cancelled', 'cancelled']);
+    expect(await ledgerKinds(gus.id)).toEqual(['topics/one_click', 'pause/preference_page']);
   });
 });

@@ -244,6 +244,22 @@ export async function cancelUnclaimedCopiesOf(db: Db, subscriberId: number): Pro
   );
 }
 
+/**
+ * Cancels the person's broadcast copies not yet claimed by a worker whose broadcast has topics and every one of them
+ * among `topics` (they just left those topics: docs/preferences.md), or, with `topics` null, every such broadcast copy
+ * (they paused). Series steps are left: a written step goes out (a paused person's next ones wait).
+ */
+export async function cancelUnclaimedBroadcastCopiesOf(db: Tx, subscriberId: number, topics: string[] | null, reason: string): Promise<void> {
+  await rawQuery(
+    db,
+    `UPDATE messages m SET status = 'cancelled', last_error = $3, updated_at = now()
+     FROM broadcasts b
+     WHERE m.broadcast_id = b.id AND m.subscriber_id = $1 AND m.kind = 'broadcast' AND m.status IN ('queued', 'deferred')
+       AND ($2::text[] IS NULL OR (cardinality(b.topics) > 0 AND b.topics <@ $2::text[]))`,
+    [subscriberId, topics, reason],
+  );
+}
+
 /** Reads a sending broadcast for the auto-pause check (outreach/auto-pause.ts); undefined when it is not sending. */
 export async function sendingBroadcast(tx: Tx, id: number): Promise<{ id: number; account_id: number; subject: string; window_since: Date | null } | undefined> {
   const [b] = await rawQuery<{ id: number; account_id: number; subject: string; window_since: Date | null }>(

@@ -1,6 +1,6 @@
 import type { List, Mailbox, Subscriber } from '../../../../generated/prisma/client';
 import type { Db, Tx } from '../db';
-import { cancelUnclaimedCopiesOf } from '../broadcasts/repository';
+import { cancelUnclaimedBroadcastCopiesOf, cancelUnclaimedCopiesOf } from '../broadcasts/repository';
 import { subscriberOfToken } from '../broadcasts/copy';
 import { recordConsent, type ConsentContext } from '../consent/repository';
 import { addDeliveryJobs, storeMessages } from '../delivery/outbox';
@@ -109,6 +109,7 @@ export async function savePreferences(db: Db, token: string, changes: Preference
     } else if (typeof changes.pause === 'number') {
       data.pausedUntil = new Date(now.getTime() + changes.pause * 86_400_000);
       await recordConsent(tx, id, 'pause', consent, { days: changes.pause, until: data.pausedUntil.toISOString() });
+      await cancelUnclaimedBroadcastCopiesOf(tx, id, null, 'the person paused their emails');
     }
     if (!Object.keys(data).length) return before;
     const saved = await tx.subscriber.update({ where: { id }, data, include: { list: true } });
@@ -145,6 +146,7 @@ export async function leaveTopicsByToken(db: Db, token: string, topicIds: string
       await tx.subscriber.update({ where: { id }, data: { topics: { ...choices, ...changed } } });
       await recordConsent(tx, id, 'topics', consent, { changed });
     }
+    await cancelUnclaimedBroadcastCopiesOf(tx, id, topicIds, 'the person left the topic');
     return { listName: subscriber.list.name, topics: topics as Topic[] };
   });
 }
