@@ -5,6 +5,7 @@ import { suppressAddress } from '../../apps/core/src/subscribers';
 import { unsubscribeToken } from '../../apps/core/src/broadcasts/copy';
 import { asAdmin, useApi } from '../helpers/api';
 import { address, confirmationMessages, listFixture, tokenOfStored } from '../lists/support';
+import { runAdmin } from '../helpers/processes';
 
 /**
  * The consent ledger (docs/preferences.md): every subscribe, confirm, unsubscribe, import and suppression writes a row
@@ -117,5 +118,18 @@ describe('the consent ledger', () => {
     expect(missing.status).toBe(404);
     expect(missing.body.ok).toBe(false);
     expect((await request(ctx.api.app).get(`/admin/api/subscribers/${id}/consent`)).status).toBe(401);
+  });
+});
+
+describe('the CLI', () => {
+  it('subscriber consent ID prints the same export as the admin API', async () => {
+    const f = await listFixture(ctx.api, { confirm: false });
+    const email = address('cli');
+    await f.subscribe({ email });
+    const id = (await f.subscriber(email))!.id;
+    const printed = await runAdmin('subscriber', 'consent', String(id));
+    expect(printed.code).toBe(0);
+    expect(printed.out.subscriber).toMatchObject({ id, email, status: 'active' });
+    expect(printed.out.consent.map((c: { kind: string; source: string }) => `${c.kind}/${c.source}`)).toEqual(['subscribe/api_key']);
   });
 });
