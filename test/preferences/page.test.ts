@@ -188,3 +188,12 @@ describe('send me my link', () => {
     expect(await db().message.count({ where: { to: member } })).toBe(0);
   });
 });
+
+describe('the access log', () => {
+  it('keeps no preference token, and no unsubscribe token of a per-topic link', async () => {
+    const { redactedUrl } = await import('../../apps/api/src/middleware/request');
+    expect(redactedUrl('/preferences/7.abcdef')).toBe('/preferences/[redacted]');
+    expect(redactedUrl('/Preferences//7.abcdef?x=1')).toBe('/Preferences//[redacted]?x=1');
+    expect(redactedUrl('/u/7.abcdef/t/news')).toBe('/u/[redacted]');
+  });
+});
