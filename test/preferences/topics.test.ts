@@ -82,6 +82,12 @@ describe('topics', () => {
     await db().subscriber.update({ where: { id: cat.id }, data: { pausedUntil: new Date(Date.now() + 86_400_000) } });
     await db().subscriber.update({ where: { id: dan.id }, data: { topics: { offers: true } } });
 
+    // the dry run counts with the snapshot's rule: Ann and Dan (Bob chose out, Cat is paused)
+    const count = await admin().post('/admin/api/broadcasts/audience').send({ list: t.list.key, topics: ['news'] });
+    expect(count.body).toEqual({ ok: true, count: 2 });
+    expect((await admin().post('/admin/api/broadcasts/audience').send({ list: t.list.key, topics: ['offers', 'news'] })).body.count).toBe(2);
+    expect((await admin().post('/admin/api/broadcasts/audience').send({ list: t.list.key, topics: ['offers'] })).body.count).toBe(1);
+    expect((await admin().post('/admin/api/broadcasts/audience').send({ list: t.list.key, topics: ['nope'] })).status).toBe(400);
     const news = await startBroadcast(t.list.key, { subject: 'News', html: '<p>Hello {{name}}</p>', topics: ['news'] });
     const offers = await startBroadcast(t.list.key, { subject: 'Offers', text: 'Cheap, {{name}}', topics: ['offers'] });
     await waitStatus(news, 'sent');

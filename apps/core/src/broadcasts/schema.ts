@@ -83,9 +83,10 @@ export const broadcastInput = Joi.object<BroadcastInput>({
   .messages({ 'object.missing': 'html or text is required (or a template)', 'object.oxor': 'give tags at the top or in audience, not both' });
 
 /** POST /admin/api/broadcasts/audience: how many a broadcast to this audience of the list would reach now. */
-export const audienceQuery = Joi.object<{ list: string; audience?: AudienceInput }>({
+export const audienceQuery = Joi.object<{ list: string; audience?: AudienceInput; topics?: string[] }>({
   list: Joi.string().trim().min(1).max(100).required(),
   audience: audience.default({}),
+  topics: content.topics,
 });
 
 export type BroadcastStatusChange = 'sending' | 'paused' | 'cancelled';
