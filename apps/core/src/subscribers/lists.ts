@@ -16,10 +16,29 @@ export interface ListView {
   name: string;
   confirm: boolean;
   subscribers: number;
+  /** docs/preferences.md: a public list has an archive */
+  public: boolean;
+  /** the preference centre's "send me my link" page */
+  preferences_url: string;
+  /** the archive page of a public list; null for a private one */
+  archive_url: string | null;
 }
 
+/** The preference centre's "send me my link" page of a list (apps/api/src/routes/preferences.ts). */
+export const listPreferencesUrl = (key: string) => `${config().publicUrl}/preferences/list/${encodeURIComponent(key)}`;
+/** The public archive page of a list (apps/api/src/routes/archive.ts); its feed is `<archive_url>/feed.xml`. */
+export const archiveUrl = (key: string) => `${config().publicUrl}/archive/${encodeURIComponent(key)}`;
+
 export function listView(list: List): ListView {
-  return { key: list.key, name: list.name, confirm: list.confirm, subscribers: list.subscriberCount };
+  return {
+    key: list.key,
+    name: list.name,
+    confirm: list.confirm,
+    subscribers: list.subscriberCount,
+    public: list.public,
+    preferences_url: listPreferencesUrl(list.key),
+    archive_url: list.public ? archiveUrl(list.key) : null,
+  };
 }
 
 /** The hosted sign-up form of a list (apps/api/src/routes/pages.ts, `/f/:key`), under PUBLIC_URL. */
@@ -35,17 +54,7 @@ export type AdminListView = ListView & {
   form_url: string;
   /** docs/preferences.md */
   topics: Topic[];
-  public: boolean;
-  /** the "send me my link" page of the preference centre */
-  preferences_url: string;
-  /** the archive page of a public list; null for a private one */
-  archive_url: string | null;
 };
-
-/** The preference centre's "send me my link" page of a list (apps/api/src/routes/preferences.ts). */
-export const preferencesUrl = (key: string) => `${config().publicUrl}/preferences/list/${encodeURIComponent(key)}`;
-/** The public archive page of a list (apps/api/src/routes/archive.ts); its feed is `<archive_url>/feed.xml`. */
-export const archiveUrl = (key: string) => `${config().publicUrl}/archive/${encodeURIComponent(key)}`;
 
 function adminListView(list: List): AdminListView {
   return {
@@ -55,9 +64,6 @@ function adminListView(list: List): AdminListView {
     ...listView(list),
     form_url: formUrl(list.key),
     topics: topicsOf(list),
-    public: list.public,
-    preferences_url: preferencesUrl(list.key),
-    archive_url: list.public ? archiveUrl(list.key) : null,
   };
 }
 
