@@ -197,3 +197,20 @@ describe('the access log', () => {
     expect(redactedUrl('/u/7.abcdef/t/news')).toBe('/u/[redacted]');
   });
 });
+
+describe('the embedded form', () => {
+  it("offers the list's public topics, and a post of it keeps the person's choices", async () => {
+    const { list } = await topicList();
+    const { embedSnippet, subscribeFormPage } = await import('../../apps/core/src/subscribers/html');
+    const snippet = embedSnippet(`http://mail.test/f/${list.key}`, TOPICS.filter((t) => t.public) as never);
+    expect(snippet).toContain('<input type="checkbox" name="topic" value="news" checked> News</label>');
+    expect(snippet).toContain('<input type="checkbox" name="topic" value="offers"> Offers</label>');
+    expect(snippet).not.toContain('staff');
+    expect(subscribeFormPage('x')).not.toContain('topics_shown');
+    const email = address('embedded');
+    // as a browser posts the snippet with only "offers" ticked
+    const res = await request(ctx.api.app).post(`/f/${list.key}`).type('form').send(`email=${encodeURIComponent(email)}&topics_shown=1&topic=offers&website=`);
+    expect(res.status).toBe(200);
+    expect((await subscriberOf(list.id, email)).topics).toEqual({ news: false, offers: true });
+  });
+});

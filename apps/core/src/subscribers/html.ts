@@ -169,11 +169,15 @@ export const unknownUnsubscribeLinkPage = () =>
  * form's fields, the hidden honeypot included (a bot that fills it is answered as a person and nothing is stored).
  * The service answers with its own pages (check your inbox, or the form again with the error).
  */
-export function embedSnippet(formUrl: string): string {
+export function embedSnippet(formUrl: string, topics: FormTopic[] = []): string {
+  // the list's public topics as the hosted form offers them (ticked by their default); `topics_shown` says the boxes were there
+  const boxes = topics.length
+    ? `  <input type="hidden" name="topics_shown" value="1">\n${topics.map((t) => `  <label><input type="checkbox" name="topic" value="${escapeHtml(t.id)}"${t.default === 'in' ? ' checked' : ''}> ${escapeHtml(t.name)}</label>\n`).join('')}`
+    : '';
   return `<form method="post" action="${escapeHtml(formUrl)}">
   <label>Email address <input type="email" name="email" required maxlength="254" autocomplete="email"></label>
   <label>Name <input type="text" name="name" maxlength="200" autocomplete="name"></label>
-  <div style="position:absolute;left:-10000px" aria-hidden="true"><input type="text" name="${HONEYPOT_FIELD}" tabindex="-1" autocomplete="off" value=""></div>
+${boxes}  <div style="position:absolute;left:-10000px" aria-hidden="true"><input type="text" name="${HONEYPOT_FIELD}" tabindex="-1" autocomplete="off" value=""></div>
   <button type="submit">Subscribe</button>
 </form>`;
 }

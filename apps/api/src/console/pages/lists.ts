@@ -172,7 +172,7 @@ ${mailboxSelect('Mailbox (sends the confirmation emails)')}
         null,
         2,
       );
-      ctx.render(req, res, 'list', `List ${list.name}`, { list, page, q: filter.q ?? '', status: status ?? '', statuses: SUBSCRIBER_STATUSES, formUrl: url, snippet: embedSnippet(url), stepsJson });
+      ctx.render(req, res, 'list', `List ${list.name}`, { list, page, q: filter.q ?? '', status: status ?? '', statuses: SUBSCRIBER_STATUSES, formUrl: url, snippet: embedSnippet(url, list.topics.filter((t) => t.public)), stepsJson });
     });
   },
 };
