@@ -2,6 +2,7 @@
  * `npm run admin -- <resource> <action> [--flags]`: the admin API's operations from a shell, over the same core services
  * and validation. Answers are printed as JSON. Run without arguments for help.
  */
+import { consentExport } from '../apps/core/src/consent/ledger';
 import fs from 'node:fs';
 import { parseArgs } from 'node:util';
 import * as schemas from '../apps/core/src/admin-schemas';
@@ -53,6 +54,7 @@ ${OAUTH_HELP.trimEnd()}
   list list --account ID
   subscribers LIST [--status S] [--q TEXT] [--after ID] [--limit N]     (a page; --after the "next" it printed)
   subscribers export LIST [--status S] > list.csv                      (every subscriber, as CSV)
+  subscriber consent ID                                                (what is held on a subscriber and their consent ledger, docs/preferences.md)
 ${IMPORT_HELP}
   suppressions --account ID [--after ID] [--limit N]
   suppressions remove ID
@@ -249,6 +251,8 @@ async function run(command: string[], flags: Flags): Promise<unknown> {
       await writeSubscribersCsv(d, list.id, process.stdout, { status });
       return RAW;
     }
+    case 'subscriber consent':
+      return consentExport(d, validate(schemas.idParam, arg));
     case 'suppressions remove':
       await deleteSuppression(d, validate(schemas.idParam, arg));
       return {};

@@ -14,7 +14,8 @@ const admin = () => asAdmin(app.api);
 const today = () => new Date().toISOString().slice(0, 10);
 const web = () => request(app.api.app);
 
-const links = (html: string) => [...html.matchAll(/href=(["'])([^"']+)\1/g)].map((m) => m[2]!);
+/** The links the sender wrote: every list email's footer link to the preference centre (docs/preferences.md) is the service's, never tracked. */
+const links = (html: string) => [...html.matchAll(/href=(["'])([^"']+)\1/g)].map((m) => m[2]!).filter((url) => !url.startsWith('http://mail.test/preferences/'));
 const pathOf = (url: string) => new URL(url).pathname;
 
 async function statsToday(query: Record<string, number>) {

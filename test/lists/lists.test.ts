@@ -13,8 +13,8 @@ describe('GET /api/v1/lists', () => {
     expect(res.body).toEqual({
       ok: true,
       lists: [
-        { key: f.list.key, name: 'Weekly', confirm: true, subscribers: 0 },
-        { key: open.key, name: 'Open', confirm: false, subscribers: 0 },
+        { key: f.list.key, name: 'Weekly', confirm: true, subscribers: 0, public: false, preferences_url: `http://mail.test/preferences/list/${f.list.key}`, archive_url: null },
+        { key: open.key, name: 'Open', confirm: false, subscribers: 0, public: false, preferences_url: `http://mail.test/preferences/list/${open.key}`, archive_url: null },
       ],
     });
   });

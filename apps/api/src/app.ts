@@ -21,6 +21,8 @@ import { metricsHandler } from './routes/metrics';
 import { healthRouter } from './routes/health';
 import { pagesRouter } from './routes/pages';
 import { unsubscribeRouter } from './routes/unsubscribe';
+import { preferencesRouter } from './routes/preferences';
+import { archiveRouter } from './routes/archive';
 import { trackingRouter } from './routes/tracking';
 import { acmeChallengeRouter } from './routes/acme-challenge';
 import { inboundFilesRouter } from './routes/inbound-files';
@@ -84,6 +86,8 @@ export function createApp(db: Db): ApiApp {
   app.use(trackingRouter(db));
   app.use(inboundFilesRouter(db));
   app.use(pagesRouter(db, publicBudget('form')));
+  app.use(preferencesRouter(db, publicBudget('form')));
+  app.use(archiveRouter(db));
   app.use(unknownRoute);
   app.use(errorHandler);
   return {

@@ -5,6 +5,7 @@ import { isTimeZone, minuteOfDay } from './outreach/windows';
 import { IMPORT_STATUSES } from './imports/parse';
 import { verifyMode } from './verify/schemas';
 import { seriesSteps } from './lifecycle/schema';
+import { topicsSchema } from './topics';
 import { OAUTH_PROVIDERS } from './oauth/providers';
 
 /**
@@ -97,7 +98,7 @@ export const keyInput = Joi.object({
   mode: Joi.string().valid('live', 'test').default('live').description('test: an `ms_test_` key whose sends go to the sandbox, never out (docs/sandbox.md)'),
 });
 
-export const listChanges = Joi.object({ name: name(), confirm: Joi.boolean(), mailbox: id(), steps: seriesSteps }).min(1).messages({ 'object.min': 'nothing to change' });
+export const listChanges = Joi.object({ name: name(), confirm: Joi.boolean(), mailbox: id(), steps: seriesSteps, topics: topicsSchema, public: Joi.boolean() }).min(1).messages({ 'object.min': 'nothing to change' });
 
 export const subscribersQuery = Joi.object({
   status: Joi.string().valid('pending', 'active', 'unsubscribed', 'bounced', 'complained'),
@@ -116,6 +117,9 @@ export const listInput = Joi.object({
   mailbox: id().required(),
   /** the list's welcome series (docs/lists.md) */
   steps: seriesSteps,
+  /** what subscribers may choose to receive, and whether the list has a public archive (docs/preferences.md) */
+  topics: topicsSchema,
+  public: Joi.boolean(),
 });
 
 const step = Joi.object({

@@ -11,3 +11,8 @@ export function clientOf(req: IncomingMessage): string {
   if (!req.socket) return '';
   return clientKey((req as { ip?: string }).ip ?? req.socket.remoteAddress ?? '');
 }
+
+/** The client's own address as Express reads it (req.ip, under TRUST_PROXY), for the consent ledger; '' when unknown. */
+export function addressOf(req: IncomingMessage): string {
+  return (req as { ip?: string }).ip ?? req.socket?.remoteAddress ?? '';
+}

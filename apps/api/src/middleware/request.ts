@@ -54,11 +54,11 @@ export function trackRequest(req: IncomingMessage, res: ServerResponse, url: str
 }
 
 /**
- * Public pages whose address carries a secret after their first segment: the confirmation, unsubscribe, click and open
- * tokens (`/confirm/<token>`, `/u/<token>`, `/c/<token>`, `/o/<token>.gif`). Matched as the routes would be, in any
+ * Public pages whose address carries a secret after their first segment: the confirmation, unsubscribe, click, open
+ * and preference tokens (`/confirm/<token>`, `/u/<token>`, `/c/<token>`, `/o/<token>.gif`, `/preferences/<token>`). Matched as the routes would be, in any
  * letter case, and however many slashes stand around the segment (`/u//<token>`).
  */
-const TOKEN_PAGES = new Set(['confirm', 'u', 'c', 'o']);
+const TOKEN_PAGES = new Set(['confirm', 'u', 'c', 'o', 'preferences']);
 const PAGE_PATH = /^(\/+)([^/]+)(\/+)(.+)$/;
 /** Query values whose name may hold a secret, however it is written (api_key, access-token, pw, session[id]...). */
 const SECRET_IN_QUERY =

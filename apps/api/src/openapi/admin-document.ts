@@ -56,6 +56,8 @@ export const ADMIN_OPERATIONS: AdminOperation[] = [
   { method: 'patch', path: '/lists/{id}', summary: 'Change a list (never its key)', body: schemas.listChanges, answer: ok('list') },
   { method: 'get', path: '/lists/{id}/subscribers', summary: "A list's subscribers in keyset pages", query: schemas.subscribersQuery, answer: ok('subscribers') },
   { method: 'get', path: '/lists/{id}/subscribers.csv', summary: "A list's subscribers as CSV (only status filters)", query: schemas.subscribersQuery, answer: ok(), csv: true },
+  { method: 'get', path: '/subscribers/{id}/consent', summary: "A subscriber and their consent ledger, oldest first (docs/preferences.md)", answer: ok('consent') },
+  { method: 'get', path: '/subscribers/{id}/consent/export', summary: "Everything held on a subscriber with their consent ledger, as a JSON file", answer: ok('consent') },
   { method: 'post', path: '/lists/{id}/import', summary: 'Import subscribers from a CSV or NDJSON file', query: schemas.importQuery, file: true, answer: { status: 202, key: 'import' } },
   { method: 'get', path: '/imports/{id}', summary: "An import's progress and refused lines", answer: ok('import') },
 

@@ -72,6 +72,9 @@ export const listsAnswer = Joi.object({
         name: Joi.string().allow('').required(),
         confirm: Joi.boolean().required(),
         subscribers: Joi.number().integer().min(0).required(),
+        public: Joi.boolean().required().description('a public list has an archive page and feed (docs/preferences.md)'),
+        preferences_url: Joi.string().required().description('the preference centre\'s "send me my link" page'),
+        archive_url: Joi.string().allow(null).required().description("the archive page; null for a private list"),
       }),
     )
     .required(),

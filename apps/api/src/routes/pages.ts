@@ -7,7 +7,8 @@ import * as html from '../../../core/src/subscribers/html';
 import type { BodyBudget } from '../middleware/body-budget';
 import { methodNotAllowed, refusalOf } from '../middleware/errors';
 import { checkedBody } from '../middleware/text';
-import { clientOf } from '../middleware/client';
+import { addressOf, clientOf } from '../middleware/client';
+import { topicsOf } from '../../../core/src/topics';
 
 /**
  * The public HTML pages under PUBLIC_URL: the confirmation link (GET asks, POST confirms) and the list's hosted form.
@@ -25,7 +26,7 @@ export function pagesRouter(db: Db, budget: BodyBudget): Router {
       return send(res, ...linkProblem(state));
     })
     .post(async (req, res) => {
-      const { result, listName } = await confirmByLink(db, req.params.token);
+      const { result, listName } = await confirmByLink(db, req.params.token, new Date(), { source: 'form', ip: addressOf(req) });
       if (result === 'confirmed') return send(res, 200, html.confirmedPage(listName));
       if (result === 'already') return send(res, 200, html.alreadyConfirmedPage(listName));
       return send(res, ...linkProblem(result === 'gone' ? 'used' : result));
@@ -37,7 +38,7 @@ export function pagesRouter(db: Db, budget: BodyBudget): Router {
     .get(async (req, res) => {
       const list = await findListByKey(db, req.params.key);
       if (!list) return send(res, 404, html.notFoundPage());
-      send(res, 200, html.subscribeFormPage(list.name));
+      send(res, 200, html.subscribeFormPage(list.name, {}, formTopics(list)));
     })
     .post(formClientLimit, form, async (req, res) => {
       const list = await findListByKey(db, req.params.key);
@@ -51,9 +52,14 @@ export function pagesRouter(db: Db, budget: BodyBudget): Router {
       const { error, value } = formInput.validate(body, { abortEarly: true, errors: { wrap: { label: false } } });
       if (error) {
         const state = { email: String(body.email ?? ''), name: String(body.name ?? ''), error: error.details[0]?.message ?? 'Please check the form' };
-        return send(res, 400, html.subscribeFormPage(list.name, state));
+        return send(res, 400, html.subscribeFormPage(list.name, state, formTopics(list)));
       }
-      await addSubscriber(db, list, { email: value.email, name: value.name }, 'form');
+      const topics = formTopics(list);
+      const ticked = [body.topic ?? []].flat();
+      // the public topics the form showed, each in when ticked (a form without topics keeps the defaults)
+      const choices = body.topics_shown === undefined ? undefined : Object.fromEntries(topics.map((t) => [t.id, ticked.includes(t.id)]));
+      const consent = { source: 'form' as const, ip: addressOf(req), formText: html.subscribeFormText(list.name, topics) };
+      await addSubscriber(db, list, { email: value.email, name: value.name, topics: choices }, 'form', consent);
       send(res, 200, html.checkInboxPage(list.name));
     })
     .all(methodNotAllowed);
@@ -61,6 +67,9 @@ export function pagesRouter(db: Db, budget: BodyBudget): Router {
   router.use(pageErrors);
   return router;
 }
+
+/** The list's public topics, offered on its hosted form. */
+const formTopics = (list: Parameters<typeof topicsOf>[0]) => topicsOf(list).filter((t) => t.public);
 
 /** One client may post the form only so often (before its body is read): the form cannot be driven as a relay. */
 const formClientLimit: RequestHandler<{ key: string }> = async (req, _res, next) => {

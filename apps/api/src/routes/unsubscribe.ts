@@ -4,10 +4,12 @@ import type { Db } from '../../../core/src/db';
 import { inspectProspectLink, isProspectToken, optOutByToken } from '../../../core/src/outreach/opt-out';
 import { LimitReached } from '../../../core/src/errors';
 import { reserveUnsubscribePost } from '../../../core/src/subscribers/limit';
-import { clientOf } from '../middleware/client';
+import { addressOf, clientOf } from '../middleware/client';
 import { methodNotAllowed } from '../middleware/errors';
 import * as html from '../../../core/src/subscribers/html';
 import { pageErrors, send } from './pages';
+import { inspectTopicLink, leaveTopicsByToken } from '../../../core/src/preferences/service';
+import * as topicPage from '../../../core/src/preferences/html';
 
 /**
  * PUBLIC_URL/u/<token>, the List-Unsubscribe link of broadcast copies and outreach steps (`p<id>.<mac>`; RFC 8058): POST (the mail client's one-click
@@ -37,9 +39,24 @@ export function unsubscribeRouter(db: Db): Router {
         if (!optOut) return send(res, 404, html.unknownUnsubscribeLinkPage());
         return send(res, 200, html.unsubscribedPage(optOut.sender));
       }
-      const done = await unsubscribeByToken(db, req.params.token);
+      const done = await unsubscribeByToken(db, req.params.token, { source: 'one_click', ip: addressOf(req) });
       if (!done) return send(res, 404, html.unknownUnsubscribeLinkPage());
       send(res, 200, html.unsubscribedPage(done.listName));
+    })
+    .all(methodNotAllowed);
+
+  // an email of topics names this one (broadcasts/copy.ts renderCopy): one-click leaves those topics, not the list
+  router
+    .route('/u/:token/t/:topics')
+    .get(async (req, res) => {
+      const link = await inspectTopicLink(db, req.params.token, req.params.topics.split(','));
+      if (!link) return send(res, 404, html.unknownUnsubscribeLinkPage());
+      send(res, 200, topicPage.topicUnsubscribePage(link.listName, link.topics));
+    })
+    .post(postRate, async (req, res) => {
+      const done = await leaveTopicsByToken(db, req.params.token, req.params.topics.split(','), { source: 'one_click', ip: addressOf(req) });
+      if (!done) return send(res, 404, html.unknownUnsubscribeLinkPage());
+      send(res, 200, topicPage.topicLeftPage(done.listName, done.topics));
     })
     .all(methodNotAllowed);
 

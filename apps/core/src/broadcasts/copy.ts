@@ -1,7 +1,8 @@
 import crypto from 'node:crypto';
 import { config } from '../config';
 import { renderSubject, renderTemplate, type TemplateContext } from '../outreach/render';
-import { fillMarker, UNSUBSCRIBE_URL_MARKER } from '../templates/markers';
+import { fillMarker, PREFERENCES_URL_MARKER, UNSUBSCRIBE_URL_MARKER } from '../templates/markers';
+import { preferencesUrl } from '../preferences/token';
 
 /**
  * The unsubscribe token of one subscription (one subscriber row: one address on one list): `<subscriber id>.<HMAC>`,
@@ -35,9 +36,10 @@ export const unsubscribeUrl = (subscriberId: number) => `${config().publicUrl}/u
  */
 export const UNSUBSCRIBE_URL_PLACEHOLDER = UNSUBSCRIBE_URL_MARKER;
 
-/** A stored copy's body or header with the subscriber's real link in place of the placeholder. */
+/** A stored copy's body or header with the subscriber's real links (unsubscribe, preference centre) in place of the placeholders. */
 export function withUnsubscribeUrl<T extends string | null>(stored: T, subscriberId: number): T {
-  return fillMarker(stored, UNSUBSCRIBE_URL_MARKER, () => unsubscribeUrl(subscriberId));
+  const unsubscribe = fillMarker(stored, UNSUBSCRIBE_URL_MARKER, () => unsubscribeUrl(subscriberId));
+  return fillMarker(unsubscribe, PREFERENCES_URL_MARKER, () => preferencesUrl(subscriberId));
 }
 
 export interface BroadcastContent {
@@ -67,20 +69,34 @@ export function listId(list: { key: string; name: string }, mailboxAddress: stri
  * which stays UNSUBSCRIBE_URL_PLACEHOLDER until the wire, and the RFC 8058 / RFC 2919 headers. A text part for
  * html-only content is made at delivery (composeMail), from the rendered html.
  */
-export function renderCopy(content: BroadcastContent, recipient: Recipient, listIdHeader: string) {
+export function renderCopy(content: BroadcastContent, recipient: Recipient, listIdHeader: string, topics: string[] = []) {
   const url = UNSUBSCRIBE_URL_PLACEHOLDER;
-  const ctx: TemplateContext = { name: recipient.name, email: recipient.email, unsubscribe_url: url, fields: recipient.fields };
+  const ctx: TemplateContext = { name: recipient.name, email: recipient.email, unsubscribe_url: url, preferences_url: PREFERENCES_URL_MARKER, fields: recipient.fields };
+  // an email of topics: one-click leaves those topics only (docs/preferences.md); the ids are URL-safe (topics/index.ts)
+  const oneClick = topics.length ? `${url}/t/${topics.join(',')}` : url;
   return {
     subject: renderSubject(content.subject, ctx),
-    html: content.html === null ? null : renderTemplate(content.html, ctx, 'html'),
-    text: content.text === null ? null : renderTemplate(content.text, ctx),
+    html: content.html === null ? null : withPreferencesFooter(renderTemplate(content.html, ctx, 'html'), 'html'),
+    text: content.text === null ? null : withPreferencesFooter(renderTemplate(content.text, ctx), 'text'),
     // `prepared`: written on the wire exactly so (nodemailer would otherwise MIME-encode `<` and `"`), all ASCII
     headers: {
-      'List-Unsubscribe': { prepared: true, value: `<${url}>` },
+      'List-Unsubscribe': { prepared: true, value: `<${oneClick}>` },
       'List-Unsubscribe-Post': { prepared: true, value: 'List-Unsubscribe=One-Click' },
       'List-Id': { prepared: true, value: listIdHeader },
     },
   };
+}
+
+/**
+ * Every list email links its reader's preference centre (docs/preferences.md): a body that does not place
+ * `{{ preferences_url }}` itself gets a short footer with it (in an html body, before `</body>` when there is one).
+ */
+export function withPreferencesFooter(body: string, part: 'html' | 'text'): string {
+  if (body.includes(PREFERENCES_URL_MARKER)) return body;
+  if (part === 'text') return `${body}\n\n--\nChoose what you receive, pause or leave: ${PREFERENCES_URL_MARKER}\n`;
+  const footer = `<p style="font-size:12px;color:#666"><a href="${PREFERENCES_URL_MARKER}">Choose what you receive, pause or leave</a></p>`;
+  const end = body.search(/<\/body>/i);
+  return end === -1 ? `${body}\n${footer}` : `${body.slice(0, end)}${footer}\n${body.slice(end)}`;
 }
 
 /**

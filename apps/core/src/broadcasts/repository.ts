@@ -8,8 +8,12 @@ import type { FieldValue } from '../subscribers/schema';
  * connection on the run's hot path (apps/core/src/db.ts).
  */
 
-/** Active subscribers not suppressed and not on the stop list (the address, its domain or a parent domain). */
+/**
+ * Active subscribers not paused (the preference page's pause: docs/preferences.md), not suppressed and not on the
+ * stop list (the address, its domain or a parent domain).
+ */
 const ELIGIBLE = `s.status = 'active'
+  AND (s.paused_until IS NULL OR s.paused_until <= now())
   AND NOT EXISTS (SELECT 1 FROM suppressions sp WHERE sp.account_id = l.account_id AND sp.email = s.email)
   AND NOT ${stopListed('l.account_id', 's.email')}`;
 
@@ -38,6 +42,8 @@ export interface AudienceRule {
   engaged?: { opened?: number; clicked?: number; not_opened?: number; not_clicked?: number };
   subscribedAfter?: Date | null;
   subscribedBefore?: Date | null;
+  /** the list's topics (docs/preferences.md): the subscriber is in at least one */
+  topics?: string[];
 }
 
 /**
@@ -57,6 +63,11 @@ function audienceCondition(rule: AudienceRule, param: (value: unknown) => string
   }
   if (rule.subscribedAfter) parts.push(`s.created_at >= ${param(rule.subscribedAfter)}::timestamptz`);
   if (rule.subscribedBefore) parts.push(`s.created_at < ${param(rule.subscribedBefore)}::timestamptz`);
+  // in a topic: the subscriber's own choice, else the topic's default (topics/index.ts isIn is the same rule for one person)
+  if (rule.topics?.length) {
+    parts.push(`EXISTS (SELECT 1 FROM jsonb_array_elements(l.topics) t
+      WHERE t->>'id' = ANY(${param(rule.topics)}::text[]) AND COALESCE((s.topics->>(t->>'id'))::boolean, t->>'default' = 'in'))`);
+  }
   const engaged = rule.engaged ?? {};
   const sent = (b: number) => `SELECT m.subscriber_id FROM messages m WHERE m.broadcast_id = ${param(b)}::int AND m.status = 'sent'`;
   const opened = 'EXISTS (SELECT 1 FROM message_opens o WHERE o.message_id = m.id)';
@@ -235,6 +246,22 @@ export async function cancelUnclaimedCopiesOf(db: Db, subscriberId: number): Pro
     `UPDATE messages SET status = 'cancelled', last_error = 'the person unsubscribed', updated_at = now()
      WHERE subscriber_id = $1 AND kind IN ('broadcast', 'series') AND status IN ('queued', 'deferred')`,
     [subscriberId],
+  );
+}
+
+/**
+ * Cancels the person's broadcast copies not yet claimed by a worker whose broadcast has topics and every one of them
+ * among `topics` (they just left those topics: docs/preferences.md), or, with `topics` null, every such broadcast copy
+ * (they paused). Series steps are left: a written step goes out (a paused person's next ones wait).
+ */
+export async function cancelUnclaimedBroadcastCopiesOf(db: Tx, subscriberId: number, topics: string[] | null, reason: string): Promise<void> {
+  await rawQuery(
+    db,
+    `UPDATE messages m SET status = 'cancelled', last_error = $3, updated_at = now()
+     FROM broadcasts b
+     WHERE m.broadcast_id = b.id AND m.subscriber_id = $1 AND m.kind = 'broadcast' AND m.status IN ('queued', 'deferred')
+       AND ($2::text[] IS NULL OR (cardinality(b.topics) > 0 AND b.topics <@ $2::text[]))`,
+    [subscriberId, topics, reason],
   );
 }
 

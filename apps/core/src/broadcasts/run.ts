@@ -78,7 +78,7 @@ async function writePage(db: Db, b: Loaded, after: number, size: number, listIdH
     // opt-in tracking: each copy's links carry its own signed tokens (analytics/tracking.ts), put into the template before
     // the reader's fields are merged, so a merged field (a stranger's name typed as a URL) never becomes a tracked link
     const content = b.trackClicks || b.trackOpens ? { subject: source.subject, ...tracked(source, id, { clicks: b.trackClicks, opens: b.trackOpens, base }) } : source;
-    const copy = renderCopy(content, p, listIdHeader);
+    const copy = renderCopy(content, p, listIdHeader, b.topics);
     const row = messageRow({
       id,
       accountId: b.accountId,

@@ -1,6 +1,7 @@
 import { Joi } from '../validate';
 import { templateRef } from '../templates/schema';
 import { FIELD_NAME_MAX, FIELD_VALUE_MAX, FIELDS_MAX, type FieldValue } from '../subscribers/schema';
+import { TOPIC_ID, TOPICS_MAX } from '../topics';
 
 const tag = Joi.string().trim().min(1).max(100);
 const fieldValue = Joi.alternatives().try(Joi.string().max(FIELD_VALUE_MAX), Joi.number(), Joi.boolean());
@@ -50,6 +51,10 @@ const content = {
   template: templateRef().allow(null),
   /** a segment of the list; null: the whole list (less `tags`) */
   audience: audience.allow(null),
+  /** the list's topics it is for (docs/preferences.md): it goes to those in any of them; [] the whole list */
+  topics: Joi.array().items(Joi.string().pattern(TOPIC_ID)).max(TOPICS_MAX).unique(),
+  /** shown on the list's public archive page and feed */
+  archive: Joi.boolean(),
 };
 
 export interface BroadcastInput {
@@ -63,6 +68,8 @@ export interface BroadcastInput {
   track_clicks?: boolean;
   track_opens?: boolean;
   audience?: AudienceInput | null;
+  topics?: string[];
+  archive?: boolean;
 }
 
 /** POST /admin/api/broadcasts: html or text required, or a template. */
@@ -76,9 +83,10 @@ export const broadcastInput = Joi.object<BroadcastInput>({
   .messages({ 'object.missing': 'html or text is required (or a template)', 'object.oxor': 'give tags at the top or in audience, not both' });
 
 /** POST /admin/api/broadcasts/audience: how many a broadcast to this audience of the list would reach now. */
-export const audienceQuery = Joi.object<{ list: string; audience?: AudienceInput }>({
+export const audienceQuery = Joi.object<{ list: string; audience?: AudienceInput; topics?: string[] }>({
   list: Joi.string().trim().min(1).max(100).required(),
   audience: audience.default({}),
+  topics: content.topics,
 });
 
 export type BroadcastStatusChange = 'sending' | 'paused' | 'cancelled';

@@ -4,6 +4,7 @@ import { BadRequest, NotFound } from '../errors';
 import { iso } from '../validate';
 import { countAudience, foreignBroadcasts, unknownFields, type AudienceRule } from './repository';
 import type { AudienceInput } from './schema';
+import { requireTopics } from '../topics';
 
 /**
  * A broadcast's segment (docs/broadcasts.md): `audience` as the admin API takes it, kept as the broadcast's `tags`
@@ -35,7 +36,7 @@ export function storedSegment(audience: AudienceInput): { tags: string[]; segmen
 }
 
 /** The rule of a stored broadcast (its tags and segment). */
-export function ruleOf(b: Pick<Broadcast, 'tags' | 'segment'>): AudienceRule {
+export function ruleOf(b: Pick<Broadcast, 'tags' | 'segment'> & Partial<Pick<Broadcast, 'topics'>>): AudienceRule {
   const segment = (b.segment ?? {}) as StoredSegment;
   return {
     tags: b.tags,
@@ -43,19 +44,21 @@ export function ruleOf(b: Pick<Broadcast, 'tags' | 'segment'>): AudienceRule {
     engaged: segment.engaged,
     subscribedAfter: segment.subscribed_after ? new Date(segment.subscribed_after) : null,
     subscribedBefore: segment.subscribed_before ? new Date(segment.subscribed_before) : null,
+    topics: b.topics ?? [],
   };
 }
 
 /** The rule of an audience as given (the dry run's). */
-export function ruleOfInput(audience: AudienceInput): AudienceRule {
+export function ruleOfInput(audience: AudienceInput, topics: string[] = []): AudienceRule {
   const { tags, segment } = storedSegment(audience);
-  return ruleOf({ tags, segment: segment as never });
+  return ruleOf({ tags, segment: segment as never, topics });
 }
 
 /** POST /admin/api/broadcasts/audience: how many of the list the audience takes now (the snapshot's own rule). */
-export async function dryRunAudience(db: Tx, listKey: string, audience: AudienceInput): Promise<number> {
+export async function dryRunAudience(db: Tx, listKey: string, audience: AudienceInput, topics: string[] = []): Promise<number> {
   const list = await db.list.findUnique({ where: { key: listKey } });
   if (!list) throw new NotFound(`no list with key "${listKey}"`);
   await checkAudience(db, list, audience);
-  return countAudience(db, list.id, ruleOfInput(audience));
+  requireTopics(list, topics);
+  return countAudience(db, list.id, ruleOfInput(audience, topics));
 }

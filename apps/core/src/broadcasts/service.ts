@@ -1,3 +1,4 @@
+import { requireTopics } from '../topics';
 import { checkSources, templateIdOf } from '../templates/service';
 import { besideTemplate } from '../templates/schema';
 import type { Broadcast, List } from '../../../../generated/prisma/client';
@@ -39,6 +40,10 @@ export function broadcastView(b: Broadcast & { list: Pick<List, 'key'> }, progre
     tags: b.tags,
     /** the rest of its audience (fields, engagement, dates: docs/broadcasts.md); null: the whole list less `tags` */
     segment: b.segment,
+    /** the topics it is for (docs/preferences.md); [] the whole list */
+    topics: b.topics,
+    /** shown on the list's public archive */
+    archive: b.archive,
     status: b.status,
     /** why the service paused it (auto-pause, docs/outreach.md); null otherwise */
     paused_reason: b.pausedReason,
@@ -82,6 +87,7 @@ export async function createBroadcast(db: Tx, input: BroadcastInput): Promise<Br
   const templateId = input.template == null ? null : await templateIdOf(db, list.accountId, input.template);
   checkSources({ subject: input.subject, html: input.html, text: input.text });
   const audience = await audienceOf(db, list, input.audience, input.tags);
+  requireTopics(list, input.topics ?? []);
   const created = await db.broadcast.create({
     data: {
       accountId: list.accountId,
@@ -95,6 +101,8 @@ export async function createBroadcast(db: Tx, input: BroadcastInput): Promise<Br
       sendAt: input.send_at ?? null,
       trackClicks: input.track_clicks ?? false,
       trackOpens: input.track_opens ?? false,
+      topics: input.topics ?? [],
+      archive: input.archive ?? false,
     },
   });
   return view(db, created.id);
@@ -121,12 +129,14 @@ const MOVES: Record<string, string[]> = {
  * The broadcast job is queued after the commit.
  */
 export async function changeBroadcast(db: Db, id: number, changes: BroadcastChanges): Promise<BroadcastView> {
-  const { status, ...given } = changes;
+  // `archive` may change whatever the status (an issue is archived or taken out after it went out: docs/preferences.md)
+  const { status, archive, ...given } = changes;
   const content = Object.fromEntries(Object.entries(given).filter(([, v]) => v !== undefined)) as typeof given;
   const queued = await db.$transaction(async (tx) => {
     if (!(await lockBroadcast(tx, id))) throw new NotFound(`no broadcast with id ${id}`);
     const current = await tx.broadcast.findUniqueOrThrow({ where: { id } });
     const hasContent = Object.keys(content).length > 0;
+    if (archive !== undefined) await tx.broadcast.update({ where: { id }, data: { archive } });
     if (hasContent && current.status !== 'draft') throw new Conflict(`a broadcast can be edited only while draft (it is ${current.status})`);
     if (hasContent) {
       const beside = besideTemplate(content);
@@ -137,6 +147,7 @@ export async function changeBroadcast(db: Db, id: number, changes: BroadcastChan
       checkSources({ subject: content.subject, html: content.html, text: content.text });
       const audience =
         content.audience !== undefined ? await audienceOf(tx, { id: current.listId, accountId: current.accountId }, content.audience, undefined) : null;
+      if (content.topics) requireTopics(await tx.list.findUniqueOrThrow({ where: { id: current.listId } }), content.topics);
       await tx.broadcast.update({
         where: { id },
         data: {
@@ -149,6 +160,7 @@ export async function changeBroadcast(db: Db, id: number, changes: BroadcastChan
           sendAt: content.send_at,
           trackClicks: content.track_clicks,
           trackOpens: content.track_opens,
+          topics: content.topics,
         },
       });
     }

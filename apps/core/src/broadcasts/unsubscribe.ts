@@ -1,4 +1,5 @@
 import type { Db } from '../db';
+import type { ConsentContext } from '../consent/repository';
 import { removeSubscriber } from '../subscribers/machine';
 import { subscriberOfToken } from './copy';
 import { cancelUnclaimedCopiesOf } from './repository';
@@ -21,11 +22,11 @@ export async function inspectUnsubscribeLink(db: Db, token: string): Promise<Uns
  * event), then the person's broadcast copies not yet claimed by a worker are cancelled (counted as `skipped`).
  * Idempotent: a second click finds the person gone and answers the same.
  */
-export async function unsubscribeByToken(db: Db, token: string): Promise<{ listName: string } | null> {
+export async function unsubscribeByToken(db: Db, token: string, consent: ConsentContext = { source: 'one_click' }): Promise<{ listName: string } | null> {
   const id = subscriberOfToken(token);
   const subscriber = id === null ? null : await db.subscriber.findUnique({ where: { id }, include: { list: true } });
   if (!subscriber) return null;
-  await removeSubscriber(db, subscriber.list, subscriber.email);
+  await removeSubscriber(db, subscriber.list, subscriber.email, consent);
   await cancelUnclaimedCopiesOf(db, subscriber.id);
   return { listName: subscriber.list.name };
 }

@@ -32,7 +32,7 @@ export function composeMail(message: Message, mailbox: Mailbox, send: Send | nul
   const own = (body: string | null) =>
     message.kind === 'confirmation'
       ? withConfirmationLink(body, message.id)
-      : (message.kind === 'broadcast' || message.kind === 'series') && subscriberId !== null
+      : (message.kind === 'broadcast' || message.kind === 'series' || message.kind === 'preferences') && subscriberId !== null
         ? withUnsubscribeUrl(body, subscriberId)
         : message.kind === 'sequence' && prospectId !== null
           ? withProspectUnsubscribeUrl(body, prospectId)

@@ -1,3 +1,4 @@
+import { recordConsentSql } from '../consent/repository';
 import { rawQuery, type Db, type Tx } from '../db';
 import { stopListed } from '../stop-list/repository';
 import { TAGS_MAX } from '../subscribers/schema';
@@ -98,13 +99,26 @@ const columnsOf = (rows: ImportRow[], last: (row: ImportRow & { reason: string }
 ];
 
 /** Inserts suppressed addresses with their reason (bounced or complained) as status; a person already on the list stays. */
+/** The consent ledger's `import` row of each subscriber an import wrote (the `written` CTE), with the consent the line carried. */
+const importLedger = recordConsentSql(
+  'written',
+  `'import'`,
+  `'import'`,
+  `''`,
+  `jsonb_build_object('status', r.status, 'consent_source', r.consent_source, 'consent_at', r.consent_at)`,
+);
+
 export async function insertSuppressed(tx: Tx, listId: number, rows: (ImportRow & { reason: string })[]): Promise<void> {
   await rawQuery(
     tx,
-    `INSERT INTO subscribers (list_id, email, name, tags, fields, status, consent_source, consent_at)
-     SELECT $1, i.email, i.name, ARRAY(SELECT jsonb_array_elements_text(i.tags::jsonb)), i.fields::jsonb, i.reason::"SubscriberStatus", i.source, COALESCE(i.at, now())
-     FROM unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::timestamptz[], $8::text[]) AS i(email, name, tags, reason, source, at, fields)
-     ON CONFLICT (list_id, email) DO NOTHING`,
+    `WITH written AS (
+       INSERT INTO subscribers (list_id, email, name, tags, fields, status, consent_source, consent_at)
+       SELECT $1, i.email, i.name, ARRAY(SELECT jsonb_array_elements_text(i.tags::jsonb)), i.fields::jsonb, i.reason::"SubscriberStatus", i.source, COALESCE(i.at, now())
+       FROM unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::timestamptz[], $8::text[]) AS i(email, name, tags, reason, source, at, fields)
+       ON CONFLICT (list_id, email) DO NOTHING
+       RETURNING id, status::text AS status, consent_source, consent_at
+     ), ledger AS (${importLedger})
+     SELECT 1`,
     [listId, ...columnsOf(rows, (r) => r.reason)],
   );
 }
@@ -120,7 +134,8 @@ export function upsertSubscribers(tx: Tx, listId: number, rows: ImportRow[]): Pr
   const leaves = `s.status IN ('pending', 'active') AND EXCLUDED.status = 'unsubscribed'`;
   return rawQuery<{ inserted: boolean }>(
     tx,
-    `INSERT INTO subscribers AS s (list_id, email, name, tags, fields, status, confirmed_at, unsubscribed_at, consent_source, consent_at)
+    `WITH written AS (
+     INSERT INTO subscribers AS s (list_id, email, name, tags, fields, status, confirmed_at, unsubscribed_at, consent_source, consent_at)
      SELECT $1, i.email, i.name, ARRAY(SELECT jsonb_array_elements_text(i.tags::jsonb)), i.fields::jsonb, i.status::"SubscriberStatus",
             CASE WHEN i.status = 'active' THEN now() END, CASE WHEN i.status = 'unsubscribed' THEN now() END,
             i.source, COALESCE(i.at, now())
@@ -136,7 +151,9 @@ export function upsertSubscribers(tx: Tx, listId: number, rows: ImportRow[]): Pr
        consent_at = CASE WHEN ${activates} THEN EXCLUDED.consent_at ELSE s.consent_at END,
        updated_at = now()
      WHERE (EXCLUDED.name <> '' AND EXCLUDED.name <> s.name) OR NOT (EXCLUDED.tags <@ s.tags) OR NOT (EXCLUDED.fields <@ s.fields) OR (${activates}) OR (${leaves})
-     RETURNING (xmax = 0) AS inserted`,
+     RETURNING (xmax = 0) AS inserted, s.id, s.status::text AS status, s.consent_source, s.consent_at
+     ), ledger AS (${importLedger})
+     SELECT inserted FROM written`,
     [listId, ...columnsOf(rows, (r) => r.status ?? 'active')],
   );
 }

@@ -118,6 +118,8 @@ export interface DueRun {
 const CLAIM_DUE_RUNS = `
 WITH due AS (
   SELECT r.id FROM series_runs r WHERE r.status = 'waiting' AND r.next_at <= now()
+    -- a paused subscriber's step waits for the pause's end (docs/preferences.md)
+    AND NOT EXISTS (SELECT 1 FROM subscribers ps WHERE ps.id = r.subscriber_id AND ps.paused_until > now())
   ORDER BY r.next_at LIMIT $1 FOR UPDATE SKIP LOCKED
 )
 SELECT r.id, r.list_id, r.subscriber_id, r.step, s.email, s.name, s.fields,

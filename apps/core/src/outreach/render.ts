@@ -11,13 +11,15 @@ export interface TemplateContext {
   email: string | null;
   site?: string | null;
   unsubscribe_url?: string;
+  /** a list email's preference centre (docs/preferences.md) */
+  preferences_url?: string;
   fields: unknown;
 }
 
 /** The variables of a step or a copy: the reader's name, address, site, unsubscribe link and fields (an object only). */
 export function contextVariables(ctx: TemplateContext): Record<string, unknown> {
   const fields = ctx.fields && typeof ctx.fields === 'object' && !Array.isArray(ctx.fields) ? ctx.fields : {};
-  return { name: ctx.name, email: ctx.email ?? '', site: ctx.site ?? '', unsubscribe_url: ctx.unsubscribe_url ?? '', fields };
+  return { name: ctx.name, email: ctx.email ?? '', site: ctx.site ?? '', unsubscribe_url: ctx.unsubscribe_url ?? '', preferences_url: ctx.preferences_url ?? '', fields };
 }
 
 /** A body rendered for one reader: values HTML-escaped in an html part, written as they are in a text part. */

@@ -88,8 +88,25 @@ export interface FormState {
   error?: string;
 }
 
+const SUBSCRIBE_FORM_NOTE = 'We will send you an email to confirm your address.';
+
+/** What the hosted form says to the person, as the consent ledger keeps it with their sign-up. */
+export const subscribeFormText = (listName: string, topics: FormTopic[] = []) =>
+  `Subscribe to ${listName}. Email address; name (optional).${topics.length ? ` Topics: ${topics.map((t) => t.name).join(', ')}.` : ''} ${SUBSCRIBE_FORM_NOTE}`;
+
+/** A public topic of the list, offered on the hosted form (docs/preferences.md). */
+export interface FormTopic {
+  id: string;
+  name: string;
+  description: string;
+  default: 'in' | 'out';
+}
+
+/** What the confirmation page says, as the consent ledger keeps it with the confirmation. */
+export const confirmText = (listName: string) => `You asked to receive emails from ${listName}. Press the button to confirm. [Confirm subscription]`;
+
 /** GET /f/<list key>: the list's own subscribe form. The form posts to the same URL. */
-export function subscribeFormPage(listName: string, state: FormState = {}): string {
+export function subscribeFormPage(listName: string, state: FormState = {}, topics: FormTopic[] = []): string {
   const error = state.error
     ? `<p class="error" id="form-error" role="alert">${escapeHtml(state.error)}</p>\n`
     : '';
@@ -102,14 +119,22 @@ ${error}<form method="post">
 <input type="email" id="email" name="email" autocomplete="email" required maxlength="254" value="${escapeHtml(state.email)}"${described}>
 <label for="name">Name <span>(optional)</span></label>
 <input type="text" id="name" name="name" autocomplete="name" maxlength="200" value="${escapeHtml(state.name)}">
-<div class="hp" aria-hidden="true">
+${topicBoxes(topics)}<div class="hp" aria-hidden="true">
 <label for="${HONEYPOT_FIELD}">Leave this field empty</label>
 <input type="text" id="${HONEYPOT_FIELD}" name="${HONEYPOT_FIELD}" tabindex="-1" autocomplete="off" value="">
 </div>
 <button type="submit">Subscribe</button>
 </form>
-<p>We will send you an email to confirm your address.</p>`,
+<p>${escapeHtml(SUBSCRIBE_FORM_NOTE)}</p>`,
   );
+}
+
+function topicBoxes(topics: FormTopic[]): string {
+  if (!topics.length) return '';
+  const boxes = topics.map(
+    (t) => `<label><input type="checkbox" name="topic" value="${escapeHtml(t.id)}"${t.default === 'in' ? ' checked' : ''}> ${escapeHtml(t.name)}</label>${t.description ? `\n<span>${escapeHtml(t.description)}</span>` : ''}`,
+  );
+  return `<fieldset>\n<legend>Topics</legend>\n<input type="hidden" name="topics_shown" value="1">\n${boxes.join('\n')}\n</fieldset>\n`;
 }
 
 /** The answer to every accepted form post: it never tells whether the address was already on the list. */
@@ -144,11 +169,15 @@ export const unknownUnsubscribeLinkPage = () =>
  * form's fields, the hidden honeypot included (a bot that fills it is answered as a person and nothing is stored).
  * The service answers with its own pages (check your inbox, or the form again with the error).
  */
-export function embedSnippet(formUrl: string): string {
+export function embedSnippet(formUrl: string, topics: FormTopic[] = []): string {
+  // the list's public topics as the hosted form offers them (ticked by their default); `topics_shown` says the boxes were there
+  const boxes = topics.length
+    ? `  <input type="hidden" name="topics_shown" value="1">\n${topics.map((t) => `  <label><input type="checkbox" name="topic" value="${escapeHtml(t.id)}"${t.default === 'in' ? ' checked' : ''}> ${escapeHtml(t.name)}</label>\n`).join('')}`
+    : '';
   return `<form method="post" action="${escapeHtml(formUrl)}">
   <label>Email address <input type="email" name="email" required maxlength="254" autocomplete="email"></label>
   <label>Name <input type="text" name="name" maxlength="200" autocomplete="name"></label>
-  <div style="position:absolute;left:-10000px" aria-hidden="true"><input type="text" name="${HONEYPOT_FIELD}" tabindex="-1" autocomplete="off" value=""></div>
+${boxes}  <div style="position:absolute;left:-10000px" aria-hidden="true"><input type="text" name="${HONEYPOT_FIELD}" tabindex="-1" autocomplete="off" value=""></div>
   <button type="submit">Subscribe</button>
 </form>`;
 }

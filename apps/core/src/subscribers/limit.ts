@@ -65,6 +65,22 @@ export function reserveUnsubscribePost(client: string): Promise<Reservation> {
 }
 
 /**
+ * The preference centre's "send me my link" (docs/preferences.md): posts one client (a network: an IPv4 address, an
+ * IPv6 /64) may make in the window, and links one address of a list may be sent in it.
+ */
+export const LINK_REQUESTS_PER_CLIENT = 10;
+export const LINKS_PER_ADDRESS = 3;
+export const LINK_WINDOW_MS = 3_600_000;
+
+export function reserveLinkRequest(client: string): Promise<Reservation> {
+  return reserve(rkey('preferences', 'link-client', client), LINK_WINDOW_MS, LINK_REQUESTS_PER_CLIENT);
+}
+
+export function reserveLinkEmail(listKey: string, email: string): Promise<Reservation> {
+  return reserve(rkey('preferences', 'link-address', listKey, email), LINK_WINDOW_MS, LINKS_PER_ADDRESS);
+}
+
+/**
  * Redis decides whether the person may be added: while it is away or hangs, the request is refused with 503 and
  * Retry-After within REDIS_DEADLINE_MS (the error is an outage's: outage.ts, refusalOf), and nothing is written.
  */

@@ -7,6 +7,8 @@ import { requireAccount } from '../accounts';
 import { requireMailbox } from '../mailboxes';
 import { seriesOf, setSeriesSteps, type SeriesStepView } from '../lifecycle/series';
 import type { SeriesStepInput } from '../lifecycle/schema';
+import type { Prisma } from '../../../../generated/prisma/client';
+import { topicsOf, type Topic } from '../topics';
 
 /** The List of docs/api.md. */
 export interface ListView {
@@ -14,10 +16,29 @@ export interface ListView {
   name: string;
   confirm: boolean;
   subscribers: number;
+  /** docs/preferences.md: a public list has an archive */
+  public: boolean;
+  /** the preference centre's "send me my link" page */
+  preferences_url: string;
+  /** the archive page of a public list; null for a private one */
+  archive_url: string | null;
 }
 
+/** The preference centre's "send me my link" page of a list (apps/api/src/routes/preferences.ts). */
+export const listPreferencesUrl = (key: string) => `${config().publicUrl}/preferences/list/${encodeURIComponent(key)}`;
+/** The public archive page of a list (apps/api/src/routes/archive.ts); its feed is `<archive_url>/feed.xml`. */
+export const archiveUrl = (key: string) => `${config().publicUrl}/archive/${encodeURIComponent(key)}`;
+
 export function listView(list: List): ListView {
-  return { key: list.key, name: list.name, confirm: list.confirm, subscribers: list.subscriberCount };
+  return {
+    key: list.key,
+    name: list.name,
+    confirm: list.confirm,
+    subscribers: list.subscriberCount,
+    public: list.public,
+    preferences_url: listPreferencesUrl(list.key),
+    archive_url: list.public ? archiveUrl(list.key) : null,
+  };
 }
 
 /** The hosted sign-up form of a list (apps/api/src/routes/pages.ts, `/f/:key`), under PUBLIC_URL. */
@@ -26,10 +47,24 @@ export function formUrl(key: string): string {
 }
 
 /** A list as the operator sees it (admin API, CLI): the public view, its ids and its form's address. */
-export type AdminListView = ListView & { id: number; account: number; mailbox: number; form_url: string };
+export type AdminListView = ListView & {
+  id: number;
+  account: number;
+  mailbox: number;
+  form_url: string;
+  /** docs/preferences.md */
+  topics: Topic[];
+};
 
 function adminListView(list: List): AdminListView {
-  return { id: list.id, account: list.accountId, mailbox: list.mailboxId, ...listView(list), form_url: formUrl(list.key) };
+  return {
+    id: list.id,
+    account: list.accountId,
+    mailbox: list.mailboxId,
+    ...listView(list),
+    form_url: formUrl(list.key),
+    topics: topicsOf(list),
+  };
 }
 
 export interface NewList {
@@ -39,6 +74,8 @@ export interface NewList {
   mailbox: number;
   /** the welcome series (docs/lists.md) */
   steps?: SeriesStepInput[];
+  topics?: Topic[];
+  public?: boolean;
 }
 
 /** One list with its welcome series: each step with how many wait for it, got it, left before it. */
@@ -55,6 +92,8 @@ export async function createList(db: Db, input: NewList): Promise<ListWithSeries
         name: input.name,
         confirm: input.confirm,
         key: randomBase62(20),
+        topics: (input.topics ?? []) as unknown as Prisma.InputJsonValue,
+        public: input.public ?? false,
       },
     });
     if (input.steps?.length) await setSeriesSteps(tx, created, input.steps);
@@ -95,6 +134,9 @@ export interface ListChanges {
   mailbox?: number;
   /** replaces the welcome series; [] removes it (runs under way end when their next step comes up) */
   steps?: SeriesStepInput[];
+  /** replaces the topics; a subscriber's choice of a topic removed is kept, and counts again if the topic comes back */
+  topics?: Topic[];
+  public?: boolean;
 }
 
 /**
@@ -106,7 +148,16 @@ export async function changeList(db: Db, id: number, changes: ListChanges): Prom
   if (!list) throw new NotFound(`no list with id ${id}`);
   if (changes.mailbox !== undefined) await requireMailbox(db, list.accountId, changes.mailbox);
   await db.$transaction(async (tx) => {
-    await tx.list.update({ where: { id }, data: { name: changes.name, confirm: changes.confirm, mailboxId: changes.mailbox } });
+    await tx.list.update({
+      where: { id },
+      data: {
+        name: changes.name,
+        confirm: changes.confirm,
+        mailboxId: changes.mailbox,
+        topics: changes.topics as unknown as Prisma.InputJsonValue | undefined,
+        public: changes.public,
+      },
+    });
     if (changes.steps) await setSeriesSteps(tx, list, changes.steps);
   });
   return getList(db, id);

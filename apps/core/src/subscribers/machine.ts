@@ -17,6 +17,7 @@ import { CONFIRMATION_LINK_PLACEHOLDER, confirmationTokenOf } from './confirm-li
 import { issueToken } from './tokens';
 import { insertPending, lockLiveSubscriptions, lockSubscriberAt, suppressedInAccount } from './repository';
 import { startSeries } from '../lifecycle/repository';
+import { recordConsent, recordSuppressions, type ConsentContext } from '../consent/repository';
 
 /**
  * The subscriber state machine of docs/api.md. Internal states: pending, active, unsubscribed, bounced, complained.
@@ -44,7 +45,8 @@ export function findListByKey(db: Tx, key: string): Promise<ListWithMailbox | nu
   return db.list.findUnique({ where: { key }, include: { mailbox: true } });
 }
 
-export type NewSubscriber = Omit<SubscriberInput, 'list'>;
+/** `topics`: the hosted form's ticked and unticked public topics (docs/preferences.md), kept for a person new to the list. */
+export type NewSubscriber = Omit<SubscriberInput, 'list'> & { topics?: Record<string, boolean> };
 
 interface AddOutcome {
   status: AddStatus;
@@ -58,7 +60,7 @@ interface AddOutcome {
  * nothing written); the slot is given back when the answer turns out not to be a new person or the transaction fails.
  * The hosted form (`channel: 'form'`) always asks for confirmation: it cannot know who typed the address.
  */
-export async function addSubscriber(db: Db, list: ListWithMailbox, input: NewSubscriber, channel: Channel): Promise<AddStatus> {
+export async function addSubscriber(db: Db, list: ListWithMailbox, input: NewSubscriber, channel: Channel, consent: ConsentContext = consentOf(channel), detail: Record<string, unknown> = {}): Promise<AddStatus> {
   const known = await db.subscriber.findUnique({ where: { listId_email: { listId: list.id, email: input.email } }, select: { id: true } });
   // a suppressed address is not a new person: it answers `suppressed` even when the window is full
   if (!known && (await isSuppressed(db, list.accountId, input.email))) return 'suppressed';
@@ -71,7 +73,7 @@ export async function addSubscriber(db: Db, list: ListWithMailbox, input: NewSub
   }
   let outcome: AddOutcome;
   try {
-    outcome = await db.$transaction((tx) => applyAdd(tx, list, input, channel, new Date()));
+    outcome = await db.$transaction((tx) => applyAdd(tx, list, input, channel, new Date(), consent, detail));
   } catch (err) {
     if (reservation?.taken) await reservation.release();
     throw err;
@@ -86,7 +88,7 @@ export async function addSubscriber(db: Db, list: ListWithMailbox, input: NewSub
  * which guards against a leaked key or an abused form, not against the operator.
  */
 export async function importSubscriber(db: Db, list: ListWithMailbox, input: NewSubscriber): Promise<AddStatus> {
-  const outcome = await db.$transaction((tx) => applyAdd(tx, list, input, 'api', new Date()));
+  const outcome = await db.$transaction((tx) => applyAdd(tx, list, input, 'api', new Date(), { source: 'import' }, {}));
   await deliverAfterCommit(db, outcome.messages);
   return outcome.status;
 }
@@ -96,7 +98,7 @@ export async function importSubscriber(db: Db, list: ListWithMailbox, input: New
  * one-statement path after taking a slot of the list's hourly window; everything else, and a full window, through
  * `addSubscriber`'s transaction, which answers exactly as before. The slot is given back unless a new person was added.
  */
-export async function addSubscriberByKey(db: Db, adds: FastAdds, accountId: number, listKey: string, input: NewSubscriber): Promise<AddStatus> {
+export async function addSubscriberByKey(db: Db, adds: FastAdds, accountId: number, listKey: string, input: NewSubscriber, keyId: number | null = null): Promise<AddStatus> {
   const reservation = await reserveNewSubscriber(listKey, 'api');
   if (reservation.taken) {
     let outcome;
@@ -109,6 +111,7 @@ export async function addSubscriberByKey(db: Db, adds: FastAdds, accountId: numb
         tags: unique(input.tags ?? []),
         fields: input.fields ?? {},
         confirmed: input.confirmed === true,
+        keyId,
       });
     } catch (err) {
       await reservation.release();
@@ -118,21 +121,26 @@ export async function addSubscriberByKey(db: Db, adds: FastAdds, accountId: numb
     await reservation.release();
     if (outcome === 'suppressed') return 'suppressed';
   }
-  return addSubscriber(db, await requireAccountList(db, accountId, listKey), input, 'api');
+  return addSubscriber(db, await requireAccountList(db, accountId, listKey), input, 'api', { source: 'api_key' }, { key: keyId });
 }
 
-async function applyAdd(tx: Tx, list: ListWithMailbox, input: NewSubscriber, channel: Channel, now: Date): Promise<AddOutcome> {
+/** What the ledger says of an add when the caller says nothing more: the hosted form's, or an API key's. */
+const consentOf = (channel: Channel): ConsentContext => ({ source: channel === 'form' ? 'form' : 'api_key' });
+
+async function applyAdd(tx: Tx, list: ListWithMailbox, input: NewSubscriber, channel: Channel, now: Date, consent: ConsentContext, detail: Record<string, unknown>): Promise<AddOutcome> {
   if (await isSuppressed(tx, list.accountId, input.email)) return { status: 'suppressed', created: false, messages: [] };
   const needsConfirmation = channel === 'form' || (list.confirm && input.confirmed !== true);
   const inserted = await insertPending(tx, list.id, input.email);
   if (inserted !== undefined) {
-    const fresh = { name: input.name ?? '', tags: unique(input.tags ?? []), fields: input.fields ?? {} };
+    const fresh = { name: input.name ?? '', tags: unique(input.tags ?? []), fields: input.fields ?? {}, topics: input.topics ?? {} };
     if (needsConfirmation) {
       const subscriber = await tx.subscriber.update({ where: { id: inserted }, data: fresh });
+      await recordConsent(tx, inserted, subscribeKind(consent), consent, { ...detail, ...topicChoices(input), status: 'pending' });
       await emitSubscriberChange(tx, list, input.email, 'pending');
       return { status: 'pending', created: true, messages: await sendConfirmation(tx, list, subscriber, now) };
     }
     await tx.subscriber.update({ where: { id: inserted }, data: { ...fresh, status: 'active', confirmedAt: now } });
+    await recordConsent(tx, inserted, subscribeKind(consent), consent, { ...detail, ...topicChoices(input), status: 'active' });
     await countActive(tx, list.id, 1);
     await startSeries(tx, list.id, inserted);
     await emitSubscriberChange(tx, list, input.email, 'active');
@@ -154,6 +162,7 @@ async function applyAdd(tx: Tx, list: ListWithMailbox, input: NewSubscriber, cha
     case 'pending': {
       if (!needsConfirmation) {
         await tx.subscriber.update({ where: { id: current.id }, data: { ...changes, status: 'active', confirmedAt: now } });
+        await recordConsent(tx, current.id, 'confirm', consent, { ...detail, status: 'active' });
         await countActive(tx, list.id, 1);
         await startSeries(tx, list.id, current.id);
         await emitSubscriberChange(tx, list, current.email, 'active');
@@ -167,13 +176,14 @@ async function applyAdd(tx: Tx, list: ListWithMailbox, input: NewSubscriber, cha
 }
 
 /** Unsubscribes: active or pending -> unsubscribed; already left (or bounced) -> gone; not on the list -> absent. */
-export async function removeSubscriber(db: Db, list: List, email: string): Promise<RemoveStatus> {
+export async function removeSubscriber(db: Db, list: List, email: string, consent: ConsentContext = { source: 'api_key' }): Promise<RemoveStatus> {
   return db.$transaction(async (tx) => {
     const id = await lockSubscriberAt(tx, list.id, email);
     if (id === undefined) return 'absent';
     const current = await tx.subscriber.findUniqueOrThrow({ where: { id } });
     if (current.status !== 'active' && current.status !== 'pending') return 'gone';
     await tx.subscriber.update({ where: { id: current.id }, data: { status: 'unsubscribed', unsubscribedAt: new Date() } });
+    await recordConsent(tx, current.id, 'unsubscribe', consent, { was: current.status });
     if (current.status === 'active') await countActive(tx, list.id, -1);
     await countUnsubscribe(tx, list, current.id);
     await emitSubscriberChange(tx, list, current.email, 'unsubscribed');
@@ -195,6 +205,7 @@ export async function suppressAddress(tx: Tx, accountId: number, email: string, 
   const rows = await lockLiveSubscriptions(tx, accountId, address);
   if (!rows.length) return;
   await tx.subscriber.updateMany({ where: { id: { in: rows.map((r) => r.id) } }, data: { status: reason } });
+  await recordSuppressions(tx, rows.map((r) => r.id), reason, detail);
   for (const row of rows.filter((r) => r.status === 'active')) await countActive(tx, row.list_id, -1);
 }
 
@@ -250,6 +261,11 @@ async function deliverAfterCommit(db: Db, messages: { id: string }[]): Promise<v
 }
 
 const unique = (values: string[]) => [...new Set(values)];
+
+const topicChoices = (input: NewSubscriber) => (input.topics && Object.keys(input.topics).length ? { topics: input.topics } : {});
+
+/** An import's add is an `import` in the ledger; every other add a `subscribe`. */
+const subscribeKind = (consent: ConsentContext) => (consent.source === 'import' ? 'import' : 'subscribe');
 
 /**
  * What a repeated add changes: a non-empty name replaces the old one; tags are the union and fields are merged with

@@ -18,12 +18,12 @@ export async function listListsOf(db: Db, key: ApiKey) {
 
 export async function subscribe(db: Db, adds: FastAdds, verifier: Verifier, key: ApiKey, body: unknown) {
   const { list: listKey, verify, ...person } = validate(subscriberInput, body ?? {});
-  if (!verify) return { ok: true as const, status: await addSubscriberByKey(db, adds, key.accountId, listKey, person) };
+  if (!verify) return { ok: true as const, status: await addSubscriberByKey(db, adds, key.accountId, listKey, person, key.id) };
   // docs/verification.md: verified first; blocked, nobody is added (like a suppressed address: answered, not refused)
   const list = await requireAccountList(db, key.accountId, listKey);
   const [verification] = await verifier.verify(db, key.accountId, [person.email]);
   if (verify === 'block_undeliverable' && verification!.result === 'undeliverable') return { ok: true as const, status: 'undeliverable' as const, verification: verification! };
-  const status = await addSubscriberByKey(db, adds, key.accountId, listKey, person);
+  const status = await addSubscriberByKey(db, adds, key.accountId, listKey, person, key.id);
   await keepVerifications(db, { list: list.id }, [{ email: person.email, result: verification!.result, checkedAt: new Date() }]);
   return { ok: true as const, status, verification: verification! };
 }
@@ -31,5 +31,5 @@ export async function subscribe(db: Db, adds: FastAdds, verifier: Verifier, key:
 export async function unsubscribe(db: Db, key: ApiKey, body: unknown) {
   const { list: listKey, email } = validate(unsubscribeInput, body);
   const list = await requireAccountList(db, key.accountId, listKey);
-  return { ok: true as const, status: await removeSubscriber(db, list, email) };
+  return { ok: true as const, status: await removeSubscriber(db, list, email, { source: 'api_key' }) };
 }

@@ -1,6 +1,7 @@
 import { rawQuery, type Db, type Tx } from '../db';
 import { subscribed } from '../events/repository';
 import { startSeriesSql } from '../lifecycle/repository';
+import { recordConsentSql } from '../consent/repository';
 
 /**
  * The subscribers' SQL, and nothing else writes it: subscriptions, their confirmation tokens and the suppressions
@@ -17,8 +18,8 @@ import { startSeriesSql } from '../lifecycle/repository';
  */
 const FAST_ADD = `
 WITH i AS (
-  SELECT * FROM unnest($1::int[], $2::text[], $3::text[], $4::text[], $5::jsonb[], $6::jsonb[], $7::bool[])
-    WITH ORDINALITY AS i(account_id, list_key, email, name, tags, fields, confirmed, ord)
+  SELECT * FROM unnest($1::int[], $2::text[], $3::text[], $4::text[], $5::jsonb[], $6::jsonb[], $7::bool[], $8::int[])
+    WITH ORDINALITY AS i(account_id, list_key, email, name, tags, fields, confirmed, key_id, ord)
 ), r AS (
   SELECT i.*, l.id AS list_id, (NOT l.confirm OR i.confirmed) AS activate,
     i.ord = min(i.ord) OVER (PARTITION BY l.id, i.email) AS first,
@@ -44,6 +45,13 @@ WITH i AS (
   WHERE l.id = c.list_id
   RETURNING 1
 ), started AS (${startSeriesSql('added')}
+), ledger AS (${recordConsentSql(
+  `(SELECT a.id, r.key_id FROM added a JOIN r ON r.list_id = a.list_id AND r.email = a.email AND r.first)`,
+  `'subscribe'`,
+  `'api_key'`,
+  `''`,
+  `jsonb_build_object('status', 'active', 'key', r.key_id)`,
+)}
 ), announced AS (
   INSERT INTO events (account_id, type, data)
   SELECT r.account_id, 'subscriber.confirmed', jsonb_build_object('list', r.list_key, 'email', r.email, 'name', r.name, 'status', 'active')
@@ -68,6 +76,8 @@ export interface FastAdd {
   tags: string[];
   fields: Record<string, unknown>;
   confirmed: boolean;
+  /** the API key that asked, for the consent ledger */
+  keyId?: number | null;
 }
 
 /** Adds a batch of people in one statement (FAST_ADD above); answers each add's outcome, in order. */
@@ -84,6 +94,7 @@ export async function fastAddRows(db: Db, adds: FastAdd[]): Promise<FastAddOutco
       column((a) => JSON.stringify(a.tags)),
       column((a) => JSON.stringify(a.fields)),
       column((a) => a.confirmed),
+      column((a) => a.keyId ?? null),
     ],
     'fast-add-subscribers',
   );

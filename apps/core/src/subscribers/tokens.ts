@@ -4,6 +4,8 @@ import { emitSubscriberChange } from '../events/subscribers';
 import { CONFIRMATION_TOKEN } from './confirm-link';
 import { lockSubscriber, spendToken } from './repository';
 import { startSeries } from '../lifecycle/repository';
+import { recordConsent, type ConsentContext } from '../consent/repository';
+import { confirmText } from './html';
 
 /** Confirmation links work for 7 days (docs/api.md). */
 export const TOKEN_TTL_MS = 7 * 24 * 3600 * 1000;
@@ -46,7 +48,7 @@ export type ConfirmResult = 'confirmed' | 'already' | 'gone' | Exclude<LinkState
  * POST /confirm/<token>: spends the token (atomically: of two simultaneous posts one wins) and moves the pending
  * subscriber to active, counting it, in one transaction. Every other token of the subscriber is spent too.
  */
-export async function confirmByLink(db: Db, token: string, now = new Date()): Promise<{ result: ConfirmResult; listName: string }> {
+export async function confirmByLink(db: Db, token: string, now = new Date(), consent: ConsentContext = { source: 'form' }): Promise<{ result: ConfirmResult; listName: string }> {
   if (!looksLikeToken(token)) return { result: 'unknown', listName: '' };
   const hash = sha256(token);
   return db.$transaction(async (tx) => {
@@ -61,6 +63,8 @@ export async function confirmByLink(db: Db, token: string, now = new Date()): Pr
     if (subscriber.status === 'active') return { result: 'already', listName };
     if (subscriber.status !== 'pending') return { result: 'gone', listName };
     await tx.subscriber.update({ where: { id: subscriberId }, data: { status: 'active', confirmedAt: now } });
+    // the page the person confirmed on says what they agreed to
+    await recordConsent(tx, subscriberId, 'confirm', { formText: confirmText(listName), ...consent }, { status: 'active' });
     await tx.list.update({ where: { id: subscriber.listId }, data: { subscriberCount: { increment: 1 } } });
     await startSeries(tx, subscriber.listId, subscriberId);
     await tx.confirmationToken.updateMany({ where: { subscriberId, usedAt: null }, data: { usedAt: now } });

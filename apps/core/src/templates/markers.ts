@@ -5,6 +5,7 @@
  */
 export const UNSUBSCRIBE_URL_MARKER = '{{unsubscribe_url}}';
 export const CONFIRMATION_LINK_MARKER = '{{confirmation_link}}';
+export const PREFERENCES_URL_MARKER = '{{preferences_url}}';
 
 /** A stored body or header with `value` in place of `marker` (a row written without the marker passes as it is). */
 export function fillMarker<T extends string | null>(stored: T, marker: string, value: () => string): T {

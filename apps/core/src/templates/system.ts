@@ -24,3 +24,27 @@ The link works for 7 days. If you did not ask for this, ignore this email: you w
 </html>
 `,
 } as const;
+
+/** The preference centre's "send me my link" email (preferences/email.ts): `list_name` and `link`. */
+export const PREFERENCES_LINK_EMAIL = {
+  subject: 'Your link to choose what you receive from {{ list_name }}',
+  text: `Hello,
+
+Someone (we hope you) asked for the link to your preferences for {{ list_name }}. Open it to choose your topics, pause
+emails for a while, change your name or leave the list:
+
+{{ link }}
+
+If you did not ask for this, ignore this email: nothing changes.
+`,
+  html: `<!doctype html>
+<html lang="en">
+<body style="font-family:system-ui,-apple-system,'Segoe UI',Roboto,sans-serif;font-size:16px;line-height:1.5;color:#1a1a1a">
+<p>Hello,</p>
+<p>Someone (we hope you) asked for the link to your preferences for <strong>{{ list_name }}</strong>. Open it to choose your topics, pause emails for a while, change your name or leave the list:</p>
+<p><a href="{{ link }}">Choose what you receive</a></p>
+<p>If you did not ask for this, ignore this email: nothing changes.</p>
+</body>
+</html>
+`,
+} as const;

@@ -13,6 +13,7 @@ import { listMailboxes } from '../../../../core/src/mailboxes';
 import { Joi, validate } from '../../../../core/src/validate';
 import { ACCOUNT_SELECT, CSRF_FIELD, FORM_LIMIT_TEXT, mailboxSelect } from '../views';
 import { field, numberField, type ConsolePage } from '../page';
+import { subscriberRoutes, subscriberTemplates } from './subscriber';
 
 const SUBSCRIBER_STATUSES = ['pending', 'active', 'unsubscribed', 'bounced', 'complained'] as const;
 const subscribersQuery = Joi.object({
@@ -25,6 +26,7 @@ export const listsPage: ConsolePage = {
   path: '/lists',
   title: 'Lists',
   templates: {
+    ...subscriberTemplates,
     import: `<p><a href="/admin/lists/<%= it.import.list %>">Back to the list</a></p>
 <p id="import-status">Import <%= it.import.id %>: <strong><%= it.import.status %></strong>, <%= it.import.processed %> of <%= it.import.total %> lines (<%= it.percent %>%)</p>
 <progress max="<%= it.import.total %>" value="<%= it.import.processed %>"><%= it.percent %>%</progress>
@@ -63,7 +65,7 @@ ${mailboxSelect('Mailbox (sends the confirmation emails)')}
 <button>Filter</button>
 </form>
 <table><thead><tr><th>Id</th><th>Email</th><th>Name</th><th>Status</th><th>Added</th><th>Confirmed</th><th>Verified</th></tr></thead><tbody>
-<% it.page.rows.forEach(function (s) { %><tr><td><%= s.id %></td><td><%= s.email %></td><td><%= s.name %></td><td><%= s.status %></td><td><%= s.created_at %></td><td><%= s.confirmed_at || '-' %></td><td><% if (s.verification) { %><span class="verification <%= s.verification.result %>"><%= s.verification.result %></span> <span class="muted">(<%= s.verification.checked_at %>)</span><% } else { %>-<% } %></td></tr><% }) %>
+<% it.page.rows.forEach(function (s) { %><tr><td><a href="/admin/subscribers/<%= s.id %>"><%= s.id %></a></td><td><%= s.email %></td><td><%= s.name %></td><td><%= s.status %></td><td><%= s.created_at %></td><td><%= s.confirmed_at || '-' %></td><td><% if (s.verification) { %><span class="verification <%= s.verification.result %>"><%= s.verification.result %></span> <span class="muted">(<%= s.verification.checked_at %>)</span><% } else { %>-<% } %></td></tr><% }) %>
 </tbody></table>
 <% if (it.page.next) { %><p><a rel="next" href="/admin/lists/<%= it.list.id %>?q=<%= encodeURIComponent(it.q) %>&amp;status=<%= encodeURIComponent(it.status) %>&amp;after=<%= it.page.next %>">Next page</a></p><% } %>
 <form method="post" action="/admin/lists/<%= it.list.id %>/upload" enctype="multipart/form-data" class="card" id="upload">${CSRF_FIELD}
@@ -82,6 +84,7 @@ ${mailboxSelect('Mailbox (sends the confirmation emails)')}
 </form>`,
   },
   routes(router, ctx) {
+    subscriberRoutes(router, ctx);
     router.get('/lists', async (req, res) => {
       const [lists, accounts, mailboxes] = await Promise.all([browseLists(ctx.db), listAccounts(ctx.db), listMailboxes(ctx.db)]);
       ctx.render(req, res, 'lists', 'Lists', { lists, accounts, mailboxes });
@@ -169,7 +172,7 @@ ${mailboxSelect('Mailbox (sends the confirmation emails)')}
         null,
         2,
       );
-      ctx.render(req, res, 'list', `List ${list.name}`, { list, page, q: filter.q ?? '', status: status ?? '', statuses: SUBSCRIBER_STATUSES, formUrl: url, snippet: embedSnippet(url), stepsJson });
+      ctx.render(req, res, 'list', `List ${list.name}`, { list, page, q: filter.q ?? '', status: status ?? '', statuses: SUBSCRIBER_STATUSES, formUrl: url, snippet: embedSnippet(url, list.topics.filter((t) => t.public)), stepsJson });
     });
   },
 };

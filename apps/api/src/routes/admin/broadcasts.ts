@@ -27,7 +27,7 @@ export function broadcastsRouter(db: Db): Router {
     .route('/broadcasts/audience')
     .post(async (req, res) => {
       const query = validate(audienceQuery, req.body);
-      res.json({ ok: true, count: await dryRunAudience(db, query.list, query.audience ?? {}) });
+      res.json({ ok: true, count: await dryRunAudience(db, query.list, query.audience ?? {}, query.topics) });
     })
     .all(methodNotAllowed);
 

@@ -4,6 +4,7 @@ import { requireJsonBody } from '../../middleware/request';
 import { accountsRouter } from './accounts';
 import { broadcastsRouter } from './broadcasts';
 import { campaignsRouter } from './campaigns';
+import { consentRouter } from './consent';
 import { deliveryStatusRouter } from './delivery-status';
 import { domainsRouter } from './domains';
 import { importsRouter } from './imports';
@@ -36,6 +37,7 @@ export function adminRouter(db: Db, json: RequestHandler): Router {
   router.use(mailboxesRouter(db));
   router.use(keysRouter(db));
   router.use(listsRouter(db));
+  router.use(consentRouter(db));
   router.use(campaignsRouter(db));
   router.use(messagesRouter(db));
   router.use(suppressionsRouter(db));
