@@ -166,7 +166,7 @@ export function outageScenarios<W extends OutageWorld, A extends Answer, D exten
       apis: 1,
       workers: 2,
       drainFirst: true,
-      setup: (world: W) => startPgBouncer(kit, world, servers),
+      setup: (world: W) => startPgBouncer(kit, world, servers, { loginRetrySeconds: null }),
       teardown: () => stopServers(servers.splice(0)),
       async run(world: W) {
         const answers = await kit.load(world, kit.sends);
