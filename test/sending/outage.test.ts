@@ -1,10 +1,12 @@
 import request from 'supertest';
 import { createApp } from '../../apps/api/src/app';
+import { Semaphore } from '../../apps/core/src/batch';
 import { createDb, db, type Db } from '../../apps/core/src/db';
 import { createDelivery, deliverBatch, deliverMessage, type Delivery } from '../../apps/core/src/delivery/deliver';
 import { FastClaims } from '../../apps/core/src/delivery/fast-claim';
 import { HOLDER, HOLDER_TTL_MS } from '../../apps/core/src/delivery/lease';
 import { productionGuards } from '../../apps/core/src/delivery/production-guards';
+import type { DomainSigner } from '../../apps/core/src/domains/sending';
 import { logger } from '../../apps/core/src/logger';
 import { redis, rkey } from '../../apps/core/src/redis';
 import { makeTenant } from '../helpers/factories';
@@ -98,6 +100,29 @@ it('fails a dispatch batch whose claim Postgres did not answer, sending nothing,
   expect(await deliverBatch(behindProxy, batch)).toEqual({ sent: 2, handedOn: 0 });
   expect(sink.to('claim-outage1@example.org')).toHaveLength(1);
   expect(sink.to('claim-outage2@example.org')).toHaveLength(1);
+});
+
+it("gives back a batch's row slots when its emails fail before the wire, and the worker takes those rows again", async () => {
+  const tenant = await makeTenant({ smtp: sink.url });
+  const ids = [...(await writtenCopies(tenant, ['slot1@example.org', 'slot2@example.org'])).values()];
+  const batch = ids.map((id) => ({ id, notBefore: null }));
+  // Postgres gone just as the signing keys are read (their cache ran out during an outage): claimed, nothing sent
+  const keysAway = { sign: () => Promise.reject(new Error('the signing keys could not be read')) } as unknown as DomainSigner;
+  const worker: Delivery = { ...direct, claims: new FastClaims(db()), rows: new Semaphore(2), signer: keysAway };
+  await expect(deliverBatch(worker, batch)).rejects.toThrow(/signing keys/);
+  // both slots back: a batch that needs the whole capacity does not wait for ever
+  expect(await worker.rows.acquireWithin(2, 100)).toBe(true);
+  worker.rows.release(2);
+  for (const id of ids) expect(await db().message.findUniqueOrThrow({ where: { id } })).toMatchObject({ status: 'sending', lockedBy: HOLDER });
+
+  // once their lease ran out, the batch run again hands the rows on (the batched claim takes no `sending` row); their
+  // own jobs in this worker, which let them go unmarked, take them again
+  await db().message.updateMany({ where: { id: { in: ids } }, data: { lockedUntil: new Date(Date.now() - 1_000) } });
+  const healthy: Delivery = { ...worker, signer: direct.signer };
+  expect(await deliverBatch(healthy, batch)).toEqual({ sent: 0, handedOn: 2 });
+  for (const id of ids) expect(await deliverMessage(healthy, id, { lastAttempt: false })).toMatchObject({ kind: 'sent' });
+  expect(sink.to('slot1@example.org')).toHaveLength(1);
+  expect(sink.to('slot2@example.org')).toHaveLength(1);
 });
 
 describe('a lease that ran out while Postgres was away', () => {

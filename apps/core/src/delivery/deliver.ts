@@ -198,23 +198,20 @@ async function sendClaimed(
   return whileHeld(delivery.heartbeat, message.id, async () => {
     // the email's bytes are reserved before nodemailer builds it: big emails wait for each other, not the heap
     const bytes = await takeBytes(delivery.bytes, message);
-    let held = true;
-    const giveBack = () => {
-      if (held) {
-        held = false;
-        delivery.bytes.release(bytes);
-      }
+    let onTheWire = true;
+    const offTheWire = () => {
+      if (!onTheWire) return;
+      onTheWire = false;
+      delivery.bytes.release(bytes);
+      options.afterWire?.();
     };
     try {
-      return await talkAndMark(delivery, message, {
-        ...options,
-        afterWire: () => {
-          giveBack();
-          options.afterWire?.();
-        },
-      });
+      return await talkAndMark(delivery, message, { ...options, afterWire: offTheWire });
     } finally {
-      giveBack();
+      // whatever ended it before the wire (Postgres away while the signing keys were read), the email's bytes and
+      // its row's slot go back: a slot kept would shrink the worker's dispatch capacity for good, and a batch that
+      // needs it all would wait for ever
+      offTheWire();
     }
   });
 }
