@@ -3,7 +3,10 @@
  * with what is measured. It accepts every message and records, per Message-ID, when each copy's DATA ended (epoch ms).
  * SMTP on SINK_SMTP_PORT; HTTP on SINK_HTTP_PORT: GET /count answers `{count, unique}` (copies, distinct
  * Message-IDs), GET /ids `{ "<id@domain>": [t1, t2...] }`, POST /reset forgets everything. SINK_DELAY_MS (default 0)
- * makes it answer each DATA that much later, like a remote server (the bench's scale phase).
+ * makes it answer each DATA that much later, like a remote server (the bench's scale phase). SINK_XOAUTH2_CHECK_URL
+ * makes it a server that takes XOAUTH2 logins only (as Gmail does): each access token is checked with a GET of that URL
+ * plus `?token=...` (200: issued by the provider), and mail without a login is refused (the fault suite's
+ * `oauth-provider-down`).
  */
 import http from 'node:http';
 import { SMTPServer } from 'smtp-server';
@@ -12,9 +15,28 @@ const DELAY_MS = Number(process.env.SINK_DELAY_MS ?? 0);
 let received = new Map<string, number[]>();
 let count = 0;
 
+const XOAUTH2_CHECK_URL = process.env.SINK_XOAUTH2_CHECK_URL;
+
+/** The provider says whether it issued the token (any failure to ask is a refusal). */
+async function tokenIssued(token: string): Promise<boolean> {
+  const res = await fetch(`${XOAUTH2_CHECK_URL}?token=${encodeURIComponent(token)}`).catch(() => null);
+  return res?.status === 200;
+}
+
 const smtp = new SMTPServer({
-  disabledCommands: ['STARTTLS', 'AUTH'],
-  authOptional: true,
+  ...(XOAUTH2_CHECK_URL
+    ? {
+        disabledCommands: ['STARTTLS'],
+        authMethods: ['XOAUTH2'],
+        allowInsecureAuth: true,
+        onAuth(login, _session, callback) {
+          if (login.method !== 'XOAUTH2' || !login.accessToken) return callback(new Error('XOAUTH2 only'));
+          void tokenIssued(login.accessToken).then((issued) =>
+            issued ? callback(null, { user: login.username }) : callback(null, { data: { status: '401', schemes: 'bearer' } }),
+          );
+        },
+      }
+    : { disabledCommands: ['STARTTLS', 'AUTH'], authOptional: true }),
   logger: false,
   onData(stream, _session, callback) {
     let head = '';

@@ -136,6 +136,23 @@ export async function keptMarks(url: string, received: Map<string, number[]>, ba
   }
 }
 
+/** What Postgres says of rows the sink never received, grouped (a lost row's status, holder and lease tell why). */
+async function rowsOf(url: string, ids: string[]): Promise<Record<string, unknown>[]> {
+  const client = new Client({ connectionString: url });
+  await client.connect();
+  try {
+    const { rows } = await client.query(
+      `SELECT status::text, locked_by, (locked_until < now()) AS lease_ran_out, attempts, (enqueued_at IS NOT NULL) AS enqueued, count(*)::int AS n,
+              min(extract(epoch FROM now() - updated_at))::int AS updated_seconds_ago
+       FROM messages WHERE id = ANY($1::uuid[]) GROUP BY 1, 2, 3, 4, 5`,
+      [ids],
+    );
+    return rows;
+  } finally {
+    await client.end();
+  }
+}
+
 export function outageScenarios<W extends OutageWorld, A extends Answer, D extends { received: Map<string, number[]>; duplicateIds: string[] }>(kit: Kit<W, A, D>) {
   const servers: ChildProcess[] = [];
   const summarize = (answers: A[]) => kit.summarizeAnswers(answers) as Summary;
@@ -166,7 +183,7 @@ export function outageScenarios<W extends OutageWorld, A extends Answer, D exten
       apis: 1,
       workers: 2,
       drainFirst: true,
-      setup: (world: W) => startPgBouncer(kit, world, servers),
+      setup: (world: W) => startPgBouncer(kit, world, servers, { loginRetrySeconds: null }),
       teardown: () => stopServers(servers.splice(0)),
       async run(world: W) {
         const answers = await kit.load(world, kit.sends);
@@ -187,6 +204,7 @@ export function outageScenarios<W extends OutageWorld, A extends Answer, D exten
         const d = await kit.delivery(world.sink, ids);
         const outage = summarize(during);
         const kept = await keptMarks(world.env.DIRECT_DATABASE_URL!, d.received, back);
+        const lostRows = d.lost ? await rowsOf(world.env.DIRECT_DATABASE_URL!, ids.filter((id) => !d.received.has(id))) : [];
         // each copy of a duplicate, in ms from Postgres's return (negative: before it)
         const copies = d.duplicateIds.map((id) => d.received.get(id)!.map((t) => t - back));
         return {
@@ -195,7 +213,7 @@ export function outageScenarios<W extends OutageWorld, A extends Answer, D exten
           duplicates: d.duplicates,
           lost: d.lost,
           drainSeconds: seconds(ms),
-          duringFault: { sendsWhilePostgresDown: outage, sentMarksKeptThroughTheOutage: kept, duplicateCopiesMsFromReturn: copies },
+          duringFault: { sendsWhilePostgresDown: outage, sentMarksKeptThroughTheOutage: kept, duplicateCopiesMsFromReturn: copies, ...(d.lost ? { lostRows } : {}) },
           target: '0 duplicates, 0 lost; every send during the outage 503 with Retry-After within 1 s',
           met: d.duplicates === 0 && d.lost === 0 && d.accepted === kit.sends && (outage.statuses['503'] ?? 0) === during.length && answeredWell(outage, 1_000),
         };

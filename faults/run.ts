@@ -20,6 +20,7 @@ import { smtpScenarios } from './smtp';
 import { lifecycleScenarios } from './lifecycle';
 import { inboundScenarios } from './inbound';
 import { keptMarks, outageScenarios } from './outages';
+import { oauthScenarios } from './oauth';
 
 const ROOT = path.resolve(__dirname, '..');
 const SENDS = Number(process.env.FAULTS_SENDS ?? 2000);
@@ -904,6 +905,8 @@ Object.assign(scenarios, smtpScenarios({ ...kit, startNode, stopService }));
 Object.assign(scenarios, inboundScenarios(kit));
 // Postgres stopped behind PgBouncer under sends (faults/outages.ts)
 Object.assign(scenarios, outageScenarios(kit));
+// an OAuth2 mailbox's token endpoint answering 500 for a minute under sends (faults/oauth.ts)
+Object.assign(scenarios, oauthScenarios({ ...kit, startNode, stopService }));
 
 /**
  * The dependency outages each scenario makes its services see (Postgres or Redis going and coming back); the others
@@ -924,6 +927,7 @@ const OUTAGES: Record<string, number> = {
   'pgbouncer-outage': 1,
   'redis-hung': 1,
   'redis-dead-writes': 1,
+  'oauth-provider-down': 1,
 };
 
 /**

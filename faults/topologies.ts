@@ -185,8 +185,15 @@ const seconds = (ms: number | null) => (ms === null ? null : Math.round(ms / 100
 /**
  * Postgres through a PgBouncer 1.18 of the scenario's own (pool_mode = transaction), migrations over
  * DIRECT_DATABASE_URL: world.env pointed at it before the world's processes start; the server goes in `servers`.
+ * `loginRetrySeconds`: PgBouncer's server_login_retry (1 s unless given; null leaves PgBouncer's default, 15 s).
  */
-export async function startPgBouncer(kit: Pick<Kit<WorldLike, unknown, unknown>, 'tmp' | 'asRoot' | 'pgPort' | 'freePort' | 'until' | 'log'>, world: WorldLike, servers: ChildProcess[]): Promise<void> {
+export async function startPgBouncer(
+  kit: Pick<Kit<WorldLike, unknown, unknown>, 'tmp' | 'asRoot' | 'pgPort' | 'freePort' | 'until' | 'log'>,
+  world: WorldLike,
+  servers: ChildProcess[],
+  options: { loginRetrySeconds?: number | null } = {},
+): Promise<void> {
+  const loginRetry = options.loginRetrySeconds === undefined ? 1 : options.loginRetrySeconds;
   ensurePackages({ pgbouncer: 'pgbouncer' });
   const dir = path.join(kit.tmp, 'pgbouncer');
   fs.mkdirSync(dir, { recursive: true });
@@ -208,7 +215,7 @@ export async function startPgBouncer(kit: Pick<Kit<WorldLike, unknown, unknown>,
       'max_client_conn = 1000',
       'default_pool_size = 20',
       // a server login that failed is tried again after 1 s, not 15: Postgres back is Postgres served (docs/deploy.md)
-      'server_login_retry = 1',
+      ...(loginRetry === null ? [] : [`server_login_retry = ${loginRetry}`]),
       '',
     ].join('\n'),
   );
@@ -218,7 +225,7 @@ export async function startPgBouncer(kit: Pick<Kit<WorldLike, unknown, unknown>,
   const pooled = direct.replace(/:\d+\//, `:${port}/`);
   await kit.until(() => listening(port), 10_000, 'pgbouncer');
   Object.assign(world.env, { DATABASE_URL: pooled, DIRECT_DATABASE_URL: direct, DATABASE_TRANSACTION_POOLING: 'true' });
-  kit.log(`pgbouncer :${port} (transaction mode) in front of postgres :${kit.pgPort()}`);
+  kit.log(`pgbouncer :${port} (transaction mode, server_login_retry ${loginRetry ?? 'default'}) in front of postgres :${kit.pgPort()}`);
 }
 
 /** Processes started by `startServer`, killed with their groups (a topology's servers, at its teardown). */

@@ -1,10 +1,10 @@
 import type { Worker } from 'bullmq';
 import { db } from '../../apps/core/src/db';
-import { decryptSecret } from '../../apps/core/src/crypto';
+import { decryptSecret, encryptSecret } from '../../apps/core/src/crypto';
 import { config } from '../../apps/core/src/config';
 import { createDelivery, type Delivery } from '../../apps/core/src/delivery/deliver';
 import { productionGuards } from '../../apps/core/src/delivery/production-guards';
-import { accessToken, forgetAccessToken, MailboxNeedsReconnect, tokenProvider } from '../../apps/core/src/oauth/tokens';
+import { accessToken, forgetAccessToken, MailboxNeedsReconnect, OAuthProviderAway, tokenProvider } from '../../apps/core/src/oauth/tokens';
 import { reconcileDeliveries } from '../../apps/core/src/delivery/reconcile';
 import { logger } from '../../apps/core/src/logger';
 import { redis, rkey } from '../../apps/core/src/redis';
@@ -315,5 +315,32 @@ describe('the provider down', () => {
       spies.forEach((s) => s.mockRestore());
     }
     expect(lines.map((l) => l.level)).toEqual(['warn', 'info']);
+  }, 60_000);
+
+  test("a worker that saw the provider away logs its return when it takes another worker's fresh token from the cache", async () => {
+    const { mailbox } = await oauthTenant();
+    const box = { id: mailbox.id, authType: 'oauth2' as const };
+    await redis().del(rkey('oauth', 'token', mailbox.id));
+    const lines: string[] = [];
+    const spies = (['warn', 'info'] as const).map((level) =>
+      jest.spyOn(logger, level).mockImplementation(((fields: { dependency?: string }) => {
+        if (fields?.dependency === `oauth provider of mailbox ${mailbox.id}`) lines.push(level);
+      }) as never),
+    );
+    try {
+      await auth.set({ down: true });
+      await expect(accessToken(db(), box)).rejects.toBeInstanceOf(OAuthProviderAway);
+      await auth.set({ down: false });
+      // another worker's token request succeeded once the provider was back: its token is in the cache, as it writes it
+      await redis().del(rkey('oauth', 'away', mailbox.id));
+      const now = Date.now();
+      const theirs = { token: 'from-another-worker', refreshAt: now + 60_000, expiresAt: now + 120_000 };
+      await redis().set(rkey('oauth', 'token', mailbox.id), encryptSecret(JSON.stringify(theirs), config().secretKey), 'PX', 120_000);
+      expect((await accessToken(db(), box)).token).toBe('from-another-worker');
+    } finally {
+      await auth.set({ down: false });
+      spies.forEach((s) => s.mockRestore());
+    }
+    expect(lines).toEqual(['warn', 'info']);
   }, 60_000);
 });

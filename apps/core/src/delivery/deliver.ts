@@ -15,7 +15,7 @@ import { applyBounce, bounceOfAnswer, type Bounce } from '../inbound/bounce-poli
 import { composeMail } from './compose';
 import { FastClaims, type ClaimedRow } from './fast-claim';
 import { guardedKinds, preSendRefusal, type PreSendGuards } from './guards';
-import { deliveryLeaseMs, Heartbeat, HOLDER, whileHeld } from './lease';
+import { deliveryLeaseMs, Heartbeat, HOLDER, stillHeld, whileHeld } from './lease';
 import { addDeliveryJobs, DeliveryQueue } from './outbox';
 import { lockMessage, markAttemptUndelivered } from './repository';
 import { isFinalStatus } from './status';
@@ -137,8 +137,14 @@ type Claim = { kind: 'claimed'; message: ClaimedRow } | Exclude<DeliveryOutcome,
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
+/**
+ * How soon a job looks again at a row whose lease ran out while its holder lives (its mark waiting for Postgres): the
+ * holder's heartbeat or mark comes within a second or two of Postgres answering, its beacon goes within 15 s of its death.
+ */
+const HOLDER_LOOK_AGAIN_MS = 5_000;
+
 /** Takes the row for this worker under a row lock, after the pre-send guards had their say. */
-async function claim({ db, claims, guards }: Delivery, messageId: string): Promise<Claim> {
+async function claim({ db, claims, guards, heartbeat }: Delivery, messageId: string): Promise<Claim> {
   if (!UUID.test(messageId)) return { kind: 'finished', status: 'missing' };
   // the common case in one statement; everything else (guarded kinds, held, early, final rows) below
   const taken = await claims.claimUnguarded(messageId, deliveryLeaseMs(), guardedKinds(guards));
@@ -149,6 +155,8 @@ async function claim({ db, claims, guards }: Delivery, messageId: string): Promi
     const now = new Date();
     if (isFinalStatus(message.status)) return { kind: 'finished', status: message.status };
     if (message.status === 'sending' && message.lockedUntil && message.lockedUntil > now) return { kind: 'busy', until: message.lockedUntil };
+    // a lease that ran out while Postgres was away: taken back only from a holder that is gone (lease.ts)
+    if (message.status === 'sending' && (await stillHeld(heartbeat, messageId, message.lockedBy))) return { kind: 'busy', until: new Date(now.getTime() + HOLDER_LOOK_AGAIN_MS) };
     if (message.notBefore && message.notBefore > now) return { kind: 'early', until: message.notBefore };
     // an address that bounced or complained after this email was queued gets nothing more from the account
     const suppressed = await tx.suppression.findUnique({ where: { accountId_email: { accountId: message.accountId, email: message.to } } });
@@ -190,23 +198,20 @@ async function sendClaimed(
   return whileHeld(delivery.heartbeat, message.id, async () => {
     // the email's bytes are reserved before nodemailer builds it: big emails wait for each other, not the heap
     const bytes = await takeBytes(delivery.bytes, message);
-    let held = true;
-    const giveBack = () => {
-      if (held) {
-        held = false;
-        delivery.bytes.release(bytes);
-      }
+    let onTheWire = true;
+    const offTheWire = () => {
+      if (!onTheWire) return;
+      onTheWire = false;
+      delivery.bytes.release(bytes);
+      options.afterWire?.();
     };
     try {
-      return await talkAndMark(delivery, message, {
-        ...options,
-        afterWire: () => {
-          giveBack();
-          options.afterWire?.();
-        },
-      });
+      return await talkAndMark(delivery, message, { ...options, afterWire: offTheWire });
     } finally {
-      giveBack();
+      // whatever ended it before the wire (Postgres away while the signing keys were read), the email's bytes and
+      // its row's slot go back: a slot kept would shrink the worker's dispatch capacity for good, and a batch that
+      // needs it all would wait for ever
+      offTheWire();
     }
   });
 }

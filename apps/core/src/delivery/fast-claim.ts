@@ -41,8 +41,9 @@ interface ClaimState {
 }
 
 /**
- * The claims of concurrent deliveries in one statement: take each row that is due and nobody holds, and read its
- * mailbox and Send with it. Rows of the `guarded` kinds are left to the full claim, which runs their guard.
+ * The claims of concurrent deliveries in one statement: take each row that is due and waiting (`queued`, `deferred`),
+ * and read its mailbox and Send with it. Rows of the `guarded` kinds are left to the full claim, which runs their
+ * guard, and so are `sending` rows whose lease ran out, whose holder it asks about first.
  *
  * `status::text`, as in the "sent" mark below: the rows are found by primary key. Compared as the enum, the prepared
  * statement's generic plan ANDs the primary key with a walk of the status index over every queued row and every dead

@@ -96,6 +96,19 @@ export function startHolderBeacon(): () => void {
   };
 }
 
+/**
+ * Whether the worker that claimed a `sending` row whose lease ran out still holds it: this process when the row is in
+ * its heartbeat (its SMTP conversation or its "sent" mark still under way), another while its beacon lives. A lease
+ * runs out while Postgres is away however alive its holder is, and Postgres may come back to a claim before the
+ * holder's kept mark: the row is taken back only from a holder that is gone (a row this process let go unmarked, a
+ * dead worker's), or from none (rows claimed before holders were named).
+ */
+export async function stillHeld(beat: Heartbeat, id: string, holder: string | null): Promise<boolean> {
+  if (!holder) return false;
+  if (holder === HOLDER) return beat.held.has(id);
+  return (await liveHolders([holder])).has(holder);
+}
+
 /** Which of these holders' beacons are alive (one round trip). */
 export async function liveHolders(holders: string[]): Promise<Set<string>> {
   const unique = [...new Set(holders)];

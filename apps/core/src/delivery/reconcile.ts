@@ -3,6 +3,7 @@ import { logger } from '../logger';
 import { QUEUE, jobId, queue } from '../queues';
 import { liveHolders } from './lease';
 import { enqueueDelivery } from './outbox';
+import { markStillEnqueued } from './repository';
 
 /**
  * A queued row whose enqueued mark is older than this gets its job looked at: long enough for the API to queue what
@@ -72,7 +73,7 @@ export async function reconcileDeliveries(db: Db, now = new Date()): Promise<{ r
     held += states.filter((s) => s === 'held').length;
     // at the head of the queue: these rows have waited (a lease, a lost Redis) while the backlog behind them had not
     await enqueueDelivery(db, requeue, { first: true });
-    if (onTheirWay.length) await db.message.updateMany({ where: { id: { in: onTheirWay } }, data: { enqueuedAt: now } });
+    if (onTheirWay.length) await markStillEnqueued(db, onTheirWay, now);
     requeued += requeue.length;
     waiting += onTheirWay.length;
     if (stranded.length < PAGE) break;

@@ -14,7 +14,7 @@ export const CLAIM_UNGUARDED = `
 WITH claimed AS (
   UPDATE messages SET status = 'sending', locked_until = now() + $2 * interval '1 millisecond', locked_by = $4, attempts = attempts + 1, updated_at = now()
   WHERE id = ANY($1::uuid[]) AND kind::text <> ALL($3::text[])
-    AND (status::text IN ('queued', 'deferred') OR (status::text = 'sending' AND locked_until < now()))
+    AND status::text IN ('queued', 'deferred')
     AND (not_before IS NULL OR not_before <= now())
     AND NOT EXISTS (SELECT 1 FROM suppressions s WHERE s.account_id = messages.account_id AND s.email = messages."to")
   RETURNING *
@@ -36,8 +36,9 @@ export interface ClaimedJson {
 }
 
 /**
- * Updates to `sending` (held by `holder` for `leaseMs`) each of the messages that is due, unheld, not suppressed and of
- * no `guarded` kind, and reads it with its mailbox and Send, in one statement.
+ * Updates to `sending` (held by `holder` for `leaseMs`) each of the messages that is `queued` or `deferred`, due, not
+ * suppressed and of no `guarded` kind, and reads it with its mailbox and Send, in one statement. A `sending` row whose
+ * lease ran out is never taken here: the full claim (deliver.ts) asks first whether its holder still lives.
  */
 export async function claimUnguardedRows(db: Db, ids: string[], leaseMs: number, guarded: MessageKind[], holder: string): Promise<ClaimedJson[]> {
   return rawQuery<ClaimedJson>(
@@ -124,6 +125,21 @@ export async function lockMessage(tx: Tx, messageId: string): Promise<boolean> {
 /** Sets `enqueued_at` of the messages to now: their delivery jobs are in Redis. */
 export async function markEnqueued(db: Tx, ids: string[]): Promise<void> {
   await rawQuery(db, 'UPDATE messages SET enqueued_at = now() WHERE id = ANY($1::uuid[])', [ids]);
+}
+
+/**
+ * Sets `enqueued_at` of the messages to `at`, skipping any row another statement has locked (a claim or a "sent" mark
+ * under way: the row is being worked on, its mark does not matter). The reconciler's note that a row's job is still on
+ * its way: never waiting for a row lock, it cannot deadlock with a mark taking the same rows in another order (it did
+ * after a Postgres outage behind PgBouncer, as the lease renewal once did).
+ */
+export async function markStillEnqueued(db: Tx, ids: string[], at: Date): Promise<void> {
+  await rawQuery(
+    db,
+    `UPDATE messages SET enqueued_at = $2
+     WHERE id IN (SELECT id FROM messages WHERE id = ANY($1::uuid[]) FOR UPDATE SKIP LOCKED)`,
+    [ids, at],
+  );
 }
 
 /** Clears the enqueued mark of rows whose jobs Redis did not take, so the reconciler queues them on its next run. */

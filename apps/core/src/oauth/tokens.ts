@@ -104,9 +104,14 @@ const RELEASE = "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call
 export async function accessToken(db: Db, mailbox: Pick<Mailbox, 'id' | 'authType'>, options: { rejected?: string } = {}): Promise<CachedToken> {
   if (mailbox.authType !== 'oauth2') throw new Error(`mailbox ${mailbox.id} does not sign in with OAuth2`);
   const deadline = Date.now() + WAIT_MS;
+  // a token another worker got ends the outage this process saw as well: its info line here too
+  const fromCache = (token: CachedToken) => {
+    dependencies.up(providerOf(mailbox.id));
+    return token;
+  };
   for (let pause = 50; ; pause = Math.min(pause * 2, 500)) {
     const cached = await readCache(mailbox.id);
-    if (usable(cached, options.rejected)) return cached;
+    if (usable(cached, options.rejected)) return fromCache(cached);
     // the provider is away: no token request before its pause is over, whichever worker asks
     const away = await readAway(mailbox.id);
     if (away && away.retryAt > Date.now()) throw new OAuthProviderAway(mailbox.id, away.retryAt, away.reason);
@@ -114,9 +119,11 @@ export async function accessToken(db: Db, mailbox: Pick<Mailbox, 'id' | 'authTyp
     const locked = await redis().set(lockKey(mailbox.id), holder, 'PX', LOCK_MS, 'NX');
     if (locked === 'OK') {
       try {
-        // another worker may have refreshed between our read and our lock
+        // another worker may have refreshed between our read and our lock, or found the provider away
         const again = await readCache(mailbox.id);
-        if (usable(again, options.rejected)) return again;
+        if (usable(again, options.rejected)) return fromCache(again);
+        const awayNow = await readAway(mailbox.id);
+        if (awayNow && awayNow.retryAt > Date.now()) throw new OAuthProviderAway(mailbox.id, awayNow.retryAt, awayNow.reason);
         return await refresh(db, mailbox.id);
       } finally {
         await redis().eval(RELEASE, 1, lockKey(mailbox.id), holder).catch(() => undefined);
