@@ -48,6 +48,8 @@ export interface Config {
   readonly retentionDays: number;
   /** days the row of a finished email (and its Send) is kept; 0, the default, keeps them for ever */
   readonly messageRowsDays: number;
+  /** the span of each new partition of messages, message_attempts and events (docs/partitions.md) */
+  readonly partitionInterval: PartitionInterval;
   /** inbound mail as events (docs/inbound-events.md): an attachment larger than this is kept as metadata only */
   readonly inboundAttachmentMaxBytes: number;
   /** request-body bytes an API process reads at once; past it, 503 with Retry-After */
@@ -261,6 +263,16 @@ function positiveNumber(name: string, fallback: number, max: number): number {
   return value;
 }
 
+export const PARTITION_INTERVALS = ['day', 'week', 'month'] as const;
+export type PartitionInterval = (typeof PARTITION_INTERVALS)[number];
+
+function oneOf<T extends string>(name: string, fallback: T, values: readonly T[]): T {
+  const raw = (process.env[name] ?? '').trim().toLowerCase();
+  if (raw === '') return fallback;
+  if (!(values as readonly string[]).includes(raw)) throw new ConfigError(`${name} must be one of ${values.join(', ')}, got "${process.env[name]}"`);
+  return raw as T;
+}
+
 function flag(name: string, fallback: boolean): boolean {
   const raw = (process.env[name] ?? '').trim().toLowerCase();
   if (raw === '') return fallback;
@@ -413,6 +425,7 @@ export function loadConfig(): Config {
     softBounceDays: integer('SOFT_BOUNCE_DAYS', 30, 1, 3650),
     retentionDays: integer('RETENTION_DAYS', 30, 0, 36_500),
     messageRowsDays: integer('MESSAGE_ROWS_DAYS', 0, 0, 36_500),
+    partitionInterval: oneOf('PARTITION_INTERVAL', 'month', PARTITION_INTERVALS),
     inboundAttachmentMaxBytes: integer('INBOUND_ATTACHMENT_MAX_BYTES', 10 * 1024 * 1024, 0, 2 ** 31 - 1),
     maxBodyBytesInFlight: integer('MAX_BODY_BYTES_IN_FLIGHT', 64 * 1024 * 1024, 1024 * 1024, 2 ** 40),
     importMaxBytes: integer('IMPORT_MAX_BYTES', 100 * 1024 * 1024, 64 * 1024, 2 ** 40),
