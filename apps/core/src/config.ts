@@ -3,6 +3,7 @@ import path from 'node:path';
 import crypto from 'node:crypto';
 import net from 'node:net';
 import os from 'node:os';
+import { firstHostUrl } from './failover/hosts';
 
 export interface Config {
   readonly env: string;
@@ -285,7 +286,8 @@ function url(name: string, fallback: string, protocols: string[]): string {
   const raw = process.env[name] || fallback;
   let parsed: URL;
   try {
-    parsed = new URL(raw);
+    // a Postgres URL may list several hosts (failover/): each is checked as the first one is
+    parsed = new URL(protocols.includes('postgresql:') ? firstHostUrl(raw) : raw);
   } catch {
     throw new ConfigError(`${name} is not a valid URL`);
   }
