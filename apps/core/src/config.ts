@@ -21,6 +21,8 @@ export interface Config {
   readonly directDatabaseUrl: string;
   /** DATABASE_URL goes through a transaction pooler (PgBouncer pool_mode=transaction): no named prepared statements, no startup options */
   readonly databaseTransactionPooling: boolean;
+  /** a streaming replica for the console's searches and charts (replicas/); null: they read the primary */
+  readonly databaseReadUrl: string | null;
   readonly publicUrl: string;
   readonly adminToken: string;
   /** why ADMIN_TOKEN is too weak for production (a development or test setup starts with a warning), or null */
@@ -411,6 +413,7 @@ export function loadConfig(): Config {
     ...redisTopology(),
     directDatabaseUrl: url('DIRECT_DATABASE_URL', process.env.DATABASE_URL || DEFAULT_DATABASE_URL, ['postgresql:', 'postgres:']),
     databaseTransactionPooling: flag('DATABASE_TRANSACTION_POOLING', false),
+    databaseReadUrl: process.env.DATABASE_READ_URL ? url('DATABASE_READ_URL', '', ['postgresql:', 'postgres:']) : null,
     publicUrl,
     adminToken,
     adminTokenWeakness: weakness,

@@ -81,6 +81,12 @@ export async function poolTransaction<T>(db: Db, work: (query: PoolQuery) => Pro
   }
 }
 
+/** Ends a client made by createDb, and its pool. */
+export async function closeClient(client: Db): Promise<void> {
+  await client.$disconnect();
+  await pools.get(client)?.end();
+}
+
 let shared: Db | undefined;
 
 /** The process's database client, made on first use. */
