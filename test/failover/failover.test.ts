@@ -6,7 +6,7 @@ import { freePort } from '../helpers/processes';
 import { waitFor } from '../helpers/wait';
 
 /**
- * DATABASE_URL with several hosts (docs/deploy.md, "Postgres with a standby"): the service writes to the one that
+ * DATABASE_URL with several hosts (docs/deploy.md, "Postgres with a standby (failover)"): the service writes to the one that
  * accepts writes, and after the primary dies and its standby is promoted, the same pool writes to the new primary
  * without a restart. Two real Postgres 15 servers: a primary and a streaming standby made with pg_basebackup.
  */

@@ -12,7 +12,7 @@ import { createList } from '../../apps/core/src/subscribers/lists';
 import { databaseUrl } from '../setup/shared';
 
 /**
- * Upgrading an installation filled by the previous schema (docs/partitions.md, "Upgrading"): the migration rebuilds
+ * Upgrading an installation filled by the previous schema (docs/partitions.md, "Upgrading an existing installation"): the migration rebuilds
  * messages, message_attempts and events as partitioned tables, with every row, key and reference, while sends keep
  * arriving (they wait for the migration's locks, then land in the new tables): none lost, none twice.
  */

@@ -6,7 +6,7 @@ import { acceptsWrites } from './repository';
 export { firstHostUrl, parseHosts, type PgHost } from './hosts';
 
 /**
- * Postgres with a standby (DESIGN section 25, docs/deploy.md "Postgres with a standby"): DATABASE_URL may list several
+ * Postgres with a standby (docs/deploy.md, "Postgres with a standby (failover)"): DATABASE_URL may list several
  * hosts (`postgresql://user:pw@h1:5432,h2:5433/db`), as libpq's multi-host URLs do. node-postgres has no multi-host
  * support, so the pool's connections are made by FollowingClient: each new connection goes to the host that accepts
  * writes (`pg_is_in_recovery()` false). After a failover the old primary's connections fail and are dropped by the

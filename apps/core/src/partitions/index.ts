@@ -7,7 +7,7 @@ import { PARTITIONED, createPartition, dropPartition, listPartitions, partitionS
 export { PARTITIONED, type PartitionedTable } from './repository';
 
 /**
- * Time partitions (DESIGN section 25, docs/partitions.md): messages, message_attempts and events are partitioned by
+ * Time partitions (docs/partitions.md): messages, message_attempts and events are partitioned by
  * RANGE of their time-ordered id. Housekeeping keeps partitions made for the current interval (PARTITION_INTERVAL) and
  * the three after it, so a write never finds no partition; the default partition catches what no range holds
  * (strays, reported in /metrics). Retention drops whole partitions past its line instead of deleting their rows.

@@ -3,7 +3,7 @@ import { closeClient, createDb, type Db } from '../db';
 import { replayLagSeconds } from './repository';
 
 /**
- * Read replicas (DESIGN section 25, docs/deploy.md "A read replica"): with DATABASE_READ_URL the console's message
+ * Read replicas (docs/deploy.md, "A read replica"): with DATABASE_READ_URL the console's message
  * search and charts read a streaming replica, and say how far behind it is; everything else stays on the primary.
  * Made by the API's createApp and handed to the console (no module state).
  */
