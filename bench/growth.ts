@@ -22,6 +22,8 @@
 import type { ChildProcess } from 'node:child_process';
 import autocannon from 'autocannon';
 import { Client } from 'pg';
+import { idFloor } from '../apps/core/src/ids';
+import { PARTITIONED, intervalStart, nextIntervalStart, partitionName } from '../apps/core/src/partitions';
 
 export const GROWTH_MESSAGES = Number(process.env.BENCH_GROWTH_MESSAGES ?? 10_000_000);
 export const GROWTH_SUBSCRIBERS = Number(process.env.BENCH_GROWTH_SUBSCRIBERS ?? 1_000_000);
@@ -320,6 +322,15 @@ async function fill(databaseUrl: string, tenant: { account: number; mailbox: num
        WHERE schemaname = 'public' AND tablename IN ('messages', 'sends') AND indexname NOT LIKE '%\\_pkey'`,
     );
     for (const index of indexes) await pgs[0]!.query(`DROP INDEX "${index.name}"`);
+    // the year's monthly partitions (the migration makes them from the current month on: docs/partitions.md); a
+    // row without one would go to the default partition
+    for (let month = intervalStart(Date.now() - 366 * 86_400_000, 'month'); month < intervalStart(Date.now(), 'month'); month = nextIntervalStart(month, 'month')) {
+      for (const { table } of PARTITIONED) {
+        await pgs[0]!.query(
+          `CREATE TABLE IF NOT EXISTS ${partitionName(table, month)} PARTITION OF ${table} FOR VALUES FROM ('${idFloor(month)}') TO ('${idFloor(nextIntervalStart(month, 'month'))}')`,
+        );
+      }
+    }
     const chunk = 500_000;
     let next = 1;
     let done = 0;

@@ -33,4 +33,4 @@ export const fakeJob = <T extends keyof JobPayloads>(data: JobPayloads[T]) => ({
 /** One delivery attempt of the row, as a worker's job makes it with the file's delivery (useDelivery). */
 export const deliver = (delivery: Delivery, messageId: string) => deliverMessage(delivery, messageId, { lastAttempt: false });
 
-export const stepMessage = (prospectId: number, step: number) => db().message.findUnique({ where: { prospectId_step: { prospectId, step } } });
+export const stepMessage = (prospectId: number, step: number) => db().message.findFirst({ where: { prospectId, step } });

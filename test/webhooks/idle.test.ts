@@ -30,7 +30,10 @@ describe('the fan-out when nothing waits', () => {
       return tx.$queryRawUnsafe<{ 'QUERY PLAN': string }[]>(`EXPLAIN (COSTS OFF) ${PENDING_STATEMENT}`);
     });
     const text = plan.map((r) => r['QUERY PLAN']).join('\n');
-    expect(text).toMatch(/Index Only Scan using events_dispatched_at_created_at_idx/);
+    // events is partitioned (docs/partitions.md): each partition's copy of the index, read only (a new partition's
+    // visibility map is empty, so the planner may take a bitmap scan of the waiting rows instead of an index-only scan)
+    expect(text).toMatch(/(Index Only Scan using|Bitmap Index Scan on) events_\w*dispatched_at_created_at_idx/);
+    expect(text).not.toMatch(/Seq Scan/);
     expect(text).toMatch(/Index Cond: \(dispatched_at IS NULL\)/);
   });
 });

@@ -1,3 +1,4 @@
+import { createReads } from '../../core/src/replicas';
 import express, { type Express } from 'express';
 import type { Db } from '../../core/src/db';
 import { consoleRouter } from './console';
@@ -56,6 +57,8 @@ export function createApp(db: Db): ApiApp {
   const auth = new KeyAuthenticator(db);
   const failures = new AuthFailures(config().authFailuresPerMinute);
   const state = createApiState(db);
+  // the console's searches and charts read a replica when DATABASE_READ_URL names one
+  const reads = createReads(db);
   const app = express();
   app.disable('x-powered-by');
   // answers are fresh state, mostly to writes: an ETag (a hash of every body) would cost each request for no use
@@ -81,7 +84,7 @@ export function createApp(db: Db): ApiApp {
   // the JSON parser runs after the token (an import reads its own body: routes/admin/index.ts)
   app.use('/admin/api', requireAdmin(failures), adminRouter(db, json));
   app.route('/metrics').all(requireAdmin(failures)).get(metricsHandler(db)).all(methodNotAllowed);
-  app.use('/admin', consoleRouter(db, { budget, signInBudget: publicBudget('signIn'), failures }));
+  app.use('/admin', consoleRouter(db, { budget, signInBudget: publicBudget('signIn'), failures }, reads));
   app.use(unsubscribeRouter(db));
   app.use(trackingRouter(db));
   app.use(inboundFilesRouter(db));
@@ -106,6 +109,7 @@ export function createApp(db: Db): ApiApp {
       await state.sending.finished.stop();
       // the accepted sends' jobs still on their way to Redis (their answers did not wait for them)
       await state.sending.deliveries.settled();
+      await reads.close();
     },
   };
 }

@@ -3,6 +3,7 @@ import path from 'node:path';
 import crypto from 'node:crypto';
 import net from 'node:net';
 import os from 'node:os';
+import { firstHostUrl } from './failover/hosts';
 
 export interface Config {
   readonly env: string;
@@ -20,6 +21,8 @@ export interface Config {
   readonly directDatabaseUrl: string;
   /** DATABASE_URL goes through a transaction pooler (PgBouncer pool_mode=transaction): no named prepared statements, no startup options */
   readonly databaseTransactionPooling: boolean;
+  /** a streaming replica for the console's searches and charts (replicas/); null: they read the primary */
+  readonly databaseReadUrl: string | null;
   readonly publicUrl: string;
   readonly adminToken: string;
   /** why ADMIN_TOKEN is too weak for production (a development or test setup starts with a warning), or null */
@@ -48,6 +51,8 @@ export interface Config {
   readonly retentionDays: number;
   /** days the row of a finished email (and its Send) is kept; 0, the default, keeps them for ever */
   readonly messageRowsDays: number;
+  /** the span of each new partition of messages, message_attempts and events (docs/partitions.md) */
+  readonly partitionInterval: PartitionInterval;
   /** inbound mail as events (docs/inbound-events.md): an attachment larger than this is kept as metadata only */
   readonly inboundAttachmentMaxBytes: number;
   /** request-body bytes an API process reads at once; past it, 503 with Retry-After */
@@ -261,6 +266,16 @@ function positiveNumber(name: string, fallback: number, max: number): number {
   return value;
 }
 
+export const PARTITION_INTERVALS = ['day', 'week', 'month'] as const;
+export type PartitionInterval = (typeof PARTITION_INTERVALS)[number];
+
+function oneOf<T extends string>(name: string, fallback: T, values: readonly T[]): T {
+  const raw = (process.env[name] ?? '').trim().toLowerCase();
+  if (raw === '') return fallback;
+  if (!(values as readonly string[]).includes(raw)) throw new ConfigError(`${name} must be one of ${values.join(', ')}, got "${process.env[name]}"`);
+  return raw as T;
+}
+
 function flag(name: string, fallback: boolean): boolean {
   const raw = (process.env[name] ?? '').trim().toLowerCase();
   if (raw === '') return fallback;
@@ -273,7 +288,8 @@ function url(name: string, fallback: string, protocols: string[]): string {
   const raw = process.env[name] || fallback;
   let parsed: URL;
   try {
-    parsed = new URL(raw);
+    // a Postgres URL may list several hosts (failover/): each is checked as the first one is
+    parsed = new URL(protocols.includes('postgresql:') ? firstHostUrl(raw) : raw);
   } catch {
     throw new ConfigError(`${name} is not a valid URL`);
   }
@@ -397,6 +413,7 @@ export function loadConfig(): Config {
     ...redisTopology(),
     directDatabaseUrl: url('DIRECT_DATABASE_URL', process.env.DATABASE_URL || DEFAULT_DATABASE_URL, ['postgresql:', 'postgres:']),
     databaseTransactionPooling: flag('DATABASE_TRANSACTION_POOLING', false),
+    databaseReadUrl: process.env.DATABASE_READ_URL ? url('DATABASE_READ_URL', '', ['postgresql:', 'postgres:']) : null,
     publicUrl,
     adminToken,
     adminTokenWeakness: weakness,
@@ -413,6 +430,7 @@ export function loadConfig(): Config {
     softBounceDays: integer('SOFT_BOUNCE_DAYS', 30, 1, 3650),
     retentionDays: integer('RETENTION_DAYS', 30, 0, 36_500),
     messageRowsDays: integer('MESSAGE_ROWS_DAYS', 0, 0, 36_500),
+    partitionInterval: oneOf('PARTITION_INTERVAL', 'month', PARTITION_INTERVALS),
     inboundAttachmentMaxBytes: integer('INBOUND_ATTACHMENT_MAX_BYTES', 10 * 1024 * 1024, 0, 2 ** 31 - 1),
     maxBodyBytesInFlight: integer('MAX_BODY_BYTES_IN_FLIGHT', 64 * 1024 * 1024, 1024 * 1024, 2 ** 40),
     importMaxBytes: integer('IMPORT_MAX_BYTES', 100 * 1024 * 1024, 64 * 1024, 2 ** 40),

@@ -2,6 +2,7 @@ import { PrismaPg } from '@prisma/adapter-pg';
 import { Pool } from 'pg';
 import { PrismaClient } from '../../../generated/prisma/client';
 import { config } from './config';
+import { firstHostUrl, followingClient } from './failover';
 import { dependencies, isDatabaseUnavailable } from './outage';
 
 export type Db = PrismaClient;
@@ -17,7 +18,9 @@ export function createDb(url = config().databaseUrl, max = 10, pooled = url === 
   // JIT off: our statements are short and planned for small row counts, but a claim over a large table can cross
   // jit_above_cost and spend 50 ms compiling what then runs in 2 (the scheduler's claim: bench/README.md). A
   // transaction pooler refuses startup options: there `ALTER DATABASE ... SET jit = off` does it (docs/deploy.md).
-  const pool = new Pool({ connectionString: url, max, ...(pooled ? {} : { options: '-c jit=off' }) });
+  // several hosts (a primary and its standbys): each connection goes to the one that accepts writes (failover/)
+  const following = followingClient(url);
+  const pool = new Pool({ connectionString: firstHostUrl(url), max, ...(pooled ? {} : { options: '-c jit=off' }), ...(following ? { Client: following } : {}) });
   if (pooled) unnamed.add(pool);
   pool.on('error', (err) => {
     // an idle connection dropped by the server; the pool replaces it (a stopped server: one warn line, not one a client)
@@ -76,6 +79,12 @@ export async function poolTransaction<T>(db: Db, work: (query: PoolQuery) => Pro
     client.removeListener('error', onError);
     client.release(broken);
   }
+}
+
+/** Ends a client made by createDb, and its pool. */
+export async function closeClient(client: Db): Promise<void> {
+  await client.$disconnect();
+  await pools.get(client)?.end();
 }
 
 let shared: Db | undefined;

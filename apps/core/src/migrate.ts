@@ -2,6 +2,7 @@ import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { Client } from 'pg';
+import { writableUrl } from './failover';
 
 /**
  * Applies prisma/migrations/<name>/migration.sql in order and records each in `_prisma_migrations` exactly as
@@ -93,7 +94,9 @@ export interface MigrateResult {
   applied: string[];
 }
 
-export async function migrate(databaseUrl: string, dir = MIGRATIONS_DIR): Promise<MigrateResult> {
+export async function migrate(url: string, dir = MIGRATIONS_DIR): Promise<MigrateResult> {
+  // a URL with several hosts: the one that accepts writes (failover/)
+  const databaseUrl = await writableUrl(url);
   const created = await ensureDatabase(databaseUrl);
   const client = new Client({ connectionString: databaseUrl });
   await client.connect();

@@ -32,7 +32,7 @@ export type QueueName = (typeof QUEUE)[keyof typeof QUEUE];
 export interface JobPayloads {
   delivery: { messageId: string } | DispatchPayload;
   sequence: { prospectId: number; step: number };
-  maintenance: { task: 'reconcile' | 'schedule' | 'cleanup' | 'links' | 'retention' | 'imports' | 'domains' | 'series' | 'tracking-domains' };
+  maintenance: { task: 'reconcile' | 'schedule' | 'cleanup' | 'links' | 'retention' | 'imports' | 'domains' | 'series' | 'tracking-domains' | 'partitions' };
   links: { prospectId: number };
   /** `attemptsBefore`: attempts made before this job (a job rebuilt from Postgres after Redis lost the first) */
   webhook: { eventId: string; webhookId: number; attemptsBefore?: number };

@@ -1,3 +1,4 @@
+import { createReads, type Reads } from '../../../core/src/replicas';
 import express, { Router, type ErrorRequestHandler, type Request, type RequestHandler, type Response } from 'express';
 import helmet from 'helmet';
 import { config } from '../../../core/src/config';
@@ -66,7 +67,7 @@ const securityHeaders = helmet({
 /** The console's one multipart form: a list's import file. */
 const UPLOAD_PATH = /^\/lists\/\d+\/upload$/;
 
-export function consoleRouter(db: Db, bodies: { budget: BodyBudget; signInBudget: BodyBudget; failures: AuthFailures }): Router {
+export function consoleRouter(db: Db, bodies: { budget: BodyBudget; signInBudget: BodyBudget; failures: AuthFailures }, reads: Reads = createReads(db, null)): Router {
   const router = Router();
   const views = createViews(Object.assign({}, ...PAGES.map((p) => p.templates)) as Record<string, string>);
   // a signed-in admin's forms are read within the API's body budget; anybody else's (the sign-in) within the sign-in's
@@ -100,7 +101,7 @@ export function consoleRouter(db: Db, bodies: { budget: BodyBudget; signInBudget
     await saveSession(session);
     res.redirect(303, to);
   };
-  const ctx: PageContext = { db, render, redirect };
+  const ctx: PageContext = { db, reads, render, redirect };
 
   // what falls through the admin API and the queue dashboard keeps their JSON 404, not a console page
   router.use((req, _res, next) => next(/^\/(api|queues)(\/|$)/.test(req.path) ? 'router' : undefined));

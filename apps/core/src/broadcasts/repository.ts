@@ -173,18 +173,21 @@ export type CopyRow = Pick<Prisma.MessageCreateManyInput, 'id' | 'subscriberId' 
 
 /**
  * Inserts the copies into messages (enqueued now) while the broadcast, held FOR SHARE, is `sending`; one copy per
- * (broadcast, subscriber), a copy already there is left alone. Answers the ids written.
+ * (broadcast, subscriber), claimed in broadcast_copies first (messages is partitioned: docs/partitions.md), a copy
+ * already there is left alone. Answers the ids written.
  */
 export async function insertCopies(db: Db, b: { id: number; accountId: number; mailboxId: number }, rows: CopyRow[]): Promise<string[]> {
   const inserted = await rawQuery<{ id: string }>(
     db,
-    `WITH b AS (SELECT id FROM broadcasts WHERE id = $1 AND status = 'sending' FOR SHARE)
+    `WITH b AS (SELECT id FROM broadcasts WHERE id = $1 AND status = 'sending' FOR SHARE),
+       v AS (SELECT * FROM unnest($4::uuid[], $5::int[], $6::text[], $7::text[], $8::text[], $9::text[], $10::text[], $11::text[])
+               AS v(id, subscriber_id, recipient, subject, text, html, headers, header)),
+       claimed AS (INSERT INTO broadcast_copies (broadcast_id, subscriber_id, message_id)
+                   SELECT b.id, v.subscriber_id, v.id FROM b, v ON CONFLICT (broadcast_id, subscriber_id) DO NOTHING RETURNING message_id)
        INSERT INTO messages (id, account_id, mailbox_id, kind, broadcast_id, subscriber_id, "to", subject, text, html, headers,
                              message_id_header, enqueued_at)
        SELECT v.id, $2, $3, 'broadcast', b.id, v.subscriber_id, v.recipient, v.subject, v.text, v.html, v.headers::jsonb, v.header, now()
-       FROM b, unnest($4::uuid[], $5::int[], $6::text[], $7::text[], $8::text[], $9::text[], $10::text[], $11::text[])
-         AS v(id, subscriber_id, recipient, subject, text, html, headers, header)
-       ON CONFLICT (broadcast_id, subscriber_id) DO NOTHING
+       FROM b, v JOIN claimed ON claimed.message_id = v.id
        RETURNING id::text`,
     [
       b.id,

@@ -62,7 +62,7 @@ async function start(db: Db, id: number): Promise<Loaded | Date | null> {
  * Writes the copies of one keyset page of the audience (those still eligible and without a copy) and returns the page's
  * last subscriber id (null past the end) and the ids written. The insert holds the broadcast row FOR SHARE and writes
  * only while it is `sending`: a pause either comes before (nothing written) or waits for this commit (and then takes
- * back what it wrote). The unique (broadcast_id, subscriber_id) index makes a second writer of the same page (a job
+ * back what it wrote). The unique (broadcast_id, subscriber_id) of broadcast_copies makes a second writer of the same page (a job
  * run twice, a retry after a crash) write nothing.
  */
 async function writePage(db: Db, b: Loaded, after: number, size: number, listIdHeader: string): Promise<{ last: number | null; written: string[] }> {

@@ -18,3 +18,14 @@ export function newId(now = Date.now()): string {
   const time = now.toString(16).padStart(12, '0');
   return `${time.slice(0, 8)}-${time.slice(8)}-7${random.slice(15)}`;
 }
+
+/** The smallest time-ordered id of an instant (random bits all zero): the bound of a time partition (partitions/). */
+export function idFloor(ms: number): string {
+  const time = Math.max(0, Math.floor(ms)).toString(16).padStart(12, '0');
+  return `${time.slice(0, 8)}-${time.slice(8)}-0000-0000-000000000000`;
+}
+
+/** The instant a time-ordered id was made (its first 48 bits). */
+export function idTime(id: string): number {
+  return parseInt(id.replace(/-/g, '').slice(0, 12), 16);
+}

@@ -1,5 +1,6 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { Db } from '../db';
+import { partitionStates } from '../partitions';
 import { QUEUE, queue } from '../queues';
 import { certificateExpiries, countStatusesExactly, countStatusesUpTo, estimateStatuses, oldestDeferredSeconds } from './repository';
 
@@ -161,6 +162,24 @@ export const metrics = {
     labelNames: ['domain'] as const,
     registers: [registry],
   }),
+  partitions: new Gauge({
+    name: 'mailservice_db_partitions',
+    help: 'Range partitions of each time-partitioned table (docs/partitions.md), the default one not counted',
+    labelNames: ['table'] as const,
+    registers: [registry],
+  }),
+  partitionOldest: new Gauge({
+    name: 'mailservice_db_partition_oldest_seconds',
+    help: 'When the oldest range partition kept of each time-partitioned table starts, as a Unix time',
+    labelNames: ['table'] as const,
+    registers: [registry],
+  }),
+  partitionStrays: new Gauge({
+    name: 'mailservice_db_partition_default_rows',
+    help: 'Rows in the default partition of each time-partitioned table (ids no range holds), counted up to 10000; above 0 after an upgrade from random ids, else a partition was not made in time',
+    labelNames: ['table'] as const,
+    registers: [registry],
+  }),
   smtpRefusals: new Counter({
     name: 'mailservice_smtp_refusals_total',
     help: 'SMTP submission refusals by reason (auth, from, quota, size, recipients, malformed, nobody, unavailable, shutdown, too_many_connections, auth_timeout, data_timeout, protocol)',
@@ -171,7 +190,20 @@ export const metrics = {
 
 /** Sets the gauges of shared state from Redis and Postgres: queue depths, live and estimated message counts. */
 async function readState(db: Db): Promise<void> {
-  const [depths, live, estimated, oldest, expiries] = await Promise.all([queueDepths(), liveMessageCounts(db), estimatedMessageCounts(db), oldestDeferredSeconds(db), certificateExpiries(db)]);
+  const [depths, live, estimated, oldest, expiries, partitions] = await Promise.all([
+    queueDepths(),
+    liveMessageCounts(db),
+    estimatedMessageCounts(db),
+    oldestDeferredSeconds(db),
+    certificateExpiries(db),
+    partitionStates(db),
+  ]);
+  metrics.partitionOldest.reset();
+  for (const p of partitions) {
+    metrics.partitions.set({ table: p.table }, p.partitions);
+    if (p.oldestFromMs !== null) metrics.partitionOldest.set({ table: p.table }, p.oldestFromMs / 1000);
+    metrics.partitionStrays.set({ table: p.table }, p.strays);
+  }
   metrics.certificateExpiry.reset();
   for (const row of expiries) metrics.certificateExpiry.set({ domain: row.name }, row.not_after);
   metrics.oldestDeferred.set(Math.max(0, Math.round((oldest ?? 0) * 10) / 10));

@@ -21,7 +21,7 @@ import { trackingBase } from '../tracking-domains/links';
  * The step writer: one job = one step of one prospect, decided and written in ONE transaction with the prospect row
  * locked. Re-checks status, campaign and step number, claims a mailbox slot, renders, writes the Message row and moves
  * the prospect on. A second run of the same job (or a second worker) waits for the lock, then finds the step already
- * written and does nothing; the unique (prospect_id, step) of messages makes a double write impossible regardless.
+ * written and does nothing; the unique (prospect_id, step) of message_steps makes a double write impossible regardless.
  */
 export type StepOutcome =
   | { kind: 'written'; messageId: string; next: { step: number; at: Date } }
@@ -135,7 +135,7 @@ async function decideAndWrite(tx: Tx, prospectId: number, step: number): Promise
 
 /** Queues the delivery of a step already written whose queueing was lost (Redis down right after the commit). */
 async function requeueWritten(db: Db, prospectId: number, step: number): Promise<void> {
-  const message = await db.message.findUnique({ where: { prospectId_step: { prospectId, step } } });
+  const message = await db.message.findFirst({ where: { prospectId, step } });
   if (message && message.status === 'queued' && !message.enqueuedAt) await enqueueDelivery(db, [message]);
 }
 
@@ -152,7 +152,7 @@ export async function runSequenceStep(db: Db, prospectId: number, step: number, 
       { timeout: 20_000, maxWait: 15_000 },
     );
   } catch (err) {
-    // the unique (prospect_id, step): another writer got there first
+    // the unique (prospect_id, step) of message_steps: another writer got there first
     if (err instanceof Prisma.PrismaClientKnownRequestError && err.code === 'P2002') return { kind: 'skipped', why: 'step already written' };
     throw err;
   }

@@ -1,6 +1,7 @@
 import { config } from '../config';
 import type { Db } from '../db';
 import { logger } from '../logger';
+import { dropOldPartitions } from '../partitions';
 import { BATCH, OLD_MESSAGES, OLD_SENDS, RECORD_RULES, clearMessageContent, clearSendContent, deleteOldBatch, type OldRows } from './repository';
 
 /** One run clears at most this many batches of each table; the next run (hourly) goes on. */
@@ -32,28 +33,35 @@ export async function dropOldContent(db: Db, now = new Date()): Promise<{ messag
   return { messages, sends };
 }
 
-export type DroppedRecords = Record<(typeof RECORD_RULES)[number]['name'] | 'messages' | 'sends', number>;
+/** Rows deleted by table (rule name), and `partitions`: the partitions dropped whole (their rows are not counted). */
+export type DroppedRecords = Record<(typeof RECORD_RULES)[number]['name'] | 'messages' | 'sends' | 'partitions', number>;
 
 /**
  * RETENTION_DAYS (0 keeps everything) for the records of RECORD_RULES, and MESSAGE_ROWS_DAYS (0, the default, keeps
- * them) for the rows of finished emails and their Sends themselves (the rules: repository.ts). Batched by physical row
- * (ctid), so one statement shape serves every table, keys of one column or several.
+ * them) for the rows of finished emails and their Sends themselves (the rules: repository.ts). The time-partitioned
+ * tables (partitions/) first lose their partitions wholly past the line, dropped; only what is left (the partition that
+ * straddles the line, the default one) is deleted from, in batches by physical row (ctid) or by key, so one statement
+ * shape serves every table.
  */
 export async function dropOldRecords(db: Db, now = new Date()): Promise<DroppedRecords> {
   const { retentionDays, messageRowsDays } = config();
-  const dropped = { messages: 0, sends: 0 } as DroppedRecords;
+  const dropped = { messages: 0, sends: 0, partitions: 0 } as DroppedRecords;
   for (const rule of RECORD_RULES) dropped[rule.name as keyof DroppedRecords] = 0;
+  const partitions: string[] = [];
   if (retentionDays > 0) {
     const cutoff = new Date(now.getTime() - retentionDays * 86_400_000);
+    partitions.push(...(await dropOldPartitions(db, 'events', cutoff)), ...(await dropOldPartitions(db, 'message_attempts', cutoff)));
     for (const rule of RECORD_RULES) dropped[rule.name as keyof DroppedRecords] = await deleteInBatches(db, rule, cutoff);
   }
   if (messageRowsDays > 0) {
     const cutoff = new Date(now.getTime() - messageRowsDays * 86_400_000);
+    partitions.push(...(await dropOldPartitions(db, 'messages', cutoff)));
     dropped.messages = await deleteInBatches(db, OLD_MESSAGES, cutoff);
     dropped.sends = await deleteInBatches(db, OLD_SENDS, cutoff);
   }
+  dropped.partitions = partitions.length;
   const total = Object.values(dropped).reduce((a, b) => a + b, 0);
-  if (total) logger.info({ ...dropped, retentionDays, messageRowsDays }, 'retention: old records dropped');
+  if (total) logger.info({ ...dropped, dropped: partitions, retentionDays, messageRowsDays }, 'retention: old records dropped');
   return dropped;
 }
 

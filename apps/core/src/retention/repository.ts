@@ -13,6 +13,8 @@ const FINAL = FINAL_STATUSES_SQL;
 export interface OldRows {
   table: string;
   old: string;
+  /** the columns that name a row, for a partitioned table (a ctid names a row only within one partition) */
+  key?: string;
 }
 
 /** The longest range GET /admin/api/stats answers (docs/analytics.md): daily counts are kept this long past RETENTION_DAYS. */
@@ -25,10 +27,10 @@ const STATS_DAYS = 400;
  */
 export const RECORD_RULES: (OldRows & { name: string })[] = [
   // the outbox, once fanned out (webhook retries end within 3 days: failing endpoints are disabled then)
-  { table: 'events', name: 'events', old: 'dispatched_at IS NOT NULL AND created_at < $1' },
+  { table: 'events', name: 'events', old: 'dispatched_at IS NOT NULL AND created_at < $1', key: 'id' },
   { table: 'webhook_deliveries', name: 'webhookDeliveries', old: 'at < $1' },
   // the answers of an email's attempts that did not deliver; its row keeps the last (and they go with it: ON DELETE CASCADE)
-  { table: 'message_attempts', name: 'messageAttempts', old: 'at < $1' },
+  { table: 'message_attempts', name: 'messageAttempts', old: 'at < $1', key: 'message_id, attempt' },
   { table: 'inbound_messages', name: 'inboundMessages', old: 'received_at < $1' },
   // the audience snapshot of a broadcast that ended; the broadcast keeps its counts and its copies their rows
   {
@@ -46,7 +48,7 @@ export const RECORD_RULES: (OldRows & { name: string })[] = [
 ];
 
 /** The rows of emails finished before the cutoff (MESSAGE_ROWS_DAYS). */
-export const OLD_MESSAGES: OldRows = { table: 'messages', old: `status IN ${FINAL} AND updated_at < $1` };
+export const OLD_MESSAGES: OldRows = { table: 'messages', old: `status IN ${FINAL} AND updated_at < $1`, key: 'id' };
 /** Sends older than the cutoff none of whose copies is left (delete after OLD_MESSAGES). */
 export const OLD_SENDS: OldRows = { table: 'sends', old: `created_at < $1 AND NOT EXISTS (SELECT 1 FROM messages m WHERE m.send_id = sends.id)` };
 
@@ -81,13 +83,14 @@ export async function clearSendContent(db: Db, cutoff: Date): Promise<{ id: stri
 
 /**
  * Deletes up to BATCH old rows of the table, by physical row (ctid), so one statement shape serves every table, keys
- * of one column or several; returns how many.
+ * of one column or several (a partitioned table by its key: the same ctid is a row in each partition); returns how many.
  */
 export async function deleteOldBatch(db: Db, rows: OldRows, cutoff: Date): Promise<number> {
   const { table, old } = rows;
+  const key = rows.key ?? 'ctid';
   const deleted = await rawQuery<{ n: number }>(
     db,
-    `WITH gone AS (DELETE FROM ${table} WHERE ctid IN (SELECT ctid FROM ${table} WHERE ${old} LIMIT ${BATCH}) RETURNING 1)
+    `WITH gone AS (DELETE FROM ${table} WHERE (${key}) IN (SELECT ${key} FROM ${table} WHERE ${old} LIMIT ${BATCH}) RETURNING 1)
        SELECT count(*)::int AS n FROM gone`,
     [cutoff],
   );

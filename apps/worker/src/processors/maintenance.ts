@@ -11,6 +11,7 @@ import { requeueImports } from '../../../core/src/imports';
 import { recheckDueDomains } from '../../../core/src/domains/schedule';
 import { runDueSeries } from '../../../core/src/lifecycle/series';
 import { recheckDueTrackingDomains } from '../../../core/src/tracking-domains/schedule';
+import { ensurePartitions } from '../../../core/src/partitions';
 
 /** Housekeeping, dispatched by task. Each task is idempotent: running it twice or on two workers is harmless. */
 export const maintenanceTasks: Record<JobPayloads['maintenance']['task'], () => Promise<unknown>> = {
@@ -34,6 +35,8 @@ export const maintenanceTasks: Record<JobPayloads['maintenance']['task'], () => 
   series: () => runDueSeries(db()),
   // check the tracking domains that are due: their CNAME, a certificate to order, a renewal, a retry (docs/tracking-domains.md)
   'tracking-domains': () => recheckDueTrackingDomains(db()),
+  // make the time partitions of messages, attempts and events for the current PARTITION_INTERVAL and three ahead
+  partitions: () => ensurePartitions(db()),
 };
 
 /** How often each task runs (apps/core/src/housekeeping/index.ts: a timer in each worker, one at a time by advisory lock). */
@@ -47,6 +50,7 @@ export const MAINTENANCE_EVERY_MS: Record<JobPayloads['maintenance']['task'], nu
   domains: 5_000,
   series: 5_000,
   'tracking-domains': 5_000,
+  partitions: 3_600_000,
 };
 
 export async function processMaintenance(job: Job<JobPayloads['maintenance']>): Promise<unknown> {

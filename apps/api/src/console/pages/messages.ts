@@ -1,4 +1,5 @@
 import { MESSAGE_STATUSES, searchMessages } from '../../../../core/src/operator/search';
+import { readNote as replicaNote } from '../../../../core/src/replicas';
 import { messageStory } from '../../../../core/src/operator/story';
 import { cancelMessage, messageIdParam, retryMessage } from '../../../../core/src/sending/message-actions';
 import { validate } from '../../../../core/src/validate';
@@ -30,6 +31,7 @@ export const messagesPage: ConsolePage = {
 <button>Find</button>
 <p class="muted">An address finds its messages; a domain (<code>defer.test</code>) every address at it; a UUID or a <code>&lt;Message-ID&gt;</code> one message; anything else the words of the subject. Dates are UTC days, both included.</p>
 </form>
+<% if (it.readNote) { %><p class="muted" id="read-note"><%= it.readNote %></p><% } %>
 <p id="search-kind">Showing <%= it.kindWords %><% if (it.status) { %>, status <strong><%= it.status %></strong><% } %><% if (it.from || it.to) { %>, created <%= it.from || '…' %> to <%= it.to || '…' %><% } %>, newest first.</p>
 <table class="messages"><thead><tr><th>Created</th><th>Account</th><th>Kind</th><th>To</th><th>Subject</th><th>Status</th><th>Attempts</th><th>SMTP answer</th><th>Bounce</th></tr></thead><tbody>
 <% it.page.rows.forEach(function (m) { %><tr><td><a href="/admin/messages/<%= m.id %>"><%= m.created_at %></a></td><td><%= m.account %></td><td><%= m.kind %></td><td><%= m.to %></td><td><a href="/admin/messages/<%= m.id %>"><%= m.subject %></a></td><td><%= m.status %></td><td><%= m.attempts %></td><td><%= m.smtp_response || m.last_error || '' %></td><td><% if (m.bounce) { %><%= m.bounce.reason %> (<%= m.bounce.class %><%= m.bounce.dead ? ', suppressed' : '' %>)<% if (m.bounce.status) { %> <%= m.bounce.status %><% } %><% } %></td></tr><% }) %>
@@ -66,9 +68,10 @@ export const messagesPage: ConsolePage = {
   },
   routes(router, ctx) {
     router.get('/messages', async (req, res) => {
-      const page = await searchMessages(ctx.db, req.query);
+      const [page, readNote] = await Promise.all([searchMessages(ctx.reads.db, req.query), replicaNote(ctx.reads)]);
       ctx.render(req, res, 'messages', 'Messages', {
         page,
+        readNote,
         q: query(req, 'q'),
         status: query(req, 'status'),
         from: query(req, 'from'),

@@ -1,4 +1,6 @@
 import { EXACT_COUNT_CAP, liveMessageCounts, messageCountsByStatus, queueDepths } from '../../../../core/src/metrics';
+import { partitionStates } from '../../../../core/src/partitions';
+import { readNote } from '../../../../core/src/replicas';
 import type { ConsolePage } from '../page';
 import { overviewCharts } from '../stats-section';
 
@@ -6,7 +8,8 @@ export const overviewPage: ConsolePage = {
   path: '/',
   title: 'Overview',
   templates: {
-    overview: `<%~ it.charts %>
+    overview: `<% if (it.readNote) { %><p class="muted" id="read-note">Charts: <%= it.readNote %></p><% } %>
+<%~ it.charts %>
 <h2>Queues</h2>
 <table><thead><tr><th>Queue</th><th>Waiting</th><th>Active</th><th>Delayed</th><th>Failed</th><th>Completed</th></tr></thead><tbody>
 <% it.queues.forEach(function (q) { %><tr><td><%= q.queue %></td><td><%= q.counts.waiting %></td><td><%= q.counts.active %></td><td><%= q.counts.delayed %></td><td><%= q.counts.failed %></td><td><%= q.counts.completed %></td></tr><% }) %>
@@ -17,12 +20,25 @@ export const overviewPage: ConsolePage = {
 <h2>Messages by status <span class="muted">(<%= it.byStatus.exact ? 'exact' : "over " + it.cap + " messages: Postgres's estimate, as of its last ANALYZE" %>)</span></h2>
 <% if (it.byStatus.counts.length) { %><table id="by-status"><tbody><% it.byStatus.counts.forEach(function (m) { %><tr><th><%= m.status %></th><td><%= m.count %></td></tr><% }) %></tbody></table>
 <% } else { %><p class="muted"><%= it.byStatus.exact ? 'No messages yet.' : 'No statistics yet.' %></p><% } %>
-<p><a href="/admin/messages?status=failed">Failed messages</a> · <a href="/admin/messages?status=bounced">Bounced messages</a></p>`,
+<p><a href="/admin/messages?status=failed">Failed messages</a> · <a href="/admin/messages?status=bounced">Bounced messages</a></p>
+<h2>Time partitions</h2>
+<table id="partitions"><thead><tr><th>Table</th><th>Partitions</th><th>Oldest kept from</th><th>Rows no partition holds</th></tr></thead><tbody>
+<% it.partitions.forEach(function (p) { %><tr><td><%= p.table %></td><td><%= p.partitions %></td><td><%= p.oldest %></td><td><%= p.strays %></td></tr><% }) %>
+</tbody></table>`,
   },
   routes(router, ctx) {
     router.get('/', async (req, res) => {
-      const [queues, live, byStatus, charts] = await Promise.all([queueDepths(), liveMessageCounts(ctx.db), messageCountsByStatus(ctx.db), overviewCharts(ctx.db, req.query)]);
-      ctx.render(req, res, 'overview', 'Overview', { queues, live, byStatus, cap: EXACT_COUNT_CAP.toLocaleString('en'), charts });
+      const [queues, live, byStatus, charts, states, note] = await Promise.all([
+        queueDepths(),
+        liveMessageCounts(ctx.db),
+        messageCountsByStatus(ctx.db),
+        overviewCharts(ctx.reads.db, req.query),
+        partitionStates(ctx.db),
+        readNote(ctx.reads),
+      ]);
+      // the default partition's rows: ids no range holds (docs/partitions.md)
+      const partitions = states.map((p) => ({ ...p, oldest: p.oldestFromMs === null ? '' : new Date(p.oldestFromMs).toISOString().slice(0, 10) }));
+      ctx.render(req, res, 'overview', 'Overview', { queues, live, byStatus, cap: EXACT_COUNT_CAP.toLocaleString('en'), charts, partitions, readNote: note });
     });
   },
 };

@@ -1,0 +1,119 @@
+import { Client, type ClientConfig } from 'pg';
+import { logger } from '../logger';
+import { parseHosts, type PgHost } from './hosts';
+import { acceptsWrites } from './repository';
+
+export { firstHostUrl, parseHosts, type PgHost } from './hosts';
+
+/**
+ * Postgres with a standby (docs/deploy.md, "Postgres with a standby (failover)"): DATABASE_URL may list several
+ * hosts (`postgresql://user:pw@h1:5432,h2:5433/db`), as libpq's multi-host URLs do. node-postgres has no multi-host
+ * support, so the pool's connections are made by FollowingClient: each new connection goes to the host that accepts
+ * writes (`pg_is_in_recovery()` false). After a failover the old primary's connections fail and are dropped by the
+ * pool, the next ones look for the new primary; a connection that finds its server read-only (a demoted primary still
+ * up: SQLSTATE 25006) is closed so the pool makes a new one. No restart.
+ */
+
+const TIMEOUT_MS = 3_000;
+
+async function probe(url: string): Promise<boolean> {
+  const client = new Client({ connectionString: url, connectionTimeoutMillis: TIMEOUT_MS });
+  client.on('error', () => undefined);
+  try {
+    await client.connect();
+    return await acceptsWrites(client);
+  } catch (err) {
+    // 3D000: the database is not made yet (migrate makes it): ask the server's maintenance database
+    if ((err as { code?: string }).code === '3D000' && !/\/postgres(\?|$)/.test(url)) return probe(url.replace(/^([^/]*\/\/[^/?#]*)\/[^?#]*/, '$1/postgres'));
+    return false;
+  } finally {
+    await client.end().catch(() => undefined);
+  }
+}
+
+/** The one-host URL of the server that accepts writes, trying the hosts in order; the URL itself when it has one host. */
+export async function writableUrl(url: string): Promise<string> {
+  const { hosts, urlFor } = parseHosts(url);
+  if (hosts.length < 2) return url;
+  for (const host of hosts) if (await probe(urlFor(host))) return urlFor(host);
+  throw new Error(`no host of DATABASE_URL accepts writes (${hosts.map((h) => `${h.host}:${h.port}`).join(', ')})`);
+}
+
+/** SQLSTATEs that say a connection's server no longer takes writes or is going away. */
+const LEAVE = new Set(['25006', '57P01', '57P02', '57P03']);
+
+/**
+ * The pool's Client for a URL with several hosts (null for one host: the plain Client). Each instance connects to the
+ * primary: the one found last while no connection to it has failed since, else the first host a probe finds writable.
+ */
+export function followingClient(url: string): (new (config?: ClientConfig) => Client) | null {
+  const { hosts, urlFor } = parseHosts(url);
+  if (hosts.length < 2) return null;
+  // the process's view of which host is the primary, shared by the pool's connections (one pool, one view)
+  const view = { current: hosts[0]!, trusted: false };
+
+  const find = async (): Promise<PgHost> => {
+    for (const host of [view.current, ...hosts.filter((h) => h !== view.current)]) {
+      if (await probe(urlFor(host))) {
+        if (host !== view.current) logger.warn({ from: `${view.current.host}:${view.current.port}`, to: `${host.host}:${host.port}` }, 'postgres: the primary moved; following it');
+        view.current = host;
+        view.trusted = true;
+        return host;
+      }
+    }
+    throw new Error(`no host of DATABASE_URL accepts writes (${hosts.map((h) => `${h.host}:${h.port}`).join(', ')})`);
+  };
+
+  class FollowingClient extends Client {
+    constructor(config?: ClientConfig) {
+      super({ ...config, connectionString: urlFor(view.current) });
+    }
+
+    private noteError(err: unknown): void {
+      const code = (err as { code?: string }).code;
+      if (code && LEAVE.has(code)) {
+        view.trusted = false;
+        // closed, so the pool drops it on release instead of handing out a connection to a server that refuses writes
+        void this.end().catch(() => undefined);
+      }
+    }
+
+    // pg-pool calls connect(callback); a caller may await it
+    override connect(callback?: ((err: Error) => void) | ((err: null, c: Client) => void)): never {
+      const connecting = (async () => {
+        const host = view.trusted ? view.current : await find();
+        const self = this as unknown as { host: string; port: number; connectionParameters: PgHost };
+        self.host = self.connectionParameters.host = host.host;
+        self.port = self.connectionParameters.port = host.port;
+        this.on('error', () => (view.trusted = false));
+        await super.connect();
+        if (!(await acceptsWrites(this))) {
+          view.trusted = false;
+          await this.end().catch(() => undefined);
+          throw new Error(`postgres at ${host.host}:${host.port} no longer accepts writes`);
+        }
+      })();
+      if (callback) {
+        const done = callback as (err: Error | null, c?: Client) => void;
+        connecting.then(() => done(null, this), (err: Error) => done(err));
+        return undefined as never;
+      }
+      return connecting as never;
+    }
+
+    override query(...args: unknown[]): never {
+      const last = args[args.length - 1];
+      if (typeof last === 'function') {
+        args[args.length - 1] = (err: Error | null, result: unknown) => {
+          if (err) this.noteError(err);
+          (last as (e: Error | null, r: unknown) => void)(err, result);
+        };
+        return (super.query as (...a: unknown[]) => never)(...args);
+      }
+      const result = (super.query as (...a: unknown[]) => unknown)(...args);
+      if (result && typeof (result as Promise<unknown>).catch === 'function') (result as Promise<unknown>).catch((err) => this.noteError(err));
+      return result as never;
+    }
+  }
+  return FollowingClient;
+}
