@@ -17,3 +17,10 @@ ALTER TABLE "prospects" ADD COLUMN "node" TEXT,
 
 ALTER TABLE "messages" ADD COLUMN "step_key" TEXT,
     ADD COLUMN "variant" INTEGER;
+
+-- A/B tests of broadcasts (docs/broadcasts.md)
+ALTER TABLE "broadcasts" ADD COLUMN "variants" JSONB,
+    ADD COLUMN "winner" JSONB,
+    ADD COLUMN "test_share" DOUBLE PRECISION,
+    ADD COLUMN "test_sent_at" TIMESTAMPTZ(3),
+    ADD COLUMN "test_verdict" JSONB;

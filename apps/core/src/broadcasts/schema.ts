@@ -1,5 +1,7 @@
 import { Joi } from '../validate';
 import { templateRef } from '../templates/schema';
+import { variantsInput, winnerInput } from '../experiments/schema';
+import type { Variant, WinnerRule } from '../experiments/variants';
 import { FIELD_NAME_MAX, FIELD_VALUE_MAX, FIELDS_MAX, type FieldValue } from '../subscribers/schema';
 
 const tag = Joi.string().trim().min(1).max(100);
@@ -50,6 +52,11 @@ const content = {
   template: templateRef().allow(null),
   /** a segment of the list; null: the whole list (less `tags`) */
   audience: audience.allow(null),
+  /** an A/B test (docs/broadcasts.md): variants instead of subject, html and text; `body` is html */
+  variants: variantsInput().allow(null),
+  winner: winnerInput().allow(null),
+  /** the share of the audience that gets the test first; the rest gets the winner */
+  test_share: Joi.number().greater(0).less(1).allow(null),
 };
 
 export interface BroadcastInput {
@@ -63,17 +70,20 @@ export interface BroadcastInput {
   track_clicks?: boolean;
   track_opens?: boolean;
   audience?: AudienceInput | null;
+  variants?: Variant[] | null;
+  winner?: WinnerRule | null;
+  test_share?: number | null;
 }
 
-/** POST /admin/api/broadcasts: html or text required, or a template. */
+/** POST /admin/api/broadcasts: html or text required, or a template, or variants. */
 export const broadcastInput = Joi.object<BroadcastInput>({
   list: Joi.string().trim().min(1).max(100).required(),
   ...content,
-  subject: content.subject.when('template', { is: Joi.exist().not(null), then: Joi.optional(), otherwise: Joi.required() }),
+  subject: content.subject.when('template', { is: Joi.exist().not(null), then: Joi.optional(), otherwise: Joi.required() }).when('variants', { is: Joi.array().required(), then: Joi.forbidden() }),
 })
-  .or('html', 'text', 'template')
+  .or('html', 'text', 'template', 'variants')
   .oxor('tags', 'audience')
-  .messages({ 'object.missing': 'html or text is required (or a template)', 'object.oxor': 'give tags at the top or in audience, not both' });
+  .messages({ 'object.missing': 'html or text is required (or a template, or variants)', 'object.oxor': 'give tags at the top or in audience, not both' });
 
 /** POST /admin/api/broadcasts/audience: how many a broadcast to this audience of the list would reach now. */
 export const audienceQuery = Joi.object<{ list: string; audience?: AudienceInput }>({
