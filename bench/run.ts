@@ -852,6 +852,13 @@ function print(r: Record<string, any>): void {
         `one mailbox a campaign: ${c.tickAllFreeMs} ms`,
       ]);
     }
+    if (c.branches) {
+      rows.push([
+        `scheduler: every campaign a branched sequence (an email, a condition, two branches: docs/outreach.md)`,
+        `claim ${c.branches.tickAllFreeMs} ms a tick before any first step, ${c.branches.tickHalfAtConditionMs} ms with half the prospects at the condition, due`,
+        `without branches: ${c.tickAllFreeMs} ms`,
+      ]);
+    }
   }
   if (r.smtp) {
     const m = r.smtp.memory;

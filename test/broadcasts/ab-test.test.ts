@@ -25,7 +25,7 @@ async function testShareSent(people: number, clickShare: [number, number]) {
   await addActive(t.listId, people);
   const created = await admin()
     .post('/admin/api/broadcasts')
-    .send({ list: t.list.key, variants, winner: { metric: 'clicks', after_hours: 1, min_sample: 40 }, test_share: 0.4 });
+    .send({ list: t.list.key, variants, winner: { metric: 'clicks', after_hours: 1, min_sample: 40 }, test_share: 0.4, track_clicks: true });
   expect(created.status).toBe(201);
   const id = created.body.broadcast.id as number;
   await admin().patch(`/admin/api/broadcasts/${id}`).send({ status: 'sending' }).expect(200);
@@ -54,6 +54,8 @@ it('sends the test share first, then the winner of a real difference to the rest
   expect(copies.length).toBeLessThan(150);
   expect(new Set(copies.map((c) => c.variant))).toEqual(new Set([0, 1]));
   for (const c of copies) expect(c.subject).toMatch(c.variant === 0 ? /^Offer A for Reader \d+$/ : /^Offer B for Reader \d+$/);
+  // each variant's own html, its link tracked
+  expect(copies.find((c) => c.variant === 1)!.html).toMatch(/^<p>B: <a href="http[^"]+\/c\/[^"]+">shop<\/a><\/p>/);
   const waiting = (await admin().get(`/admin/api/broadcasts/${id}`).expect(200)).body.broadcast;
   expect(waiting.status).toBe('sending');
   expect(waiting.ab.verdict).toMatchObject({ winner: 'no winner', why: 'too early' });
@@ -92,7 +94,8 @@ it('refuses, 400 naming why: weights summing to 0, a winner by opens, variants b
     [{ variants, winner: { metric: 'opens', after_hours: 1, min_sample: 10 } }, /replies or clicks; opens cannot pick a winner/],
     [{ variants, subject: 'Mine' }, /subject/],
     [{ variants, test_share: 0.2 }, /test_share: give a winner rule/],
-    [{ variants, winner: { metric: 'clicks', after_hours: 1, min_sample: 10 }, test_share: 1.5 }, /test_share/],
+    [{ variants, winner: { metric: 'clicks', after_hours: 1, min_sample: 10 }, test_share: 1.5, track_clicks: true }, /test_share/],
+    [{ variants, winner: { metric: 'clicks', after_hours: 1, min_sample: 10 } }, /a winner by clicks needs track_clicks/],
   ];
   for (const [body, why] of cases) {
     const res = await admin().post('/admin/api/broadcasts').send({ list: t.list.key, ...body });

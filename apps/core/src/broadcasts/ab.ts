@@ -24,7 +24,7 @@ export interface Verdict {
 }
 
 /** The columns of an A/B test, checked (400 naming why); nothing when none is given. */
-export function abColumns(input: AbInput & { subject?: string; html?: string | null; text?: string | null; template?: unknown }) {
+export function abColumns(input: AbInput & { subject?: string; html?: string | null; text?: string | null; template?: unknown; track_clicks?: boolean }) {
   if (input.variants === undefined && input.winner === undefined && input.test_share === undefined) return {};
   const variants = input.variants ?? null;
   if (variants) {
@@ -35,6 +35,7 @@ export function abColumns(input: AbInput & { subject?: string; html?: string | n
     if (refusal) throw new BadRequest(`variants: ${refusal}`);
   }
   if (input.winner && !variants) throw new BadRequest('winner: give variants to pick a winner from');
+  if (input.winner?.metric === 'clicks' && !input.track_clicks) throw new BadRequest('winner: a winner by clicks needs track_clicks: true');
   if (input.test_share != null && !input.winner) throw new BadRequest('test_share: give a winner rule to judge the test by');
   return { variants: variants as never, winner: (input.winner ?? null) as never, testShare: input.test_share ?? null };
 }

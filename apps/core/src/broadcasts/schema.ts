@@ -79,11 +79,12 @@ export interface BroadcastInput {
 export const broadcastInput = Joi.object<BroadcastInput>({
   list: Joi.string().trim().min(1).max(100).required(),
   ...content,
-  subject: content.subject.when('template', { is: Joi.exist().not(null), then: Joi.optional(), otherwise: Joi.required() }).when('variants', { is: Joi.array().required(), then: Joi.forbidden() }),
 })
+  // a subject and html or text, or a template, or variants (which give no subject of their own: ab.ts refuses one)
+  .or('subject', 'template', 'variants')
   .or('html', 'text', 'template', 'variants')
   .oxor('tags', 'audience')
-  .messages({ 'object.missing': 'html or text is required (or a template, or variants)', 'object.oxor': 'give tags at the top or in audience, not both' });
+  .messages({ 'object.missing': 'give a subject and html or text (or a template, or variants)', 'object.oxor': 'give tags at the top or in audience, not both' });
 
 /** POST /admin/api/broadcasts/audience: how many a broadcast to this audience of the list would reach now. */
 export const audienceQuery = Joi.object<{ list: string; audience?: AudienceInput }>({

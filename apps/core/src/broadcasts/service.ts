@@ -142,7 +142,7 @@ export async function changeBroadcast(db: Db, id: number, changes: BroadcastChan
       if (!next.html && !next.text && templateId === null && !next.variants) throw new BadRequest('html or text is required (or a template, or variants)');
       for (const [i, v] of (content.variants ?? []).entries()) checkSources({ [`variants[${i}].subject`]: v.subject, [`variants[${i}].body`]: v.body });
       const ab = content.variants !== undefined || content.winner !== undefined || content.test_share !== undefined
-        ? abColumns({ variants: next.variants as never, winner: content.winner ?? (current.winner as never), test_share: content.test_share ?? current.testShare, subject: content.subject, html: content.html, text: content.text, template: content.template })
+        ? abColumns({ variants: next.variants as never, winner: content.winner ?? (current.winner as never), test_share: content.test_share ?? current.testShare, track_clicks: content.track_clicks ?? current.trackClicks, subject: content.subject, html: content.html, text: content.text, template: content.template })
         : {};
       checkSources({ subject: content.subject, html: content.html, text: content.text });
       const audience =
