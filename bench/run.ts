@@ -855,8 +855,8 @@ function print(r: Record<string, any>): void {
     if (c.branches) {
       rows.push([
         `scheduler: every campaign a branched sequence (an email, a condition, two branches: docs/outreach.md)`,
-        `claim ${c.branches.tickAllFreeMs} ms a tick before any first step, ${c.branches.tickHalfAtConditionMs} ms with half the prospects at the condition, due`,
-        `without branches: ${c.tickAllFreeMs} ms`,
+        `claim ${c.branches.tickAllFreeMs} ms a tick before any first step (turns ${c.branches.branchedTurnsMs.join(' / ')}), ${c.branches.tickHalfAtConditionMs} ms with half the prospects at the condition, due`,
+        `the linear sequence in the same turns: ${c.branches.linearMs} ms (${c.branches.linearTurnsMs.join(' / ')})`,
       ]);
     }
   }
