@@ -3,7 +3,8 @@ import { classify } from '../../apps/core/src/inbound/classify';
 import { handleInbound } from '../../apps/core/src/inbound/handle';
 import { updateCampaign, type StepInput } from '../../apps/core/src/outreach/campaigns';
 import { runSequenceStep } from '../../apps/core/src/outreach/steps';
-import { asAdmin, useApi } from '../helpers/api';
+import request from 'supertest';
+import { ADMIN_TOKEN, asAdmin, useApi } from '../helpers/api';
 import { useDelivery } from '../helpers/mail';
 import { SmtpSink } from '../helpers/smtp-sink';
 import { addProspect, deliver, outreach, stepMessage } from './support';
@@ -120,6 +121,18 @@ describe('branches', () => {
     expect(node('silence')).toMatchObject({ sent: 1, next: 'last' });
     expect(node('last')).toMatchObject({ sent: 0, waiting: 1 });
     expect(stats.tree.ended).toBe(2);
+
+    // the console's campaign page draws it as a tree: a condition's branches under it, counts per step
+    const agent = request.agent(ctx.api.app);
+    const csrf = /name="_csrf" value="([^"]+)"/.exec((await agent.get('/admin/signin')).text)![1]!;
+    await agent.post('/admin/signin').type('form').send({ _csrf: csrf, token: ADMIN_TOKEN }).expect(303);
+    const page = (await agent.get(`/admin/campaigns/${campaign.id}`).expect(200)).text;
+    const row = (id: string) => new RegExp(`<tr data-step="${id}"><td style="padding-left: ([0-9.]+)em">(.*?)</td><td>(\\d*)</td><td>(\\d*)</td></tr>`).exec(page)?.slice(1);
+    expect(row('intro')).toEqual(['0.5', '<strong>intro</strong>', '4', '0']);
+    expect(row('check')).toEqual(['0.5', '<strong>check</strong>: if out_of_office', '', '0']);
+    expect(row('welcome-back')).toEqual(['2', '<span class="muted">then →</span> <strong>welcome-back</strong>', '1', '0']);
+    expect(row('silence')).toEqual(['3.5', '<span class="muted">else →</span> <strong>silence</strong>', '1', '0']);
+    expect(row('last')).toEqual(['3.5', '<strong>last</strong>', '0', '1']);
   });
 
   it('branches on a click: clicked takes then, no click takes else once within_hours have passed', async () => {
