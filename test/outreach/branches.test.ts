@@ -135,7 +135,7 @@ describe('branches', () => {
     expect(row('last')).toEqual(['3.5', '<strong>last</strong>', '0', '1']);
   });
 
-  it('branches on a click: clicked takes then, no click takes else once within_hours have passed', async () => {
+  it('branches on a click: a person clicking takes then at once, no click takes else once within_hours have passed', async () => {
     const { tenant, campaign } = await outreach({
       smtp: sink.url,
       steps: [
@@ -145,14 +145,22 @@ describe('branches', () => {
         { id: 'nudge', subject: 'Did you see it?', body: 'nudge', delay_hours: 0 },
       ],
     });
+    await db().campaign.update({ where: { id: campaign.id }, data: { trackClicks: true } });
     const clicker = await addProspect(tenant.account.id, campaign.id, { email: 'click@ex.org' });
     const idle = await addProspect(tenant.account.id, campaign.id, { email: 'idle@ex.org' });
     for (const id of [clicker, idle]) await runSequenceStep(db(), id, 1);
     const m = (await stepMessage(clicker, 1))!;
-    await db().linkClick.create({ data: { messageId: m.id, accountId: tenant.account.id, url: 'https://example.test/offer' } });
-    for (const id of [clicker, idle]) await dueNow(id, 25);
-    for (const id of [clicker, idle]) expect((await runSequenceStep(db(), id, 2)).kind).toBe('written');
+    // delivered an hour ago (a request right after delivery is a link scanner's), then the person follows the link
+    await db().message.update({ where: { id: m.id }, data: { status: 'sent', sentAt: new Date(Date.now() - HOUR) } });
+    const link = /https?:\/\/[^\s]+\/c\/([A-Za-z0-9._~-]+)/.exec(m.text!)!;
+    await request(ctx.api.app).get(`/c/${link[1]}`).expect(302).expect('Location', 'https://example.test/offer');
+    // decided by the click: due now, without waiting the 24 hours
+    expect((await prospect(clicker)).nextAt!.getTime()).toBeLessThanOrEqual(Date.now());
+    expect((await runSequenceStep(db(), clicker, 2)).kind).toBe('written');
     expect(await stepMessage(clicker, 2)).toMatchObject({ stepKey: 'thanks' });
+    expect(await runSequenceStep(db(), idle, 2)).toMatchObject({ kind: 'deferred', why: 'not_due' });
+    await dueNow(idle, 25);
+    expect((await runSequenceStep(db(), idle, 2)).kind).toBe('written');
     expect(await stepMessage(idle, 2)).toMatchObject({ stepKey: 'nudge' });
   });
 

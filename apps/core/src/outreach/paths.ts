@@ -1,8 +1,9 @@
 import type { CampaignStep } from '../../../../generated/prisma/client';
-import type { Tx } from '../db';
+import type { Db, Tx } from '../db';
+import { queueStepsSoon } from './scheduler';
 import { judge } from '../experiments/winner';
 import { pickVariant, type Variant, type WinnerRule } from '../experiments/variants';
-import { chooseVariant, conditionFacts, variantArms, type LockedProspect } from './repository';
+import { chooseVariant, clickDueNow, conditionFacts, variantArms, type LockedProspect } from './repository';
 import { conditionOf, decide, decidedBy, END, successor } from './branches';
 import { afterHours } from './timing';
 
@@ -104,4 +105,10 @@ export async function answerBranch(tx: Tx, prospect: { campaignId: number; node:
   if (!target) return null;
   const next = conditionOf(target);
   return { node: to, nodeSince: now, nextAt: afterHours(now, next ? next.within_hours : target.delayHours) };
+}
+
+/** After a person's first click on one of its emails: a prospect waiting at a condition on clicks goes on now. */
+export async function clickDecides(db: Db, messageId: string): Promise<void> {
+  const moved = await clickDueNow(db, messageId);
+  if (moved.length) await queueStepsSoon(moved.map((p) => ({ prospectId: p.id, step: p.step + 1, nextAt: p.next_at })));
 }

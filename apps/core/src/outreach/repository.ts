@@ -829,3 +829,20 @@ export async function pinProspectPlaces(tx: Tx, campaignId: number): Promise<voi
     [campaignId],
   );
 }
+
+/**
+ * A person's first click on a sequence email decides the condition its prospect waits at, when that condition asks
+ * about clicks (branches.ts): the prospect's step comes due now. Answers the prospects moved (none for other emails).
+ */
+export function clickDueNow(tx: Tx, messageId: string): Promise<{ id: number; step: number; next_at: Date }[]> {
+  return rawQuery<{ id: number; step: number; next_at: Date }>(
+    tx,
+    `UPDATE prospects p SET next_at = now(), held_due = NULL, held_next = NULL
+     FROM messages m, campaign_steps s
+     WHERE m.id = $1::uuid AND p.id = m.prospect_id AND s.campaign_id = p.campaign_id AND s.key = p.node
+       AND s.kind = 'condition' AND s.condition->>'if' IN ('clicked', 'not_clicked')
+       AND p.status IN ('ready', 'writing', 'later') AND p.next_at > now()
+     RETURNING p.id, p.step, p.next_at`,
+    [messageId],
+  );
+}
