@@ -95,6 +95,8 @@ describe('branches', () => {
       expect(await runSequenceStep(db(), id, 2)).toMatchObject({ kind: 'deferred', why: 'not_due' });
       await dueNow(id, 49);
     }
+    // the auto-reply came half an hour after the first email, 48.5 hours ago
+    await db().inboundMessage.updateMany({ where: { prospectId: ids.auto }, data: { receivedAt: new Date(Date.now() - 48.5 * HOUR) } });
     for (const id of [ids.ooo, ids.auto, ids.quiet]) expect((await runSequenceStep(db(), id, 2)).kind).toBe('written');
     expect(await stepMessage(ids.ooo, 2)).toMatchObject({ stepKey: 'welcome-back', text: 'Back from holidays?' });
     expect(await stepMessage(ids.auto, 2)).toMatchObject({ stepKey: 'after-auto', text: 'Saw your auto-reply' });

@@ -12,7 +12,7 @@ import { afterHours } from './timing';
  * the steps it was already sent, to the email to write now, a time to come back, or the end of its path.
  */
 export type Walked =
-  | { kind: 'email'; step: CampaignStep }
+  | { kind: 'email'; step: CampaignStep; moved: boolean }
   | { kind: 'wait'; node: string; since: Date; until: Date; email: boolean }
   | { kind: 'end'; reason: 'no_reply' | 'step_removed' };
 
@@ -22,12 +22,15 @@ export function placeOf(steps: CampaignStep[], p: Pick<LockedProspect, 'node' | 
   return steps[p.step]?.key ?? END;
 }
 
+const later = (a: Date | null, b: Date): Date => (a && a.getTime() > b.getTime() ? a : b);
+
 export async function walk(tx: Tx, steps: CampaignStep[], p: LockedProspect, now: Date): Promise<Walked> {
   const byKey = new Map(steps.map((s) => [s.key, s]));
   const sent = new Set(p.sent_keys);
   let key = placeOf(steps, p);
   let since = p.node_since ?? now;
   let moved = false;
+  let end: Date | null = null;
   // a path has no cycle (graphRefusal), so it ends within as many hops as there are steps
   for (let hop = 0; hop <= steps.length; hop++) {
     if (key === END || key === null) return { kind: 'end', reason: 'no_reply' };
@@ -35,7 +38,11 @@ export async function walk(tx: Tx, steps: CampaignStep[], p: LockedProspect, now
     if (!step) return { kind: 'end', reason: 'step_removed' };
     const condition = conditionOf(step);
     if (condition) {
-      const decided = decide(condition, await conditionFacts(tx, p.id, since), since, now);
+      // what happened after the condition's end does not count: decided late (a busy mailbox), it decides as it would
+      // have; one reached from another sees at least what that one saw
+      const own = afterHours(since, condition.within_hours);
+      end = later(end, own);
+      const decided = decide(condition, await conditionFacts(tx, p.id, since, end), since, now);
       if ('until' in decided) return { kind: 'wait', node: key, since, until: decided.until, email: false };
       // a condition decided now hands on its start: the next one counts from the same email
       key = decided.to;
@@ -45,11 +52,12 @@ export async function walk(tx: Tx, steps: CampaignStep[], p: LockedProspect, now
     if (sent.has(key)) {
       // never twice: an edit may have put a step it was sent back on its path
       key = successor(steps, key) ?? END;
+      moved = true;
       continue;
     }
     // a branch taken now: the step's own wait counts from the decision
     if (moved && step.delayHours > 0) return { kind: 'wait', node: key, since: now, until: afterHours(now, step.delayHours), email: true };
-    return { kind: 'email', step };
+    return { kind: 'email', step, moved };
   }
   return { kind: 'end', reason: 'no_reply' };
 }

@@ -748,22 +748,22 @@ export function lockHeldSteps(tx: Tx, scope: HeldScope): Promise<HeldStep[]> {
 // ---- branches and A/B variants (branches.ts, experiments/) ----
 
 /**
- * What happened to the prospect from `since` that a condition asks about: a person's reply (read, or reported by the
+ * What happened to the prospect from `since` until `until` (the condition's end) that a condition asks about: a person's reply (read, or reported by the
  * caller), an auto-reply, an out-of-office (an auto-reply naming the day its writer is back: inbound/handle.ts), a
  * click of a person (not a scanner) on one of its emails.
  */
-export async function conditionFacts(tx: Tx, prospectId: number, since: Date): Promise<{ replied: boolean; clicked: boolean; auto_replied: boolean; out_of_office: boolean }> {
+export async function conditionFacts(tx: Tx, prospectId: number, since: Date, until: Date): Promise<{ replied: boolean; clicked: boolean; auto_replied: boolean; out_of_office: boolean }> {
   const [facts] = await rawQuery<{ replied: boolean; clicked: boolean; auto_replied: boolean; out_of_office: boolean }>(
     tx,
-    `SELECT EXISTS (SELECT 1 FROM inbound_messages i WHERE i.prospect_id = p.id AND i.kind = 'reply' AND i.received_at >= $2)
-              OR (p.reply IN ('human', 'reported') AND p.replied_at >= $2) AS replied,
+    `SELECT EXISTS (SELECT 1 FROM inbound_messages i WHERE i.prospect_id = p.id AND i.kind = 'reply' AND i.received_at >= $2 AND i.received_at < $3)
+              OR (p.reply IN ('human', 'reported') AND p.replied_at >= $2 AND p.replied_at < $3) AS replied,
             EXISTS (SELECT 1 FROM link_clicks c JOIN messages m ON m.id = c.message_id
-                    WHERE m.prospect_id = p.id AND NOT c.scanner AND c.at >= $2) AS clicked,
-            EXISTS (SELECT 1 FROM inbound_messages i WHERE i.prospect_id = p.id AND i.kind = 'auto_reply' AND i.received_at >= $2) AS auto_replied,
-            EXISTS (SELECT 1 FROM inbound_messages i WHERE i.prospect_id = p.id AND i.kind = 'auto_reply' AND i.received_at >= $2
+                    WHERE m.prospect_id = p.id AND NOT c.scanner AND c.at >= $2 AND c.at < $3) AS clicked,
+            EXISTS (SELECT 1 FROM inbound_messages i WHERE i.prospect_id = p.id AND i.kind = 'auto_reply' AND i.received_at >= $2 AND i.received_at < $3) AS auto_replied,
+            EXISTS (SELECT 1 FROM inbound_messages i WHERE i.prospect_id = p.id AND i.kind = 'auto_reply' AND i.received_at >= $2 AND i.received_at < $3
                     AND i.detail LIKE 'back %') AS out_of_office
      FROM prospects p WHERE p.id = $1`,
-    [prospectId, since],
+    [prospectId, since, until],
   );
   return facts ?? { replied: false, clicked: false, auto_replied: false, out_of_office: false };
 }

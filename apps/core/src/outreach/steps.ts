@@ -57,6 +57,8 @@ async function decideAndWrite(tx: Tx, prospectId: number, step: number): Promise
     return { kind: 'deferred', until: nextAt, why: 'branch' };
   }
   const current = walked.step;
+  // a branch taken now is kept, whatever holds the email back below (a window, a mailbox's limits): never decided twice
+  if (walked.moved) await tx.prospect.update({ where: { id: p.id }, data: { node: current.key, nodeSince: now } });
   if (!p.email) {
     await updateProspect(tx, campaign, previous, p.id, { status: 'hold', nextAt: null });
     return { kind: 'skipped', why: 'no address to write to' };
