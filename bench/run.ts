@@ -872,6 +872,13 @@ function print(r: Record<string, any>): void {
         `one mailbox a campaign: ${c.tickAllFreeMs} ms`,
       ]);
     }
+    if (c.branches) {
+      rows.push([
+        `scheduler: every campaign a branched sequence (an email, a condition, two branches: docs/outreach.md)`,
+        `claim ${c.branches.tickAllFreeMs} ms a tick before any first step (turns ${c.branches.branchedTurnsMs.join(' / ')}), ${c.branches.tickHalfAtConditionMs} ms with half the prospects at the condition, due`,
+        `the linear sequence in the same turns: ${c.branches.linearMs} ms (${c.branches.linearTurnsMs.join(' / ')})`,
+      ]);
+    }
   }
   if (r.smtp) {
     const m = r.smtp.memory;

@@ -29,6 +29,12 @@ export interface SchedulerFigures {
    * (each tied to its first mailbox); `claimed`: rows the first of those claims took.
    */
   rotation: { tickAllFreeMs: number; tickHalfStartedMs: number; claimed: number };
+  /**
+   * Branches (docs/outreach.md): every campaign's sequence an email, a condition and two branches of one email each;
+   * the claim with every prospect before its first step, in turns with the linear sequence (same marks, same moment),
+   * then with half of them waiting at the condition, due.
+   */
+  branches: { linearTurnsMs: number[]; branchedTurnsMs: number[]; linearMs: number; tickAllFreeMs: number; tickHalfAtConditionMs: number };
 }
 
 const MAILBOXES = 50;
@@ -70,8 +76,8 @@ export async function schedulerPhase(options: {
     [account!.id, CAMPAIGNS_PER_MAILBOX],
   );
   await pg.query(
-    `INSERT INTO campaign_steps (campaign_id, position, subject, body, delay_hours)
-     SELECT c.id, s.position, 'Step ' || s.position || ' for {{name}}', 'Hello {{name}}', s.delay
+    `INSERT INTO campaign_steps (campaign_id, position, key, subject, body, delay_hours)
+     SELECT c.id, s.position, s.position::text, 'Step ' || s.position || ' for {{name}}', 'Hello {{name}}', s.delay
      FROM campaigns c CROSS JOIN (VALUES (1, 0.0), (2, 24.0)) AS s(position, delay) WHERE c.account_id = $1`,
     [account!.id],
   );
@@ -96,6 +102,7 @@ export async function schedulerPhase(options: {
   const withWindows = await timed(5, () => claimDueSteps(db(), { limit: 500 }));
   await pg.query(`UPDATE campaigns SET schedule = NULL WHERE account_id = $1`, [account!.id]);
   const rotation = await rotationClaims(pg, account!.id, () => claimDueSteps(db(), { limit: 500 }));
+  const branches = await branchClaims(pg, account!.id, () => claimDueSteps(db(), { limit: 500 }));
   const { windowedAt } = await import('../apps/core/src/outreach/windows');
   const zones = ['UTC', 'Europe/Berlin', 'Europe/London', 'Europe/Paris', 'America/New_York', 'America/Chicago', 'America/Denver', 'America/Los_Angeles',
     'America/Sao_Paulo', 'Asia/Tokyo', 'Asia/Kolkata', 'Asia/Shanghai', 'Asia/Singapore', 'Australia/Sydney', 'Africa/Lagos', 'Europe/Moscow',
@@ -150,7 +157,65 @@ export async function schedulerPhase(options: {
     stepsPerSecond,
     windows: { tickAllFreeMs: withWindows.ms, check100kMs, checkUsPerProspect: +((check100kMs * 1000) / prospects).toFixed(2) },
     rotation,
+    branches,
   };
+}
+
+/**
+ * The claim over branched sequences: each campaign's steps become intro, a `not_replied` condition and two one-email
+ * branches; first with nobody started, then with half of each campaign's prospects sent the intro and waiting at the
+ * condition, due. The steps and rows are put back as they were afterwards.
+ */
+async function branchClaims(pg: Client, account: number, claim: () => Promise<unknown[]>): Promise<SchedulerFigures['branches']> {
+  await pg.query(`CREATE TEMP TABLE bench_marks AS SELECT id, queued_at FROM prospects WHERE queued_at IS NOT NULL`);
+  await pg.query(`CREATE TEMP TABLE bench_steps AS SELECT s.* FROM campaign_steps s JOIN campaigns c ON c.id = s.campaign_id WHERE c.account_id = $1`, [account]);
+  const linearSteps = async () => {
+    await pg.query(`DELETE FROM campaign_steps s USING campaigns c WHERE c.id = s.campaign_id AND c.account_id = $1`, [account]);
+    await pg.query(`INSERT INTO campaign_steps SELECT * FROM bench_steps`);
+  };
+  const branchedSteps = async () => {
+    await pg.query(`DELETE FROM campaign_steps s USING campaigns c WHERE c.id = s.campaign_id AND c.account_id = $1`, [account]);
+    await pg.query(
+      `INSERT INTO campaign_steps (campaign_id, position, key, kind, condition, subject, body, delay_hours)
+       SELECT c.id, s.position, s.key, s.kind, s.condition::jsonb, s.subject, 'Hello {{name}}', s.delay
+       FROM campaigns c CROSS JOIN (VALUES
+         (1, 'intro', 'email', NULL, 'Hello {{name}}', 0.0),
+         (2, 'check', 'condition', '{"if": "not_replied", "within_hours": 48, "then": "nudge", "else": "thanks"}', '', 0.0),
+         (3, 'nudge', 'email', NULL, 'Any news, {{name}}?', 0.0),
+         (4, 'thanks', 'email', NULL, 'Thanks, {{name}}', 0.0)
+       ) AS s(position, key, kind, condition, subject, delay) WHERE c.account_id = $1`,
+      [account],
+    );
+  };
+  // linear and branched in turns (three each, the median kept), each from no marks: on a busy host both see its load
+  const measure = async (steps: () => Promise<void>) => {
+    await steps();
+    await pg.query(`UPDATE prospects SET queued_at = NULL WHERE queued_at IS NOT NULL`);
+    await pg.query('ANALYZE campaign_steps');
+    return (await timed(5, claim)).ms;
+  };
+  const linear: number[] = [];
+  const branched: number[] = [];
+  for (let turn = 0; turn < 3; turn++) {
+    linear.push(await measure(linearSteps));
+    branched.push(await measure(branchedSteps));
+  }
+  const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[1]!;
+  await pg.query(`UPDATE prospects SET queued_at = NULL WHERE queued_at IS NOT NULL`);
+  await pg.query(
+    `UPDATE prospects p SET step = 1, status = 'writing', node = 'check', node_since = now() - interval '49 hours', mailbox_id = c.mailbox_id
+     FROM campaigns c WHERE c.id = p.campaign_id AND c.account_id = $1 AND p.id % 2 = 0`,
+    [account],
+  );
+  await pg.query('ANALYZE prospects');
+  const halfAtCondition = await timed(5, claim);
+  await pg.query(`UPDATE prospects SET step = 0, status = 'ready', mailbox_id = NULL, node = NULL, node_since = NULL, queued_at = NULL WHERE node IS NOT NULL OR queued_at IS NOT NULL`);
+  await pg.query(`UPDATE prospects p SET queued_at = b.queued_at FROM bench_marks b WHERE b.id = p.id`);
+  await linearSteps();
+  await pg.query(`DROP TABLE bench_marks`);
+  await pg.query(`DROP TABLE bench_steps`);
+  await pg.query('ANALYZE');
+  return { linearTurnsMs: linear, branchedTurnsMs: branched, linearMs: median(linear), tickAllFreeMs: median(branched), tickHalfAtConditionMs: halfAtCondition.ms };
 }
 
 /**

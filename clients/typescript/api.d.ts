@@ -476,6 +476,7 @@ export interface components {
                 status: "new" | "ready" | "writing" | "hold" | "later" | "replied" | "agreed" | "placed" | "lost";
                 reason: string;
                 step: number;
+                at: string | null;
                 stage: number;
                 stage_name: string;
                 value: number;

@@ -46,7 +46,7 @@ it("sets a campaign's rotation from its page and shows sends per mailbox", async
   const tenant = await makeTenant();
   const second = await makeMailbox(tenant.account.id);
   await page.goto(`${base}/admin/campaigns`);
-  const made = await db().campaign.create({ data: { accountId: tenant.account.id, mailboxId: tenant.mailbox.id, name: 'rot', goal: 'sales', steps: { create: [{ position: 1, subject: 's', body: 'b', delayHours: 0 }] } } });
+  const made = await db().campaign.create({ data: { accountId: tenant.account.id, mailboxId: tenant.mailbox.id, name: 'rot', goal: 'sales', steps: { create: [{ position: 1, key: '1', subject: 's', body: 'b', delayHours: 0 }] } } });
   await page.goto(`${base}/admin/campaigns/${made.id}`);
   await page.fill('input[name=mailboxes]', `${second.id},${tenant.mailbox.id}`);
   await page.click('text=Save mailboxes');

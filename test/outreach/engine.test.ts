@@ -3,6 +3,7 @@ import { claimMailboxSlot } from '../../apps/core/src/outreach/limits';
 import { reportOutcome } from '../../apps/core/src/outreach/outcomes';
 import { claimDueSteps } from '../../apps/core/src/outreach/scheduler';
 import { runSequenceStep } from '../../apps/core/src/outreach/steps';
+import { rewindStepDueNow } from '../../apps/core/src/outreach/repository';
 import { updateCampaign } from '../../apps/core/src/outreach/campaigns';
 import { processSequenceStep } from '../../apps/worker/src/processors/sequence';
 import { useDelivery } from '../helpers/mail';
@@ -140,7 +141,8 @@ describe('the step writer', () => {
     const cancelled = (await stepMessage(id, 2))!;
     // as a pause leaves it: step 2's copy cancelled, the prospect back before step 2 and due again
     await db().message.update({ where: { id: cancelled.id }, data: { status: 'cancelled' } });
-    await db().prospect.update({ where: { id }, data: { step: 1, nextAt: new Date(), status: 'writing' } });
+    await db().$transaction((tx) => rewindStepDueNow(tx, id));
+    expect(await db().prospect.findUniqueOrThrow({ where: { id } })).toMatchObject({ step: 1, node: '2', status: 'writing' });
     expect(await runSequenceStep(db(), id, 2)).toMatchObject({ kind: 'written' });
     const rewritten = (await stepMessage(id, 2))!;
     expect(rewritten.id).not.toBe(cancelled.id);

@@ -37,6 +37,8 @@ describe('GET /api/v1/prospects (docs/api.md)', () => {
         status: 'new',
         reason: '',
         step: 0,
+        // not under way: at no step yet (docs/outreach.md, branches)
+        at: null,
         stage: 0,
         stage_name: 'contacted',
         value: 0,

@@ -7,6 +7,7 @@ import { verifyMode } from './verify/schemas';
 import { seriesSteps } from './lifecycle/schema';
 import { topicsSchema } from './topics';
 import { OAUTH_PROVIDERS } from './oauth/providers';
+import { campaignStep } from './outreach/branch-schema';
 
 /**
  * Inputs of the admin API (docs/api.md), shared by the HTTP routes, the console and the CLI, and written into the admin
@@ -122,14 +123,6 @@ export const listInput = Joi.object({
   public: Joi.boolean(),
 });
 
-const step = Joi.object({
-  subject: Joi.string().trim().min(1).max(300).when('template', { is: Joi.exist(), then: Joi.optional(), otherwise: Joi.required() }),
-  body: Joi.string().min(1).max(100_000).when('template', { is: Joi.exist(), then: Joi.optional(), otherwise: Joi.required() }),
-  /** a stored template (id or alias) rendered instead of subject and body (docs/templates.md) */
-  template: templateRef(),
-  delay_hours: Joi.number().min(0).max(24 * 365).required(),
-});
-
 const clock = () =>
   Joi.string()
     .pattern(/^(?:[01][0-9]|2[0-3]):[0-5][0-9]$|^24:00$/)
@@ -171,7 +164,7 @@ const campaignFields = {
   mailboxes: Joi.array().items(id()).min(1).max(100),
   stages: Joi.array().items(Joi.string().trim().min(1).max(100)).max(50),
   status: Joi.string().valid(...CAMPAIGN_STATUSES),
-  steps: Joi.array().items(step).min(1).max(20),
+  steps: Joi.array().items(campaignStep).min(1).max(20),
   /** opt-in (docs/analytics.md): the links of its emails through signed redirect tokens */
   track_clicks: Joi.boolean(),
   /** links campaigns: the page the placed link must point to; null removes it */

@@ -166,6 +166,8 @@ const prospect = Joi.object({
   status: Joi.string().valid(...PROSPECT_STATUSES).required(),
   reason: Joi.string().allow('').required(),
   step: Joi.number().integer().min(0).required(),
+  /** where it is in the sequence (docs/outreach.md, branches): the id of the step it waits at, "$end" past its path's last */
+  at: Joi.string().allow(null).required(),
   stage: Joi.number().integer().min(0).required(),
   stage_name: Joi.string().allow('').required(),
   value: Joi.number().required(),

@@ -1,6 +1,7 @@
 import { Router } from 'express';
 import { readClickToken, readOpenToken, recordClick, recordOpen } from '../../../core/src/analytics/tracking';
 import type { Db } from '../../../core/src/db';
+import { clickDecides } from '../../../core/src/outreach/paths';
 import { logger } from '../../../core/src/logger';
 import { methodNotAllowed } from '../middleware/errors';
 import * as html from '../../../core/src/subscribers/html';
@@ -24,7 +25,9 @@ export function trackingRouter(db: Db): Router {
       const click = readClickToken(req.params.token);
       if (!click) return send(res, 404, html.notFoundPage());
       try {
-        await recordClick(db, { ...click, head: req.method === 'HEAD' });
+        const recorded = await recordClick(db, { ...click, head: req.method === 'HEAD' });
+        // a person's first click decides a sequence's condition on clicks at once (docs/outreach.md, branches)
+        if (recorded?.first && !recorded.scanner) await clickDecides(db, click.messageId);
       } catch (err) {
         logger.warn({ err: (err as Error).message, message: click.messageId }, 'a click was not recorded');
       }

@@ -169,6 +169,8 @@ export type CopyRow = Pick<Prisma.MessageCreateManyInput, 'id' | 'subscriberId' 
   text: string | null;
   html: string | null;
   headers: string;
+  /** an A/B test's variant (ab.ts), null without one */
+  variant?: number | null;
 };
 
 /**
@@ -180,13 +182,13 @@ export async function insertCopies(db: Db, b: { id: number; accountId: number; m
   const inserted = await rawQuery<{ id: string }>(
     db,
     `WITH b AS (SELECT id FROM broadcasts WHERE id = $1 AND status = 'sending' FOR SHARE),
-       v AS (SELECT * FROM unnest($4::uuid[], $5::int[], $6::text[], $7::text[], $8::text[], $9::text[], $10::text[], $11::text[])
-               AS v(id, subscriber_id, recipient, subject, text, html, headers, header)),
+       v AS (SELECT * FROM unnest($4::uuid[], $5::int[], $6::text[], $7::text[], $8::text[], $9::text[], $10::text[], $11::text[], $12::int[])
+               AS v(id, subscriber_id, recipient, subject, text, html, headers, header, variant)),
        claimed AS (INSERT INTO broadcast_copies (broadcast_id, subscriber_id, message_id)
                    SELECT b.id, v.subscriber_id, v.id FROM b, v ON CONFLICT (broadcast_id, subscriber_id) DO NOTHING RETURNING message_id)
        INSERT INTO messages (id, account_id, mailbox_id, kind, broadcast_id, subscriber_id, "to", subject, text, html, headers,
-                             message_id_header, enqueued_at)
-       SELECT v.id, $2, $3, 'broadcast', b.id, v.subscriber_id, v.recipient, v.subject, v.text, v.html, v.headers::jsonb, v.header, now()
+                             message_id_header, variant, enqueued_at)
+       SELECT v.id, $2, $3, 'broadcast', b.id, v.subscriber_id, v.recipient, v.subject, v.text, v.html, v.headers::jsonb, v.header, v.variant, now()
        FROM b, v JOIN claimed ON claimed.message_id = v.id
        RETURNING id::text`,
     [
@@ -201,6 +203,7 @@ export async function insertCopies(db: Db, b: { id: number; accountId: number; m
       rows.map((r) => r.html),
       rows.map((r) => r.headers),
       rows.map((r) => r.messageIdHeader),
+      rows.map((r) => r.variant ?? null),
     ],
     'broadcast-copies',
   );
@@ -282,4 +285,19 @@ export async function sendingBroadcast(tx: Tx, id: number): Promise<{ id: number
 export async function pauseSendingBroadcast(tx: Tx, id: number, reason: string): Promise<boolean> {
   const paused = await rawQuery(tx, `UPDATE broadcasts SET status = 'paused', paused_reason = $2, updated_at = now() WHERE id = $1 AND status = 'sending' RETURNING id`, [id, reason]);
   return paused.length > 0;
+}
+
+// ---- A/B tests (ab.ts) ----
+
+/** Per variant of a broadcast: the copies written, and of them those answered by a person and those clicked by one. */
+export function broadcastArms(db: Tx, broadcastId: number): Promise<{ variant: number; sent: number; replied: number; clicked: number }[]> {
+  return rawQuery<{ variant: number; sent: number; replied: number; clicked: number }>(
+    db,
+    `SELECT m.variant, count(*)::int AS sent,
+            count(*) FILTER (WHERE EXISTS (SELECT 1 FROM inbound_messages i WHERE i.related_id = m.id AND i.kind = 'reply'))::int AS replied,
+            count(*) FILTER (WHERE EXISTS (SELECT 1 FROM link_clicks c WHERE c.message_id = m.id AND NOT c.scanner))::int AS clicked
+     FROM messages m WHERE m.broadcast_id = $1 AND m.variant IS NOT NULL AND m.status <> 'cancelled'
+     GROUP BY m.variant ORDER BY m.variant`,
+    [broadcastId],
+  );
 }

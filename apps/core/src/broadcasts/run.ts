@@ -12,6 +12,7 @@ import { progressOf } from './service';
 import { ruleOf } from './segment';
 import { audiencePage, broadcastStatus, insertCopies, lockBroadcast, lockBroadcastStatus, queuedCopiesAfter, snapshotAudience, waitingCount } from './repository';
 import { trackingBase } from '../tracking-domains/links';
+import { afterTestShare, inTestShare, testing, variantOf } from './ab';
 
 /** Subscribers read, rendered and written per statement. */
 export const PAGE_SIZE = 500;
@@ -68,13 +69,16 @@ async function start(db: Db, id: number): Promise<Loaded | Date | null> {
 async function writePage(db: Db, b: Loaded, after: number, size: number, listIdHeader: string): Promise<{ last: number | null; written: string[] }> {
   const page = await audiencePage(db, b.id, after, size);
   if (!page.length) return { last: null, written: [] };
-  const due = page.filter((p) => p.due);
+  // an A/B test's first run writes its test share only (ab.ts)
+  const due = page.filter((p) => p.due && (!testing(b) || inTestShare(b, p.id)));
   // a broadcast built on a stored template: its sources (html inside its layout) as they are now, read once a page
-  const source = b.templateId === null ? b : await storedSource(db, b.templateId);
+  const stored = b.templateId === null ? b : await storedSource(db, b.templateId);
   // the account's tracking domain while its certificate is live, else PUBLIC_URL (docs/tracking-domains.md)
   const base = b.trackClicks || b.trackOpens ? await trackingBase(db, b.accountId) : undefined;
   const rows = due.map((p) => {
     const id = newId();
+    const variant = variantOf(b, p.id);
+    const source = variant ? { subject: variant.subject, html: variant.html, text: null } : stored;
     // opt-in tracking: each copy's links carry its own signed tokens (analytics/tracking.ts), put into the template before
     // the reader's fields are merged, so a merged field (a stranger's name typed as a URL) never becomes a tracked link
     const content = b.trackClicks || b.trackOpens ? { subject: source.subject, ...tracked(source, id, { clicks: b.trackClicks, opens: b.trackOpens, base }) } : source;
@@ -89,7 +93,7 @@ async function writePage(db: Db, b: Loaded, after: number, size: number, listIdH
       subject: copy.subject,
       subscriberId: p.id,
     });
-    return { ...row, html: copy.html, text: copy.text, headers: JSON.stringify(copy.headers) };
+    return { ...row, html: copy.html, text: copy.text, headers: JSON.stringify(copy.headers), variant: variant?.index ?? null };
   });
   const written = rows.length ? await insertCopies(db, { id: b.id, accountId: b.accountId, mailboxId: b.list.mailboxId }, rows) : [];
   return { last: page[page.length - 1]!.id, written };
@@ -133,6 +137,11 @@ export async function runBroadcast(db: Db, deliveries: DeliveryQueue, id: number
   const b = await start(db, id);
   if (!b || b instanceof Date) return b ?? 'idle';
   await requeueOrphans(db, id);
+  // an A/B test waiting for its verdict: nothing to write until then (the processor delays the job to that time)
+  if (testing(b) && b.testSentAt) {
+    const at = await afterTestShare(db, b);
+    if (at) return at;
+  }
   const pollMs = options.pollMs ?? 50;
   const perSecond = b.list.mailbox.maxPerSecond;
   const size = perSecond ? Math.min(PAGE_SIZE, perSecond) : PAGE_SIZE;
@@ -145,6 +154,13 @@ export async function runBroadcast(db: Db, deliveries: DeliveryQueue, id: number
     if ((await broadcastStatus(db, id)) !== 'sending') return 'stopped';
     const began = Date.now();
     const { last, written } = await writePage(db, b, after, size, header);
+    if (last === null && testing(b)) {
+      // the test share is written: wait `after_hours` for its verdict, then write the rest from the start
+      const at = await afterTestShare(db, b);
+      if (at) return at;
+      after = 0;
+      continue;
+    }
     if (last === null) break;
     after = last;
     for (let i = 0; i < written.length; i += DISPATCH_SIZE) {

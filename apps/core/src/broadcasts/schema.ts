@@ -1,5 +1,7 @@
 import { Joi } from '../validate';
 import { templateRef } from '../templates/schema';
+import { variantsInput, winnerInput } from '../experiments/schema';
+import type { Variant, WinnerRule } from '../experiments/variants';
 import { FIELD_NAME_MAX, FIELD_VALUE_MAX, FIELDS_MAX, type FieldValue } from '../subscribers/schema';
 import { TOPIC_ID, TOPICS_MAX } from '../topics';
 
@@ -55,6 +57,11 @@ const content = {
   topics: Joi.array().items(Joi.string().pattern(TOPIC_ID)).max(TOPICS_MAX).unique(),
   /** shown on the list's public archive page and feed */
   archive: Joi.boolean(),
+  /** an A/B test (docs/broadcasts.md): variants instead of subject, html and text; `body` is html */
+  variants: variantsInput().allow(null),
+  winner: winnerInput().allow(null),
+  /** the share of the audience that gets the test first; the rest gets the winner */
+  test_share: Joi.number().greater(0).less(1).allow(null),
 };
 
 export interface BroadcastInput {
@@ -70,17 +77,21 @@ export interface BroadcastInput {
   audience?: AudienceInput | null;
   topics?: string[];
   archive?: boolean;
+  variants?: Variant[] | null;
+  winner?: WinnerRule | null;
+  test_share?: number | null;
 }
 
-/** POST /admin/api/broadcasts: html or text required, or a template. */
+/** POST /admin/api/broadcasts: html or text required, or a template, or variants. */
 export const broadcastInput = Joi.object<BroadcastInput>({
   list: Joi.string().trim().min(1).max(100).required(),
   ...content,
-  subject: content.subject.when('template', { is: Joi.exist().not(null), then: Joi.optional(), otherwise: Joi.required() }),
 })
-  .or('html', 'text', 'template')
+  // a subject and html or text, or a template, or variants (which give no subject of their own: ab.ts refuses one)
+  .or('subject', 'template', 'variants')
+  .or('html', 'text', 'template', 'variants')
   .oxor('tags', 'audience')
-  .messages({ 'object.missing': 'html or text is required (or a template)', 'object.oxor': 'give tags at the top or in audience, not both' });
+  .messages({ 'object.missing': 'give a subject and html or text (or a template, or variants)', 'object.oxor': 'give tags at the top or in audience, not both' });
 
 /** POST /admin/api/broadcasts/audience: how many a broadcast to this audience of the list would reach now. */
 export const audienceQuery = Joi.object<{ list: string; audience?: AudienceInput; topics?: string[] }>({

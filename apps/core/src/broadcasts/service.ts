@@ -10,6 +10,7 @@ import { iso } from '../validate';
 import { copyCounts, deleteUnclaimedCopies, lockBroadcast } from './repository';
 import type { AudienceInput, BroadcastChanges, BroadcastInput } from './schema';
 import { checkAudience, storedSegment } from './segment';
+import { abColumns, broadcastTest } from './ab';
 
 export interface Progress {
   sent: number;
@@ -64,10 +65,12 @@ export function broadcastView(b: Broadcast & { list: Pick<List, 'key'> }, progre
 }
 export type BroadcastView = ReturnType<typeof broadcastView>;
 
-async function view(db: Tx, id: number): Promise<BroadcastView> {
+async function view(db: Tx, id: number): Promise<BroadcastView & { ab?: unknown }> {
   const b = await db.broadcast.findUnique({ where: { id }, include: { list: { select: { key: true } } } });
   if (!b) throw new NotFound(`no broadcast with id ${id}`);
-  return broadcastView(b, await progressOf(db, b));
+  // an A/B test: its variants' numbers and the verdict (ab.ts)
+  const ab = await broadcastTest(db, b);
+  return { ...broadcastView(b, await progressOf(db, b)), ...(ab ? { ab } : {}) };
 }
 
 export const getBroadcast = view;
@@ -86,10 +89,13 @@ export async function createBroadcast(db: Tx, input: BroadcastInput): Promise<Br
   if (!list) throw new NotFound(`no list with key "${input.list}"`);
   const templateId = input.template == null ? null : await templateIdOf(db, list.accountId, input.template);
   checkSources({ subject: input.subject, html: input.html, text: input.text });
+  for (const [i, v] of (input.variants ?? []).entries()) checkSources({ [`variants[${i}].subject`]: v.subject, [`variants[${i}].body`]: v.body });
+  const ab = abColumns(input);
   const audience = await audienceOf(db, list, input.audience, input.tags);
   requireTopics(list, input.topics ?? []);
   const created = await db.broadcast.create({
     data: {
+      ...ab,
       accountId: list.accountId,
       listId: list.id,
       subject: input.subject ?? '',
@@ -142,8 +148,12 @@ export async function changeBroadcast(db: Db, id: number, changes: BroadcastChan
       const beside = besideTemplate(content);
       if (beside) throw new BadRequest(beside);
       const templateId = content.template === undefined ? current.templateId : content.template === null ? null : await templateIdOf(tx, current.accountId, content.template);
-      const next = { html: current.html, text: current.text, ...content };
-      if (!next.html && !next.text && templateId === null) throw new BadRequest('html or text is required (or a template)');
+      const next = { html: current.html, text: current.text, variants: current.variants, ...content };
+      if (!next.html && !next.text && templateId === null && !next.variants) throw new BadRequest('html or text is required (or a template, or variants)');
+      for (const [i, v] of (content.variants ?? []).entries()) checkSources({ [`variants[${i}].subject`]: v.subject, [`variants[${i}].body`]: v.body });
+      const ab = content.variants !== undefined || content.winner !== undefined || content.test_share !== undefined
+        ? abColumns({ variants: next.variants as never, winner: content.winner ?? (current.winner as never), test_share: content.test_share ?? current.testShare, track_clicks: content.track_clicks ?? current.trackClicks, subject: content.subject, html: content.html, text: content.text, template: content.template })
+        : {};
       checkSources({ subject: content.subject, html: content.html, text: content.text });
       const audience =
         content.audience !== undefined ? await audienceOf(tx, { id: current.listId, accountId: current.accountId }, content.audience, undefined) : null;
@@ -151,6 +161,7 @@ export async function changeBroadcast(db: Db, id: number, changes: BroadcastChan
       await tx.broadcast.update({
         where: { id },
         data: {
+          ...ab,
           templateId,
           subject: content.subject,
           html: content.html,

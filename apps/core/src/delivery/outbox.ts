@@ -27,6 +27,9 @@ export interface OutgoingEmail {
   subscriberId?: number;
   prospectId?: number;
   step?: number;
+  /** a sequence email: its campaign step's key and A/B variant (outreach/branches.ts) */
+  stepKey?: string;
+  variant?: number;
   inReplyTo?: string;
   references?: string;
   notBefore?: Date | null;
@@ -53,6 +56,8 @@ export function messageRow(email: OutgoingEmail): Prisma.MessageCreateManyInput 
     subscriberId: email.subscriberId,
     prospectId: email.prospectId,
     step: email.step,
+    ...(email.stepKey !== undefined ? { stepKey: email.stepKey } : {}),
+    ...(email.variant !== undefined ? { variant: email.variant } : {}),
     to: email.to,
     subject: email.subject,
     text: email.text ?? null,

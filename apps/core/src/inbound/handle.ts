@@ -4,6 +4,7 @@ import type { InboundKind, ProspectStatus } from '../../../../generated/prisma/e
 import type { Db, Tx } from '../db';
 import { emitEvent } from '../events';
 import { emitProspectChange } from '../outreach/changes';
+import { answerBranch } from '../outreach/paths';
 import { metrics } from '../metrics';
 import { addToStopList } from '../stop-list/repository';
 import { bounceClass, bounceColumn } from '../analytics/bounces';
@@ -42,7 +43,7 @@ async function lockedProspect(tx: Tx, id: number): Promise<Prospect | null> {
   return (await lockProspect(tx, id)) ? tx.prospect.findUnique({ where: { id } }) : null;
 }
 
-async function changeProspect(tx: Tx, before: Prospect, data: Partial<Pick<Prospect, 'status' | 'reason' | 'reply' | 'repliedAt' | 'nextAt' | 'closedAt'>>): Promise<void> {
+async function changeProspect(tx: Tx, before: Prospect, data: Partial<Pick<Prospect, 'status' | 'reason' | 'reply' | 'repliedAt' | 'nextAt' | 'closedAt' | 'node' | 'nodeSince'>>): Promise<void> {
   const after = await tx.prospect.update({ where: { id: before.id }, data });
   const campaign = await tx.campaign.findUniqueOrThrow({ where: { id: before.campaignId }, select: { id: true, accountId: true, stages: true } });
   await emitProspectChange(tx, campaign, before.status as ProspectStatus, after);
@@ -156,12 +157,15 @@ async function effects(tx: Tx, mailbox: Mailbox, mail: InboundMail, now: Date) {
 
   if (mail.kind === 'auto_reply') {
     if (prospect.status === 'ready' || prospect.status === 'writing') {
+      // waiting at a condition on this answer, the prospect goes on along its branch now (outreach/branches.ts)
+      const branch = await answerBranch(tx, prospect, mail.returnDate ? 'out_of_office' : 'auto_reply', now);
       const nextAt = resumeAt(mail.returnDate, mail.date > now ? now : mail.date);
-      await changeProspect(tx, prospect, { status: 'later', reply: 'auto', nextAt });
+      await changeProspect(tx, prospect, { status: 'later', reply: 'auto', nextAt, ...branch });
     }
     return { ...base, kind: 'auto_reply' as InboundKind, detail: mail.returnDate ? `back ${mail.returnDate.toISOString().slice(0, 10)}` : '' };
   }
   const open = OPEN_STATUSES.includes(prospect.status) || (prospect.status === 'lost' && prospect.reason === 'no_reply');
-  if (open) await changeProspect(tx, prospect, { status: 'replied', reason: '', reply: 'human', repliedAt: mail.date, nextAt: null, closedAt: null });
+  const branch = open ? await answerBranch(tx, prospect, 'reply', now) : null;
+  if (open) await changeProspect(tx, prospect, { status: 'replied', reason: '', reply: 'human', repliedAt: mail.date, nextAt: null, closedAt: null, ...(branch ? { node: branch.node, nodeSince: branch.nodeSince } : {}) });
   return { ...base, kind: 'reply' as InboundKind, detail: '' };
 }

@@ -4,7 +4,10 @@ import { mailboxStartRefusal } from '../domains/sending';
 import type { CampaignGoal, CampaignStatus } from '../../../../generated/prisma/enums';
 import { Prisma, type Db, type Tx } from '../db';
 import { scheduleOf, type Schedule } from './windows';
-import { campaignMailboxes, lockCampaign } from './repository';
+import { campaignMailboxes, lockCampaign, pinProspectPlaces } from './repository';
+import { conditionOf, END, graphRefusal, type Condition } from './branches';
+import { weightsRefusal, type Variant, type WinnerRule } from '../experiments/variants';
+import { updateProspects } from './changes';
 import { rotationOf, saveRotation } from './rotation';
 import { BadRequest, Forbidden, NotFound } from '../errors';
 import { requireAccount } from '../accounts';
@@ -15,23 +18,82 @@ import { scheduleDueSteps, startCampaignProspects } from './scheduler';
 export const GOALS = ['links', 'sales', 'partners', 'press', 'hiring', 'reviews', 'winback', 'plain'] as const;
 export const CAMPAIGN_STATUSES = ['draft', 'running', 'paused'] as const;
 
-export interface StepInput {
+/** An email step, or (with `type: "condition"`) a branch (docs/outreach.md; branches.ts). */
+export type StepInput = EmailStepInput | ConditionStepInput;
+
+export interface EmailStepInput {
+  /** the caller's id, which `then`, `else` and `next` name; its position when not given */
+  id?: string;
+  type?: 'email';
   subject?: string;
   body?: string;
   /** a stored template (id or alias), rendered instead of subject and body */
   template?: number | string;
   delay_hours: number;
+  /** the step that follows, when not the next in the list */
+  next?: string;
+  /** A/B: each prospect gets one by a deterministic hash (experiments/) */
+  variants?: Variant[];
+  winner?: WinnerRule;
 }
 
-/** The steps' rows: each template named resolved to the account's (400 otherwise), each body checked to parse. */
+export interface ConditionStepInput extends Condition {
+  id: string;
+  type: 'condition';
+}
+
+const isCondition = (s: StepInput): s is ConditionStepInput => s.type === 'condition';
+
+/**
+ * The steps' rows: each template named resolved to the account's (400 otherwise), each body checked to parse, and the
+ * graph checked (400 naming why: a branch to a step that does not exist, a cycle, weights that sum to 0).
+ */
 async function stepRows(db: Tx, accountId: number, steps: StepInput[]) {
   const rows = [];
   for (const [i, s] of steps.entries()) {
+    const key = s.id ?? String(i + 1);
+    if (isCondition(s)) {
+      const condition = { if: s.if, within_hours: s.within_hours, then: s.then, else: s.else };
+      rows.push({ position: i + 1, key, kind: 'condition', condition, next: null, subject: '', body: '', delayHours: 0, templateId: null });
+      continue;
+    }
     checkSources({ [`steps[${i}].subject`]: s.subject, [`steps[${i}].body`]: s.body });
+    for (const [j, v] of (s.variants ?? []).entries()) checkSources({ [`steps[${i}].variants[${j}].subject`]: v.subject, [`steps[${i}].variants[${j}].body`]: v.body });
+    const refusal = s.variants ? weightsRefusal(s.variants.map((v) => v.weight)) : null;
+    if (refusal) throw new BadRequest(`steps[${i}].${refusal}`);
     const templateId = s.template === undefined ? null : await templateIdOf(db, accountId, s.template, `steps[${i}].template`);
-    rows.push({ position: i + 1, subject: s.subject ?? '', body: s.body ?? '', delayHours: s.delay_hours, templateId });
+    rows.push({
+      position: i + 1,
+      key,
+      kind: 'email',
+      condition: undefined,
+      next: s.next ?? null,
+      subject: s.subject ?? '',
+      body: s.body ?? '',
+      delayHours: s.delay_hours,
+      templateId,
+      ...(s.variants ? { variants: s.variants as unknown as Prisma.InputJsonValue } : {}),
+      ...(s.winner ? { winner: s.winner as unknown as Prisma.InputJsonValue } : {}),
+    });
   }
+  const refusal = graphRefusal(rows.map((r) => ({ key: r.key, kind: r.kind, condition: r.condition ?? null, next: r.next })));
+  if (refusal) throw new BadRequest(refusal);
   return rows;
+}
+
+/** A stored step as the API shows it (the input's shape). */
+function stepView(s: CampaignStep): StepInput {
+  const condition = conditionOf(s);
+  if (condition) return { id: s.key, type: 'condition', ...condition };
+  return {
+    id: s.key,
+    ...(s.variants ? {} : { subject: s.subject, body: s.body }),
+    delay_hours: s.delayHours,
+    ...(s.templateId !== null ? { template: s.templateId } : {}),
+    ...(s.next !== null ? { next: s.next } : {}),
+    ...(s.variants ? { variants: s.variants as unknown as Variant[] } : {}),
+    ...(s.winner ? { winner: s.winner as unknown as WinnerRule } : {}),
+  };
 }
 
 /** The Campaign of docs/api.md. */
@@ -107,9 +169,7 @@ function detail(c: Campaign & { steps: CampaignStep[] }, prospects: number, rota
     mailbox: c.mailboxId,
     mailboxes: active.length ? active : [c.mailboxId],
     retired_mailboxes: rotation.filter((r) => !r.active).map((r) => r.mailbox_id),
-    steps: c.steps
-      .sort((a, b) => a.position - b.position)
-      .map((s) => ({ subject: s.subject, body: s.body, delay_hours: s.delayHours, ...(s.templateId !== null ? { template: s.templateId } : {}) })),
+    steps: c.steps.sort((a, b) => a.position - b.position).map(stepView),
     target: c.targetUrl === null ? null : { url: c.targetUrl, anchor: c.targetAnchor ?? '' },
     schedule: scheduleOf(c.schedule),
     pause_on: pauseOnOf(c.pauseOn),
@@ -218,8 +278,16 @@ export async function updateCampaign(db: Tx, id: number, changes: CampaignChange
   }
   if (changes.steps) {
     const rows = await stepRows(db, before.accountId, changes.steps);
+    // each prospect under way keeps its place by key; a prospect at a step removed ends its path, with that reason
+    await pinProspectPlaces(db, id);
     await db.campaignStep.deleteMany({ where: { campaignId: id } });
-    await db.campaignStep.createMany({ data: rows.map((s) => ({ ...s, campaignId: id })) });
+    await db.campaignStep.createMany({ data: rows.map((s) => ({ ...s, campaignId: id, condition: s.condition ?? undefined })) });
+    const kept = [...rows.map((r) => r.key), END];
+    await updateProspects(
+      db,
+      { campaignId: id, status: { in: ['ready', 'writing', 'later', 'hold'] }, node: { notIn: kept } },
+      { status: 'lost', reason: 'step_removed', nextAt: null, closedAt: new Date() },
+    );
   }
   const campaign = await db.campaign.update({
     where: { id },

@@ -1,6 +1,7 @@
 import { PROSPECT_STATUSES } from './view';
 import type { Tx } from '../db';
 import { NotFound } from '../errors';
+import { branchStats, type NodeStats, type TestStats } from './branch-stats';
 import { campaignStepCount, dailyCounts, mailboxCounts, prospectStatusCounts, stepCounts, writtenCount, type StepCounts } from './repository';
 
 /**
@@ -18,6 +19,9 @@ export interface CampaignStats {
   rates: { reply: number; bounce: number; complaint: number };
   days: { date: string; sent: number; replied: number; bounced: number }[];
   mailboxes: { mailbox: number; address: string; sent: number; prospects: number }[];
+  /** the sequence as a tree with counts per step, and its A/B tests (branch-stats.ts) */
+  tree: { nodes: NodeStats[]; ended: number };
+  tests: TestStats[];
 }
 
 const share = (part: number, whole: number) => (whole ? Math.round((part / whole) * 10_000) / 10_000 : 0);
@@ -36,6 +40,7 @@ export async function campaignStats(db: Tx, campaignId: number, options: { days?
   const total = (key: keyof StepCounts) => perStep.reduce((sum, s) => sum + s[key], 0);
   const written = await writtenCount(db, campaignId);
   const daily = await dailyCounts(db, campaignId, now, days);
+  const branches = await branchStats(db, campaignId, now);
 
   return {
     prospects,
@@ -43,5 +48,7 @@ export async function campaignStats(db: Tx, campaignId: number, options: { days?
     rates: { reply: share(total('replied'), written), bounce: share(total('bounced'), total('ended')), complaint: share(total('complained'), total('ended')) },
     days: daily,
     mailboxes: await mailboxCounts(db, campaignId),
+    tree: { nodes: branches.nodes, ended: branches.ended },
+    tests: branches.tests,
   };
 }

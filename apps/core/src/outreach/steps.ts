@@ -12,6 +12,7 @@ import { lockProspectForStep, planSteps } from './repository';
 import { followUpSubject, renderSubject, renderTemplate, type TemplateContext } from './render';
 import { queueStepsSoon } from './scheduler';
 import { afterHours, noReplyWaitHours } from './timing';
+import { afterWriting, variantFor, walk } from './paths';
 import { optOutHeaders, UNSUBSCRIBE_URL_PLACEHOLDER } from './opt-out';
 import { scheduleOf, windowedAt } from './windows';
 import { storedSource } from '../templates/service';
@@ -26,7 +27,7 @@ import { trackingBase } from '../tracking-domains/links';
 export type StepOutcome =
   | { kind: 'written'; messageId: string; next: { step: number; at: Date } }
   | { kind: 'closed' }
-  | { kind: 'deferred'; until: Date; why: 'not_due' | 'window' | 'daily_limit' | 'gap' | 'mailboxes' }
+  | { kind: 'deferred'; until: Date; why: 'not_due' | 'window' | 'daily_limit' | 'gap' | 'mailboxes' | 'branch' }
   | { kind: 'skipped'; why: string };
 
 async function decideAndWrite(tx: Tx, prospectId: number, step: number): Promise<StepOutcome> {
@@ -43,11 +44,21 @@ async function decideAndWrite(tx: Tx, prospectId: number, step: number): Promise
   if (p.next_at.getTime() > now.getTime()) return { kind: 'deferred', until: p.next_at, why: 'not_due' };
 
   const steps = campaign.steps;
-  if (step > steps.length) {
-    // the wait after the last step is over without an answer
-    await updateProspect(tx, campaign, previous, p.id, { status: 'lost', reason: 'no_reply', nextAt: null, closedAt: now });
+  // the prospect's place on its path (branches.ts): conditions decided now are passed, a step it was sent is never sent again
+  const walked = await walk(tx, steps, p, now);
+  if (walked.kind === 'end') {
+    // the wait after its path's last step is over without an answer (or the step it waited at was removed)
+    await updateProspect(tx, campaign, previous, p.id, { status: 'lost', reason: walked.reason, nextAt: null, closedAt: now });
     return { kind: 'closed' };
   }
+  if (walked.kind === 'wait') {
+    const nextAt = walked.email ? windowedAt(scheduleOf(campaign.schedule), p.fields, walked.until) : walked.until;
+    await updateProspect(tx, campaign, previous, p.id, { node: walked.node, nodeSince: walked.since, nextAt, heldDue: null, heldNext: null });
+    return { kind: 'deferred', until: nextAt, why: 'branch' };
+  }
+  const current = walked.step;
+  // a branch taken now is kept, whatever holds the email back below (a window, a mailbox's limits): never decided twice
+  if (walked.moved) await tx.prospect.update({ where: { id: p.id }, data: { node: current.key, nodeSince: now } });
   if (!p.email) {
     await updateProspect(tx, campaign, previous, p.id, { status: 'hold', nextAt: null });
     return { kind: 'skipped', why: 'no address to write to' };
@@ -77,13 +88,13 @@ async function decideAndWrite(tx: Tx, prospectId: number, step: number): Promise
     return { kind: 'deferred', until: slot.until, why: slot.why };
   }
 
-  const current = steps[step - 1]!;
   // the opt-out link is put in on the way to the wire (delivery/compose.ts): the stored body holds the placeholder
   const unsubscribe = campaign.unsubscribe ? UNSUBSCRIBE_URL_PLACEHOLDER : undefined;
   const ctx: TemplateContext = { name: p.name, email: p.email, site: p.site, fields: p.fields, unsubscribe_url: unsubscribe };
   // a step built on a stored template takes its subject, text and html (inside its layout) from it, as they are now
   const source = async (s: (typeof steps)[number]) => (s.templateId === null ? { subject: s.subject, html: null, text: s.body } : storedSource(tx, s.templateId));
-  const own = await source(current);
+  const picked = await variantFor(tx, current, p.id, now);
+  const own = picked ? { subject: picked.variant.subject, html: null, text: picked.variant.body } : await source(current);
   const firstSubject = step === 1 ? own.subject : (await source(steps[0]!)).subject;
   const subject = step === 1 ? renderSubject(own.subject, ctx) : followUpSubject(own.subject, firstSubject, ctx);
   // a step cancelled by a pause left its row behind: it was never sent, so it gives way to the rewrite
@@ -108,6 +119,8 @@ async function decideAndWrite(tx: Tx, prospectId: number, step: number): Promise
       html,
       prospectId: p.id,
       step,
+      stepKey: current.key,
+      variant: picked?.index,
       inReplyTo: step > 1 && p.thread_id ? p.thread_id : undefined,
       references: step > 1 && p.thread_id ? p.thread_id : undefined,
       // the mailbox slot this step took: a record of the spacing, and never later than now, so it holds nothing up
@@ -115,14 +128,17 @@ async function decideAndWrite(tx: Tx, prospectId: number, step: number): Promise
       headers: unsubscribe ? optOutHeaders() : undefined,
     },
   ]);
-  const following = steps[step];
-  // the next step is put at its window's opening now, so the scheduler never claims it while the window is shut
-  const nextDue = following ? afterHours(now, following.delayHours) : afterHours(now, noReplyWaitHours(current.delayHours));
-  const nextAt = following ? windowedAt(schedule, p.fields, nextDue) : nextDue;
+  const following = afterWriting(steps, current, now);
+  // the next email is put at its window's opening now, so the scheduler never claims it while the window is shut; a
+  // condition comes due when it is decided without an answer, the end of the path after the no-reply wait
+  const nextDue = following.due ?? afterHours(now, noReplyWaitHours(current.delayHours));
+  const nextAt = following.due && !following.condition ? windowedAt(schedule, p.fields, nextDue) : nextDue;
   const held = nextAt.getTime() > nextDue.getTime();
   await updateProspect(tx, campaign, previous, p.id, {
     status: 'writing',
     step,
+    node: following.node,
+    nodeSince: now,
     nextAt,
     heldDue: held ? nextDue : null,
     heldNext: held ? nextAt : null,

@@ -13,6 +13,8 @@ export interface ProspectView {
   status: string;
   reason: string;
   step: number;
+  /** its place in the sequence (branches.ts): the id of the step it waits at, "$end" past its path's last step; null before its first step went out */
+  at: string | null;
   stage: number;
   stage_name: string;
   value: number;
@@ -51,6 +53,7 @@ export function prospectView(p: Prospect, campaign: Pick<Campaign, 'stages'>): P
     status: p.status,
     reason: p.reason,
     step: p.step,
+    at: p.node,
     stage: p.stage,
     stage_name: campaign.stages[p.stage] ?? '',
     value: p.value,

@@ -10,6 +10,7 @@ import { browseProspects, PROSPECT_STATUSES } from '../../../../core/src/operato
 import { campaignStats } from '../../../../core/src/outreach/stats';
 import { CAMPAIGN_DELIVERABILITY, CAMPAIGN_STATS, campaignSendingRoutes } from './outreach-settings';
 import { campaignCharts } from '../stats-section';
+import { CAMPAIGN_TREE, sequenceTree } from './campaign-tree';
 
 export const campaignsPage: ConsolePage = {
   path: '/campaigns',
@@ -34,8 +35,9 @@ ${mailboxSelect('Mailbox')}
 <form method="post" action="/admin/campaigns/<%= it.campaign.id %>/status" class="inline">${CSRF_FIELD}<input type="hidden" name="status" value="<%= it.campaign.status === 'running' ? 'paused' : 'running' %>"><button><%= it.campaign.status === 'running' ? 'Pause' : it.campaign.status === 'paused' ? 'Resume' : 'Start' %></button></form>
 <h2>Steps</h2>
 <table><thead><tr><th>#</th><th>After (hours)</th><th>Subject</th><th>Body</th></tr></thead><tbody>
-<% it.campaign.steps.forEach(function (s, i) { %><tr><td><%= i + 1 %></td><td><%= s.delay_hours %></td><td><%= s.subject %></td><td><%= s.body %></td></tr><% }) %>
+<% it.campaign.steps.forEach(function (s, i) { %><tr><td><%= s.id || i + 1 %></td><td><%= s.type === 'condition' ? 'if ' + s.if + ' within ' + s.within_hours + ' h: ' + s.then + ' / ' + s.else : s.delay_hours %></td><td><%= s.subject || (s.variants ? s.variants.length + ' variants' : '') %></td><td><%= s.body || '' %></td></tr><% }) %>
 </tbody></table>
+${CAMPAIGN_TREE}
 <h2>Prospects by status and stage</h2>
 <table><thead><tr><th>Status</th><th>Stage</th><th>Prospects</th></tr></thead><tbody>
 <% it.counts.forEach(function (c) { %><tr><td><%= c.status %></td><td><%= it.campaign.stages[c.stage] || c.stage %></td><td><%= c.count %></td></tr><% }) %>
@@ -94,7 +96,7 @@ ${CAMPAIGN_DELIVERABILITY}
         campaignCharts(ctx.db, id, req.query),
         browseProspects(ctx.db, id, filter),
       ]);
-      ctx.render(req, res, 'campaign', `Campaign ${campaign.name}`, { campaign, counts, stats, charts, prospects, pf: filter, prospectStatuses: PROSPECT_STATUSES });
+      ctx.render(req, res, 'campaign', `Campaign ${campaign.name}`, { campaign, counts, stats, tree: sequenceTree(stats.tree.nodes), charts, prospects, pf: filter, prospectStatuses: PROSPECT_STATUSES });
     });
     router.post('/campaigns/:id/mailboxes', async (req, res) => {
       const id = validate(schemas.idParam, req.params.id);
