@@ -74,7 +74,9 @@ describe('foreignMailboxRefusal', () => {
     const ours = await makeAccount();
     const theirs = await makeAccount();
     const own = await makeMailbox(ours.id, { address: `own-${ours.id}@ours.test` });
-    const other = await makeMailbox(theirs.id, { address: `Sales-${theirs.id}@Theirs.test` });
+    const made = await makeMailbox(theirs.id, { address: `sales-${theirs.id}@theirs.test` });
+    // a row written in mixed case (an older row, or one written by hand) is still found
+    const other = await db().mailbox.update({ where: { id: made.id }, data: { address: `Sales-${theirs.id}@Theirs.test` } });
     expect(await foreignMailboxRefusal(db(), ours.id, [` ${other.address.toUpperCase()} `])).toBe(
       `${other.address.toLowerCase()} is another account's mailbox: it may not be a Reply-To or Sender`,
     );
@@ -91,10 +93,9 @@ describe('mailboxStartRefusal', () => {
   });
 });
 
-/** Date.now moved forward by `ms` for what `run` does. */
-async function later<T>(ms: number, run: () => Promise<T>): Promise<T> {
-  const real = Date.now.bind(Date);
-  const spy = jest.spyOn(Date, 'now').mockImplementation(() => real() + ms);
+/** What `run` does with the clock standing at `time` (epoch ms). */
+async function at<T>(time: number, run: () => Promise<T>): Promise<T> {
+  const spy = jest.spyOn(Date, 'now').mockReturnValue(time);
   try {
     return await run();
   } finally {
@@ -109,11 +110,13 @@ describe('DomainStandings', () => {
     const domain = await db().domain.create({ data: { accountId: a.id, name: 'cached.test', status: 'pending', reason: 'no SPF record' } });
     await db().domain.create({ data: { accountId: b.id, name: 'other.test', status: 'verified' } });
     const cache = new DomainStandings();
-    expect(await cache.of(db(), a.id)).toEqual(new Map([['cached.test', { status: 'pending', reason: 'no SPF record' }]]));
-    expect(await cache.of(db(), b.id)).toEqual(new Map([['other.test', { status: 'verified', reason: null }]]));
+    const t = Date.now();
+    expect(await at(t, () => cache.of(db(), a.id))).toEqual(new Map([['cached.test', { status: 'pending', reason: 'no SPF record' }]]));
+    expect(await at(t, () => cache.of(db(), b.id))).toEqual(new Map([['other.test', { status: 'verified', reason: null }]]));
     await db().domain.update({ where: { id: domain.id }, data: { status: 'verified', reason: null } });
-    expect((await later(9_000, () => cache.of(db(), a.id))).get('cached.test')).toEqual({ status: 'pending', reason: 'no SPF record' });
-    expect((await later(10_001, () => cache.of(db(), a.id))).get('cached.test')).toEqual({ status: 'verified', reason: null });
+    expect((await at(t + 9_999, () => cache.of(db(), a.id))).get('cached.test')).toEqual({ status: 'pending', reason: 'no SPF record' });
+    // 10 s after the read, to the millisecond, the entry is old
+    expect((await at(t + 10_000, () => cache.of(db(), a.id))).get('cached.test')).toEqual({ status: 'verified', reason: null });
   });
 });
 
@@ -131,15 +134,16 @@ describe('DomainSigner', () => {
     await verifiedDomain(other.id, 'theirs.test');
     await verifiedDomain(account.id, 'pending.test', 'pending');
     const signer = new DomainSigner(60_000);
-    const found = await signer.keysFor(db(), { accountId: account.id, address: 'News@Signed.test' });
+    const t = Date.now();
+    const found = await at(t, () => signer.keysFor(db(), { accountId: account.id, address: 'News@Signed.test' }));
     expect(found).toEqual({ domain: 'signed.test', keys: [expect.objectContaining({ selector: 'k1r' }), expect.objectContaining({ selector: 'k1e' })] });
     expect(await signer.keysFor(db(), { accountId: account.id, address: 'news@theirs.test' })).toBeNull();
     expect(await signer.keysFor(db(), { accountId: account.id, address: 'news@pending.test' })).toBeNull();
     // a newer active pair shows once the entry is older than the time to live
     await db().domainKey.updateMany({ where: { domainId: domain.id }, data: { state: 'retired' } });
     await db().domainKey.create({ data: { domainId: domain.id, state: 'active', ...generateKeyPairs('k2') } });
-    expect((await signer.keysFor(db(), { accountId: account.id, address: 'news@signed.test' }))!.keys[0]).toMatchObject({ selector: 'k1r' });
-    const fresh = await later(60_001, () => signer.keysFor(db(), { accountId: account.id, address: 'news@signed.test' }));
+    expect((await at(t + 59_999, () => signer.keysFor(db(), { accountId: account.id, address: 'news@signed.test' })))!.keys[0]).toMatchObject({ selector: 'k1r' });
+    const fresh = await at(t + 60_000, () => signer.keysFor(db(), { accountId: account.id, address: 'news@signed.test' }));
     expect(fresh!.keys.map((k) => k.selector)).toEqual(['k2r', 'k2e']);
   });
 
