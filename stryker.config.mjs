@@ -16,10 +16,10 @@ const GROUPS = {
     mutate: ['apps/core/src/outreach/repository.ts'],
     tests: ['outreach/rotation-rules', 'outreach/rotation', 'outreach/auto-pause', 'outreach/scheduler', 'outreach/engine', 'outreach/state', 'outreach/stats', 'outreach/api', 'outreach/prospect-pages', 'outreach/limits', 'outreach/opt-out', 'outreach/sequence'],
   },
-  signing: { mutate: ['apps/core/src/domains/sending.ts'], tests: ['domains/dkim', 'domains/smtp-from', 'domains/required', 'domains/settings'] },
+  signing: { mutate: ['apps/core/src/domains/sending.ts'], tests: ['domains/dkim', 'domains/smtp-from', 'domains/required', 'domains/settings', 'domains/send-rules'] },
   // SIGNED_HEADERS is a module-level constant: its mutants are static (each runs every test of its group), so they run
   // here by its lines, against the signer's own test
-  'signed-headers': { mutate: ['apps/core/src/domains/sending.ts:130-134'], tests: ['domains/dkim'], ignoreStatic: false },
+  'signed-headers': { mutate: ['apps/core/src/domains/sending.ts:153-156'], tests: ['domains/dkim'], ignoreStatic: false },
 };
 const name = process.env.MUTATE_GROUP ?? '';
 const group = GROUPS[name];

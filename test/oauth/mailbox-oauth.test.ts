@@ -186,6 +186,113 @@ describe('the token cache', () => {
   });
 });
 
+describe('token requests, asked for directly', () => {
+  const tokenKey = (id: number) => rkey('oauth', 'token', id);
+  const awayKey = (id: number) => rkey('oauth', 'away', id);
+  const lockKey = (id: number) => rkey('oauth', 'lock', id);
+  const sealed = (token: string, refreshAt: number) => encryptSecret(JSON.stringify({ token, refreshAt, expiresAt: refreshAt + 60_000 }), config().secretKey);
+  const away = async (id: number) => JSON.parse((await redis().get(awayKey(id)))!) as { failures: number; retryAt: number; reason: string };
+  /** the outage as it stands after `failures` failed requests, its pause over */
+  const pauseOver = (id: number, failures: number) => redis().set(awayKey(id), JSON.stringify({ failures, retryAt: Date.now() - 1, reason: 'earlier' }), 'PX', 60_000);
+
+  test('the provider away: no request before its pause is over, the pause doubles from 1 s up to 5 min, its answer ends it', async () => {
+    const { mailbox } = await oauthTenant();
+    const row = await db().mailbox.findUniqueOrThrow({ where: { id: mailbox.id } });
+    await redis().del(tokenKey(row.id));
+    await auth.set({ down: true });
+    try {
+      const before = (await auth.stats()).unavailable;
+      const t0 = Date.now();
+      const first = (await accessToken(db(), row).catch((err: unknown) => err)) as OAuthProviderAway;
+      expect(first).toBeInstanceOf(OAuthProviderAway);
+      expect(first.mailboxId).toBe(row.id);
+      expect(first.retryAt - t0).toBeGreaterThanOrEqual(1_000);
+      expect(first.retryAt - Date.now()).toBeLessThanOrEqual(1_000);
+      expect(first.message).toMatch(new RegExp(`^mailbox ${row.id}: the OAuth2 provider is away \\(.+\\); next token request after ${new Date(first.retryAt).toISOString().replace(/[.]/g, '\\.')}$`));
+      expect(await away(row.id)).toEqual({ failures: 1, retryAt: first.retryAt, reason: expect.any(String) });
+      // kept past the pause (to keep counting) by the longest pause
+      expect(await redis().pttl(awayKey(row.id))).toBeGreaterThan(300_000);
+      expect(await redis().pttl(awayKey(row.id))).toBeLessThanOrEqual(301_000);
+      // within the pause: refused at once, whichever worker asks, without a request
+      const again = (await accessToken(db(), row).catch((err: unknown) => err)) as OAuthProviderAway;
+      expect(again).toBeInstanceOf(OAuthProviderAway);
+      expect(again.retryAt).toBe(first.retryAt);
+      expect((await auth.stats()).unavailable).toBe(before + 1);
+      // past it: one more request, and the next pause is twice the last
+      await pauseOver(row.id, 1);
+      const t1 = Date.now();
+      const second = (await accessToken(db(), row).catch((err: unknown) => err)) as OAuthProviderAway;
+      expect(second.retryAt - t1).toBeGreaterThanOrEqual(2_000);
+      expect(second.retryAt - Date.now()).toBeLessThanOrEqual(2_000);
+      expect((await away(row.id)).failures).toBe(2);
+      expect((await auth.stats()).unavailable).toBe(before + 2);
+      // never more than 5 minutes
+      await pauseOver(row.id, 12);
+      const t2 = Date.now();
+      const longest = (await accessToken(db(), row).catch((err: unknown) => err)) as OAuthProviderAway;
+      expect(longest.retryAt - t2).toBeGreaterThanOrEqual(300_000);
+      expect(longest.retryAt - Date.now()).toBeLessThanOrEqual(300_000);
+      expect((await away(row.id)).failures).toBe(13);
+      // the provider answers again: a token, and the outage is forgotten
+      await auth.set({ down: false });
+      await pauseOver(row.id, 13);
+      expect((await accessToken(db(), row)).token).toBeTruthy();
+      expect(await redis().get(awayKey(row.id))).toBeNull();
+    } finally {
+      await auth.set({ down: false });
+    }
+  }, 30_000);
+
+  test('a cached token past its refresh time, or one that does not decrypt, is replaced; the cache lives as long as the token', async () => {
+    const { mailbox } = await oauthTenant();
+    const row = await db().mailbox.findUniqueOrThrow({ where: { id: mailbox.id } });
+    await auth.set({ ttl: 3600 });
+    const before = (await auth.stats()).refreshes;
+    await redis().set(tokenKey(row.id), sealed('stale-token', Date.now() - 1));
+    const fresh = await accessToken(db(), row);
+    expect(fresh.token).not.toBe('stale-token');
+    expect((await auth.stats()).refreshes).toBe(before + 1);
+    expect(await redis().pttl(tokenKey(row.id))).toBeGreaterThan(3_590_000);
+    expect(await redis().pttl(tokenKey(row.id))).toBeLessThanOrEqual(3_600_000);
+    // the refresh let its lock go
+    expect(await redis().get(lockKey(row.id))).toBeNull();
+    await redis().set(tokenKey(row.id), 'not a sealed token');
+    const again = await accessToken(db(), row);
+    expect(again.token).not.toBe(fresh.token);
+    expect((await auth.stats()).refreshes).toBe(before + 2);
+    // a usable one is answered as it is
+    await redis().set(tokenKey(row.id), sealed('still-good', Date.now() + 60_000));
+    expect((await accessToken(db(), row)).token).toBe('still-good');
+  });
+
+  test("while another worker holds the lock, a caller waits for that worker's token and leaves its lock alone", async () => {
+    const { mailbox } = await oauthTenant();
+    const row = await db().mailbox.findUniqueOrThrow({ where: { id: mailbox.id } });
+    await redis().del(tokenKey(row.id));
+    await redis().set(lockKey(row.id), 'another worker', 'PX', 30_000);
+    const before = (await auth.stats()).refreshes;
+    const waiting = accessToken(db(), row);
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    await redis().set(tokenKey(row.id), sealed('from-another-worker', Date.now() + 60_000));
+    expect((await waiting).token).toBe('from-another-worker');
+    expect(await redis().get(lockKey(row.id))).toBe('another worker');
+    expect((await auth.stats()).refreshes).toBe(before);
+    await redis().del(lockKey(row.id));
+  });
+
+  test('a mailbox marked needs_reconnect asks for no token, and says why', async () => {
+    const { mailbox } = await oauthTenant();
+    const row = await db().mailbox.findUniqueOrThrow({ where: { id: mailbox.id } });
+    await redis().del(tokenKey(row.id));
+    const before = (await auth.stats()).refreshes;
+    await db().mailbox.update({ where: { id: row.id }, data: { authStatus: 'needs_reconnect', disconnectReason: 'consent withdrawn' } });
+    await expect(accessToken(db(), row)).rejects.toThrow(`mailbox ${row.id} needs reconnecting: consent withdrawn`);
+    await db().mailbox.update({ where: { id: row.id }, data: { disconnectReason: null } });
+    await expect(accessToken(db(), row)).rejects.toThrow(`mailbox ${row.id} needs reconnecting: consent was refused`);
+    expect((await auth.stats()).refreshes).toBe(before);
+  });
+});
+
 describe('sending through XOAUTH2', () => {
   test('an email goes out over SMTP signed in with an access token; across its expiry nothing fails and the rotated refresh token is kept', async () => {
     await auth.set({ ttl: 3, rotate: true });

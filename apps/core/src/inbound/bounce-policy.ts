@@ -9,8 +9,8 @@ import { recentMailboxBounces, recordBounce } from './repository';
 /**
  * What a bounce does (docs/inbound.md, "Bounce reasons"), for a report read from a mailbox and for the SMTP answer at
  * delivery alike:
- * - dead (userunknown, hostunknown, hasmoved, notaccept, suspend): the address is suppressed at once;
- * - mailbox (mailboxfull, expired, systemfull, onhold, undefined): recorded; the address is
+ * - dead (userunknown, hostunknown, hasmoved, notaccept): the address is suppressed at once;
+ * - mailbox (mailboxfull, suspend, expired, systemfull, onhold, undefined): recorded; the address is
  *   suppressed once SOFT_BOUNCE_LIMIT such bounces of different emails came within SOFT_BOUNCE_DAYS, none of them before
  *   the address's latest reply (a reply proves the mailbox works);
  * - not_address (blocked, spamdetected, policyviolation, mesgtoobig, exceedlimit...): never suppresses; recorded on the message, so

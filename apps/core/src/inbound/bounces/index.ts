@@ -1,9 +1,10 @@
+import { filteringGateway } from './gateways';
 import { header } from './mime';
 import { readAmazonSes, sesOriginalId } from './families/amazonses';
 import { readArf } from './families/arf';
 import { readRfc3464 } from './families/rfc3464';
 import { readText } from './families/text';
-import { finish, firstAddress, isRobot, mailOf, type Failed, type Mail } from './report';
+import { finish, firstAddress, isRobot, mailOf, type Failed, type Found, type Mail } from './report';
 
 export { reasonClass, REASONS, type Reason, type ReasonClass } from './reasons';
 export type { Failed } from './report';
@@ -49,16 +50,18 @@ export function readReport(raw: string | Buffer): Report | null {
   const ses = readAmazonSes(mail);
   const sesId = ses ? (originalId ?? sesOriginalId(mail)) : null;
   if (ses?.kind === 'complaint') return { kind: 'complaint', format: 'amazonses', ...ses.complaint, originalId: sesId, originalReturnPath };
-  if (ses?.kind === 'bounce') return { kind: 'bounce', format: 'amazonses', recipients: ses.found.map(finish), originalId: sesId };
+  if (ses?.kind === 'bounce') return { kind: 'bounce', format: 'amazonses', recipients: ses.found.map((f) => finish(f)), originalId: sesId };
   if (ses) return null; // a delivery notice
+  const fromGateway = filteringGateway(mail.headers) !== null;
+  const finished = (found: Found[]) => found.map((f) => finish(f, fromGateway));
   const isDsn = /report-type\s*=\s*"?(delivery-status|global-delivery-status)/.test(ct) || !!mail.dsn;
   if (isDsn) {
     const found = readRfc3464(mail) ?? readText(mail) ?? [];
-    return { kind: 'bounce', format: 'rfc3464', recipients: found.map(finish), originalId };
+    return { kind: 'bounce', format: 'rfc3464', recipients: finished(found), originalId };
   }
   if (!looksLikeBounce(mail)) return null;
   const found = readText(mail) ?? [];
-  return { kind: 'bounce', format: 'text', recipients: found.map(finish), originalId };
+  return { kind: 'bounce', format: 'text', recipients: finished(found), originalId };
 }
 
 /**

@@ -16,14 +16,14 @@ export const REASONS = [
 export type Reason = (typeof REASONS)[number];
 
 /**
- * dead: suppressed at once (`suspend`: an account disabled, deactivated or closed, not for a while); mailbox: suppressed
- * after SOFT_BOUNCE_LIMIT; not_address: never suppresses (`exceedlimit`, a message over the recipient's size limit,
- * among them: a smaller one gets through).
+ * dead: suppressed at once; mailbox: suppressed after SOFT_BOUNCE_LIMIT (`suspend` among them: an account disabled is
+ * not an address that does not exist, its owner may have it enabled again); not_address: never suppresses
+ * (`exceedlimit`, a message over the recipient's size limit, among them: a smaller one gets through).
  */
 export type ReasonClass = 'dead' | 'mailbox' | 'not_address';
 
-const DEAD = new Set<Reason>(['userunknown', 'hostunknown', 'hasmoved', 'notaccept', 'suspend']);
-const MAILBOX = new Set<Reason>(['mailboxfull', 'expired', 'systemfull', 'onhold', 'undefined']);
+const DEAD = new Set<Reason>(['userunknown', 'hostunknown', 'hasmoved', 'notaccept']);
+const MAILBOX = new Set<Reason>(['mailboxfull', 'suspend', 'expired', 'systemfull', 'onhold', 'undefined']);
 
 export function reasonClass(reason: Reason): ReasonClass {
   return DEAD.has(reason) ? 'dead' : MAILBOX.has(reason) ? 'mailbox' : 'not_address';
@@ -63,6 +63,8 @@ const OURS: Record<string, string[]> = {
   ],
   hostunknown: ['host unknown', 'domain not found', 'no such domain', 'name or service not known', 'dns lookup failure: host'],
   notaccept: ['indicated no smtp service', 'null mx'],
+  // a link to a blocklist's lookup of the sending address
+  blocked: ['spamhaus.org/query/bl'],
   spamdetected: ['rejected as spam'],
   speeding: ['sent to too many recipients'],
 };
@@ -94,6 +96,8 @@ export interface Failure {
   action: string;
   /** a reason the family's reader already knows from the format itself */
   known?: string;
+  /** the report was written by a filtering appliance (gateways.ts) */
+  fromGateway?: boolean;
 }
 
 type Probe = (text: string, f: Failure, sname: string) => boolean;
@@ -112,7 +116,7 @@ const PROBES: [string, Probe][] = [
     (text, f, sname) => {
       if (sname === 'suspend') return false;
       // x.1.1 is a dead address unless the words say another reason (a filter's refusal, a rate limit among them)
-      if (sname === 'userunknown') return !['norelaying', 'blocked', 'mailboxfull', 'hasmoved', 'rejected', 'notaccept', 'filtered', 'speeding'].some((r) => includedIn(r, text));
+      if (sname === 'userunknown') return !['norelaying', 'blocked', 'mailboxfull', 'hasmoved', 'rejected', 'notaccept', 'filtered', 'speeding', 'mailererror'].some((r) => includedIn(r, text));
       // without RCPT, a status that says otherwise (RFC 3463: x.2.x the mailbox is disabled or full, x.3.x the mail
       // system, x.7.x policy) wins
       if (f.command === '' && /^5\.[237]\./.test(f.status ?? '')) return false;
@@ -155,6 +159,12 @@ const SECOND = [
   'securityerror', 'suppressed', 'mailererror',
 ];
 
+/**
+ * "550 : User unknown", the refusal naming no address: a carrier's reception filter (the recipient refuses the sender's
+ * domain or address, au/KDDI's ezweb answers so), not a mailbox that does not exist.
+ */
+const NO_ADDRESS_UNKNOWN = /\b5\d\d:?\s+(?:<>\s*)?:\s*user unknown\b/i;
+
 /** Reasons that say little about the address: the words' meaning (meaning.ts) may say more. */
 const WEAK = new Set<Reason>(['onhold', 'undefined', 'rejected', 'systemerror', 'securityerror', 'mailererror']);
 
@@ -169,6 +179,8 @@ export function findReason(f: Failure): Reason {
   // prove it; the address may well live, so it counts as a mailbox failure (suppressed only when it repeats)
   if (name === 'filtered') return 'onhold';
   const reason = fold(name)!;
+  // the same from a filtering appliance or a reception filter, without the mailbox server's x.1.x to prove it
+  if (reason === 'userunknown' && !/^5\.1\./.test(f.status ?? '') && (f.fromGateway || NO_ADDRESS_UNKNOWN.test(f.diagnostic))) return 'onhold';
   // "sender domain does not exist": a dead reason about our own side is a refusal of the sender
   if (reasonClass(reason) === 'dead' && aboutSender(f.diagnostic)) return 'rejected';
   // an account disabled, deactivated or closed (or 5.7.13, "user account disabled"); frozen, locked or suspended for
@@ -177,7 +189,10 @@ export function findReason(f: Failure): Reason {
   // after DATA the address was accepted: "user unknown" then is a filter's answer (sisimai's `filtered`), not proof;
   // an answer to MAIL FROM is about the sender
   if (!WEAK.has(reason) || f.command === 'DATA' || f.command === 'MAIL') return reason;
-  return meaningOf(f.diagnostic) ?? reason;
+  const meant = meaningOf(f.diagnostic);
+  // words of a dead address under the server's own 5.7.x (policy), not in answer to RCPT: the policy is the answer
+  if ((meant === 'userunknown' || meant === 'hostunknown') && f.command !== 'RCPT' && f.status?.startsWith('5.7.')) return reason;
+  return meant ?? reason;
 }
 
 /** The reason of one failure as sisimai reads it (reason/find.go's order, its phrases), by sisimai's name. */
@@ -200,9 +215,13 @@ function sisimaiReason(f: Failure): string {
   return text.trim() ? 'onhold' : 'undefined';
 }
 
-/** The first enhanced status code in a text (5.1.1), or null. */
+/**
+ * The enhanced status code of a text (5.1.1), or null: the first one that follows an SMTP reply code (`550-'5.7.1`, `550
+ * 5.7.1`: the server's own), else the first one (a reporter's words before the server's answer, Amazon SES's `5.1.0 -
+ * Unknown address error 550-'5.7.1 ...'`, give way to it).
+ */
 export function findStatus(text: string): string | null {
-  const m = /(?<![\d.])([245])\.(\d{1,3})\.(\d{1,3})(?![\d.]*\d)/.exec(text);
+  const m = /\b[245]\d\d[ -]['"]?([245])\.(\d{1,3})\.(\d{1,3})(?![\d.]*\d)/.exec(text) ?? /(?<![\d.])([245])\.(\d{1,3})\.(\d{1,3})(?![\d.]*\d)/.exec(text);
   return m ? `${m[1]}.${m[2]}.${m[3]}` : null;
 }
 

@@ -129,8 +129,8 @@ export function mailOf(raw: string): Mail {
 /** Whitespace collapsed, at most 1000 characters. */
 export const squeeze = (s: string) => s.replace(/\s+/g, ' ').trim().slice(0, 1000);
 
-/** The final answer for one recipient. */
-export function finish(f: Found): Failed {
+/** The final answer for one recipient; `fromGateway`: the report was written by a filtering appliance (gateways.ts). */
+export function finish(f: Found, fromGateway = false): Failed {
   const diagnostic = squeeze(f.diagnostic);
   const said = findStatus(diagnostic);
   // the report's Status gives way to the server's own code of the same class (a generic 5.0.0, or a 5.1.1 the
@@ -138,7 +138,7 @@ export function finish(f: Found): Failed {
   const status = f.status && !(said && said[0] === f.status[0] && said !== f.status) ? f.status : (said ?? f.status ?? null);
   const smtpCode = f.smtpCode ?? findReplyCode(diagnostic);
   const action = (f.action ?? '').toLowerCase();
-  const reason = findReason({ diagnostic, status, command: f.command ?? findCommand(diagnostic), action, known: f.reason });
+  const reason = findReason({ diagnostic, status, command: f.command ?? findCommand(diagnostic), action, known: f.reason, fromGateway });
   const temporary = action === 'delayed' || (status ? status.startsWith('4') : smtpCode ? smtpCode.startsWith('4') : false);
   const permanent = !temporary && action !== 'delivered' && action !== 'relayed' && action !== 'expanded' && !(status ?? '').startsWith('2');
   return { address: f.address.toLowerCase(), status, smtpCode, diagnostic, reason, permanent, dead: permanent && reasonClass(reason) === 'dead' };
