@@ -6,7 +6,7 @@ import {
   displayNameRefusal,
   DomainSigner,
   DomainStandings,
-  foreignMailboxRefusal,
+  ForeignMailboxes,
   fromRefusal,
   mailboxStartRefusal,
   type DomainStanding,
@@ -69,7 +69,7 @@ describe('displayNameRefusal', () => {
   });
 });
 
-describe('foreignMailboxRefusal', () => {
+describe('ForeignMailboxes', () => {
   it("refuses another account's mailbox as Reply-To or Sender, named in lower case; the account's own and none pass", async () => {
     const ours = await makeAccount();
     const theirs = await makeAccount();
@@ -77,12 +77,26 @@ describe('foreignMailboxRefusal', () => {
     const made = await makeMailbox(theirs.id, { address: `sales-${theirs.id}@theirs.test` });
     // a row written in mixed case (an older row, or one written by hand) is still found
     const other = await db().mailbox.update({ where: { id: made.id }, data: { address: `Sales-${theirs.id}@Theirs.test` } });
-    expect(await foreignMailboxRefusal(db(), ours.id, [` ${other.address.toUpperCase()} `])).toBe(
+    const foreign = new ForeignMailboxes();
+    expect(await foreign.refusal(db(), ours.id, [` ${other.address.toUpperCase()} `])).toBe(
       `${other.address.toLowerCase()} is another account's mailbox: it may not be a Reply-To or Sender`,
     );
-    expect(await foreignMailboxRefusal(db(), ours.id, [own.address, 'nobody@else.test'])).toBeNull();
-    expect(await foreignMailboxRefusal(db(), theirs.id, [other.address])).toBeNull();
-    expect(await foreignMailboxRefusal(db(), ours.id, ['', '  '])).toBeNull();
+    expect(await foreign.refusal(db(), ours.id, [own.address, 'nobody@else.test'])).toBeNull();
+    expect(await foreign.refusal(db(), theirs.id, [other.address])).toBeNull();
+    expect(await foreign.refusal(db(), ours.id, ['', '  '])).toBeNull();
+  });
+
+  it('keeps each answer for a while (no query), then asks again', async () => {
+    const ours = await makeAccount();
+    const theirs = await makeAccount();
+    const address = `later-${theirs.id}@theirs.test`;
+    const foreign = new ForeignMailboxes();
+    const t0 = Date.now();
+    expect(await at(t0, () => foreign.refusal(db(), ours.id, [address]))).toBeNull();
+    await makeMailbox(theirs.id, { address });
+    // the answer kept: still null within the ten seconds, even though the mailbox now exists
+    expect(await at(t0 + 9_999, () => foreign.refusal(db(), ours.id, [address]))).toBeNull();
+    expect(await at(t0 + 10_000, () => foreign.refusal(db(), ours.id, [address]))).toMatch(/another account's mailbox/);
   });
 });
 
