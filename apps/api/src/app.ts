@@ -24,6 +24,7 @@ import { unsubscribeRouter } from './routes/unsubscribe';
 import { trackingRouter } from './routes/tracking';
 import { acmeChallengeRouter } from './routes/acme-challenge';
 import { inboundFilesRouter } from './routes/inbound-files';
+import { mxFilesRouter } from './routes/mx-files';
 import { v1Router } from './routes/v1';
 
 /** Request bodies above this answer 413 (docs/api.md: the email is at most 1 MB). */
@@ -83,6 +84,7 @@ export function createApp(db: Db): ApiApp {
   app.use(unsubscribeRouter(db));
   app.use(trackingRouter(db));
   app.use(inboundFilesRouter(db));
+  app.use(mxFilesRouter(db));
   app.use(pagesRouter(db, publicBudget('form')));
   app.use(unknownRoute);
   app.use(errorHandler);
