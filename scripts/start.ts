@@ -26,8 +26,8 @@ const children: ChildProcess[] = [
   // SMTP submission (docs/smtp.md) runs beside them when a port is set
   // (with the API's V8 flag: it too holds request bodies, up to 1 MB each)
   ...(process.env.SMTP_PORT || process.env.SMTPS_PORT ? [[...API_NODE_FLAGS, path.join(root, 'dist/apps/smtp/src/main.js')]] : []),
-  // the MX (docs/mx.md) when MX_PORT is set
-  ...(process.env.MX_PORT ? [[path.join(root, 'dist/apps/mx/src/main.js')]] : []),
+  // the MX (docs/mx.md) when MX_PORT is set, with the same V8 flag: it too holds messages while it checks them
+  ...(process.env.MX_PORT ? [[...API_NODE_FLAGS, path.join(root, 'dist/apps/mx/src/main.js')]] : []),
 ].map((args) => spawn(process.execPath, args, { cwd: root, stdio: 'inherit' }));
 
 let exiting = false;

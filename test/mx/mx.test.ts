@@ -9,6 +9,7 @@ import { db } from '../../apps/core/src/db';
 import { asAdmin, useApi } from '../helpers/api';
 import { txt, useDns } from '../helpers/dns-server';
 import { makeTenant } from '../helpers/factories';
+import { runAdmin } from '../helpers/processes';
 import { useMail } from '../helpers/mail';
 import { PgProxy } from '../helpers/pg-proxy';
 import { waitFor } from '../helpers/wait';
@@ -202,6 +203,33 @@ describe('the MX', () => {
     await send(mx.port, '', [returnPath], dsn);
     expect(await db().inboundMessage.count({ where: { mailboxId: tenant.mailbox.id, uidValidity: 0n } })).toBe(1);
   }, 30_000);
+
+  it('the CLI adds, lists and removes routes; the most specific match wins; held messages are listed', async () => {
+    const tenant = await inboundDomain(ctx.api, 'in-cli.test', []);
+    const add = (match: string, action: string) => runAdmin('route', 'add', '--account', String(tenant.account.id), '--domain', 'in-cli.test', '--match', match, '--action', action);
+    const exact = await add('billing', 'webhook');
+    expect(exact).toMatchObject({ code: 0, out: { route: { match: 'billing', action: 'webhook', domain: tenant.domain.id } } });
+    const tagged = (await add('billing+*', 'hold')).out.route;
+    const any = (await add('*', 'reject')).out.route;
+    expect((await add('billing', 'hold')).code).not.toBe(0);
+    expect((await runAdmin('route', 'list', '--account', String(tenant.account.id))).out.routes.map((r: { match: string }) => r.match)).toEqual(['billing', 'billing+*', '*']);
+
+    await send(mx.port, 'ann@signed.test', ['billing@in-cli.test'], await message({ From: 'ann@signed.test', To: 'billing@in-cli.test', Subject: 'exact' }, 'x', { domain: 'signed.test', selector: 'mx2026', privateKey: signing.privateKey }));
+    await send(mx.port, 'ann@signed.test', ['billing+march@in-cli.test'], await message({ From: 'ann@signed.test', To: 'billing+march@in-cli.test', Subject: 'tagged' }, 'x', { domain: 'signed.test', selector: 'mx2026', privateKey: signing.privateKey }));
+    const other = await send(mx.port, 'ann@signed.test', ['sales@in-cli.test'], 'Subject: any\r\n\r\nx\r\n').catch((err: { response?: string }) => err);
+    expect(String((other as { response?: string }).response)).toMatch(/^550 5\.7\.1 <sales@in-cli\.test>: mail to this address is refused/);
+    const stored = await rows(tenant.account.id);
+    expect(stored.map((r) => [r.subject, r.routeId, r.status, r.hash])).toEqual([
+      ['exact', exact.out.route.id, 'delivered', null],
+      ['tagged', tagged.id, 'held', 'march'],
+    ]);
+
+    const held = await asAdmin(ctx.api).get(`/admin/api/inbound?status=held&account=${tenant.account.id}`);
+    expect(held.body.messages).toEqual([expect.objectContaining({ subject: 'tagged', hash: 'march', reason: 'route', envelope: { from: 'ann@signed.test', to: ['billing+march@in-cli.test'] } })]);
+
+    expect((await runAdmin('route', 'remove', String(any.id))).code).toBe(0);
+    expect((await asAdmin(ctx.api).get(`/admin/api/routes?account=${tenant.account.id}`)).body.routes).toHaveLength(2);
+  }, 240_000);
 });
 
 /** A delivery status notification as Postfix writes one (RFC 3464), headers only. */

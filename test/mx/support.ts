@@ -6,6 +6,7 @@ import { dkimSign } from 'mailauth/lib/dkim/sign';
 import type { ApiApp } from '../../apps/api/src/app';
 import { createDb, db, type Db } from '../../apps/core/src/db';
 import { checkResolver } from '../../apps/core/src/domains/resolver';
+import { mxResolver } from '../../apps/core/src/mx/auth';
 import { Mx, type MxSettings } from '../../apps/core/src/mx/server';
 import { submissionTls } from '../../apps/core/src/submission/tls';
 import { asAdmin } from '../helpers/api';
@@ -23,7 +24,7 @@ export function useMx(dns: DnsServer, settings: Partial<MxSettings> & { database
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'mx-tls-'));
     const tls = submissionTls({ tlsCert: null, tlsKey: null, name: 'mx.test' }, dir);
     holder.db = settings.database ? createDb(settings.database()) : db();
-    const resolver = checkResolver({ servers: [{ host: '127.0.0.1', port: dns.port }], timeoutMs: 1000 }).raw;
+    const resolver = mxResolver(checkResolver({ servers: [{ host: '127.0.0.1', port: dns.port }], timeoutMs: 1000 }).raw);
     holder.mx = new Mx(
       { db: holder.db, resolver },
       { port: 0, host: '127.0.0.1', hostname: 'mx.test', maxBytes: 26_214_400, rspamdUrl: '', maxConnections: 1000, idleTimeoutSeconds: 60, returnPathHost: '', tls, ...settings },

@@ -1,12 +1,13 @@
 import { SMTPServer, type SMTPServerDataStream, type SMTPServerOptions, type SMTPServerSession } from 'smtp-server';
 import type { AddressInfo } from 'node:net';
+import { Semaphore } from '../batch';
 import type { Db } from '../db';
 import { logger } from '../logger';
 import { metrics } from '../metrics';
 import { dependencies, isDatabaseUnavailable } from '../outage';
 import { authenticateMessage, dmarcDisposition, type Resolver } from './auth';
 import { parse } from './message';
-import { Refusal, resolveRecipient } from './recipients';
+import { cachedDomainRoutes, Refusal, resolveRecipient, type DomainRoutes } from './recipients';
 import { spamScore, type SpamResult } from './spam';
 import { storeArrival, type Target } from './store';
 
@@ -31,6 +32,12 @@ export interface MxSettings {
 /** RFC 5321 4.5.3.1.8: at least 100 recipients must be taken; more are answered 452 (the client sends them again). */
 export const MAX_RECIPIENTS = 100;
 const CLOSE_TIMEOUT_MS = 10_000;
+/**
+ * Bytes of messages the MX checks and stores at once (authentication, parsing, the event, the statement): a message
+ * holds several times its size on that way, so 200 clients sending at once wait their turn for the answer to DATA (as
+ * RFC 5321 lets them) instead of holding it all together (bench/mx.ts: RSS under 250 MB with 200 connections).
+ */
+const PROCESSING_BYTES = 1024 * 1024;
 
 /**
  * The MX (docs/mx.md, DESIGN 23): no AUTH, STARTTLS with the submission certificate, MX_HOSTNAME in the banner. Every
@@ -42,11 +49,14 @@ export class Mx {
   private readonly server: SMTPServer;
   /** the recipients each session's RCPTs resolved to, by session id */
   private readonly targets = new Map<string, Target[]>();
+  private readonly domains: DomainRoutes;
+  private readonly processing = new Semaphore(PROCESSING_BYTES);
 
   constructor(
     private readonly parts: MxParts,
     private readonly settings: MxSettings,
   ) {
+    this.domains = cachedDomainRoutes(parts.db);
     const options: SMTPServerOptions & { maxCommandLength: number } = {
       key: settings.tls.key,
       cert: settings.tls.cert,
@@ -115,12 +125,22 @@ export class Mx {
   private async onRcptTo(address: string, session: SMTPServerSession): Promise<void> {
     const targets = this.targets.get(session.id) ?? [];
     if (targets.length >= MAX_RECIPIENTS) throw new Refusal(452, `4.5.3 too many recipients: at most ${MAX_RECIPIENTS} per message`, 'recipients');
-    targets.push(await resolveRecipient(this.parts.db, address, this.settings.returnPathHost));
+    targets.push(await resolveRecipient(this.parts.db, address, this.settings.returnPathHost, this.domains));
     this.targets.set(session.id, targets);
   }
 
   private async onData(stream: SMTPServerDataStream, session: SMTPServerSession): Promise<string> {
     const raw = await this.read(stream);
+    const room = Math.min(raw.length, PROCESSING_BYTES);
+    await this.processing.acquire(room);
+    try {
+      return await this.take(raw, session);
+    } finally {
+      this.processing.release(room);
+    }
+  }
+
+  private async take(raw: Buffer, session: SMTPServerSession): Promise<string> {
     const targets = this.targets.get(session.id) ?? [];
     this.targets.set(session.id, []);
     const context = {

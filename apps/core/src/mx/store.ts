@@ -8,7 +8,7 @@ import { lazy } from '../lazy';
 import { metrics } from '../metrics';
 import { dmarcDisposition, type MxAuth } from './auth';
 import { addresses, receivedEvent } from './message';
-import { insertMxMessage, leaveHeld, mxMessageById, senderMailboxOf, type MxMessageRow, type NewMxMessage, type RouteRow } from './repository';
+import { insertArrival, leaveHeld, mxMessageById, senderMailboxOf, type MxMessageRow, type NewMxMessage, type RouteRow } from './repository';
 import type { SpamResult } from './spam';
 
 /** A recipient the MX took at RCPT: an inbound route's address, or a VERP return path of one of our messages. */
@@ -98,13 +98,12 @@ export async function storeArrival(db: Db, arrival: Arrival, targets: Target[]):
   });
   // the events are made before the transaction (parsing takes time; the transaction holds a connection)
   const events = await Promise.all(rows.map((r) => (r.event ? receivedEvent(asRow(r), arrival.mail) : null)));
-  await db.$transaction(async (tx) => {
-    for (const [i, { event: _event, ...row }] of rows.entries()) {
-      await insertMxMessage(tx, row);
-      const data = events[i];
-      if (data) await emitEvent(tx, row.accountId, 'inbound.received', { ...data });
-    }
-  });
+  await insertArrival(
+    db,
+    arrival.raw,
+    rows.map(({ event: _event, raw: _raw, ...row }) => row),
+    rows.flatMap((row, i) => (events[i] ? [{ accountId: row.accountId, data: events[i] }] : [])),
+  );
   for (const row of rows) {
     ids.push(row.id);
     metrics.mxMessages.inc({ outcome: row.status });
