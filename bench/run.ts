@@ -28,6 +28,7 @@ import { schedulerPhase } from './scheduler';
 import { templatesPhase } from './templates';
 import { batchPhase } from './batch';
 import { smtpPhase } from './smtp';
+import { mxPhase } from './mx';
 
 const ROOT = path.resolve(__dirname, '..');
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 15);
@@ -46,12 +47,12 @@ const STAMP = Date.now().toString(36);
 // NODE_ENV=production takes an admin token of at least 32 random characters
 const ADMIN_TOKEN = crypto.randomBytes(24).toString('hex');
 const SECRET_KEY = 'ab'.repeat(32);
-/** the broadcast phase's list size; BENCH_ONLY=main (accept: its first phase alone), broadcast, scheduler, memory, growth, scale, templates, batch, domains or smtp runs that phase alone */
+/** the broadcast phase's list size; BENCH_ONLY=main (accept: its first phase alone), broadcast, scheduler, memory, growth, scale, templates, batch, domains, smtp or mx runs that phase alone */
 const BROADCAST_SUBSCRIBERS = Number(process.env.BENCH_BROADCAST ?? 100_000);
 const ONLY = process.env.BENCH_ONLY ?? '';
 /** BENCH_PORT_BASE moves the six loopback ports (two benches on one machine must not share a sink) */
 const PORT_BASE = Number(process.env.BENCH_PORT_BASE ?? 39100);
-const PORTS = { api: PORT_BASE, baseline: PORT_BASE + 1, sinkSmtp: PORT_BASE + 2, sinkHttp: PORT_BASE + 3, slowSmtp: PORT_BASE + 4, slowHttp: PORT_BASE + 5, submission: PORT_BASE + 6 };
+const PORTS = { api: PORT_BASE, baseline: PORT_BASE + 1, sinkSmtp: PORT_BASE + 2, sinkHttp: PORT_BASE + 3, slowSmtp: PORT_BASE + 4, slowHttp: PORT_BASE + 5, submission: PORT_BASE + 6, mx: PORT_BASE + 7, mxBaseline: PORT_BASE + 8 };
 
 const children: ChildProcess[] = [];
 
@@ -61,8 +62,8 @@ function start(entry: string, env: Record<string, string>): ChildProcess {
   const compiled = entry.startsWith('apps/');
   // BENCH_CPU_PROF=<dir>: each service writes a V8 CPU profile there when it stops (figures are then not comparable)
   const profile = compiled && process.env.BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : [];
-  // the API and the SMTP process with the V8 flag they ship with (scripts/node-options.ts)
-  const flags = entry === 'apps/api/src/server.ts' || entry === 'apps/smtp/src/main.ts' ? API_NODE_FLAGS : [];
+  // the API, the SMTP process and the MX with the V8 flag they ship with (scripts/node-options.ts)
+  const flags = entry === 'apps/api/src/server.ts' || entry === 'apps/smtp/src/main.ts' || entry === 'apps/mx/src/main.ts' ? API_NODE_FLAGS : [];
   const args = compiled ? [...profile, ...flags, path.join(ROOT, 'dist', entry.replace(/\.ts$/, '.js'))] : ['--import', 'tsx', path.join(ROOT, entry)];
   const child = spawn(process.execPath, args, {
     cwd: ROOT,
@@ -354,6 +355,7 @@ async function main(): Promise<void> {
     }
     if (!ONLY || ONLY === 'domains') results.domains = await domainsPhase(serviceEnv('domains'));
     if (!ONLY || ONLY === 'smtp') results.smtp = await smtpBench(serviceEnv('smtp'));
+    if (!ONLY || ONLY === 'mx') results.mx = await mxPhase({ apiPort: PORTS.api, mxPort: PORTS.mx, baselinePort: PORTS.mxBaseline, env: serviceEnv('mx'), start, stop, up, makeTenant: () => makeTenant(), peakRssMb });
   } finally {
     for (const child of children) if (child.exitCode === null) child.kill('SIGKILL');
     await cleanup(databases);

@@ -27,6 +27,7 @@ import { WEBHOOK_HELP, webhookCommand, webhookOptions } from './admin-webhooks';
 import { TEMPLATE_HELP, templateCommand, templateOptions } from './admin-templates';
 import { DOMAIN_HELP, domainCommand } from './admin-domains';
 import { TRACKING_DOMAIN_HELP, trackingDomainCommand } from './admin-tracking-domains';
+import { ROUTE_HELP, routeCommand, routeOptions } from './admin-routes';
 import { BROADCAST_HELP, broadcastOptions, mailboxExtras, runBroadcastCommand } from './admin-broadcasts';
 import { IMPORT_HELP, importCommand, importOptions } from './admin-import';
 import { campaignOutreach, mailboxOutreach, OUTREACH_HELP, outreachOptions } from './admin-outreach';
@@ -69,7 +70,7 @@ ${OUTREACH_HELP}
 ${WEBHOOK_HELP}
 ${TEMPLATE_HELP}
 ${BROADCAST_HELP}
-${DOMAIN_HELP}${TRACKING_DOMAIN_HELP}`;
+${DOMAIN_HELP}${TRACKING_DOMAIN_HELP}${ROUTE_HELP}`;
 
 const options = {
   name: { type: 'string' },
@@ -98,6 +99,7 @@ const options = {
   'no-target': { type: 'boolean' },
   help: { type: 'boolean', short: 'h' },
   ...webhookOptions,
+  ...routeOptions,
   ...templateOptions,
   ...broadcastOptions,
   ...importOptions,
@@ -137,6 +139,7 @@ async function run(command: string[], flags: Flags): Promise<unknown> {
   if (resource === 'template') return templateCommand(d, action, arg, flags);
   if (resource === 'domain') return domainCommand(d, action, arg, flags);
   if (resource === 'tracking-domain') return trackingDomainCommand(d, action, arg, flags);
+  if (resource === 'route') return routeCommand(d, action, arg, flags);
   if (resource === 'import') return importCommand(d, action, arg, flags);
   if (resource === 'mailbox' && action === 'connect') return mailboxConnect(d, flags);
   const page = { after: flags.after, limit: flags.limit };

@@ -1,6 +1,6 @@
 /**
  * `npm start`: everything a fresh clone needs, then the API and one worker as child processes (and the SMTP submission
- * server when SMTP_PORT or SMTPS_PORT is set).
+ * server when SMTP_PORT or SMTPS_PORT is set, the MX when MX_PORT is set).
  * Build (scripts/build.ts: the Prisma client, then dist/ compiled afresh; plain node uses about 50 MB less per process
  * than running the sources through tsx), migrate once (each process would too, under an advisory lock, but one line of output is nicer), then
  * run both, forwarding SIGINT/SIGTERM so each can shut down gracefully. If either dies, stop the other.
@@ -26,6 +26,8 @@ const children: ChildProcess[] = [
   // SMTP submission (docs/smtp.md) runs beside them when a port is set
   // (with the API's V8 flag: it too holds request bodies, up to 1 MB each)
   ...(process.env.SMTP_PORT || process.env.SMTPS_PORT ? [[...API_NODE_FLAGS, path.join(root, 'dist/apps/smtp/src/main.js')]] : []),
+  // the MX (docs/mx.md) when MX_PORT is set, with the same V8 flag: it too holds messages while it checks them
+  ...(process.env.MX_PORT ? [[...API_NODE_FLAGS, path.join(root, 'dist/apps/mx/src/main.js')]] : []),
 ].map((args) => spawn(process.execPath, args, { cwd: root, stdio: 'inherit' }));
 
 let exiting = false;

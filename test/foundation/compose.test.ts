@@ -30,7 +30,7 @@ describe('docker-compose.yml starts with no .env', () => {
   });
 
   it('has the services and ports the README names, and the API and worker share the state volume of generated secrets', () => {
-    expect(Object.keys(compose.services).sort()).toEqual(['api', 'grafana', 'mailpit', 'postgres', 'prometheus', 'redis', 'smtp', 'worker']);
+    expect(Object.keys(compose.services).sort()).toEqual(['api', 'grafana', 'mailpit', 'mx', 'postgres', 'prometheus', 'redis', 'smtp', 'worker']);
     // the monitoring pair starts only when asked for (`--profile monitoring`), its files from docs/grafana
     for (const name of ['grafana', 'prometheus']) {
       expect((compose.services[name] as Service & { profiles?: string[] }).profiles).toEqual(['monitoring']);
@@ -44,6 +44,9 @@ describe('docker-compose.yml starts with no .env', () => {
     expect(published('mailpit')).toEqual(expect.arrayContaining(['8025', '1025']));
     expect(published('postgres')).toContain('5432');
     expect(published('redis')).toContain('6379');
+    // the MX (docs/mx.md) on 25, started only when asked for (`--profile mx`)
+    expect(published('mx')).toEqual(['25']);
+    expect((compose.services.mx as Service & { profiles?: string[] }).profiles).toEqual(['mx']);
     const readme = fs.readFileSync(path.join(ROOT, 'README.md'), 'utf8');
     const section = readme.slice(readme.indexOf('## Docker compose'));
     expect(section).toContain('smtp://mailpit:1025');

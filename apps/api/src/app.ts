@@ -27,6 +27,7 @@ import { archiveRouter } from './routes/archive';
 import { trackingRouter } from './routes/tracking';
 import { acmeChallengeRouter } from './routes/acme-challenge';
 import { inboundFilesRouter } from './routes/inbound-files';
+import { mxFilesRouter } from './routes/mx-files';
 import { v1Router } from './routes/v1';
 
 /** Request bodies above this answer 413 (docs/api.md: the email is at most 1 MB). */
@@ -88,6 +89,7 @@ export function createApp(db: Db): ApiApp {
   app.use(unsubscribeRouter(db));
   app.use(trackingRouter(db));
   app.use(inboundFilesRouter(db));
+  app.use(mxFilesRouter(db));
   app.use(pagesRouter(db, publicBudget('form')));
   app.use(preferencesRouter(db, publicBudget('form')));
   app.use(archiveRouter(db));

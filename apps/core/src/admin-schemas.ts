@@ -204,5 +204,8 @@ export const importQuery = Joi.object({ status: Joi.string().valid(...IMPORT_STA
 export const inboundQuery = Joi.object({
   mailbox: Joi.number().integer().positive(),
   unmatched: Joi.boolean(),
+  // the MX's messages in this state (docs/mx.md) instead of the IMAP reader's
+  status: Joi.string().valid('delivered', 'held', 'dropped', 'report'),
+  account: Joi.number().integer().positive(),
   limit: Joi.number().integer().min(1).max(1000).default(100),
 });

@@ -77,6 +77,8 @@ export interface Config {
   readonly returnPathHost: string;
   /** SMTP submission (apps/smtp, docs/smtp.md) */
   readonly smtp: SmtpConfig;
+  /** the MX (apps/mx, docs/mx.md) */
+  readonly mx: MxConfig;
   /** custom tracking domains and their certificates (docs/tracking-domains.md) */
   readonly tracking: TrackingConfig;
   /** docs/mailboxes.md: the OAuth2 apps registered at Google and Microsoft (empty: the console asks for them), the
@@ -125,6 +127,39 @@ export interface SmtpConfig {
   readonly dataTimeoutSeconds: number;
   /** the SMTP process serves GET /metrics on this port when set */
   readonly metricsPort: number | null;
+}
+
+/** The MX's settings (docs/mx.md). */
+export interface MxConfig {
+  /** the MX runs (npm start) only when it is set; 25 in production */
+  readonly port: number | null;
+  readonly host: string;
+  /** the name in the banner and EHLO answer, and what inbound domains' MX records point at */
+  readonly hostname: string;
+  /** MX_MAX_BYTES: larger messages are refused 552 */
+  readonly maxBytes: number;
+  /** rspamd's HTTP API (its controller or normal worker); no scoring when empty */
+  readonly rspamdUrl: string;
+  readonly maxConnections: number;
+  readonly idleTimeoutSeconds: number;
+  /** the MX process serves GET /metrics on this port when set */
+  readonly metricsPort: number | null;
+}
+
+function mxConfig(): MxConfig {
+  const optionalPort = (name: string) => (process.env[name] ? integer(name, 0, 0, 65535) : null);
+  const rspamd = (process.env.RSPAMD_URL ?? '').trim().replace(/\/+$/, '');
+  if (rspamd) url('RSPAMD_URL', rspamd, ['http:', 'https:']);
+  return Object.freeze({
+    port: optionalPort('MX_PORT'),
+    host: process.env.MX_HOST || '0.0.0.0',
+    hostname: hostName('MX_HOSTNAME') || os.hostname(),
+    maxBytes: integer('MX_MAX_BYTES', 26_214_400, 1024, 2 ** 31 - 1),
+    rspamdUrl: rspamd,
+    maxConnections: integer('MX_MAX_CONNECTIONS', 1000, 1, 1_000_000),
+    idleTimeoutSeconds: integer('MX_IDLE_TIMEOUT_SECONDS', 300, 1, 3600),
+    metricsPort: optionalPort('MX_METRICS_PORT'),
+  });
 }
 
 /** docs/tracking-domains.md: the HTTPS listener, the CNAME target, and the ACME directory certificates come from. */
@@ -445,6 +480,7 @@ export function loadConfig(): Config {
     spfInclude: hostName('SPF_INCLUDE'),
     returnPathHost: hostName('RETURN_PATH_HOST'),
     smtp: smtpConfig(env),
+    mx: mxConfig(),
     tracking: trackingConfig(publicUrl),
     oauth: Object.freeze({
       google: Object.freeze({ clientId: process.env.OAUTH_GOOGLE_CLIENT_ID || '', clientSecret: process.env.OAUTH_GOOGLE_CLIENT_SECRET || '' }),

@@ -9,6 +9,7 @@ import { deliveriesQuery, webhookChanges, webhookInput, webhooksQuery } from '..
 import { previewInput, restoreInput, templateChanges, templateInput, templatesQuery, testSendInput } from '../../../core/src/templates/schema';
 import { domainInput, domainsQuery } from '../../../core/src/domains/schemas';
 import { trackingDomainInput, trackingDomainsQuery } from '../../../core/src/tracking-domains/schemas';
+import { domainInboundInput, mxMessageIdParam, routeInput, routePatch, routesQuery } from '../../../core/src/mx/routes';
 import { operationId, queryParameters, toJsonSchema, type JsonSchema } from './document';
 
 /**
@@ -93,7 +94,7 @@ export const ADMIN_OPERATIONS: AdminOperation[] = [
   { method: 'patch', path: '/broadcasts/{id}', summary: 'Send, pause, cancel or change a broadcast', body: broadcastChanges, answer: ok('broadcast') },
   { method: 'get', path: '/broadcasts/{id}/links', summary: "Clicks per link of a broadcast", answer: ok('links') },
 
-  { method: 'get', path: '/inbound', summary: 'The emails the IMAP reader handled, newest first', query: schemas.inboundQuery, answer: ok('messages') },
+  { method: 'get', path: '/inbound', summary: 'The emails the IMAP reader handled, newest first; with status, the MX\'s messages in that state (docs/mx.md)', query: schemas.inboundQuery, answer: ok('messages') },
   { method: 'get', path: '/stats', summary: 'Daily counters of a range', query: statsQuery, answer: ok('days') },
   { method: 'get', path: '/delivery/status', summary: 'Messages by status and the oldest queued age, from Postgres', answer: ok() },
 
@@ -117,6 +118,15 @@ export const ADMIN_OPERATIONS: AdminOperation[] = [
   { method: 'get', path: '/tracking-domains/{id}', summary: 'A tracking domain (404 for another account with ?account=)', query: trackingDomainsQuery, answer: ok('tracking_domain') },
   { method: 'delete', path: '/tracking-domains/{id}', summary: 'Remove a tracking domain and its certificate; links fall back to PUBLIC_URL', query: trackingDomainsQuery, answer: ok() },
   { method: 'post', path: '/tracking-domains/{id}/verify', summary: 'Check its CNAME now, and order its certificate when one is due', query: trackingDomainsQuery, answer: ok('tracking_domain') },
+  { method: 'patch', path: '/domains/{id}', summary: 'Turn a verified domain inbound (its mail taken by the MX, docs/mx.md) or back', query: domainsQuery, body: domainInboundInput, answer: ok('domain') },
+  { method: 'post', path: '/routes', summary: 'Add an inbound route: what the MX does with mail to a local part of an inbound domain', body: routeInput, answer: created('route') },
+  { method: 'get', path: '/routes', summary: 'Inbound routes', query: routesQuery, answer: ok('routes') },
+  { method: 'get', path: '/routes/{id}', summary: 'An inbound route', query: routesQuery, answer: ok('route') },
+  { method: 'patch', path: '/routes/{id}', summary: 'Change an inbound route', query: routesQuery, body: routePatch, answer: ok('route') },
+  { method: 'delete', path: '/routes/{id}', summary: 'Remove an inbound route', query: routesQuery, answer: ok() },
+  { method: 'post', path: '/inbound/{id}/release', summary: 'A held message goes on to the customer as inbound.received', idParam: mxMessageIdParam, answer: ok() },
+  { method: 'post', path: '/inbound/{id}/drop', summary: 'A held message is dropped, never delivered', idParam: mxMessageIdParam, answer: ok() },
+  { method: 'post', path: '/inbound/{id}/replay', summary: 'A delivered message\'s inbound.received is sent again', idParam: mxMessageIdParam, answer: ok() },
 ];
 
 const REFUSAL: JsonSchema = {

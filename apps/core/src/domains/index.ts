@@ -24,6 +24,8 @@ export interface DomainView {
   /** what is missing, or why the last check could not conclude; null when verified and checked */
   reason: string | null;
   records: DomainRecord[];
+  /** its mail is taken by the MX (docs/mx.md) */
+  inbound: boolean;
   dkim: { selector: string; algorithm: 'rsa' | 'ed25519'; state: string }[];
   checked_at: Date | null;
   verified_at: Date | null;
@@ -45,6 +47,7 @@ export function domainView(d: DomainWithKeys): DomainView {
     status: d.status,
     reason: d.reason,
     records: d.records as unknown as DomainRecord[],
+    inbound: d.inbound,
     dkim: keys.flatMap((k) => [
       { selector: `${k.selector}r`, algorithm: 'rsa' as const, state: k.state },
       { selector: `${k.selector}e`, algorithm: 'ed25519' as const, state: k.state },

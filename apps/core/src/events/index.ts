@@ -15,6 +15,7 @@ export const EVENT_TYPES = [
   'message.clicked',
   'message.opened',
   'message.received',
+  'inbound.received',
   'subscriber.pending',
   'subscriber.confirmed',
   'subscriber.unsubscribed',

@@ -186,6 +186,29 @@ export const metrics = {
     labelNames: ['reason'] as const,
     registers: [registry],
   }),
+  /** the MX (apps/mx, docs/mx.md): served by the MX process on MX_METRICS_PORT */
+  mxSessions: new Counter({
+    name: 'mailservice_mx_sessions_total',
+    help: 'MX connections opened',
+    registers: [registry],
+  }),
+  mxMessages: new Counter({
+    name: 'mailservice_mx_messages_total',
+    help: 'Messages the MX accepted (250 after DATA), by outcome (delivered, held, report)',
+    labelNames: ['outcome'] as const,
+    registers: [registry],
+  }),
+  mxRefusals: new Counter({
+    name: 'mailservice_mx_refusals_total',
+    help: 'MX refusals by reason (recipient, domain, rejected, size, recipients, dmarc, unavailable, protocol)',
+    labelNames: ['reason'] as const,
+    registers: [registry],
+  }),
+  mxSpam: new Counter({
+    name: 'mailservice_mx_spam_total',
+    help: 'Messages the MX held for their rspamd score over the route threshold',
+    registers: [registry],
+  }),
 };
 
 /** Sets the gauges of shared state from Redis and Postgres: queue depths, live and estimated message counts. */

@@ -4,6 +4,7 @@ import { idParam } from '../../../../core/src/admin-schemas';
 import { validate } from '../../../../core/src/validate';
 import { addDomain, getDomain, listDomains, removeDomain, rotateDomain, verifyDomain } from '../../../../core/src/domains';
 import { domainInput, domainsQuery } from '../../../../core/src/domains/schemas';
+import { domainInboundInput, setDomainInbound } from '../../../../core/src/mx/routes';
 import { methodNotAllowed } from '../../middleware/errors';
 
 /** Sending domains of docs/domains.md (under /admin/api). Private keys never appear in an answer. */
@@ -25,6 +26,10 @@ export function domainsRouter(db: Db): Router {
     .route('/domains/:id')
     .get(async (req, res) => {
       res.json({ ok: true, domain: await getDomain(db, validate(idParam, req.params.id), scope(req.query)) });
+    })
+    .patch(async (req, res) => {
+      const { inbound } = validate<{ inbound: boolean }>(domainInboundInput, req.body);
+      res.json({ ok: true, domain: await setDomainInbound(db, validate(idParam, req.params.id), inbound, scope(req.query)) });
     })
     .delete(async (req, res) => {
       await removeDomain(db, validate(idParam, req.params.id), scope(req.query));

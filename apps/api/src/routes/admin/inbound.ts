@@ -2,16 +2,22 @@ import { Router } from 'express';
 import { inboundQuery } from '../../../../core/src/admin-schemas';
 import type { Db } from '../../../../core/src/db';
 import { listInbound } from '../../../../core/src/inbound/list';
+import { listMxMessages } from '../../../../core/src/mx/browse';
+import type { MxMessageStatus } from '../../../../../generated/prisma/enums';
 import { validate } from '../../../../core/src/validate';
 import { methodNotAllowed } from '../../middleware/errors';
 
-/** GET /admin/api/inbound?mailbox=&unmatched=&limit= (docs/inbound.md): the emails the IMAP reader handled, newest first. */
+/**
+ * GET /admin/api/inbound?mailbox=&unmatched=&limit= (docs/inbound.md): the emails the IMAP reader handled, newest first;
+ * with `status` (and `account`), the MX's messages in that state (docs/mx.md).
+ */
 export function inboundRouter(db: Db): Router {
   const router = Router();
   router
     .route('/inbound')
     .get(async (req, res) => {
-      const { mailbox, unmatched, limit } = validate<{ mailbox?: number; unmatched?: boolean; limit: number }>(inboundQuery, req.query);
+      const { mailbox, unmatched, limit, status, account } = validate<{ mailbox?: number; unmatched?: boolean; limit: number; status?: MxMessageStatus; account?: number }>(inboundQuery, req.query);
+      if (status) return void res.json({ ok: true, messages: await listMxMessages(db, { status, account, limit }) });
       res.json({ ok: true, messages: await listInbound(db, { mailbox, unmatched, limit }) });
     })
     .all(methodNotAllowed);

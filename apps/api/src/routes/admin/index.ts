@@ -13,6 +13,7 @@ import { keysRouter } from './keys';
 import { listsRouter } from './lists';
 import { mailboxesRouter } from './mailboxes';
 import { messagesRouter } from './messages';
+import { mxRouter } from './mx';
 import { openApiRouter } from './openapi';
 import { statsRouter } from './stats';
 import { stopListRouter } from './stop-list';
@@ -45,6 +46,7 @@ export function adminRouter(db: Db, json: RequestHandler): Router {
   router.use(webhooksRouter(db));
   router.use(broadcastsRouter(db));
   router.use(inboundRouter(db));
+  router.use(mxRouter(db));
   router.use(statsRouter(db));
   router.use(deliveryStatusRouter(db));
   router.use(templatesRouter(db));

@@ -1,0 +1,143 @@
+import crypto from 'node:crypto';
+import type { ParsedMail } from 'mailparser';
+import type { Db } from '../db';
+import { emitEvent } from '../events';
+import { handleInbound } from '../inbound/handle';
+import { newId } from '../ids';
+import { lazy } from '../lazy';
+import { metrics } from '../metrics';
+import { dmarcDisposition, type MxAuth } from './auth';
+import { addresses, receivedEvent } from './message';
+import { insertArrival, leaveHeld, mxMessageById, senderMailboxOf, type MxMessageRow, type NewMxMessage, type RouteRow } from './repository';
+import type { SpamResult } from './spam';
+
+/** A recipient the MX took at RCPT: an inbound route's address, or a VERP return path of one of our messages. */
+export type Target =
+  | { kind: 'route'; address: string; accountId: number; domain: string; route: RouteRow; hash: string | null }
+  | { kind: 'report'; address: string; messageId: string };
+
+export interface Arrival {
+  raw: Buffer;
+  mailFrom: string;
+  clientAddress: string;
+  helo: string;
+  auth: MxAuth;
+  spam: SpamResult | null;
+  /** the message as mailparser reads it (once, for the row and the event) */
+  mail: ParsedMail;
+  receivedAt: Date;
+}
+
+/** the inbound reader's classifier (mailparser under it), loaded by the first report: the API never needs it */
+const classifier = lazy(() => (require('../inbound/classify') as typeof import('../inbound/classify')).classify);
+
+/** Why a message is held, or null when it goes on to the customer. */
+export function holdReason(route: RouteRow, auth: MxAuth, spam: SpamResult | null): string | null {
+  if (route.action === 'hold') return 'route';
+  if (dmarcDisposition(auth) === 'quarantine') return 'dmarc quarantine';
+  if (spam && route.spamThreshold !== null && spam.score > route.spamThreshold) return `spam score ${spam.score} over ${route.spamThreshold}`;
+  return null;
+}
+
+/**
+ * A report's place in its mailbox as handleInbound claims it: UIDVALIDITY 0 (never an IMAP one, RFC 3501's nz-number)
+ * and a UID from the message's bytes, so the same report sent again after a lost 250 is handled once.
+ */
+const reportUid = (raw: Buffer) => crypto.createHash('sha256').update(raw).digest().readBigUInt64BE(0) >> 1n;
+
+/**
+ * Writes what arrived before the MX answers 250 (docs/mx.md, "Durable before 250"): reports go through the inbound
+ * reader's classifier, proof and actions (handleInbound, exactly once per report); each route it reached gets one row
+ * with the raw MIME, and a delivered one its `inbound.received` in the same transaction. Throws when Postgres is away
+ * (the session answers 451 and the sender retries).
+ */
+export async function storeArrival(db: Db, arrival: Arrival, targets: Target[]): Promise<{ ids: string[] }> {
+  const ids: string[] = [];
+  const reports = targets.filter((t) => t.kind === 'report');
+  for (const report of reports) {
+    const mailbox = await senderMailboxOf(db, report.messageId);
+    if (!mailbox) continue;
+    const mail = await classifier()(arrival.raw);
+    // the envelope recipient is the proof: the VERP token was checked at RCPT
+    mail.verp = report.messageId;
+    await handleInbound(db, { mailbox, uidValidity: 0n, uid: reportUid(arrival.raw), raw: arrival.raw }, mail, arrival.receivedAt);
+    metrics.mxMessages.inc({ outcome: 'report' });
+  }
+
+  const byRoute = new Map<number, { target: Extract<Target, { kind: 'route' }>; to: string[] }>();
+  for (const t of targets) {
+    if (t.kind !== 'route') continue;
+    const entry = byRoute.get(t.route.id) ?? { target: t, to: [] };
+    entry.to.push(t.address);
+    byRoute.set(t.route.id, entry);
+  }
+  if (!byRoute.size) return { ids };
+
+  const rows: (NewMxMessage & { event: boolean })[] = [...byRoute.values()].map(({ target, to }) => {
+    const reason = holdReason(target.route, arrival.auth, arrival.spam);
+    return {
+      id: newId(),
+      accountId: target.accountId,
+      routeId: target.route.id,
+      domain: target.domain,
+      status: reason ? 'held' : 'delivered',
+      reason,
+      hash: target.hash,
+      mailFrom: arrival.mailFrom,
+      rcptTo: to,
+      clientAddress: arrival.clientAddress,
+      helo: arrival.helo,
+      fromAddress: (addresses(arrival.mail.from)[0] ?? '').slice(0, 998),
+      subject: (arrival.mail.subject ?? '').slice(0, 998),
+      auth: arrival.auth as never,
+      spam: arrival.spam as never,
+      raw: arrival.raw,
+      receivedAt: arrival.receivedAt,
+      event: !reason,
+    };
+  });
+  // the events are made before the transaction (parsing takes time; the transaction holds a connection)
+  const events = await Promise.all(rows.map((r) => (r.event ? receivedEvent(asRow(r), arrival.mail) : null)));
+  await insertArrival(
+    db,
+    arrival.raw,
+    rows.map(({ event: _event, raw: _raw, ...row }) => row),
+    rows.flatMap((row, i) => (events[i] ? [{ accountId: row.accountId, data: events[i] }] : [])),
+  );
+  for (const row of rows) {
+    ids.push(row.id);
+    metrics.mxMessages.inc({ outcome: row.status });
+    if (row.reason?.startsWith('spam')) metrics.mxSpam.inc();
+  }
+  return { ids };
+}
+
+function asRow(r: NewMxMessage): MxMessageRow {
+  return { ...r, raw: new Uint8Array(r.raw), size: r.raw.length, spam: r.spam ?? null, auth: r.auth } as MxMessageRow;
+}
+
+/** A held message goes on to the customer as `inbound.received` (console, admin API); NotFound-like false when not held. */
+export async function releaseHeld(db: Db, id: string): Promise<boolean> {
+  const row = await mxMessageById(db, id);
+  if (!row || row.status !== 'held') return false;
+  const event = await receivedEvent(row);
+  return db.$transaction(async (tx) => {
+    if (!(await leaveHeld(tx, id, 'delivered'))) return false;
+    await emitEvent(tx, row.accountId, 'inbound.received', { ...event });
+    return true;
+  });
+}
+
+/** A held message is dropped: kept for the record (until retention), never delivered. */
+export async function dropHeld(db: Db, id: string): Promise<boolean> {
+  return leaveHeld(db, id, 'dropped');
+}
+
+/** POST /admin/api/inbound/:id/replay: a delivered message's event written again (a new event id, fresh URLs). */
+export async function replayReceived(db: Db, id: string): Promise<boolean> {
+  const row = await mxMessageById(db, id);
+  if (!row || row.status !== 'delivered') return false;
+  const event = await receivedEvent(row);
+  await db.$transaction((tx) => emitEvent(tx, row.accountId, 'inbound.received', { ...event }));
+  return true;
+}
