@@ -9,6 +9,7 @@ import { deliveriesQuery, webhookChanges, webhookInput, webhooksQuery } from '..
 import { previewInput, restoreInput, templateChanges, templateInput, templatesQuery, testSendInput } from '../../../core/src/templates/schema';
 import { domainInput, domainsQuery } from '../../../core/src/domains/schemas';
 import { trackingDomainInput, trackingDomainsQuery } from '../../../core/src/tracking-domains/schemas';
+import { userChange, userInput, usersQuery } from '../../../core/src/teams/schemas';
 import { operationId, queryParameters, toJsonSchema, type JsonSchema } from './document';
 
 /**
@@ -49,6 +50,12 @@ export const ADMIN_OPERATIONS: AdminOperation[] = [
   { method: 'post', path: '/keys', summary: 'Create an API key (the token is in this answer only)', body: schemas.keyInput, answer: created('key') },
   { method: 'get', path: '/keys', summary: 'Every API key (a hint of the token, never the token)', answer: ok('keys') },
   { method: 'delete', path: '/keys/{id}', summary: 'Revoke a key on every API process', answer: ok('key') },
+
+  { method: 'post', path: '/users', summary: 'Invite a user with a role (answers the user and invite_url, also emailed)', body: userInput, answer: created('user') },
+  { method: 'get', path: '/users', summary: 'The users (of an account)', query: usersQuery, answer: ok('users') },
+  { method: 'patch', path: '/users/{id}', summary: "Change a user's role (applies at their next request)", body: userChange, answer: ok('user') },
+  { method: 'delete', path: '/users/{id}', summary: 'Remove a user and end their sessions', answer: ok('user') },
+  { method: 'post', path: '/users/{id}/signout', summary: 'End every session of the user', answer: ok('sessions') },
 
   { method: 'post', path: '/lists', summary: 'Create a list', body: schemas.listInput, answer: created('list') },
   { method: 'get', path: '/lists', summary: "An account's lists", query: schemas.accountQuery, answer: ok('lists') },

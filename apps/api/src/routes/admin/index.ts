@@ -1,5 +1,6 @@
 import { Router, type RequestHandler } from 'express';
 import type { Db } from '../../../../core/src/db';
+import { permitted } from '../../middleware/admin';
 import { requireJsonBody } from '../../middleware/request';
 import { accountsRouter } from './accounts';
 import { broadcastsRouter } from './broadcasts';
@@ -18,6 +19,7 @@ import { stopListRouter } from './stop-list';
 import { suppressionsRouter } from './suppressions';
 import { templatesRouter } from './templates';
 import { trackingDomainsRouter } from './tracking-domains';
+import { usersRouter } from './users';
 import { webhooksRouter } from './webhooks';
 
 /**
@@ -29,12 +31,16 @@ import { webhooksRouter } from './webhooks';
 export function adminRouter(db: Db, json: RequestHandler): Router {
   const router = Router();
   // an import reads its own body (CSV or NDJSON, streamed to Postgres), before the JSON parser
+  // a person's permission from the one table (teams/permissions.ts): before the import's body, and again once the JSON
+  // body names its account
+  router.use(permitted);
   router.use(importsRouter(db));
-  router.use(json, requireJsonBody);
+  router.use(json, requireJsonBody, permitted);
   router.use(openApiRouter());
   router.use(accountsRouter(db));
   router.use(mailboxesRouter(db));
   router.use(keysRouter(db));
+  router.use(usersRouter(db));
   router.use(listsRouter(db));
   router.use(campaignsRouter(db));
   router.use(messagesRouter(db));
