@@ -27,11 +27,12 @@ import type { AuthFailures } from '../middleware/failures';
 import { can, endAllSessions, permissionFor, signIn, type Member } from '../../../core/src/teams';
 import { accountOf } from '../middleware/admin';
 import { usersPage, teamsStrangerRoutes } from './pages/users';
+import { auditPage } from './pages/audit';
 import { csrfMatches, endSession, loadSession, saveSession, signedIn as isSignedIn, signinToken, signinTokenMatches, startPersonSession, startSession, type Session } from './session';
 import { CSS, FORM_LIMIT, FORM_LIMIT_TEXT, createViews } from './views';
 
 /** The console's pages, in navigation order. A new page: a module in pages/ and one line here. */
-export const PAGES: ConsolePage[] = [overviewPage, accountsPage, usersPage, mailboxesPage, keysPage, listsPage, broadcastsPage, templatesPage, campaignsPage, messagesPage, webhooksPage, inboundPage, domainsPage, sandboxPage, trackingDomainsPage];
+export const PAGES: ConsolePage[] = [overviewPage, accountsPage, usersPage, mailboxesPage, keysPage, listsPage, broadcastsPage, templatesPage, campaignsPage, messagesPage, webhooksPage, inboundPage, domainsPage, sandboxPage, trackingDomainsPage, auditPage];
 
 declare global {
   // eslint-disable-next-line @typescript-eslint/no-namespace
@@ -208,8 +209,8 @@ export function consoleRouter(db: Db, bodies: { budget: BodyBudget; signInBudget
   // a person's form needs the permission the one table gives its path (teams/permissions.ts), as in the admin API
   router.use((req, res, next) => {
     const user = res.locals.session?.user;
-    if (!user || req.method !== 'POST') return next();
-    const permission = permissionFor('POST', req.path);
+    if (!user) return next();
+    const permission = permissionFor(req.method, req.path);
     if (can(user, permission, accountOf(req))) return next();
     render(req, res, 'error', 'Refused', { error: `Your role does not allow this: needs ${permission}.`, back: consoleBack(req) }, 403);
   });

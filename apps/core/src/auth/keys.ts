@@ -1,6 +1,7 @@
 import type { ApiKey } from '../../../../generated/prisma/client';
 import { randomBase62, sha256 } from '../crypto';
-import type { Tx } from '../db';
+import type { Db, Tx } from '../db';
+import { audited, type AuditContext } from '../audit';
 import { NotFound } from '../errors';
 import { logger } from '../logger';
 import { redis, rkey } from '../redis';
@@ -101,11 +102,26 @@ export async function revokeKey(db: Tx, id: number): Promise<{ key: KeyView; fin
   return { key: keyView(key), fingerprint: key.fingerprint };
 }
 
-/** Revokes the key and announces it: every API process drops it from its cache (the database already refuses it). */
-export async function revokeKeyEverywhere(db: Tx, id: number): Promise<KeyView> {
-  const { key, fingerprint } = await revokeKey(db, id);
+/**
+ * Revokes the key and announces it: every API process drops it from its cache (the database already refuses it). With
+ * `audit`, the revocation and its audit entry are one transaction, announced once committed.
+ */
+export async function revokeKeyEverywhere(db: Db, id: number, audit?: AuditContext): Promise<KeyView> {
+  const { key, fingerprint } = audit
+    ? await audited(db, audit, { action: 'revoke', resource: 'key', before: (tx) => keyBefore(tx, id), after: (r) => r.key }, (tx: Tx) => revokeKey(tx, id))
+    : await revokeKey(db, id);
   await announceRevocation(fingerprint);
   return key;
+}
+
+/** Creates a key, with its audit entry in the same transaction. */
+export async function createKeyAudited(db: Db, input: NewKey, audit: AuditContext): Promise<{ key: KeyView; token: string }> {
+  return audited(db, audit, { action: 'create', resource: 'key', after: (r) => r.key }, (tx: Tx) => createKey(tx, input));
+}
+
+async function keyBefore(tx: Tx, id: number): Promise<KeyView | undefined> {
+  const key = await tx.apiKey.findUnique({ where: { id } });
+  return key ? keyView(key) : undefined;
 }
 
 /**

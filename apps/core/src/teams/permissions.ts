@@ -26,6 +26,8 @@ export const PERMISSIONS = {
   'lists.manage': SENDING,
   'broadcasts.manage': SENDING,
   'campaigns.manage': SENDING,
+  /** the audit log of the account */
+  'audit.read': OWNER_ADMIN,
   'read': ALL,
 } as const satisfies Record<string, readonly AccountRole[]>;
 export type Permission = keyof typeof PERMISSIONS;
@@ -51,13 +53,16 @@ const RESOURCES: Record<string, Permission> = {
   messages: 'send',
 };
 
+/** What reading needs where `read` is not enough. */
+const READS: Record<string, Permission> = { audit: 'audit.read', 'audit.ndjson': 'audit.read', users: 'users.manage' };
+
 /**
  * The permission a request needs: reading needs `read`; a change needs its resource's permission (a resource not in
  * the table: `instance.manage`, so a new one is the operator's until the table names it).
  */
 export function permissionFor(method: string, path: string): Permission {
-  if (method === 'GET' || method === 'HEAD') return 'read';
   const first = path.split('/').filter(Boolean)[0] ?? '';
+  if (method === 'GET' || method === 'HEAD') return READS[first] ?? 'read';
   return RESOURCES[first] ?? 'instance.manage';
 }
 

@@ -1,4 +1,5 @@
 import crypto from 'node:crypto';
+import { audited, type AuditContext } from '../audit';
 import { config } from '../config';
 import type { Db, Tx } from '../db';
 import { enqueueDelivery, storeMessages } from '../delivery/outbox';
@@ -63,13 +64,13 @@ const linkOf = (kind: 'invite' | 'reset', token: string) => `${config().publicUr
  * first mailbox (an operator's: the instance's first mailbox). Answers the link either way; `emailed` says whether a
  * mailbox could send it.
  */
-export async function createUser(db: Db, input: NewUser, by: Changer): Promise<{ user: UserView; invite_url: string; emailed: boolean }> {
+export async function createUser(db: Db, input: NewUser, by: Changer, audit: AuditContext): Promise<{ user: UserView; invite_url: string; emailed: boolean }> {
   checkGrant(by, input.role, input.account);
   const email = input.email.toLowerCase();
   if (input.account !== undefined && !(await db.account.findUnique({ where: { id: input.account }, select: { id: true } }))) throw new NotFound(`no account with id ${input.account}`);
   if (await db.user.findUnique({ where: { email }, select: { id: true } })) throw new Conflict(`a user with the email ${email} exists already`);
   const token = newToken();
-  const { user, messages } = await db.$transaction(async (tx) => {
+  const { user, messages } = await audited(db, audit, { action: 'create', resource: 'user', after: (r) => view(r.user), account: input.account }, async (tx: Tx) => {
     const user = await tx.user.create({
       data: {
         email,
@@ -117,7 +118,7 @@ export async function listUsers(db: Tx, by: Changer, account?: number): Promise<
  * PATCH /admin/api/users/:id {role, account?}: operator (for every account), or the role in one account (which ends
  * operator). `role: "none"` with an account takes the user out of it. Applies at the user's next request.
  */
-export async function changeRole(db: Db, id: number, input: { role: Role | 'none'; account?: number }, by: Changer): Promise<UserView> {
+export async function changeRole(db: Db, id: number, input: { role: Role | 'none'; account?: number }, by: Changer, audit: AuditContext): Promise<UserView> {
   const user = await db.user.findUnique({ where: { id }, include: { memberships: true } });
   if (!user) throw new NotFound(`no user with id ${id}`);
   if (input.role === 'none') {
@@ -127,7 +128,8 @@ export async function changeRole(db: Db, id: number, input: { role: Role | 'none
   // only an operator may change an operator
   if (user.operator && by !== 'admin-token' && !by.operator) throw new Forbidden('needs instance.manage');
   if (input.account !== undefined && !(await db.account.findUnique({ where: { id: input.account }, select: { id: true } }))) throw new NotFound(`no account with id ${input.account}`);
-  const changed = await db.$transaction(async (tx) => {
+  const change = { action: 'change-role', resource: 'user', id, account: input.account, before: () => Promise.resolve(view(user)), after: view };
+  const changed = await audited(db, audit, change, async (tx: Tx) => {
     if (input.role === 'operator') return tx.user.update({ where: { id }, data: { operator: true }, include: { memberships: true } });
     const where = { userId_accountId: { userId: id, accountId: input.account! } };
     if (input.role === 'none') await tx.membership.deleteMany({ where: { userId: id, accountId: input.account! } });
@@ -138,20 +140,20 @@ export async function changeRole(db: Db, id: number, input: { role: Role | 'none
 }
 
 /** DELETE /admin/api/users/:id: the user and every session of theirs, at once. */
-export async function removeUser(db: Db, id: number, by: Changer): Promise<UserView> {
+export async function removeUser(db: Db, id: number, by: Changer, audit: AuditContext): Promise<UserView> {
   const user = await db.user.findUnique({ where: { id }, include: { memberships: true } });
   if (!user) throw new NotFound(`no user with id ${id}`);
   if (by !== 'admin-token' && !by.operator && (user.operator || !user.memberships.every((m) => can(by, 'users.manage', m.accountId)))) throw new Forbidden('needs users.manage');
-  await db.user.delete({ where: { id } });
+  await audited(db, audit, { action: 'delete', resource: 'user', id, account: user.memberships[0]?.accountId, before: () => Promise.resolve(view(user)) }, (tx: Tx) => tx.user.delete({ where: { id } }));
   return view(user);
 }
 
 /** POST /admin/api/users/:id/signout: ends every session of the user. */
-export async function signOutUser(db: Db, id: number, by: Changer): Promise<number> {
+export async function signOutUser(db: Db, id: number, by: Changer, audit: AuditContext): Promise<number> {
   const user = await db.user.findUnique({ where: { id }, include: { memberships: true } });
   if (!user) throw new NotFound(`no user with id ${id}`);
   if (by !== 'admin-token' && by.id !== id && !by.operator && (user.operator || !user.memberships.every((m) => can(by, 'users.manage', m.accountId)))) throw new Forbidden('needs users.manage');
-  return endAllSessions(db, id);
+  return audited(db, audit, { action: 'sign-out-everywhere', resource: 'user', id, account: user.memberships[0]?.accountId, after: (count) => ({ sessions: count }) }, (tx: Tx) => endAllSessions(tx, id));
 }
 
 /** The user of a live link; the refusals say what is wrong with it. */
@@ -175,11 +177,14 @@ export async function checkLink(db: Tx, kind: 'invite' | 'reset', token: string,
  * Sets the password through an invitation or a reset link, which is then used; a reset ends every session of the
  * user. Answers the user's id (the console signs them in).
  */
-export async function setPasswordByLink(db: Db, kind: 'invite' | 'reset', token: string, password: string, now = new Date()): Promise<number> {
+export async function setPasswordByLink(db: Db, kind: 'invite' | 'reset', token: string, password: string, audit: Omit<AuditContext, 'actor'>, now = new Date()): Promise<number> {
   const row = await liveToken(db, kind, token, now);
   checkPassword(password);
   const hash = await hashPassword(password);
-  await db.$transaction(async (tx) => {
+  const user = await db.user.findUniqueOrThrow({ where: { id: row.userId } });
+  const actor = { kind: 'user' as const, id: user.id, label: user.email };
+  const change = { action: kind === 'invite' ? 'accept-invitation' : 'reset-password', resource: 'user', id: user.id, after: () => ({ id: user.id, email: user.email, password: 'set' }) };
+  await audited(db, { ...audit, actor }, change, async (tx: Tx) => {
     // the link is used once, even by two forms sent at the same moment
     const used = await tx.userToken.updateMany({ where: { id: row.id, usedAt: null }, data: { usedAt: now } });
     if (used.count !== 1) throw new BadRequest(`this ${kind === 'invite' ? 'invitation' : 'password-reset link'} was used already`);

@@ -1,8 +1,9 @@
 import * as schemas from '../../../../core/src/admin-schemas';
 import { listAccounts } from '../../../../core/src/accounts';
-import { createKey, listKeys, revokeKeyEverywhere } from '../../../../core/src/auth/keys';
+import { createKeyAudited, listKeys, revokeKeyEverywhere } from '../../../../core/src/auth/keys';
 import { listMailboxes } from '../../../../core/src/mailboxes';
 import { validate } from '../../../../core/src/validate';
+import { auditContext } from '../../middleware/audit';
 import { ACCOUNT_SELECT, CSRF_FIELD, mailboxSelect } from '../views';
 import { field, numberField, query, type ConsolePage } from '../page';
 
@@ -41,13 +42,13 @@ ${mailboxSelect('Mailbox')}
         daily_limit: numberField(req, 'daily_limit'),
         prospects: field(req, 'prospects') === 'yes',
       });
-      const { key, token } = await createKey(ctx.db, input);
+      const { key, token } = await createKeyAudited(ctx.db, input, auditContext(req, res, 'console'));
       // shown in this answer only (no redirect): the token is never stored and cannot be shown again
       res.set('Cache-Control', 'no-store');
       await show(req, res, { token, created: key }, 201);
     });
     router.post('/keys/:id/revoke', async (req, res) => {
-      const key = await revokeKeyEverywhere(ctx.db, validate(schemas.idParam, req.params.id));
+      const key = await revokeKeyEverywhere(ctx.db, validate(schemas.idParam, req.params.id), auditContext(req, res, 'console'));
       await ctx.redirect(req, res, '/admin/keys', `Key ${key.id} "${key.name}" revoked.`);
     });
   },

@@ -5,6 +5,7 @@ import { NotFound, Unauthorized, type LimitReached } from '../../../../core/src/
 import { changeRole, checkLink, createUser, listUsers, removeUser, requestPasswordReset, ROLES, setPasswordByLink, signOutUser, type Changer } from '../../../../core/src/teams';
 import { userChange, userInput } from '../../../../core/src/teams/schemas';
 import { validate } from '../../../../core/src/validate';
+import { auditContext } from '../../middleware/audit';
 import { refusalOf } from '../../middleware/errors';
 import { clientOf } from '../../middleware/client';
 import type { AuthFailures } from '../../middleware/failures';
@@ -59,22 +60,22 @@ export const usersPage: ConsolePage = {
     router.get('/users', (req, res) => show(req, res));
     router.post('/users', async (req, res) => {
       const input = validate(userInput, { email: field(req, 'email'), name: field(req, 'name'), role: field(req, 'role'), account: numberField(req, 'account') });
-      const invite = await createUser(ctx.db, input, changer(res));
+      const invite = await createUser(ctx.db, input, changer(res), auditContext(req, res, 'console'));
       // the link is shown in this answer only (no redirect)
       res.set('Cache-Control', 'no-store');
       await show(req, res, { invite }, 201);
     });
     router.post('/users/:id/role', async (req, res) => {
       const id = validate(schemas.idParam, req.params.id);
-      const user = await changeRole(ctx.db, id, validate(userChange, { role: field(req, 'role'), account: numberField(req, 'account') }), changer(res));
+      const user = await changeRole(ctx.db, id, validate(userChange, { role: field(req, 'role'), account: numberField(req, 'account') }), changer(res), auditContext(req, res, 'console'));
       await ctx.redirect(req, res, '/admin/users', `Roles of ${user.email} changed.`);
     });
     router.post('/users/:id/signout', async (req, res) => {
-      const count = await signOutUser(ctx.db, validate(schemas.idParam, req.params.id), changer(res));
+      const count = await signOutUser(ctx.db, validate(schemas.idParam, req.params.id), changer(res), auditContext(req, res, 'console'));
       await ctx.redirect(req, res, '/admin/users', `${count} session(s) ended.`);
     });
     router.post('/users/:id/remove', async (req, res) => {
-      const user = await removeUser(ctx.db, validate(schemas.idParam, req.params.id), changer(res));
+      const user = await removeUser(ctx.db, validate(schemas.idParam, req.params.id), changer(res), auditContext(req, res, 'console'));
       await ctx.redirect(req, res, '/admin/users', `User ${user.email} removed.`);
     });
   },
@@ -107,7 +108,7 @@ export function teamsStrangerRoutes(router: Router, ctx: PageContext, options: {
       const token = req.params.token!;
       const link = await checkLink(ctx.db, kind, token).catch((err: unknown) => err);
       if (link instanceof Error) return refuse(req, res, link);
-      const userId = await setPasswordByLink(ctx.db, kind, token, field(req, 'password')).catch((err: unknown) => err);
+      const userId = await setPasswordByLink(ctx.db, kind, token, field(req, 'password'), { via: 'console', ip: req.ip ?? null, requestId: String(res.locals.requestId ?? '') || null }).catch((err: unknown) => err);
       if (userId instanceof Error) {
         const refusal = refusalOf(userId, String(res.locals.requestId ?? ''), req);
         return ctx.render(req, res, 'set-password', title, { email: (link as { email: string }).email, action: `/admin/${kind}/${token}`, error: refusal.message, csrf: signinToken(req, res) }, refusal.status);

@@ -3,6 +3,7 @@ import type { Db } from '../../../../core/src/db';
 import { permitted } from '../../middleware/admin';
 import { requireJsonBody } from '../../middleware/request';
 import { accountsRouter } from './accounts';
+import { auditRouter } from './audit';
 import { broadcastsRouter } from './broadcasts';
 import { campaignsRouter } from './campaigns';
 import { deliveryStatusRouter } from './delivery-status';
@@ -41,6 +42,7 @@ export function adminRouter(db: Db, json: RequestHandler): Router {
   router.use(mailboxesRouter(db));
   router.use(keysRouter(db));
   router.use(usersRouter(db));
+  router.use(auditRouter(db));
   router.use(listsRouter(db));
   router.use(campaignsRouter(db));
   router.use(messagesRouter(db));
