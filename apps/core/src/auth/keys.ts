@@ -22,6 +22,23 @@ const REVOCATION_ACK_MS = 2_000;
 /** An acknowledgement list outlives a revocation that gave up waiting by this much, then Redis drops it. */
 const REVOCATION_ACK_TTL_MS = 60_000;
 
+/** docs/teams.md: what a key may be allowed to do; a key made without `scopes` holds them all. */
+export const SCOPES = ['send', 'subscribers', 'prospects', 'templates', 'inbound', 'read'] as const;
+export type Scope = (typeof SCOPES)[number];
+
+/** Whether the key's end has come (it then answers 401 "key expired"). */
+export const isExpired = (key: Pick<ApiKey, 'expiresAt'>, now = Date.now()): boolean => key.expiresAt !== null && key.expiresAt.getTime() <= now;
+
+/**
+ * The key's From domain rule: a key made with `domains` sends only from addresses of those domains (or their
+ * subdomains). The refusal's words, or null.
+ */
+export function keyDomainRefusal(key: Pick<ApiKey, 'domains'>, from: string): string | null {
+  if (!key.domains.length) return null;
+  const domain = from.trim().toLowerCase().split('@').pop() ?? '';
+  return key.domains.some((d) => domain === d || domain.endsWith(`.${d}`)) ? null : `this key may send only from ${key.domains.join(', ')}`;
+}
+
 export function isWellFormedKey(token: string): boolean {
   return KEY_PATTERN.test(token);
 }
@@ -34,6 +51,9 @@ export interface KeyView {
   daily_limit: number;
   prospects: boolean;
   mode: 'live' | 'test';
+  scopes: string[];
+  domains: string[];
+  expires_at: string | null;
   hint: string;
   revoked_at: string | null;
   last_used_at: string | null;
@@ -49,6 +69,9 @@ export function keyView(k: ApiKey): KeyView {
     daily_limit: k.dailyLimit,
     prospects: k.prospects,
     mode: k.mode,
+    scopes: k.scopes,
+    domains: k.domains,
+    expires_at: k.expiresAt?.toISOString() ?? null,
     hint: `${k.prefix}…${k.lastFour}`,
     revoked_at: k.revokedAt?.toISOString() ?? null,
     last_used_at: k.lastUsedAt?.toISOString() ?? null,
@@ -63,6 +86,9 @@ export interface NewKey {
   daily_limit: number;
   prospects?: boolean;
   mode?: 'live' | 'test';
+  scopes?: Scope[];
+  domains?: string[];
+  expires_at?: Date | null;
 }
 
 /** Creates a key; the token is in this answer only, the database keeps its SHA-256 fingerprint. */
@@ -82,6 +108,9 @@ export async function createKey(db: Tx, input: NewKey): Promise<{ key: KeyView; 
       dailyLimit: input.daily_limit,
       prospects: input.prospects ?? false,
       mode: input.mode ?? 'live',
+      ...(input.scopes ? { scopes: [...new Set(input.scopes)] } : {}),
+      ...(input.domains ? { domains: [...new Set(input.domains.map((d) => d.toLowerCase()))] } : {}),
+      expiresAt: input.expires_at ?? null,
     },
   });
   return { key: keyView(key), token };
