@@ -1,3 +1,6 @@
+import type { AddressInfo } from 'node:net';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { as, asAdmin, useApi } from '../helpers/api';
 import { makeTenant } from '../helpers/factories';
 import { waitFor } from '../helpers/wait';
@@ -70,4 +73,25 @@ it('sends only from the domains a key was given', async () => {
   const own = await key(tenant.account.id, tenant.mailbox.id, { domains: ['EXAMPLE.com'] });
   expect(own.domains).toEqual(['example.com']);
   expect((await send(own.token)).status).toBe(202);
+});
+
+it('refuses an MCP tool outside the key\'s scopes with the same words', async () => {
+  const tenant = await makeTenant();
+  const readOnly = await key(tenant.account.id, tenant.mailbox.id, { scopes: ['read'] });
+  const server = ctx.api.app.listen(0, '127.0.0.1');
+  await new Promise((resolve) => server.once('listening', resolve));
+  const client = new Client({ name: 'scoped-agent', version: '1.0.0' });
+  try {
+    const url = new URL(`http://127.0.0.1:${(server.address() as AddressInfo).port}/mcp`);
+    await client.connect(new StreamableHTTPClientTransport(url, { requestInit: { headers: { Authorization: `Bearer ${readOnly.token}` } } }));
+    const sent = (await client.callTool({ name: 'send_email', arguments: { to: 'a@example.org', subject: 'Hi', text: 'Hello' } })) as { isError?: boolean; structuredContent?: Record<string, unknown> };
+    expect(sent.isError).toBe(true);
+    expect(sent.structuredContent).toMatchObject({ ok: false, error: 'this key lacks the scope send', status: 403 });
+    const lists = (await client.callTool({ name: 'list_lists', arguments: {} })) as { isError?: boolean };
+    expect(lists.isError).toBeFalsy();
+  } finally {
+    await client.close();
+    server.closeAllConnections();
+    await new Promise((resolve) => server.close(resolve));
+  }
 });

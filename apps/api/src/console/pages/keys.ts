@@ -30,7 +30,7 @@ ${ACCOUNT_SELECT}
 ${mailboxSelect('Mailbox')}
 <label>Daily limit <input name="daily_limit" type="number" min="0" value="1000" required></label>
 <label><input type="checkbox" name="prospects" value="yes"> May add prospects to campaigns</label>
-<fieldset><legend>Scopes</legend>${SCOPES.map((s) => `<label><input type="checkbox" name="scopes" value="${s}" checked> ${s}</label>`).join(' ')}</fieldset>
+<input type="hidden" name="scopes_shown" value="1"><fieldset><legend>Scopes</legend>${SCOPES.map((s) => `<label><input type="checkbox" name="scopes" value="${s}" checked> ${s}</label>`).join(' ')}</fieldset>
 <label>From domains (space-separated; empty: any) <input name="domains" maxlength="2000"></label>
 <label>Expires at (UTC, empty: never) <input name="expires_at" type="datetime-local"></label>
 <button>Create key</button>
@@ -50,7 +50,8 @@ ${mailboxSelect('Mailbox')}
         mailbox: numberField(req, 'mailbox'),
         daily_limit: numberField(req, 'daily_limit'),
         prospects: field(req, 'prospects') === 'yes',
-        scopes: list(req, 'scopes'),
+        // a form of before the scopes (no boxes shown) keeps them all; boxes shown and none ticked is refused
+        scopes: field(req, 'scopes_shown') ? list(req, 'scopes') : undefined,
         domains: field(req, 'domains') ? field(req, 'domains').split(/[\s,]+/).filter(Boolean) : undefined,
         expires_at: field(req, 'expires_at') ? `${field(req, 'expires_at')}Z` : undefined,
       });
