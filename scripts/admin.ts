@@ -9,15 +9,16 @@ import * as schemas from '../apps/core/src/admin-schemas';
 import { closeDb, db } from '../apps/core/src/db';
 import { AppError } from '../apps/core/src/errors';
 import { closeRedis } from '../apps/core/src/redis';
-import { createAccount, listAccounts } from '../apps/core/src/accounts';
+import { createAccountAudited, listAccounts } from '../apps/core/src/accounts';
+import type { AuditContext } from '../apps/core/src/audit';
 import { changeCampaign, createCampaign } from '../apps/core/src/outreach/campaigns';
-import { createKey, listKeys, revokeKeyEverywhere } from '../apps/core/src/auth/keys';
+import { createKeyAudited, listKeys, revokeKeyEverywhere } from '../apps/core/src/auth/keys';
 import { changeList, createList, getList, listLists, listRef } from '../apps/core/src/subscribers/lists';
 import { writeSubscribersCsv } from '../apps/core/src/subscribers/csv';
 import { deleteStopEntry, listStopEntries } from '../apps/core/src/stop-list/entries';
 import { deleteSuppression, listSuppressions } from '../apps/core/src/suppressions';
 import { browseSubscribers } from '../apps/core/src/subscribers/browse';
-import { createMailbox, listMailboxes, updateMailbox } from '../apps/core/src/mailboxes';
+import { createMailboxAudited, listMailboxes, updateMailbox } from '../apps/core/src/mailboxes';
 import { testMailbox } from '../apps/core/src/mailboxes/connection';
 import { listMessages } from '../apps/core/src/sending/messages';
 import { migrate } from '../apps/core/src/migrate';
@@ -132,6 +133,9 @@ const stagesFrom = (list: unknown) => (typeof list === 'string' ? list.split(','
 /** `--mailboxes 3,4,5`: a campaign's rotation (docs/campaigns.md) */
 const mailboxesFrom = (list: unknown) => (typeof list === 'string' ? list.split(',').map((s) => s.trim()).filter(Boolean) : undefined);
 
+/** The CLI's changes in the audit log: it runs with the database's credentials, as the admin token's holder would. */
+const CLI_AUDIT: AuditContext = { actor: { kind: 'admin-token', label: 'admin token' }, via: 'cli', ip: null, requestId: null };
+
 async function run(command: string[], flags: Flags): Promise<unknown> {
   const [resource, action, arg] = command;
   const d = db();
@@ -153,12 +157,12 @@ async function run(command: string[], flags: Flags): Promise<unknown> {
   if (resource === 'stop-list' && action === undefined) return listStopEntries(d, validate(schemas.entriesQuery, { account: flags.account, ...page }));
   switch (`${resource} ${action ?? ''}`.trim()) {
     case 'account create':
-      return { account: await createAccount(d, validate(schemas.accountInput, { name: flags.name })) };
+      return { account: await createAccountAudited(d, validate(schemas.accountInput, { name: flags.name }), CLI_AUDIT) };
     case 'account list':
       return { accounts: await listAccounts(d) };
     case 'mailbox create':
       return {
-        mailbox: await createMailbox(
+        mailbox: await createMailboxAudited(
           d,
           validate(schemas.mailboxInput, {
             account: flags.account,
@@ -171,6 +175,7 @@ async function run(command: string[], flags: Flags): Promise<unknown> {
             ...mailboxExtras(flags),
             ...mailboxOutreach(flags),
           }),
+          CLI_AUDIT,
         ),
       };
     case 'mailbox set': {
@@ -192,13 +197,13 @@ async function run(command: string[], flags: Flags): Promise<unknown> {
         prospects: flags.prospects ?? false,
         mode: flags.test ? 'test' : 'live',
       });
-      const { key, token } = await createKey(d, input);
+      const { key, token } = await createKeyAudited(d, input, CLI_AUDIT);
       return { key: { ...key, token }, note: 'the token is shown once: store it now' };
     }
     case 'key list':
       return { keys: await listKeys(d) };
     case 'key revoke':
-      return { key: await revokeKeyEverywhere(d, validate(schemas.idParam, arg)) };
+      return { key: await revokeKeyEverywhere(d, validate(schemas.idParam, arg), CLI_AUDIT) };
     case 'list create':
       return {
         list: await createList(

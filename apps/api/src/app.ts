@@ -4,7 +4,7 @@ import type { Db } from '../../core/src/db';
 import { consoleRouter } from './console';
 import { DASHBOARD_PATH, dashboardAccess, dashboardRouter } from './dashboard';
 import { withFastLane } from './lane';
-import { requireAdmin } from './middleware/admin';
+import { requireAdmin, requireAdminOrMember } from './middleware/admin';
 import { KeyAuthenticator } from './middleware/auth';
 import { AuthFailures } from './middleware/failures';
 import { UnreadBodies } from './middleware/unread-body';
@@ -83,7 +83,7 @@ export function createApp(db: Db): ApiApp {
   app.use(acmeChallengeRouter(db));
   app.use(DASHBOARD_PATH, refuseFraming, refuseCrossSiteWrites, dashboardAccess(failures), dashboardRouter());
   // the JSON parser runs after the token (an import reads its own body: routes/admin/index.ts)
-  app.use('/admin/api', requireAdmin(failures), adminRouter(db, json));
+  app.use('/admin/api', requireAdminOrMember(db, failures), adminRouter(db, json));
   app.route('/metrics').all(requireAdmin(failures)).get(metricsHandler(db)).all(methodNotAllowed);
   app.use('/admin', consoleRouter(db, { budget, signInBudget: publicBudget('signIn'), failures }, reads));
   app.use(unsubscribeRouter(db));

@@ -45,7 +45,7 @@ export function dashboardAccess(failures: AuthFailures): RequestHandler {
   return (req, res, next) => {
     loadSession(req).then(
       (session) => {
-        if (session?.admin) return next();
+        if (session?.admin || session?.user?.operator) return next();
         try {
           token(req, res, next);
         } catch (err) {

@@ -1,6 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import express, { type Express } from 'express';
 import type { ApiKey } from '../../../generated/prisma/client';
+import type { Scope } from '../../core/src/auth/keys';
 import { subscribe } from '../../core/src/subscribers/operations';
 import type { Db } from '../../core/src/db';
 import { clientKey } from '../../core/src/ip';
@@ -31,16 +32,19 @@ import { requireLiveKey } from '../../core/src/sandbox';
 type LaneRoute = {
   /** Express answers the request instead when this says no (a header the lane does not handle) */
   takes(req: IncomingMessage): boolean;
+  /** the key's scope the route needs */
+  scope: Scope;
   answer(options: LaneOptions, res: ServerResponse, key: ApiKey, body: unknown, req: IncomingMessage): Promise<{ status: number; body: unknown }>;
 };
 
 const ROUTES = new Map<string, LaneRoute>([
-  ['/api/v1/send', { takes: () => true, answer: (o, res, key, body, req) => postSend(o.db, o.state.sending, res, key, body, req.headers) }],
+  ['/api/v1/send', { takes: () => true, scope: 'send', answer: (o, res, key, body, req) => postSend(o.db, o.state.sending, res, key, body, req.headers) }],
   [
     '/api/v1/subscribers',
     {
       // an Idempotency-Key needs Express's idempotent() middleware: those requests go there
       takes: (req) => req.headers['idempotency-key'] === undefined,
+      scope: 'subscribers',
       answer: async (o, _res, key, body) => {
         requireLiveKey(key);
         return { status: 200, body: await subscribe(o.db, o.state.adds, o.state.verifier, key, body) };
@@ -102,6 +106,8 @@ async function laneOrExpress(req: IncomingMessage, res: ServerResponse, route: L
   } catch {
     key = null; // Postgres away on a key not in memory: Express asks again and answers the outage
   }
+  // a key outside the route's scope: Express answers the 403 (middleware/auth.ts requireScope)
+  if (key && !key.scopes.includes(route.scope)) key = null;
   const release = key && options.budget.reserve(req, res);
   if (!key || !release) return toExpress();
   options.state.lane.answered++;

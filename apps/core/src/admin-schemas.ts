@@ -8,6 +8,7 @@ import { seriesSteps } from './lifecycle/schema';
 import { topicsSchema } from './topics';
 import { OAUTH_PROVIDERS } from './oauth/providers';
 import { campaignStep } from './outreach/branch-schema';
+import { SCOPES } from './auth/keys';
 
 /**
  * Inputs of the admin API (docs/api.md), shared by the HTTP routes, the console and the CLI, and written into the admin
@@ -97,6 +98,9 @@ export const keyInput = Joi.object({
   daily_limit: Joi.number().integer().min(0).max(10_000_000).required(),
   prospects: Joi.boolean().default(false),
   mode: Joi.string().valid('live', 'test').default('live').description('test: an `ms_test_` key whose sends go to the sandbox, never out (docs/sandbox.md)'),
+  scopes: Joi.array().items(Joi.string().valid(...SCOPES)).min(1).unique().description('what the key may do (docs/teams.md); all of them when left out'),
+  domains: Joi.array().items(Joi.string().trim().lowercase().hostname().max(253)).max(100).unique().description('the From domains the key may send from; any when left out'),
+  expires_at: Joi.date().iso().greater('now').allow(null).description('from then on the key answers 401 "key expired"'),
 });
 
 export const listChanges = Joi.object({ name: name(), confirm: Joi.boolean(), mailbox: id(), steps: seriesSteps, topics: topicsSchema, public: Joi.boolean() }).min(1).messages({ 'object.min': 'nothing to change' });

@@ -25,11 +25,15 @@ import { trackingDomainsPage } from './pages/tracking-domains';
 import type { BodyBudget } from '../middleware/body-budget';
 import { clientOf } from '../middleware/client';
 import type { AuthFailures } from '../middleware/failures';
-import { csrfMatches, endSession, loadSession, saveSession, signinToken, signinTokenMatches, startSession, type Session } from './session';
+import { can, endAllSessions, permissionFor, signIn, type Member } from '../../../core/src/teams';
+import { accountOf } from '../middleware/admin';
+import { usersPage, teamsStrangerRoutes } from './pages/users';
+import { auditPage } from './pages/audit';
+import { csrfMatches, endSession, loadSession, saveSession, signedIn as isSignedIn, signinToken, signinTokenMatches, startPersonSession, startSession, type Session } from './session';
 import { CSS, FORM_LIMIT, FORM_LIMIT_TEXT, createViews } from './views';
 
 /** The console's pages, in navigation order. A new page: a module in pages/ and one line here. */
-export const PAGES: ConsolePage[] = [overviewPage, accountsPage, mailboxesPage, keysPage, listsPage, broadcastsPage, templatesPage, campaignsPage, messagesPage, webhooksPage, inboundPage, domainsPage, sandboxPage, trackingDomainsPage];
+export const PAGES: ConsolePage[] = [overviewPage, accountsPage, usersPage, mailboxesPage, keysPage, listsPage, broadcastsPage, templatesPage, campaignsPage, messagesPage, webhooksPage, inboundPage, domainsPage, sandboxPage, trackingDomainsPage, auditPage];
 
 declare global {
   // eslint-disable-next-line @typescript-eslint/no-namespace
@@ -77,23 +81,24 @@ export function consoleRouter(db: Db, bodies: { budget: BodyBudget; signInBudget
 
   const render: PageContext['render'] = (req, res, template, title, data = {}, status = 200) => {
     const session = res.locals.session;
-    const signedIn = session?.admin === true;
+    const signedIn = isSignedIn(session);
+    const user = session?.user;
     const flash = session?.flash;
     if (flash && session) {
       delete session.flash;
       void saveSession(session).catch(() => undefined);
     }
-    const csrf = session?.admin ? session.csrf : typeof data.csrf === 'string' ? data.csrf : '';
+    const csrf = signedIn ? session.csrf : typeof data.csrf === 'string' ? data.csrf : '';
     const page = { ...data, csrf };
-    const body = views.render(`@${template}`, page);
+    const body = user ? withoutForbiddenForms(views.render(`@${template}`, page), user) : views.render(`@${template}`, page);
     const nav = signedIn
-      ? PAGES.map((p) => ({ href: `/admin${p.path === '/' ? '' : p.path}`, title: p.title, current: req.path === p.path || (p.path !== '/' && req.path.startsWith(`${p.path}/`)) }))
+      ? PAGES.filter((p) => !user || can(user, p.permission ?? 'read')).map((p) => ({ href: `/admin${p.path === '/' ? '' : p.path}`, title: p.title, current: req.path === p.path || (p.path !== '/' && req.path.startsWith(`${p.path}/`)) }))
       : null;
     res
       .status(status)
       .set({ 'Cache-Control': 'no-store' })
       .type('html')
-      .send(views.render('@layout', { title, body, nav, flash, error: data.error, csrf }));
+      .send(views.render('@layout', { title, body, nav, flash, error: data.error, csrf, queues: !user || user.operator, who: user ? user.email : null }));
   };
   const redirect: PageContext['redirect'] = async (_req, res, to, flash) => {
     const session = res.locals.session!;
@@ -113,7 +118,7 @@ export function consoleRouter(db: Db, bodies: { budget: BodyBudget; signInBudget
   const withSession: RequestHandler = async (req, res, next) => {
     const session = await loadSession(req);
     // only signed-in sessions are stored now; one of an older version, from before sign-in, counts as none
-    if (session?.admin) res.locals.session = session;
+    if (isSignedIn(session)) res.locals.session = session;
     next();
   };
   router.use(withSession);
@@ -127,7 +132,7 @@ export function consoleRouter(db: Db, bodies: { budget: BodyBudget; signInBudget
   const checkCsrf: RequestHandler = (req, res, next) => {
     const session = res.locals.session;
     const given = (req.body as Record<string, unknown> | undefined)?._csrf;
-    const matches = session ? csrfMatches(session, given) : req.path === '/signin' && signinTokenMatches(req, given);
+    const matches = session ? csrfMatches(session, given) : STRANGER_FORMS.test(req.path) && signinTokenMatches(req, given);
     if (!matches) {
       return render(req, res, 'error', 'Refused', { error: 'The form is stale or did not come from this console (CSRF token missing or wrong). Reload the page and try again.', back: consoleBack(req) }, 403);
     }
@@ -152,6 +157,19 @@ export function consoleRouter(db: Db, bodies: { budget: BodyBudget; signInBudget
     const token = typeof req.body?.token === 'string' ? (req.body.token as string) : '';
     // an address past its allowance is refused before the token is compared (failures.ts)
     const locked = bodies.failures.lockedOut(clientOf(req));
+    const email = typeof req.body?.email === 'string' ? (req.body.email as string).trim() : '';
+    if (email) {
+      const password = typeof req.body?.password === 'string' ? (req.body.password as string) : '';
+      const member = locked ? null : await signIn(db, email, password);
+      if (!member) {
+        const refusal = locked ?? bodies.failures.refuse(clientOf(req), new Unauthorized('Wrong email or password.'));
+        if (refusal.status === 429) res.set(refusal.headers);
+        const error = refusal.status === 429 ? 'Too many failed sign-ins from this address; try again in a minute.' : refusal.message;
+        return render(req, res, 'signin', 'Sign in', { error, email, csrf: signinToken(req, res) }, refusal.status);
+      }
+      res.locals.session = await startPersonSession(req, res, member.id, clientOf(req), res.locals.session);
+      return redirect(req, res, '/admin', `Signed in as ${member.email}.`);
+    }
     if (locked || !safeEqual(token, config().adminToken)) {
       const refusal = locked ?? bodies.failures.refuse(clientOf(req), new Unauthorized('That is not the admin token.'));
       if (refusal.status === 429) res.set(refusal.headers);
@@ -164,11 +182,14 @@ export function consoleRouter(db: Db, bodies: { budget: BodyBudget; signInBudget
     await redirect(req, res, '/admin', 'Signed in.');
   });
 
+  // invitations and password resets: pages for people not signed in (pages/users.ts)
+  teamsStrangerRoutes(router, ctx, { failures: bodies.failures });
+
   // the provider's redirect back carries no SameSite=Strict session cookie: the flow's own binding is checked
   router.get('/oauth/callback', oauthCallback(ctx));
 
   const signedIn: RequestHandler = (req, res, next) => {
-    if (res.locals.session?.admin) return next();
+    if (isSignedIn(res.locals.session)) return next();
     if (req.method === 'GET') return res.redirect(303, '/admin/signin');
     render(req, res, 'error', 'Sign in first', { error: 'Your session has ended: sign in again.', back: '/admin/signin' }, 401);
   };
@@ -177,6 +198,22 @@ export function consoleRouter(db: Db, bodies: { budget: BodyBudget; signInBudget
   router.post('/signout', async (_req, res) => {
     await endSession(res, res.locals.session!);
     res.redirect(303, '/admin/signin');
+  });
+
+  router.post('/signout-everywhere', async (_req, res) => {
+    const session = res.locals.session!;
+    if (session.user) await endAllSessions(db, session.user.id);
+    await endSession(res, session);
+    res.redirect(303, '/admin/signin');
+  });
+
+  // a person's form needs the permission the one table gives its path (teams/permissions.ts), as in the admin API
+  router.use((req, res, next) => {
+    const user = res.locals.session?.user;
+    if (!user) return next();
+    const permission = permissionFor(req.method, req.path);
+    if (can(user, permission, accountOf(req))) return next();
+    render(req, res, 'error', 'Refused', { error: `Your role does not allow this: needs ${permission}.`, back: consoleBack(req) }, 403);
   });
 
   for (const page of PAGES) page.routes(router, ctx);
@@ -189,6 +226,22 @@ export function consoleRouter(db: Db, bodies: { budget: BodyBudget; signInBudget
     render(req, res, 'error', pageTitle(refusal.status), { error: refusal.message, back: consoleBack(req) }, refusal.status);
   }) as ErrorRequestHandler);
   return router;
+}
+
+/** The forms a signed-in person sees and sends: stranger pages' posts (sign-in, invitation, reset) are checked by their nonce cookie. */
+const STRANGER_FORMS = /^\/(signin|invite\/[A-Za-z0-9_-]+|reset(\/[A-Za-z0-9_-]+)?)$/;
+
+/**
+ * A page as a person sees it: every form that posts to a path their role may not change is left out, decided by the
+ * one permission table from the form's action (so no page template repeats the rule).
+ */
+function withoutForbiddenForms(html: string, user: Member): string {
+  return html.replace(/<form\b[^>]*>[\s\S]*?<\/form>/g, (form) => {
+    const open = /^<form\b[^>]*>/.exec(form)![0];
+    if (!/\bmethod="post"/i.test(open)) return form;
+    const action = /\baction="\/admin([^"?]*)/.exec(open)?.[1];
+    return action === undefined || can(user, permissionFor('POST', action)) ? form : '';
+  });
 }
 
 /** An error page's title: what kind of refusal it is (its words are the mapper's). */

@@ -1,6 +1,7 @@
 import type { Request, Response, Router } from 'express';
 import type { Db } from '../../../core/src/db';
 import type { Reads } from '../../../core/src/replicas';
+import type { Permission } from '../../../core/src/teams';
 
 /**
  * One page (or resource) of the console: its templates and its routes. A new page is a module exporting a ConsolePage
@@ -10,6 +11,8 @@ export interface ConsolePage {
   /** under /admin: '/accounts' */
   path: string;
   title: string;
+  /** what a person needs to see the page in the navigation (teams/permissions.ts); `read` when not said */
+  permission?: Permission;
   /** named templates, rendered as `@name` inside the layout */
   templates: Record<string, string>;
   routes(router: Router, ctx: PageContext): void;

@@ -2,7 +2,9 @@ import crypto from 'node:crypto';
 import type { Request, Response } from 'express';
 import { config } from '../../../core/src/config';
 import { safeEqual } from '../../../core/src/crypto';
+import { db } from '../../../core/src/db';
 import { redis, rkey } from '../../../core/src/redis';
+import { endUserSession, loadUserSession, setSessionFlash, startUserSession, USER_SESSION, type Member } from '../../../core/src/teams';
 
 /**
  * Console sessions, stored in Redis under a random id carried by an HttpOnly SameSite=Strict cookie, only once the
@@ -17,9 +19,18 @@ const SIGNIN_TTL_SECONDS = 3600;
 export interface Session {
   id: string;
   csrf: string;
+  /** signed in with the admin token (kept in Redis) */
   admin: boolean;
+  /** a person signed in with their email (kept in Postgres: teams/sessions.ts), their roles as of this request */
+  user?: Member;
   flash?: string;
 }
+
+/** Signed in at all: with the admin token, or as a person. */
+export const signedIn = (session: Session | null | undefined): session is Session => session?.admin === true || session?.user !== undefined;
+
+/** A person's session cookie: HttpOnly, SameSite=Lax (a provider's redirect back must carry it: docs/teams.md), 12 h idle. */
+const USER_COOKIE_MAX_AGE_MS = 12 * 3600 * 1000;
 
 const key = (id: string) => rkey('console', 'session', id);
 
@@ -58,19 +69,24 @@ export function signinTokenMatches(req: Request, given: unknown): boolean {
 
 export async function loadSession(req: Request): Promise<Session | null> {
   const id = cookieValue(req);
+  if (id && USER_SESSION.test(id)) {
+    const found = await loadUserSession(db(), id);
+    return found ? { id: found.id, csrf: found.csrf, admin: false, user: found.member, ...(found.flash ? { flash: found.flash } : {}) } : null;
+  }
   if (!id || !/^[A-Za-z0-9_-]{43}$/.test(id)) return null;
   const raw = await redis().get(key(id));
   return raw ? ({ ...(JSON.parse(raw) as Omit<Session, 'id'>), id } as Session) : null;
 }
 
 export async function saveSession(session: Session): Promise<void> {
+  if (session.user) return setSessionFlash(db(), session.id, session.flash ?? null);
   const { id, ...data } = session;
   await redis().set(key(id), JSON.stringify(data), 'EX', TTL_SECONDS);
 }
 
 /** A new signed-in session (a new id and CSRF token), set as the cookie; the sign-in nonce and any old session go. */
 export async function startSession(req: Request, res: Response, old?: Session | null): Promise<Session> {
-  if (old) await redis().del(key(old.id));
+  if (old) await dropSession(old);
   const session: Session = { id: crypto.randomBytes(32).toString('base64url'), csrf: crypto.randomBytes(24).toString('base64url'), admin: true };
   await saveSession(session);
   res.cookie(COOKIE, session.id, { httpOnly: true, sameSite: 'strict', secure: secure(req), path: '/admin', maxAge: TTL_SECONDS * 1000 });
@@ -78,13 +94,28 @@ export async function startSession(req: Request, res: Response, old?: Session | 
   return session;
 }
 
+/** A person's new session (a new id and CSRF token) in Postgres, set as the cookie; any old session goes. */
+export async function startPersonSession(req: Request, res: Response, userId: number, ip: string, old?: Session | null): Promise<Session> {
+  if (old) await dropSession(old);
+  const { token, session } = await startUserSession(db(), userId, ip);
+  res.cookie(COOKIE, token, { httpOnly: true, sameSite: 'lax', secure: secure(req), path: '/admin', maxAge: USER_COOKIE_MAX_AGE_MS });
+  res.clearCookie(SIGNIN_COOKIE, { path: '/admin' });
+  return { id: session.id, csrf: session.csrf, admin: false, user: session.member };
+}
+
+async function dropSession(session: Session): Promise<void> {
+  if (session.user) await endUserSession(db(), session.id);
+  else await redis().del(key(session.id));
+}
+
 export async function endSession(res: Response, session: Session): Promise<void> {
-  await redis().del(key(session.id));
+  await dropSession(session);
   res.clearCookie(COOKIE, { path: '/admin' });
 }
 
 /** Whether a signed-in session with this id still exists (an OAuth2 flow bound to it: pages/mailbox-oauth.ts). */
 export async function sessionExists(id: string): Promise<boolean> {
+  if (/^[0-9a-f]{64}$/.test(id)) return (await db().userSession.count({ where: { id } })) === 1;
   return (await redis().exists(key(id))) === 1;
 }
 

@@ -20,8 +20,9 @@ const LAYOUT = `<!doctype html>
 <strong>mailservice</strong>
 <nav>
 <% it.nav.forEach(function (item) { %><a href="<%= item.href %>"<% if (item.current) { %> aria-current="page"<% } %>><%= item.title %></a> <% }) %>
-<a href="/admin/queues">Queues</a> <a href="/docs">API docs</a>
+<% if (it.queues) { %><a href="/admin/queues">Queues</a> <% } %><a href="/docs">API docs</a>
 </nav>
+<% if (it.who) { %><span class="who"><%= it.who %></span> <form method="post" action="/admin/signout-everywhere" class="inline"><input type="hidden" name="_csrf" value="<%= it.csrf %>"><button>Sign out everywhere</button></form><% } %>
 <form method="post" action="/admin/signout" class="inline"><input type="hidden" name="_csrf" value="<%= it.csrf %>"><button>Sign out</button></form>
 </header>
 <% } %>
@@ -70,8 +71,16 @@ p.actions form{margin-right:.6em}
 
 export const TEMPLATES: Record<string, string> = {
   signin: `<form method="post" action="/admin/signin" class="card">${CSRF}
+<h2>With the admin token</h2>
 <label>Admin token <input type="password" name="token" autocomplete="current-password" required autofocus></label>
 <button>Sign in</button>
+</form>
+<form method="post" action="/admin/signin" class="card">${CSRF}
+<h2>With your email</h2>
+<label>Email <input type="email" name="email" autocomplete="username" value="<%= it.email || '' %>" required></label>
+<label>Password <input type="password" name="password" autocomplete="current-password" required></label>
+<button id="signin-person">Sign in</button>
+<p><a href="/admin/reset">Forgot your password?</a></p>
 </form>`,
   error: `<p><a href="<%= it.back %>">Back</a></p>`,
 };

@@ -16,6 +16,7 @@ import { parseReschedule } from '../../../core/src/sending/schema';
 import { VERIFY_MODES } from '../../../core/src/verify';
 import { verifyAddresses } from '../../../core/src/verify/operations';
 import { refusalOf, type Refusal } from '../middleware/errors';
+import { Forbidden } from '../../../core/src/errors';
 import type { ApiState } from '../state';
 
 /**
@@ -96,13 +97,18 @@ interface ToolConfig {
  * shape is passed on as an object that keeps unknown keys (zod strips them by default), and the handler runs only when
  * there is none. A tool whose schema is an object already hands its arguments whole to the API's validation.
  */
-function tool(server: McpServer, name: string, config: ToolConfig, handler: (args: Args) => Promise<CallToolResult>): void {
+function tool(tools: Tools, name: string, config: ToolConfig, handler: (args: Args) => Promise<CallToolResult>): void {
+  const { server, key, answer } = tools;
+  // a key outside the tool's scope gets the refusal the HTTP API answers (docs/teams.md)
+  const scope = TOOL_SCOPES[name];
+  const reads = READ_TOOLS.has(name) && key.scopes.includes('read');
+  const run: typeof handler = scope && !key.scopes.includes(scope) && !reads ? () => answer(() => Promise.reject(new Forbidden(`this key lacks the scope ${scope}`))) : handler;
   const shape = config.inputSchema;
   const whole = shape instanceof z.ZodType;
   const inputSchema = whole ? shape : (z.object(shape).passthrough() as unknown as Record<string, z.ZodTypeAny>);
   const checked = (args: Args) => {
     const unknown = whole ? undefined : Object.keys(args ?? {}).find((k) => !Object.hasOwn(shape, k));
-    return unknown === undefined ? handler(args) : Promise.resolve(unknownArgument(unknown));
+    return unknown === undefined ? run(args) : Promise.resolve(unknownArgument(unknown));
   };
   (server.registerTool as unknown as (name: string, config: ToolConfig, handler: (args: Args) => Promise<CallToolResult>) => void).call(
     server,
@@ -117,6 +123,32 @@ function unknownArgument(name: string): CallToolResult {
   const body = toolRefusal({ status: 400, headers: {}, message: `${name} is not allowed` });
   return { isError: true, structuredContent: body, content: [{ type: 'text', text: JSON.stringify(body) }] };
 }
+
+/** What a tool's registration needs: the request's server, its key, and how a tool answers. */
+interface Tools {
+  server: McpServer;
+  key: ApiKey;
+  answer: (work: () => Promise<Answer>) => Promise<CallToolResult>;
+}
+
+/** The key scope each tool needs, as its HTTP route does (middleware/auth.ts); the reading ones also pass with `read`. */
+const TOOL_SCOPES: Record<string, string> = {
+  send_email: 'send',
+  send_batch: 'send',
+  get_send_status: 'send',
+  cancel_send: 'send',
+  reschedule_send: 'send',
+  list_lists: 'subscribers',
+  add_subscriber: 'subscribers',
+  remove_subscriber: 'subscribers',
+  verify_addresses: 'subscribers',
+  list_inbound: 'inbound',
+  list_campaigns: 'prospects',
+  add_prospects: 'prospects',
+  get_prospect: 'prospects',
+  report_prospect_state: 'prospects',
+};
+const READ_TOOLS = new Set(['get_send_status', 'list_lists', 'list_inbound', 'list_campaigns', 'get_prospect']);
 
 /** The MCP request a tool runs for: its request id (X-Request-Id, on the log lines), method and path. */
 export interface McpRequest {
@@ -161,9 +193,10 @@ async function answerFor(request: McpRequest, work: () => Promise<Answer>): Prom
 export function mcpServer(db: Db, state: ApiState, key: ApiKey, request: McpRequest): McpServer {
   const server = new McpServer({ name: 'mailservice', version: '1.0.0' });
   const answer = (work: () => Promise<Answer>) => answerFor(request, work);
+  const tools: Tools = { server, key, answer };
 
   tool(
-    server,
+    tools,
     'send_email',
     {
       title: 'Send an email',
@@ -181,7 +214,7 @@ export function mcpServer(db: Db, state: ApiState, key: ApiKey, request: McpRequ
   );
 
   tool(
-    server,
+    tools,
     'send_batch',
     {
       title: 'Send many emails in one call',
@@ -203,7 +236,7 @@ export function mcpServer(db: Db, state: ApiState, key: ApiKey, request: McpRequ
   );
 
   tool(
-    server,
+    tools,
     'get_send_status',
     {
       title: 'Status of a send',
@@ -214,7 +247,7 @@ export function mcpServer(db: Db, state: ApiState, key: ApiKey, request: McpRequ
   );
 
   tool(
-    server,
+    tools,
     'cancel_send',
     {
       title: 'Cancel a send',
@@ -226,7 +259,7 @@ export function mcpServer(db: Db, state: ApiState, key: ApiKey, request: McpRequ
   );
 
   tool(
-    server,
+    tools,
     'reschedule_send',
     {
       title: 'Move a send to another time',
@@ -244,14 +277,14 @@ export function mcpServer(db: Db, state: ApiState, key: ApiKey, request: McpRequ
   if (key.mode === 'test') return refuseUnknownTools(server);
 
   tool(
-    server,
+    tools,
     'list_lists',
     { title: 'Newsletter lists', description: "The account's lists with their keys and active subscriber counts (GET /api/v1/lists).", inputSchema: {} },
     () => answer(() => listListsOf(db, key)),
   );
 
   tool(
-    server,
+    tools,
     'add_subscriber',
     {
       title: 'Add a subscriber',
@@ -271,7 +304,7 @@ export function mcpServer(db: Db, state: ApiState, key: ApiKey, request: McpRequ
   );
 
   tool(
-    server,
+    tools,
     'remove_subscriber',
     {
       title: 'Unsubscribe a person',
@@ -282,7 +315,7 @@ export function mcpServer(db: Db, state: ApiState, key: ApiKey, request: McpRequ
   );
 
   tool(
-    server,
+    tools,
     'list_inbound',
     {
       title: 'Received emails',
@@ -299,7 +332,7 @@ export function mcpServer(db: Db, state: ApiState, key: ApiKey, request: McpRequ
   );
 
   tool(
-    server,
+    tools,
     'verify_addresses',
     {
       title: 'Verify email addresses',
@@ -313,14 +346,14 @@ export function mcpServer(db: Db, state: ApiState, key: ApiKey, request: McpRequ
   if (!key.prospects) return refuseUnknownTools(server);
 
   tool(
-    server,
+    tools,
     'list_campaigns',
     { title: 'Outreach campaigns', description: "The account's outreach campaigns (GET /api/v1/campaigns).", inputSchema: {} },
     () => answer(() => listCampaignsOf(db, key)),
   );
 
   tool(
-    server,
+    tools,
     'add_prospects',
     {
       title: 'Add prospects to a campaign',
@@ -332,7 +365,7 @@ export function mcpServer(db: Db, state: ApiState, key: ApiKey, request: McpRequ
   );
 
   tool(
-    server,
+    tools,
     'get_prospect',
     {
       title: 'Look up a prospect',
@@ -347,7 +380,7 @@ export function mcpServer(db: Db, state: ApiState, key: ApiKey, request: McpRequ
   );
 
   tool(
-    server,
+    tools,
     'report_prospect_state',
     {
       title: 'Report what a prospect did',

@@ -1,7 +1,9 @@
-import type { RequestHandler } from 'express';
+import type { Request, RequestHandler, Response } from 'express';
 import { config } from '../../../core/src/config';
 import { safeEqual } from '../../../core/src/crypto';
-import { Unauthorized } from '../../../core/src/errors';
+import type { Db } from '../../../core/src/db';
+import { Forbidden, Unauthorized } from '../../../core/src/errors';
+import { can, loadUserSession, permissionFor, USER_SESSION, type Changer } from '../../../core/src/teams';
 import { clientOf } from './client';
 import type { AuthFailures } from './failures';
 
@@ -33,3 +35,73 @@ export function requireAdmin(failures: AuthFailures, options: { challenge?: bool
     throw failures.refuse(clientOf(req), new Unauthorized(token ? 'the admin token is wrong' : 'the admin token is missing: send Authorization: Bearer <ADMIN_TOKEN>'));
   };
 }
+
+declare global {
+  // eslint-disable-next-line @typescript-eslint/no-namespace
+  namespace Express {
+    interface Locals {
+      /** who the admin API's request is from: a person signed in to the console, or the admin token */
+      actor?: Changer;
+    }
+  }
+}
+
+/** The console's session cookie (console/session.ts COOKIE), read here without importing the console. */
+function sessionCookie(req: Request): string | undefined {
+  for (const part of (req.get('cookie') ?? '').split(';')) {
+    const [name, ...rest] = part.trim().split('=');
+    if (name === 'ms_console') return rest.join('=');
+  }
+  return undefined;
+}
+
+/** The origins the console is served on: the request's own, and PUBLIC_URL's. */
+function sameOrigin(req: Request, origin: string): boolean {
+  return origin === `${req.protocol}://${req.get('host')}` || origin === new URL(config().publicUrl).origin;
+}
+
+/**
+ * The admin API's door (docs/teams.md): the admin token (for automation), or a person's console session cookie from
+ * the console's own origin (`Origin` checked on every change). A person's permissions are checked by `permitted`.
+ */
+export function requireAdminOrMember(db: Db, failures: AuthFailures): RequestHandler {
+  const token = requireAdmin(failures);
+  return async (req, res, next) => {
+    const cookie = req.get('authorization') ? undefined : sessionCookie(req);
+    if (!cookie || !USER_SESSION.test(cookie)) {
+      res.locals.actor = 'admin-token';
+      return token(req, res, next);
+    }
+    const locked = failures.lockedOut(clientOf(req));
+    if (locked) throw locked;
+    const origin = req.get('origin');
+    const reads = req.method === 'GET' || req.method === 'HEAD';
+    if ((!reads || origin) && !(origin && sameOrigin(req, origin))) throw new Forbidden('a session may call the admin API only from the console (Origin missing or another origin)');
+    const session = await loadUserSession(db, cookie);
+    if (!session) throw failures.refuse(clientOf(req), new Unauthorized('your session has ended: sign in again'));
+    res.locals.actor = session.member;
+    next();
+  };
+}
+
+/** A number named by the request as `account` (body or query), if any. */
+export function accountOf(req: Request): number | undefined {
+  const raw = (req.body as Record<string, unknown> | undefined)?.account ?? req.query.account;
+  const account = Number(raw);
+  return raw !== undefined && raw !== '' && Number.isInteger(account) && account > 0 ? account : undefined;
+}
+
+/**
+ * A person's request must hold the permission the one table gives it (teams/permissions.ts), in the account it names
+ * (else in one of theirs): otherwise 403 "needs <permission>". The admin token holds every permission.
+ */
+export const permitted: RequestHandler = (req, res, next) => {
+  const actor = res.locals.actor;
+  if (!actor || actor === 'admin-token') return next();
+  const permission = permissionFor(req.method, req.path);
+  if (!can(actor, permission, accountOf(req))) throw new Forbidden(`needs ${permission}`);
+  next();
+};
+
+/** Who changes something through the admin API: the signed-in person, or the admin token. */
+export const changerOf = (res: Response): Changer => res.locals.actor ?? 'admin-token';

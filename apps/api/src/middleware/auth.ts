@@ -1,7 +1,8 @@
 import type { RequestHandler } from 'express';
 import type { ApiKey } from '../../../../generated/prisma/client';
 import { requireProspects } from '../../../core/src/outreach/operations';
-import { Unauthorized } from '../../../core/src/errors';
+import { Forbidden, Unauthorized } from '../../../core/src/errors';
+import type { Scope } from '../../../core/src/auth/keys';
 import type { KeyAuthenticator } from '../../../core/src/auth/authenticator';
 import { clientOf } from './client';
 import type { AuthFailures } from './failures';
@@ -43,12 +44,36 @@ export function requireKey(auth: KeyAuthenticator, failures: AuthFailures): Requ
     if (!header) throw failures.refuse(clientOf(req), new Unauthorized('the Authorization header is missing: send Authorization: Bearer <API key>', CHALLENGE));
     const token = bearerToken(header);
     if (!token) throw failures.refuse(clientOf(req), new Unauthorized('the Authorization header must be "Bearer <API key>"', CHALLENGE));
-    const key = await auth.authenticate(token);
+    const key = await auth.authenticateOrExpired(token);
+    if (key === 'expired') throw failures.refuse(clientOf(req), new Unauthorized('key expired', CHALLENGE));
     if (!key) throw failures.refuse(clientOf(req), new Unauthorized('the API key is unknown or revoked', CHALLENGE));
     res.locals.key = key;
     next();
   };
 }
+
+/** The scope each resource of the public API needs (docs/teams.md); reading (GET) is allowed by `read` as well. */
+const RESOURCE_SCOPES: Record<string, Scope> = {
+  send: 'send',
+  batch: 'send',
+  emails: 'send',
+  messages: 'send',
+  lists: 'subscribers',
+  subscribers: 'subscribers',
+  verify: 'subscribers',
+  templates: 'templates',
+  campaigns: 'prospects',
+  prospects: 'prospects',
+  inbound: 'inbound',
+};
+
+/** A key used outside its scopes answers 403 naming the scope. */
+export const requireScope: RequestHandler = (req, res, next) => {
+  const scope = RESOURCE_SCOPES[req.path.split('/')[1] ?? ''];
+  const scopes = res.locals.key.scopes;
+  if (scope && !scopes.includes(scope) && !((req.method === 'GET' || req.method === 'HEAD') && scopes.includes('read'))) throw new Forbidden(`this key lacks the scope ${scope}`);
+  next();
+};
 
 /** docs/api.md: campaign and prospect requests need "May add prospects to campaigns". */
 /** The routes past the send routes refuse a test key (403, docs/sandbox.md). */

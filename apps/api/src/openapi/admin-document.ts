@@ -10,6 +10,8 @@ import { previewInput, restoreInput, templateChanges, templateInput, templatesQu
 import { domainInput, domainsQuery } from '../../../core/src/domains/schemas';
 import { trackingDomainInput, trackingDomainsQuery } from '../../../core/src/tracking-domains/schemas';
 import { domainInboundInput, mxMessageIdParam, routeInput, routePatch, routesQuery } from '../../../core/src/mx/routes';
+import { userChange, userInput, usersQuery } from '../../../core/src/teams/schemas';
+import { auditQuery } from '../../../core/src/audit/schemas';
 import { operationId, queryParameters, toJsonSchema, type JsonSchema } from './document';
 
 /**
@@ -27,6 +29,8 @@ interface AdminOperation {
   answer: { status: 200 | 201 | 202; key?: string };
   /** the answer is a CSV file, not JSON */
   csv?: boolean;
+  /** the answer is NDJSON, one object a line */
+  ndjson?: boolean;
   /** the body is a file (CSV or NDJSON), read as it streams in */
   file?: boolean;
   /** the `{id}` of the path when it is not a row number (a message's UUID) */
@@ -50,6 +54,14 @@ export const ADMIN_OPERATIONS: AdminOperation[] = [
   { method: 'post', path: '/keys', summary: 'Create an API key (the token is in this answer only)', body: schemas.keyInput, answer: created('key') },
   { method: 'get', path: '/keys', summary: 'Every API key (a hint of the token, never the token)', answer: ok('keys') },
   { method: 'delete', path: '/keys/{id}', summary: 'Revoke a key on every API process', answer: ok('key') },
+
+  { method: 'post', path: '/users', summary: 'Invite a user with a role (answers the user and invite_url, also emailed)', body: userInput, answer: created('user') },
+  { method: 'get', path: '/users', summary: 'The users (of an account)', query: usersQuery, answer: ok('users') },
+  { method: 'patch', path: '/users/{id}', summary: "Change a user's role (applies at their next request)", body: userChange, answer: ok('user') },
+  { method: 'delete', path: '/users/{id}', summary: 'Remove a user and end their sessions', answer: ok('user') },
+  { method: 'post', path: '/users/{id}/signout', summary: 'End every session of the user', answer: ok('sessions') },
+  { method: 'get', path: '/audit', summary: 'The audit log in keyset pages (`next`: the cursor of the following page)', query: auditQuery, answer: ok('entries') },
+  { method: 'get', path: '/audit.ndjson', summary: 'The audit log as NDJSON, oldest first', query: auditQuery, answer: ok(), ndjson: true },
 
   { method: 'post', path: '/lists', summary: 'Create a list', body: schemas.listInput, answer: created('list') },
   { method: 'get', path: '/lists', summary: "An account's lists", query: schemas.accountQuery, answer: ok('lists') },
@@ -162,8 +174,8 @@ export function adminOpenApiDocument(): JsonSchema {
     if (op.method !== 'get') refusals.push(404, 409);
     if (op.body || op.file) refusals.push(413, 415);
     if (op.path.startsWith('/templates/{id}/')) refusals.push(422);
-    const success = op.csv
-      ? { description: STATUS_TEXT[op.answer.status], content: { 'text/csv': { schema: { type: 'string' } } } }
+    const success = op.csv || op.ndjson
+      ? { description: STATUS_TEXT[op.answer.status], content: { [op.csv ? 'text/csv' : 'application/x-ndjson']: { schema: { type: 'string' } } } }
       : { description: STATUS_TEXT[op.answer.status], content: { 'application/json': { schema: answerSchema(op) } } };
     const responses: Record<string, JsonSchema> = { [op.answer.status]: success };
     for (const status of [...new Set(refusals)].sort((a, b) => a - b)) {

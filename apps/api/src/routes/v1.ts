@@ -1,7 +1,7 @@
 import { Router, type RequestHandler } from 'express';
 import type { Db } from '../../../core/src/db';
 import type { ApiState } from '../state';
-import { refuseTestKeys, requireKey, requireProspectsPermission, type KeyAuthenticator } from '../middleware/auth';
+import { refuseTestKeys, requireKey, requireProspectsPermission, requireScope, type KeyAuthenticator } from '../middleware/auth';
 import type { AuthFailures } from '../middleware/failures';
 import { requireJsonBody } from '../middleware/request';
 import { campaignsRoutes } from './campaigns';
@@ -21,7 +21,7 @@ import { verifyRoutes } from './verify';
 export function v1Router(db: Db, auth: KeyAuthenticator, failures: AuthFailures, json: RequestHandler, state: ApiState): Router {
   const router = Router();
   // the key (a header) is checked before a byte of the body is read: an unauthenticated client holds no memory
-  router.use(requireKey(auth, failures), json, requireJsonBody);
+  router.use(requireKey(auth, failures), requireScope, json, requireJsonBody);
   sendRoutes(router, db, state.sending);
   // a test key goes no further (docs/sandbox.md)
   router.use(refuseTestKeys);

@@ -1,4 +1,5 @@
-import type { Tx } from '../db';
+import { audited, type AuditContext } from '../audit';
+import type { Db, Tx } from '../db';
 import { NotFound } from '../errors';
 
 export interface AccountView {
@@ -9,6 +10,11 @@ export interface AccountView {
 export async function createAccount(db: Tx, input: { name: string }): Promise<AccountView> {
   const account = await db.account.create({ data: { name: input.name } });
   return { id: account.id, name: account.name };
+}
+
+/** Creates an account, with its audit entry in the same transaction. */
+export async function createAccountAudited(db: Db, input: { name: string }, audit: AuditContext): Promise<AccountView> {
+  return audited(db, audit, { action: 'create', resource: 'account', after: (a) => a, account: (a) => a.id }, (tx: Tx) => createAccount(tx, input));
 }
 
 export async function listAccounts(db: Tx): Promise<AccountView[]> {

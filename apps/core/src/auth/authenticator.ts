@@ -4,7 +4,7 @@ import { sha256 } from '../crypto';
 import type { Db } from '../db';
 import { logger } from '../logger';
 import { createRedis } from '../redis';
-import { acknowledgeRevocation, findActiveKey, parseRevocation, revocationChannel } from './keys';
+import { acknowledgeRevocation, findActiveKey, isExpired, parseRevocation, revocationChannel } from './keys';
 
 const CACHE_TTL_MS = 60_000;
 const CACHE_MAX = 10_000;
@@ -52,7 +52,14 @@ export class KeyAuthenticator {
     return this.subscriber?.status === 'ready';
   }
 
+  /** The key of a token, refusing an expired one as unknown (what the SMTP submission and the fast lane need). */
   async authenticate(token: string): Promise<ApiKey | null> {
+    const key = await this.authenticateOrExpired(token);
+    return key === 'expired' ? null : key;
+  }
+
+  /** The key of a token, or `expired` for a known key whose end has come (docs/teams.md: 401 "key expired"). */
+  async authenticateOrExpired(token: string): Promise<ApiKey | 'expired' | null> {
     const fingerprint = sha256(token);
     const now = Date.now();
     const cached = this.listening ? this.cache.get(fingerprint) : undefined;
@@ -71,6 +78,7 @@ export class KeyAuthenticator {
         this.cache.set(fingerprint, { key, until: now + CACHE_TTL_MS });
       }
     }
+    if (isExpired(key, now)) return 'expired';
     this.touch(key, now);
     return key;
   }

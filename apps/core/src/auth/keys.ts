@@ -1,6 +1,7 @@
 import type { ApiKey } from '../../../../generated/prisma/client';
 import { randomBase62, sha256 } from '../crypto';
-import type { Tx } from '../db';
+import type { Db, Tx } from '../db';
+import { audited, type AuditContext } from '../audit';
 import { NotFound } from '../errors';
 import { logger } from '../logger';
 import { redis, rkey } from '../redis';
@@ -21,6 +22,23 @@ const REVOCATION_ACK_MS = 2_000;
 /** An acknowledgement list outlives a revocation that gave up waiting by this much, then Redis drops it. */
 const REVOCATION_ACK_TTL_MS = 60_000;
 
+/** docs/teams.md: what a key may be allowed to do; a key made without `scopes` holds them all. */
+export const SCOPES = ['send', 'subscribers', 'prospects', 'templates', 'inbound', 'read'] as const;
+export type Scope = (typeof SCOPES)[number];
+
+/** Whether the key's end has come (it then answers 401 "key expired"). */
+export const isExpired = (key: Pick<ApiKey, 'expiresAt'>, now = Date.now()): boolean => key.expiresAt !== null && key.expiresAt.getTime() <= now;
+
+/**
+ * The key's From domain rule: a key made with `domains` sends only from addresses of those domains (or their
+ * subdomains). The refusal's words, or null.
+ */
+export function keyDomainRefusal(key: Pick<ApiKey, 'domains'>, from: string): string | null {
+  if (!key.domains.length) return null;
+  const domain = from.trim().toLowerCase().split('@').pop() ?? '';
+  return key.domains.some((d) => domain === d || domain.endsWith(`.${d}`)) ? null : `this key may send only from ${key.domains.join(', ')}`;
+}
+
 export function isWellFormedKey(token: string): boolean {
   return KEY_PATTERN.test(token);
 }
@@ -33,6 +51,9 @@ export interface KeyView {
   daily_limit: number;
   prospects: boolean;
   mode: 'live' | 'test';
+  scopes: string[];
+  domains: string[];
+  expires_at: string | null;
   hint: string;
   revoked_at: string | null;
   last_used_at: string | null;
@@ -48,6 +69,9 @@ export function keyView(k: ApiKey): KeyView {
     daily_limit: k.dailyLimit,
     prospects: k.prospects,
     mode: k.mode,
+    scopes: k.scopes,
+    domains: k.domains,
+    expires_at: k.expiresAt?.toISOString() ?? null,
     hint: `${k.prefix}…${k.lastFour}`,
     revoked_at: k.revokedAt?.toISOString() ?? null,
     last_used_at: k.lastUsedAt?.toISOString() ?? null,
@@ -62,6 +86,9 @@ export interface NewKey {
   daily_limit: number;
   prospects?: boolean;
   mode?: 'live' | 'test';
+  scopes?: Scope[];
+  domains?: string[];
+  expires_at?: Date | null;
 }
 
 /** Creates a key; the token is in this answer only, the database keeps its SHA-256 fingerprint. */
@@ -81,6 +108,9 @@ export async function createKey(db: Tx, input: NewKey): Promise<{ key: KeyView; 
       dailyLimit: input.daily_limit,
       prospects: input.prospects ?? false,
       mode: input.mode ?? 'live',
+      ...(input.scopes ? { scopes: [...new Set(input.scopes)] } : {}),
+      ...(input.domains ? { domains: [...new Set(input.domains.map((d) => d.toLowerCase()))] } : {}),
+      expiresAt: input.expires_at ?? null,
     },
   });
   return { key: keyView(key), token };
@@ -101,11 +131,26 @@ export async function revokeKey(db: Tx, id: number): Promise<{ key: KeyView; fin
   return { key: keyView(key), fingerprint: key.fingerprint };
 }
 
-/** Revokes the key and announces it: every API process drops it from its cache (the database already refuses it). */
-export async function revokeKeyEverywhere(db: Tx, id: number): Promise<KeyView> {
-  const { key, fingerprint } = await revokeKey(db, id);
+/**
+ * Revokes the key and announces it: every API process drops it from its cache (the database already refuses it). With
+ * `audit`, the revocation and its audit entry are one transaction, announced once committed.
+ */
+export async function revokeKeyEverywhere(db: Db, id: number, audit?: AuditContext): Promise<KeyView> {
+  const { key, fingerprint } = audit
+    ? await audited(db, audit, { action: 'revoke', resource: 'key', before: (tx) => keyBefore(tx, id), after: (r) => r.key }, (tx: Tx) => revokeKey(tx, id))
+    : await revokeKey(db, id);
   await announceRevocation(fingerprint);
   return key;
+}
+
+/** Creates a key, with its audit entry in the same transaction. */
+export async function createKeyAudited(db: Db, input: NewKey, audit: AuditContext): Promise<{ key: KeyView; token: string }> {
+  return audited(db, audit, { action: 'create', resource: 'key', after: (r) => r.key }, (tx: Tx) => createKey(tx, input));
+}
+
+async function keyBefore(tx: Tx, id: number): Promise<KeyView | undefined> {
+  const key = await tx.apiKey.findUnique({ where: { id } });
+  return key ? keyView(key) : undefined;
 }
 
 /**

@@ -2,6 +2,7 @@ import crypto from 'node:crypto';
 import type { Mailbox } from '../../../../generated/prisma/client';
 import { config } from '../config';
 import { decryptSecret, encryptSecret } from '../crypto';
+import { audited, type AuditContext } from '../audit';
 import type { Db, Tx } from '../db';
 import { BadRequest, Conflict, NotFound } from '../errors';
 import { requireAccount } from '../accounts';
@@ -274,6 +275,11 @@ function dkimColumns(dkim: DkimInput | null) {
     throw new BadRequest('dkim.private_key must be a PEM private key');
   }
   return { dkimDomain: dkim.domain.toLowerCase(), dkimSelector: dkim.selector, dkimPrivateKeyEnc: encryptSecret(dkim.private_key, config().secretKey) };
+}
+
+/** Creates a mailbox, with its audit entry (the password never in it) in the same transaction. */
+export async function createMailboxAudited(db: Db, input: NewMailbox, audit: AuditContext): Promise<MailboxView> {
+  return audited(db, audit, { action: 'create', resource: 'mailbox', after: (m) => m }, (tx: Tx) => createMailbox(tx, input));
 }
 
 export async function createMailbox(db: Tx, input: NewMailbox): Promise<MailboxView> {

@@ -1,4 +1,5 @@
 import { FinishedWaits } from './finished';
+import { keyDomainRefusal } from '../auth/keys';
 import { newId } from '../ids';
 import type { ApiKey } from '../../../../generated/prisma/client';
 import type { Db, Tx } from '../db';
@@ -127,6 +128,8 @@ export async function acceptSend(
 ): Promise<AcceptedSend> {
   const mailbox = await sending.mailboxes.sendingMailbox(db, key.mailboxId);
   const parsed = parseSendRequest(body, mailbox.address);
+  const keyDomain = keyDomainRefusal(key, mailbox.address);
+  if (keyDomain) throw new Forbidden(`from: ${keyDomain}`);
   if (config().requireVerifiedDomain) {
     // from the process's cache of the account's domains: no extra query while it is fresh
     const refusal = fromRefusal({ mailboxAddress: mailbox.address, domains: await sending.domains.of(db, key.accountId), requireVerified: true, domainAddresses: false }, mailbox.address);
@@ -213,7 +216,7 @@ export async function acceptRawSend(db: Db, sending: Sending, key: ApiKey, messa
   // the From rule of every way in (domains/sending.ts): the key's mailbox address, or any address of a domain the account
   // verified, since a submitted message keeps the From its client wrote
   const domains = await sending.domains.of(db, key.accountId);
-  const refusal = fromRefusal({ mailboxAddress: mailbox.address, domains, requireVerified: config().requireVerifiedDomain, domainAddresses: true }, message.from) ?? displayNameRefusal(message.fromName);
+  const refusal = keyDomainRefusal(key, message.from) ?? fromRefusal({ mailboxAddress: mailbox.address, domains, requireVerified: config().requireVerifiedDomain, domainAddresses: true }, message.from) ?? displayNameRefusal(message.fromName);
   // the SMTP answer names the header From itself (550 5.7.1 From <address>: ..., submission/server.ts)
   if (refusal) throw new Forbidden(refusal);
   const foreign = await sending.foreignMailboxes.refusal(db, key.accountId, message.replyAddresses ?? []);

@@ -320,7 +320,8 @@ export class Submission {
     const { db, sending, auth } = this.parts;
     try {
       const key = await auth.authenticate(user.token);
-      if (!key) throw new SmtpAnswer(535, '5.7.8 the API key was revoked', 'auth');
+      if (!key) throw new SmtpAnswer(535, '5.7.8 the API key was revoked or has expired', 'auth');
+      if (!key.scopes.includes('send')) throw new SmtpAnswer(550, '5.7.1 this key lacks the scope send', 'auth');
       const mailbox = await sending.mailboxes.sendingMailbox(db, key.mailboxId);
       const sendId = newId();
       const prepared = prepareMessage(data, { id: sendId, domain: mailbox.address.split('@')[1] || 'localhost' });

@@ -1,6 +1,7 @@
 import * as schemas from '../../../../core/src/admin-schemas';
-import { createAccount, listAccounts } from '../../../../core/src/accounts';
+import { createAccountAudited, listAccounts } from '../../../../core/src/accounts';
 import { validate } from '../../../../core/src/validate';
+import { auditContext } from '../../middleware/audit';
 import { CSRF_FIELD } from '../views';
 import { field, type ConsolePage } from '../page';
 
@@ -22,7 +23,7 @@ export const accountsPage: ConsolePage = {
       ctx.render(req, res, 'accounts', 'Accounts', { accounts: await listAccounts(ctx.db) });
     });
     router.post('/accounts', async (req, res) => {
-      const account = await createAccount(ctx.db, validate(schemas.accountInput, { name: field(req, 'name') }));
+      const account = await createAccountAudited(ctx.db, validate(schemas.accountInput, { name: field(req, 'name') }), auditContext(req, res, 'console'));
       await ctx.redirect(req, res, '/admin/accounts', `Account ${account.id} "${account.name}" created.`);
     });
   },

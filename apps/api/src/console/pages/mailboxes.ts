@@ -1,8 +1,9 @@
 import * as schemas from '../../../../core/src/admin-schemas';
 import { listAccounts } from '../../../../core/src/accounts';
-import { createMailbox, findMailbox, listMailboxes, mailboxView } from '../../../../core/src/mailboxes';
+import { createMailboxAudited, findMailbox, listMailboxes, mailboxView } from '../../../../core/src/mailboxes';
 import { testMailbox } from '../../../../core/src/mailboxes/connection';
 import { validate } from '../../../../core/src/validate';
+import { auditContext } from '../../middleware/audit';
 import { ACCOUNT_SELECT, CSRF_FIELD } from '../views';
 import { MAILBOX_PACING, mailboxPacingRoutes } from './outreach-settings';
 import { field, numberField, query, type ConsolePage } from '../page';
@@ -58,7 +59,7 @@ ${MAILBOX_PACING}`,
         ...(field(req, 'daily_limit') ? { daily_limit: numberField(req, 'daily_limit') } : {}),
         ...(field(req, 'gap_seconds') ? { gap_seconds: numberField(req, 'gap_seconds') } : {}),
       };
-      const mailbox = await createMailbox(ctx.db, validate(schemas.mailboxInput, input));
+      const mailbox = await createMailboxAudited(ctx.db, validate(schemas.mailboxInput, input), auditContext(req, res, 'console'));
       await ctx.redirect(req, res, '/admin/mailboxes', `Mailbox ${mailbox.id} ${mailbox.address} created.`);
     });
     router.post('/mailboxes/:id/test', async (req, res) => {

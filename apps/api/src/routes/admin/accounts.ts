@@ -1,8 +1,9 @@
 import { Router } from 'express';
 import * as schemas from '../../../../core/src/admin-schemas';
-import { createAccount, listAccounts } from '../../../../core/src/accounts';
+import { createAccountAudited, listAccounts } from '../../../../core/src/accounts';
 import type { Db } from '../../../../core/src/db';
 import { validate } from '../../../../core/src/validate';
+import { auditContext } from '../../middleware/audit';
 import { methodNotAllowed } from '../../middleware/errors';
 
 /** /admin/api/accounts (docs/api.md): create one, list them. */
@@ -11,7 +12,7 @@ export function accountsRouter(db: Db): Router {
   router
     .route('/accounts')
     .post(async (req, res) => {
-      res.status(201).json({ ok: true, account: await createAccount(db, validate(schemas.accountInput, req.body)) });
+      res.status(201).json({ ok: true, account: await createAccountAudited(db, validate(schemas.accountInput, req.body), auditContext(req, res, 'admin-api')) });
     })
     .get(async (_req, res) => {
       res.json({ ok: true, accounts: await listAccounts(db) });

@@ -1,7 +1,9 @@
 import { Router, type RequestHandler } from 'express';
 import type { Db } from '../../../../core/src/db';
+import { permitted } from '../../middleware/admin';
 import { requireJsonBody } from '../../middleware/request';
 import { accountsRouter } from './accounts';
+import { auditRouter } from './audit';
 import { broadcastsRouter } from './broadcasts';
 import { campaignsRouter } from './campaigns';
 import { consentRouter } from './consent';
@@ -20,6 +22,7 @@ import { stopListRouter } from './stop-list';
 import { suppressionsRouter } from './suppressions';
 import { templatesRouter } from './templates';
 import { trackingDomainsRouter } from './tracking-domains';
+import { usersRouter } from './users';
 import { webhooksRouter } from './webhooks';
 
 /**
@@ -31,12 +34,17 @@ import { webhooksRouter } from './webhooks';
 export function adminRouter(db: Db, json: RequestHandler): Router {
   const router = Router();
   // an import reads its own body (CSV or NDJSON, streamed to Postgres), before the JSON parser
+  // a person's permission from the one table (teams/permissions.ts): before the import's body, and again once the JSON
+  // body names its account
+  router.use(permitted);
   router.use(importsRouter(db));
-  router.use(json, requireJsonBody);
+  router.use(json, requireJsonBody, permitted);
   router.use(openApiRouter());
   router.use(accountsRouter(db));
   router.use(mailboxesRouter(db));
   router.use(keysRouter(db));
+  router.use(usersRouter(db));
+  router.use(auditRouter(db));
   router.use(listsRouter(db));
   router.use(consentRouter(db));
   router.use(campaignsRouter(db));

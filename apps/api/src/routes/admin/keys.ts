@@ -1,8 +1,9 @@
 import { Router } from 'express';
 import * as schemas from '../../../../core/src/admin-schemas';
-import { createKey, listKeys, revokeKeyEverywhere } from '../../../../core/src/auth/keys';
+import { createKeyAudited, listKeys, revokeKeyEverywhere } from '../../../../core/src/auth/keys';
 import type { Db } from '../../../../core/src/db';
 import { validate } from '../../../../core/src/validate';
+import { auditContext } from '../../middleware/audit';
 import { methodNotAllowed } from '../../middleware/errors';
 
 /** /admin/api/keys (docs/api.md): create one (the token is in this answer only), list them, revoke one. */
@@ -11,7 +12,7 @@ export function keysRouter(db: Db): Router {
   router
     .route('/keys')
     .post(async (req, res) => {
-      const { key, token } = await createKey(db, validate(schemas.keyInput, req.body));
+      const { key, token } = await createKeyAudited(db, validate(schemas.keyInput, req.body), auditContext(req, res, 'admin-api'));
       res.status(201).json({ ok: true, key: { ...key, token } });
     })
     .get(async (_req, res) => {
@@ -22,7 +23,7 @@ export function keysRouter(db: Db): Router {
   router
     .route('/keys/:id')
     .delete(async (req, res) => {
-      res.json({ ok: true, key: await revokeKeyEverywhere(db, validate(schemas.idParam, req.params.id)) });
+      res.json({ ok: true, key: await revokeKeyEverywhere(db, validate(schemas.idParam, req.params.id), auditContext(req, res, 'admin-api')) });
     })
     .all(methodNotAllowed);
   return router;

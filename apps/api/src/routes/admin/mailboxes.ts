@@ -1,9 +1,10 @@
 import { Router } from 'express';
 import * as schemas from '../../../../core/src/admin-schemas';
 import type { Db } from '../../../../core/src/db';
-import { createMailbox, listMailboxes, updateMailbox } from '../../../../core/src/mailboxes';
+import { createMailboxAudited, listMailboxes, updateMailbox } from '../../../../core/src/mailboxes';
 import { testMailbox } from '../../../../core/src/mailboxes/connection';
 import { validate } from '../../../../core/src/validate';
+import { auditContext } from '../../middleware/audit';
 import { methodNotAllowed } from '../../middleware/errors';
 
 /** /admin/api/mailboxes (docs/api.md): create, list, change one, test its connection. */
@@ -12,7 +13,7 @@ export function mailboxesRouter(db: Db): Router {
   router
     .route('/mailboxes')
     .post(async (req, res) => {
-      res.status(201).json({ ok: true, mailbox: await createMailbox(db, validate(schemas.mailboxInput, req.body)) });
+      res.status(201).json({ ok: true, mailbox: await createMailboxAudited(db, validate(schemas.mailboxInput, req.body), auditContext(req, res, 'admin-api')) });
     })
     .get(async (_req, res) => {
       res.json({ ok: true, mailboxes: await listMailboxes(db) });

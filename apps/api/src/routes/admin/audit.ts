@@ -1,0 +1,43 @@
+import { Router, type Response } from 'express';
+import { listAudit, type AuditFilter } from '../../../../core/src/audit';
+import { auditQuery } from '../../../../core/src/audit/schemas';
+import type { Db } from '../../../../core/src/db';
+import { Forbidden } from '../../../../core/src/errors';
+import { validate } from '../../../../core/src/validate';
+import { methodNotAllowed } from '../../middleware/errors';
+
+/** A person who is not an operator reads the log of an account they hold (`permitted` checked the role in it). */
+function scoped(res: Response, filter: AuditFilter): AuditFilter {
+  const actor = res.locals.actor;
+  if (actor && actor !== 'admin-token' && !actor.operator && filter.account === undefined) throw new Forbidden('needs instance.manage: name an account (?account=)');
+  return filter;
+}
+
+/** /admin/api/audit (docs/teams.md): the audit log in keyset pages, and all of it (as filtered) as NDJSON. */
+export function auditRouter(db: Db): Router {
+  const router = Router();
+  router
+    .route('/audit')
+    .get(async (req, res) => {
+      const { entries, next } = await listAudit(db, scoped(res, validate(auditQuery, req.query)));
+      res.json({ ok: true, entries, next });
+    })
+    .all(methodNotAllowed);
+
+  // oldest first, page after page, one entry a line: an export or a SIEM reads on from its last id with ?after=
+  router
+    .route('/audit.ndjson')
+    .get(async (req, res) => {
+      const filter = scoped(res, validate(auditQuery, req.query));
+      res.type('application/x-ndjson');
+      let after: number | null = filter.after ?? 0;
+      while (after !== null) {
+        const page = await listAudit(db, { ...filter, before: undefined, after, limit: 500 });
+        for (const entry of page.entries) res.write(`${JSON.stringify(entry)}\n`);
+        after = page.next;
+      }
+      res.end();
+    })
+    .all(methodNotAllowed);
+  return router;
+}
