@@ -366,6 +366,12 @@ export interface components {
                 name: string;
                 confirm: boolean;
                 subscribers: number;
+                /** @description a public list has an archive page and feed (docs/preferences.md) */
+                public: boolean;
+                /** @description the preference centre's "send me my link" page */
+                preferences_url: string;
+                /** @description the archive page; null for a private list */
+                archive_url: string | null;
             }[];
         };
         TemplatesAnswer: {

@@ -6,7 +6,7 @@ import { waitFor } from '../helpers/wait';
 import { addActive, broadcastTenant, waitStatus } from './support';
 
 /**
- * A/B tests of broadcasts (docs/broadcasts.md, DESIGN 30), through the worker: the test share gets the variants first,
+ * A/B tests of broadcasts (docs/broadcasts.md), through the worker: the test share gets the variants first,
  * the test is judged `after_hours` later by the two-proportion test on the clicks its copies drew, and the rest gets
  * the winner, or the variants by weight when there is none.
  */

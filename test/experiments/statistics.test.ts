@@ -2,7 +2,7 @@ import { normalCdf, twoProportionTest } from '../../apps/core/src/experiments/st
 import { pickVariant, weightsRefusal } from '../../apps/core/src/experiments/variants';
 import { judge } from '../../apps/core/src/experiments/winner';
 
-/** The A/B statistics (DESIGN 30) against values computed independently (Python's math.erfc on the same formula). */
+/** The A/B statistics against values computed independently (Python's math.erfc on the same formula). */
 describe('the two-proportion z-test', () => {
   it('gives the known z and two-sided p-values', () => {
     expect(normalCdf(1.96)).toBeCloseTo(0.9750021, 6);

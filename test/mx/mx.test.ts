@@ -19,7 +19,7 @@ import { verpAddress } from '../../apps/core/src/inbound/verp';
 import { dkimKey, inboundDomain, message, signed, useMx } from './support';
 
 /**
- * The MX (docs/mx.md, DESIGN 23) against real parts: dnsmasq answers the senders' SPF, DKIM and DMARC records, swaks
+ * The MX (docs/mx.md) against real parts: dnsmasq answers the senders' SPF, DKIM and DMARC records, swaks
  * and nodemailer speak SMTP to it, the worker's dispatcher and webhook queue deliver `inbound.received` to a real
  * receiver that checks the Standard Webhooks signature.
  */

@@ -5,7 +5,7 @@ import { SmtpSink } from '../helpers/smtp-sink';
 import { addProspect, outreach, stepMessage } from './support';
 
 /**
- * A/B variants on a campaign step (DESIGN 30): each prospect gets a variant by a deterministic hash, the stats count
+ * A/B variants on a campaign step: each prospect gets a variant by a deterministic hash, the stats count
  * each arm, and the winner rule picks one only when the two-proportion test says p < 0.05 with the minimum sample in
  * each arm; after that every prospect gets the winner. Replies are seeded on the rows (the A/B arithmetic is what is
  * under test here; branches.test.ts drives answers through the inbound path).

@@ -10,7 +10,7 @@ import { SmtpSink } from '../helpers/smtp-sink';
 import { addProspect, deliver, outreach, stepMessage } from './support';
 
 /**
- * Sequences with branches (docs/outreach.md, DESIGN 30): each prospect takes the branch its answers decide, the answers
+ * Sequences with branches (docs/outreach.md): each prospect takes the branch its answers decide, the answers
  * coming in through the inbound path (handleInbound on the classified email, as the IMAP reader calls it).
  */
 const ctx = useApi();

@@ -56,6 +56,7 @@ form.inline{display:inline}
 .error{background:#fdecea;border:1px solid #f1a9a0;padding:.5em .8em}
 .token{font-family:monospace;font-size:1.1em;background:#fff8db;padding:.4em .6em;border:1px dashed #caa400;word-break:break-all}
 .muted{color:#66707a}
+.depth-0{padding-left:0.5em}.depth-1{padding-left:2.0em}.depth-2{padding-left:3.5em}.depth-3{padding-left:5.0em}.depth-4{padding-left:6.5em}.depth-5{padding-left:8.0em}.depth-6{padding-left:9.5em}.depth-7{padding-left:11.0em}.depth-8{padding-left:12.5em}.depth-9{padding-left:14.0em}
 .banner{margin:.6em 0}a.button{display:inline-block;padding:.35em .9em;background:#1d3557;color:#fff;text-decoration:none;border-radius:3px}
 .chart-figure{margin:.6em 0 1.4em;background:#fff;border:1px solid #e3e6ea;padding:.6em}
 .chart-figure svg{max-width:100%;height:auto;display:block}

@@ -6,7 +6,7 @@ import { judge } from '../experiments/winner';
 import { broadcastArms } from './repository';
 
 /**
- * A/B tests of broadcasts (DESIGN 30, docs/broadcasts.md). With `variants`, each subscriber gets one by a hash of
+ * A/B tests of broadcasts (docs/broadcasts.md). With `variants`, each subscriber gets one by a hash of
  * broadcast and subscriber, in the weights. With `test_share` (and `winner`), the run writes only the test share's
  * copies first (a hash of broadcast and subscriber below the share), waits `after_hours`, judges the test, and then
  * writes the rest: the winner, or with "no winner" the variants in their weights.

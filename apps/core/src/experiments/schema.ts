@@ -1,7 +1,7 @@
 import { Joi } from '../validate';
 import { WINNER_METRICS } from './variants';
 
-/** The A/B inputs (DESIGN 30), shared by campaign steps and broadcasts; weights summing to 0 are refused by weightsRefusal. */
+/** The A/B inputs, shared by campaign steps and broadcasts; weights summing to 0 are refused by weightsRefusal. */
 const OPENS = 'opens cannot pick a winner: privacy proxies (Apple Mail) open every email';
 
 export const winnerInput = () =>

@@ -1,5 +1,5 @@
 /**
- * The two-proportion z-test an A/B test decides by (DESIGN 30): two arms, each a count of successes (replies or
+ * The two-proportion z-test an A/B test decides by: two arms, each a count of successes (replies or
  * clicks) over the people it went to. Pooled standard error under "no difference"; two-sided p-value.
  */
 export interface Arm {

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 
-/** A/B variants (DESIGN 30): which one a person gets, and whether a test has a winner. */
+/** A/B variants: which one a person gets, and whether a test has a winner. */
 export interface Variant {
   subject: string;
   body: string;

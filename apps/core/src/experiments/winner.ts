@@ -9,7 +9,7 @@ export type Verdict =
   | { winner: null; p: number | null; why: 'too early' | 'too few' | 'no significant difference' };
 
 /**
- * Judges an A/B test (DESIGN 30): the arm with the best rate wins only when the test has run `after_hours`, every arm
+ * Judges an A/B test: the arm with the best rate wins only when the test has run `after_hours`, every arm
  * has reached `min_sample` people and a two-proportion test against each other arm gives p < 0.05; else "no winner".
  */
 export function judge(arms: Arm[], rule: WinnerRule, startedAt: Date | null, now: Date): Verdict {

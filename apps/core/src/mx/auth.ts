@@ -3,7 +3,7 @@ import { checkResolver } from '../domains/resolver';
 import { lazy } from '../lazy';
 
 /**
- * SPF, DKIM, DMARC and ARC of a message, computed in the session with mailauth (docs/mx.md, DESIGN 23) through the
+ * SPF, DKIM, DMARC and ARC of a message, computed in the session with mailauth (docs/mx.md) through the
  * resolver of DNS_SERVERS. What the customer receives is `auth`; `disposition` is what the MX does about DMARC.
  */
 export interface MxAuth {
@@ -31,7 +31,7 @@ const CACHE_ENTRIES = 10_000;
 const DEFINITE = new Set(['ENOTFOUND', 'ENODATA']);
 
 /**
- * The resolver the MX uses: DNS_SERVERS or the system's (DESIGN 23: "the MX resolves through DNS_SERVERS"), its
+ * The resolver the MX uses: DNS_SERVERS or the system's, its
  * answers and its definite "nothing there" kept CACHE_MS (a timeout or SERVFAIL is asked again next time). Made by
  * the MX's main and handed to the server.
  */

@@ -115,7 +115,7 @@ export async function removeRoute(db: Db, id: number, account?: number): Promise
   await db.inboundRoute.delete({ where: { id } });
 }
 
-/** PATCH /admin/api/domains/:id {inbound}: a verified domain's mail is taken by the MX (DESIGN 23). */
+/** PATCH /admin/api/domains/:id {inbound}: a verified domain's mail is taken by the MX. */
 export async function setDomainInbound(db: Db, id: number, inbound: boolean, account?: number): Promise<DomainView> {
   const domain = await getDomain(db, id, account);
   if (inbound && domain.status !== 'verified') throw new Conflict(`domain ${domain.name} is ${domain.status}: only a verified domain can receive mail`);

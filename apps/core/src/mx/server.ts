@@ -40,7 +40,7 @@ const CLOSE_TIMEOUT_MS = 10_000;
 const PROCESSING_BYTES = 1024 * 1024;
 
 /**
- * The MX (docs/mx.md, DESIGN 23): no AUTH, STARTTLS with the submission certificate, MX_HOSTNAME in the banner. Every
+ * The MX (docs/mx.md): no AUTH, STARTTLS with the submission certificate, MX_HOSTNAME in the banner. Every
  * refusal is given in the session (unknown recipient 550 5.1.1 at RCPT, a domain not set up 550 5.7.1, too many
  * recipients 452, oversize 552, DMARC p=reject 550 5.7.1 at DATA), so the MX never bounces afterwards. A message is
  * written to Postgres before its 250; Postgres away is 451 4.3.0 and the sender retries.

@@ -1,5 +1,5 @@
 /**
- * Sequences with branches (DESIGN 30, docs/outreach.md): the steps form a graph by their caller-given ids. An email
+ * Sequences with branches (docs/outreach.md): the steps form a graph by their caller-given ids. An email
  * step goes on to its `next`, else to the step after it in the list unless that one begins a branch (a condition's
  * `then` or `else`): a branch ends where its steps end. A condition sends nothing; it waits until it is decided (the
  * answer or click it asks about came, or `within_hours` passed) and goes on along `then` or `else`.

@@ -100,7 +100,7 @@ export async function variantFor(tx: Tx, step: CampaignStep, prospectId: number,
  * An answer read from the inbound path decides the condition the prospect waits at, when it asks about that answer
  * (branches.ts decidedBy): the prospect goes on along its branch at once. Returns the prospect's new place and when its
  * next step is due, or null when it waits at no such condition. A replied prospect is placed on its branch, and gets no
- * further step whichever it is (DESIGN 30).
+ * further step whichever it is.
  */
 export async function answerBranch(tx: Tx, prospect: { campaignId: number; node: string | null }, answer: 'reply' | 'auto_reply' | 'out_of_office', now: Date): Promise<{ node: string; nodeSince: Date; nextAt: Date } | null> {
   if (prospect.node === null || prospect.node === END) return null;

@@ -43,7 +43,7 @@ export function sequenceTree(nodes: NodeStats[]): TreeRow[] {
 
 export const CAMPAIGN_TREE = `<section id="tree"><h2>Sequence</h2>
 <table class="sequence-tree"><thead><tr><th>Step</th><th>Sent</th><th>Waiting here</th></tr></thead><tbody>
-<% it.tree.forEach(function (r) { %><tr data-step="<%= r.node.id %>"><td style="padding-left: <%= r.depth * 1.5 + 0.5 %>em"><% if (r.branch) { %><span class="muted"><%= r.branch %> →</span> <% } %><% if (r.joins) { %>joins <strong><%= r.node.id %></strong><% } else if (r.node.type === 'condition') { %><strong><%= r.node.id %></strong>: if <%= r.node.if %><% } else { %><strong><%= r.node.id %></strong><% } %></td><td><%= r.joins || r.node.type === 'condition' ? '' : r.node.sent %></td><td><%= r.joins ? '' : r.node.waiting %></td></tr><% }) %>
+<% it.tree.forEach(function (r) { %><tr data-step="<%= r.node.id %>"><td class="depth-<%= Math.min(r.depth, 9) %>"><% if (r.branch) { %><span class="muted"><%= r.branch %> →</span> <% } %><% if (r.joins) { %>joins <strong><%= r.node.id %></strong><% } else if (r.node.type === 'condition') { %><strong><%= r.node.id %></strong>: if <%= r.node.if %><% } else { %><strong><%= r.node.id %></strong><% } %></td><td><%= r.joins || r.node.type === 'condition' ? '' : r.node.sent %></td><td><%= r.joins ? '' : r.node.waiting %></td></tr><% }) %>
 <tr><td class="muted">past the end of their path</td><td></td><td><%= it.stats.tree.ended %></td></tr>
 </tbody></table>
 <% it.stats.tests.forEach(function (t) { %><h3>A/B test at <%= t.step %></h3>
