@@ -129,12 +129,12 @@ describe('branches', () => {
     const csrf = /name="_csrf" value="([^"]+)"/.exec((await agent.get('/admin/signin')).text)![1]!;
     await agent.post('/admin/signin').type('form').send({ _csrf: csrf, token: ADMIN_TOKEN }).expect(303);
     const page = (await agent.get(`/admin/campaigns/${campaign.id}`).expect(200)).text;
-    const row = (id: string) => new RegExp(`<tr data-step="${id}"><td style="padding-left: ([0-9.]+)em">(.*?)</td><td>(\\d*)</td><td>(\\d*)</td></tr>`).exec(page)?.slice(1);
-    expect(row('intro')).toEqual(['0.5', '<strong>intro</strong>', '4', '0']);
-    expect(row('check')).toEqual(['0.5', '<strong>check</strong>: if out_of_office', '', '0']);
-    expect(row('welcome-back')).toEqual(['2', '<span class="muted">then →</span> <strong>welcome-back</strong>', '1', '0']);
-    expect(row('silence')).toEqual(['3.5', '<span class="muted">else →</span> <strong>silence</strong>', '1', '0']);
-    expect(row('last')).toEqual(['3.5', '<strong>last</strong>', '0', '1']);
+    const row = (id: string) => new RegExp(`<tr data-step="${id}"><td class="depth-(\\d+)">(.*?)</td><td>(\\d*)</td><td>(\\d*)</td></tr>`).exec(page)?.slice(1);
+    expect(row('intro')).toEqual(['0', '<strong>intro</strong>', '4', '0']);
+    expect(row('check')).toEqual(['0', '<strong>check</strong>: if out_of_office', '', '0']);
+    expect(row('welcome-back')).toEqual(['1', '<span class="muted">then →</span> <strong>welcome-back</strong>', '1', '0']);
+    expect(row('silence')).toEqual(['2', '<span class="muted">else →</span> <strong>silence</strong>', '1', '0']);
+    expect(row('last')).toEqual(['2', '<strong>last</strong>', '0', '1']);
   });
 
   it('branches on a click: a person clicking takes then at once, no click takes else once within_hours have passed', async () => {
