@@ -210,10 +210,10 @@ export async function insertCopies(db: Db, b: { id: number; accountId: number; m
   return inserted.map((r) => r.id);
 }
 
-/** Counts the messages of these ids still waiting for a worker (queued or sending). */
-export async function waitingCount(db: Db, ids: string[]): Promise<number> {
-  const [row] = await rawQuery<{ n: number }>(db, `SELECT count(*)::int AS n FROM messages WHERE id = ANY($1::uuid[]) AND status IN ('queued', 'sending')`, [ids]);
-  return row!.n;
+/** The ids among these still waiting for a worker (queued or sending). */
+export async function stillWaiting(db: Db, ids: string[]): Promise<string[]> {
+  const rows = await rawQuery<{ id: string }>(db, `SELECT id::text FROM messages WHERE id = ANY($1::uuid[]) AND status IN ('queued', 'sending')`, [ids]);
+  return rows.map((r) => r.id);
 }
 
 /** Reads the ids of the broadcast's queued copies after `after`, in id order, at most `limit`. */

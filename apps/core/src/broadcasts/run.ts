@@ -10,7 +10,7 @@ import { listId, renderCopy } from './copy';
 import { storedSource } from '../templates/service';
 import { progressOf } from './service';
 import { ruleOf } from './segment';
-import { audiencePage, broadcastStatus, insertCopies, lockBroadcast, lockBroadcastStatus, queuedCopiesAfter, snapshotAudience, waitingCount } from './repository';
+import { audiencePage, broadcastStatus, insertCopies, lockBroadcast, lockBroadcastStatus, queuedCopiesAfter, snapshotAudience, stillWaiting } from './repository';
 import { trackingBase } from '../tracking-domains/links';
 import { afterTestShare, inTestShare, testing, variantOf } from './ab';
 
@@ -174,11 +174,18 @@ export async function runBroadcast(db: Db, deliveries: DeliveryQueue, id: number
     }
     if (written.length) ahead.push(written);
     options.onPage?.(written.length);
+    // the oldest page's copies still waiting are read again until none is: each read asks only for those left at the
+    // last one (every read visits each version of the rows it names), after about a millisecond a copy left (a
+    // worker's pace at best), so the pages behind it keep the worker busy meanwhile
     while (ahead.length >= PAGES_AHEAD) {
       if (interrupted()) return 'interrupted';
-      if ((await waitingCount(db, ahead[0]!)) === 0) ahead.shift();
+      const waiting = await stillWaiting(db, ahead[0]!);
+      if (waiting.length === 0) ahead.shift();
       else if ((await broadcastStatus(db, id)) !== 'sending') return 'stopped';
-      else await sleep(pollMs);
+      else {
+        ahead[0] = waiting;
+        await sleep(Math.max(pollMs, Math.min(waiting.length, PAGE_SIZE)));
+      }
     }
     if (perSecond) await sleep(Math.max(0, (size / perSecond) * 1000 - (Date.now() - began)));
   }
