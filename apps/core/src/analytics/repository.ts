@@ -135,7 +135,8 @@ export async function broadcastTotals(db: Tx, accountId: number, broadcastId: nu
  * Records a request of a tracked link of a message: the link_clicks row of the message, address and kind (a scanner's
  * when `head`, or within `scannerWindowMs` of its delivery or before it) is inserted or counted up. A person's first
  * request of the link from that email is its unique click: it adds to the `clicked` counter and inserts the
- * `message.clicked` event, in the same statement; a replay only counts up the row. Null when the message is gone.
+ * `message.clicked` event, in the same statement; a replay only counts up the row (the first is the row whose count
+ * is 1: a partitioned table answers no xmax in RETURNING). Null when the message is gone.
  */
 export async function insertClick(
   db: Tx,
@@ -150,7 +151,7 @@ export async function insertClick(
        INSERT INTO link_clicks (message_id, account_id, broadcast_id, url, scanner)
        SELECT m.id, m.account_id, m.broadcast_id, $2, ($3 OR m.sent_at IS NULL OR now() - m.sent_at < $4 * interval '1 millisecond') FROM m
        ON CONFLICT (message_id, url, scanner) DO UPDATE SET count = link_clicks.count + 1
-       RETURNING scanner, (xmax = 0) AS first
+       RETURNING scanner, (count = 1) AS first
      ), counted AS (
        ${countMessagesSql('m', 'clicked', 'EXISTS (SELECT 1 FROM c WHERE NOT c.scanner AND c.first)')}
      ), event AS (
@@ -167,7 +168,8 @@ export async function insertClick(
 
 /**
  * Inserts or counts up the message_opens row of a message; the first open also adds to the `opened` counter and
- * inserts the `message.opened` event, in one statement.
+ * inserts the `message.opened` event, in one statement. The first is the row whose count is 1 (a partitioned table
+ * answers no xmax in RETURNING).
  */
 export async function upsertOpen(db: Tx, messageId: string): Promise<void> {
   await rawQuery(
@@ -177,7 +179,7 @@ export async function upsertOpen(db: Tx, messageId: string): Promise<void> {
      ), first AS (
        INSERT INTO message_opens (message_id, account_id) SELECT m.id, m.account_id FROM m
        ON CONFLICT (message_id) DO UPDATE SET count = message_opens.count + 1, last_at = now()
-       RETURNING (xmax = 0) AS inserted
+       RETURNING (count = 1) AS inserted
      ), counted AS (
        ${countMessagesSql('m', 'opened', 'EXISTS (SELECT 1 FROM first WHERE first.inserted)')}
      )

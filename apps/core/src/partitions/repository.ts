@@ -15,6 +15,11 @@ export const PARTITIONED = [
   { table: 'message_attempts', key: 'message_id', needed: 'at >= $1' },
   // an event not yet fanned out keeps its partition (retention's rule for events)
   { table: 'events', key: 'id', needed: 'dispatched_at IS NULL OR created_at >= $1' },
+  // an email's clicks and opens, by its id on the same bounds as messages (RETENTION_DAYS, as their row rules)
+  { table: 'link_clicks', key: 'message_id', needed: 'at >= $1' },
+  { table: 'message_opens', key: 'message_id', needed: 'last_at >= $1' },
+  // the MX's messages: a held one waits for a person (docs/mx.md)
+  { table: 'mx_messages', key: 'id', needed: `status = 'held' OR received_at >= $1` },
 ] as const;
 
 export type PartitionedTable = (typeof PARTITIONED)[number]['table'];

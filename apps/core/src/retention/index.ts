@@ -33,6 +33,9 @@ export async function dropOldContent(db: Db, now = new Date()): Promise<{ messag
   return { messages, sends };
 }
 
+/** The partitioned tables whose rows RETENTION_DAYS ends (messages' are MESSAGE_ROWS_DAYS'). */
+const RETENTION_DAYS_PARTITIONED = ['events', 'message_attempts', 'link_clicks', 'message_opens', 'mx_messages'] as const;
+
 /** Rows deleted by table (rule name), and `partitions`: the partitions dropped whole (their rows are not counted). */
 export type DroppedRecords = Record<(typeof RECORD_RULES)[number]['name'] | 'messages' | 'sends' | 'partitions', number>;
 
@@ -50,7 +53,7 @@ export async function dropOldRecords(db: Db, now = new Date()): Promise<DroppedR
   const partitions: string[] = [];
   if (retentionDays > 0) {
     const cutoff = new Date(now.getTime() - retentionDays * 86_400_000);
-    partitions.push(...(await dropOldPartitions(db, 'events', cutoff)), ...(await dropOldPartitions(db, 'message_attempts', cutoff)));
+    for (const table of RETENTION_DAYS_PARTITIONED) partitions.push(...(await dropOldPartitions(db, table, cutoff)));
     for (const rule of RECORD_RULES) dropped[rule.name as keyof DroppedRecords] = await deleteInBatches(db, rule, cutoff);
   }
   if (messageRowsDays > 0) {

@@ -41,8 +41,10 @@ export const RECORD_RULES: (OldRows & { name: string })[] = [
   { table: 'confirmation_tokens', name: 'confirmationTokens', old: 'expires_at < $1' },
   { table: 'key_daily_usage', name: 'keyDailyUsage', old: 'day < $1::date' },
   // opt-in tracking (docs/analytics.md): each click, and each email's opens; the daily counts keep their totals
-  { table: 'link_clicks', name: 'linkClicks', old: 'at < $1' },
-  { table: 'message_opens', name: 'messageOpens', old: 'last_at < $1' },
+  { table: 'link_clicks', name: 'linkClicks', old: 'at < $1', key: 'message_id, id' },
+  { table: 'message_opens', name: 'messageOpens', old: 'last_at < $1', key: 'message_id' },
+  // the MX's messages (docs/mx.md), but a held one, which waits for a person to release or drop it
+  { table: 'mx_messages', name: 'mxMessages', old: `status <> 'held' AND received_at < $1`, key: 'id' },
   // the daily counts behind GET /admin/api/stats and the charts: the 400 days a query may span, past the retention
   { table: 'daily_counts', name: 'dailyCounts', old: `day < $1::date - ${STATS_DAYS}` },
 ];
