@@ -1,5 +1,6 @@
 import crypto from 'node:crypto';
 import { audited, type AuditContext } from '../audit';
+import { base32 } from '../base32';
 import { config } from '../config';
 import { decryptSecret, encryptSecret, sha256 } from '../crypto';
 import type { Db, Tx } from '../db';
@@ -14,9 +15,8 @@ const normalRecovery = (code: string) => code.replace(/-/g, '').toLowerCase();
 const hashRecovery = (code: string) => sha256(`recovery:${normalRecovery(code)}`);
 
 function newRecoveryCodes(): string[] {
-  const alphabet = 'abcdefghijklmnopqrstuvwxyz234567';
   return Array.from({ length: RECOVERY_CODES }, () => {
-    const chars = [...crypto.randomBytes(10)].map((b) => alphabet[b & 31]).join('');
+    const chars = base32(crypto.randomBytes(7)).slice(0, 10);
     return `${chars.slice(0, 5)}-${chars.slice(5)}`;
   });
 }

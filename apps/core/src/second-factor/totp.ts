@@ -1,48 +1,13 @@
 import crypto from 'node:crypto';
+import { base32, unbase32 } from '../base32';
 
 /**
  * TOTP (RFC 6238 over RFC 4226's HOTP): HMAC-SHA-1, 6 digits, 30-second steps, one step of drift either way. The
- * secret is 20 random bytes (RFC 4226's recommended 160 bits), shown as RFC 4648 base32.
+ * secret is 20 random bytes (RFC 4226's recommended 160 bits), shown as RFC 4648 base32 in upper case.
  */
 export const STEP_SECONDS = 30;
 export const DIGITS = 6;
-const ALPHABET = 'ABCDEFGHIJKLMNOPQRSTUVWXYZ234567';
-
-export function base32(bytes: Buffer): string {
-  let bits = 0;
-  let value = 0;
-  let out = '';
-  for (const byte of bytes) {
-    value = (value << 8) | byte;
-    bits += 8;
-    while (bits >= 5) {
-      out += ALPHABET[(value >>> (bits - 5)) & 31];
-      bits -= 5;
-    }
-  }
-  if (bits > 0) out += ALPHABET[(value << (5 - bits)) & 31];
-  return out;
-}
-
-export function fromBase32(text: string): Buffer {
-  const clean = text.replace(/[\s=]/g, '').toUpperCase();
-  const bytes: number[] = [];
-  let bits = 0;
-  let value = 0;
-  for (const char of clean) {
-    const index = ALPHABET.indexOf(char);
-    if (index < 0) throw new Error('not base32');
-    value = (value << 5) | index;
-    bits += 5;
-    if (bits >= 8) {
-      bytes.push((value >>> (bits - 8)) & 255);
-      bits -= 8;
-    }
-  }
-  return Buffer.from(bytes);
-}
-
-export const newSecret = (): string => base32(crypto.randomBytes(20));
+export const newSecret = (): string => base32(crypto.randomBytes(20)).toUpperCase();
 
 /** RFC 4226 HOTP of counter `step`: dynamic truncation, 6 digits. */
 export function hotp(secret: Buffer, step: number): string {
@@ -59,7 +24,8 @@ export const stepAt = (now: Date): number => Math.floor(now.getTime() / 1000 / S
 /** The step (now, one before or one after) whose code `code` is, or null. Compared in constant time. */
 export function matchingStep(secretBase32: string, code: string, now: Date): number | null {
   if (!/^\d{6}$/.test(code)) return null;
-  const secret = fromBase32(secretBase32);
+  const secret = unbase32(secretBase32.replace(/[\s=]/g, ''));
+  if (!secret) return null;
   const current = stepAt(now);
   let found: number | null = null;
   for (const step of [current - 1, current, current + 1]) {

@@ -74,24 +74,30 @@ export function secondFactorRoutes(router: Router, ctx: PageContext, options: { 
     await show(req, res, session);
   });
 
-  router.post('/signin/second-factor', async (req, res) => {
+  /** A form of the pending session: `given` answers null when the factor is right, else the refusal (counted). */
+  const factorForm = (given: (req: Request, session: Session) => Promise<unknown>) => async (req: Request, res: Response) => {
     const session = await pendingOf(req);
     if (!session) return res.redirect(303, '/admin/signin');
     const locked = options.failures.lockedOut(clientOf(req));
-    if (locked) return refuse(req, res, session, locked);
-    const check = await checkSignInCode(ctx.db, session.user!.id, field(req, 'code'));
-    if (check !== 'ok') return refuse(req, res, session, codeRefusal(check));
-    await done(req, res, session);
-  });
-
-  router.post('/signin/second-factor/passkey', async (req, res) => {
-    const session = await pendingOf(req);
-    if (!session) return res.redirect(303, '/admin/signin');
-    const locked = options.failures.lockedOut(clientOf(req));
-    if (locked) return refuse(req, res, session, locked);
-    const rp = relyingPartyOf(req);
-    const failed = typeof rp === 'string' ? new Unauthorized(rp) : await verifyPasskey(ctx.db, session.user!.id, session.id, field(req, 'response'), rp).then(() => null, (err: unknown) => err);
+    const failed = locked ?? (await given(req, session));
     if (failed) return refuse(req, res, session, failed);
     await done(req, res, session);
-  });
+  };
+
+  router.post(
+    '/signin/second-factor',
+    factorForm(async (req, session) => {
+      const check = await checkSignInCode(ctx.db, session.user!.id, field(req, 'code'));
+      return check === 'ok' ? null : codeRefusal(check);
+    }),
+  );
+
+  router.post(
+    '/signin/second-factor/passkey',
+    factorForm(async (req, session) => {
+      const rp = relyingPartyOf(req);
+      if (typeof rp === 'string') return new Unauthorized(rp);
+      return verifyPasskey(ctx.db, session.user!.id, session.id, field(req, 'response'), rp).then(() => null, (err: unknown) => err);
+    }),
+  );
 }
