@@ -29,11 +29,13 @@ import { can, endAllSessions, permissionFor, signIn, type Member } from '../../.
 import { accountOf } from '../middleware/admin';
 import { usersPage, teamsStrangerRoutes } from './pages/users';
 import { auditPage } from './pages/audit';
+import { enrolFirst, securityPage } from './pages/security';
+import { SECOND_FACTOR_PATH, secondFactorRoutes } from './pages/second-factor';
 import { csrfMatches, endSession, loadSession, saveSession, signedIn as isSignedIn, signinToken, signinTokenMatches, startPersonSession, startSession, type Session } from './session';
 import { CSS, FORM_LIMIT, FORM_LIMIT_TEXT, createViews } from './views';
 
 /** The console's pages, in navigation order. A new page: a module in pages/ and one line here. */
-export const PAGES: ConsolePage[] = [overviewPage, accountsPage, usersPage, mailboxesPage, keysPage, listsPage, broadcastsPage, templatesPage, campaignsPage, messagesPage, webhooksPage, inboundPage, domainsPage, sandboxPage, trackingDomainsPage, auditPage];
+export const PAGES: ConsolePage[] = [overviewPage, accountsPage, usersPage, mailboxesPage, keysPage, listsPage, broadcastsPage, templatesPage, campaignsPage, messagesPage, webhooksPage, inboundPage, domainsPage, sandboxPage, trackingDomainsPage, auditPage, securityPage];
 
 declare global {
   // eslint-disable-next-line @typescript-eslint/no-namespace
@@ -167,7 +169,9 @@ export function consoleRouter(db: Db, bodies: { budget: BodyBudget; signInBudget
         const error = refusal.status === 429 ? 'Too many failed sign-ins from this address; try again in a minute.' : refusal.message;
         return render(req, res, 'signin', 'Sign in', { error, email, csrf: signinToken(req, res) }, refusal.status);
       }
-      res.locals.session = await startPersonSession(req, res, member.id, clientOf(req), res.locals.session);
+      const session = await startPersonSession(req, res, member.id, clientOf(req), res.locals.session);
+      if (session.pending) return res.redirect(303, SECOND_FACTOR_PATH);
+      res.locals.session = session;
       return redirect(req, res, '/admin', `Signed in as ${member.email}.`);
     }
     if (locked || !safeEqual(token, config().adminToken)) {
@@ -184,6 +188,8 @@ export function consoleRouter(db: Db, bodies: { budget: BodyBudget; signInBudget
 
   // invitations and password resets: pages for people not signed in (pages/users.ts)
   teamsStrangerRoutes(router, ctx, { failures: bodies.failures });
+  // the second factor after the password (pages/second-factor.ts)
+  secondFactorRoutes(router, ctx, { failures: bodies.failures });
 
   // the provider's redirect back carries no SameSite=Strict session cookie: the flow's own binding is checked
   router.get('/oauth/callback', oauthCallback(ctx));
@@ -194,6 +200,7 @@ export function consoleRouter(db: Db, bodies: { budget: BodyBudget; signInBudget
     render(req, res, 'error', 'Sign in first', { error: 'Your session has ended: sign in again.', back: '/admin/signin' }, 401);
   };
   router.use(signedIn);
+  router.use(enrolFirst(ctx));
 
   router.post('/signout', async (_req, res) => {
     await endSession(res, res.locals.session!);
@@ -229,7 +236,7 @@ export function consoleRouter(db: Db, bodies: { budget: BodyBudget; signInBudget
 }
 
 /** The forms a signed-in person sees and sends: stranger pages' posts (sign-in, invitation, reset) are checked by their nonce cookie. */
-const STRANGER_FORMS = /^\/(signin|invite\/[A-Za-z0-9_-]+|reset(\/[A-Za-z0-9_-]+)?)$/;
+const STRANGER_FORMS = /^\/(signin(\/second-factor(\/passkey)?)?|invite\/[A-Za-z0-9_-]+|reset(\/[A-Za-z0-9_-]+)?)$/;
 
 /**
  * A page as a person sees it: every form that posts to a path their role may not change is left out, decided by the

@@ -4,7 +4,7 @@ import { config } from '../../../core/src/config';
 import { safeEqual } from '../../../core/src/crypto';
 import { db } from '../../../core/src/db';
 import { redis, rkey } from '../../../core/src/redis';
-import { endUserSession, loadUserSession, setSessionFlash, startUserSession, USER_SESSION, type Member } from '../../../core/src/teams';
+import { endUserSession, loadUserSession, setSessionFlash, startUserSession, USER_SESSION, type Member, type UserSession } from '../../../core/src/teams';
 
 /**
  * Console sessions, stored in Redis under a random id carried by an HttpOnly SameSite=Strict cookie, only once the
@@ -24,10 +24,14 @@ export interface Session {
   /** a person signed in with their email (kept in Postgres: teams/sessions.ts), their roles as of this request */
   user?: Member;
   flash?: string;
+  /** a person whose password was right and whose second factor is still to come (pages/second-factor.ts) */
+  pending?: boolean;
+  /** a person an account requires a second factor of, who has none: sent to enrol first (pages/security.ts) */
+  mustEnrol?: boolean;
 }
 
 /** Signed in at all: with the admin token, or as a person. */
-export const signedIn = (session: Session | null | undefined): session is Session => session?.admin === true || session?.user !== undefined;
+export const signedIn = (session: Session | null | undefined): session is Session => (session?.admin === true || session?.user !== undefined) && !session?.pending;
 
 /** A person's session cookie: HttpOnly, SameSite=Lax (a provider's redirect back must carry it: docs/teams.md), 12 h idle. */
 const USER_COOKIE_MAX_AGE_MS = 12 * 3600 * 1000;
@@ -71,7 +75,7 @@ export async function loadSession(req: Request): Promise<Session | null> {
   const id = cookieValue(req);
   if (id && USER_SESSION.test(id)) {
     const found = await loadUserSession(db(), id);
-    return found ? { id: found.id, csrf: found.csrf, admin: false, user: found.member, ...(found.flash ? { flash: found.flash } : {}) } : null;
+    return found ? personSession(found) : null;
   }
   if (!id || !/^[A-Za-z0-9_-]{43}$/.test(id)) return null;
   const raw = await redis().get(key(id));
@@ -94,13 +98,26 @@ export async function startSession(req: Request, res: Response, old?: Session | 
   return session;
 }
 
-/** A person's new session (a new id and CSRF token) in Postgres, set as the cookie; any old session goes. */
-export async function startPersonSession(req: Request, res: Response, userId: number, ip: string, old?: Session | null): Promise<Session> {
+const personSession = (found: UserSession): Session => ({
+  id: found.id,
+  csrf: found.csrf,
+  admin: false,
+  user: found.member,
+  ...(found.flash ? { flash: found.flash } : {}),
+  ...(found.pending ? { pending: true } : {}),
+  ...(found.mustEnrol ? { mustEnrol: true } : {}),
+});
+
+/**
+ * A person's new session (a new id and CSRF token) in Postgres, set as the cookie; any old session goes. It is
+ * `pending` while a second factor of theirs is still to come (`secondFactorDone` once it was given).
+ */
+export async function startPersonSession(req: Request, res: Response, userId: number, ip: string, old?: Session | null, options: { secondFactorDone?: boolean } = {}): Promise<Session> {
   if (old) await dropSession(old);
-  const { token, session } = await startUserSession(db(), userId, ip);
+  const { token, session } = await startUserSession(db(), userId, ip, options);
   res.cookie(COOKIE, token, { httpOnly: true, sameSite: 'lax', secure: secure(req), path: '/admin', maxAge: USER_COOKIE_MAX_AGE_MS });
   res.clearCookie(SIGNIN_COOKIE, { path: '/admin' });
-  return { id: session.id, csrf: session.csrf, admin: false, user: session.member };
+  return personSession(session);
 }
 
 async function dropSession(session: Session): Promise<void> {

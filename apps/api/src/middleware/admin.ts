@@ -79,6 +79,8 @@ export function requireAdminOrMember(db: Db, failures: AuthFailures): RequestHan
     if ((!reads || origin) && !(origin && sameOrigin(req, origin))) throw new Forbidden('a session may call the admin API only from the console (Origin missing or another origin)');
     const session = await loadUserSession(db, cookie);
     if (!session) throw failures.refuse(clientOf(req), new Unauthorized('your session has ended: sign in again'));
+    if (session.pending) throw new Unauthorized('finish signing in first: your second factor is still to come');
+    if (session.mustEnrol) throw new Forbidden("an account of yours requires a second factor: set one up on the console's Security page first");
     res.locals.actor = session.member;
     next();
   };

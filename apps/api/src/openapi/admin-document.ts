@@ -11,6 +11,7 @@ import { domainInput, domainsQuery } from '../../../core/src/domains/schemas';
 import { trackingDomainInput, trackingDomainsQuery } from '../../../core/src/tracking-domains/schemas';
 import { domainInboundInput, mxMessageIdParam, routeInput, routePatch, routesQuery } from '../../../core/src/mx/routes';
 import { userChange, userInput, usersQuery } from '../../../core/src/teams/schemas';
+import { secondFactorQuery, secondFactorRequirement } from '../../../core/src/second-factor/schemas';
 import { auditQuery } from '../../../core/src/audit/schemas';
 import { operationId, queryParameters, toJsonSchema, type JsonSchema } from './document';
 
@@ -60,6 +61,9 @@ export const ADMIN_OPERATIONS: AdminOperation[] = [
   { method: 'patch', path: '/users/{id}', summary: "Change a user's role (applies at their next request)", body: userChange, answer: ok('user') },
   { method: 'delete', path: '/users/{id}', summary: 'Remove a user and end their sessions', answer: ok('user') },
   { method: 'post', path: '/users/{id}/signout', summary: 'End every session of the user', answer: ok('sessions') },
+  { method: 'get', path: '/users/second-factor', summary: "Whether the account requires a second factor, and each of its users' factors", query: secondFactorQuery, answer: ok('second_factor') },
+  { method: 'post', path: '/users/second-factor', summary: 'Require a second factor of the account\'s users (or stop)', body: secondFactorRequirement, answer: ok('second_factor') },
+  { method: 'delete', path: '/users/{id}/second-factor', summary: "Remove a user's second factors (a lost device) and end their sessions", answer: ok('factors') },
   { method: 'get', path: '/audit', summary: 'The audit log in keyset pages (`next`: the cursor of the following page)', query: auditQuery, answer: ok('entries') },
   { method: 'get', path: '/audit.ndjson', summary: 'The audit log as NDJSON, oldest first', query: auditQuery, answer: ok(), ndjson: true },
 

@@ -1,4 +1,5 @@
 import crypto from 'node:crypto';
+import { base32, unbase32 } from '../base32';
 import { config } from '../config';
 
 /**
@@ -7,41 +8,6 @@ import { config } from '../config';
  * lower-case base32 (34 characters), so a server that lower-cases the local part keeps it readable. Mail that comes back
  * to such an address is about that message, whatever its format.
  */
-const ALPHABET = 'abcdefghijklmnopqrstuvwxyz234567';
-
-function base32(bytes: Buffer): string {
-  let bits = 0;
-  let value = 0;
-  let out = '';
-  for (const byte of bytes) {
-    value = (value << 8) | byte;
-    bits += 8;
-    while (bits >= 5) {
-      out += ALPHABET[(value >>> (bits - 5)) & 31];
-      bits -= 5;
-    }
-  }
-  if (bits > 0) out += ALPHABET[(value << (5 - bits)) & 31];
-  return out;
-}
-
-function unbase32(text: string): Buffer | null {
-  let bits = 0;
-  let value = 0;
-  const out: number[] = [];
-  for (const c of text.toLowerCase()) {
-    const i = ALPHABET.indexOf(c);
-    if (i < 0) return null;
-    value = (value << 5) | i;
-    bits += 5;
-    if (bits >= 8) {
-      out.push((value >>> (bits - 8)) & 255);
-      bits -= 8;
-    }
-  }
-  return Buffer.from(out);
-}
-
 const mac = (id: Buffer) => crypto.createHmac('sha256', config().secretKey).update('verp:').update(id).digest().subarray(0, 5);
 
 export function verpToken(messageId: string): string {

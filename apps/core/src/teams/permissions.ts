@@ -51,6 +51,8 @@ const RESOURCES: Record<string, Permission> = {
   'stop-list': 'campaigns.manage',
   inbound: 'campaigns.manage',
   messages: 'send',
+  /** a person's own second factor */
+  security: 'read',
 };
 
 /** What reading needs where `read` is not enough. */

@@ -1,11 +1,15 @@
 import crypto from 'node:crypto';
 import type { Tx } from '../db';
+import { ENROL_INCLUDE, factorsOf, hasFactor, mustEnrol } from '../second-factor/factors';
 import type { AccountRole, Member } from './permissions';
 
 /** A session ends after 12 hours without a request (docs/teams.md). */
 export const IDLE_MS = 12 * 3600 * 1000;
 /** lastSeenAt is written at most this often per session: most requests only read */
 const TOUCH_MS = 60_000;
+
+/** A session whose second factor is still to come ends after 10 minutes. */
+export const PENDING_MS = 10 * 60 * 1000;
 
 /** Cookie values of user sessions: `u_` + 43 base64url characters (the admin token's sessions have no prefix). */
 export const USER_SESSION = /^u_[A-Za-z0-9_-]{43}$/;
@@ -18,15 +22,23 @@ export interface UserSession {
   csrf: string;
   flash: string | null;
   member: Member;
+  /** the password was right and the second factor is still to come: nothing else is open to it */
+  pending: boolean;
+  /** an account of theirs requires a second factor and they have none: they are sent to enrol first */
+  mustEnrol: boolean;
 }
 
-/** A new session of `userId`; answers the cookie's token (kept nowhere but in the browser). */
-export async function startUserSession(db: Tx, userId: number, ip?: string): Promise<{ token: string; session: UserSession }> {
+/**
+ * A new session of `userId`; answers the cookie's token (kept nowhere but in the browser). A user with a second factor
+ * gets a pending session until it is given (`secondFactorDone` once it was).
+ */
+export async function startUserSession(db: Tx, userId: number, ip?: string, options: { secondFactorDone?: boolean } = {}): Promise<{ token: string; session: UserSession }> {
   const token = `u_${crypto.randomBytes(32).toString('base64url')}`;
   const csrf = crypto.randomBytes(24).toString('base64url');
-  await db.userSession.create({ data: { id: digest(token), userId, csrf, ip } });
-  const member = await loadMember(db, userId);
-  return { token, session: { id: digest(token), csrf, flash: null, member: member! } };
+  const pending = !options.secondFactorDone && hasFactor(await factorsOf(db, userId));
+  await db.userSession.create({ data: { id: digest(token), userId, csrf, ip, pending } });
+  const found = await loadUserSession(db, token);
+  return { token, session: found! };
 }
 
 /**
@@ -35,14 +47,15 @@ export async function startUserSession(db: Tx, userId: number, ip?: string): Pro
  */
 export async function loadUserSession(db: Tx, token: string, now = new Date()): Promise<UserSession | null> {
   if (!USER_SESSION.test(token)) return null;
-  const row = await db.userSession.findUnique({ where: { id: digest(token) }, include: { user: { include: { memberships: true } } } });
+  const include = { user: { include: { memberships: { include: { account: { select: { requireSecondFactor: true } } } }, ...ENROL_INCLUDE } } } as const;
+  const row = await db.userSession.findUnique({ where: { id: digest(token) }, include });
   if (!row) return null;
-  if (now.getTime() - row.lastSeenAt.getTime() > IDLE_MS) {
+  if (now.getTime() - row.lastSeenAt.getTime() > IDLE_MS || (row.pending && now.getTime() - row.createdAt.getTime() > PENDING_MS)) {
     await db.userSession.deleteMany({ where: { id: row.id } });
     return null;
   }
   if (now.getTime() - row.lastSeenAt.getTime() > TOUCH_MS) await db.userSession.update({ where: { id: row.id }, data: { lastSeenAt: now } });
-  return { id: row.id, csrf: row.csrf, flash: row.flash, member: memberOf(row.user) };
+  return { id: row.id, csrf: row.csrf, flash: row.flash, member: memberOf(row.user), pending: row.pending, mustEnrol: mustEnrol(row.user) };
 }
 
 export async function setSessionFlash(db: Tx, id: string, flash: string | null): Promise<void> {

@@ -11,6 +11,7 @@ import { clientOf } from '../../middleware/client';
 import type { AuthFailures } from '../../middleware/failures';
 import { startPersonSession, signinToken } from '../session';
 import { CSRF_FIELD } from '../views';
+import { SECOND_FACTOR_PATH } from './second-factor';
 import { field, numberField, type ConsolePage, type PageContext } from '../page';
 
 const ROLE_SELECT = `<select name="role" required>${ROLES.map((r) => `<option value="${r}">${r}</option>`).join('')}</select>`;
@@ -113,7 +114,10 @@ export function teamsStrangerRoutes(router: Router, ctx: PageContext, options: {
         const refusal = refusalOf(userId, String(res.locals.requestId ?? ''), req);
         return ctx.render(req, res, 'set-password', title, { email: (link as { email: string }).email, action: `/admin/${kind}/${token}`, error: refusal.message, csrf: signinToken(req, res) }, refusal.status);
       }
-      res.locals.session = await startPersonSession(req, res, userId as number, clientOf(req), res.locals.session);
+      const session = await startPersonSession(req, res, userId as number, clientOf(req), res.locals.session);
+      // a reset does not skip the second factor
+      if (session.pending) return res.redirect(303, SECOND_FACTOR_PATH);
+      res.locals.session = session;
       await ctx.redirect(req, res, '/admin', kind === 'invite' ? 'Welcome: your password is set.' : 'Your password is changed; every other session has ended.');
     });
   }

@@ -17,6 +17,7 @@ import { mailboxesRouter } from './mailboxes';
 import { messagesRouter } from './messages';
 import { mxRouter } from './mx';
 import { openApiRouter } from './openapi';
+import { secondFactorRouter } from './second-factor';
 import { statsRouter } from './stats';
 import { stopListRouter } from './stop-list';
 import { suppressionsRouter } from './suppressions';
@@ -43,6 +44,7 @@ export function adminRouter(db: Db, json: RequestHandler): Router {
   router.use(accountsRouter(db));
   router.use(mailboxesRouter(db));
   router.use(keysRouter(db));
+  router.use(secondFactorRouter(db));
   router.use(usersRouter(db));
   router.use(auditRouter(db));
   router.use(listsRouter(db));
