@@ -29,6 +29,8 @@ import { can, endAllSessions, permissionFor, signIn, type Member } from '../../.
 import { accountOf } from '../middleware/admin';
 import { usersPage, teamsStrangerRoutes } from './pages/users';
 import { auditPage } from './pages/audit';
+import { ssoRoutes } from './pages/sso';
+import { createSso } from '../../../core/src/sso';
 import { csrfMatches, endSession, loadSession, saveSession, signedIn as isSignedIn, signinToken, signinTokenMatches, startPersonSession, startSession, type Session } from './session';
 import { CSS, FORM_LIMIT, FORM_LIMIT_TEXT, createViews } from './views';
 
@@ -89,7 +91,7 @@ export function consoleRouter(db: Db, bodies: { budget: BodyBudget; signInBudget
       void saveSession(session).catch(() => undefined);
     }
     const csrf = signedIn ? session.csrf : typeof data.csrf === 'string' ? data.csrf : '';
-    const page = { ...data, csrf };
+    const page = { ...data, csrf, sso: sso?.settings.label ?? null };
     const body = user ? withoutForbiddenForms(views.render(`@${template}`, page), user) : views.render(`@${template}`, page);
     const nav = signedIn
       ? PAGES.filter((p) => !user || can(user, p.permission ?? 'read')).map((p) => ({ href: `/admin${p.path === '/' ? '' : p.path}`, title: p.title, current: req.path === p.path || (p.path !== '/' && req.path.startsWith(`${p.path}/`)) }))
@@ -107,6 +109,8 @@ export function consoleRouter(db: Db, bodies: { budget: BodyBudget; signInBudget
     res.redirect(303, to);
   };
   const ctx: PageContext = { db, reads, render, redirect };
+  const oidc = config().oidc;
+  const sso = oidc ? createSso(oidc) : null;
 
   // what falls through the admin API and the queue dashboard keeps their JSON 404, not a console page
   router.use((req, _res, next) => next(/^\/(api|queues)(\/|$)/.test(req.path) ? 'router' : undefined));
@@ -184,6 +188,8 @@ export function consoleRouter(db: Db, bodies: { budget: BodyBudget; signInBudget
 
   // invitations and password resets: pages for people not signed in (pages/users.ts)
   teamsStrangerRoutes(router, ctx, { failures: bodies.failures });
+  // single sign-on: for people not signed in yet (pages/sso.ts)
+  ssoRoutes(router, ctx, sso, { failures: bodies.failures });
 
   // the provider's redirect back carries no SameSite=Strict session cookie: the flow's own binding is checked
   router.get('/oauth/callback', oauthCallback(ctx));
