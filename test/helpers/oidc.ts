@@ -23,6 +23,7 @@ export class OidcProvider {
 
   constructor(readonly port: number, readonly redirectUri: string) {}
 
+  /** it listens on 127.0.0.1 and names itself so */
   get issuer(): string {
     return `http://127.0.0.1:${this.port}`;
   }
@@ -40,7 +41,7 @@ export class OidcProvider {
         if (child.exitCode !== null) throw new Error(`the OpenID provider exited: ${err}`);
         return out.includes(`listening ${this.port}`);
       },
-      { timeout: 15_000, what: 'the OpenID provider' },
+      { timeout: 60_000, what: 'the OpenID provider' },
     );
     return this;
   }

@@ -23,7 +23,7 @@ beforeAll(async () => {
   await provider.start();
   const [sales, support] = [await makeTenant(), await makeTenant()];
   expect([sales.account.id, support.account.id]).toEqual([1, 2]);
-});
+}, 90_000);
 afterAll(() => provider.stop());
 
 /** A browser of its own: starts a sign-in at the console and goes through the provider; answers the way back. */
