@@ -1,6 +1,4 @@
-import { spawn, type ChildProcess } from 'node:child_process';
-import path from 'node:path';
-import { ROOT } from './processes';
+import { runTs, terminate, type Proc } from './processes';
 import { waitFor } from './wait';
 
 /** The client the tests' provider knows (test/helpers/oidc-server.mjs). */
@@ -19,7 +17,7 @@ export interface Person {
  * environment when the app starts), with /control/* to choose who signs in next and to forge the next ID token.
  */
 export class OidcProvider {
-  private child: ChildProcess | undefined;
+  private proc: Proc | undefined;
 
   constructor(readonly port: number, readonly redirectUri: string) {}
 
@@ -29,29 +27,20 @@ export class OidcProvider {
   }
 
   async start(): Promise<this> {
-    const env = { ...process.env, OIDC_TEST_PORT: String(this.port), OIDC_TEST_REDIRECT_URI: this.redirectUri };
-    const child = spawn(process.execPath, [path.join(ROOT, 'test/helpers/oidc-server.mjs')], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
-    this.child = child;
-    let out = '';
-    let err = '';
-    child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
-    child.stderr!.on('data', (d: Buffer) => (err += d.toString()));
+    const proc = runTs('test/helpers/oidc-server.mjs', [], { OIDC_TEST_PORT: String(this.port), OIDC_TEST_REDIRECT_URI: this.redirectUri });
+    this.proc = proc;
     await waitFor(
       () => {
-        if (child.exitCode !== null) throw new Error(`the OpenID provider exited: ${err}`);
-        return out.includes(`listening ${this.port}`);
+        if (proc.child.exitCode !== null) throw new Error(`the OpenID provider exited: ${proc.stderr()}`);
+        return proc.stdout().includes(`listening ${this.port}`);
       },
       { timeout: 60_000, what: 'the OpenID provider' },
     );
     return this;
   }
 
-  async stop(): Promise<void> {
-    const child = this.child;
-    if (!child || child.exitCode !== null) return;
-    const exited = new Promise((resolve) => child.once('exit', resolve));
-    child.kill('SIGTERM');
-    await exited;
+  stop(): Promise<void> {
+    return terminate(this.proc?.child ?? null);
   }
 
   private async control(what: string, body: object): Promise<{ ok: boolean; tokens: number; alive?: boolean }> {

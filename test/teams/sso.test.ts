@@ -128,6 +128,11 @@ it('links an invited user by a verified email, and refuses an unverified one wit
   expect(refused.res.text).toContain('the provider does not say eve@example.test is verified');
   expect(await userOf('eve@example.test')).toMatchObject({ oidcSubject: null, memberships: [{ accountId: 1, role: 'viewer' }] });
   expect(await auditCount()).toBe(entries);
+  // verified, but in no group the map names: not linked, and the role given in the console stays
+  const nothing = await signInAs({ sub: 'eve-idp', email: 'eve@example.test', email_verified: true, groups: ['marketing'] });
+  expect(nothing.res.status).toBe(403);
+  expect(await userOf('eve@example.test')).toMatchObject({ oidcSubject: null, memberships: [{ accountId: 1, role: 'viewer' }] });
+  expect(await auditCount()).toBe(entries);
   const linked = await signInAs({ sub: 'eve-idp', email: 'eve@example.test', email_verified: true, groups: ['sales-team'] });
   expect(linked.res.status).toBe(303);
   expect(await userOf('eve@example.test')).toMatchObject({ id: invited.body.user.id, oidcSubject: 'eve-idp', memberships: [{ accountId: 1, role: 'sender' }] });

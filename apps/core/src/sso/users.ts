@@ -21,9 +21,9 @@ const include = { memberships: true } as const;
 
 /**
  * The user of an SSO sign-in, made or brought up to date (docs/teams.md): found by the provider's issuer and subject,
- * else by a verified email (and linked); made at a first sign-in only when the mapping gives a role. The roles are the
- * mapping's at every sign-in (group changes apply then), in one audited transaction with what else changed; a sign-in
- * the mapping gives nothing is refused, and takes from a known user every role and session they had.
+ * else by a verified email (and linked); made or linked only when the mapping gives a role. The roles are the mapping's
+ * at every sign-in (group changes apply then), in one audited transaction with what else changed; a sign-in the mapping
+ * gives nothing is refused, and takes from a user who signed in through the provider before every role and session.
  */
 export async function ssoUser(db: Db, identity: SsoIdentity, granted: GrantedRoles, audit: Omit<AuditContext, 'actor'>): Promise<number> {
   const email = identity.email.toLowerCase();
@@ -37,7 +37,8 @@ export async function ssoUser(db: Db, identity: SsoIdentity, granted: GrantedRol
   const accounts = new Set((await db.account.findMany({ where: { id: { in: [...granted.roles.keys()] } }, select: { id: true } })).map((a) => a.id));
   const roles = [...granted.roles].filter(([account]) => accounts.has(account));
   const nothing = grantsNothing({ operator: granted.operator, roles: new Map(roles) });
-  if (!user && nothing) throw new NoRoleGranted('your identity provider gives you no role here: ask your administrator to add you to a group the service maps');
+  // nobody is made, and a user who never signed in through the provider is left as they are
+  if ((!user || !linked) && nothing) throw new NoRoleGranted('your identity provider gives you no role here: ask your administrator to add you to a group the service maps');
   const actor = { kind: 'user' as const, id: user?.id, label: email };
   const held = user ? JSON.stringify([user.operator, user.memberships.map((m) => [m.accountId, m.role]).sort()]) : '';
   const same = user && linked && held === JSON.stringify([granted.operator, roles.sort()]);
