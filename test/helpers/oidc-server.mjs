@@ -2,8 +2,8 @@
 // certified implementation, with the code flow, PKCE and signed ID tokens as it ships them. What a test needs besides:
 // the person who signs in next (/control/login: their email, whether it is verified, their groups), consent given at
 // once, a chosen lifetime of authorization codes, and a man in the middle of the next token answer (/control/forge): it
-// re-signs the ID token, with the provider's own key, naming another issuer, another audience or another nonce: the
-// token an attacker would slip in, so that only the client's claim checks can refuse it.
+// re-signs the ID token with the provider's own key, naming another issuer, audience, nonce or expiry (or signs it with
+// a key the provider never published): the token an attacker would slip in, so that only the client's checks refuse it.
 import http from 'node:http';
 import { exportJWK, generateKeyPair, SignJWT, decodeJwt } from 'jose';
 import Provider from 'oidc-provider';
@@ -14,6 +14,8 @@ const redirectUri = process.env.OIDC_TEST_REDIRECT_URI;
 
 const { privateKey } = await generateKeyPair('RS256', { extractable: true });
 const jwk = { ...(await exportJWK(privateKey)), kid: 'test-key', use: 'sig', alg: 'RS256' };
+// a key the provider never published, for a token signed by somebody else under the provider's key id
+const { privateKey: strangerKey } = await generateKeyPair('RS256');
 
 const state = {
   /** the person who signs in at the next authorization */
@@ -54,9 +56,10 @@ provider.use(async (ctx, next) => {
   if (ctx.path !== '/token' || ctx.status !== 200 || !ctx.body?.id_token) return;
   state.tokens += 1;
   if (!state.forge) return;
-  const claims = { ...decodeJwt(ctx.body.id_token), ...state.forge };
+  const { stranger, ...changed } = state.forge;
+  const claims = { ...decodeJwt(ctx.body.id_token), ...changed };
   state.forge = null;
-  ctx.body = { ...ctx.body, id_token: await new SignJWT(claims).setProtectedHeader({ alg: 'RS256', kid: jwk.kid, typ: 'JWT' }).sign(privateKey) };
+  ctx.body = { ...ctx.body, id_token: await new SignJWT(claims).setProtectedHeader({ alg: 'RS256', kid: jwk.kid, typ: 'JWT' }).sign(stranger ? strangerKey : privateKey) };
 });
 
 const callback = provider.callback();

@@ -53,8 +53,8 @@ export class OidcProvider {
     return this.control('login', person);
   }
 
-  /** The next token answer's ID token, re-signed with the provider's key, with these claims changed. */
-  forge(claims: { iss?: string; aud?: string; nonce?: string }) {
+  /** The next token answer's ID token, re-signed with the provider's key (`stranger`: another one), with these claims changed. */
+  forge(claims: { iss?: string; aud?: string; nonce?: string; exp?: number; stranger?: boolean }) {
     return this.control('forge', claims);
   }
 

@@ -176,6 +176,24 @@ describe('refused, with nothing changed and no session', () => {
     expect(res.text).toMatch(/ID token was refused: nonce mismatch, expected [A-Za-z0-9_-]{43}, got: a-nonce-of-another-sign-in/);
   });
 
+  it('an expired ID token', async () => {
+    const res = await refused('exp', async ({ browser, callback }) => {
+      await provider.forge({ exp: Math.floor(Date.now() / 1000) - 60 });
+      return browser.agent.get(callback);
+    });
+    expect(res.status).toBe(401);
+    expect(res.text).toMatch(/ID token was refused: JWT expired, now \d+, exp \d+/);
+  });
+
+  it('an ID token signed with a key the provider never published', async () => {
+    const res = await refused('signature', async ({ browser, callback }) => {
+      await provider.forge({ stranger: true });
+      return browser.agent.get(callback);
+    });
+    expect(res.status).toBe(401);
+    expect(res.text).toContain('ID token was refused: failed to validate JWT signature');
+  });
+
   it('a state from another browser (another cookie jar), which the code is never exchanged for', async () => {
     const tokens = await provider.tokens();
     const res = await refused('other-browser', ({ callback }) => consoleClient(ctx.api).agent.get(callback));
