@@ -76,6 +76,8 @@ const UPLOAD_PATH = /^\/lists\/\d+\/upload$/;
 export function consoleRouter(db: Db, bodies: { budget: BodyBudget; signInBudget: BodyBudget; failures: AuthFailures }, reads: Reads = createReads(db, null)): Router {
   const router = Router();
   const views = createViews(Object.assign({}, ...PAGES.map((p) => p.templates)) as Record<string, string>);
+  const oidc = config().oidc;
+  const sso = oidc ? createSso(oidc) : null;
   // a signed-in admin's forms are read within the API's body budget; anybody else's (the sign-in) within the sign-in's
   // own small one, and at most 4 KB
   const form = bodies.budget.around(express.urlencoded({ extended: false, limit: FORM_LIMIT, parameterLimit: 100 }));
@@ -109,8 +111,6 @@ export function consoleRouter(db: Db, bodies: { budget: BodyBudget; signInBudget
     res.redirect(303, to);
   };
   const ctx: PageContext = { db, reads, render, redirect };
-  const oidc = config().oidc;
-  const sso = oidc ? createSso(oidc) : null;
 
   // what falls through the admin API and the queue dashboard keeps their JSON 404, not a console page
   router.use((req, _res, next) => next(/^\/(api|queues)(\/|$)/.test(req.path) ? 'router' : undefined));

@@ -25,7 +25,7 @@ export interface UserView {
 
 type UserRow = { id: number; email: string; name: string; operator: boolean; passwordHash: string | null; createdAt: Date; memberships: { accountId: number; role: AccountRole }[] };
 
-export function userView(user: UserRow): UserView {
+function view(user: UserRow): UserView {
   return {
     id: user.id,
     email: user.email,
@@ -36,6 +36,9 @@ export function userView(user: UserRow): UserView {
     created_at: iso(user.createdAt),
   };
 }
+
+/** A user as the API answers it (SSO's audited changes show it too: sso/users.ts). */
+export { view as userView };
 
 /** Who asks for a change: a person (checked against the permission table) or the admin token (everything). */
 export type Changer = Member | 'admin-token';
@@ -70,7 +73,7 @@ export async function createUser(db: Db, input: NewUser, by: Changer, audit: Aud
   if (input.account !== undefined && !(await db.account.findUnique({ where: { id: input.account }, select: { id: true } }))) throw new NotFound(`no account with id ${input.account}`);
   if (await db.user.findUnique({ where: { email }, select: { id: true } })) throw new Conflict(`a user with the email ${email} exists already`);
   const token = newToken();
-  const { user, messages } = await audited(db, audit, { action: 'create', resource: 'user', after: (r) => userView(r.user), account: input.account }, async (tx: Tx) => {
+  const { user, messages } = await audited(db, audit, { action: 'create', resource: 'user', after: (r) => view(r.user), account: input.account }, async (tx: Tx) => {
     const user = await tx.user.create({
       data: {
         email,
@@ -92,7 +95,7 @@ export async function createUser(db: Db, input: NewUser, by: Changer, audit: Aud
     return { user, messages };
   });
   await enqueueDelivery(db, messages);
-  return { user: userView(user), invite_url: linkOf('invite', token), emailed: messages.length > 0 };
+  return { user: view(user), invite_url: linkOf('invite', token), emailed: messages.length > 0 };
 }
 
 /** An email of the service itself (invitation, password reset), from the account's first mailbox or the instance's. */
@@ -110,8 +113,8 @@ export async function listUsers(db: Tx, by: Changer, account?: number): Promise<
     include: { memberships: true },
     orderBy: { id: 'asc' },
   });
-  if (by === 'admin-token' || by.operator) return users.map(userView);
-  return users.filter((u) => u.memberships.some((m) => can(by, 'users.manage', m.accountId))).map(userView);
+  if (by === 'admin-token' || by.operator) return users.map(view);
+  return users.filter((u) => u.memberships.some((m) => can(by, 'users.manage', m.accountId))).map(view);
 }
 
 /**
@@ -128,7 +131,7 @@ export async function changeRole(db: Db, id: number, input: { role: Role | 'none
   // only an operator may change an operator
   if (user.operator && by !== 'admin-token' && !by.operator) throw new Forbidden('needs instance.manage');
   if (input.account !== undefined && !(await db.account.findUnique({ where: { id: input.account }, select: { id: true } }))) throw new NotFound(`no account with id ${input.account}`);
-  const change = { action: 'change-role', resource: 'user', id, account: input.account, before: () => Promise.resolve(userView(user)), after: userView };
+  const change = { action: 'change-role', resource: 'user', id, account: input.account, before: () => Promise.resolve(view(user)), after: view };
   const changed = await audited(db, audit, change, async (tx: Tx) => {
     if (input.role === 'operator') return tx.user.update({ where: { id }, data: { operator: true }, include: { memberships: true } });
     const where = { userId_accountId: { userId: id, accountId: input.account! } };
@@ -136,7 +139,7 @@ export async function changeRole(db: Db, id: number, input: { role: Role | 'none
     else await tx.membership.upsert({ where, create: { userId: id, accountId: input.account!, role: input.role }, update: { role: input.role } });
     return tx.user.update({ where: { id }, data: { operator: false }, include: { memberships: true } });
   });
-  return userView(changed);
+  return view(changed);
 }
 
 /** DELETE /admin/api/users/:id: the user and every session of theirs, at once. */
@@ -144,8 +147,8 @@ export async function removeUser(db: Db, id: number, by: Changer, audit: AuditCo
   const user = await db.user.findUnique({ where: { id }, include: { memberships: true } });
   if (!user) throw new NotFound(`no user with id ${id}`);
   if (by !== 'admin-token' && !by.operator && (user.operator || !user.memberships.every((m) => can(by, 'users.manage', m.accountId)))) throw new Forbidden('needs users.manage');
-  await audited(db, audit, { action: 'delete', resource: 'user', id, account: user.memberships[0]?.accountId, before: () => Promise.resolve(userView(user)) }, (tx: Tx) => tx.user.delete({ where: { id } }));
-  return userView(user);
+  await audited(db, audit, { action: 'delete', resource: 'user', id, account: user.memberships[0]?.accountId, before: () => Promise.resolve(view(user)) }, (tx: Tx) => tx.user.delete({ where: { id } }));
+  return view(user);
 }
 
 /** POST /admin/api/users/:id/signout: ends every session of the user. */
