@@ -90,6 +90,23 @@ export interface Config {
   };
   /** docs/verification.md: the mailbox probe, off (null) unless VERIFY_PROBE_FROM and VERIFY_PROBE_HOST are both set */
   readonly verifyProbe: VerifyProbeConfig | null;
+  /** docs/teams.md: single sign-on with OpenID Connect, off (null) unless OIDC_ISSUER is set */
+  readonly oidc: OidcConfig | null;
+}
+
+/** SSO with OpenID Connect (docs/teams.md). */
+export interface OidcConfig {
+  readonly issuer: string;
+  readonly clientId: string;
+  readonly clientSecret: string;
+  /** the ID token claim whose values give roles (a dotted path reads a nested one: `realm_access.roles`) */
+  readonly roleClaim: string;
+  /** OIDC_ROLE_MAP: a claim value -> `operator`, or an account and its role */
+  readonly roleMap: ReadonlyMap<string, 'operator' | { readonly account: number; readonly role: 'owner' | 'admin' | 'sender' | 'viewer' }>;
+  /** OIDC_SCOPES: asked of the provider (some send groups only for a scope of their own: Okta's `groups`) */
+  readonly scopes: string;
+  /** what the console's button says: "Sign in with <label>" */
+  readonly label: string;
 }
 
 export interface VerifyProbeConfig {
@@ -492,6 +509,38 @@ export function loadConfig(): Config {
       refreshMarginSeconds: integer('OAUTH_REFRESH_MARGIN_SECONDS', 300, 0, 3000),
     }),
     verifyProbe: verifyProbeConfig(),
+    oidc: oidcConfig(),
+  });
+}
+
+function oidcConfig(): OidcConfig | null {
+  const issuer = (process.env.OIDC_ISSUER ?? '').trim();
+  if (!issuer) return null;
+  if (!/^https?:\/\/[^\s]+$/.test(issuer)) throw new ConfigError(`OIDC_ISSUER must be the provider's issuer URL, got "${issuer}"`);
+  const clientId = (process.env.OIDC_CLIENT_ID ?? '').trim();
+  const clientSecret = process.env.OIDC_CLIENT_SECRET ?? '';
+  if (!clientId || !clientSecret) throw new ConfigError('OIDC_ISSUER needs OIDC_CLIENT_ID and OIDC_CLIENT_SECRET');
+  let raw: unknown;
+  try {
+    raw = JSON.parse(process.env.OIDC_ROLE_MAP || '{}');
+  } catch {
+    throw new ConfigError('OIDC_ROLE_MAP must be JSON: {"<claim value>": "operator" | "<account id>:<role>"}');
+  }
+  if (!raw || typeof raw !== 'object' || Array.isArray(raw)) throw new ConfigError('OIDC_ROLE_MAP must be a JSON object from a claim value to a role');
+  const roleMap = new Map<string, 'operator' | { account: number; role: 'owner' | 'admin' | 'sender' | 'viewer' }>();
+  for (const [value, role] of Object.entries(raw as Record<string, unknown>)) {
+    const grant = typeof role === 'string' ? /^(?:(operator)|([1-9]\d{0,9}):(owner|admin|sender|viewer))$/.exec(role) : null;
+    if (!grant) throw new ConfigError(`OIDC_ROLE_MAP: "${value}" must map to "operator" or "<account id>:<owner|admin|sender|viewer>", got ${JSON.stringify(role)}`);
+    roleMap.set(value, grant[1] ? 'operator' : Object.freeze({ account: Number(grant[2]), role: grant[3] as 'owner' }));
+  }
+  return Object.freeze({
+    issuer,
+    clientId,
+    clientSecret,
+    roleClaim: (process.env.OIDC_ROLE_CLAIM ?? '').trim() || 'groups',
+    roleMap,
+    scopes: (process.env.OIDC_SCOPES ?? '').trim() || 'openid email profile',
+    label: (process.env.OIDC_LABEL ?? '').trim() || 'SSO',
   });
 }
 

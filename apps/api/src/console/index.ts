@@ -31,6 +31,8 @@ import { usersPage, teamsStrangerRoutes } from './pages/users';
 import { auditPage } from './pages/audit';
 import { enrolFirst, securityPage } from './pages/security';
 import { SECOND_FACTOR_PATH, secondFactorRoutes } from './pages/second-factor';
+import { ssoRoutes } from './pages/sso';
+import { createSso } from '../../../core/src/sso';
 import { csrfMatches, endSession, loadSession, saveSession, signedIn as isSignedIn, signinToken, signinTokenMatches, startPersonSession, startSession, type Session } from './session';
 import { CSS, FORM_LIMIT, FORM_LIMIT_TEXT, createViews } from './views';
 
@@ -76,6 +78,8 @@ const UPLOAD_PATH = /^\/lists\/\d+\/upload$/;
 export function consoleRouter(db: Db, bodies: { budget: BodyBudget; signInBudget: BodyBudget; failures: AuthFailures }, reads: Reads = createReads(db, null)): Router {
   const router = Router();
   const views = createViews(Object.assign({}, ...PAGES.map((p) => p.templates)) as Record<string, string>);
+  const oidc = config().oidc;
+  const sso = oidc ? createSso(oidc) : null;
   // a signed-in admin's forms are read within the API's body budget; anybody else's (the sign-in) within the sign-in's
   // own small one, and at most 4 KB
   const form = bodies.budget.around(express.urlencoded({ extended: false, limit: FORM_LIMIT, parameterLimit: 100 }));
@@ -91,7 +95,7 @@ export function consoleRouter(db: Db, bodies: { budget: BodyBudget; signInBudget
       void saveSession(session).catch(() => undefined);
     }
     const csrf = signedIn ? session.csrf : typeof data.csrf === 'string' ? data.csrf : '';
-    const page = { ...data, csrf };
+    const page = { ...data, csrf, sso: sso?.settings.label ?? null };
     const body = user ? withoutForbiddenForms(views.render(`@${template}`, page), user) : views.render(`@${template}`, page);
     const nav = signedIn
       ? PAGES.filter((p) => !user || can(user, p.permission ?? 'read')).map((p) => ({ href: `/admin${p.path === '/' ? '' : p.path}`, title: p.title, current: req.path === p.path || (p.path !== '/' && req.path.startsWith(`${p.path}/`)) }))
@@ -190,6 +194,8 @@ export function consoleRouter(db: Db, bodies: { budget: BodyBudget; signInBudget
   teamsStrangerRoutes(router, ctx, { failures: bodies.failures });
   // the second factor after the password (pages/second-factor.ts)
   secondFactorRoutes(router, ctx, { failures: bodies.failures });
+  // single sign-on: for people not signed in yet (pages/sso.ts)
+  ssoRoutes(router, ctx, sso, { failures: bodies.failures });
 
   // the provider's redirect back carries no SameSite=Strict session cookie: the flow's own binding is checked
   router.get('/oauth/callback', oauthCallback(ctx));

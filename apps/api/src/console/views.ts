@@ -71,7 +71,9 @@ p.actions form{margin-right:.6em}
 `;
 
 export const TEMPLATES: Record<string, string> = {
-  signin: `<form method="post" action="/admin/signin" class="card">${CSRF}
+  signin: `<% if (it.sso) { %><section class="card"><h2>With your organisation's account</h2>
+<p><a class="button" id="signin-sso" href="/admin/sso/start">Sign in with <%= it.sso %></a></p></section><% } %>
+<form method="post" action="/admin/signin" class="card">${CSRF}
 <h2>With the admin token</h2>
 <label>Admin token <input type="password" name="token" autocomplete="current-password" required autofocus></label>
 <button>Sign in</button>

@@ -37,6 +37,9 @@ function view(user: UserRow): UserView {
   };
 }
 
+/** A user as the API answers it (SSO's audited changes show it too: sso/users.ts). */
+export { view as userView };
+
 /** Who asks for a change: a person (checked against the permission table) or the admin token (everything). */
 export type Changer = Member | 'admin-token';
 
