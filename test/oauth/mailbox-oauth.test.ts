@@ -11,7 +11,7 @@ import { redis, rkey } from '../../apps/core/src/redis';
 import { createWorkers } from '../../apps/worker/src/workers';
 import { as, asAdmin, useApi } from '../helpers/api';
 import { makeAccount, makeKey, wantEvents } from '../helpers/factories';
-import { AuthServer, CLIENT, XOAuthSmtp } from '../helpers/oauth';
+import { adminOAuthMailbox, AuthServer, CLIENT, XOAuthSmtp } from '../helpers/oauth';
 import { waitFor } from '../helpers/wait';
 
 /**
@@ -41,20 +41,9 @@ let n = 0;
 /** An account with an OAuth2 mailbox (created through the admin API) and a key that sends from it. */
 async function oauthTenant(extra: Record<string, unknown> = {}) {
   const address = `owner${++n}@example.test`;
-  const account = await makeAccount();
-  const refresh = await auth.consent(address);
-  const res = await asAdmin(ctx.api)
-    .post('/admin/api/mailboxes')
-    .send({
-      account: account.id,
-      address,
-      smtp: smtp.url(address),
-      auth: { type: 'oauth2', provider: 'custom', client_id: CLIENT.id, client_secret: CLIENT.secret, refresh_token: refresh, token_url: auth.tokenUrl, scope: 'mail' },
-      ...extra,
-    });
-  expect(res.status).toBe(201);
-  const { token } = await makeKey(account.id, res.body.mailbox.id, { daily_limit: 1000 });
-  return { address, account, mailbox: res.body.mailbox as { id: number; status: string }, token, refresh };
+  const { account, refresh, mailbox } = await adminOAuthMailbox(ctx.api, auth, address, smtp.url(address), extra);
+  const { token } = await makeKey(account.id, mailbox.id, { daily_limit: 1000 });
+  return { address, account, mailbox, token, refresh };
 }
 
 const send = (token: string, from: string, to: string, subject = 'Hello') =>

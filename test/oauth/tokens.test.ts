@@ -4,9 +4,8 @@ import { config } from '../../apps/core/src/config';
 import { accessToken, forgetAccessToken, MailboxNeedsReconnect, OAuthProviderAway, tokenProvider } from '../../apps/core/src/oauth/tokens';
 import { logger } from '../../apps/core/src/logger';
 import { redis, rkey } from '../../apps/core/src/redis';
-import { asAdmin, useApi } from '../helpers/api';
-import { makeAccount } from '../helpers/factories';
-import { AuthServer, CLIENT } from '../helpers/oauth';
+import { useApi } from '../helpers/api';
+import { adminOAuthMailbox, AuthServer } from '../helpers/oauth';
 
 /**
  * The access tokens of OAuth2 mailboxes (oauth/tokens.ts) asked for directly, against a real authorization server
@@ -17,25 +16,15 @@ import { AuthServer, CLIENT } from '../helpers/oauth';
 const ctx = useApi();
 const auth = new AuthServer();
 
-beforeAll(() => auth.start(), 30_000);
+beforeAll(() => auth.start(), 90_000);
 afterAll(() => auth.stop());
 
 let n = 0;
 /** An account with an OAuth2 mailbox created through the admin API (its SMTP server is never dialled here). */
 async function oauthTenant() {
   const address = `owner${++n}@example.test`;
-  const account = await makeAccount();
-  const refresh = await auth.consent(address);
-  const res = await asAdmin(ctx.api)
-    .post('/admin/api/mailboxes')
-    .send({
-      account: account.id,
-      address,
-      smtp: `smtp://${encodeURIComponent(address)}@127.0.0.1:41799?tls=off`,
-      auth: { type: 'oauth2', provider: 'custom', client_id: CLIENT.id, client_secret: CLIENT.secret, refresh_token: refresh, token_url: auth.tokenUrl, scope: 'mail' },
-    });
-  expect(res.status).toBe(201);
-  return { address, mailbox: res.body.mailbox as { id: number } };
+  const { mailbox } = await adminOAuthMailbox(ctx.api, auth, address, `smtp://${encodeURIComponent(address)}@127.0.0.1:41799?tls=off`);
+  return { address, mailbox };
 }
 
 describe('tokens', () => {
