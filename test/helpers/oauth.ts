@@ -5,7 +5,10 @@ import path from 'node:path';
 import { ImapFlow } from 'imapflow';
 import { simpleParser, type ParsedMail } from 'mailparser';
 import { SMTPServer } from 'smtp-server';
+import type { ApiApp } from '../../apps/api/src/app';
+import { asAdmin } from './api';
 import { launchDovecot, stopDovecot } from './dovecot';
+import { makeAccount } from './factories';
 import { ROOT } from './processes';
 import { waitFor } from './wait';
 
@@ -31,7 +34,7 @@ export class AuthServer {
         if (child.exitCode !== null) throw new Error(`the authorization server exited: ${err}`);
         return /listening \d+/.test(out);
       },
-      { timeout: 15_000, what: 'the authorization server' },
+      { timeout: 60_000, what: 'the authorization server' },
     );
     this.url = `http://127.0.0.1:${/listening (\d+)/.exec(out)![1]}`;
     return this;
@@ -101,6 +104,23 @@ export class AuthServer {
     child.kill('SIGTERM');
     await exited;
   }
+}
+
+/** A new account's OAuth2 mailbox `address`, created through the admin API with a refresh token `auth` issued for it. */
+export async function adminOAuthMailbox(api: ApiApp, auth: AuthServer, address: string, smtp: string, extra: Record<string, unknown> = {}) {
+  const account = await makeAccount();
+  const refresh = await auth.consent(address);
+  const res = await asAdmin(api)
+    .post('/admin/api/mailboxes')
+    .send({
+      account: account.id,
+      address,
+      smtp,
+      auth: { type: 'oauth2', provider: 'custom', client_id: CLIENT.id, client_secret: CLIENT.secret, refresh_token: refresh, token_url: auth.tokenUrl, scope: 'mail' },
+      ...extra,
+    });
+  expect(res.status).toBe(201);
+  return { account, refresh, mailbox: res.body.mailbox as { id: number; status: string } };
 }
 
 export interface OAuthMail {
