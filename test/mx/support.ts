@@ -43,8 +43,8 @@ export function useMx(dns: DnsServer, settings: Partial<MxSettings> & { database
 }
 
 /** An account with a verified domain turned inbound through the admin API, and routes on it. */
-export async function inboundDomain(api: ApiApp, name: string, routes: { match: string; action: string; spam_threshold?: number }[]) {
-  const account = await makeAccount();
+export async function inboundDomain(api: ApiApp, name: string, routes: { match: string; action: string; spam_threshold?: number; endpoint?: number }[], owner?: { id: number }) {
+  const account = owner ?? (await makeAccount());
   const domain = await db().domain.create({ data: { accountId: account.id, name, status: 'verified', verifiedAt: new Date() } });
   const patched = await asAdmin(api).patch(`/admin/api/domains/${domain.id}`).send({ inbound: true });
   if (patched.status !== 200) throw new Error(`inbound not set: ${patched.status} ${JSON.stringify(patched.body)}`);

@@ -45,10 +45,11 @@ export async function insertArrival(db: Db, raw: Buffer, rows: Omit<NewMxMessage
   await rawQuery(
     db,
     `WITH stored AS (
-       INSERT INTO mx_messages (id, account_id, route_id, domain, status, reason, hash, mail_from, rcpt_to, client_address, helo, from_address, subject, auth, spam, raw, size, received_at)
+       INSERT INTO mx_messages (id, account_id, route_id, domain, status, reason, hash, mail_from, rcpt_to, client_address, helo, from_address, subject, auth, spam, raw, size, received_at, delivered_at)
        SELECT r.id, r.account_id, r.route_id, r.domain, r.status::"MxMessageStatus", r.reason, r.hash, r.mail_from,
               ARRAY(SELECT jsonb_array_elements_text(r.rcpt_to)), r.client_address, r.helo, r.from_address, r.subject, r.auth, r.spam,
-              $2::bytea, octet_length($2::bytea), r.received_at
+              $2::bytea, octet_length($2::bytea), r.received_at,
+              CASE WHEN r.status = 'delivered' THEN r.received_at END
        FROM jsonb_to_recordset($1::jsonb) AS r(id uuid, account_id int, route_id int, domain text, status text, reason text, hash text,
               mail_from text, rcpt_to jsonb, client_address text, helo text, from_address text, subject text, auth jsonb, spam jsonb, received_at timestamptz)
        RETURNING id
@@ -78,7 +79,7 @@ export type MxMessageRow = NonNullable<Awaited<ReturnType<typeof mxMessageById>>
 
 /** Moves a held message on; false when it was not held any more (another operator got there first). */
 export async function leaveHeld(tx: Tx, id: string, status: MxMessageStatus): Promise<boolean> {
-  const { count } = await tx.mxMessage.updateMany({ where: { id, status: 'held' }, data: { status } });
+  const { count } = await tx.mxMessage.updateMany({ where: { id, status: 'held' }, data: { status, deliveredAt: status === 'delivered' ? new Date() : null } });
   return count === 1;
 }
 
