@@ -4,6 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { dkimSign } from 'mailauth/lib/dkim/sign';
 import type { ApiApp } from '../../apps/api/src/app';
+import { config } from '../../apps/core/src/config';
 import { createDb, db, type Db } from '../../apps/core/src/db';
 import { checkResolver } from '../../apps/core/src/domains/resolver';
 import { mxResolver } from '../../apps/core/src/mx/auth';
@@ -15,7 +16,7 @@ import { makeAccount } from '../helpers/factories';
 
 /**
  * The MX on a loopback port for the file's tests, wired as apps/mx's main wires it, resolving through the file's
- * dnsmasq. `settings` change its bounds (a small MX_MAX_BYTES, rspamd); `database` a URL of its own (a proxy the
+ * dnsmasq, scoring with rspamd when RSPAMD_URL is set. `settings` change its bounds (a small MX_MAX_BYTES); `database` a URL of its own (a proxy the
  * test cuts).
  */
 export function useMx(dns: DnsServer, settings: Partial<MxSettings> & { database?: () => string } = {}) {
@@ -27,7 +28,7 @@ export function useMx(dns: DnsServer, settings: Partial<MxSettings> & { database
     const resolver = mxResolver(checkResolver({ servers: [{ host: '127.0.0.1', port: dns.port }], timeoutMs: 1000 }).raw);
     holder.mx = new Mx(
       { db: holder.db, resolver },
-      { port: 0, host: '127.0.0.1', hostname: 'mx.test', maxBytes: 26_214_400, rspamdUrl: '', maxConnections: 1000, idleTimeoutSeconds: 60, returnPathHost: '', tls, ...settings },
+      { port: 0, host: '127.0.0.1', hostname: 'mx.test', maxBytes: 26_214_400, rspamdUrl: config().mx.rspamdUrl, maxConnections: 1000, idleTimeoutSeconds: 60, returnPathHost: '', tls, ...settings },
     );
     holder.port = await holder.mx.listen();
   });
