@@ -1,10 +1,9 @@
 import type { Page } from 'playwright-core';
-import nodemailer from 'nodemailer';
 import { db } from '../../apps/core/src/db';
 import { useApi } from '../helpers/api';
 import { txt, useDns } from '../helpers/dns-server';
 import { useConsoleBrowser } from '../console/browser';
-import { inboundDomain, message, useMx } from './support';
+import { inboundDomain, sendToMx, useMx } from './support';
 
 /** The console's MX page (docs/mx.md): routes added, changed and deleted; held messages released or dropped; the last messages with their auth results. */
 jest.setTimeout(120_000);
@@ -17,12 +16,7 @@ let page: Page;
 const view = useConsoleBrowser(ctx, { signIn: true });
 beforeAll(() => ({ base, page } = view));
 
-const send = async (to: string, subject: string) => {
-  const info = await nodemailer
-    .createTransport({ host: '127.0.0.1', port: mx.port, secure: false, tls: { rejectUnauthorized: false } })
-    .sendMail({ envelope: { from: 'ann@plain.test', to: [to] }, raw: await message({ From: 'ann@plain.test', To: to, Subject: subject }, subject) });
-  return /OK: ([0-9a-f-]{36})/.exec(info.response)![1]!;
-};
+const send = (to: string, subject: string) => sendToMx(mx.port, to, subject);
 
 it('adds, changes and deletes a route; releases and drops held messages; shows the last messages with their auth results', async () => {
   const tenant = await inboundDomain(ctx.api, 'in-console.test', []);

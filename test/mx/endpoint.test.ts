@@ -1,11 +1,10 @@
-import nodemailer from 'nodemailer';
 import { db } from '../../apps/core/src/db';
 import { asAdmin, useApi } from '../helpers/api';
 import { txt, useDns } from '../helpers/dns-server';
 import { useMail } from '../helpers/mail';
 import { waitFor } from '../helpers/wait';
 import { hook, useDispatcher, useReceiver } from '../webhooks/support';
-import { inboundDomain, message, useMx } from './support';
+import { inboundDomain, sendToMx, useMx } from './support';
 
 /**
  * A route's `endpoint` (docs/mx.md): its messages go to that one webhook, signed with its secret, even when it is not
@@ -20,12 +19,7 @@ useMail({ queues: ['webhook'] });
 useDispatcher();
 const mx = useMx(dns);
 
-const send = async (to: string, subject: string) => {
-  const info = await nodemailer
-    .createTransport({ host: '127.0.0.1', port: mx.port, secure: false, tls: { rejectUnauthorized: false } })
-    .sendMail({ envelope: { from: 'ann@plain.test', to: [to] }, raw: await message({ From: 'ann@plain.test', To: to, Subject: subject }, subject) });
-  return /OK: ([0-9a-f-]{36})/.exec(info.response)![1]!;
-};
+const send = (to: string, subject: string) => sendToMx(mx.port, to, subject);
 
 it("sends a route's messages to its endpoint only, and a route without one to every subscribed endpoint", async () => {
   const tenant = await inboundDomain(ctx.api, 'in-endpoint.test', []);

@@ -1,12 +1,11 @@
 import type { AddressInfo } from 'node:net';
 import type { Server } from 'node:http';
-import nodemailer from 'nodemailer';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { as, asAdmin, useApi } from '../helpers/api';
 import { txt, useDns } from '../helpers/dns-server';
 import { makeTenant } from '../helpers/factories';
-import { inboundDomain, message, useMx } from './support';
+import { inboundDomain, sendToMx, useMx } from './support';
 
 /**
  * GET /api/v1/inbound?source=mx and MCP list_inbound (docs/mx.md): the MX's delivered messages, each as its
@@ -21,12 +20,9 @@ afterAll(async () => {
   if (server) await new Promise((resolve) => server!.close(resolve));
 });
 
-const send = async (to: string, subject: string) => {
-  const info = await nodemailer
-    .createTransport({ host: '127.0.0.1', port: mx.port, secure: false, tls: { rejectUnauthorized: false } })
-    .sendMail({ envelope: { from: 'ann@plain.test', to: [to] }, raw: await message({ From: 'ann@plain.test', To: to, Subject: subject }, `about ${subject}\n\n> quoted`) });
-  return /OK: ([0-9a-f-]{36})/.exec(info.response)![1]!;
-};
+const send = (to: string, subject: string) => sendToMx(mx.port, to, subject, `about ${subject}
+
+> quoted`);
 
 it('lists the MX messages the account was given, by key and over MCP; held ones only once released; another account sees none; bad cursors are refused', async () => {
   const tenant = await makeTenant();

@@ -1,4 +1,3 @@
-import nodemailer from 'nodemailer';
 import { db } from '../../apps/core/src/db';
 import { asAdmin, useApi } from '../helpers/api';
 import { txt, useDns } from '../helpers/dns-server';
@@ -6,7 +5,7 @@ import { Rspamd } from '../helpers/rspamd';
 import { waitFor } from '../helpers/wait';
 import { hook, useDispatcher, useReceiver } from '../webhooks/support';
 import { useMail } from '../helpers/mail';
-import { inboundDomain, message, useMx } from './support';
+import { inboundDomain, sendToMx, useMx } from './support';
 
 /**
  * Spam scores from Debian's rspamd (docs/mx.md, "Spam"): started here with its own configuration on loopback, named by
@@ -30,12 +29,7 @@ useMail({ queues: ['webhook'] });
 useDispatcher();
 const mx = useMx(dns);
 
-const send = async (to: string, subject: string, body: string) => {
-  const info = await nodemailer
-    .createTransport({ host: '127.0.0.1', port: mx.port, secure: false, tls: { rejectUnauthorized: false } })
-    .sendMail({ envelope: { from: 'ann@plain.test', to: [to] }, raw: await message({ From: 'Ann <ann@plain.test>', To: to, Subject: subject }, body) });
-  return /OK: ([0-9a-f-]{36})/.exec(info.response)![1]!;
-};
+const send = (to: string, subject: string, body: string) => sendToMx(mx.port, to, subject, body);
 
 it('scores each message with rspamd: GTUBE is over the route\'s spam_threshold and held with its score and symbols; an ordinary message is delivered with its score', async () => {
   const tenant = await inboundDomain(ctx.api, 'in-spam.test', [{ match: 'desk', action: 'webhook', spam_threshold: 10 }]);

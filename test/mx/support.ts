@@ -1,4 +1,5 @@
 import crypto from 'node:crypto';
+import nodemailer from 'nodemailer';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -81,4 +82,12 @@ export async function signed(raw: Buffer, sign: { domain: string; selector: stri
   const options = { canonicalization: 'relaxed/relaxed', algorithm: 'rsa-sha256', signatureData: [{ signingDomain: sign.domain, selector: sign.selector, privateKey: sign.privateKey }] };
   const result = await dkimSign(raw, options as unknown as Parameters<typeof dkimSign>[1]);
   return Buffer.concat([Buffer.from(result.signatures), raw]);
+}
+
+/** Sends one message to the MX on `port` (from ann@plain.test unless said) and answers the stored id from its 250. */
+export async function sendToMx(port: number, to: string, subject: string, body = subject, from = 'ann@plain.test'): Promise<string> {
+  const info = await nodemailer
+    .createTransport({ host: '127.0.0.1', port, secure: false, tls: { rejectUnauthorized: false } })
+    .sendMail({ envelope: { from, to: [to] }, raw: await message({ From: from, To: to, Subject: subject }, body) });
+  return /OK: ([0-9a-f-]{36})/.exec(info.response)![1]!;
 }

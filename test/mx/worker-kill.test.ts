@@ -1,12 +1,11 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import nodemailer from 'nodemailer';
 import { db } from '../../apps/core/src/db';
 import { asAdmin, useApi } from '../helpers/api';
 import { txt, useDns } from '../helpers/dns-server';
 import { runTs, type Proc } from '../helpers/processes';
 import { waitFor } from '../helpers/wait';
-import { inboundDomain, message, useMx } from './support';
+import { inboundDomain, sendToMx, useMx } from './support';
 
 /**
  * Each message the MX takes is one `inbound.received` whatever happens to the worker (docs/mx.md, "Durable before
@@ -49,12 +48,7 @@ afterAll(() => {
   for (const w of workers) if (w.child.exitCode === null) w.child.kill('SIGKILL');
 });
 
-const send = async (to: string, subject: string) => {
-  const info = await nodemailer
-    .createTransport({ host: '127.0.0.1', port: mx.port, secure: false, tls: { rejectUnauthorized: false } })
-    .sendMail({ envelope: { from: 'ann@plain.test', to: [to] }, raw: await message({ From: 'ann@plain.test', To: to, Subject: subject }, subject) });
-  return /OK: ([0-9a-f-]{36})/.exec(info.response)![1]!;
-};
+const send = (to: string, subject: string) => sendToMx(mx.port, to, subject);
 
 it('a worker killed with SIGKILL mid-way: each message is one inbound.received, delivered by the next worker', async () => {
   const tenant = await inboundDomain(ctx.api, 'in-kill.test', [{ match: '*', action: 'webhook' }]);
