@@ -1,9 +1,11 @@
 import crypto from 'node:crypto';
+import nodemailer from 'nodemailer';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { dkimSign } from 'mailauth/lib/dkim/sign';
 import type { ApiApp } from '../../apps/api/src/app';
+import { config } from '../../apps/core/src/config';
 import { createDb, db, type Db } from '../../apps/core/src/db';
 import { checkResolver } from '../../apps/core/src/domains/resolver';
 import { mxResolver } from '../../apps/core/src/mx/auth';
@@ -15,7 +17,7 @@ import { makeAccount } from '../helpers/factories';
 
 /**
  * The MX on a loopback port for the file's tests, wired as apps/mx's main wires it, resolving through the file's
- * dnsmasq. `settings` change its bounds (a small MX_MAX_BYTES, rspamd); `database` a URL of its own (a proxy the
+ * dnsmasq, scoring with rspamd when RSPAMD_URL is set. `settings` change its bounds (a small MX_MAX_BYTES); `database` a URL of its own (a proxy the
  * test cuts).
  */
 export function useMx(dns: DnsServer, settings: Partial<MxSettings> & { database?: () => string } = {}) {
@@ -27,7 +29,7 @@ export function useMx(dns: DnsServer, settings: Partial<MxSettings> & { database
     const resolver = mxResolver(checkResolver({ servers: [{ host: '127.0.0.1', port: dns.port }], timeoutMs: 1000 }).raw);
     holder.mx = new Mx(
       { db: holder.db, resolver },
-      { port: 0, host: '127.0.0.1', hostname: 'mx.test', maxBytes: 26_214_400, rspamdUrl: '', maxConnections: 1000, idleTimeoutSeconds: 60, returnPathHost: '', tls, ...settings },
+      { port: 0, host: '127.0.0.1', hostname: 'mx.test', maxBytes: 26_214_400, rspamdUrl: config().mx.rspamdUrl, maxConnections: 1000, idleTimeoutSeconds: 60, returnPathHost: '', tls, ...settings },
     );
     holder.port = await holder.mx.listen();
   });
@@ -43,8 +45,8 @@ export function useMx(dns: DnsServer, settings: Partial<MxSettings> & { database
 }
 
 /** An account with a verified domain turned inbound through the admin API, and routes on it. */
-export async function inboundDomain(api: ApiApp, name: string, routes: { match: string; action: string; spam_threshold?: number }[]) {
-  const account = await makeAccount();
+export async function inboundDomain(api: ApiApp, name: string, routes: { match: string; action: string; spam_threshold?: number; endpoint?: number }[], owner?: { id: number }) {
+  const account = owner ?? (await makeAccount());
   const domain = await db().domain.create({ data: { accountId: account.id, name, status: 'verified', verifiedAt: new Date() } });
   const patched = await asAdmin(api).patch(`/admin/api/domains/${domain.id}`).send({ inbound: true });
   if (patched.status !== 200) throw new Error(`inbound not set: ${patched.status} ${JSON.stringify(patched.body)}`);
@@ -80,4 +82,12 @@ export async function signed(raw: Buffer, sign: { domain: string; selector: stri
   const options = { canonicalization: 'relaxed/relaxed', algorithm: 'rsa-sha256', signatureData: [{ signingDomain: sign.domain, selector: sign.selector, privateKey: sign.privateKey }] };
   const result = await dkimSign(raw, options as unknown as Parameters<typeof dkimSign>[1]);
   return Buffer.concat([Buffer.from(result.signatures), raw]);
+}
+
+/** Sends one message to the MX on `port` (from ann@plain.test unless said) and answers the stored id from its 250. */
+export async function sendToMx(port: number, to: string, subject: string, body = subject, from = 'ann@plain.test'): Promise<string> {
+  const info = await nodemailer
+    .createTransport({ host: '127.0.0.1', port, secure: false, tls: { rejectUnauthorized: false } })
+    .sendMail({ envelope: { from, to: [to] }, raw: await message({ From: from, To: to, Subject: subject }, body) });
+  return /OK: ([0-9a-f-]{36})/.exec(info.response)![1]!;
 }

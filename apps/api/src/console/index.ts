@@ -12,6 +12,7 @@ import { broadcastsPage } from './pages/broadcasts';
 import { templatesPage } from './pages/templates';
 import { campaignsPage } from './pages/campaigns';
 import { inboundPage } from './pages/inbound';
+import { mxPage } from './pages/mx';
 import { sandboxPage } from './pages/sandbox';
 import { keysPage } from './pages/keys';
 import { listsPage } from './pages/lists';
@@ -37,7 +38,7 @@ import { csrfMatches, endSession, loadSession, saveSession, signedIn as isSigned
 import { CSS, FORM_LIMIT, FORM_LIMIT_TEXT, createViews } from './views';
 
 /** The console's pages, in navigation order. A new page: a module in pages/ and one line here. */
-export const PAGES: ConsolePage[] = [overviewPage, accountsPage, usersPage, mailboxesPage, keysPage, listsPage, broadcastsPage, templatesPage, campaignsPage, messagesPage, webhooksPage, inboundPage, domainsPage, sandboxPage, trackingDomainsPage, auditPage, securityPage];
+export const PAGES: ConsolePage[] = [overviewPage, accountsPage, usersPage, mailboxesPage, keysPage, listsPage, broadcastsPage, templatesPage, campaignsPage, messagesPage, webhooksPage, inboundPage, mxPage, domainsPage, sandboxPage, trackingDomainsPage, auditPage, securityPage];
 
 declare global {
   // eslint-disable-next-line @typescript-eslint/no-namespace

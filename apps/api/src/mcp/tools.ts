@@ -320,9 +320,13 @@ export function mcpServer(db: Db, state: ApiState, key: ApiKey, request: McpRequ
     {
       title: 'Received emails',
       description:
-        "The emails read from the account's mailboxes that are replies or messages (not bounce reports), oldest first after `after` (GET /api/v1/inbound): from, to, subject, text, html, attachments with signed URLs, and the message, send, prospect and campaign each one answers. Pass the answer's `next` as `after` to read on.",
+        "The emails read from the account's mailboxes that are replies or messages (not bounce reports), oldest first after `after` (GET /api/v1/inbound): from, to, subject, text, html, attachments with signed URLs, and the message, send, prospect and campaign each one answers. With source mx: the messages the MX delivered (inbound.received: envelope, route, hash, reply_text, auth results, spam score, raw_url). Pass the answer's `next` as `after` to read on.",
       inputSchema: {
-        after: z.number().int().min(0).optional().describe('the id to read after: 0 or absent from the start, else the previous answer\'s next'),
+        source: z.enum(['imap', 'mx']).optional().describe("imap (default): the mailboxes' emails; mx: the messages the MX took for the account's inbound domains"),
+        after: z
+          .union([z.number().int().min(0), z.string().uuid()])
+          .optional()
+          .describe('the id to read after: absent from the start, else the previous answer\'s next (imap: a number, mx: a message id)'),
         limit: z.number().int().min(1).max(100).optional().describe('how many, up to 100 (default 50)'),
         mailbox: z.number().int().positive().optional().describe('one mailbox of the account only'),
       },

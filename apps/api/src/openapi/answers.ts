@@ -215,7 +215,7 @@ export const addProspectsAnswer = Joi.object({
 }).label('AddProspectsAnswer');
 
 /** GET /inbound (docs/inbound-events.md): received emails, oldest first, and the id to read after next (null: the last page). */
-export const inboundAnswer = Joi.object({
+const imapInboundAnswer = Joi.object({
   ok: Joi.valid(true).required(),
   messages: Joi.array()
     .items(
@@ -251,3 +251,38 @@ export const inboundAnswer = Joi.object({
     .required(),
   next: Joi.number().integer().allow(null).required(),
 });
+
+const address = Joi.string().allow('');
+/** GET /inbound?source=mx (docs/mx.md): the MX's delivered messages, each as its inbound.received event's data. */
+const mxInboundAnswer = Joi.object({
+  ok: Joi.valid(true).required(),
+  messages: Joi.array()
+    .items(
+      Joi.object({
+        id: Joi.string().guid().required(),
+        route: Joi.number().integer().allow(null).required(),
+        domain: Joi.string().required(),
+        hash: Joi.string().allow(null, '').required().description('the part after + in the local part (Postmark\'s MailboxHash)'),
+        envelope: Joi.object({ from: address.required(), to: Joi.array().items(Joi.string()).required() }).required(),
+        from: address.required(),
+        to: Joi.array().items(Joi.string()).required(),
+        cc: Joi.array().items(Joi.string()).required(),
+        subject: Joi.string().allow('').required(),
+        text: Joi.string().allow('', null).required(),
+        html: Joi.string().allow('', null).required(),
+        reply_text: Joi.string().allow('', null).required().description('the new text without the quoted history and signature'),
+        attachments: Joi.array()
+          .items(Joi.object({ filename: Joi.string().allow('').required(), content_type: Joi.string().required(), size: Joi.number().integer().min(0).required(), url: Joi.string().required() }))
+          .required(),
+        headers: Joi.array().items(Joi.object({ name: Joi.string().required(), value: Joi.string().allow('').required() })).required(),
+        auth: Joi.object().unknown(true).required().description('{spf: {result}, dkim: [{domain, selector, result}], dmarc: {result, policy}, arc: {result}}'),
+        spam: Joi.object({ score: Joi.number().required(), symbols: Joi.array().items(Joi.string()).required() }),
+        raw_url: Joi.string().required(),
+        received_at: Joi.string().isoDate().required(),
+      }),
+    )
+    .required(),
+  next: Joi.string().guid().allow(null).required(),
+});
+
+export const inboundAnswer = Joi.alternatives().try(imapInboundAnswer, mxInboundAnswer).label('InboundAnswer');

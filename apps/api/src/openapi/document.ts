@@ -107,7 +107,7 @@ export const OPERATIONS: Operation[] = [
     answers: { 200: answers.verifyManyAnswer, ...WITH_BODY },
   },
   { method: 'get', path: '/verify', summary: 'Verify one address; a malformed one is undeliverable', query: verifyQuery, answers: { 200: answers.verifyAnswer, 400: R } },
-  { method: 'get', path: '/inbound', summary: 'Received emails (message.received), oldest first after `after`', query: inboundPageQuery, answers: { 200: answers.inboundAnswer } },
+  { method: 'get', path: '/inbound', summary: 'Received emails: the mailboxes\' (message.received), or with source=mx the MX\'s (inbound.received), oldest first after `after`', query: inboundPageQuery, answers: { 200: answers.inboundAnswer } },
 ];
 
 /** joi-to-json names joi extensions by their type: the tags type of subscribers is an array of tags or one string of them. */

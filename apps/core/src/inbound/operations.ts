@@ -1,17 +1,29 @@
 import type { ApiKey } from '../../../../generated/prisma/client';
 import type { Db } from '../db';
 import { dbId, Joi, validate } from '../validate';
+import { listDeliveredMx } from '../mx/list';
 import { listReceived, MAX_RECEIVED_PAGE } from './received';
 
-/** GET /api/v1/inbound's query: the id to read after (0: from the start), how many, and one mailbox of the account. */
+/**
+ * GET /api/v1/inbound's query: `source` (`imap`, the mailboxes' emails, or `mx`, the MX's messages), the id to read
+ * after (imap: a number, 0 from the start; mx: a message's id), how many, and (imap) one mailbox of the account.
+ */
 export const inboundPageQuery = Joi.object({
-  after: Joi.number().integer().min(0).max(2 ** 31 - 1).default(0),
+  source: Joi.string().valid('imap', 'mx').default('imap'),
+  after: Joi.when('source', {
+    is: 'mx',
+    then: Joi.string().guid().description('mx: the previous page\'s next (a message id)'),
+    otherwise: Joi.number().integer().min(0).max(2 ** 31 - 1).default(0),
+  }),
   limit: Joi.number().integer().min(1).max(MAX_RECEIVED_PAGE).default(50),
-  mailbox: dbId(),
+  mailbox: Joi.when('source', { is: 'mx', then: Joi.forbidden(), otherwise: dbId() }),
 });
 
-/** The public API's and MCP's read of received emails (docs/inbound-events.md): any key of the account. */
+type InboundPage = { source: 'imap'; after: number; limit: number; mailbox?: number } | { source: 'mx'; after?: string; limit: number };
+
+/** The public API's and MCP's read of received emails (docs/inbound-events.md, docs/mx.md): any key of the account. */
 export async function listInboundOf(db: Db, key: ApiKey, query: unknown) {
-  const input = validate<{ after: number; limit: number; mailbox?: number }>(inboundPageQuery, query);
+  const input = validate<InboundPage>(inboundPageQuery, query);
+  if (input.source === 'mx') return { ok: true as const, ...(await listDeliveredMx(db, key.accountId, input)) };
   return { ok: true as const, ...(await listReceived(db, key.accountId, input)) };
 }

@@ -41,21 +41,22 @@ export interface NewMxMessage {
  * in ONE statement: atomic without a transaction held open, and through the pool without Prisma's cost per byte of a
  * 25 MB bytea (bench/mx.ts).
  */
-export async function insertArrival(db: Db, raw: Buffer, rows: Omit<NewMxMessage, 'raw'>[], events: { accountId: number; data: unknown }[]): Promise<void> {
+export async function insertArrival(db: Db, raw: Buffer, rows: Omit<NewMxMessage, 'raw'>[], events: ReceivedEvent[]): Promise<void> {
   await rawQuery(
     db,
     `WITH stored AS (
-       INSERT INTO mx_messages (id, account_id, route_id, domain, status, reason, hash, mail_from, rcpt_to, client_address, helo, from_address, subject, auth, spam, raw, size, received_at)
+       INSERT INTO mx_messages (id, account_id, route_id, domain, status, reason, hash, mail_from, rcpt_to, client_address, helo, from_address, subject, auth, spam, raw, size, received_at, delivered_at)
        SELECT r.id, r.account_id, r.route_id, r.domain, r.status::"MxMessageStatus", r.reason, r.hash, r.mail_from,
               ARRAY(SELECT jsonb_array_elements_text(r.rcpt_to)), r.client_address, r.helo, r.from_address, r.subject, r.auth, r.spam,
-              $2::bytea, octet_length($2::bytea), r.received_at
+              $2::bytea, octet_length($2::bytea), r.received_at,
+              CASE WHEN r.status = 'delivered' THEN r.received_at END
        FROM jsonb_to_recordset($1::jsonb) AS r(id uuid, account_id int, route_id int, domain text, status text, reason text, hash text,
               mail_from text, rcpt_to jsonb, client_address text, helo text, from_address text, subject text, auth jsonb, spam jsonb, received_at timestamptz)
        RETURNING id
      )
-     INSERT INTO events (account_id, type, data)
-     SELECT e.account_id, 'inbound.received', e.data FROM jsonb_to_recordset($3::jsonb) AS e(account_id int, data jsonb)
-     WHERE ${subscribed('e.account_id', "'inbound.received'")}`,
+     INSERT INTO events (account_id, type, data, endpoint_id)
+     SELECT e.account_id, 'inbound.received', e.data, e.endpoint_id FROM jsonb_to_recordset($3::jsonb) AS e(account_id int, data jsonb, endpoint_id int)
+     WHERE ${wanted('e')}`,
     [
       JSON.stringify(
         rows.map((r) => ({
@@ -65,9 +66,38 @@ export async function insertArrival(db: Db, raw: Buffer, rows: Omit<NewMxMessage
         })),
       ),
       raw,
-      JSON.stringify(events.map((e) => ({ account_id: e.accountId, data: e.data }))),
+      JSON.stringify(events.map((e) => ({ account_id: e.accountId, data: e.data, endpoint_id: e.endpointId }))),
     ],
   );
+}
+
+/** An `inbound.received` to write: for the route's endpoint only when it names one (docs/mx.md), else for every subscribed endpoint. */
+export interface ReceivedEvent {
+  accountId: number;
+  endpointId: number | null;
+  data: unknown;
+}
+
+/** SQL: is the event (alias `e`, with account_id and endpoint_id) wanted: its endpoint enabled, or any endpoint subscribed. */
+const wanted = (e: string) =>
+  `CASE WHEN ${e}.endpoint_id IS NULL THEN ${subscribed(`${e}.account_id`, "'inbound.received'")}
+        ELSE EXISTS (SELECT 1 FROM webhooks w WHERE w.id = ${e}.endpoint_id AND w.account_id = ${e}.account_id AND w.enabled) END`;
+
+/** A release's or a replay's event, inside the caller's transaction. */
+export async function insertReceivedEvent(tx: Tx, event: ReceivedEvent): Promise<void> {
+  await rawQuery(
+    tx,
+    `INSERT INTO events (account_id, type, data, endpoint_id)
+     SELECT e.account_id, 'inbound.received', e.data, e.endpoint_id FROM (SELECT $1::int AS account_id, $2::jsonb AS data, $3::int AS endpoint_id) e
+     WHERE ${wanted('e')}`,
+    [event.accountId, JSON.stringify(event.data), event.endpointId],
+  );
+}
+
+/** The endpoint the message's route names, or null (every endpoint; also when the route is gone). */
+export async function routeEndpointOf(db: Tx, routeId: number | null): Promise<number | null> {
+  if (routeId === null) return null;
+  return (await db.inboundRoute.findUnique({ where: { id: routeId }, select: { endpointId: true } }))?.endpointId ?? null;
 }
 
 export async function mxMessageById(db: Tx, id: string) {
@@ -78,7 +108,7 @@ export type MxMessageRow = NonNullable<Awaited<ReturnType<typeof mxMessageById>>
 
 /** Moves a held message on; false when it was not held any more (another operator got there first). */
 export async function leaveHeld(tx: Tx, id: string, status: MxMessageStatus): Promise<boolean> {
-  const { count } = await tx.mxMessage.updateMany({ where: { id, status: 'held' }, data: { status } });
+  const { count } = await tx.mxMessage.updateMany({ where: { id, status: 'held' }, data: { status, deliveredAt: status === 'delivered' ? new Date() : null } });
   return count === 1;
 }
 

@@ -1,14 +1,13 @@
 import crypto from 'node:crypto';
 import type { ParsedMail } from 'mailparser';
 import type { Db } from '../db';
-import { emitEvent } from '../events';
 import { handleInbound } from '../inbound/handle';
 import { newId } from '../ids';
 import { lazy } from '../lazy';
 import { metrics } from '../metrics';
 import { dmarcDisposition, type MxAuth } from './auth';
 import { addresses, receivedEvent } from './message';
-import { insertArrival, leaveHeld, mxMessageById, senderMailboxOf, type MxMessageRow, type NewMxMessage, type RouteRow } from './repository';
+import { insertArrival, insertReceivedEvent, leaveHeld, mxMessageById, routeEndpointOf, senderMailboxOf, type MxMessageRow, type NewMxMessage, type RouteRow } from './repository';
 import type { SpamResult } from './spam';
 
 /** A recipient the MX took at RCPT: an inbound route's address, or a VERP return path of one of our messages. */
@@ -96,13 +95,14 @@ export async function storeArrival(db: Db, arrival: Arrival, targets: Target[]):
       event: !reason,
     };
   });
+  const byRouteEndpoint = new Map([...byRoute.values()].map(({ target }) => [target.route.id, target.route.endpointId]));
   // the events are made before the transaction (parsing takes time; the transaction holds a connection)
   const events = await Promise.all(rows.map((r) => (r.event ? receivedEvent(asRow(r), arrival.mail) : null)));
   await insertArrival(
     db,
     arrival.raw,
     rows.map(({ event: _event, raw: _raw, ...row }) => row),
-    rows.flatMap((row, i) => (events[i] ? [{ accountId: row.accountId, data: events[i] }] : [])),
+    rows.flatMap((row, i) => (events[i] ? [{ accountId: row.accountId, endpointId: byRouteEndpoint.get(row.routeId!) ?? null, data: events[i] }] : [])),
   );
   for (const row of rows) {
     ids.push(row.id);
@@ -120,10 +120,10 @@ function asRow(r: NewMxMessage): MxMessageRow {
 export async function releaseHeld(db: Db, id: string): Promise<boolean> {
   const row = await mxMessageById(db, id);
   if (!row || row.status !== 'held') return false;
-  const event = await receivedEvent(row);
+  const [event, endpointId] = await Promise.all([receivedEvent(row), routeEndpointOf(db, row.routeId)]);
   return db.$transaction(async (tx) => {
     if (!(await leaveHeld(tx, id, 'delivered'))) return false;
-    await emitEvent(tx, row.accountId, 'inbound.received', { ...event });
+    await insertReceivedEvent(tx, { accountId: row.accountId, endpointId, data: event });
     return true;
   });
 }
@@ -137,7 +137,7 @@ export async function dropHeld(db: Db, id: string): Promise<boolean> {
 export async function replayReceived(db: Db, id: string): Promise<boolean> {
   const row = await mxMessageById(db, id);
   if (!row || row.status !== 'delivered') return false;
-  const event = await receivedEvent(row);
-  await db.$transaction((tx) => emitEvent(tx, row.accountId, 'inbound.received', { ...event }));
+  const [event, endpointId] = await Promise.all([receivedEvent(row), routeEndpointOf(db, row.routeId)]);
+  await insertReceivedEvent(db, { accountId: row.accountId, endpointId, data: event });
   return true;
 }

@@ -30,7 +30,8 @@ export async function deliveriesFor(tx: Tx, eventIds: string[]): Promise<{ event
   return rawQuery<{ event_id: string; webhook_id: number }>(
     tx,
     `SELECT e.id::text AS event_id, w.id AS webhook_id FROM events e
-         JOIN webhooks w ON w.account_id = e.account_id AND ${wants('w', 'e.type')}
+         JOIN webhooks w ON w.account_id = e.account_id
+              AND CASE WHEN e.endpoint_id IS NULL THEN ${wants('w', 'e.type')} ELSE w.id = e.endpoint_id AND w.enabled END
          WHERE e.id = ANY($1::uuid[])`,
     [eventIds],
   );
