@@ -29,11 +29,13 @@ import { can, endAllSessions, permissionFor, signIn, type Member } from '../../.
 import { accountOf } from '../middleware/admin';
 import { usersPage, teamsStrangerRoutes } from './pages/users';
 import { auditPage } from './pages/audit';
+import { suppressionsPage } from './pages/suppressions';
+import { subscribersPage } from './pages/subscribers';
 import { csrfMatches, endSession, loadSession, saveSession, signedIn as isSignedIn, signinToken, signinTokenMatches, startPersonSession, startSession, type Session } from './session';
 import { CSS, FORM_LIMIT, FORM_LIMIT_TEXT, createViews } from './views';
 
 /** The console's pages, in navigation order. A new page: a module in pages/ and one line here. */
-export const PAGES: ConsolePage[] = [overviewPage, accountsPage, usersPage, mailboxesPage, keysPage, listsPage, broadcastsPage, templatesPage, campaignsPage, messagesPage, webhooksPage, inboundPage, domainsPage, sandboxPage, trackingDomainsPage, auditPage];
+export const PAGES: ConsolePage[] = [overviewPage, accountsPage, usersPage, mailboxesPage, keysPage, listsPage, subscribersPage, suppressionsPage, broadcastsPage, templatesPage, campaignsPage, messagesPage, webhooksPage, inboundPage, domainsPage, sandboxPage, trackingDomainsPage, auditPage];
 
 declare global {
   // eslint-disable-next-line @typescript-eslint/no-namespace
