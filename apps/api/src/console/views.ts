@@ -62,7 +62,8 @@ form.inline{display:inline}
 .depth-0{padding-left:0.5em}.depth-1{padding-left:2.0em}.depth-2{padding-left:3.5em}.depth-3{padding-left:5.0em}.depth-4{padding-left:6.5em}.depth-5{padding-left:8.0em}.depth-6{padding-left:9.5em}.depth-7{padding-left:11.0em}.depth-8{padding-left:12.5em}.depth-9{padding-left:14.0em}
 .banner{margin:.6em 0}a.button{display:inline-block;padding:.35em .9em;background:#1d3557;color:#fff;text-decoration:none;border-radius:3px}
 .chart-figure{margin:.6em 0 1.4em;background:#fff;border:1px solid #e3e6ea;padding:.6em}
-.chart-figure svg{max-width:100%;height:auto;display:block}
+.chart-figure svg{width:100%;max-width:100%;height:auto;display:block}
+dl.rates{display:flex;flex-wrap:wrap;gap:.6em;margin:.6em 0}dl.rates .rate{background:#fff;border:1px solid #e3e6ea;padding:.4em .9em;min-width:8em}dl.rates dt{color:#4a525a;font-size:.85em}dl.rates dd{margin:0;font-size:1.5em;font-weight:600}
 .chart-figure figcaption{color:#4a525a;font-size:.9em;margin-top:.3em}
 .chart-figure details{margin-top:.4em}
 .copy{user-select:all;cursor:copy;word-break:break-all;background:#fff8db}
