@@ -118,3 +118,17 @@ describe('subscribers across lists', () => {
     expect(await page.locator('table').first().innerText()).toMatch(/plan: pro/);
   });
 });
+
+describe('the overview', () => {
+  it("shows the range's key rates as figures above full-width charts", async () => {
+    await go('/admin?range=24h');
+    const accepted = Number((await page.locator('dl.rates .rate:last-child dd').innerText()).replace(/,/g, ''));
+    // the seeded messages of the last 24 hours (one each half hour), besides the test's own
+    expect(accepted).toBeGreaterThanOrEqual(47);
+    expect(await page.locator('#rate-delivered dd').innerText()).toMatch(/^\d{1,3}\.\d %$/);
+    expect(await page.locator('#rate-bounced dd').innerText()).toMatch(/^\d{1,3}\.\d %$/);
+    expect(await page.locator('#rate-complained dd').innerText()).toBe('by the day only');
+    const widths = await page.locator('.chart-figure svg').evaluateAll((svgs) => svgs.map((s) => [s.getBoundingClientRect().width, s.parentElement!.getBoundingClientRect().width]));
+    for (const [svg, box] of widths) expect(svg!).toBeGreaterThan(box! * 0.9);
+  });
+});

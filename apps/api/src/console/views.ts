@@ -73,7 +73,7 @@ form.card.search label,form.card.range label{display:inline-block;margin-right:1
 table.facts th{width:11em}
 p.actions form{margin-right:.6em}
 a{color:#1a4f8f}code,pre{overflow-wrap:anywhere}pre{white-space:pre-wrap;max-width:100%}
-td code.copy,td code.value,td code.seen{display:block;max-height:8em;overflow:auto;font-size:.85em}
+td code.value{display:block;max-height:8em;overflow:auto;font-size:.85em}
 .scroll{overflow-x:auto;max-width:100%}
 time,.when{white-space:nowrap}
 @media (max-width:760px){
