@@ -34,11 +34,13 @@ import { enrolFirst, securityPage } from './pages/security';
 import { SECOND_FACTOR_PATH, secondFactorRoutes } from './pages/second-factor';
 import { ssoRoutes } from './pages/sso';
 import { createSso } from '../../../core/src/sso';
+import { suppressionsPage } from './pages/suppressions';
+import { subscribersPage } from './pages/subscribers';
 import { csrfMatches, endSession, loadSession, saveSession, signedIn as isSignedIn, signinToken, signinTokenMatches, startPersonSession, startSession, type Session } from './session';
 import { CSS, FORM_LIMIT, FORM_LIMIT_TEXT, createViews } from './views';
 
 /** The console's pages, in navigation order. A new page: a module in pages/ and one line here. */
-export const PAGES: ConsolePage[] = [overviewPage, accountsPage, usersPage, mailboxesPage, keysPage, listsPage, broadcastsPage, templatesPage, campaignsPage, messagesPage, webhooksPage, inboundPage, mxPage, domainsPage, sandboxPage, trackingDomainsPage, auditPage, securityPage];
+export const PAGES: ConsolePage[] = [overviewPage, accountsPage, usersPage, mailboxesPage, keysPage, listsPage, subscribersPage, suppressionsPage, broadcastsPage, templatesPage, campaignsPage, messagesPage, webhooksPage, inboundPage, mxPage, domainsPage, sandboxPage, trackingDomainsPage, auditPage, securityPage];
 
 declare global {
   // eslint-disable-next-line @typescript-eslint/no-namespace

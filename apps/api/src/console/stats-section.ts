@@ -45,12 +45,33 @@ function rangeForm(path: string, range: ChartRange): string {
 
 const RANGE_LABELS: Record<(typeof RANGES)[number], string> = { '24h': 'Last 24 hours', '7d': 'Last 7 days', '30d': 'Last 30 days', '90d': 'Last 90 days', custom: 'Custom (from, to)' };
 
+/** A share as a figure: `97.3 %`, or a dash when nothing was counted under it. */
+const share = (part: number, whole: number) => (whole > 0 ? `${((100 * part) / whole).toFixed(1)} %` : '-');
+
+/**
+ * The range's key rates as figures above the charts: delivered and bounced of what was sent (accepted, by the hour),
+ * complaints and opens of what was delivered (complaints are counted by the day only; opens only where tracked).
+ */
+function rateFigures(buckets: { values: Record<string, number> }[], hourly: boolean): string {
+  const total = (key: string) => buckets.reduce((sum, b) => sum + (b.values[key] ?? 0), 0);
+  const sent = total(hourly ? 'accepted' : 'sent');
+  const delivered = total('delivered');
+  const figures: [string, string, string][] = [
+    ['delivered', 'Delivered', `${share(delivered, sent)}`],
+    ['bounced', 'Bounced', share(total('bounced_dead') + total('bounced_other'), sent)],
+    ['complained', 'Complained', hourly ? 'by the day only' : share(total('complained'), delivered)],
+    ['opened', 'Opened', share(total('opened'), delivered)],
+  ];
+  const items = figures.map(([key, label, value]) => `<div class="rate" id="rate-${key}"><dt>${label}</dt><dd>${esc(value)}</dd></div>`).join('');
+  return `<dl class="rates">${items}<div class="rate"><dt>${hourly ? 'Accepted' : 'Sent'}</dt><dd>${sent.toLocaleString('en')}</dd></div></dl>`;
+}
+
 async function rangeCharts(db: Db, filter: Record<string, number>, what: string, extra: ChartSeries[], path: string, query: unknown): Promise<string> {
   const range = chartRange(query);
   const buckets = await readBuckets(db, filter, range);
   const unit = range.unit === 'hour' ? 'Hour (UTC)' : 'Day';
   const head = `<section class="charts" id="charts"><h2>${esc(range.caption)} <span class="muted">(${esc(buckets[0]?.at ?? '')} to ${esc(buckets.at(-1)?.at ?? '')}, UTC, ${range.unit === 'hour' ? 'by the hour' : 'by the day'})</span></h2>`;
-  const section = [head, rangeForm(path, range)];
+  const section = [head, rateFigures(buckets, range.unit === 'hour'), rangeForm(path, range)];
   if (range.unit === 'hour') {
     section.push(lineChart(`Emails accepted and delivered, ${what}`, buckets, HOURLY_EMAILS, unit));
     section.push(lineChart(`Bounces and failures, ${what}`, buckets, HOURLY_TROUBLE, unit));

@@ -1,10 +1,12 @@
 import { Eta } from 'eta';
+import { shown } from './dates';
 
 /**
  * The console's templates, kept in code (they ship with `tsc` builds as they are) and rendered by eta, which escapes
  * every `<%= %>` output. `<%~ %>` (raw) is used only for `it.body`, the page the layout wraps, and `it.charts`, the
  * SVG charts section built from numbers and escaped text by charts.ts.
  * No template carries a script or an inline style: the CSP allows neither.
+ * Every table of a page is a tab stop: on a phone a wide table scrolls in its own box, which the keyboard must reach.
  */
 const LAYOUT = `<!doctype html>
 <html lang="en">
@@ -30,7 +32,7 @@ const LAYOUT = `<!doctype html>
 <h1><%= it.title %></h1>
 <% if (it.flash) { %><p class="flash" role="status"><%= it.flash %></p><% } %>
 <% if (it.error) { %><p class="error" role="alert"><%= it.error %></p><% } %>
-<%~ it.body %>
+<%~ it.body.replace(/<table\b(?![^>]*tabindex)/g, '<table tabindex="0"') %>
 </main>
 </body>
 </html>
@@ -40,26 +42,28 @@ const LAYOUT = `<!doctype html>
 const CSRF = `<input type="hidden" name="_csrf" value="<%= it.csrf %>">`;
 
 export const CSS = `
-body{font:15px/1.45 system-ui,sans-serif;margin:0;color:#1d232b;background:#f7f8fa}
+*,*::before,*::after{box-sizing:border-box}
+body{font:15px/1.45 system-ui,sans-serif;margin:0;color:#1d232b;background:#f7f8fa;overflow-wrap:break-word}
 header{display:flex;gap:1.2em;align-items:center;padding:.6em 1.2em;background:#1d3557;color:#fff;flex-wrap:wrap}
-header a{color:#dfe8f5;margin-right:.7em}header a[aria-current]{color:#fff;font-weight:600}
-main{padding:1em 1.6em;max-width:1200px}
+header a{color:#dfe8f5;margin-right:.7em}header nav{display:flex;flex-wrap:wrap;gap:.2em .1em}header button{font-size:.85em}header a[aria-current]{color:#fff;font-weight:600}
+main{padding:1em 1.6em;max-width:1280px}
 table{border-collapse:collapse;width:100%;background:#fff;margin:.6em 0 1.2em}
-th,td{text-align:left;padding:.35em .6em;border-bottom:1px solid #e3e6ea;vertical-align:top}
+th,td{text-align:left;padding:.35em .6em;border-bottom:1px solid #e3e6ea;vertical-align:top;overflow-wrap:anywhere}
 th{background:#eef1f5;font-weight:600}
 form.card,section.card{background:#fff;border:1px solid #e3e6ea;padding:.8em 1em;margin:.8em 0}
 form.card label{display:block;margin:.4em 0}
-input,select,textarea{font:inherit;padding:.25em .4em}
+input,select,textarea{font:inherit;padding:.25em .4em;max-width:100%}
 textarea{width:100%;min-height:5em}
 form.inline{display:inline}
 .flash{background:#e6f4ea;border:1px solid #9ccfa8;padding:.5em .8em}
 .error{background:#fdecea;border:1px solid #f1a9a0;padding:.5em .8em}
 .token{font-family:monospace;font-size:1.1em;background:#fff8db;padding:.4em .6em;border:1px dashed #caa400;word-break:break-all}
-.muted{color:#66707a}
+.muted{color:#5b646d}
 .depth-0{padding-left:0.5em}.depth-1{padding-left:2.0em}.depth-2{padding-left:3.5em}.depth-3{padding-left:5.0em}.depth-4{padding-left:6.5em}.depth-5{padding-left:8.0em}.depth-6{padding-left:9.5em}.depth-7{padding-left:11.0em}.depth-8{padding-left:12.5em}.depth-9{padding-left:14.0em}
 .banner{margin:.6em 0}a.button{display:inline-block;padding:.35em .9em;background:#1d3557;color:#fff;text-decoration:none;border-radius:3px}
 .chart-figure{margin:.6em 0 1.4em;background:#fff;border:1px solid #e3e6ea;padding:.6em}
-.chart-figure svg{max-width:100%;height:auto;display:block}
+.chart-figure svg{width:100%;max-width:100%;height:auto;display:block}
+dl.rates{display:flex;flex-wrap:wrap;gap:.6em;margin:.6em 0}dl.rates .rate{background:#fff;border:1px solid #e3e6ea;padding:.4em .9em;min-width:8em}dl.rates dt{color:#4a525a;font-size:.85em}dl.rates dd{margin:0;font-size:1.5em;font-weight:600}
 .chart-figure figcaption{color:#4a525a;font-size:.9em;margin-top:.3em}
 .chart-figure details{margin-top:.4em}
 .copy{user-select:all;cursor:copy;word-break:break-all;background:#fff8db}
@@ -68,6 +72,19 @@ pre.headers{background:#fff;border:1px solid #e3e6ea;padding:.6em .8em;white-spa
 form.card.search label,form.card.range label{display:inline-block;margin-right:1em}
 table.facts th{width:11em}
 p.actions form{margin-right:.6em}
+a{color:#1a4f8f}code,pre{overflow-wrap:anywhere}pre{white-space:pre-wrap;max-width:100%}
+td code.value{display:block;max-height:8em;overflow:auto;font-size:.85em}
+.scroll{overflow-x:auto;max-width:100%}
+time,.when{white-space:nowrap}
+@media (max-width:760px){
+main{padding:.6em .7em}
+header{padding:.5em .7em;gap:.5em}
+table{display:block;overflow-x:auto;max-width:100%}
+table.facts{display:table}table.facts th{width:auto}
+form.card label,form.card.search label,form.card.range label{display:block;margin-right:0}
+input:not([type=checkbox]):not([type=radio]):not([type=hidden]),select{width:100%}
+.chart-figure{padding:.3em}
+}
 `;
 
 export const TEMPLATES: Record<string, string> = {
@@ -100,7 +117,7 @@ export const mailboxSelect = (label: string) =>
   `<label>${label} <select name="mailbox" required><% it.mailboxes.forEach(function (m) { %><option value="<%= m.id %>"><%= m.address %> (account <%= m.account %>)</option><% }) %></select></label>`;
 
 export function createViews(pages: Record<string, string>): Eta {
-  const eta = new Eta({ autoEscape: true, cache: true, useWith: false, varName: 'it' });
+  const eta = new Eta({ autoEscape: true, autoFilter: true, filterFunction: shown, cache: true, useWith: false, varName: 'it' });
   eta.loadTemplate('@layout', LAYOUT);
   for (const [name, text] of Object.entries({ ...TEMPLATES, ...pages })) eta.loadTemplate(`@${name}`, text);
   return eta;

@@ -146,3 +146,44 @@ export async function spendToken(tx: Tx, hash: string, now: Date): Promise<numbe
       RETURNING subscriber_id`;
   return spent[0]?.subscriber_id;
 }
+
+/** What a search across lists looks for (subscribers/search.ts reads it from the box). */
+export type SubscriberQuery = { kind: 'address'; text: string } | { kind: 'field'; field: string; value: string } | { kind: 'tag'; tag: string };
+
+/** Subscribers of any list matching the search (subscribers/search.ts), newest first, below the id `before`. */
+export async function subscriberHitRows(db: Tx, q: SubscriberQuery, before: number, limit: number) {
+  const [match, values]: [string, unknown[]] =
+    q.kind === 'tag' ? ['$1 = ANY(s.tags)', [q.tag]] : q.kind === 'field' ? ['s.fields ->> $1 = $2', [q.field, q.value]] : ['s.email LIKE $1', [`%${q.text.replace(/[\\%_]/g, '\\$&')}%`]];
+  const n = values.length;
+  return rawQuery<{ id: number; email: string; name: string; status: string; tags: string[]; created_at: Date; list_id: number; list_name: string; account: number }>(
+    db,
+    `SELECT s.id, s.email, s.name, s.status::text AS status, s.tags, s.created_at, l.id AS list_id, l.name AS list_name, l.account_id AS account
+     FROM subscribers s JOIN lists l ON l.id = s.list_id
+     WHERE ${match} AND s.id < $${n + 1} ORDER BY s.id DESC LIMIT $${n + 2}`,
+    [...values, before, limit],
+  );
+}
+
+/** Every subscription in the subscriber's account with the same address (theirs included). */
+export async function sameAddressRows(db: Tx, id: number) {
+  return rawQuery<{ id: number; list_id: number; list_name: string; status: string; created_at: Date }>(
+    db,
+    `SELECT o.id, l.id AS list_id, l.name AS list_name, o.status::text AS status, o.created_at
+     FROM subscribers s JOIN lists sl ON sl.id = s.list_id
+     JOIN lists l ON l.account_id = sl.account_id JOIN subscribers o ON o.list_id = l.id AND o.email = s.email
+     WHERE s.id = $1 ORDER BY l.name`,
+    [id],
+  );
+}
+
+/** The last emails of the subscriber's account to their address, through `(account_id, to)`, and whether each was opened. */
+export async function mailToSubscriberRows(db: Tx, id: number, limit: number) {
+  return rawQuery<{ id: string; kind: string; subject: string; status: string; created_at: Date; opened: boolean }>(
+    db,
+    `SELECT m.id, m.kind::text AS kind, m.subject, m.status::text AS status, m.created_at,
+            EXISTS (SELECT 1 FROM message_opens o WHERE o.message_id = m.id) AS opened
+     FROM subscribers s JOIN lists l ON l.id = s.list_id JOIN messages m ON m.account_id = l.account_id AND m."to" = s.email
+     WHERE s.id = $1 ORDER BY m.created_at DESC LIMIT $2`,
+    [id, limit],
+  );
+}

@@ -43,7 +43,7 @@ ${ACCOUNT_SELECT}
 <% if (!r.required) { %><br><span class="muted">not required</span><% } %></td>
 <td><%= r.type %></td>
 <td><code class="copy"><%= r.name %></code><br><span class="muted"><%= r.host %></span></td>
-<td><code class="copy value"><%= r.value %></code></td>
+<td><code class="copy value" tabindex="0"><%= r.value %></code></td>
 <td class="status-<%= r.status %>"><%= r.status %><% if (r.problem) { %><br><span class="muted"><%= r.problem %></span><% } %></td>
 <td><% if (r.seen.length) { %><% r.seen.forEach(function (s) { %><code class="seen"><%= s %></code><br><% }) %><% } else { %><span class="muted">nothing</span><% } %></td></tr><% }) %>
 </tbody></table>

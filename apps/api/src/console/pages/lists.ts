@@ -50,7 +50,7 @@ ${mailboxSelect('Mailbox (sends the confirmation emails)')}
     list: `<p><a href="/admin/lists">All lists</a> · key <code><%= it.list.key %></code> · <%= it.list.subscribers %> active · <a href="/admin/lists/<%= it.list.id %>/subscribers.csv" download>Export CSV</a></p>
 <div class="card"><h2>Sign-up form</h2>
 <p>Hosted at <a id="form-url" href="<%= it.formUrl %>"><%= it.formUrl %></a>. To put it on your own page, paste this HTML:</p>
-<textarea id="embed-snippet" readonly rows="7"><%= it.snippet %></textarea></div>
+<textarea id="embed-snippet" readonly rows="7" aria-label="The sign-up form's HTML"><%= it.snippet %></textarea></div>
 <form method="post" action="/admin/lists/<%= it.list.id %>/series" class="card" id="series">${CSRF_FIELD}
 <h2>Welcome series</h2>
 <% if (it.list.steps.length) { %><table><thead><tr><th>Step</th><th>Subject</th><th>After (hours)</th><th>Waiting</th><th>Sent</th><th>Ended before it</th></tr></thead><tbody>

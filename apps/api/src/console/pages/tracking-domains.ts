@@ -33,7 +33,7 @@ ${ACCOUNT_SELECT}
 <form method="post" action="/admin/tracking-domains/<%= it.domain.id %>/delete" class="inline">${CSRF_FIELD}<button>Remove</button></form>
 <h2>Record to publish</h2>
 <table id="record"><thead><tr><th>Type</th><th>Name</th><th>Value</th><th>DNS answered</th></tr></thead><tbody>
-<tr><td><%= it.domain.record.type %></td><td><code class="copy"><%= it.domain.record.host %></code></td><td><code class="copy value"><%= it.domain.record.value %></code></td>
+<tr><td><%= it.domain.record.type %></td><td><code class="copy"><%= it.domain.record.host %></code></td><td><code class="copy value" tabindex="0"><%= it.domain.record.value %></code></td>
 <td><% if (it.domain.seen.length) { %><% it.domain.seen.forEach(function (s) { %><code class="seen"><%= s %></code><br><% }) %><% } else { %><span class="muted">nothing</span><% } %></td></tr>
 </tbody></table>
 <h2>Certificate</h2>
