@@ -112,7 +112,8 @@ export function failoverScenarios<W extends FailoverWorld, A, D extends { receiv
         const answers = await kit.load(world, BEFORE);
         const ids = kit.accepted(answers);
         for (let i = 0; i < world.workerCount; i++) world.startWorker();
-        await kit.until(async () => (await kit.deliveredCount(world.sink)) >= 250, 60_000, 'the first deliveries', 20);
+        // the workers' start takes a minute on a loaded host
+        await kit.until(async () => (await kit.deliveredCount(world.sink)) >= 250, 180_000, 'the first deliveries', 20);
         const atKill = await kit.deliveredCount(world.sink);
         await f.kill(1);
         const killedAt = Date.now();
