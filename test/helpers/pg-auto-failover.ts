@@ -10,8 +10,9 @@ import { Client } from 'pg';
  * the tests run as root, in a temp folder, on the ports given. Used by test/failover and the fault suite's
  * `pg-failover` (faults/pg-failover.ts).
  *
- * The monitor's health checks are made quick (a node unhealthy after 3 s instead of 20 s, the old primary given 5 s
+ * The monitor's health checks are made quicker (a node unhealthy after 10 s instead of 20 s, the old primary given 5 s
  * instead of 30 s to demote itself) so a failover takes seconds; docs/deploy.md gives the defaults for production.
+ * Not quicker still: on a loaded host a keeper that does not report for a few seconds would be failed over.
  */
 const PG_CTL = '/usr/lib/postgresql/15/bin/pg_ctl';
 const asRoot = process.getuid?.() === 0;
@@ -61,11 +62,11 @@ async function query<T>(port: number, database: string, text: string): Promise<T
 
 /** The monitor's settings that make a failover take seconds (pg_auto_failover's own defaults in the comments). */
 const QUICK_MONITOR = {
-  'pgautofailover.health_check_period': 1000, // 5000
-  'pgautofailover.health_check_timeout': 1000, // 5000
-  'pgautofailover.health_check_max_retries': 1, // 2
-  'pgautofailover.health_check_retry_delay': 500, // 2000
-  'pgautofailover.node_considered_unhealthy_timeout': 3000, // 20000
+  'pgautofailover.health_check_period': 2000, // 5000
+  'pgautofailover.health_check_timeout': 3000, // 5000
+  'pgautofailover.health_check_max_retries': 2, // 2
+  'pgautofailover.health_check_retry_delay': 1000, // 2000
+  'pgautofailover.node_considered_unhealthy_timeout': 10000, // 20000
   'pgautofailover.primary_demote_timeout': 5000, // 30000
 };
 
@@ -156,6 +157,14 @@ export class AutoFailover {
   /** The process groups still alive (none after destroy). */
   leftRunning(): number[] {
     return [...this.groups.values()].map((c) => c.pid!).filter((pid) => pid && groupAlive(pid));
+  }
+
+  /** Copies the servers' pg_autoctl logs (with their Postgres's) into `dir`, named `<prefix>-<server>.log`. */
+  keepLogs(dir: string, prefix: string): void {
+    for (const name of ['monitor', 'node1', 'node2']) {
+      const file = path.join(this.root, `${name}.log`);
+      if (fs.existsSync(file)) fs.copyFileSync(file, path.join(dir, `${prefix}-${name}.log`));
+    }
   }
 
   async destroy(): Promise<void> {
