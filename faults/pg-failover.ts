@@ -14,8 +14,9 @@ export interface FailoverWorld extends WorldLike {
   token: string;
 }
 
-/** The formation's ports (the suite's range for it): the monitor's and the two nodes'. */
-const PORTS = { monitor: 41410, nodes: [41411, 41412] as [number, number] };
+/** The formation's ports: the monitor's and the two nodes' (41410 to 41412 unless FAULTS_PGAF_PORT moves the first). */
+const BASE_PORT = Number(process.env.FAULTS_PGAF_PORT ?? 41410);
+const PORTS = { monitor: BASE_PORT, nodes: [BASE_PORT + 1, BASE_PORT + 2] as [number, number] };
 const BEFORE = 900;
 const DURING = 100;
 /** A second copy counts as the SMTP window's (docs/reliability.md, "At-least-once at the edge") when its first copy came this close to the kill. */

@@ -164,6 +164,10 @@ export class AutoFailover {
     for (const name of ['monitor', 'node1', 'node2']) {
       const file = path.join(this.root, `${name}.log`);
       if (fs.existsSync(file)) fs.copyFileSync(file, path.join(dir, `${prefix}-${name}.log`));
+      // the server's own log (pg_autoctl runs Postgres with its logging collector, into PGDATA/log)
+      const logs = path.join(this.root, name, 'log');
+      const text = fs.existsSync(logs) ? fs.readdirSync(logs).sort().map((f) => fs.readFileSync(path.join(logs, f), 'utf8')).join('') : '';
+      if (text) fs.writeFileSync(path.join(dir, `${prefix}-${name}-postgres.log`), text);
     }
   }
 

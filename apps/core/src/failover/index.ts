@@ -1,5 +1,5 @@
 import { Client, DatabaseError, type ClientConfig } from 'pg';
-import { dependencies } from '../outage';
+import { dependencies, isDatabaseUnavailable } from '../outage';
 import { parseHosts, type PgHost } from './hosts';
 import { acceptsWrites } from './repository';
 
@@ -101,7 +101,7 @@ export function followingClient(url: string): (new (config?: ClientConfig) => Cl
         distrust(this.server);
         // closed, so the pool drops it on release instead of handing out a connection to a server that refuses writes
         void this.end().catch(() => undefined);
-      }
+      } else if (isDatabaseUnavailable(err)) distrust(this.server);
     }
 
     // pg-pool calls connect(callback); a caller may await it
@@ -113,7 +113,12 @@ export function followingClient(url: string): (new (config?: ClientConfig) => Cl
         self.host = self.connectionParameters.host = host.host;
         self.port = self.connectionParameters.port = host.port;
         this.on('error', () => distrust(host));
-        await super.connect();
+        // a refused or failed connection (the primary's host lost while the pool had no connection to it): look again
+        // next time, not at the same host for ever
+        await super.connect().catch((err: unknown) => {
+          distrust(host);
+          throw err;
+        });
         if (!(await acceptsWrites(this))) {
           distrust(host);
           await this.end().catch(() => undefined);
