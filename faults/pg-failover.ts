@@ -8,7 +8,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { AutoFailover } from '../test/helpers/pg-auto-failover';
-import type { Kit, TopologyScenario, WorldLike } from './topologies';
+import { pick, type Kit, type TopologyScenario, type WorldLike } from './topologies';
 
 export interface FailoverWorld extends WorldLike {
   token: string;
@@ -152,10 +152,7 @@ export function failoverScenarios<W extends FailoverWorld, A, D extends { receiv
         for (const s of during.flatMap((x) => x.statuses)) duringStatuses[s] = (duringStatuses[s] ?? 0) + 1;
         const logsMet = lines.every((l) => l.warn.length === 1 && l.back.length === 1 && l.back[0] === `127.0.0.1:${PORTS.nodes[1]}`);
         return {
-          accepted: d.accepted,
-          delivered: d.delivered,
-          duplicates: d.duplicates,
-          lost: d.lost,
+          ...pick(d),
           drainSeconds: seconds(ms),
           duringFault: {
             deliveredAtKill: atKill,

@@ -3,6 +3,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { Client } from 'pg';
+import { groupAlive, killGroup } from './processes';
 
 /**
  * A pg_auto_failover formation of a test's own (Debian's postgresql-15-auto-failover, `pg_autoctl`): a monitor, a
@@ -20,23 +21,6 @@ const running = new Set<number>();
 process.on('exit', () => {
   for (const pid of running) killGroup(pid);
 });
-
-function killGroup(pid: number): void {
-  try {
-    process.kill(-pid, 'SIGKILL');
-  } catch {
-    // already gone
-  }
-}
-
-function groupAlive(pid: number): boolean {
-  try {
-    process.kill(-pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
