@@ -105,7 +105,7 @@ export function failoverScenarios<W extends FailoverWorld, A, D extends { receiv
         Object.assign(world.env, { DATABASE_URL: formation.url, LOG_LEVEL: 'info' });
       },
       async teardown() {
-        formation?.keepLogs(kit.logsDir, 'pg-failover-pgautoctl');
+        formation?.keepLogs(kit.logsDir, `pg-failover-pgautoctl-${PORTS.monitor}`);
         await formation?.destroy();
         formation = undefined;
       },
