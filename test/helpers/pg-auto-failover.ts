@@ -125,7 +125,7 @@ export class AutoFailover {
 
   /** Whether a node takes writes now (a primary, not read-only: pg_auto_failover's promotion is done). */
   async acceptsWrites(node: 1 | 2): Promise<boolean> {
-    const [row] = await query<{ writable: boolean }>(this.ports.nodes[node - 1], 'postgres', "SELECT NOT (pg_is_in_recovery() OR current_setting('transaction_read_only')::bool) AS writable");
+    const [row] = await query<{ writable: boolean }>(this.ports.nodes[node - 1]!, 'postgres', "SELECT NOT (pg_is_in_recovery() OR current_setting('transaction_read_only')::bool) AS writable");
     return row?.writable === true;
   }
 
