@@ -21,6 +21,7 @@ import { lifecycleScenarios } from './lifecycle';
 import { inboundScenarios } from './inbound';
 import { keptMarks, outageScenarios } from './outages';
 import { oauthScenarios } from './oauth';
+import { failoverScenarios, formationsLeftRunning } from './pg-failover';
 
 const ROOT = path.resolve(__dirname, '..');
 const SENDS = Number(process.env.FAULTS_SENDS ?? 2000);
@@ -907,6 +908,8 @@ Object.assign(scenarios, inboundScenarios(kit));
 Object.assign(scenarios, outageScenarios(kit));
 // an OAuth2 mailbox's token endpoint answering 500 for a minute under sends (faults/oauth.ts)
 Object.assign(scenarios, oauthScenarios({ ...kit, startNode, stopService }));
+// the primary of a pg_auto_failover formation SIGKILLed under sends (faults/pg-failover.ts)
+Object.assign(scenarios, failoverScenarios(kit));
 
 /**
  * The dependency outages each scenario makes its services see (Postgres or Redis going and coming back); the others
@@ -928,6 +931,7 @@ const OUTAGES: Record<string, number> = {
   'redis-hung': 1,
   'redis-dead-writes': 1,
   'oauth-provider-down': 1,
+  'pg-failover': 1,
 };
 
 /**
@@ -975,7 +979,7 @@ function quietLogs(ran: string[]): Omit<Result, 'scenario'> {
 /** Processes the run started that still live once it is done (its services, its Redis, the topology servers). */
 function leftRunning(): string[] {
   const left = [...children].filter((c) => c.exitCode === null && c.signalCode === null).map((c) => `pid ${c.pid} (${c.spawnargs.slice(0, 2).join(' ')})`);
-  for (const group of serversLeftRunning()) left.push(`process group ${group}`);
+  for (const group of [...serversLeftRunning(), ...formationsLeftRunning()]) left.push(`process group ${group}`);
   if (ownServers && fs.existsSync(path.join(ownServers.pg.dir, 'postmaster.pid'))) left.push('postgres');
   return left;
 }

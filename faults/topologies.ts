@@ -9,6 +9,7 @@ import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import { Client } from 'pg';
+import { groupAlive, killGroup } from '../test/helpers/processes';
 import { webhookReceiver, webhookWorkload } from './webhooks';
 
 /** What a scenario here needs of run.ts's world and helpers. */
@@ -87,14 +88,6 @@ process.on('exit', () => {
   for (const pid of groups) killGroup(pid);
 });
 
-function killGroup(pid: number): void {
-  try {
-    process.kill(-pid, 'SIGKILL');
-  } catch {
-    // already gone
-  }
-}
-
 function startServer(command: string, args: string[], asUser?: string): ChildProcess {
   const options = { stdio: 'ignore' as const, detached: true };
   const child = asUser ? spawn('runuser', ['-u', asUser, '--', command, ...args], options) : spawn(command, args, options);
@@ -119,15 +112,6 @@ async function killAll(children: ChildProcess[]): Promise<void> {
 async function waitGroupGone(pid: number): Promise<void> {
   for (let i = 0; i < 100 && groupAlive(pid); i++) await new Promise((resolve) => setTimeout(resolve, 50));
   if (!groupAlive(pid)) groups.delete(pid);
-}
-
-function groupAlive(pid: number): boolean {
-  try {
-    process.kill(-pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
 }
 
 /** The process groups of servers the topology scenarios started that are still alive (none, after their teardowns). */
@@ -431,6 +415,6 @@ export function topologyScenarios<W extends WorldLike, A, D>(kit: Kit<W, A, D>):
 
 const SENTINEL_NAME = 'msprimary';
 
-function pick(d: { accepted: number; delivered: number; duplicates: number; lost: number }) {
+export function pick(d: { accepted: number; delivered: number; duplicates: number; lost: number }) {
   return { accepted: d.accepted, delivered: d.delivered, duplicates: d.duplicates, lost: d.lost };
 }

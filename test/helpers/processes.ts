@@ -64,3 +64,22 @@ export async function waitForHttp(proc: Proc, url: string, timeout = 30_000): Pr
     { timeout, interval: 100, what: url },
   );
 }
+
+/** SIGKILL to a process group (a server started detached, with what it started under it). */
+export function killGroup(pid: number): void {
+  try {
+    process.kill(-pid, 'SIGKILL');
+  } catch {
+    // already gone
+  }
+}
+
+/** Whether any process of a group is still alive. */
+export function groupAlive(pid: number): boolean {
+  try {
+    process.kill(-pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}

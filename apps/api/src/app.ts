@@ -58,7 +58,7 @@ export function createApp(db: Db): ApiApp {
   const auth = new KeyAuthenticator(db);
   const failures = new AuthFailures(config().authFailuresPerMinute);
   const state = createApiState(db);
-  // the console's searches and charts read a replica when DATABASE_READ_URL names one
+  // the console's searches and charts, the exports and dry runs read a replica when DATABASE_READ_URL names one
   const reads = createReads(db);
   const app = express();
   app.disable('x-powered-by');
@@ -83,7 +83,7 @@ export function createApp(db: Db): ApiApp {
   app.use(acmeChallengeRouter(db));
   app.use(DASHBOARD_PATH, refuseFraming, refuseCrossSiteWrites, dashboardAccess(failures), dashboardRouter());
   // the JSON parser runs after the token (an import reads its own body: routes/admin/index.ts)
-  app.use('/admin/api', requireAdminOrMember(db, failures), adminRouter(db, json));
+  app.use('/admin/api', requireAdminOrMember(db, failures), adminRouter(db, json, reads));
   app.route('/metrics').all(requireAdmin(failures)).get(metricsHandler(db)).all(methodNotAllowed);
   app.use('/admin', consoleRouter(db, { budget, signInBudget: publicBudget('signIn'), failures }, reads));
   app.use(unsubscribeRouter(db));

@@ -127,6 +127,7 @@ export const OUTAGE_RETRY_AFTER_SECONDS = 5;
 export class DependencyWatch {
   private readonly downSince = new Map<string, number>();
   private readonly backAt = new Map<string, number>();
+  private readonly notes = new Map<string, Record<string, unknown>>();
 
   down(dependency: string, err?: unknown): void {
     if (this.downSince.has(dependency)) return;
@@ -139,7 +140,14 @@ export class DependencyWatch {
     if (since === undefined) return;
     this.downSince.delete(dependency);
     this.backAt.set(dependency, Date.now());
-    logger.info({ dependency, awayMs: Date.now() - since }, `${dependency} is back`);
+    const detail = this.notes.get(dependency);
+    this.notes.delete(dependency);
+    logger.info({ dependency, awayMs: Date.now() - since, ...detail }, `${dependency} is back`);
+  }
+
+  /** What the line of the dependency's return says besides (the primary a failover moved to), kept while it is away. */
+  note(dependency: string, detail: Record<string, unknown>): void {
+    if (this.downSince.has(dependency)) this.notes.set(dependency, detail);
   }
 
   isDown(dependency: string): boolean {

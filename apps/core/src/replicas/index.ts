@@ -3,8 +3,9 @@ import { closeClient, createDb, type Db } from '../db';
 import { replayLagSeconds } from './repository';
 
 /**
- * Read replicas (docs/deploy.md, "A read replica"): with DATABASE_READ_URL the console's message
- * search and charts read a streaming replica, and say how far behind it is; everything else stays on the primary.
+ * Read replicas (docs/deploy.md, "A read replica"): with DATABASE_READ_URL the console's message search and charts,
+ * the exports (a list's subscribers as CSV, the audit log as NDJSON) and the broadcast audience's dry run read a
+ * streaming replica, and say how far behind it is; everything else stays on the primary.
  * Made by the API's createApp and handed to the console (no module state).
  */
 export interface Reads {
@@ -28,4 +29,14 @@ export async function readNote(reads: Reads): Promise<string | null> {
   if (!reads.replica) return null;
   const lag = await reads.lagSeconds().catch(() => null);
   return lag === null ? 'Read from a replica; how far behind it is, is not known.' : `Read from a replica, ${lag < 1 ? 'less than a second' : `${Math.round(lag)} s`} behind the primary.`;
+}
+
+/**
+ * The header of an answer read from a replica (an export, a dry run): `Replica-Lag`, the seconds it is behind the
+ * primary (one decimal), or `unknown`. None from the primary.
+ */
+export async function lagHeader(reads: Reads): Promise<Record<string, string>> {
+  if (!reads.replica) return {};
+  const lag = await reads.lagSeconds().catch(() => null);
+  return { 'Replica-Lag': lag === null ? 'unknown' : String(Math.round(lag * 10) / 10) };
 }

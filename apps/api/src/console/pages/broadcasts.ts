@@ -6,6 +6,7 @@ import { BadRequest } from '../../../../core/src/errors';
 import { changeBroadcast, createBroadcast, getBroadcast, listBroadcasts } from '../../../../core/src/broadcasts/service';
 import { browseLists } from '../../../../core/src/subscribers/browse';
 import { validate } from '../../../../core/src/validate';
+import { readNote } from '../../../../core/src/replicas';
 import { CSRF_FIELD } from '../views';
 import { field, type ConsolePage } from '../page';
 import { broadcastCharts, broadcastLiveSection } from '../stats-section';
@@ -68,11 +69,12 @@ export const broadcastsPage: ConsolePage = {
       const [broadcasts, lists] = await Promise.all([listBroadcasts(ctx.db, { limit: 100 }), browseLists(ctx.db)]);
       ctx.render(req, res, 'broadcasts', 'Broadcasts', { broadcasts, lists });
     });
-    // the dry run (broadcasts/segment.ts): how many of the list the audience takes now
+    // the dry run (broadcasts/segment.ts): how many of the list the audience takes now, from the replica when there is one
     router.post('/broadcasts/audience', async (req, res) => {
       const query = validate(audienceQuery, { list: field(req, 'list'), audience: audienceField(field(req, 'audience')) });
-      const count = await dryRunAudience(ctx.db, query.list, query.audience ?? {});
-      await ctx.redirect(req, res, '/admin/broadcasts', `This audience of list ${query.list} is ${count} ${count === 1 ? 'person' : 'people'} now.`);
+      const count = await dryRunAudience(ctx.reads.db, query.list, query.audience ?? {});
+      const note = await readNote(ctx.reads);
+      await ctx.redirect(req, res, '/admin/broadcasts', `This audience of list ${query.list} is ${count} ${count === 1 ? 'person' : 'people'} now.${note ? ` ${note}` : ''}`);
     });
     router.post('/broadcasts', async (req, res) => {
       const sendAt = field(req, 'send_at');

@@ -1,6 +1,7 @@
 import * as schemas from '../../../../core/src/admin-schemas';
 import { listAccounts } from '../../../../core/src/accounts';
 import { writeSubscribersCsv } from '../../../../core/src/subscribers/csv';
+import { lagHeader } from '../../../../core/src/replicas';
 import { browseLists, browseSubscribers } from '../../../../core/src/subscribers/browse';
 import { changeList, createList, formUrl, getList } from '../../../../core/src/subscribers/lists';
 import { embedSnippet } from '../../../../core/src/subscribers/html';
@@ -99,11 +100,11 @@ ${mailboxSelect('Mailbox (sends the confirmation emails)')}
       const list = await createList(ctx.db, input);
       await ctx.redirect(req, res, `/admin/lists/${list.id}`, `List ${list.id} "${list.name}" created.`);
     });
-    // every subscriber as CSV, streamed a keyset page at a time (subscribers/csv.ts, shared with the admin API)
+    // every subscriber as CSV, streamed a keyset page at a time (subscribers/csv.ts, shared with the admin API), from the replica when there is one
     router.get('/lists/:id/subscribers.csv', async (req, res) => {
-      const list = await getList(ctx.db, validate(schemas.idParam, req.params.id));
-      res.set({ 'Content-Type': 'text/csv; charset=utf-8', 'Content-Disposition': `attachment; filename="list-${list.id}.csv"`, 'Cache-Control': 'no-store' });
-      await writeSubscribersCsv(ctx.db, list.id, res);
+      const list = await getList(ctx.reads.db, validate(schemas.idParam, req.params.id));
+      res.set({ 'Content-Type': 'text/csv; charset=utf-8', 'Content-Disposition': `attachment; filename="list-${list.id}.csv"`, 'Cache-Control': 'no-store', ...(await lagHeader(ctx.reads)) });
+      await writeSubscribersCsv(ctx.reads.db, list.id, res);
       res.end();
     });
     // the pasted lines become an import (apps/core/src/imports), applied by a worker; its page follows the progress

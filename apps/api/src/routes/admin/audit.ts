@@ -2,6 +2,7 @@ import { Router, type Response } from 'express';
 import { listAudit, type AuditFilter } from '../../../../core/src/audit';
 import { auditQuery } from '../../../../core/src/audit/schemas';
 import type { Db } from '../../../../core/src/db';
+import { lagHeader, type Reads } from '../../../../core/src/replicas';
 import { Forbidden } from '../../../../core/src/errors';
 import { validate } from '../../../../core/src/validate';
 import { methodNotAllowed } from '../../middleware/errors';
@@ -14,7 +15,7 @@ function scoped(res: Response, filter: AuditFilter): AuditFilter {
 }
 
 /** /admin/api/audit (docs/teams.md): the audit log in keyset pages, and all of it (as filtered) as NDJSON. */
-export function auditRouter(db: Db): Router {
+export function auditRouter(db: Db, reads: Reads): Router {
   const router = Router();
   router
     .route('/audit')
@@ -29,10 +30,11 @@ export function auditRouter(db: Db): Router {
     .route('/audit.ndjson')
     .get(async (req, res) => {
       const filter = scoped(res, validate(auditQuery, req.query));
-      res.type('application/x-ndjson');
+      // an export: from the replica when there is one (its lag in the header)
+      res.type('application/x-ndjson').set(await lagHeader(reads));
       let after: number | null = filter.after ?? 0;
       while (after !== null) {
-        const page = await listAudit(db, { ...filter, before: undefined, after, limit: 500 });
+        const page = await listAudit(reads.db, { ...filter, before: undefined, after, limit: 500 });
         for (const entry of page.entries) res.write(`${JSON.stringify(entry)}\n`);
         after = page.next;
       }

@@ -4,12 +4,13 @@ import { dryRunAudience } from '../../../../core/src/broadcasts/segment';
 import { changeBroadcast, createBroadcast, getBroadcast, listBroadcasts } from '../../../../core/src/broadcasts/service';
 import { idParam } from '../../../../core/src/admin-schemas';
 import type { Db } from '../../../../core/src/db';
+import { lagHeader, type Reads } from '../../../../core/src/replicas';
 import { validate } from '../../../../core/src/validate';
 import { methodNotAllowed } from '../../middleware/errors';
 import { broadcastLinks } from '../../../../core/src/analytics/tracking';
 
-/** /admin/api/broadcasts (docs/broadcasts.md). */
-export function broadcastsRouter(db: Db): Router {
+/** /admin/api/broadcasts (docs/broadcasts.md); the audience's dry run reads the replica when there is one. */
+export function broadcastsRouter(db: Db, reads: Reads): Router {
   const router = Router();
 
   router
@@ -27,7 +28,8 @@ export function broadcastsRouter(db: Db): Router {
     .route('/broadcasts/audience')
     .post(async (req, res) => {
       const query = validate(audienceQuery, req.body);
-      res.json({ ok: true, count: await dryRunAudience(db, query.list, query.audience ?? {}, query.topics) });
+      const count = await dryRunAudience(reads.db, query.list, query.audience ?? {}, query.topics);
+      res.set(await lagHeader(reads)).json({ ok: true, count });
     })
     .all(methodNotAllowed);
 

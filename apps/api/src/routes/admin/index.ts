@@ -1,5 +1,6 @@
 import { Router, type RequestHandler } from 'express';
 import type { Db } from '../../../../core/src/db';
+import { createReads, type Reads } from '../../../../core/src/replicas';
 import { permitted } from '../../middleware/admin';
 import { requireJsonBody } from '../../middleware/request';
 import { accountsRouter } from './accounts';
@@ -32,7 +33,7 @@ import { webhooksRouter } from './webhooks';
  * does not take answers 405 with `Allow` naming exactly the ones it does. Every route here is in the admin API's
  * OpenAPI document (openapi/admin-document.ts); test/operator/allow.test.ts fails on a route missing from it.
  */
-export function adminRouter(db: Db, json: RequestHandler): Router {
+export function adminRouter(db: Db, json: RequestHandler, reads: Reads = createReads(db, null)): Router {
   const router = Router();
   // an import reads its own body (CSV or NDJSON, streamed to Postgres), before the JSON parser
   // a person's permission from the one table (teams/permissions.ts): before the import's body, and again once the JSON
@@ -46,15 +47,15 @@ export function adminRouter(db: Db, json: RequestHandler): Router {
   router.use(keysRouter(db));
   router.use(secondFactorRouter(db));
   router.use(usersRouter(db));
-  router.use(auditRouter(db));
-  router.use(listsRouter(db));
+  router.use(auditRouter(db, reads));
+  router.use(listsRouter(db, reads));
   router.use(consentRouter(db));
   router.use(campaignsRouter(db));
   router.use(messagesRouter(db));
   router.use(suppressionsRouter(db));
   router.use(stopListRouter(db));
   router.use(webhooksRouter(db));
-  router.use(broadcastsRouter(db));
+  router.use(broadcastsRouter(db, reads));
   router.use(inboundRouter(db));
   router.use(mxRouter(db));
   router.use(statsRouter(db));

@@ -1,6 +1,7 @@
 import { Router } from 'express';
 import * as schemas from '../../../../core/src/admin-schemas';
 import type { Db } from '../../../../core/src/db';
+import { lagHeader, type Reads } from '../../../../core/src/replicas';
 import { browseSubscribers } from '../../../../core/src/subscribers/browse';
 import { writeSubscribersCsv } from '../../../../core/src/subscribers/csv';
 import { changeList, createList, getList, listLists } from '../../../../core/src/subscribers/lists';
@@ -11,9 +12,9 @@ type SubscribersQuery = { status?: 'pending' | 'active' | 'unsubscribed' | 'boun
 
 /**
  * /admin/api/lists (docs/api.md, docs/lists.md): create, list an account's, read and change one, its subscribers
- * (filtered, keyset pages) and their CSV export. An import is imports.ts's.
+ * (filtered, keyset pages) and their CSV export (read from the replica when there is one). An import is imports.ts's.
  */
-export function listsRouter(db: Db): Router {
+export function listsRouter(db: Db, reads: Reads): Router {
   const router = Router();
   router
     .route('/lists')
@@ -49,10 +50,10 @@ export function listsRouter(db: Db): Router {
   router
     .route('/lists/:id/subscribers.csv')
     .get(async (req, res) => {
-      const list = await getList(db, validate(schemas.idParam, req.params.id));
+      const list = await getList(reads.db, validate(schemas.idParam, req.params.id));
       const { status } = validate<SubscribersQuery>(schemas.subscribersQuery, req.query);
-      res.set({ 'Content-Type': 'text/csv; charset=utf-8', 'Content-Disposition': `attachment; filename="list-${list.id}.csv"`, 'Cache-Control': 'no-store' });
-      await writeSubscribersCsv(db, list.id, res, { status });
+      res.set({ 'Content-Type': 'text/csv; charset=utf-8', 'Content-Disposition': `attachment; filename="list-${list.id}.csv"`, 'Cache-Control': 'no-store', ...(await lagHeader(reads)) });
+      await writeSubscribersCsv(reads.db, list.id, res, { status });
       res.end();
     })
     .all(methodNotAllowed);
