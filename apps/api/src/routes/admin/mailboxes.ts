@@ -1,10 +1,10 @@
 import { Router } from 'express';
 import * as schemas from '../../../../core/src/admin-schemas';
-import type { Db } from '../../../../core/src/db';
-import { createMailboxAudited, listMailboxes, updateMailbox } from '../../../../core/src/mailboxes';
+import type { Db, Tx } from '../../../../core/src/db';
+import { createMailboxAudited, findMailbox, listMailboxes, mailboxView, updateMailbox } from '../../../../core/src/mailboxes';
 import { testMailbox } from '../../../../core/src/mailboxes/connection';
 import { validate } from '../../../../core/src/validate';
-import { auditContext } from '../../middleware/audit';
+import { audit, auditContext } from '../../middleware/audit';
 import { methodNotAllowed } from '../../middleware/errors';
 
 /** /admin/api/mailboxes (docs/api.md): create, list, change one, test its connection. */
@@ -24,7 +24,9 @@ export function mailboxesRouter(db: Db): Router {
     .route('/mailboxes/:id')
     .patch(async (req, res) => {
       const id = validate(schemas.idParam, req.params.id);
-      res.json({ ok: true, mailbox: await updateMailbox(db, id, validate(schemas.mailboxChange, req.body)) });
+      const input = validate(schemas.mailboxChange, req.body);
+      const before = async (tx: Tx) => mailboxView(await findMailbox(tx, id));
+      res.json({ ok: true, mailbox: await audit(req, res)(db, { action: 'update', resource: 'mailbox', id, before, after: (m) => m }, (db) => updateMailbox(db, id, input)) });
     })
     .all(methodNotAllowed);
 

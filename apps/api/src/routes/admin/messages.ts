@@ -6,6 +6,7 @@ import { messageStory } from '../../../../core/src/operator/story';
 import { cancelMessage, messageIdParam, retryMessage } from '../../../../core/src/sending/message-actions';
 import { listMessages } from '../../../../core/src/sending/messages';
 import { validate } from '../../../../core/src/validate';
+import { auditAfter, ownerIn } from '../../middleware/audit';
 import { methodNotAllowed } from '../../middleware/errors';
 
 /**
@@ -36,13 +37,16 @@ export function messagesRouter(db: Db): Router {
   router
     .route('/messages/:id/retry')
     .post(async (req, res) => {
-      res.json({ ok: true, message: await retryMessage(db, validate(messageIdParam, req.params.id)) });
+      const id = validate<string>(messageIdParam, req.params.id);
+      // its job is promoted or added once the row is committed: the entry follows (core/audit auditedAfter)
+      res.json({ ok: true, message: await auditAfter(req, res)(db, { action: 'retry', resource: 'message', id, after: (m) => m, accountIn: ownerIn('message', id) }, (db) => retryMessage(db, id)) });
     })
     .all(methodNotAllowed);
   router
     .route('/messages/:id/cancel')
     .post(async (req, res) => {
-      res.json({ ok: true, message: await cancelMessage(db, validate(messageIdParam, req.params.id)) });
+      const id = validate<string>(messageIdParam, req.params.id);
+      res.json({ ok: true, message: await auditAfter(req, res)(db, { action: 'cancel', resource: 'message', id, after: (m) => m, accountIn: ownerIn('message', id) }, (db) => cancelMessage(db, id)) });
     })
     .all(methodNotAllowed);
   return router;
