@@ -4,7 +4,7 @@ import type { Db } from '../../../../core/src/db';
 import { actOnMxMessage } from '../../../../core/src/mx/browse';
 import { addRoute, changeRoute, getRoute, listRoutes, mxMessageIdParam, removeRoute, routeInput, routePatch, routesQuery } from '../../../../core/src/mx/routes';
 import { validate } from '../../../../core/src/validate';
-import { audit, auditAfter } from '../../middleware/audit';
+import { audit } from '../../middleware/audit';
 import { methodNotAllowed } from '../../middleware/errors';
 
 /** Inbound routes of the MX and what is done with held messages (docs/mx.md), under /admin/api. */
@@ -44,8 +44,7 @@ export function mxRouter(db: Db): Router {
       .route(`/inbound/:id/${action}`)
       .post(async (req, res) => {
         const id = validate<string>(mxMessageIdParam, req.params.id);
-        // a released or replayed message is queued once committed: the entry follows (core/audit auditedAfter)
-        await auditAfter(req, res)(db, { action, resource: 'mx-message', id }, (db) => actOnMxMessage(db, id, action));
+        await audit(req, res)(db, { action, resource: 'mx-message', id, accountIn: async (tx) => (await tx.mxMessage.findUnique({ where: { id }, select: { accountId: true } }))?.accountId }, (db) => actOnMxMessage(db, id, action));
         res.json({ ok: true });
       })
       .all(methodNotAllowed);
