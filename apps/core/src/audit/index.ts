@@ -1,5 +1,6 @@
 import type { Prisma } from '../../../../generated/prisma/client';
 import type { Db, Tx } from '../db';
+import { accountWhere, type AccountScope } from '../account-scope';
 import { iso } from '../validate';
 
 /**
@@ -133,7 +134,7 @@ export interface AuditView {
 }
 
 export interface AuditFilter {
-  account?: number;
+  account?: AccountScope;
   actor?: string;
   action?: string;
   resource?: string;
@@ -154,7 +155,7 @@ export async function listAudit(db: Tx, filter: AuditFilter): Promise<{ entries:
   const newestFirst = filter.before !== undefined || filter.after === undefined;
   const rows = await db.auditEntry.findMany({
     where: {
-      ...(filter.account !== undefined ? { accountId: filter.account } : {}),
+      ...accountWhere(filter.account),
       ...(filter.actor ? { actorLabel: filter.actor.toLowerCase() === 'admin token' ? 'admin token' : filter.actor.toLowerCase() } : {}),
       ...(filter.action ? { action: filter.action } : {}),
       ...(filter.resource ? { resource: filter.resource } : {}),

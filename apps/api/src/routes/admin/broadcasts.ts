@@ -6,6 +6,7 @@ import { idParam } from '../../../../core/src/admin-schemas';
 import type { Db, Tx } from '../../../../core/src/db';
 import { validate } from '../../../../core/src/validate';
 import { audit, auditAfter, ownerIn } from '../../middleware/audit';
+import { scopeOf } from '../../middleware/admin';
 import { methodNotAllowed } from '../../middleware/errors';
 import { broadcastLinks } from '../../../../core/src/analytics/tracking';
 
@@ -21,7 +22,7 @@ export function broadcastsRouter(db: Db): Router {
       res.status(201).json({ ok: true, broadcast });
     })
     .get(async (req, res) => {
-      res.json({ ok: true, broadcasts: await listBroadcasts(db, validate(broadcastsQuery, req.query)) });
+      res.json({ ok: true, broadcasts: await listBroadcasts(db, { ...validate<{ list?: string; limit: number }>(broadcastsQuery, req.query), account: scopeOf(res) }) });
     })
     .all(methodNotAllowed);
 

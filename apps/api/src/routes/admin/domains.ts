@@ -6,6 +6,7 @@ import { addDomain, getDomain, listDomains, removeDomain, rotateDomain, verifyDo
 import { domainInput, domainsQuery } from '../../../../core/src/domains/schemas';
 import { domainInboundInput, setDomainInbound } from '../../../../core/src/mx/routes';
 import { audit } from '../../middleware/audit';
+import { scopeOf } from '../../middleware/admin';
 import { methodNotAllowed } from '../../middleware/errors';
 
 /** Sending domains of docs/domains.md (under /admin/api). Private keys never appear in an answer. */
@@ -21,7 +22,7 @@ export function domainsRouter(db: Db): Router {
       res.status(201).json({ ok: true, domain: await audit(req, res)(db, { action: 'create', resource: 'domain', after: (d) => d, account: input.account }, (db) => addDomain(db, input)) });
     })
     .get(async (req, res) => {
-      res.json({ ok: true, domains: await listDomains(db, scope(req.query)) });
+      res.json({ ok: true, domains: await listDomains(db, scopeOf(res, scope(req.query))) });
     })
     .all(methodNotAllowed);
 

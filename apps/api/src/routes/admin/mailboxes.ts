@@ -5,6 +5,7 @@ import { createMailboxAudited, findMailbox, listMailboxes, mailboxView, updateMa
 import { testMailbox } from '../../../../core/src/mailboxes/connection';
 import { validate } from '../../../../core/src/validate';
 import { audit, auditContext } from '../../middleware/audit';
+import { scopeOf } from '../../middleware/admin';
 import { methodNotAllowed } from '../../middleware/errors';
 
 /** /admin/api/mailboxes (docs/api.md): create, list, change one, test its connection. */
@@ -15,8 +16,8 @@ export function mailboxesRouter(db: Db): Router {
     .post(async (req, res) => {
       res.status(201).json({ ok: true, mailbox: await createMailboxAudited(db, validate(schemas.mailboxInput, req.body), auditContext(req, res, 'admin-api')) });
     })
-    .get(async (_req, res) => {
-      res.json({ ok: true, mailboxes: await listMailboxes(db) });
+    .get(async (req, res) => {
+      res.json({ ok: true, mailboxes: await listMailboxes(db, scopeOf(res, validate(schemas.listingQuery, req.query).account)) });
     })
     .all(methodNotAllowed);
 

@@ -7,6 +7,7 @@ import { cancelMessage, messageIdParam, retryMessage } from '../../../../core/sr
 import { listMessages } from '../../../../core/src/sending/messages';
 import { validate } from '../../../../core/src/validate';
 import { auditAfter, ownerIn } from '../../middleware/audit';
+import { scopeOf } from '../../middleware/admin';
 import { methodNotAllowed } from '../../middleware/errors';
 
 /**
@@ -18,7 +19,8 @@ export function messagesRouter(db: Db): Router {
   router
     .route('/messages')
     .get(async (req, res) => {
-      res.json({ ok: true, messages: await listMessages(db, validate(schemas.messagesQuery, req.query)) });
+      const query = validate<{ to?: string; limit: number; account?: number }>(schemas.messagesQuery, req.query);
+      res.json({ ok: true, messages: await listMessages(db, { ...query, account: scopeOf(res, query.account) }) });
     })
     .all(methodNotAllowed);
   router

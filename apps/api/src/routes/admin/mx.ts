@@ -5,6 +5,7 @@ import { actOnMxMessage } from '../../../../core/src/mx/browse';
 import { addRoute, changeRoute, getRoute, listRoutes, mxMessageIdParam, removeRoute, routeInput, routePatch, routesQuery } from '../../../../core/src/mx/routes';
 import { validate } from '../../../../core/src/validate';
 import { audit } from '../../middleware/audit';
+import { scopeOf } from '../../middleware/admin';
 import { methodNotAllowed } from '../../middleware/errors';
 
 /** Inbound routes of the MX and what is done with held messages (docs/mx.md), under /admin/api. */
@@ -19,7 +20,7 @@ export function mxRouter(db: Db): Router {
       res.status(201).json({ ok: true, route: await audit(req, res)(db, { action: 'create', resource: 'route', after: (r) => r, account: input.account }, (db) => addRoute(db, input)) });
     })
     .get(async (req, res) => {
-      res.json({ ok: true, routes: await listRoutes(db, scope(req.query)) });
+      res.json({ ok: true, routes: await listRoutes(db, scopeOf(res, scope(req.query))) });
     })
     .all(methodNotAllowed);
 

@@ -5,6 +5,7 @@ import { validate } from '../../../../core/src/validate';
 import { addTrackingDomain, getTrackingDomain, listTrackingDomains, removeTrackingDomain, verifyTrackingDomain } from '../../../../core/src/tracking-domains';
 import { trackingDomainInput, trackingDomainsQuery } from '../../../../core/src/tracking-domains/schemas';
 import { audit, auditAfter } from '../../middleware/audit';
+import { scopeOf } from '../../middleware/admin';
 import { methodNotAllowed } from '../../middleware/errors';
 
 /** Tracking domains of docs/tracking-domains.md (under /admin/api). Private keys never appear in an answer. */
@@ -19,7 +20,7 @@ export function trackingDomainsRouter(db: Db): Router {
       res.status(201).json({ ok: true, tracking_domain: await audit(req, res)(db, { action: 'create', resource: 'tracking-domain', after: (d) => d, account: input.account }, (db) => addTrackingDomain(db, input)) });
     })
     .get(async (req, res) => {
-      res.json({ ok: true, tracking_domains: await listTrackingDomains(db, scope(req.query)) });
+      res.json({ ok: true, tracking_domains: await listTrackingDomains(db, scopeOf(res, scope(req.query))) });
     })
     .all(methodNotAllowed);
 

@@ -5,6 +5,7 @@ import { validate } from '../../../../core/src/validate';
 import * as schemas from '../../../../core/src/webhooks/schemas';
 import { changeWebhook, createWebhook, deleteWebhook, getWebhook, listDeliveries, listWebhooks, rotateSecret } from '../../../../core/src/webhooks/service';
 import { audit } from '../../middleware/audit';
+import { scopeOf } from '../../middleware/admin';
 import { methodNotAllowed } from '../../middleware/errors';
 
 /** The webhook endpoints of docs/webhooks.md (under /admin/api). The secret is in the create and rotate answers only. */
@@ -21,7 +22,7 @@ export function webhooksRouter(db: Db): Router {
     })
     .get(async (req, res) => {
       const { account } = validate(schemas.webhooksQuery, req.query);
-      res.json({ ok: true, webhooks: await listWebhooks(db, account) });
+      res.json({ ok: true, webhooks: await listWebhooks(db, scopeOf(res, account)) });
     })
     .all(methodNotAllowed);
 
