@@ -5,7 +5,7 @@ import { validate } from '../../../../core/src/validate';
 import { addDomain, getDomain, listDomains, removeDomain, rotateDomain, verifyDomain } from '../../../../core/src/domains';
 import { domainInput, domainsQuery } from '../../../../core/src/domains/schemas';
 import { domainInboundInput, setDomainInbound } from '../../../../core/src/mx/routes';
-import { audit } from '../../middleware/audit';
+import { audit, auditAfter } from '../../middleware/audit';
 import { scopeOf } from '../../middleware/admin';
 import { methodNotAllowed } from '../../middleware/errors';
 
@@ -47,7 +47,8 @@ export function domainsRouter(db: Db): Router {
     .route('/domains/:id/verify')
     .post(async (req, res) => {
       const [id, account] = [validate(idParam, req.params.id), scope(req.query)];
-      res.json({ ok: true, domain: await audit(req, res)(db, domainChange('verify', id, account), (db) => verifyDomain(db, id, { account })) });
+      // DNS answers are awaited outside any transaction; the check writes its result in its own: the entry follows it
+      res.json({ ok: true, domain: await auditAfter(req, res)(db, domainChange('verify', id, account), (db) => verifyDomain(db, id, { account })) });
     })
     .all(methodNotAllowed);
 
