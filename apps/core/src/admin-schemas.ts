@@ -201,6 +201,9 @@ export const idParam = id().required().label('id');
 /** The reads of one account's rows: `?account=<id>`. */
 export const accountQuery = Joi.object({ account: id().required() });
 
+/** A listing's `?account=`: without it, every account the caller may read (docs/teams.md). */
+export const listingQuery = Joi.object({ account: id() });
+
 /** `?status=active`: the status of an import's lines that name none (otherwise the list decides: active, or pending with double opt-in). */
 export const importQuery = Joi.object({ status: Joi.string().valid(...IMPORT_STATUSES), verify: verifyMode() });
 

@@ -3,7 +3,8 @@ import { config } from '../../../core/src/config';
 import { safeEqual } from '../../../core/src/crypto';
 import type { Db } from '../../../core/src/db';
 import { Forbidden, Unauthorized } from '../../../core/src/errors';
-import { can, loadUserSession, permissionFor, USER_SESSION, type Changer } from '../../../core/src/teams';
+import type { AccountScope } from '../../../core/src/account-scope';
+import { can, loadUserSession, permissionFor, USER_SESSION, type Changer, type Permission } from '../../../core/src/teams';
 import { clientOf } from './client';
 import type { AuthFailures } from './failures';
 
@@ -107,3 +108,14 @@ export const permitted: RequestHandler = (req, res, next) => {
 
 /** Who changes something through the admin API: the signed-in person, or the admin token. */
 export const changerOf = (res: Response): Changer => res.locals.actor ?? 'admin-token';
+
+/**
+ * The accounts a listing covers (docs/teams.md): the one the request names (`permitted` checked the person may read
+ * it), else a person's own accounts where they hold `permission`; the admin token and an operator: every account.
+ */
+export function scopeOf(res: Response, account?: number, permission: Permission = 'read'): AccountScope {
+  if (account !== undefined) return account;
+  const actor = res.locals.actor;
+  if (!actor || actor === 'admin-token' || actor.operator) return undefined;
+  return [...actor.roles.keys()].filter((id) => can(actor, permission, id));
+}

@@ -1,5 +1,6 @@
 import type { Request, Response } from 'express';
-import type { AuditContext } from '../../../core/src/audit';
+import { auditedAfter, auditedChange, type AuditContext, type Change } from '../../../core/src/audit';
+import type { Db, Tx } from '../../../core/src/db';
 
 /**
  * Who makes a change, for its audit entry (docs/teams.md): the admin API's actor (a person or the admin token) or the
@@ -14,3 +15,26 @@ export function auditContext(req: Request, res: Response, via: 'admin-api' | 'co
     requestId: res.locals.requestId ? String(res.locals.requestId) : null,
   };
 }
+
+/**
+ * The one way a route or a console form makes a change: `work` (a domain function over the db it is given) runs in a
+ * transaction with the change's audit entry, so both are committed or neither.
+ */
+export function audit(req: Request, res: Response, via: 'admin-api' | 'console' = 'admin-api') {
+  const context = auditContext(req, res, via);
+  return <T>(db: Db, change: Change<NoInfer<T>>, work: (db: Db) => Promise<T>): Promise<T> => auditedChange(db, context, change, work);
+}
+
+/** `audit` for the few changes that reach Redis after their commit (core/audit `auditedAfter`). */
+export function auditAfter(req: Request, res: Response, via: 'admin-api' | 'console' = 'admin-api') {
+  const context = auditContext(req, res, via);
+  return <T>(db: Db, change: Change<NoInfer<T>>, work: (db: Db) => Promise<T>): Promise<T> => auditedAfter(db, context, change, work);
+}
+
+type Owned = 'list' | 'campaign' | 'broadcast' | 'message' | 'suppression' | 'stopEntry';
+
+/** The account of a row whose view does not name it, read in the change's transaction. */
+export const ownerIn =
+  (model: Owned, id: number | string) =>
+  async (tx: Tx): Promise<number | undefined> =>
+    (await (tx[model] as unknown as { findUnique(args: object): Promise<{ accountId: number | null } | null> }).findUnique({ where: { id }, select: { accountId: true } }))?.accountId ?? undefined;

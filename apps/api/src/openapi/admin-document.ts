@@ -48,12 +48,12 @@ export const ADMIN_OPERATIONS: AdminOperation[] = [
   { method: 'get', path: '/accounts', summary: 'Every account', answer: ok('accounts') },
 
   { method: 'post', path: '/mailboxes', summary: 'Create a mailbox', body: schemas.mailboxInput, answer: created('mailbox') },
-  { method: 'get', path: '/mailboxes', summary: 'Every mailbox (never a password)', answer: ok('mailboxes') },
+  { method: 'get', path: '/mailboxes', summary: 'Every mailbox (never a password)', query: schemas.listingQuery, answer: ok('mailboxes') },
   { method: 'patch', path: '/mailboxes/{id}', summary: 'Change a mailbox', body: schemas.mailboxChange, answer: ok('mailbox') },
   { method: 'post', path: '/mailboxes/{id}/test', summary: 'Try its SMTP (and IMAP) login; nothing is sent', answer: ok('smtp') },
 
   { method: 'post', path: '/keys', summary: 'Create an API key (the token is in this answer only)', body: schemas.keyInput, answer: created('key') },
-  { method: 'get', path: '/keys', summary: 'Every API key (a hint of the token, never the token)', answer: ok('keys') },
+  { method: 'get', path: '/keys', summary: 'Every API key (a hint of the token, never the token)', query: schemas.listingQuery, answer: ok('keys') },
   { method: 'delete', path: '/keys/{id}', summary: 'Revoke a key on every API process', answer: ok('key') },
 
   { method: 'post', path: '/users', summary: 'Invite a user with a role (answers the user and invite_url, also emailed)', body: userInput, answer: created('user') },

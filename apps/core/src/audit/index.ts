@@ -1,5 +1,6 @@
 import type { Prisma } from '../../../../generated/prisma/client';
 import type { Db, Tx } from '../db';
+import { accountWhere, type AccountScope } from '../account-scope';
 import { iso } from '../validate';
 
 /**
@@ -31,11 +32,13 @@ export interface Change<T> {
   after?: (result: T) => unknown;
   /** the account the change belongs to, when the `after` view does not say (as `account`) */
   account?: number | ((result: T) => number | undefined);
+  /** the account, read in the transaction (a change by id whose views do not name it) */
+  accountIn?: (tx: Tx) => Promise<number | null | undefined>;
   id?: string | number;
 }
 
 /** Names of fields whose values never reach the log. */
-const SECRET = /pass(word)?|secret|token|private|credential|^smtp$|^imap$|refresh|access|invite_url|hash/i;
+const SECRET = /pass(word)?|secret|token|private|credential|^smtp$|^imap$|refresh|access|invite_url|hash|Enc$/i;
 
 /** A copy of `value` with every secret field's value shown as "[redacted]", and URL passwords too. */
 export function redact(value: unknown): unknown {
@@ -57,11 +60,12 @@ const json = (value: unknown) => (value === undefined ? undefined : (redact(valu
 export async function audited<T>(db: Db, context: AuditContext, change: Change<NoInfer<T>>, work: (tx: Tx) => Promise<T>): Promise<T> {
   return db.$transaction(async (tx) => {
     const before = change.before ? await change.before(tx) : undefined;
+    const owner = change.accountIn ? await change.accountIn(tx) : undefined;
     const result = await work(tx);
     const after = change.after ? change.after(result) : undefined;
     const fromAfter = (after ?? before ?? {}) as { id?: unknown; account?: unknown };
     const id = change.id ?? fromAfter.id;
-    const account = (typeof change.account === 'function' ? change.account(result) : change.account) ?? (typeof fromAfter.account === 'number' ? fromAfter.account : undefined);
+    const account = (typeof change.account === 'function' ? change.account(result) : change.account) ?? owner ?? (typeof fromAfter.account === 'number' ? fromAfter.account : undefined);
     await tx.auditEntry.create({
       data: {
         actorKind: context.actor.kind,
@@ -79,7 +83,39 @@ export async function audited<T>(db: Db, context: AuditContext, change: Change<N
       },
     });
     return result;
-  });
+    // a change that reaches a DNS or SMTP server on its way (a domain's check) may take longer than Prisma's 5 s
+  }, { maxWait: 10_000, timeout: 60_000 });
+}
+
+/**
+ * The transaction's client as a `Db` for domain functions written over one: their own `$transaction` runs its work
+ * inline, in this transaction (and `poolTransaction`/`rawQuery`, finding no pool of theirs, go through it too).
+ */
+export function inTransaction(tx: Tx): Db {
+  const inline: Db = new Proxy(tx, {
+    get(target, prop) {
+      if (prop === '$transaction') return (work: unknown) => (typeof work === 'function' ? (work as (db: Db) => Promise<unknown>)(inline) : Promise.all(work as Promise<unknown>[]));
+      const value: unknown = Reflect.get(target, prop);
+      return typeof value === 'function' ? (value as (...args: unknown[]) => unknown).bind(target) : value;
+    },
+  }) as unknown as Db;
+  return inline;
+}
+
+/** `audited` for a domain function that takes a `Db` (and may open its own transaction): it runs in the entry's. */
+export function auditedChange<T>(db: Db, context: AuditContext, change: Change<NoInfer<T>>, work: (db: Db) => Promise<T>): Promise<T> {
+  return audited(db, context, change, (tx) => work(inTransaction(tx)));
+}
+
+/**
+ * For a change whose domain function reaches Redis once its rows are committed (a retry promotes its job): wrapping it
+ * in a transaction would let a worker see the job before the row, so its entry is written at once after it instead.
+ */
+export async function auditedAfter<T>(db: Db, context: AuditContext, change: Change<NoInfer<T>>, work: (db: Db) => Promise<T>): Promise<T> {
+  const before: unknown = change.before ? await change.before(db) : undefined;
+  const result = await work(db);
+  await audited(db, context, { ...change, before: change.before && (() => Promise.resolve(before)) }, () => Promise.resolve(result));
+  return result;
 }
 
 export interface AuditView {
@@ -98,7 +134,7 @@ export interface AuditView {
 }
 
 export interface AuditFilter {
-  account?: number;
+  account?: AccountScope;
   actor?: string;
   action?: string;
   resource?: string;
@@ -119,7 +155,7 @@ export async function listAudit(db: Tx, filter: AuditFilter): Promise<{ entries:
   const newestFirst = filter.before !== undefined || filter.after === undefined;
   const rows = await db.auditEntry.findMany({
     where: {
-      ...(filter.account !== undefined ? { accountId: filter.account } : {}),
+      ...accountWhere(filter.account),
       ...(filter.actor ? { actorLabel: filter.actor.toLowerCase() === 'admin token' ? 'admin token' : filter.actor.toLowerCase() } : {}),
       ...(filter.action ? { action: filter.action } : {}),
       ...(filter.resource ? { resource: filter.resource } : {}),

@@ -7,6 +7,7 @@ import { logger } from '../logger';
 import { redis, rkey } from '../redis';
 import { requireAccount } from '../accounts';
 import { requireMailbox } from '../mailboxes';
+import { accountWhere, type AccountScope } from '../account-scope';
 
 export const KEY_PREFIX = 'msk_';
 /** A test key's prefix (docs/sandbox.md): its sends go to the sandbox, never out. */
@@ -116,8 +117,8 @@ export async function createKey(db: Tx, input: NewKey): Promise<{ key: KeyView; 
   return { key: keyView(key), token };
 }
 
-export async function listKeys(db: Tx, account?: number): Promise<KeyView[]> {
-  const keys = await db.apiKey.findMany({ where: account ? { accountId: account } : {}, orderBy: { id: 'asc' } });
+export async function listKeys(db: Tx, account?: AccountScope): Promise<KeyView[]> {
+  const keys = await db.apiKey.findMany({ where: accountWhere(account), orderBy: { id: 'asc' } });
   return keys.map(keyView);
 }
 

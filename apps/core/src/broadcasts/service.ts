@@ -11,6 +11,7 @@ import { copyCounts, deleteUnclaimedCopies, lockBroadcast } from './repository';
 import type { AudienceInput, BroadcastChanges, BroadcastInput } from './schema';
 import { checkAudience, storedSegment } from './segment';
 import { abColumns, broadcastTest } from './ab';
+import { accountWhere, type AccountScope } from '../account-scope';
 
 export interface Progress {
   sent: number;
@@ -115,8 +116,8 @@ export async function createBroadcast(db: Tx, input: BroadcastInput): Promise<Br
 }
 
 /** Newest first; `list` narrows to one list. */
-export async function listBroadcasts(db: Tx, query: { list?: string; limit: number }): Promise<BroadcastView[]> {
-  const where = query.list ? { list: { key: query.list } } : {};
+export async function listBroadcasts(db: Tx, query: { list?: string; limit: number; account?: AccountScope }): Promise<BroadcastView[]> {
+  const where = { ...(query.list ? { list: { key: query.list } } : {}), ...accountWhere(query.account) };
   const rows = await db.broadcast.findMany({ where, orderBy: { id: 'desc' }, take: query.limit, include: { list: { select: { key: true } } } });
   return Promise.all(rows.map(async (b) => broadcastView(b, await progressOf(db, b))));
 }

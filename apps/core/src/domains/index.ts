@@ -10,6 +10,7 @@ import { displayName, domainName, domainOfAddress } from './names';
 import { expectedRecords, type DomainRecord, type RecordContext } from './records';
 import { lockDomain } from './repository';
 import { DnsUnavailable, dnsLookup, type DnsLookup } from './resolver';
+import { accountWhere, type AccountScope } from '../account-scope';
 
 export { domainName, displayName, domainOfAddress } from './names';
 
@@ -121,8 +122,8 @@ export async function addDomain(db: Db, input: { account: number; name: string }
   return domainView(updated);
 }
 
-export async function listDomains(db: Tx, account?: number): Promise<DomainView[]> {
-  const rows = await db.domain.findMany({ where: account !== undefined ? { accountId: account } : {}, include: { keys: true }, orderBy: { id: 'asc' } });
+export async function listDomains(db: Tx, account?: AccountScope): Promise<DomainView[]> {
+  const rows = await db.domain.findMany({ where: accountWhere(account), include: { keys: true }, orderBy: { id: 'asc' } });
   return rows.map(domainView);
 }
 

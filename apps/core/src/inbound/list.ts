@@ -1,4 +1,5 @@
 import type { Db } from '../db';
+import { accountWhere, type AccountScope } from '../account-scope';
 
 export interface InboundView {
   id: number;
@@ -16,9 +17,9 @@ export interface InboundView {
 }
 
 /** The handled emails, newest first, of one mailbox or all; `unmatched`: only the reports that proved nothing, or only the others. */
-export async function listInbound(db: Db, query: { mailbox?: number; unmatched?: boolean; limit: number }): Promise<InboundView[]> {
+export async function listInbound(db: Db, query: { mailbox?: number; unmatched?: boolean; limit: number; account?: AccountScope }): Promise<InboundView[]> {
   const rows = await db.inboundMessage.findMany({
-    where: { ...(query.mailbox ? { mailboxId: query.mailbox } : {}), ...(query.unmatched !== undefined ? { unmatched: query.unmatched ? { not: null } : null } : {}) },
+    where: { ...(query.mailbox ? { mailboxId: query.mailbox } : {}), ...(query.account !== undefined ? { mailbox: accountWhere(query.account) } : {}), ...(query.unmatched !== undefined ? { unmatched: query.unmatched ? { not: null } : null } : {}) },
     orderBy: { id: 'desc' },
     take: query.limit,
   });

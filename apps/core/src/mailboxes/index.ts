@@ -11,6 +11,7 @@ import { replanHeldSteps } from '../outreach/replan';
 import { configuredClient, preset, type OAuthProvider } from '../oauth/providers';
 import { releaseWaiting } from '../oauth/state';
 import { forgetAccessToken } from '../oauth/tokens';
+import { accountWhere, type AccountScope } from '../account-scope';
 
 export interface SmtpSettings {
   host: string;
@@ -374,8 +375,8 @@ async function reconnected(db: Db, id: number): Promise<void> {
   await releaseWaiting(db, id);
 }
 
-export async function listMailboxes(db: Tx, account?: number): Promise<MailboxView[]> {
-  const rows = await db.mailbox.findMany({ where: account ? { accountId: account } : {}, orderBy: { id: 'asc' } });
+export async function listMailboxes(db: Tx, account?: AccountScope): Promise<MailboxView[]> {
+  const rows = await db.mailbox.findMany({ where: accountWhere(account), orderBy: { id: 'asc' } });
   return rows.map(mailboxView);
 }
 

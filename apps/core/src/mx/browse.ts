@@ -3,6 +3,7 @@ import type { Db } from '../db';
 import { NotFound } from '../errors';
 import { mxMessagesWhere } from './repository';
 import { dropHeld, releaseHeld, replayReceived } from './store';
+import type { AccountScope } from '../account-scope';
 
 /** What the admin API, the console and the public API show of a message the MX took (without its bytes). */
 export interface MxMessageView {
@@ -23,7 +24,7 @@ export interface MxMessageView {
   received_at: Date;
 }
 
-export async function listMxMessages(db: Db, query: { account?: number; status?: MxMessageStatus; limit: number; before?: Date }): Promise<MxMessageView[]> {
+export async function listMxMessages(db: Db, query: { account?: AccountScope; status?: MxMessageStatus; limit: number; before?: Date }): Promise<MxMessageView[]> {
   const rows = await mxMessagesWhere(db, { accountId: query.account, status: query.status, before: query.before }, query.limit);
   return rows.map((r) => ({
     id: r.id,

@@ -2,6 +2,7 @@ import type { Prisma } from '../../../../generated/prisma/client';
 import type { MxMessageStatus } from '../../../../generated/prisma/enums';
 import { rawQuery, type Db, type Tx } from '../db';
 import { subscribed } from '../events/repository';
+import { accountWhere, type AccountScope } from '../account-scope';
 
 /** The MX's statements (docs/mx.md): inbound domains, their routes, and the messages it accepted. */
 
@@ -113,9 +114,9 @@ export async function leaveHeld(tx: Tx, id: string, status: MxMessageStatus): Pr
 }
 
 /** Newest first, without the raw bytes. */
-export async function mxMessagesWhere(db: Db | Tx, where: { accountId?: number; status?: MxMessageStatus; before?: Date }, limit: number) {
+export async function mxMessagesWhere(db: Db | Tx, where: { accountId?: AccountScope; status?: MxMessageStatus; before?: Date }, limit: number) {
   return db.mxMessage.findMany({
-    where: { accountId: where.accountId, status: where.status, receivedAt: where.before ? { lt: where.before } : undefined },
+    where: { ...accountWhere(where.accountId), status: where.status, receivedAt: where.before ? { lt: where.before } : undefined },
     omit: { raw: true },
     orderBy: [{ receivedAt: 'desc' }, { id: 'desc' }],
     take: limit,

@@ -4,6 +4,7 @@ import { getDomain, type DomainView } from '../domains';
 import { BadRequest, Conflict, NotFound } from '../errors';
 import { dbId, Joi } from '../validate';
 import type { RouteRow } from './repository';
+import { accountWhere, type AccountScope } from '../account-scope';
 
 /**
  * Inbound routes (docs/mx.md): for a verified domain turned inbound, what the MX does with mail to a local part.
@@ -88,8 +89,8 @@ async function load(db: Tx, id: number, account?: number): Promise<InboundRoute>
   return row;
 }
 
-export async function listRoutes(db: Tx, account?: number): Promise<RouteView[]> {
-  const rows = await db.inboundRoute.findMany({ where: account !== undefined ? { accountId: account } : {}, orderBy: { id: 'asc' } });
+export async function listRoutes(db: Tx, account?: AccountScope): Promise<RouteView[]> {
+  const rows = await db.inboundRoute.findMany({ where: accountWhere(account), orderBy: { id: 'asc' } });
   return rows.map(view);
 }
 

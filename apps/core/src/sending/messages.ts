@@ -1,4 +1,5 @@
 import type { Tx } from '../db';
+import { accountWhere, type AccountScope } from '../account-scope';
 
 export interface MessageSummary {
   id: string;
@@ -13,9 +14,9 @@ export interface MessageSummary {
 }
 
 /** Newest first, for the admin API and the CLI. */
-export async function listMessages(db: Tx, filter: { to?: string; limit: number; account?: number }): Promise<MessageSummary[]> {
+export async function listMessages(db: Tx, filter: { to?: string; limit: number; account?: AccountScope }): Promise<MessageSummary[]> {
   const rows = await db.message.findMany({
-    where: { to: filter.to?.toLowerCase(), accountId: filter.account },
+    where: { to: filter.to?.toLowerCase(), ...accountWhere(filter.account) },
     orderBy: { createdAt: 'desc' },
     take: filter.limit,
   });

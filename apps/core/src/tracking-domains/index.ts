@@ -8,6 +8,7 @@ import { displayName, domainName } from '../domains/names';
 import { DnsUnavailable } from '../domains/resolver';
 import { AcmeFailure, caaIdentities, orderCertificate } from './acme';
 import { caaRefusal, trackingDns, type TrackingDns } from './dns';
+import { accountWhere, type AccountScope } from '../account-scope';
 
 /** The answer shape of a tracking domain (docs/tracking-domains.md); the private key never appears in it. */
 export interface TrackingDomainView {
@@ -79,8 +80,8 @@ export async function addTrackingDomain(db: Tx, input: { account: number; name: 
   return trackingDomainView(created);
 }
 
-export async function listTrackingDomains(db: Tx, account?: number): Promise<TrackingDomainView[]> {
-  const rows = await db.trackingDomain.findMany({ where: account !== undefined ? { accountId: account } : {}, orderBy: { id: 'asc' } });
+export async function listTrackingDomains(db: Tx, account?: AccountScope): Promise<TrackingDomainView[]> {
+  const rows = await db.trackingDomain.findMany({ where: accountWhere(account), orderBy: { id: 'asc' } });
   return rows.map(trackingDomainView);
 }
 

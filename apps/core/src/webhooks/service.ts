@@ -7,6 +7,7 @@ import { NotFound } from '../errors';
 import { iso } from '../validate';
 import { requireAccount } from '../accounts';
 import type { WebhookChanges, WebhookInput } from './schemas';
+import { accountWhere, type AccountScope } from '../account-scope';
 
 /** How long the secret before a rotation keeps signing deliveries, next to the new one. */
 export const ROTATION_OVERLAP_MS = 24 * 3600_000;
@@ -54,8 +55,8 @@ export async function createWebhook(db: Tx, input: WebhookInput): Promise<Webhoo
   return { ...webhookView(webhook), secret };
 }
 
-export async function listWebhooks(db: Tx, accountId?: number): Promise<WebhookView[]> {
-  const rows = await db.webhook.findMany({ where: accountId ? { accountId } : {}, orderBy: { id: 'asc' } });
+export async function listWebhooks(db: Tx, account?: AccountScope): Promise<WebhookView[]> {
+  const rows = await db.webhook.findMany({ where: accountWhere(account), orderBy: { id: 'asc' } });
   return rows.map(webhookView);
 }
 

@@ -1,4 +1,5 @@
 import type { Request } from 'express';
+import type { AccountScope } from '../../../../core/src/account-scope';
 import { listAudit } from '../../../../core/src/audit';
 import { auditQuery } from '../../../../core/src/audit/schemas';
 import { can } from '../../../../core/src/teams';
@@ -29,14 +30,15 @@ export const auditPage: ConsolePage = {
       const user = res.locals.session?.user;
       const given = { account: query(req, 'account') || undefined, actor: query(req, 'actor') || undefined, action: query(req, 'action') || undefined, resource: query(req, 'resource') || undefined, before: query(req, 'before') || undefined };
       const filter = validate(auditQuery, given);
-      // a person who is not an operator sees the log of an account they may read it in (the first one, unless named)
+      // a person who is not an operator sees the log of the accounts they may read it in (or of the one named of those)
+      let scope: AccountScope = filter.account;
       if (user && !user.operator) {
         const mine = [...user.roles.keys()].filter((a) => can(user, 'audit.read', a));
-        if (filter.account === undefined || !mine.includes(filter.account)) filter.account = mine[0] ?? -1;
+        scope = filter.account !== undefined && mine.includes(filter.account) ? filter.account : mine;
       }
-      const { entries, next } = await listAudit(ctx.db, { ...filter, before: filter.before ?? Number.MAX_SAFE_INTEGER, limit: 50 });
+      const { entries, next } = await listAudit(ctx.db, { ...filter, account: scope, before: filter.before ?? Number.MAX_SAFE_INTEGER, limit: 50 });
       const older = next ? `/admin/audit?${new URLSearchParams({ ...Object.fromEntries(Object.entries(given).filter(([k, v]) => v !== undefined && k !== 'before')), before: String(next) } as Record<string, string>)}` : null;
-      ctx.render(req, res, 'audit', 'Audit log', { entries, next, older, filter: { ...given, account: filter.account === -1 ? '' : filter.account } });
+      ctx.render(req, res, 'audit', 'Audit log', { entries, next, older, filter: { ...given, account: typeof scope === 'number' ? scope : '' } });
     });
   },
 };

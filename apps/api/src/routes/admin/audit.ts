@@ -3,15 +3,16 @@ import { listAudit, type AuditFilter } from '../../../../core/src/audit';
 import { auditQuery } from '../../../../core/src/audit/schemas';
 import type { Db } from '../../../../core/src/db';
 import { lagHeader, type Reads } from '../../../../core/src/replicas';
-import { Forbidden } from '../../../../core/src/errors';
 import { validate } from '../../../../core/src/validate';
+import { scopeOf } from '../../middleware/admin';
 import { methodNotAllowed } from '../../middleware/errors';
 
-/** A person who is not an operator reads the log of an account they hold (`permitted` checked the role in it). */
-function scoped(res: Response, filter: AuditFilter): AuditFilter {
-  const actor = res.locals.actor;
-  if (actor && actor !== 'admin-token' && !actor.operator && filter.account === undefined) throw new Forbidden('needs instance.manage: name an account (?account=)');
-  return filter;
+/**
+ * A person who is not an operator reads the log of the account they name (`permitted` checked their role in it), or
+ * of every account where they hold audit.read; never the instance's own entries (no account).
+ */
+function scoped(res: Response, filter: AuditFilter & { account?: number }): AuditFilter {
+  return { ...filter, account: scopeOf(res, filter.account, 'audit.read') };
 }
 
 /** /admin/api/audit (docs/teams.md): the audit log in keyset pages, and all of it (as filtered) as NDJSON. */

@@ -3,9 +3,11 @@ import { audienceQuery, broadcastChanges, broadcastInput, broadcastsQuery } from
 import { dryRunAudience } from '../../../../core/src/broadcasts/segment';
 import { changeBroadcast, createBroadcast, getBroadcast, listBroadcasts } from '../../../../core/src/broadcasts/service';
 import { idParam } from '../../../../core/src/admin-schemas';
-import type { Db } from '../../../../core/src/db';
+import type { Db, Tx } from '../../../../core/src/db';
 import { lagHeader, type Reads } from '../../../../core/src/replicas';
 import { validate } from '../../../../core/src/validate';
+import { audit, auditAfter, ownerIn } from '../../middleware/audit';
+import { scopeOf } from '../../middleware/admin';
 import { methodNotAllowed } from '../../middleware/errors';
 import { broadcastLinks } from '../../../../core/src/analytics/tracking';
 
@@ -16,10 +18,12 @@ export function broadcastsRouter(db: Db, reads: Reads): Router {
   router
     .route('/broadcasts')
     .post(async (req, res) => {
-      res.status(201).json({ ok: true, broadcast: await createBroadcast(db, validate(broadcastInput, req.body)) });
+      const input = validate(broadcastInput, req.body);
+      const broadcast = await audit(req, res)(db, { action: 'create', resource: 'broadcast', after: (b) => b, accountIn: async (tx) => (await tx.list.findFirst({ where: { key: input.list }, select: { accountId: true } }))?.accountId }, (db) => createBroadcast(db, input));
+      res.status(201).json({ ok: true, broadcast });
     })
     .get(async (req, res) => {
-      res.json({ ok: true, broadcasts: await listBroadcasts(db, validate(broadcastsQuery, req.query)) });
+      res.json({ ok: true, broadcasts: await listBroadcasts(db, { ...validate<{ list?: string; limit: number }>(broadcastsQuery, req.query), account: scopeOf(res) }) });
     })
     .all(methodNotAllowed);
 
@@ -40,7 +44,10 @@ export function broadcastsRouter(db: Db, reads: Reads): Router {
     })
     .patch(async (req, res) => {
       const id = validate(idParam, req.params.id);
-      res.json({ ok: true, broadcast: await changeBroadcast(db, id, validate(broadcastChanges, req.body)) });
+      const changes = validate(broadcastChanges, req.body);
+      const change = { action: 'update', resource: 'broadcast', id, before: (tx: Tx) => getBroadcast(tx, id), after: (b: unknown) => b, accountIn: ownerIn('broadcast', id) };
+      // a broadcast set sending queues its snapshot's jobs once its rows are committed
+      res.json({ ok: true, broadcast: await auditAfter(req, res)(db, change, (db) => changeBroadcast(db, id, changes)) });
     })
     .all(methodNotAllowed);
 

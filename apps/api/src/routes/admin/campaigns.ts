@@ -1,10 +1,11 @@
 import { Router } from 'express';
 import * as schemas from '../../../../core/src/admin-schemas';
-import type { Db } from '../../../../core/src/db';
+import type { Db, Tx } from '../../../../core/src/db';
 import { changeCampaign, createCampaign, getCampaign, listCampaigns } from '../../../../core/src/outreach/campaigns';
 import { campaignStats } from '../../../../core/src/outreach/stats';
 import { browseProspects } from '../../../../core/src/operator/prospects';
 import { validate } from '../../../../core/src/validate';
+import { audit, ownerIn } from '../../middleware/audit';
 import { methodNotAllowed } from '../../middleware/errors';
 
 /** /admin/api/campaigns (docs/api.md, docs/outreach.md): create, list an account's, read and change one, its numbers. */
@@ -13,7 +14,8 @@ export function campaignsRouter(db: Db): Router {
   router
     .route('/campaigns')
     .post(async (req, res) => {
-      res.status(201).json({ ok: true, campaign: await createCampaign(db, validate(schemas.campaignInput, req.body)) });
+      const input = validate(schemas.campaignInput, req.body);
+      res.status(201).json({ ok: true, campaign: await audit(req, res)(db, { action: 'create', resource: 'campaign', after: (c) => c, account: input.account }, (db) => createCampaign(db, input)) });
     })
     .get(async (req, res) => {
       res.json({ ok: true, campaigns: await listCampaigns(db, validate(schemas.accountQuery, req.query).account) });
@@ -27,7 +29,9 @@ export function campaignsRouter(db: Db): Router {
     })
     .patch(async (req, res) => {
       const id = validate(schemas.idParam, req.params.id);
-      res.json({ ok: true, campaign: await changeCampaign(db, id, validate(schemas.campaignChanges, req.body)) });
+      const changes = validate(schemas.campaignChanges, req.body);
+      const change = { action: 'update', resource: 'campaign', id, before: (tx: Tx) => getCampaign(tx, id), after: (c: unknown) => c, accountIn: ownerIn('campaign', id) };
+      res.json({ ok: true, campaign: await audit(req, res)(db, change, (db) => changeCampaign(db, id, changes)) });
     })
     .all(methodNotAllowed);
 

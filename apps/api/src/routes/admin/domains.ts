@@ -1,24 +1,28 @@
 import { Router } from 'express';
-import type { Db } from '../../../../core/src/db';
+import type { Db, Tx } from '../../../../core/src/db';
 import { idParam } from '../../../../core/src/admin-schemas';
 import { validate } from '../../../../core/src/validate';
 import { addDomain, getDomain, listDomains, removeDomain, rotateDomain, verifyDomain } from '../../../../core/src/domains';
 import { domainInput, domainsQuery } from '../../../../core/src/domains/schemas';
 import { domainInboundInput, setDomainInbound } from '../../../../core/src/mx/routes';
+import { audit, auditAfter } from '../../middleware/audit';
+import { scopeOf } from '../../middleware/admin';
 import { methodNotAllowed } from '../../middleware/errors';
 
 /** Sending domains of docs/domains.md (under /admin/api). Private keys never appear in an answer. */
 export function domainsRouter(db: Db): Router {
   const router = Router();
   const scope = (query: unknown) => validate<{ account?: number }>(domainsQuery, query).account;
+  const domainChange = (action: string, id: number, account?: number) => ({ action, resource: 'domain', id, before: (tx: Tx) => getDomain(tx, id, account), after: (d: unknown) => d });
 
   router
     .route('/domains')
     .post(async (req, res) => {
-      res.status(201).json({ ok: true, domain: await addDomain(db, validate(domainInput, req.body)) });
+      const input = validate<{ account: number; name: string }>(domainInput, req.body);
+      res.status(201).json({ ok: true, domain: await audit(req, res)(db, { action: 'create', resource: 'domain', after: (d) => d, account: input.account }, (db) => addDomain(db, input)) });
     })
     .get(async (req, res) => {
-      res.json({ ok: true, domains: await listDomains(db, scope(req.query)) });
+      res.json({ ok: true, domains: await listDomains(db, scopeOf(res, scope(req.query))) });
     })
     .all(methodNotAllowed);
 
@@ -29,10 +33,12 @@ export function domainsRouter(db: Db): Router {
     })
     .patch(async (req, res) => {
       const { inbound } = validate<{ inbound: boolean }>(domainInboundInput, req.body);
-      res.json({ ok: true, domain: await setDomainInbound(db, validate(idParam, req.params.id), inbound, scope(req.query)) });
+      const [id, account] = [validate(idParam, req.params.id), scope(req.query)];
+      res.json({ ok: true, domain: await audit(req, res)(db, domainChange('update', id, account), (db) => setDomainInbound(db, id, inbound, account)) });
     })
     .delete(async (req, res) => {
-      await removeDomain(db, validate(idParam, req.params.id), scope(req.query));
+      const [id, account] = [validate(idParam, req.params.id), scope(req.query)];
+      await audit(req, res)(db, { ...domainChange('delete', id, account), after: undefined }, (db) => removeDomain(db, id, account));
       res.json({ ok: true });
     })
     .all(methodNotAllowed);
@@ -40,14 +46,17 @@ export function domainsRouter(db: Db): Router {
   router
     .route('/domains/:id/verify')
     .post(async (req, res) => {
-      res.json({ ok: true, domain: await verifyDomain(db, validate(idParam, req.params.id), { account: scope(req.query) }) });
+      const [id, account] = [validate(idParam, req.params.id), scope(req.query)];
+      // DNS answers are awaited outside any transaction; the check writes its result in its own: the entry follows it
+      res.json({ ok: true, domain: await auditAfter(req, res)(db, domainChange('verify', id, account), (db) => verifyDomain(db, id, { account })) });
     })
     .all(methodNotAllowed);
 
   router
     .route('/domains/:id/rotate')
     .post(async (req, res) => {
-      res.json({ ok: true, domain: await rotateDomain(db, validate(idParam, req.params.id), scope(req.query)) });
+      const [id, account] = [validate(idParam, req.params.id), scope(req.query)];
+      res.json({ ok: true, domain: await audit(req, res)(db, domainChange('rotate', id, account), (db) => rotateDomain(db, id, account)) });
     })
     .all(methodNotAllowed);
 

@@ -5,6 +5,7 @@ import { UnsupportedMediaType } from '../../../../core/src/errors';
 import { getImport, importMaxBytes, importTooLarge, receiveImport, type ImportFormat, type ImportStatusValue } from '../../../../core/src/imports';
 import { validate } from '../../../../core/src/validate';
 import type { VerifyMode } from '../../../../core/src/verify';
+import { auditAfter, ownerIn } from '../../middleware/audit';
 import { methodNotAllowed } from '../../middleware/errors';
 
 const FORMATS: Record<string, ImportFormat> = { 'text/csv': 'csv', 'application/x-ndjson': 'ndjson' };
@@ -34,7 +35,12 @@ export function importsRouter(db: Db): Router {
       // an iterator left early (at the limit, or at a bad header) must leave the request whole, not destroy it: a
       // destroyed request loses its socket, and with it the answer
       const body = req.iterator({ destroyOnReturn: false }) as AsyncIterable<Buffer>;
-      const imported = await receiveImport(db, id, format, body, { defaultStatus: status, maxBytes, verify });
+      // the import streams into Postgres on connections of its own and its job runs once committed: the entry follows it
+      const imported = await auditAfter(req, res)(
+        db,
+        { action: 'import', resource: 'list', id, after: (i) => ({ import: i.id, status: i.status, format }), accountIn: ownerIn('list', id) },
+        (db: Db) => receiveImport(db, id, format, body, { defaultStatus: status, maxBytes, verify }),
+      );
       res.status(202).json({ ok: true, import: { id: imported.id, status: imported.status } });
     })
     .all(methodNotAllowed);

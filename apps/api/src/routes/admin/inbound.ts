@@ -5,6 +5,7 @@ import { listInbound } from '../../../../core/src/inbound/list';
 import { listMxMessages } from '../../../../core/src/mx/browse';
 import type { MxMessageStatus } from '../../../../../generated/prisma/enums';
 import { validate } from '../../../../core/src/validate';
+import { scopeOf } from '../../middleware/admin';
 import { methodNotAllowed } from '../../middleware/errors';
 
 /**
@@ -17,8 +18,8 @@ export function inboundRouter(db: Db): Router {
     .route('/inbound')
     .get(async (req, res) => {
       const { mailbox, unmatched, limit, status, account } = validate<{ mailbox?: number; unmatched?: boolean; limit: number; status?: MxMessageStatus; account?: number }>(inboundQuery, req.query);
-      if (status) return void res.json({ ok: true, messages: await listMxMessages(db, { status, account, limit }) });
-      res.json({ ok: true, messages: await listInbound(db, { mailbox, unmatched, limit }) });
+      if (status) return void res.json({ ok: true, messages: await listMxMessages(db, { status, account: scopeOf(res, account), limit }) });
+      res.json({ ok: true, messages: await listInbound(db, { mailbox, unmatched, limit, account: scopeOf(res, account) }) });
     })
     .all(methodNotAllowed);
   return router;

@@ -4,6 +4,7 @@ import { createKeyAudited, listKeys, revokeKeyEverywhere } from '../../../../cor
 import type { Db } from '../../../../core/src/db';
 import { validate } from '../../../../core/src/validate';
 import { auditContext } from '../../middleware/audit';
+import { scopeOf } from '../../middleware/admin';
 import { methodNotAllowed } from '../../middleware/errors';
 
 /** /admin/api/keys (docs/api.md): create one (the token is in this answer only), list them, revoke one. */
@@ -15,8 +16,8 @@ export function keysRouter(db: Db): Router {
       const { key, token } = await createKeyAudited(db, validate(schemas.keyInput, req.body), auditContext(req, res, 'admin-api'));
       res.status(201).json({ ok: true, key: { ...key, token } });
     })
-    .get(async (_req, res) => {
-      res.json({ ok: true, keys: await listKeys(db) });
+    .get(async (req, res) => {
+      res.json({ ok: true, keys: await listKeys(db, scopeOf(res, validate(schemas.listingQuery, req.query).account)) });
     })
     .all(methodNotAllowed);
 

@@ -1,11 +1,12 @@
 import { Router } from 'express';
 import * as schemas from '../../../../core/src/admin-schemas';
-import type { Db } from '../../../../core/src/db';
+import type { Db, Tx } from '../../../../core/src/db';
 import { lagHeader, type Reads } from '../../../../core/src/replicas';
 import { browseSubscribers } from '../../../../core/src/subscribers/browse';
 import { writeSubscribersCsv } from '../../../../core/src/subscribers/csv';
 import { changeList, createList, getList, listLists } from '../../../../core/src/subscribers/lists';
 import { validate } from '../../../../core/src/validate';
+import { audit, ownerIn } from '../../middleware/audit';
 import { methodNotAllowed } from '../../middleware/errors';
 
 type SubscribersQuery = { status?: 'pending' | 'active' | 'unsubscribed' | 'bounced' | 'complained'; q?: string; after?: number; limit: number };
@@ -19,7 +20,8 @@ export function listsRouter(db: Db, reads: Reads): Router {
   router
     .route('/lists')
     .post(async (req, res) => {
-      res.status(201).json({ ok: true, list: await createList(db, validate(schemas.listInput, req.body)) });
+      const input = validate(schemas.listInput, req.body);
+      res.status(201).json({ ok: true, list: await audit(req, res)(db, { action: 'create', resource: 'list', after: (l) => l, account: input.account }, (db) => createList(db, input)) });
     })
     .get(async (req, res) => {
       res.json({ ok: true, lists: await listLists(db, validate(schemas.accountQuery, req.query).account) });
@@ -33,7 +35,9 @@ export function listsRouter(db: Db, reads: Reads): Router {
     })
     .patch(async (req, res) => {
       const id = validate(schemas.idParam, req.params.id);
-      res.json({ ok: true, list: await changeList(db, id, validate(schemas.listChanges, req.body)) });
+      const changes = validate(schemas.listChanges, req.body);
+      const change = { action: 'update', resource: 'list', id, before: (tx: Tx) => getList(tx, id), after: (l: unknown) => l, accountIn: ownerIn('list', id) };
+      res.json({ ok: true, list: await audit(req, res)(db, change, (db) => changeList(db, id, changes)) });
     })
     .all(methodNotAllowed);
 

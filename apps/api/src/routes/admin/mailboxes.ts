@@ -1,10 +1,11 @@
 import { Router } from 'express';
 import * as schemas from '../../../../core/src/admin-schemas';
-import type { Db } from '../../../../core/src/db';
-import { createMailboxAudited, listMailboxes, updateMailbox } from '../../../../core/src/mailboxes';
+import type { Db, Tx } from '../../../../core/src/db';
+import { createMailboxAudited, findMailbox, listMailboxes, mailboxView, updateMailbox } from '../../../../core/src/mailboxes';
 import { testMailbox } from '../../../../core/src/mailboxes/connection';
 import { validate } from '../../../../core/src/validate';
-import { auditContext } from '../../middleware/audit';
+import { audit, auditContext } from '../../middleware/audit';
+import { scopeOf } from '../../middleware/admin';
 import { methodNotAllowed } from '../../middleware/errors';
 
 /** /admin/api/mailboxes (docs/api.md): create, list, change one, test its connection. */
@@ -15,8 +16,8 @@ export function mailboxesRouter(db: Db): Router {
     .post(async (req, res) => {
       res.status(201).json({ ok: true, mailbox: await createMailboxAudited(db, validate(schemas.mailboxInput, req.body), auditContext(req, res, 'admin-api')) });
     })
-    .get(async (_req, res) => {
-      res.json({ ok: true, mailboxes: await listMailboxes(db) });
+    .get(async (req, res) => {
+      res.json({ ok: true, mailboxes: await listMailboxes(db, scopeOf(res, validate(schemas.listingQuery, req.query).account)) });
     })
     .all(methodNotAllowed);
 
@@ -24,7 +25,9 @@ export function mailboxesRouter(db: Db): Router {
     .route('/mailboxes/:id')
     .patch(async (req, res) => {
       const id = validate(schemas.idParam, req.params.id);
-      res.json({ ok: true, mailbox: await updateMailbox(db, id, validate(schemas.mailboxChange, req.body)) });
+      const input = validate(schemas.mailboxChange, req.body);
+      const before = async (tx: Tx) => mailboxView(await findMailbox(tx, id));
+      res.json({ ok: true, mailbox: await audit(req, res)(db, { action: 'update', resource: 'mailbox', id, before, after: (m) => m }, (db) => updateMailbox(db, id, input)) });
     })
     .all(methodNotAllowed);
 

@@ -6,6 +6,8 @@ import { messageStory } from '../../../../core/src/operator/story';
 import { cancelMessage, messageIdParam, retryMessage } from '../../../../core/src/sending/message-actions';
 import { listMessages } from '../../../../core/src/sending/messages';
 import { validate } from '../../../../core/src/validate';
+import { auditAfter, ownerIn } from '../../middleware/audit';
+import { scopeOf } from '../../middleware/admin';
 import { methodNotAllowed } from '../../middleware/errors';
 
 /**
@@ -17,7 +19,8 @@ export function messagesRouter(db: Db): Router {
   router
     .route('/messages')
     .get(async (req, res) => {
-      res.json({ ok: true, messages: await listMessages(db, validate(schemas.messagesQuery, req.query)) });
+      const query = validate<{ to?: string; limit: number; account?: number }>(schemas.messagesQuery, req.query);
+      res.json({ ok: true, messages: await listMessages(db, { ...query, account: scopeOf(res, query.account) }) });
     })
     .all(methodNotAllowed);
   router
@@ -36,13 +39,16 @@ export function messagesRouter(db: Db): Router {
   router
     .route('/messages/:id/retry')
     .post(async (req, res) => {
-      res.json({ ok: true, message: await retryMessage(db, validate(messageIdParam, req.params.id)) });
+      const id = validate<string>(messageIdParam, req.params.id);
+      // its job is promoted or added once the row is committed: the entry follows (core/audit auditedAfter)
+      res.json({ ok: true, message: await auditAfter(req, res)(db, { action: 'retry', resource: 'message', id, after: (m) => m, accountIn: ownerIn('message', id) }, (db) => retryMessage(db, id)) });
     })
     .all(methodNotAllowed);
   router
     .route('/messages/:id/cancel')
     .post(async (req, res) => {
-      res.json({ ok: true, message: await cancelMessage(db, validate(messageIdParam, req.params.id)) });
+      const id = validate<string>(messageIdParam, req.params.id);
+      res.json({ ok: true, message: await auditAfter(req, res)(db, { action: 'cancel', resource: 'message', id, after: (m) => m, accountIn: ownerIn('message', id) }, (db) => cancelMessage(db, id)) });
     })
     .all(methodNotAllowed);
   return router;

@@ -4,6 +4,8 @@ import type { Db } from '../../../../core/src/db';
 import { actOnMxMessage } from '../../../../core/src/mx/browse';
 import { addRoute, changeRoute, getRoute, listRoutes, mxMessageIdParam, removeRoute, routeInput, routePatch, routesQuery } from '../../../../core/src/mx/routes';
 import { validate } from '../../../../core/src/validate';
+import { audit } from '../../middleware/audit';
+import { scopeOf } from '../../middleware/admin';
 import { methodNotAllowed } from '../../middleware/errors';
 
 /** Inbound routes of the MX and what is done with held messages (docs/mx.md), under /admin/api. */
@@ -14,10 +16,11 @@ export function mxRouter(db: Db): Router {
   router
     .route('/routes')
     .post(async (req, res) => {
-      res.status(201).json({ ok: true, route: await addRoute(db, validate(routeInput, req.body)) });
+      const input = validate<Parameters<typeof addRoute>[1]>(routeInput, req.body);
+      res.status(201).json({ ok: true, route: await audit(req, res)(db, { action: 'create', resource: 'route', after: (r) => r, account: input.account }, (db) => addRoute(db, input)) });
     })
     .get(async (req, res) => {
-      res.json({ ok: true, routes: await listRoutes(db, scope(req.query)) });
+      res.json({ ok: true, routes: await listRoutes(db, scopeOf(res, scope(req.query))) });
     })
     .all(methodNotAllowed);
 
@@ -27,10 +30,12 @@ export function mxRouter(db: Db): Router {
       res.json({ ok: true, route: await getRoute(db, validate(idParam, req.params.id), scope(req.query)) });
     })
     .patch(async (req, res) => {
-      res.json({ ok: true, route: await changeRoute(db, validate(idParam, req.params.id), validate(routePatch, req.body), scope(req.query)) });
+      const [id, account, patch] = [validate(idParam, req.params.id), scope(req.query), validate(routePatch, req.body)];
+      res.json({ ok: true, route: await audit(req, res)(db, { action: 'update', resource: 'route', id, before: (tx) => getRoute(tx, id, account), after: (r) => r }, (db) => changeRoute(db, id, patch, account)) });
     })
     .delete(async (req, res) => {
-      await removeRoute(db, validate(idParam, req.params.id), scope(req.query));
+      const [id, account] = [validate(idParam, req.params.id), scope(req.query)];
+      await audit(req, res)(db, { action: 'delete', resource: 'route', id, before: (tx) => getRoute(tx, id, account) }, (db) => removeRoute(db, id, account));
       res.json({ ok: true });
     })
     .all(methodNotAllowed);
@@ -39,7 +44,8 @@ export function mxRouter(db: Db): Router {
     router
       .route(`/inbound/:id/${action}`)
       .post(async (req, res) => {
-        await actOnMxMessage(db, validate<string>(mxMessageIdParam, req.params.id), action);
+        const id = validate<string>(mxMessageIdParam, req.params.id);
+        await audit(req, res)(db, { action, resource: 'mx-message', id, accountIn: async (tx) => (await tx.mxMessage.findUnique({ where: { id }, select: { accountId: true } }))?.accountId }, (db) => actOnMxMessage(db, id, action));
         res.json({ ok: true });
       })
       .all(methodNotAllowed);

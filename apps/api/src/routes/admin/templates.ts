@@ -1,5 +1,5 @@
 import { Router } from 'express';
-import type { Db } from '../../../../core/src/db';
+import type { Db, Tx } from '../../../../core/src/db';
 import { idParam } from '../../../../core/src/admin-schemas';
 import { validate } from '../../../../core/src/validate';
 import * as schemas from '../../../../core/src/templates/schema';
@@ -14,16 +14,19 @@ import {
   restoreVersion,
 } from '../../../../core/src/templates/service';
 import { sendTestEmail } from '../../../../core/src/templates/test-send';
+import { audit, auditAfter } from '../../middleware/audit';
 import { methodNotAllowed } from '../../middleware/errors';
 
 /** The templates and layouts of docs/templates.md (under /admin/api): versions, restore, preview and a test send. */
 export function templatesRouter(db: Db): Router {
   const router = Router();
+  const templateChange = (action: string, id: number) => ({ action, resource: 'template', id, before: (tx: Tx) => getTemplate(tx, id), after: (t: unknown) => t });
 
   router
     .route('/templates')
     .post(async (req, res) => {
-      res.status(201).json({ ok: true, template: await createTemplate(db, validate(schemas.templateInput, req.body)) });
+      const input = validate(schemas.templateInput, req.body);
+      res.status(201).json({ ok: true, template: await audit(req, res)(db, { action: 'create', resource: 'template', after: (t) => t }, (db) => createTemplate(db, input)) });
     })
     .get(async (req, res) => {
       const { account, kind } = validate(schemas.templatesQuery, req.query);
@@ -38,10 +41,12 @@ export function templatesRouter(db: Db): Router {
     })
     .patch(async (req, res) => {
       const id = validate(idParam, req.params.id);
-      res.json({ ok: true, template: await changeTemplate(db, id, validate(schemas.templateChanges, req.body)) });
+      const changes = validate(schemas.templateChanges, req.body);
+      res.json({ ok: true, template: await audit(req, res)(db, templateChange('update', id), (db) => changeTemplate(db, id, changes)) });
     })
     .delete(async (req, res) => {
-      await deleteTemplate(db, validate(idParam, req.params.id));
+      const id = validate(idParam, req.params.id);
+      await audit(req, res)(db, { ...templateChange('delete', id), after: undefined }, (db) => deleteTemplate(db, id));
       res.json({ ok: true });
     })
     .all(methodNotAllowed);
@@ -57,7 +62,8 @@ export function templatesRouter(db: Db): Router {
     .route('/templates/:id/restore')
     .post(async (req, res) => {
       const id = validate(idParam, req.params.id);
-      res.json({ ok: true, template: await restoreVersion(db, id, validate(schemas.restoreInput, req.body).version) });
+      const { version } = validate(schemas.restoreInput, req.body);
+      res.json({ ok: true, template: await audit(req, res)(db, templateChange('restore', id), (db) => restoreVersion(db, id, version)) });
     })
     .all(methodNotAllowed);
 
@@ -74,7 +80,10 @@ export function templatesRouter(db: Db): Router {
     .route('/templates/:id/test')
     .post(async (req, res) => {
       const id = validate(idParam, req.params.id);
-      res.status(202).json({ ok: true, message: await sendTestEmail(db, id, validate(schemas.testSendInput, req.body)) });
+      const input = validate(schemas.testSendInput, req.body);
+      // the test email is queued once its row is committed: the entry follows (core/audit auditedAfter)
+      const change = { action: 'test-send', resource: 'template', id, after: (m: unknown) => m, accountIn: async (tx: Tx) => (await getTemplate(tx, id)).account };
+      res.status(202).json({ ok: true, message: await auditAfter(req, res)(db, change, (db) => sendTestEmail(db, id, input)) });
     })
     .all(methodNotAllowed);
 

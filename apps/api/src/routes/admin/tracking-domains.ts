@@ -1,9 +1,11 @@
 import { Router } from 'express';
-import type { Db } from '../../../../core/src/db';
+import type { Db, Tx } from '../../../../core/src/db';
 import { idParam } from '../../../../core/src/admin-schemas';
 import { validate } from '../../../../core/src/validate';
 import { addTrackingDomain, getTrackingDomain, listTrackingDomains, removeTrackingDomain, verifyTrackingDomain } from '../../../../core/src/tracking-domains';
 import { trackingDomainInput, trackingDomainsQuery } from '../../../../core/src/tracking-domains/schemas';
+import { audit, auditAfter } from '../../middleware/audit';
+import { scopeOf } from '../../middleware/admin';
 import { methodNotAllowed } from '../../middleware/errors';
 
 /** Tracking domains of docs/tracking-domains.md (under /admin/api). Private keys never appear in an answer. */
@@ -14,10 +16,11 @@ export function trackingDomainsRouter(db: Db): Router {
   router
     .route('/tracking-domains')
     .post(async (req, res) => {
-      res.status(201).json({ ok: true, tracking_domain: await addTrackingDomain(db, validate(trackingDomainInput, req.body)) });
+      const input = validate<{ account: number; name: string }>(trackingDomainInput, req.body);
+      res.status(201).json({ ok: true, tracking_domain: await audit(req, res)(db, { action: 'create', resource: 'tracking-domain', after: (d) => d, account: input.account }, (db) => addTrackingDomain(db, input)) });
     })
     .get(async (req, res) => {
-      res.json({ ok: true, tracking_domains: await listTrackingDomains(db, scope(req.query)) });
+      res.json({ ok: true, tracking_domains: await listTrackingDomains(db, scopeOf(res, scope(req.query))) });
     })
     .all(methodNotAllowed);
 
@@ -27,7 +30,8 @@ export function trackingDomainsRouter(db: Db): Router {
       res.json({ ok: true, tracking_domain: await getTrackingDomain(db, validate(idParam, req.params.id), scope(req.query)) });
     })
     .delete(async (req, res) => {
-      await removeTrackingDomain(db, validate(idParam, req.params.id), scope(req.query));
+      const [id, account] = [validate(idParam, req.params.id), scope(req.query)];
+      await audit(req, res)(db, { action: 'delete', resource: 'tracking-domain', id, before: (tx) => getTrackingDomain(tx, id, account) }, (db) => removeTrackingDomain(db, id, account));
       res.json({ ok: true });
     })
     .all(methodNotAllowed);
@@ -35,7 +39,10 @@ export function trackingDomainsRouter(db: Db): Router {
   router
     .route('/tracking-domains/:id/verify')
     .post(async (req, res) => {
-      res.json({ ok: true, tracking_domain: await verifyTrackingDomain(db, validate(idParam, req.params.id), { account: scope(req.query) }) });
+      const [id, account] = [validate(idParam, req.params.id), scope(req.query)];
+      // a check may order a certificate, whose challenge is answered from committed rows: the entry follows (auditedAfter)
+      const change = { action: 'verify', resource: 'tracking-domain', id, before: (tx: Tx) => getTrackingDomain(tx, id, account), after: (d: unknown) => d };
+      res.json({ ok: true, tracking_domain: await auditAfter(req, res)(db, change, (db) => verifyTrackingDomain(db, id, { account })) });
     })
     .all(methodNotAllowed);
 

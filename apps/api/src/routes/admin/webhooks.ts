@@ -1,24 +1,28 @@
 import { Router } from 'express';
-import type { Db } from '../../../../core/src/db';
+import type { Db, Tx } from '../../../../core/src/db';
 import { idParam } from '../../../../core/src/admin-schemas';
 import { validate } from '../../../../core/src/validate';
 import * as schemas from '../../../../core/src/webhooks/schemas';
-import { changeWebhook, createWebhook, deleteWebhook, listDeliveries, listWebhooks, rotateSecret } from '../../../../core/src/webhooks/service';
+import { changeWebhook, createWebhook, deleteWebhook, getWebhook, listDeliveries, listWebhooks, rotateSecret } from '../../../../core/src/webhooks/service';
+import { audit } from '../../middleware/audit';
+import { scopeOf } from '../../middleware/admin';
 import { methodNotAllowed } from '../../middleware/errors';
 
 /** The webhook endpoints of docs/webhooks.md (under /admin/api). The secret is in the create and rotate answers only. */
 export function webhooksRouter(db: Db): Router {
   const router = Router();
+  const webhookChange = (action: string, id: number) => ({ action, resource: 'webhook', id, before: (tx: Tx) => getWebhook(tx, id), after: (w: unknown) => w });
 
   router
     .route('/webhooks')
     .post(async (req, res) => {
-      const webhook = await createWebhook(db, validate(schemas.webhookInput, req.body));
+      const input = validate(schemas.webhookInput, req.body);
+      const webhook = await audit(req, res)(db, { action: 'create', resource: 'webhook', after: (w) => w }, (db) => createWebhook(db, input));
       res.status(201).json({ ok: true, webhook });
     })
     .get(async (req, res) => {
       const { account } = validate(schemas.webhooksQuery, req.query);
-      res.json({ ok: true, webhooks: await listWebhooks(db, account) });
+      res.json({ ok: true, webhooks: await listWebhooks(db, scopeOf(res, account)) });
     })
     .all(methodNotAllowed);
 
@@ -26,10 +30,12 @@ export function webhooksRouter(db: Db): Router {
     .route('/webhooks/:id')
     .patch(async (req, res) => {
       const id = validate(idParam, req.params.id);
-      res.json({ ok: true, webhook: await changeWebhook(db, id, validate(schemas.webhookChanges, req.body)) });
+      const changes = validate(schemas.webhookChanges, req.body);
+      res.json({ ok: true, webhook: await audit(req, res)(db, webhookChange('update', id), (db) => changeWebhook(db, id, changes)) });
     })
     .delete(async (req, res) => {
-      await deleteWebhook(db, validate(idParam, req.params.id));
+      const id = validate(idParam, req.params.id);
+      await audit(req, res)(db, { ...webhookChange('delete', id), after: undefined }, (db) => deleteWebhook(db, id));
       res.json({ ok: true });
     })
     .all(methodNotAllowed);
@@ -37,7 +43,8 @@ export function webhooksRouter(db: Db): Router {
   router
     .route('/webhooks/:id/rotate')
     .post(async (req, res) => {
-      res.json({ ok: true, webhook: await rotateSecret(db, validate(idParam, req.params.id)) });
+      const id = validate(idParam, req.params.id);
+      res.json({ ok: true, webhook: await audit(req, res)(db, webhookChange('rotate', id), (db) => rotateSecret(db, id)) });
     })
     .all(methodNotAllowed);
 

@@ -1,0 +1,78 @@
+import { randomUUID } from 'node:crypto';
+import request from 'supertest';
+import { db } from '../../apps/core/src/db';
+import { asAdmin, useApi } from '../helpers/api';
+import { makeList, makeTenant, type Tenant } from '../helpers/factories';
+import { consoleClient, linkToken, sessionCookie } from './support';
+
+/**
+ * A person who is not an operator, listing without `?account=` (docs/teams.md), sees only the accounts they belong
+ * to; the admin token sees every account; naming another's account is refused. One check per listing kind.
+ */
+jest.setTimeout(120_000);
+
+const ctx = useApi();
+const PASSWORD = 'correct horse battery staple';
+
+async function member(role: string, account: number) {
+  const res = await asAdmin(ctx.api).post('/admin/api/users').send({ email: `m-${randomUUID()}@example.com`, name: 'M', role, account });
+  const accepted = await consoleClient(ctx.api).post(`/admin/invite/${linkToken(res.body.invite_url)}`, { password: PASSWORD });
+  return `ms_console=${sessionCookie(accepted).value}`;
+}
+
+/** One of each kind in the tenant's account; answers the id each listing shows it by. */
+async function populate(tenant: Tenant) {
+  const admin = asAdmin(ctx.api);
+  const account = tenant.account.id;
+  const domain = (await admin.post('/admin/api/domains').send({ account, name: `d${account}.test` }).expect(201)).body.domain;
+  await db().domain.update({ where: { id: domain.id }, data: { status: 'verified', inbound: true } });
+  const route = (await admin.post('/admin/api/routes').send({ account, domain: domain.id, match: '*', action: 'hold' }).expect(201)).body.route;
+  const tracking = (await admin.post('/admin/api/tracking-domains').send({ account, name: `links.d${account}.test` }).expect(201)).body.tracking_domain;
+  const webhook = (await admin.post('/admin/api/webhooks').send({ account, url: 'https://hooks.example.com/in' }).expect(201)).body.webhook;
+  const list = await makeList(account, tenant.mailbox.id);
+  const broadcast = (await admin.post('/admin/api/broadcasts').send({ list: list.key, subject: 'News', text: 'Hi' }).expect(201)).body.broadcast;
+  await request(ctx.api.app).post('/api/v1/send').set('Authorization', `Bearer ${tenant.token}`).send({ from: tenant.mailbox.address, to: 'x@example.com', subject: 's', text: 't' }).expect(202);
+  const message = await db().message.findFirstOrThrow({ where: { accountId: account } });
+  const raw = Buffer.from('From: a@b.test\r\nSubject: held\r\n\r\nhi\r\n');
+  const held = await db().mxMessage.create({ data: { id: randomUUID(), accountId: account, domain: domain.name, status: 'held', mailFrom: 'a@b.test', rcptTo: [`x@${domain.name}`], clientAddress: '127.0.0.1', helo: 'b.test', auth: {}, raw, size: raw.length } });
+  return { keys: tenant.keyId, mailboxes: tenant.mailbox.id, domains: domain.id, routes: route.id, tracking_domains: tracking.id, webhooks: webhook.id, broadcasts: broadcast.id, messages: message.id, held: held.id } as Record<string, number | string>;
+}
+
+/** listing path -> the key of its rows in the answer, and which populated id shows the account's row */
+const LISTINGS: [string, string, string][] = [
+  ['/admin/api/keys', 'keys', 'keys'],
+  ['/admin/api/mailboxes', 'mailboxes', 'mailboxes'],
+  ['/admin/api/domains', 'domains', 'domains'],
+  ['/admin/api/routes', 'routes', 'routes'],
+  ['/admin/api/tracking-domains', 'tracking_domains', 'tracking_domains'],
+  ['/admin/api/webhooks', 'webhooks', 'webhooks'],
+  ['/admin/api/broadcasts', 'broadcasts', 'broadcasts'],
+  ['/admin/api/messages', 'messages', 'messages'],
+  ['/admin/api/inbound?status=held', 'messages', 'held'],
+];
+
+let mine: Record<string, number | string>;
+let theirs: Record<string, number | string>;
+let cookie: string;
+let other: Tenant;
+
+beforeAll(async () => {
+  const [a, b] = [await makeTenant(), await makeTenant()];
+  other = b;
+  [mine, theirs] = [await populate(a), await populate(b)];
+  cookie = await member('viewer', a.account.id);
+});
+
+it.each(LISTINGS)('%s names no account: a member sees their own account only, the admin token every one', async (path, key, kind) => {
+  const ids = (body: Record<string, { id: number | string }[]>) => body[key]!.map((row) => row.id);
+  const asMember = await request(ctx.api.app).get(path).set('Cookie', cookie);
+  expect(asMember.status).toBe(200);
+  expect(ids(asMember.body)).toContain(mine[kind]);
+  expect(ids(asMember.body)).not.toContain(theirs[kind]);
+
+  const asToken = await asAdmin(ctx.api).get(path);
+  expect(ids(asToken.body)).toEqual(expect.arrayContaining([mine[kind], theirs[kind]]));
+
+  const named = await request(ctx.api.app).get(`${path}${path.includes('?') ? '&' : '?'}account=${other.account.id}`).set('Cookie', cookie);
+  expect(named.status).toBe(403);
+});
