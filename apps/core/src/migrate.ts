@@ -52,6 +52,15 @@ export function readMigrations(dir = MIGRATIONS_DIR): Migration[] {
 }
 
 /**
+ * A client whose connection dropped under it (the server killed, a failover) rejects the query it was running; without
+ * a listener, node-postgres also emits 'error', which would end the whole process instead of the migration's attempt.
+ */
+function quiet(client: Client): Client {
+  client.on('error', () => undefined);
+  return client;
+}
+
+/**
  * Creates the database named in the URL when it does not exist. The target is tried first (a role may be allowed
  * there only); the server's `postgres` database is used only when the target is missing, to create it.
  */
@@ -59,7 +68,7 @@ export async function ensureDatabase(databaseUrl: string): Promise<boolean> {
   const url = new URL(databaseUrl);
   const name = decodeURIComponent(url.pathname.replace(/^\//, ''));
   if (!name) throw new Error('DATABASE_URL names no database');
-  const target = new Client({ connectionString: databaseUrl });
+  const target = quiet(new Client({ connectionString: databaseUrl }));
   try {
     await target.connect();
     await target.end();
@@ -70,7 +79,7 @@ export async function ensureDatabase(databaseUrl: string): Promise<boolean> {
     if ((err as { code?: string }).code !== '3D000') throw err;
   }
   url.pathname = '/postgres';
-  const admin = new Client({ connectionString: url.toString() });
+  const admin = quiet(new Client({ connectionString: url.toString() }));
   await admin.connect();
   try {
     const found = await admin.query('SELECT 1 FROM pg_database WHERE datname = $1', [name]);
@@ -98,7 +107,7 @@ export async function migrate(url: string, dir = MIGRATIONS_DIR): Promise<Migrat
   // a URL with several hosts: the one that accepts writes (failover/)
   const databaseUrl = await writableUrl(url);
   const created = await ensureDatabase(databaseUrl);
-  const client = new Client({ connectionString: databaseUrl });
+  const client = quiet(new Client({ connectionString: databaseUrl }));
   await client.connect();
   const applied: string[] = [];
   try {
