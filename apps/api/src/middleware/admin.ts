@@ -43,6 +43,8 @@ declare global {
     interface Locals {
       /** who the admin API's request is from: a person signed in to the console, or the admin token */
       actor?: Changer;
+      /** the permission the admin API's request needs (`permitted`), held again on the account of the row it changes */
+      permission?: Permission;
     }
   }
 }
@@ -103,6 +105,7 @@ export const permitted: RequestHandler = (req, res, next) => {
   if (!actor || actor === 'admin-token') return next();
   const permission = permissionFor(req.method, req.path);
   if (!can(actor, permission, accountOf(req))) throw new Forbidden(`needs ${permission}`);
+  res.locals.permission = permission;
   next();
 };
 

@@ -1,6 +1,7 @@
 import type { Request, Response } from 'express';
 import { auditedAfter, auditedChange, type AuditContext, type Change } from '../../../core/src/audit';
 import type { Db, Tx } from '../../../core/src/db';
+import { can } from '../../../core/src/teams';
 
 /**
  * Who makes a change, for its audit entry (docs/teams.md): the admin API's actor (a person or the admin token) or the
@@ -13,6 +14,13 @@ export function auditContext(req: Request, res: Response, via: 'admin-api' | 'co
     via,
     ip: req.ip ?? req.socket.remoteAddress ?? null,
     requestId: res.locals.requestId ? String(res.locals.requestId) : null,
+    // the admin API's `permitted` checked the account the request names (else any of the person's); a change by id is
+    // held here to the account of the row it changes (the console's forms: not yet, docs/teams.md)
+    refuses: (account) => {
+      const member = via === 'admin-api' && res.locals.actor !== 'admin-token' ? res.locals.actor : undefined;
+      const permission = res.locals.permission;
+      return member && permission && !can(member, permission, account) ? `needs ${permission}${account === undefined ? '' : ` in account ${account}`}` : null;
+    },
   };
 }
 

@@ -1,6 +1,7 @@
 import type { Prisma } from '../../../../generated/prisma/client';
 import type { Db, Tx } from '../db';
 import { accountWhere, type AccountScope } from '../account-scope';
+import { Forbidden } from '../errors';
 import { iso } from '../validate';
 
 /**
@@ -19,6 +20,17 @@ export interface AuditContext {
   via: 'admin-api' | 'console' | 'cli' | 'mcp';
   ip?: string | null;
   requestId?: string | null;
+  /**
+   * The actor's right to make this change in the account it turns out to belong to (a change by id names no account
+   * until its row is read): answers the refusal's text when the actor lacks it. Absent: the caller checked already.
+   */
+  refuses?: (account: number | undefined) => string | null;
+}
+
+/** Refuses (403, the transaction rolled back) a change in an account the actor may not change. */
+function hold(context: AuditContext, account: number | undefined): void {
+  const refusal = context.refuses?.(account);
+  if (refusal) throw new Forbidden(refusal);
 }
 
 export interface Change<T> {
@@ -61,11 +73,13 @@ export async function audited<T>(db: Db, context: AuditContext, change: Change<N
   return db.$transaction(async (tx) => {
     const before = change.before ? await change.before(tx) : undefined;
     const owner = change.accountIn ? await change.accountIn(tx) : undefined;
+    hold(context, owner ?? accountOfView(before));
     const result = await work(tx);
     const after = change.after ? change.after(result) : undefined;
     const fromAfter = (after ?? before ?? {}) as { id?: unknown; account?: unknown };
     const id = change.id ?? fromAfter.id;
-    const account = (typeof change.account === 'function' ? change.account(result) : change.account) ?? owner ?? (typeof fromAfter.account === 'number' ? fromAfter.account : undefined);
+    const account = (typeof change.account === 'function' ? change.account(result) : change.account) ?? owner ?? accountOfView(fromAfter);
+    hold(context, account);
     await tx.auditEntry.create({
       data: {
         actorKind: context.actor.kind,
@@ -102,6 +116,12 @@ export function inTransaction(tx: Tx): Db {
   return inline;
 }
 
+/** The `account` a view names, if it names one. */
+function accountOfView(view: unknown): number | undefined {
+  const account = (view as { account?: unknown } | null | undefined)?.account;
+  return typeof account === 'number' ? account : undefined;
+}
+
 /** `audited` for a domain function that takes a `Db` (and may open its own transaction): it runs in the entry's. */
 export function auditedChange<T>(db: Db, context: AuditContext, change: Change<NoInfer<T>>, work: (db: Db) => Promise<T>): Promise<T> {
   return audited(db, context, change, (tx) => work(inTransaction(tx)));
@@ -113,6 +133,8 @@ export function auditedChange<T>(db: Db, context: AuditContext, change: Change<N
  */
 export async function auditedAfter<T>(db: Db, context: AuditContext, change: Change<NoInfer<T>>, work: (db: Db) => Promise<T>): Promise<T> {
   const before: unknown = change.before ? await change.before(db) : undefined;
+  // committed before its entry: the actor's right is checked on the row's account first
+  hold(context, (change.accountIn ? await change.accountIn(db) : undefined) ?? accountOfView(before));
   const result = await work(db);
   await audited(db, context, { ...change, before: change.before && (() => Promise.resolve(before)) }, () => Promise.resolve(result));
   return result;
