@@ -136,7 +136,8 @@ export async function auditedAfter<T>(db: Db, context: AuditContext, change: Cha
   // committed before its entry: the actor's right is checked on the row's account first
   hold(context, (change.accountIn ? await change.accountIn(db) : undefined) ?? accountOfView(before));
   const result = await work(db);
-  await audited(db, context, { ...change, before: change.before && (() => Promise.resolve(before)) }, () => Promise.resolve(result));
+  // committed already: its entry is written whatever the account turns out to be
+  await audited(db, { ...context, refuses: undefined }, { ...change, before: change.before && (() => Promise.resolve(before)) }, () => Promise.resolve(result));
   return result;
 }
 
