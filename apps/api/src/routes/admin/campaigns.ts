@@ -5,7 +5,7 @@ import { changeCampaign, createCampaign, getCampaign, listCampaigns } from '../.
 import { campaignStats } from '../../../../core/src/outreach/stats';
 import { browseProspects } from '../../../../core/src/operator/prospects';
 import { validate } from '../../../../core/src/validate';
-import { audit, ownerIn } from '../../middleware/audit';
+import { audit, auditAfter, ownerIn } from '../../middleware/audit';
 import { methodNotAllowed } from '../../middleware/errors';
 
 /** /admin/api/campaigns (docs/api.md, docs/outreach.md): create, list an account's, read and change one, its numbers. */
@@ -31,7 +31,8 @@ export function campaignsRouter(db: Db): Router {
       const id = validate(schemas.idParam, req.params.id);
       const changes = validate(schemas.campaignChanges, req.body);
       const change = { action: 'update', resource: 'campaign', id, before: (tx: Tx) => getCampaign(tx, id), after: (c: unknown) => c, accountIn: ownerIn('campaign', id) };
-      res.json({ ok: true, campaign: await audit(req, res)(db, change, (db) => changeCampaign(db, id, changes)) });
+      // a running campaign's change queues its due steps once committed (the scheduler reads committed rows): the entry follows
+      res.json({ ok: true, campaign: await auditAfter(req, res)(db, change, (db) => changeCampaign(db, id, changes)) });
     })
     .all(methodNotAllowed);
 
