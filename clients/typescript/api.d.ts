@@ -215,7 +215,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Received emails (message.received), oldest first after `after` */
+        /** Received emails: the mailboxes' (message.received), or with source=mx the MX's (inbound.received), oldest first after `after` */
         get: operations["getInbound"];
         put?: never;
         post?: never;
@@ -559,6 +559,84 @@ export interface components {
             };
             /** @constant */
             ok: true;
+        };
+        InboundAnswer: {
+            /** @constant */
+            ok: true;
+            messages: {
+                id: number;
+                mailbox: number;
+                /** @enum {string} */
+                kind: "reply" | "auto_reply" | "other";
+                from: string;
+                to: string;
+                subject: string;
+                text: string | null;
+                html: string | null;
+                attachments: {
+                    filename: string;
+                    content_type: string;
+                    size: number;
+                    /** @description signed, expires in a day; null when kept as metadata only (over the size cap) */
+                    url: string | null;
+                }[];
+                in_reply_to: {
+                    message?: string;
+                    send?: string;
+                    prospect?: number;
+                    campaign?: number;
+                };
+                invalid: boolean;
+                /** Format: date-time */
+                received_at: string;
+            }[];
+            next: number | null;
+        } | {
+            /** @constant */
+            ok: true;
+            messages: {
+                /** Format: uuid */
+                id: string;
+                route: number | null;
+                domain: string;
+                /** @description the part after + in the local part (Postmark's MailboxHash) */
+                hash: string | null;
+                envelope: {
+                    from: string;
+                    to: string[];
+                };
+                from: string;
+                to: string[];
+                cc: string[];
+                subject: string;
+                text: string | null;
+                html: string | null;
+                /** @description the new text without the quoted history and signature */
+                reply_text: string | null;
+                attachments: {
+                    filename: string;
+                    content_type: string;
+                    size: number;
+                    url: string;
+                }[];
+                headers: {
+                    name: string;
+                    value: string;
+                }[];
+                /** @description {spf: {result}, dkim: [{domain, selector, result}], dmarc: {result, policy}, arc: {result}} */
+                auth: {
+                    [key: string]: unknown;
+                };
+                spam?: {
+                    score: number;
+                    symbols: string[];
+                };
+                raw_url: string;
+                /** Format: date-time */
+                received_at: string;
+            }[];
+            /** Format: uuid */
+            next: string | null;
         };
         /** @description any JSON value; no text (string or key) may hold a NUL byte; spelled out to two levels here, deeper ones (up to 32) are taken too */
         JsonValue: string | number | boolean | null | (string | number | boolean | null)[] | {
@@ -2320,9 +2398,10 @@ export interface operations {
     getInbound: {
         parameters: {
             query?: {
-                after?: number;
+                source?: "imap" | "mx";
+                after?: string | number;
                 limit?: number;
-                mailbox?: number;
+                mailbox?: unknown | number;
             };
             header?: never;
             path?: never;
@@ -2336,38 +2415,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @constant */
-                        ok: true;
-                        messages: {
-                            id: number;
-                            mailbox: number;
-                            /** @enum {string} */
-                            kind: "reply" | "auto_reply" | "other";
-                            from: string;
-                            to: string;
-                            subject: string;
-                            text: string | null;
-                            html: string | null;
-                            attachments: {
-                                filename: string;
-                                content_type: string;
-                                size: number;
-                                /** @description signed, expires in a day; null when kept as metadata only (over the size cap) */
-                                url: string | null;
-                            }[];
-                            in_reply_to: {
-                                message?: string;
-                                send?: string;
-                                prospect?: number;
-                                campaign?: number;
-                            };
-                            invalid: boolean;
-                            /** Format: date-time */
-                            received_at: string;
-                        }[];
-                        next: number | null;
-                    };
+                    "application/json": components["schemas"]["InboundAnswer"];
                 };
             };
             /** @description A field is malformed (named in error) */
