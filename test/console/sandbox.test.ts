@@ -23,6 +23,8 @@ it("lists a test key's kept messages with the part each recipient plays, and sho
   const res = await as(ctx.api, token).post('/api/v1/send').send({ to: ['bounce+x@sandbox.test', 'someone@example.org'], subject: 'Sandboxed <hello>', text: 'Kept, not sent.' });
   expect(res.status).toBe(202);
   await waitFor(async () => (await db().sandboxMessage.count({ where: { message: { sendId: res.body.id } } })) === 2, { what: 'both copies kept' });
+  // kept first, then marked with the part each plays: the page is read once both are marked
+  await waitFor(async () => (await db().message.count({ where: { sendId: res.body.id, status: { in: ['queued', 'sending'] } } })) === 0, { what: 'both copies marked' });
 
   await page.goto(`${base}/admin/sandbox?account=${tenant.account.id}`);
   const rows = await page.locator('tbody tr').allInnerTexts();
