@@ -2,6 +2,7 @@ import { Client } from 'pg';
 import { readMigrations } from '../../apps/core/src/migrate';
 import { databaseUrl, runId } from '../setup/shared';
 import { freePort, runAdmin, runTs, waitForHttp } from '../helpers/processes';
+import { waitFor } from '../helpers/wait';
 
 /** A database of this test run (the global teardown drops every ms_test_<run>_* database) that does not exist yet. */
 const freshDatabase = (label: string) => `ms_test_${runId()}_${label}${Math.floor(Math.random() * 1e6)}`;
@@ -60,7 +61,8 @@ describe('the API process', () => {
     const proc = runTs('apps/api/src/server.ts', [], { PORT: String(port), DATABASE_URL: databaseUrl(name), LOG_LEVEL: 'debug' });
     try {
       await waitForHttp(proc, `http://127.0.0.1:${port}/healthz`);
-      expect(await (await fetch(`http://127.0.0.1:${port}/readyz`)).json()).toMatchObject({ ok: true });
+      // ready follows alive: each probe waits 800 ms for Postgres, whose first connection may take longer on a busy host
+      await waitFor(async () => (await (await fetch(`http://127.0.0.1:${port}/readyz`)).json()).ok === true, { timeout: 15_000, what: 'ready' });
       const admin = { Authorization: `Bearer ${process.env.ADMIN_TOKEN}`, 'Content-Type': 'application/json' };
       const account = (await (await fetch(`http://127.0.0.1:${port}/admin/api/accounts`, { method: 'POST', headers: admin, body: JSON.stringify({ name: 'a' }) })).json()) as { account: { id: number } };
       const created = await fetch(`http://127.0.0.1:${port}/admin/api/mailboxes`, {
