@@ -62,7 +62,7 @@ describe('the API process', () => {
     try {
       await waitForHttp(proc, `http://127.0.0.1:${port}/healthz`);
       // ready follows alive: each probe waits 800 ms for Postgres, whose first connection may take longer on a busy host
-      await waitFor(async () => (await (await fetch(`http://127.0.0.1:${port}/readyz`)).json()).ok === true, { timeout: 15_000, what: 'ready' });
+      await waitFor(async () => ((await (await fetch(`http://127.0.0.1:${port}/readyz`)).json()) as { ok: boolean }).ok, { timeout: 15_000, what: 'ready' });
       const admin = { Authorization: `Bearer ${process.env.ADMIN_TOKEN}`, 'Content-Type': 'application/json' };
       const account = (await (await fetch(`http://127.0.0.1:${port}/admin/api/accounts`, { method: 'POST', headers: admin, body: JSON.stringify({ name: 'a' }) })).json()) as { account: { id: number } };
       const created = await fetch(`http://127.0.0.1:${port}/admin/api/mailboxes`, {
