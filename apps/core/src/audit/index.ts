@@ -134,10 +134,12 @@ export function auditedChange<T>(db: Db, context: AuditContext, change: Change<N
 export async function auditedAfter<T>(db: Db, context: AuditContext, change: Change<NoInfer<T>>, work: (db: Db) => Promise<T>): Promise<T> {
   const before: unknown = change.before ? await change.before(db) : undefined;
   // committed before its entry: the actor's right is checked on the row's account first
-  hold(context, (change.accountIn ? await change.accountIn(db) : undefined) ?? accountOfView(before));
+  const owner = change.accountIn ? await change.accountIn(db) : undefined;
+  hold(context, owner ?? accountOfView(before));
   const result = await work(db);
-  // committed already: its entry is written whatever the account turns out to be
-  await audited(db, { ...context, refuses: undefined }, { ...change, before: change.before && (() => Promise.resolve(before)) }, () => Promise.resolve(result));
+  // committed already: its entry is written whatever the account turns out to be, with what was read before (not again)
+  const read = { before: change.before && (() => Promise.resolve(before)), accountIn: change.accountIn && (() => Promise.resolve(owner)) };
+  await audited(db, { ...context, refuses: undefined }, { ...change, ...read }, () => Promise.resolve(result));
   return result;
 }
 
