@@ -15,7 +15,7 @@ function sources(dir: string): string[] {
   });
 }
 
-/** The names a file imports as values (not `import type`) from apps/core/src/db. */
+/** The names a file imports as values (not `import type`) from apps/core/src/db.ts. */
 function valuesFromDb(text: string): string[] {
   return [...text.matchAll(/import\s+(type\s+)?\{([^}]*)\}\s+from\s+'[./]*core\/src\/db'/g)]
     .filter((m) => !m[1])
