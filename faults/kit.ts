@@ -1,8 +1,7 @@
 /**
  * What the fault suite's scenario files share: the shape of a world and of the helpers run.ts hands them (`Kit`), the
- * shape of a scenario and of its result, and the small helpers every file uses (waiting, logging, a free port).
+ * shape of a scenario and of its result, and the small helpers every file uses (waiting, logging).
  */
-import net from 'node:net';
 import type { ChildProcess } from 'node:child_process';
 
 /** What a scenario here needs of run.ts's world and helpers. */
@@ -42,16 +41,7 @@ export interface TopologyScenario<W> {
   setup: (world: W) => Promise<void>;
   /** after the scenario, whatever happened */
   teardown: () => Promise<void>;
-  run: (world: W) => Promise<{
-    accepted: number;
-    delivered: number;
-    duplicates: number;
-    lost: number;
-    drainSeconds: number | null;
-    duringFault: unknown;
-    target: string;
-    met: boolean;
-  }>;
+  run: (world: W) => Promise<Omit<Result, 'scenario' | 'notes'>>;
 }
 
 /** One row of faults/results.json. */
@@ -71,14 +61,6 @@ export interface Result {
 export const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 export const log = (...parts: unknown[]) => console.log(`[faults ${new Date().toISOString().slice(11, 19)}]`, ...parts);
 export const seconds = (ms: number | null) => (ms === null ? null : Math.round(ms / 100) / 10);
-
-export async function freePort(): Promise<number> {
-  const server = net.createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const port = (server.address() as net.AddressInfo).port;
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
 
 export async function until<T>(check: () => Promise<T | false | null | undefined>, timeoutMs: number, what: string, interval = 100): Promise<T> {
   const deadline = Date.now() + timeoutMs;

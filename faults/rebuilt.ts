@@ -6,7 +6,8 @@
 import http from 'node:http';
 import type net from 'node:net';
 import { Client } from 'pg';
-import { freePort, log, pick, seconds, sleep, until } from './kit';
+import { log, pick, seconds, sleep, until } from './kit';
+import { freePort } from '../test/helpers/processes';
 import { accepted, deliveredCount, delivery, drained, load, sendingIds, sendUntilAnswered, statusCounts, summarizeAnswers, summarizeStatuses } from './load';
 import { keptMarks } from './outages';
 import { startNode, stopService, type Service } from './services';

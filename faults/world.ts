@@ -1,5 +1,6 @@
 /** One scenario's world: a database, a Redis, APIs, workers, a tenant, the sink. */
-import { freePort, until, type Result } from './kit';
+import { until, type Result } from './kit';
+import { freePort } from '../test/helpers/processes';
 import type { OwnPostgres, OwnRedis } from './own-servers';
 import { startNode, stopService, type Service } from './services';
 

@@ -187,32 +187,7 @@ describe('reports read over IMAP (dovecot)', () => {
 
   it('an ARF complaint suppresses the address and puts it on the stop list', async () => {
     const s = await sentTo('gus@arf.test');
-    const arf = mail(
-      { From: 'abuse@isp.test', To: s.tenant.mailbox.address, Subject: 'Complaint', 'MIME-Version': '1.0', 'Content-Type': 'multipart/report; report-type=feedback-report; boundary="F"' },
-      `--F
-Content-Type: text/plain
-
-This is an email abuse report.
-
---F
-Content-Type: message/feedback-report
-
-Feedback-Type: abuse
-User-Agent: test/1.0
-Version: 1
-Original-Rcpt-To: gus@arf.test
-
---F
-Content-Type: message/rfc822
-
-From: ${s.tenant.mailbox.address}
-To: gus@arf.test
-Subject: Hello Ann
-Message-ID: ${s.first.messageIdHeader}
-
-Hi
---F--`,
-    );
+    const arf = arfReport(s.tenant.mailbox.address, 'gus@arf.test', `From: ${s.tenant.mailbox.address}\nTo: gus@arf.test\nSubject: Hello Ann\nMessage-ID: ${s.first.messageIdHeader}`);
     await dove.append(s.user, PASS, arf);
     expect((await handled(s.mailboxId))[0]).toMatchObject({ kind: 'complaint', prospectId: s.prospectId });
     expect(await db().suppression.findFirst({ where: { accountId: s.tenant.account.id, email: 'gus@arf.test' } })).toMatchObject({ reason: 'complained' });
