@@ -4,7 +4,7 @@
  * of the read. Counted three ways: event rows by the email they name, webhook posts by `webhook-id`, and the emails read.
  */
 import { Dovecot } from '../test/helpers/dovecot';
-import type { Kit, TopologyScenario, WorldLike } from './topologies';
+import type { Kit, TopologyScenario, WorldLike } from './kit';
 import { adminClient, query, webhookReceiver, type Receiver } from './webhooks';
 
 const REPLIES = 100;

@@ -3,7 +3,7 @@
  * the steps. The series lives in Postgres (series_runs), so every subscriber must get both steps, each once.
  */
 import { Client } from 'pg';
-import type { Kit, WorldLike } from './topologies';
+import type { Kit, WorldLike } from './kit';
 
 export interface LifecycleWorld extends WorldLike {
   redis: { kill(): Promise<void>; start(): Promise<void> };

@@ -10,7 +10,7 @@ import http from 'node:http';
 import type net from 'node:net';
 import path from 'node:path';
 import { Client } from 'pg';
-import type { Kit, WorldLike } from './topologies';
+import type { Kit, WorldLike } from './kit';
 
 interface Service {
   child: ChildProcess;

@@ -4,7 +4,8 @@
  */
 import type { ChildProcess } from 'node:child_process';
 import { Client } from 'pg';
-import { startPgBouncer, stopServers, type Kit, type WorldLike } from './topologies';
+import { seconds, type Kit, type WorldLike } from './kit';
+import { startPgBouncer, stopServers } from './topology-servers';
 
 /** What these scenarios need of run.ts's world beyond the topologies': its Postgres to stop and start, the key. */
 export interface OutageWorld extends WorldLike {
@@ -112,8 +113,6 @@ interface Summary {
   maxMs: number | null;
   retryAfter503: (string | null)[];
 }
-
-const seconds = (ms: number | null) => (ms === null ? null : Math.round(ms / 100) / 10);
 
 /** Every answer in time (within `ms`), each a success or a 503 with Retry-After. */
 function answeredWell(summary: Summary, ms: number): boolean {

@@ -8,7 +8,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { AutoFailover } from '../test/helpers/pg-auto-failover';
-import { pick, type Kit, type TopologyScenario, type WorldLike } from './topologies';
+import { pick, seconds, type Kit, type TopologyScenario, type WorldLike } from './kit';
 
 export interface FailoverWorld extends WorldLike {
   token: string;
@@ -29,8 +29,6 @@ const formations: AutoFailover[] = [];
 export function formationsLeftRunning(): number[] {
   return formations.flatMap((f) => f.leftRunning());
 }
-
-const seconds = (ms: number | null) => (ms === null ? null : Math.round(ms / 100) / 10);
 
 /** One keyed send, repeated after no answer or a 503 (as its Retry-After says) until a 202 or the deadline. */
 async function sendUntilAccepted(world: FailoverWorld, i: number, deadlineMs: number): Promise<{ ids: string[]; at: number; statuses: number[] }> {

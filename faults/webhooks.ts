@@ -6,7 +6,7 @@
 import http from 'node:http';
 import type net from 'node:net';
 import { Client } from 'pg';
-import type { Kit, TopologyScenario, WorldLike } from './topologies';
+import { seconds, type Kit, type TopologyScenario, type WorldLike } from './kit';
 
 /** faults/run.ts starts the API with this token (ADMIN_TOKEN must be 32+ characters in production) */
 const ADMIN_TOKEN = 'faults-admin-token-0123456789-abcdefghijklmnop';
@@ -53,8 +53,6 @@ export async function query<T>(world: WorldLike, text: string, values: unknown[]
     await client.end();
   }
 }
-
-const seconds = (ms: number | null) => (ms === null ? null : Math.round(ms / 100) / 10);
 
 /**
  * `rounds` times: 1,000 sends and a broadcast to the list's 300 subscribers, each delivered exactly once, and a

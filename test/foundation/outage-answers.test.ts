@@ -8,7 +8,7 @@ import { createDb, type Db } from '../../apps/core/src/db';
 import { logger } from '../../apps/core/src/logger';
 import { Redis } from 'ioredis';
 import { refusalOf } from '../../apps/api/src/middleware/errors';
-import { toolRefusal } from '../../apps/api/src/mcp/tools';
+import { toolRefusal } from '../../apps/api/src/mcp/registration';
 import { ADMIN_TOKEN } from '../helpers/api';
 import { freePort } from '../helpers/processes';
 import { makeList, makeTenant, type Tenant } from '../helpers/factories';

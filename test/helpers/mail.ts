@@ -23,7 +23,7 @@ export function useMail(options: { queues?: QueueName[]; concurrency?: number; d
     delivery = options.delivery?.delivery;
     if (options.queues?.length) {
       delivery ??= createDelivery(db(), productionGuards(), { sandbox: new SandboxSink() });
-      workers = createWorkers({ delivery, queues: options.queues, concurrency: options.concurrency ?? 5 });
+      workers = createWorkers({ db: db(), delivery, queues: options.queues, concurrency: options.concurrency ?? 5 });
     }
   });
   afterAll(async () => {

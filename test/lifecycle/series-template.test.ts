@@ -48,7 +48,7 @@ it('a step naming a template (no subject of its own) reaches a confirmed subscri
   expect((await confirmByLink(db(), tokenOfStored(confirmation!))).result).toBe('confirmed');
   const got = await waitFor(
     async () => {
-      await maintenanceTasks.series();
+      await maintenanceTasks(db()).series();
       return sink.to(email).find((m) => m.parsed.subject === 'Welcome, Ann & <Co>');
     },
     { timeout: 20_000, interval: 200, what: 'step 1 on the wire' },

@@ -33,7 +33,7 @@ async function seriesList(options: { confirm?: boolean; steps?: object[] } = {})
 async function tickUntil<T>(done: () => Promise<T> | T, what: string): Promise<NonNullable<T>> {
   return waitFor(
     async () => {
-      await maintenanceTasks.series();
+      await maintenanceTasks(db()).series();
       return done();
     },
     { timeout: 20_000, interval: 200, what },
@@ -100,7 +100,7 @@ it('a pending subscriber gets nothing until confirmed; confirming starts the ser
   const f = await seriesList({ confirm: true });
   const email = address('pending');
   expect((await f.subscribe({ email, name: 'Cy' })).body.status).toBe('pending');
-  await maintenanceTasks.series();
+  await maintenanceTasks(db()).series();
   expect(await runOf(f.id, email)).toBeNull();
   expect(await db().message.count({ where: { to: email, kind: 'series' } })).toBe(0);
   const [confirmation] = await confirmationMessages(email);
@@ -130,7 +130,7 @@ it('a repeat add starts no second series', async () => {
   expect((await f.subscribe({ email })).body.status).toBe('active');
   await tickUntil(async () => (await runOf(f.id, email))?.status === 'done', 'the one-step series done');
   expect((await f.subscribe({ email, name: 'Again' })).body.status).toBe('exists');
-  await maintenanceTasks.series();
+  await maintenanceTasks(db()).series();
   expect(await db().seriesRun.count({ where: { listId: f.id } })).toBe(1);
   expect(await db().message.count({ where: { to: email, kind: 'series' } })).toBe(1);
 });

@@ -17,7 +17,7 @@ const ctx = useApi();
 const pages = usePages();
 let workers: Worker[] = [];
 beforeAll(() => {
-  workers = createWorkers({ delivery: createDelivery(db(), productionGuards()), queues: ['links'], concurrency: 5 });
+  workers = createWorkers({ db: db(), delivery: createDelivery(db(), productionGuards()), queues: ['links'], concurrency: 5 });
 });
 afterAll(async () => {
   await Promise.all(workers.map((w) => w.close()));
@@ -92,7 +92,7 @@ describe('url on POST /api/v1/prospects/state', () => {
     // the `links` maintenance task, run as its schedule would: it queues the checks that are due
     await waitFor(
       async () => {
-        await maintenanceTasks.links();
+        await maintenanceTasks(db()).links();
         return (await prospectRow(id)).status === 'agreed';
       },
       { timeout: 40_000, interval: 500, what: 'the link lost after two re-checks' },

@@ -31,7 +31,7 @@ describe('the confirmation email\'s pre-send guard', () => {
     await f.unsubscribe({ email: left });
     await f.subscribe({ email: confirmedMeanwhile, confirmed: true });
     // only now does a worker pick up the three queued emails
-    workers = createWorkers({ delivery: worker.delivery, queues: ['delivery'], concurrency: 5 });
+    workers = createWorkers({ db: db(), delivery: worker.delivery, queues: ['delivery'], concurrency: 5 });
     await waitFor(() => sink.to(waiting)[0], { timeout: 15_000, what: 'the waiting person\'s email' });
     const status = async (email: string) => (await confirmationMessages(email))[0]!.status;
     // the worker marks a message sent after the server's answer, so the sink may hold it a moment before the row says so

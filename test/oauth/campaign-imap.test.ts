@@ -32,7 +32,7 @@ beforeAll(async () => {
   smtp = await new XOAuthSmtp(auth).start();
   await dove.start(auth, ADDRESS);
   delivery = createDelivery(db(), productionGuards());
-  workers = createWorkers({ delivery, queues: ['delivery', 'sequence'], concurrency: 5 });
+  workers = createWorkers({ db: db(), delivery, queues: ['delivery', 'sequence'], concurrency: 5 });
   reader = startInboundReader(db(), { refreshMs: 200 });
 }, 60_000);
 afterAll(async () => {

@@ -28,7 +28,7 @@ beforeAll(async () => {
   await auth.start();
   smtp = await new XOAuthSmtp(auth).start();
   delivery = createDelivery(db(), productionGuards());
-  workers = createWorkers({ delivery, queues: ['delivery'], concurrency: 5 });
+  workers = createWorkers({ db: db(), delivery, queues: ['delivery'], concurrency: 5 });
 }, 30_000);
 afterAll(async () => {
   await Promise.all(workers.map((w) => w.close()));

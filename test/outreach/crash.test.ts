@@ -40,7 +40,7 @@ it('a worker killed mid-step leaves nothing behind: the step is written once, by
   await dying.exited;
   // the lock went with the connection: the row and the mailbox slot of the dead worker were rolled back, and the
   // prospect is still due, so the next scheduler run and a live worker write the step
-  workers = createWorkers({ delivery: worker.delivery, queues: ['delivery', 'sequence'], concurrency: 5 });
+  workers = createWorkers({ db: db(), delivery: worker.delivery, queues: ['delivery', 'sequence'], concurrency: 5 });
   // the periodic schedule task, run by hand: until Postgres has noticed the dead connection the row is still locked
   // and the claim skips it; the next run takes it
   await waitFor(

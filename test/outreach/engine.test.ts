@@ -84,8 +84,8 @@ describe('the step writer', () => {
     const { tenant, campaign } = await setup();
     const id = await addProspect(tenant.account.id, campaign.id, { email: 'twice@ex.org' });
     const job = fakeJob<'sequence'>({ prospectId: id, step: 1 });
-    expect((await processSequenceStep(job)).kind).toBe('written');
-    expect(await processSequenceStep(job)).toMatchObject({ kind: 'skipped' });
+    expect((await processSequenceStep(db(), job)).kind).toBe('written');
+    expect(await processSequenceStep(db(), job)).toMatchObject({ kind: 'skipped' });
     const message = (await stepMessage(id, 1))!;
     expect(await db().message.count({ where: { prospectId: id } })).toBe(1);
     expect((await deliver(worker.delivery, message.id)).kind).toBe('sent');

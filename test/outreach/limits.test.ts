@@ -25,7 +25,7 @@ beforeAll(async () => {
     if (child!.child.exitCode !== null) throw new Error(`worker exited: ${child!.stderr()}`);
     return child!.stdout().includes('worker started');
   }, { timeout: 30_000, what: 'the second worker process to start' });
-  workers = createWorkers({ delivery: worker.delivery, queues: ['delivery', 'sequence'], concurrency: 5 });
+  workers = createWorkers({ db: db(), delivery: worker.delivery, queues: ['delivery', 'sequence'], concurrency: 5 });
 }, 40_000);
 
 afterAll(async () => {

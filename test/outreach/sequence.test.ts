@@ -164,7 +164,7 @@ describe('sequences on the wire', () => {
   it('with two sets of workers and a scheduler racing the API kick, every prospect gets each step once', async () => {
     // a second worker process: its own delivery (claims, marks, SMTP pools)
     const second = createDelivery(db(), productionGuards());
-    const more = createWorkers({ delivery: second, queues: ['delivery', 'sequence'], concurrency: 5 });
+    const more = createWorkers({ db: db(), delivery: second, queues: ['delivery', 'sequence'], concurrency: 5 });
     try {
       const { campaign, client } = await start([{ subject: 'Once, {{name}}', body: 'only once', delay_hours: 0 }]);
       const prospects = Array.from({ length: 12 }, (_, i) => ({ email: `once${i}@reader.org`, name: `P${i}` }));

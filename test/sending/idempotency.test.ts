@@ -102,7 +102,7 @@ describe('Idempotency-Key on POST /api/v1/send', () => {
     expect(later.body.id).not.toBe(first.body.id);
 
     await db().idempotencyRecord.updateMany({ where: { apiKeyId: tenant.keyId }, data: { expiresAt: new Date(Date.now() - 1000) } });
-    await maintenanceTasks.cleanup();
+    await maintenanceTasks(db()).cleanup();
     expect(await db().idempotencyRecord.count({ where: { apiKeyId: tenant.keyId } })).toBe(0);
   });
 

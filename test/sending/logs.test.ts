@@ -43,12 +43,12 @@ it('logs every sequence step: written, waiting for its mailbox, skipped', async 
   const { tenant, campaign } = await outreach({ smtp: sink.url, mailbox: { gap_seconds: 3600 } });
   const first = await addProspect(tenant.account.id, campaign.id, { email: 'ann@prospect.example', name: 'Ann' });
   const second = await addProspect(tenant.account.id, campaign.id, { email: 'bob@prospect.example', name: 'Bob' });
-  await processSequenceStep(fakeJob<'sequence'>({ prospectId: first, step: 1 }));
+  await processSequenceStep(db(), fakeJob<'sequence'>({ prospectId: first, step: 1 }));
   expect(lines.find((l) => l.msg === 'sequence step written' && l.fields.prospect === first)?.fields).toMatchObject({ step: 1, message: expect.any(String) });
   // the mailbox's gap: the second waits
-  await processSequenceStep(fakeJob<'sequence'>({ prospectId: second, step: 1 }));
+  await processSequenceStep(db(), fakeJob<'sequence'>({ prospectId: second, step: 1 }));
   expect(lines.find((l) => l.msg === 'sequence step waits' && l.fields.prospect === second)?.fields).toMatchObject({ why: 'gap' });
   // a step run again finds the prospect moved on
-  await processSequenceStep(fakeJob<'sequence'>({ prospectId: first, step: 1 }));
+  await processSequenceStep(db(), fakeJob<'sequence'>({ prospectId: first, step: 1 }));
   expect(lines.find((l) => l.msg === 'sequence step skipped' && l.fields.prospect === first)?.fields).toMatchObject({ why: 'prospect is at step 1' });
 });

@@ -84,11 +84,11 @@ describe('nothing accepted is lost', () => {
     api.child.kill('SIGTERM');
 
     startWorker();
-    expect(await maintenanceTasks.reconcile()).toMatchObject({ requeued: 13 });
+    expect(await maintenanceTasks(db()).reconcile()).toMatchObject({ requeued: 13 });
     for (const messageId of ids) await waitForStatus(messageId, ['sent']);
     expect(sink.to('kept@example.org')).toHaveLength(1);
     expect(sink.to('p5b@example.org')).toHaveLength(1);
-    expect(await maintenanceTasks.reconcile()).toMatchObject({ requeued: 0 });
+    expect(await maintenanceTasks(db()).reconcile()).toMatchObject({ requeued: 0 });
   });
 
   it('answers 202 once the rows are committed, without waiting for Redis to take the jobs; a late Redis still gets them', async () => {
@@ -169,9 +169,9 @@ describe('nothing accepted is lost', () => {
       // (the answer does not wait for the job: it is there a moment later)
       const job = await waitFor(() => queue(QUEUE.delivery).getJob(jobId.delivery(id)), { what: 'the job' });
       await job.remove();
-      expect(await maintenanceTasks.reconcile()).toMatchObject({ requeued: 0 });
+      expect(await maintenanceTasks(db()).reconcile()).toMatchObject({ requeued: 0 });
       await db().message.update({ where: { id }, data: { enqueuedAt: new Date(Date.now() - 10 * 60_000) } });
-      expect(await maintenanceTasks.reconcile()).toMatchObject({ requeued: 1 });
+      expect(await maintenanceTasks(db()).reconcile()).toMatchObject({ requeued: 1 });
       startWorker();
       await waitForStatus(id, ['sent']);
       expect(sink.to('crash@example.org')).toHaveLength(1);
@@ -193,7 +193,7 @@ describe('nothing accepted is lost', () => {
     await waitFor(async () => (await job.getState()) === 'completed');
     await db().message.update({ where: { id: finished.id }, data: { status: 'queued', enqueuedAt: new Date(Date.now() - 3600_000) } });
 
-    expect(await maintenanceTasks.reconcile()).toMatchObject({ requeued: 2 });
+    expect(await maintenanceTasks(db()).reconcile()).toMatchObject({ requeued: 2 });
     await waitForStatus(orphan.id, ['sent']);
     await waitForStatus(finished.id, ['sent']);
     expect(sink.to('orphan@example.org')).toHaveLength(1);

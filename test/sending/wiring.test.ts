@@ -32,7 +32,7 @@ it('productionGuards() watches every guarded kind', () => {
 });
 
 it("every queue's worker looks for a dead worker's jobs every 5 s, so they run again about when its leases run out", async () => {
-  const workers = createWorkers({ delivery: createDelivery(db(), productionGuards()), concurrency: 1 });
+  const workers = createWorkers({ db: db(), delivery: createDelivery(db(), productionGuards()), concurrency: 1 });
   try {
     const opts = Object.fromEntries(workers.map((w) => [w.name, { stalledInterval: w.opts.stalledInterval, lockDuration: w.opts.lockDuration }]));
     expect(Object.keys(opts).sort()).toEqual(Object.values(QUEUE).sort());

@@ -133,7 +133,7 @@ it('a verified domain gets a certificate from pebble, served by SNI; its account
 
   // the worker's task (as the worker runs it): the CNAME is there, CAA allows any CA, pebble checks HTTP-01 against this
   // API and issues
-  expect(await maintenanceTasks['tracking-domains']()).toBe(1);
+  expect(await maintenanceTasks(db())['tracking-domains']()).toBe(1);
   const active = (await admin().get(`/admin/api/tracking-domains/${id}`)).body.tracking_domain;
   expect(active).toMatchObject({ status: 'active', reason: null, seen: ['track.mail.test'], live: true });
   const notAfter = Date.parse(active.certificate.not_after);

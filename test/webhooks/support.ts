@@ -53,7 +53,7 @@ export function useLateWorker(): { start: () => void } {
   });
   return {
     start: () => {
-      workers = createWorkers({ delivery: createDelivery(db(), productionGuards()), queues: ['webhook'], concurrency: 2 });
+      workers = createWorkers({ db: db(), delivery: createDelivery(db(), productionGuards()), queues: ['webhook'], concurrency: 2 });
       dispatcher = startDispatcher(db(), { everyMs: 50 });
     },
   };

@@ -1,9 +1,11 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import crypto from 'node:crypto';
-import net from 'node:net';
-import os from 'node:os';
-import { firstHostUrl } from './failover/hosts';
+import { mxConfig, oidcConfig, smtpConfig, trackingConfig, verifyProbeConfig, type MxConfig, type OidcConfig, type SmtpConfig, type TrackingConfig, type VerifyProbeConfig } from './config-sections';
+import { ConfigError, flag, hostName, integer, oneOf, parseHostList, parseTrustProxy, positiveNumber, url, type HostPort } from './config-values';
+
+// the configuration's parts are named here too, where their callers look for them
+export { ConfigError, parseHostList, parseTrustProxy, type HostPort, type MxConfig, type OidcConfig, type SmtpConfig, type TrackingConfig, type VerifyProbeConfig };
 
 export interface Config {
   readonly env: string;
@@ -94,262 +96,13 @@ export interface Config {
   readonly oidc: OidcConfig | null;
 }
 
-/** SSO with OpenID Connect (docs/teams.md). */
-export interface OidcConfig {
-  readonly issuer: string;
-  readonly clientId: string;
-  readonly clientSecret: string;
-  /** the ID token claim whose values give roles (a dotted path reads a nested one: `realm_access.roles`) */
-  readonly roleClaim: string;
-  /** OIDC_ROLE_MAP: a claim value -> `operator`, or an account and its role */
-  readonly roleMap: ReadonlyMap<string, 'operator' | { readonly account: number; readonly role: 'owner' | 'admin' | 'sender' | 'viewer' }>;
-  /** OIDC_SCOPES: asked of the provider (some send groups only for a scope of their own: Okta's `groups`) */
-  readonly scopes: string;
-  /** what the console's button says: "Sign in with <label>" */
-  readonly label: string;
-}
-
-export interface VerifyProbeConfig {
-  /** the MAIL FROM address (its domain is the EHLO name) */
-  readonly from: string;
-  /** the local address the probe connects from, never the sending relay's */
-  readonly host: string;
-  /** the MX servers' port (25; a test's own servers listen elsewhere) */
-  readonly port: number;
-  /** probe connections a minute, all processes together */
-  readonly perMinute: number;
-}
-
-/** SMTP submission's settings (docs/smtp.md): the ports, TLS, and the bounds that keep strangers cheap. */
-export interface SmtpConfig {
-  /** submission with STARTTLS; the SMTP process runs (npm start) only when it is set */
-  readonly port: number | null;
-  /** submission over implicit TLS */
-  readonly portTls: number | null;
-  readonly host: string;
-  /** the name in the greeting and EHLO answer */
-  readonly name: string;
-  /** PEM files; when unset, a self-signed pair is made in STATE_DIR (not in production) */
-  readonly tlsCert: string | null;
-  readonly tlsKey: string | null;
-  /** AUTH without TLS (loopback development only) */
-  readonly allowInsecureAuth: boolean;
-  readonly maxConnectionsPerAddress: number;
-  readonly maxConnections: number;
-  /** how long a connection may stay unauthenticated */
-  readonly authTimeoutSeconds: number;
-  /** how long a connection may wait idle for its client's next command */
-  readonly idleTimeoutSeconds: number;
-  /** how long a message's DATA may take to arrive */
-  readonly dataTimeoutSeconds: number;
-  /** the SMTP process serves GET /metrics on this port when set */
-  readonly metricsPort: number | null;
-}
-
-/** The MX's settings (docs/mx.md). */
-export interface MxConfig {
-  /** the MX runs (npm start) only when it is set; 25 in production */
-  readonly port: number | null;
-  readonly host: string;
-  /** the name in the banner and EHLO answer, and what inbound domains' MX records point at */
-  readonly hostname: string;
-  /** MX_MAX_BYTES: larger messages are refused 552 */
-  readonly maxBytes: number;
-  /** rspamd's HTTP API (its controller or normal worker); no scoring when empty */
-  readonly rspamdUrl: string;
-  readonly maxConnections: number;
-  readonly idleTimeoutSeconds: number;
-  /** the MX process serves GET /metrics on this port when set */
-  readonly metricsPort: number | null;
-}
-
-function mxConfig(): MxConfig {
-  const optionalPort = (name: string) => (process.env[name] ? integer(name, 0, 0, 65535) : null);
-  const rspamd = (process.env.RSPAMD_URL ?? '').trim().replace(/\/+$/, '');
-  if (rspamd) url('RSPAMD_URL', rspamd, ['http:', 'https:']);
-  return Object.freeze({
-    port: optionalPort('MX_PORT'),
-    host: process.env.MX_HOST || '0.0.0.0',
-    hostname: hostName('MX_HOSTNAME') || os.hostname(),
-    maxBytes: integer('MX_MAX_BYTES', 26_214_400, 1024, 2 ** 31 - 1),
-    rspamdUrl: rspamd,
-    maxConnections: integer('MX_MAX_CONNECTIONS', 1000, 1, 1_000_000),
-    idleTimeoutSeconds: integer('MX_IDLE_TIMEOUT_SECONDS', 300, 1, 3600),
-    metricsPort: optionalPort('MX_METRICS_PORT'),
-  });
-}
-
-/** docs/tracking-domains.md: the HTTPS listener, the CNAME target, and the ACME directory certificates come from. */
-export interface TrackingConfig {
-  /** the HTTPS listener serving tracking domains by SNI; none when unset */
-  readonly httpsPort: number | null;
-  /** the port links on a tracking domain name (default HTTPS_PORT; 443 is left out of the link) */
-  readonly linkPort: number;
-  /** what a tracking domain's CNAME points at (default: PUBLIC_URL's host) */
-  readonly hostname: string;
-  /** where certificates are ordered; empty: none are, domains wait at `issuing` */
-  readonly acmeDirectoryUrl: string;
-  /** the ACME account's contact address (optional) */
-  readonly acmeEmail: string;
-  /** a PEM file trusted for the ACME directory's own HTTPS (a private CA); the system's roots otherwise */
-  readonly acmeCaFile: string | null;
-  /** the CA's CAA identities (default: the directory's `meta.caaIdentities`) */
-  readonly acmeCaaIdentities: string[];
-  /** the first retry's delay after an ACME server did not answer; each next one 4 times longer, at most 6 hours */
-  readonly acmeRetryBaseMs: number;
-  /** how long a pending domain waits for its next DNS check */
-  readonly recheckMinutes: number;
-}
-
-function trackingConfig(publicUrl: string): TrackingConfig {
-  const httpsPort = process.env.HTTPS_PORT ? integer('HTTPS_PORT', 0, 0, 65535) : null;
-  const directory = (process.env.ACME_DIRECTORY_URL ?? '').trim();
-  if (directory) url('ACME_DIRECTORY_URL', directory, ['https:', 'http:']);
-  return Object.freeze({
-    httpsPort,
-    linkPort: integer('TRACK_LINK_PORT', httpsPort ?? 443, 1, 65535),
-    hostname: hostName('TRACK_HOSTNAME') || new URL(publicUrl).hostname.toLowerCase(),
-    acmeDirectoryUrl: directory,
-    acmeEmail: (process.env.ACME_EMAIL ?? '').trim(),
-    acmeCaFile: process.env.ACME_CA_FILE || null,
-    acmeCaaIdentities: (process.env.ACME_CAA_IDENTITIES ?? '').split(',').map((s) => s.trim().toLowerCase()).filter(Boolean),
-    acmeRetryBaseMs: integer('ACME_RETRY_BASE_MS', 60_000, 1, 86_400_000),
-    recheckMinutes: positiveNumber('TRACK_RECHECK_MINUTES', 10, 24 * 60 * 365),
-  });
-}
-
-function smtpConfig(env: string): SmtpConfig {
-  const optionalPort = (name: string) => (process.env[name] ? integer(name, 0, 0, 65535) : null);
-  const tlsCert = process.env.SMTP_TLS_CERT || null;
-  const tlsKey = process.env.SMTP_TLS_KEY || null;
-  if (!tlsCert !== !tlsKey) throw new ConfigError('SMTP_TLS_CERT and SMTP_TLS_KEY go together: set both or neither');
-  const port = optionalPort('SMTP_PORT');
-  const portTls = optionalPort('SMTPS_PORT');
-  if (env === 'production' && (port !== null || portTls !== null) && !tlsCert) {
-    throw new ConfigError('SMTP_TLS_CERT and SMTP_TLS_KEY are required for SMTP submission when NODE_ENV=production');
-  }
-  return {
-    port,
-    portTls,
-    host: process.env.SMTP_HOST || '0.0.0.0',
-    name: process.env.SMTP_NAME || os.hostname(),
-    tlsCert,
-    tlsKey,
-    allowInsecureAuth: flag('SMTP_ALLOW_INSECURE_AUTH', false),
-    maxConnectionsPerAddress: integer('SMTP_MAX_CONNECTIONS_PER_ADDRESS', 20, 1, 100_000),
-    maxConnections: integer('SMTP_MAX_CONNECTIONS', 1000, 1, 1_000_000),
-    authTimeoutSeconds: integer('SMTP_AUTH_TIMEOUT_SECONDS', 30, 1, 3600),
-    idleTimeoutSeconds: integer('SMTP_IDLE_TIMEOUT_SECONDS', 300, 1, 3600),
-    dataTimeoutSeconds: integer('SMTP_DATA_TIMEOUT_SECONDS', 300, 1, 3600),
-    metricsPort: optionalPort('SMTP_METRICS_PORT'),
-  };
-}
-
-export class ConfigError extends Error {}
-
-export interface HostPort {
-  host: string;
-  port: number;
-}
-
-/** `host:port,host:port` (an IPv6 address in brackets: `[::1]:26379`); empty means not set. */
-export function parseHostList(name: string, raw: string | undefined, defaultPort: number): HostPort[] | null {
-  const text = (raw ?? '').trim();
-  if (text === '') return null;
-  return text.split(',').map((entry) => {
-    const item = entry.trim();
-    const match = /^(?:\[([0-9a-fA-F:.]+)\]|([^\s:[\]]+))(?::(\d+))?$/.exec(item);
-    const port = match?.[3] === undefined ? defaultPort : Number(match[3]);
-    if (!match || !Number.isInteger(port) || port < 1 || port > 65535) {
-      throw new ConfigError(`${name} must be a comma-separated list of host:port, got "${item}"`);
-    }
-    return { host: match[1] ?? match[2]!, port };
-  });
-}
-
-/** Names Express's `trust proxy` understands besides addresses and ranges. */
-const PROXY_NAMES = ['loopback', 'linklocal', 'uniquelocal'];
-
-/**
- * TRUST_PROXY: empty or `false` trusts no proxy (the connection's address is the client's); a whole number trusts that
- * many hops in front of the API; otherwise a comma-separated list of addresses, CIDR ranges or the names loopback,
- * linklocal, uniquelocal.
- */
-export function parseTrustProxy(raw: string | undefined): false | number | string[] {
-  const text = (raw ?? '').trim();
-  if (text === '' || /^(false|no|off|none)$/i.test(text)) return false;
-  if (/^\d+$/.test(text)) {
-    const hops = Number(text);
-    if (hops > 10) throw new ConfigError(`TRUST_PROXY hop count must be at most 10, got "${raw}"`);
-    return hops === 0 ? false : hops;
-  }
-  const entries = text.split(',').map((e) => e.trim());
-  for (const entry of entries) {
-    const [address, bits, extra] = entry.split('/');
-    const family = net.isIP(address ?? '');
-    const validBits = bits === undefined || (/^\d+$/.test(bits) && Number(bits) <= (family === 6 ? 128 : 32));
-    if (PROXY_NAMES.includes(entry)) continue;
-    if (!family || !validBits || extra !== undefined) {
-      throw new ConfigError(`TRUST_PROXY must be false, a hop count, or addresses, CIDR ranges and ${PROXY_NAMES.join('/')} separated by commas; "${entry}" is none of these`);
-    }
-  }
-  return entries;
-}
 
 export function logLevel(): string {
   return process.env.LOG_LEVEL || (process.env.NODE_ENV === 'test' ? 'silent' : 'info');
 }
 
-function integer(name: string, fallback: number, min: number, max: number): number {
-  const raw = process.env[name];
-  if (raw === undefined || raw === '') return fallback;
-  const value = Number(raw);
-  if (!Number.isInteger(value) || value < min || value > max) {
-    throw new ConfigError(`${name} must be a whole number from ${min} to ${max}, got "${raw}"`);
-  }
-  return value;
-}
-
-function positiveNumber(name: string, fallback: number, max: number): number {
-  const raw = process.env[name];
-  if (raw === undefined || raw === '') return fallback;
-  const value = Number(raw);
-  if (!Number.isFinite(value) || value <= 0 || value > max) throw new ConfigError(`${name} must be a number above 0 and at most ${max}, got "${raw}"`);
-  return value;
-}
-
 export const PARTITION_INTERVALS = ['day', 'week', 'month'] as const;
 export type PartitionInterval = (typeof PARTITION_INTERVALS)[number];
-
-function oneOf<T extends string>(name: string, fallback: T, values: readonly T[]): T {
-  const raw = (process.env[name] ?? '').trim().toLowerCase();
-  if (raw === '') return fallback;
-  if (!(values as readonly string[]).includes(raw)) throw new ConfigError(`${name} must be one of ${values.join(', ')}, got "${process.env[name]}"`);
-  return raw as T;
-}
-
-function flag(name: string, fallback: boolean): boolean {
-  const raw = (process.env[name] ?? '').trim().toLowerCase();
-  if (raw === '') return fallback;
-  if (['1', 'true', 'yes', 'on'].includes(raw)) return true;
-  if (['0', 'false', 'no', 'off'].includes(raw)) return false;
-  throw new ConfigError(`${name} must be true or false, got "${process.env[name]}"`);
-}
-
-function url(name: string, fallback: string, protocols: string[]): string {
-  const raw = process.env[name] || fallback;
-  let parsed: URL;
-  try {
-    // a Postgres URL may list several hosts (failover/): each is checked as the first one is
-    parsed = new URL(protocols.includes('postgresql:') ? firstHostUrl(raw) : raw);
-  } catch {
-    throw new ConfigError(`${name} is not a valid URL`);
-  }
-  if (!protocols.includes(parsed.protocol)) {
-    throw new ConfigError(`${name} must start with ${protocols.map((p) => p + '//').join(' or ')}`);
-  }
-  return raw;
-}
 
 /** SECRET_KEY: 64 hex characters or 44 base64 characters (32 bytes); any other text is stretched with SHA-256. */
 export function parseSecretKey(raw: string): Buffer {
@@ -418,23 +171,6 @@ function redisTopology(): Pick<Config, 'redisSentinels' | 'redisSentinelName' | 
   if (redisSentinels && !redisSentinelName) throw new ConfigError('REDIS_SENTINELS needs REDIS_SENTINEL_NAME (the primary\'s name in sentinel.conf)');
   if (!redisSentinels && redisSentinelName) throw new ConfigError('REDIS_SENTINEL_NAME is set but REDIS_SENTINELS is not');
   return { redisSentinels, redisSentinelName, redisClusterNodes };
-}
-
-/** A DNS host name setting (SPF_INCLUDE, RETURN_PATH_HOST), lower case; empty when unset. */
-function hostName(name: string): string {
-  const raw = (process.env[name] ?? '').trim().toLowerCase().replace(/\.$/, '');
-  if (raw !== '' && !/^(?=.{1,253}$)([a-z0-9_]([a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z0-9-]{2,63}$/.test(raw)) throw new ConfigError(`${name} must be a host name, got "${raw}"`);
-  return raw;
-}
-
-function verifyProbeConfig(): VerifyProbeConfig | null {
-  const from = (process.env.VERIFY_PROBE_FROM ?? '').trim();
-  const host = (process.env.VERIFY_PROBE_HOST ?? '').trim();
-  if (!from && !host) return null;
-  if (!from || !host) throw new ConfigError('the mailbox probe needs both VERIFY_PROBE_FROM and VERIFY_PROBE_HOST');
-  if (!/^[^@\s]+@[^@\s]+\.[^@\s]+$/.test(from)) throw new ConfigError(`VERIFY_PROBE_FROM must be an email address, got "${from}"`);
-  if (net.isIP(host) === 0) throw new ConfigError(`VERIFY_PROBE_HOST must be an IP address of this host, got "${host}"`);
-  return Object.freeze({ from, host, port: integer('VERIFY_PROBE_PORT', 25, 1, 65535), perMinute: integer('VERIFY_PROBE_PER_MINUTE', 6, 1, 600) });
 }
 
 export function loadConfig(): Config {
@@ -510,37 +246,6 @@ export function loadConfig(): Config {
     }),
     verifyProbe: verifyProbeConfig(),
     oidc: oidcConfig(),
-  });
-}
-
-function oidcConfig(): OidcConfig | null {
-  const issuer = (process.env.OIDC_ISSUER ?? '').trim();
-  if (!issuer) return null;
-  if (!/^https?:\/\/[^\s]+$/.test(issuer)) throw new ConfigError(`OIDC_ISSUER must be the provider's issuer URL, got "${issuer}"`);
-  const clientId = (process.env.OIDC_CLIENT_ID ?? '').trim();
-  const clientSecret = process.env.OIDC_CLIENT_SECRET ?? '';
-  if (!clientId || !clientSecret) throw new ConfigError('OIDC_ISSUER needs OIDC_CLIENT_ID and OIDC_CLIENT_SECRET');
-  let raw: unknown;
-  try {
-    raw = JSON.parse(process.env.OIDC_ROLE_MAP || '{}');
-  } catch {
-    throw new ConfigError('OIDC_ROLE_MAP must be JSON: {"<claim value>": "operator" | "<account id>:<role>"}');
-  }
-  if (!raw || typeof raw !== 'object' || Array.isArray(raw)) throw new ConfigError('OIDC_ROLE_MAP must be a JSON object from a claim value to a role');
-  const roleMap = new Map<string, 'operator' | { account: number; role: 'owner' | 'admin' | 'sender' | 'viewer' }>();
-  for (const [value, role] of Object.entries(raw as Record<string, unknown>)) {
-    const grant = typeof role === 'string' ? /^(?:(operator)|([1-9]\d{0,9}):(owner|admin|sender|viewer))$/.exec(role) : null;
-    if (!grant) throw new ConfigError(`OIDC_ROLE_MAP: "${value}" must map to "operator" or "<account id>:<owner|admin|sender|viewer>", got ${JSON.stringify(role)}`);
-    roleMap.set(value, grant[1] ? 'operator' : Object.freeze({ account: Number(grant[2]), role: grant[3] as 'owner' }));
-  }
-  return Object.freeze({
-    issuer,
-    clientId,
-    clientSecret,
-    roleClaim: (process.env.OIDC_ROLE_CLAIM ?? '').trim() || 'groups',
-    roleMap,
-    scopes: (process.env.OIDC_SCOPES ?? '').trim() || 'openid email profile',
-    label: (process.env.OIDC_LABEL ?? '').trim() || 'SSO',
   });
 }
 

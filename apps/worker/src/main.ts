@@ -48,14 +48,16 @@ async function main(): Promise<void> {
   // delivery's parts, built once here and passed down (createDelivery): the pre-send guards, the claims and "sent" marks
   // all its jobs share, the lease heartbeat, the SMTP pools, the queueing of a broadcast's copies, the bounds on bytes
   // and rows in flight (a test runs this file as a process: test/sending/wiring.test.ts)
-  delivery = createDelivery(db(), productionGuards(), { sandbox: new SandboxSink() });
+  // the process's one database handle, given to every part below
+  const database = db();
+  delivery = createDelivery(database, productionGuards(), { sandbox: new SandboxSink() });
   // address verification for the imports that ask for it: the disposable domains, the resolver, the mailbox probe
-  workers = createWorkers({ delivery, verifier: new Verifier() });
-  housekeeping = startMaintenance(db());
+  workers = createWorkers({ db: database, delivery, verifier: new Verifier() });
+  housekeeping = startMaintenance(database);
   // the event outbox's fan-out to webhook jobs
-  dispatcher = startDispatcher(db());
+  dispatcher = startDispatcher(database);
   // replies, out-of-office, bounces and complaints from each mailbox's IMAP INBOX
-  inbound = startInboundReader(db());
+  inbound = startInboundReader(database);
   const metricsPort = config().workerMetricsPort;
   if (metricsPort !== null) metricsServer = await serveWorkerMetrics(metricsPort);
   logger.info({ queues: workers.map((w) => w.name), metricsPort }, 'worker started');

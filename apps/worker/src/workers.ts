@@ -7,15 +7,17 @@ import { logger } from '../../core/src/logger';
 import { dependencies, isRedisConnectionError, isRedisStateLost } from '../../core/src/outage';
 import { QUEUE, WEBHOOK_WORKER_LOCK, WORKER_LOCK, queue, queueConnection, queuePrefix, retryDelayMs, type JobPayloads, type QueueName } from '../../core/src/queues';
 import { deliveryProcessor } from './processors/delivery';
-import { processLinkCheck } from './processors/links';
-import { MAINTENANCE_EVERY_MS, maintenanceTasks, processMaintenance } from './processors/maintenance';
-import { processSequenceStep } from './processors/sequence';
-import { processWebhook } from './processors/webhook';
+import { linkCheckProcessor } from './processors/links';
+import { MAINTENANCE_EVERY_MS, maintenanceProcessor, maintenanceTasks } from './processors/maintenance';
+import { sequenceProcessor } from './processors/sequence';
+import { webhookProcessor } from './processors/webhook';
 import { broadcastProcessor } from './processors/broadcast';
 import { importProcessor } from './processors/imports';
 import { Verifier } from '../../core/src/verify';
 
 export interface WorkerOptions {
+  /** the process's database handle: every processor runs on it (main's `db()`) */
+  db: Db;
   /** the process's delivery: its pre-send guards, shared claims and SMTP pools (createDelivery in main) */
   delivery: Delivery;
   concurrency?: number;
@@ -26,14 +28,15 @@ export interface WorkerOptions {
 
 /** One BullMQ worker per queue. Used by main.ts and by tests that want a worker in-process. */
 export function createWorkers(options: WorkerOptions): Worker[] {
+  const { db, delivery } = options;
   const processors: { [N in QueueName]: Processor<JobPayloads[N]> } = {
-    delivery: deliveryProcessor(options.delivery),
-    sequence: processSequenceStep,
-    maintenance: processMaintenance,
-    links: processLinkCheck,
-    webhook: processWebhook,
-    broadcast: broadcastProcessor(options.delivery.queue),
-    imports: importProcessor(options.verifier ?? new Verifier()),
+    delivery: deliveryProcessor(delivery),
+    sequence: sequenceProcessor(db),
+    maintenance: maintenanceProcessor(db),
+    links: linkCheckProcessor(db),
+    webhook: webhookProcessor(db),
+    broadcast: broadcastProcessor(db, delivery.queue),
+    imports: importProcessor(db, options.verifier ?? new Verifier()),
   };
   const concurrency = options.concurrency ?? config().workerConcurrency;
   return (options.queues ?? Object.values(QUEUE)).map((name) => {
@@ -59,9 +62,10 @@ export function createWorkers(options: WorkerOptions): Worker[] {
 export function startMaintenance(db: Db): Housekeeping {
   const maintenance = queue(QUEUE.maintenance);
   void Promise.all(Object.keys(MAINTENANCE_EVERY_MS).map((task) => maintenance.removeJobScheduler(task))).catch(() => undefined);
+  const tasks = maintenanceTasks(db);
   return startHousekeeping(
     db,
-    Object.entries(MAINTENANCE_EVERY_MS).map(([name, everyMs]) => ({ name, everyMs, run: maintenanceTasks[name as JobPayloads['maintenance']['task']] })),
+    Object.entries(MAINTENANCE_EVERY_MS).map(([name, everyMs]) => ({ name, everyMs, run: tasks[name as JobPayloads['maintenance']['task']] })),
   );
 }
 

@@ -1,7 +1,5 @@
 import { listInboundOf } from '../../../core/src/inbound/operations';
-import { ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
-import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
 import type { ApiKey } from '../../../../generated/prisma/client';
 import { addProspectsTo, findProspect, listCampaignsOf, reportProspectState } from '../../../core/src/outreach/operations';
@@ -15,9 +13,8 @@ import { cancelSend, rescheduleSend } from '../../../core/src/sending/cancel';
 import { parseReschedule } from '../../../core/src/sending/schema';
 import { VERIFY_MODES } from '../../../core/src/verify';
 import { verifyAddresses } from '../../../core/src/verify/operations';
-import { refusalOf, type Refusal } from '../middleware/errors';
-import { Forbidden } from '../../../core/src/errors';
 import type { ApiState } from '../state';
+import { answerFor, refuseUnknownTools, tool, type Answer, type McpRequest, type Tools } from './registration';
 
 /**
  * The MCP tools of docs/mcp.md. Each calls the operation its HTTP route calls, with the same arguments as the
@@ -81,113 +78,6 @@ const prospect = z.object({
   name: z.string().nullable().optional().describe('the person or organisation, up to 200 characters'),
   fields: z.record(fieldValue).optional().describe('values for {{fields.X}} in the campaign steps (at most 50)'),
 });
-
-type Answer = Record<string, unknown>;
-type Args = Record<string, unknown>;
-interface ToolConfig {
-  title: string;
-  description: string;
-  inputSchema: Record<string, z.ZodTypeAny>;
-}
-
-/**
- * registerTool without its generic inference: inferring the handler's argument type from the zod shapes costs the
- * type checker gigabytes (the SDK's zod v3/v4 compatibility types); the arguments are validated by the API anyway.
- * An argument the tool does not name is refused with 400 as the HTTP API refuses an unknown field, never dropped: a
- * shape is passed on as an object that keeps unknown keys (zod strips them by default), and the handler runs only when
- * there is none. A tool whose schema is an object already hands its arguments whole to the API's validation.
- */
-function tool(tools: Tools, name: string, config: ToolConfig, handler: (args: Args) => Promise<CallToolResult>): void {
-  const { server, key, answer } = tools;
-  // a key outside the tool's scope gets the refusal the HTTP API answers (docs/teams.md)
-  const scope = TOOL_SCOPES[name];
-  const reads = READ_TOOLS.has(name) && key.scopes.includes('read');
-  const run: typeof handler = scope && !key.scopes.includes(scope) && !reads ? () => answer(() => Promise.reject(new Forbidden(`this key lacks the scope ${scope}`))) : handler;
-  const shape = config.inputSchema;
-  const whole = shape instanceof z.ZodType;
-  const inputSchema = whole ? shape : (z.object(shape).passthrough() as unknown as Record<string, z.ZodTypeAny>);
-  const checked = (args: Args) => {
-    const unknown = whole ? undefined : Object.keys(args ?? {}).find((k) => !Object.hasOwn(shape, k));
-    return unknown === undefined ? run(args) : Promise.resolve(unknownArgument(unknown));
-  };
-  (server.registerTool as unknown as (name: string, config: ToolConfig, handler: (args: Args) => Promise<CallToolResult>) => void).call(
-    server,
-    name,
-    { ...config, inputSchema },
-    checked,
-  );
-}
-
-/** The refusal of an argument a tool does not name, in the words of the HTTP API's validation (joi's). */
-function unknownArgument(name: string): CallToolResult {
-  const body = toolRefusal({ status: 400, headers: {}, message: `${name} is not allowed` });
-  return { isError: true, structuredContent: body, content: [{ type: 'text', text: JSON.stringify(body) }] };
-}
-
-/** What a tool's registration needs: the request's server, its key, and how a tool answers. */
-interface Tools {
-  server: McpServer;
-  key: ApiKey;
-  answer: (work: () => Promise<Answer>) => Promise<CallToolResult>;
-}
-
-/** The key scope each tool needs, as its HTTP route does (middleware/auth.ts); the reading ones also pass with `read`. */
-const TOOL_SCOPES: Record<string, string> = {
-  send_email: 'send',
-  send_batch: 'send',
-  get_send_status: 'send',
-  cancel_send: 'send',
-  reschedule_send: 'send',
-  list_lists: 'subscribers',
-  add_subscriber: 'subscribers',
-  remove_subscriber: 'subscribers',
-  verify_addresses: 'subscribers',
-  list_inbound: 'inbound',
-  list_campaigns: 'prospects',
-  add_prospects: 'prospects',
-  get_prospect: 'prospects',
-  report_prospect_state: 'prospects',
-};
-const READ_TOOLS = new Set(['get_send_status', 'list_lists', 'list_inbound', 'list_campaigns', 'get_prospect']);
-
-/** The MCP request a tool runs for: its request id (X-Request-Id, on the log lines), method and path. */
-export interface McpRequest {
-  requestId: string;
-  method: string;
-  path: string;
-}
-
-/**
- * A refusal as a tool result's structured content: the HTTP answer's `{ok:false, error}` with the status HTTP would
- * answer, `retry_after` (seconds) where HTTP sends Retry-After (an outage, a limit), and `request_id` for a fault or an
- * outage (the id its log lines carry).
- */
-export function toolRefusal(refusal: Refusal): Answer {
-  const retryAfter = refusal.headers['Retry-After'];
-  return {
-    ok: false,
-    error: refusal.message,
-    status: refusal.status,
-    ...(retryAfter === undefined ? {} : { retry_after: Number(retryAfter) }),
-    ...(refusal.requestId === undefined ? {} : { request_id: refusal.requestId }),
-  };
-}
-
-/**
- * A result: the HTTP answer as structured content and the same JSON as text (the MCP specification's advice for
- * structured content); a refusal is an isError result worded by the API's one error mapper (middleware/errors.ts).
- */
-async function answerFor(request: McpRequest, work: () => Promise<Answer>): Promise<CallToolResult> {
-  let body: Answer;
-  let isError = false;
-  try {
-    body = await work();
-  } catch (err) {
-    body = toolRefusal(refusalOf(err, request.requestId, request));
-    isError = true;
-  }
-  return { ...(isError ? { isError } : {}), structuredContent: body, content: [{ type: 'text', text: JSON.stringify(body) }] };
-}
 
 /** The server for one request of one key: campaign and prospect tools only when the key has the prospects permission. */
 export function mcpServer(db: Db, state: ApiState, key: ApiKey, request: McpRequest): McpServer {
@@ -406,24 +296,4 @@ export function mcpServer(db: Db, state: ApiState, key: ApiKey, request: McpRequ
   );
 
   return refuseUnknownTools(server);
-}
-
-/**
- * A call of a tool this server does not have (an unknown name, or a campaign tool for a key without the permission) is
- * a JSON-RPC error -32602 (Invalid params), as the MCP specification asks, not a tool result with isError: the SDK's
- * own handler turns every error into a result, so the name is checked before it runs.
- */
-function refuseUnknownTools(server: McpServer): McpServer {
-  const handlers = (server.server as unknown as { _requestHandlers: Map<string, (request: { params?: { name?: unknown } }, extra: unknown) => Promise<unknown>> })._requestHandlers;
-  const registered = (server as unknown as { _registeredTools: Record<string, unknown> })._registeredTools;
-  const call = handlers.get('tools/call');
-  if (!call || !registered) throw new Error('the MCP SDK no longer keeps its handlers where refuseUnknownTools looks: update it');
-  handlers.set('tools/call', async (request, extra) => {
-    const name = request.params?.name;
-    if (typeof name !== 'string' || !Object.hasOwn(registered, name)) {
-      throw new McpError(ErrorCode.InvalidParams, `Unknown tool: ${String(name)}`);
-    }
-    return call(request, extra);
-  });
-  return server;
 }

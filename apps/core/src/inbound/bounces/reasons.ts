@@ -4,7 +4,7 @@ import { aboutSender, meaningOf, saysGone } from './meaning';
 /**
  * The reason of one failure, named as sisimai names them (docs/inbound.md), from the diagnostic text, the enhanced
  * status, the SMTP command it answered and the report's Action. The order of the checks follows sisimai's
- * (reason/find.go, BSD 2-Clause); the phrases are its own (keywords.ts).
+ * (reason/find.go, BSD 2-Clause); the phrases are its own (keywords.json).
  */
 export const REASONS = [
   'userunknown', 'hostunknown', 'hasmoved', 'notaccept', 'suspend',

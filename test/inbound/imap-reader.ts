@@ -1,0 +1,67 @@
+import { db } from '../../apps/core/src/db';
+import { startInboundReader, type InboundReader } from '../../apps/core/src/inbound/reader';
+import { runSequenceStep } from '../../apps/core/src/outreach/steps';
+import { updateMailbox } from '../../apps/core/src/mailboxes';
+import { useApi } from '../helpers/api';
+import { Dovecot } from '../helpers/dovecot';
+import { wantEvents } from '../helpers/factories';
+import { useDelivery, useMail } from '../helpers/mail';
+import { waitFor } from '../helpers/wait';
+import { addProspect, deliver, outreach, stepMessage } from '../outreach/support';
+
+export const PASS = 'secret-pass';
+
+/**
+ * The IMAP reader against a real dovecot (reader.test.ts, reader-reports.test.ts): each test has its own IMAP user (=
+ * the INBOX of one mailbox). `readers` are the running readers, stopped after the file; a test may replace them.
+ */
+export function useImapReader() {
+  const ctx = useApi();
+  const worker = useDelivery();
+  const sink = useMail({ delivery: worker });
+  const dove = new Dovecot();
+  const users = Array.from({ length: 20 }, (_, i) => `box${i}@imap.test`);
+  let nextUser = 0;
+  const readers: InboundReader[] = [];
+
+  beforeAll(async () => {
+    await dove.start(Object.fromEntries(users.map((u) => [u, PASS])));
+    readers.push(startInboundReader(db(), { refreshMs: 200 }));
+  }, 60_000);
+  afterAll(async () => {
+    await Promise.all(readers.map((r) => r.stop()));
+    await dove.stop();
+  });
+
+  /** An IMAP user no test read yet. */
+  const freshUser = () => users[nextUser++]!;
+
+  /** An account whose campaign has sent step 1 to `email`; its mailbox reads a fresh IMAP user from now on. */
+  async function sentTo(email: string) {
+    const user = freshUser();
+    const { tenant, campaign } = await outreach({
+      smtp: sink.url,
+      steps: [
+        { subject: 'Hello {{name}}', body: 'Hi', delay_hours: 0 },
+        { subject: 'Hello {{name}}', body: 'Any news?', delay_hours: 48 },
+      ],
+    });
+    await wantEvents(tenant.account.id);
+    const prospectId = await addProspect(tenant.account.id, campaign.id, { email, name: 'Ann' });
+    expect((await runSequenceStep(db(), prospectId, 1)).kind).toBe('written');
+    const first = (await stepMessage(prospectId, 1))!;
+    await deliver(worker.delivery, first.id);
+    await updateMailbox(db(), tenant.mailbox.id, { imap: dove.url(user, PASS) });
+    return { tenant, campaign, prospectId, first: (await stepMessage(prospectId, 1))!, user, mailboxId: tenant.mailbox.id };
+  }
+
+  const handled = (mailboxId: number, count = 1) =>
+    waitFor(async () => {
+      const rows = await db().inboundMessage.findMany({ where: { mailboxId }, orderBy: { id: 'asc' } });
+      return rows.length >= count ? rows : null;
+    }, { timeout: 20_000, what: `${count} inbound message(s) of mailbox ${mailboxId}` });
+
+  const prospect = (id: number) => db().prospect.findUniqueOrThrow({ where: { id } });
+
+  return { ctx, worker, sink, dove, readers, freshUser, sentTo, handled, prospect };
+}
