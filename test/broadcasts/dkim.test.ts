@@ -64,3 +64,28 @@ it('a mailbox with a DKIM key signs its broadcast copies (covering the RFC 8058 
   expect(patched.body.mailbox).toMatchObject({ dkim: null, max_per_second: 50 });
   expect((await asAdmin(app.api).patch(`/admin/api/mailboxes/${created.body.mailbox.id}`).send({ dkim: { domain: 'signed.example', selector: 's', private_key: 'nope' } })).status).toBe(400);
 });
+
+it('a mailbox with an Ed25519 key signs with it (RFC 8463), the signature verified by mailauth', async () => {
+  const { privateKey, publicKey } = crypto.generateKeyPairSync('ed25519');
+  const pem = privateKey.export({ type: 'pkcs8', format: 'pem' }).toString();
+  // RFC 8463 section 4.2: p= is the raw 32-byte key, the SPKI's last 32 bytes
+  const txt = `v=DKIM1; k=ed25519; p=${publicKey.export({ type: 'spki', format: 'der' }).subarray(-32).toString('base64')}`;
+  const account = await makeAccount();
+  const created = await asAdmin(app.api).post('/admin/api/mailboxes').send({
+    account: account.id,
+    address: 'news@edsigned.example',
+    smtp: sink.url,
+    dkim: { domain: 'edsigned.example', selector: 'ed2026', private_key: pem },
+  });
+  expect(created.status).toBe(201);
+  const confirmList = await makeList(account.id, created.body.mailbox.id, { confirm: true });
+  await addToList(db(), await requireAccountList(db(), account.id, confirmList.key), { email: 'ed@readers.org' }, 'api');
+  const mail = await waitFor(() => sink.to('ed@readers.org')[0], { timeout: 20_000, what: 'the confirmation email' });
+  const signature = rawHeaders(mail).get('dkim-signature')![0]!;
+  expect(signature.replace(/\s+/g, '')).toMatch(/a=ed25519-sha256;/);
+  const resolver = async (name: string, type: string) => {
+    if (name === 'ed2026._domainkey.edsigned.example' && type === 'TXT') return [[txt]];
+    throw Object.assign(new Error('not found'), { code: 'ENOTFOUND' });
+  };
+  expect((await dkimVerify(mail.raw, { resolver })).results[0]!.status.result).toBe('pass');
+});

@@ -2,7 +2,7 @@ import nodemailer, { type Transporter } from 'nodemailer';
 import type SMTPPool from 'nodemailer/lib/smtp-pool';
 import type { Mailbox } from '../../../../generated/prisma/client';
 import type { Db } from '../db';
-import { dkimSettings, smtpSettings, type SmtpSettings } from '../mailboxes';
+import { smtpSettings, type SmtpSettings } from '../mailboxes';
 import { tokenProvider } from '../oauth/tokens';
 
 /** Connections kept open per mailbox; more jobs than this wait for a free connection inside nodemailer. */
@@ -70,9 +70,7 @@ export class Transports {
       connectionTimeout: 30_000,
       greetingTimeout: 30_000,
       socketTimeout: 60_000,
-      // every email from a mailbox with a DKIM key is signed, by nodemailer itself (docs/broadcasts.md), with the key
-      // parsed once (its types say a PEM string; its signer passes the key to crypto's Sign.sign, which takes either)
-      dkim: dkimSettings(mailbox) as unknown as SMTPPool.Options['dkim'],
+      // no `dkim` here: the email comes signed, ready-made (domains/sending.ts DomainSigner)
     });
     this.pools.set(mailbox.id, { version, transport });
     return transport;

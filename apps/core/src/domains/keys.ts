@@ -45,5 +45,14 @@ export function signingKeys(pair: { selector: string; rsaPrivateKeyEnc: string; 
   ];
 }
 
+/**
+ * A mailbox's own DKIM key (docs/mailboxes.md: its selector and PEM, encrypted at rest), parsed: RSA or Ed25519 by the
+ * key itself. The PEM was checked when it was stored.
+ */
+export function mailboxSigningKey(m: { dkimSelector: string; dkimPrivateKeyEnc: string }): DkimKey {
+  const privateKey = crypto.createPrivateKey(decryptSecret(m.dkimPrivateKeyEnc, config().secretKey));
+  return { selector: m.dkimSelector, algorithm: privateKey.asymmetricKeyType === 'ed25519' ? 'ed25519-sha256' : 'rsa-sha256', privateKey };
+}
+
 export const rsaSelector = (base: string) => `${base}r`;
 export const ed25519Selector = (base: string) => `${base}e`;

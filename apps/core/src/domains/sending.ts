@@ -4,7 +4,7 @@ import type { Mailbox } from '../../../../generated/prisma/client';
 import { config } from '../config';
 import type { Tx } from '../db';
 import { dkimSignatures, type DkimKey } from './dkim';
-import { signingKeys } from './keys';
+import { mailboxSigningKey, signingKeys } from './keys';
 import { displayName, domainOfAddress } from './names';
 
 /** Where one of an account's domains stands, as the send rule needs it. */
@@ -127,15 +127,31 @@ export async function mailboxStartRefusal(db: Tx, mailbox: Pick<Mailbox, 'accoun
 const KEYS_TTL_MS = 30_000;
 
 /**
- * A worker's DKIM signing with the keys of verified domains (docs/domains.md): the active pair of the From domain,
- * RSA and Ed25519, both signatures with d= that domain. Made once per worker process (createDelivery). dkim.ts signs,
- * not nodemailer: nodemailer's signer makes RSA signatures only (its dkim/sign.js calls createSign('RSA-SHA256')), so
- * the email is built first (MailComposer) and sent ready-made, with both signatures on top.
+ * A worker's DKIM signing: with a mailbox's own key when it has one (docs/mailboxes.md), else with the keys of its
+ * verified domain (docs/domains.md): the active pair of the From domain, RSA and Ed25519, both signatures with d= that
+ * domain. Made once per worker process (createDelivery). dkim.ts signs, not nodemailer: nodemailer's signer makes RSA
+ * signatures only (its dkim/sign.js calls createSign('RSA-SHA256')), and it reads the email through a header parser
+ * and a body transform, then hands each piece to the socket as a write of its own. The email is built first
+ * (MailComposer) and sent ready-made, its signatures on top: one buffer, one write.
  */
 export class DomainSigner {
   private readonly cache = new Map<string, { keys: DkimKey[] | null; until: number }>();
+  /** each mailbox's own key, parsed once per version of its row */
+  private readonly mailboxKeys = new Map<number, { version: number; key: DkimKey }>();
 
   constructor(private readonly ttlMs = KEYS_TTL_MS) {}
+
+  /** The mailbox's own key with its d= domain; null when it has none (or only part of one: then it signs nothing). */
+  private ownKey(mailbox: Mailbox): { domain: string; keys: DkimKey[] } | null {
+    if (!mailbox.dkimDomain || !mailbox.dkimSelector || !mailbox.dkimPrivateKeyEnc) return null;
+    const version = mailbox.updatedAt.getTime();
+    let hit = this.mailboxKeys.get(mailbox.id);
+    if (!hit || hit.version !== version) {
+      hit = { version, key: mailboxSigningKey({ dkimSelector: mailbox.dkimSelector, dkimPrivateKeyEnc: mailbox.dkimPrivateKeyEnc }) };
+      this.mailboxKeys.set(mailbox.id, hit);
+    }
+    return { domain: mailbox.dkimDomain, keys: [hit.key] };
+  }
 
   /** The signing keys of the mailbox's domain when the account verified it; null otherwise. */
   async keysFor(db: Tx, mailbox: Pick<Mailbox, 'accountId' | 'address'>): Promise<{ domain: string; keys: DkimKey[] } | null> {
@@ -155,15 +171,14 @@ export class DomainSigner {
   }
 
   /**
-   * The email signed with the domain's keys, as nodemailer sends a ready message (`raw` with its envelope); the mail
-   * unchanged when the domain is not verified. A mailbox's own `dkim` setting overrides (its transport signs).
+   * The email signed, as nodemailer sends a ready message (`raw` with its envelope): with the mailbox's own key when it
+   * has one (it overrides the domain's), else with its verified domain's keys; the mail unchanged when neither.
    */
   async sign(db: Tx, mail: Mail.Options, mailbox: Mailbox): Promise<Mail.Options> {
-    if (mailbox.dkimPrivateKeyEnc) return mail;
     // a message submitted over SMTP keeps its client's From, which may be any address of a verified domain: d= is its
     // domain (the From its submission parsed at accept, which composeMail gives as the raw mail's `from`)
     const from = mail.raw && typeof mail.from === 'string' ? mail.from : null;
-    const found = await this.keysFor(db, from ? { accountId: mailbox.accountId, address: from } : mailbox);
+    const found = mailbox.dkimPrivateKeyEnc ? this.ownKey(mailbox) : await this.keysFor(db, from ? { accountId: mailbox.accountId, address: from } : mailbox);
     if (!found) return mail;
     const raw = await new MailComposer(mail).compile().build();
     const signatures = dkimSignatures(raw, found.domain, found.keys, SIGNED_HEADERS);

@@ -15,7 +15,7 @@ import { accountWhere, type AccountScope } from '../account-scope';
 import { parseImapUrl, parseServerUrlPassword, parseSmtpUrl, smtpTlsOf, type SmtpTls } from './servers';
 
 // what the worker connects and signs with, where its callers look for it
-export { dkimSettings, imapSettings, smtpSettings, type SmtpSettings } from './servers';
+export { imapSettings, smtpSettings, type SmtpSettings } from './servers';
 
 /** The mailbox columns of an imap URL; null or '' turns inbound reading off. */
 function imapColumns(raw: string | null) {

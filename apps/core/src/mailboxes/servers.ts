@@ -1,8 +1,7 @@
 /**
  * A mailbox's SMTP and IMAP servers: their URLs as an operator writes them, parsed and checked, and the settings the
- * worker connects and signs with (the password decrypted, the DKIM key parsed once).
+ * worker connects with (the password decrypted).
  */
-import crypto from 'node:crypto';
 import type { Mailbox } from '../../../../generated/prisma/client';
 import { config } from '../config';
 import { decryptSecret } from '../crypto';
@@ -92,28 +91,6 @@ export function parseServerUrlPassword(raw: string): boolean {
 }
 
 export const smtpTlsOf = (m: Mailbox): SmtpTls => (m.smtpTlsInsecure ? 'insecure' : m.smtpRequireTls || m.smtpSecure ? 'on' : 'off');
-
-/**
- * nodemailer's `dkim` option with the key decrypted (worker only), covering the RFC 8058 headers; undefined without a
- * key. The key is parsed once, here (the worker's transport per mailbox keeps it): nodemailer hands it to
- * `Sign.sign`, which takes a KeyObject as it takes PEM, and a PEM string would be parsed again for every email (0.57 of
- * the 0.85 ms an RSA 2048 signature cost, measured on the bench host). The PEM was checked when it was stored.
- */
-export function dkimSettings(m: Mailbox): { domainName: string; keySelector: string; privateKey: crypto.KeyObject; headerFieldNames: string } | undefined {
-  if (!m.dkimDomain || !m.dkimSelector || !m.dkimPrivateKeyEnc) return undefined;
-  return {
-    domainName: m.dkimDomain,
-    keySelector: m.dkimSelector,
-    privateKey: crypto.createPrivateKey(decryptSecret(m.dkimPrivateKeyEnc, config().secretKey)),
-    headerFieldNames: DKIM_HEADERS,
-  };
-}
-
-/** nodemailer's default list of signed headers, plus List-Unsubscribe-Post (RFC 8058 section 4 asks both be signed). */
-const DKIM_HEADERS =
-  'From:Sender:Reply-To:Subject:Date:Message-ID:To:Cc:MIME-Version:Content-Type:Content-Transfer-Encoding:Content-ID:' +
-  'Content-Description:Resent-Date:Resent-From:Resent-Sender:Resent-To:Resent-Cc:Resent-Message-ID:In-Reply-To:References:' +
-  'List-Id:List-Help:List-Unsubscribe:List-Unsubscribe-Post:List-Subscribe:List-Post:List-Owner:List-Archive';
 
 /** SMTP settings with the password decrypted, for the worker's transport only. */
 export function smtpSettings(m: Mailbox): SmtpSettings {
