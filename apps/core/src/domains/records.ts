@@ -45,7 +45,7 @@ export interface RecordContext {
   /** the host the VERP return path's MX should name; null when the account does not use VERP on this domain */
   returnPathTarget: string | null;
   /** the host an inbound domain's MX should name (MX_HOSTNAME, docs/mx.md); null when the domain is not inbound */
-  inboundTarget: string | null;
+  inboundTarget?: string | null;
 }
 
 /** Old keys stay published this long after signing moved off them, for mail already on its way. */

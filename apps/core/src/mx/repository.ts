@@ -128,3 +128,16 @@ export async function senderMailboxOf(db: Tx, messageId: string) {
   const message = await db.message.findUnique({ where: { id: messageId }, select: { mailboxId: true } });
   return message ? db.mailbox.findUnique({ where: { id: message.mailboxId } }) : null;
 }
+
+/**
+ * The mailbox of the account's latest message whose Message-ID is one of these (the email a reply at a route address
+ * answers), or null: the inbound reader then proves and acts on it within that mailbox (inbound/handle.ts).
+ */
+export async function answeredMailboxOf(db: Tx, accountId: number, messageIds: string[]) {
+  const [row] = await rawQuery<{ mailbox_id: number }>(
+    db,
+    `SELECT mailbox_id FROM messages WHERE account_id = $1 AND message_id_header = ANY($2::text[]) ORDER BY created_at DESC LIMIT 1`,
+    [accountId, messageIds],
+  );
+  return row ? db.mailbox.findUnique({ where: { id: row.mailbox_id } }) : null;
+}

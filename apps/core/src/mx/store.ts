@@ -7,13 +7,13 @@ import { lazy } from '../lazy';
 import { metrics } from '../metrics';
 import { dmarcDisposition, type MxAuth } from './auth';
 import { addresses, receivedEvent } from './message';
-import { insertArrival, insertReceivedEvent, leaveHeld, mxMessageById, routeEndpointOf, senderMailboxOf, type MxMessageRow, type NewMxMessage, type RouteRow } from './repository';
+import { messageIdsIn } from '../inbound/thread-ids';
+import { answeredMailboxOf, insertArrival, insertReceivedEvent, leaveHeld, mxMessageById, routeEndpointOf, senderMailboxOf, type MxMessageRow, type NewMxMessage, type RouteRow } from './repository';
 import type { SpamResult } from './spam';
 
 /** A recipient the MX took at RCPT: an inbound route's address, or a VERP return path of one of our messages. */
-export type Target =
-  | { kind: 'route'; address: string; accountId: number; domain: string; route: RouteRow; hash: string | null }
-  | { kind: 'report'; address: string; messageId: string };
+export type Target = RouteTarget | { kind: 'report'; address: string; messageId: string };
+type RouteTarget = { kind: 'route'; address: string; accountId: number; domain: string; route: RouteRow; hash: string | null };
 
 export interface Arrival {
   raw: Buffer;
@@ -45,10 +45,10 @@ export function holdReason(route: RouteRow, auth: MxAuth, spam: SpamResult | nul
 const reportUid = (raw: Buffer) => crypto.createHash('sha256').update(raw).digest().readBigUInt64BE(0) >> 1n;
 
 /**
- * Writes what arrived before the MX answers 250 (docs/mx.md, "Durable before 250"): reports go through the inbound
- * reader's classifier, proof and actions (handleInbound, exactly once per report); each route it reached gets one row
- * with the raw MIME, and a delivered one its `inbound.received` in the same transaction. Throws when Postgres is away
- * (the session answers 451 and the sender retries).
+ * Writes what arrived before the MX answers 250 (docs/mx.md, "Durable before 250"): reports, and replies at a route
+ * address, go through the inbound reader's classifier, proof and actions (handleInbound, exactly once per message);
+ * each route it reached gets one row with the raw MIME, and a delivered one its `inbound.received` in the same
+ * transaction. Throws when Postgres is away (the session answers 451 and the sender retries).
  */
 export async function storeArrival(db: Db, arrival: Arrival, targets: Target[]): Promise<{ ids: string[] }> {
   const ids: string[] = [];
@@ -63,9 +63,11 @@ export async function storeArrival(db: Db, arrival: Arrival, targets: Target[]):
     metrics.mxMessages.inc({ outcome: 'report' });
   }
 
-  const byRoute = new Map<number, { target: Extract<Target, { kind: 'route' }>; to: string[] }>();
-  for (const t of targets) {
-    if (t.kind !== 'route') continue;
+  const routed = targets.filter((t): t is RouteTarget => t.kind === 'route');
+  await answerReplies(db, arrival, routed);
+
+  const byRoute = new Map<number, { target: RouteTarget; to: string[] }>();
+  for (const t of routed) {
     const entry = byRoute.get(t.route.id) ?? { target: t, to: [] };
     entry.to.push(t.address);
     byRoute.set(t.route.id, entry);
@@ -110,6 +112,25 @@ export async function storeArrival(db: Db, arrival: Arrival, targets: Target[]):
     if (row.reason?.startsWith('spam')) metrics.mxSpam.inc();
   }
   return { ids };
+}
+
+/**
+ * A reply at a route address (docs/mx.md, "Bounces, complaints and replies"): when its In-Reply-To / References name an
+ * email the route's account sent, it goes through the inbound reader's classifier, proof and actions in the mailbox
+ * that sent it (a reply stops the prospect's sequence, an auto-reply pauses it, as read over IMAP), before the row is
+ * written, so a retry after a lost 250 finds it claimed. A report at a route address proves nothing: the customer's
+ * message only.
+ */
+async function answerReplies(db: Db, arrival: Arrival, routed: RouteTarget[]): Promise<void> {
+  const threadIds = [...messageIdsIn(arrival.mail.inReplyTo), ...messageIdsIn(arrival.mail.references)];
+  if (!threadIds.length) return;
+  for (const accountId of new Set(routed.map((t) => t.accountId))) {
+    const mailbox = await answeredMailboxOf(db, accountId, threadIds);
+    if (!mailbox) continue;
+    const mail = await classifier()(arrival.raw);
+    if (mail.report) return;
+    await handleInbound(db, { mailbox, uidValidity: 0n, uid: reportUid(arrival.raw), raw: arrival.raw }, mail, arrival.receivedAt);
+  }
 }
 
 function asRow(r: NewMxMessage): MxMessageRow {
