@@ -1,14 +1,13 @@
 import crypto from 'node:crypto';
 import type { ParsedMail } from 'mailparser';
 import type { Db } from '../db';
-import { handleInbound } from '../inbound/handle';
 import { newId } from '../ids';
 import { lazy } from '../lazy';
 import { metrics } from '../metrics';
 import { dmarcDisposition, type MxAuth } from './auth';
 import { addresses, receivedEvent } from './message';
 import { messageIdsIn } from '../inbound/thread-ids';
-import { answeredMailboxOf, insertArrival, insertReceivedEvent, leaveHeld, mxMessageById, routeEndpointOf, senderMailboxOf, type MxMessageRow, type NewMxMessage, type RouteRow } from './repository';
+import { answeredMailboxOf, insertArrivals, insertReceivedEvent, leaveHeld, mxMessageById, routeEndpointOf, senderMailboxOf, type ArrivalWrite, type MxMessageRow, type NewMxMessage, type RouteRow } from './repository';
 import type { SpamResult } from './spam';
 
 /** A recipient the MX took at RCPT: an inbound route's address, or a VERP return path of one of our messages. */
@@ -29,6 +28,8 @@ export interface Arrival {
 
 /** the inbound reader's classifier (mailparser under it), loaded by the first report: the API never needs it */
 const classifier = lazy(() => (require('../inbound/classify') as typeof import('../inbound/classify')).classify);
+/** the inbound reader's actions (outreach, suppressions, analytics under them: about 8 MB), loaded by the first report or reply */
+const handleInbound = lazy(() => (require('../inbound/handle') as typeof import('../inbound/handle')).handleInbound);
 
 /** Why a message is held, or null when it goes on to the customer. */
 export function holdReason(route: RouteRow, auth: MxAuth, spam: SpamResult | null): string | null {
@@ -39,18 +40,18 @@ export function holdReason(route: RouteRow, auth: MxAuth, spam: SpamResult | nul
 }
 
 /**
- * A report's place in its mailbox as handleInbound claims it: UIDVALIDITY 0 (never an IMAP one, RFC 3501's nz-number)
+ * A report's place in its mailbox as the inbound reader claims it: UIDVALIDITY 0 (never an IMAP one, RFC 3501's nz-number)
  * and a UID from the message's bytes, so the same report sent again after a lost 250 is handled once.
  */
 const reportUid = (raw: Buffer) => crypto.createHash('sha256').update(raw).digest().readBigUInt64BE(0) >> 1n;
 
 /**
  * Writes what arrived before the MX answers 250 (docs/mx.md, "Durable before 250"): reports, and replies at a route
- * address, go through the inbound reader's classifier, proof and actions (handleInbound, exactly once per message);
+ * address, go through the inbound reader's classifier, proof and actions (inbound/handle.ts, exactly once per message);
  * each route it reached gets one row with the raw MIME, and a delivered one its `inbound.received` in the same
  * transaction. Throws when Postgres is away (the session answers 451 and the sender retries).
  */
-export async function storeArrival(db: Db, arrival: Arrival, targets: Target[]): Promise<{ ids: string[] }> {
+export async function storeArrival(db: Db, arrival: Arrival, targets: Target[], write: (arrival: ArrivalWrite) => Promise<void> = (a) => insertArrivals(db, [a])): Promise<{ ids: string[] }> {
   const ids: string[] = [];
   const reports = targets.filter((t) => t.kind === 'report');
   for (const report of reports) {
@@ -59,7 +60,7 @@ export async function storeArrival(db: Db, arrival: Arrival, targets: Target[]):
     const mail = await classifier()(arrival.raw);
     // the envelope recipient is the proof: the VERP token was checked at RCPT
     mail.verp = report.messageId;
-    await handleInbound(db, { mailbox, uidValidity: 0n, uid: reportUid(arrival.raw), raw: arrival.raw }, mail, arrival.receivedAt);
+    await handleInbound()(db, { mailbox, uidValidity: 0n, uid: reportUid(arrival.raw), raw: arrival.raw }, mail, arrival.receivedAt);
     metrics.mxMessages.inc({ outcome: 'report' });
   }
 
@@ -100,12 +101,11 @@ export async function storeArrival(db: Db, arrival: Arrival, targets: Target[]):
   const byRouteEndpoint = new Map([...byRoute.values()].map(({ target }) => [target.route.id, target.route.endpointId]));
   // the events are made before the transaction (parsing takes time; the transaction holds a connection)
   const events = await Promise.all(rows.map((r) => (r.event ? receivedEvent(asRow(r), arrival.mail) : null)));
-  await insertArrival(
-    db,
-    arrival.raw,
-    rows.map(({ event: _event, raw: _raw, ...row }) => row),
-    rows.flatMap((row, i) => (events[i] ? [{ accountId: row.accountId, endpointId: byRouteEndpoint.get(row.routeId!) ?? null, data: events[i] }] : [])),
-  );
+  await write({
+    raw: arrival.raw,
+    rows: rows.map(({ event: _event, raw: _raw, ...row }) => row),
+    events: rows.flatMap((row, i) => (events[i] ? [{ accountId: row.accountId, endpointId: byRouteEndpoint.get(row.routeId!) ?? null, data: events[i] }] : [])),
+  });
   for (const row of rows) {
     ids.push(row.id);
     metrics.mxMessages.inc({ outcome: row.status });
@@ -129,12 +129,13 @@ async function answerReplies(db: Db, arrival: Arrival, routed: RouteTarget[]): P
     if (!mailbox) continue;
     const mail = await classifier()(arrival.raw);
     if (mail.report) return;
-    await handleInbound(db, { mailbox, uidValidity: 0n, uid: reportUid(arrival.raw), raw: arrival.raw }, mail, arrival.receivedAt);
+    await handleInbound()(db, { mailbox, uidValidity: 0n, uid: reportUid(arrival.raw), raw: arrival.raw }, mail, arrival.receivedAt);
   }
 }
 
 function asRow(r: NewMxMessage): MxMessageRow {
-  return { ...r, raw: new Uint8Array(r.raw), size: r.raw.length, spam: r.spam ?? null, auth: r.auth } as MxMessageRow;
+  // a view of the same bytes, not a copy of the message
+  return { ...r, raw: new Uint8Array(r.raw.buffer as ArrayBuffer, r.raw.byteOffset, r.raw.byteLength), size: r.raw.length, spam: r.spam ?? null, auth: r.auth } as MxMessageRow;
 }
 
 /** A held message goes on to the customer as `inbound.received` (console, admin API); NotFound-like false when not held. */
