@@ -10,10 +10,10 @@ import { updateMailbox } from '../../apps/core/src/mailboxes';
 import { addSubscriberByKey } from '../../apps/core/src/subscribers/machine';
 import { as, asAdmin, useApi } from '../helpers/api';
 import { Dovecot } from '../helpers/dovecot';
-import { makeList, wantEvents } from '../helpers/factories';
+import { makeList } from '../helpers/factories';
 import { useDelivery, useMail } from '../helpers/mail';
 import { waitFor } from '../helpers/wait';
-import { addProspect, deliver, outreach, stepMessage } from '../outreach/support';
+import { deliver, firstStepSent, outreach, stepMessage } from '../outreach/support';
 
 /** The IMAP reader against a real dovecot: each test has its own IMAP user (= the INBOX of one mailbox). */
 const ctx = useApi();
@@ -38,20 +38,9 @@ afterAll(async () => {
 /** An account whose campaign has sent step 1 to `email`; its mailbox reads a fresh IMAP user from now on. */
 async function sentTo(email: string) {
   const user = USERS[nextUser++]!;
-  const { tenant, campaign } = await outreach({
-    smtp: sink.url,
-    steps: [
-      { subject: 'Hello {{name}}', body: 'Hi', delay_hours: 0 },
-      { subject: 'Hello {{name}}', body: 'Any news?', delay_hours: 48 },
-    ],
-  });
-  await wantEvents(tenant.account.id);
-  const prospectId = await addProspect(tenant.account.id, campaign.id, { email, name: 'Ann' });
-  expect((await runSequenceStep(db(), prospectId, 1)).kind).toBe('written');
-  const first = (await stepMessage(prospectId, 1))!;
-  await deliver(worker.delivery, first.id);
+  const { tenant, campaign, prospectId, first } = await firstStepSent(worker.delivery, sink.url, email);
   await updateMailbox(db(), tenant.mailbox.id, { imap: dove.url(user, PASS) });
-  return { tenant, campaign, prospectId, first: (await stepMessage(prospectId, 1))!, user, mailboxId: tenant.mailbox.id };
+  return { tenant, campaign, prospectId, first, user, mailboxId: tenant.mailbox.id };
 }
 
 const handled = (mailboxId: number, count = 1) =>

@@ -3,9 +3,8 @@ import { db } from '../../apps/core/src/db';
 import { runSequenceStep } from '../../apps/core/src/outreach/steps';
 import { useApi } from '../helpers/api';
 import { txt, useDns } from '../helpers/dns-server';
-import { wantEvents } from '../helpers/factories';
 import { useDelivery, useMail } from '../helpers/mail';
-import { addProspect, deliver, outreach, stepMessage } from '../outreach/support';
+import { deliver, firstStepSent, stepMessage } from '../outreach/support';
 import { inboundDomain, message, useMx } from './support';
 
 /**
@@ -27,18 +26,7 @@ const prospect = (id: number) => db().prospect.findUniqueOrThrow({ where: { id }
 
 /** An account whose campaign sent step 1 to the prospect, and an inbound domain of the same account with a catch-all route. */
 async function sentTo(email: string, domain: string) {
-  const { tenant, campaign } = await outreach({
-    smtp: sink.url,
-    steps: [
-      { subject: 'Hello {{name}}', body: 'Hi', delay_hours: 0 },
-      { subject: 'Hello {{name}}', body: 'Any news?', delay_hours: 48 },
-    ],
-  });
-  await wantEvents(tenant.account.id);
-  const prospectId = await addProspect(tenant.account.id, campaign.id, { email, name: 'Ann' });
-  expect((await runSequenceStep(db(), prospectId, 1)).kind).toBe('written');
-  await deliver(worker.delivery, (await stepMessage(prospectId, 1))!.id);
-  const first = (await stepMessage(prospectId, 1))!;
+  const { tenant, prospectId, first } = await firstStepSent(worker.delivery, sink.url, email);
   expect(first.status).toBe('sent');
   await inboundDomain(ctx.api, domain, [{ match: '*', action: 'webhook' }], tenant.account);
   return { tenant, prospectId, first };
