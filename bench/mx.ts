@@ -8,6 +8,7 @@
  */
 import type { ChildProcess } from 'node:child_process';
 import crypto from 'node:crypto';
+import fs from 'node:fs';
 import net from 'node:net';
 import nodemailer from 'nodemailer';
 import { Client } from 'pg';
@@ -29,6 +30,12 @@ export interface MxKit {
   up: (port: number, path?: string) => Promise<void>;
   makeTenant: () => Promise<{ token: string; account: number; mailbox: number }>;
   peakRssMb: (child: ChildProcess) => number;
+}
+
+/** CPU time (user + system) a live process has used so far, in ms (USER_HZ = 100). */
+function cpuMs(child: ChildProcess): number {
+  const fields = fs.readFileSync(`/proc/${child.pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+  return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100;
 }
 
 const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
@@ -90,11 +97,16 @@ async function measure(kit: MxKit, dns: DnsServer) {
   const mail = (i: number, to = 'inbox@in.bench') => ({ envelope: { from: 'ann@sender.bench', to: [to] }, from: 'ann@sender.bench', to, subject: `Benchmark ${i}`, text: `Hello ${i}\n${body}` });
   const pool = (port: number, connections: number) =>
     nodemailer.createTransport({ pool: true, maxConnections: connections, maxMessages: Infinity, host: '127.0.0.1', port, secure: false, ignoreTLS: true });
+  // each server's CPU a message over the timed turns: what the ratio is made of on a machine shared with other work
+  const cpu = { mx: 0, bare: 0 };
   const rate = async (port: number, count: number): Promise<number> => {
     const transport = pool(port, CONNECTIONS);
+    const server = port === kit.mxPort ? mx : baseline;
+    const cpuBefore = cpuMs(server);
     const started = performance.now();
     const results = await Promise.allSettled(Array.from({ length: count }, (_, i) => transport.sendMail(mail(i))));
     const seconds = (performance.now() - started) / 1000;
+    cpu[port === kit.mxPort ? 'mx' : 'bare'] += cpuMs(server) - cpuBefore;
     transport.close();
     const refused = results.filter((r) => r.status === 'rejected') as PromiseRejectedResult[];
     if (refused.length) throw new Error(`bench: ${refused.length} messages refused on ${port}: ${String(refused[0]!.reason)}`);
@@ -103,6 +115,7 @@ async function measure(kit: MxKit, dns: DnsServer) {
 
   await rate(kit.mxPort, 500);
   await rate(kit.baselinePort, 500);
+  cpu.mx = cpu.bare = 0;
   const mxRates: number[] = [];
   const bareRates: number[] = [];
   for (let turn = 0; turn < TURNS; turn++) {
@@ -134,6 +147,7 @@ async function measure(kit: MxKit, dns: DnsServer) {
     bareSmtpServerPerSecond: bareMedian,
     ratio: +(mxMedian / bareMedian).toFixed(2),
     turns: { mx: mxRates.map(Math.round), bare: bareRates.map(Math.round) },
+    cpuMsPerMessage: { mx: +(cpu.mx / (TURNS * MX_MESSAGES)).toFixed(3), bare: +(cpu.bare / (TURNS * MX_MESSAGES)).toFixed(3) },
     memory: {
       connections: WIDE,
       messages: wideResults.length,

@@ -1,13 +1,11 @@
 import { db } from '../../apps/core/src/db';
 import { startInboundReader, type InboundReader } from '../../apps/core/src/inbound/reader';
-import { runSequenceStep } from '../../apps/core/src/outreach/steps';
 import { updateMailbox } from '../../apps/core/src/mailboxes';
 import { useApi } from '../helpers/api';
 import { Dovecot } from '../helpers/dovecot';
-import { wantEvents } from '../helpers/factories';
 import { useDelivery, useMail } from '../helpers/mail';
 import { waitFor } from '../helpers/wait';
-import { addProspect, deliver, outreach, stepMessage } from '../outreach/support';
+import { firstStepSent } from '../outreach/support';
 
 export const PASS = 'secret-pass';
 
@@ -39,20 +37,9 @@ export function useImapReader() {
   /** An account whose campaign has sent step 1 to `email`; its mailbox reads a fresh IMAP user from now on. */
   async function sentTo(email: string) {
     const user = freshUser();
-    const { tenant, campaign } = await outreach({
-      smtp: sink.url,
-      steps: [
-        { subject: 'Hello {{name}}', body: 'Hi', delay_hours: 0 },
-        { subject: 'Hello {{name}}', body: 'Any news?', delay_hours: 48 },
-      ],
-    });
-    await wantEvents(tenant.account.id);
-    const prospectId = await addProspect(tenant.account.id, campaign.id, { email, name: 'Ann' });
-    expect((await runSequenceStep(db(), prospectId, 1)).kind).toBe('written');
-    const first = (await stepMessage(prospectId, 1))!;
-    await deliver(worker.delivery, first.id);
+    const { tenant, campaign, prospectId, first } = await firstStepSent(worker.delivery, sink.url, email);
     await updateMailbox(db(), tenant.mailbox.id, { imap: dove.url(user, PASS) });
-    return { tenant, campaign, prospectId, first: (await stepMessage(prospectId, 1))!, user, mailboxId: tenant.mailbox.id };
+    return { tenant, campaign, prospectId, first, user, mailboxId: tenant.mailbox.id };
   }
 
   const handled = (mailboxId: number, count = 1) =>

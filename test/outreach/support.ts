@@ -4,7 +4,8 @@ import { deliverMessage, type Delivery } from '../../apps/core/src/delivery/deli
 import { addProspects, type ProspectInput } from '../../apps/core/src/outreach/prospects';
 import type { JobPayloads } from '../../apps/core/src/queues';
 import type { StepInput } from '../../apps/core/src/outreach/campaigns';
-import { makeCampaign, makeTenant } from '../helpers/factories';
+import { makeCampaign, makeTenant, wantEvents } from '../helpers/factories';
+import { runSequenceStep } from '../../apps/core/src/outreach/steps';
 
 /** An account whose mailbox writes to `smtp`, with a campaign (running unless told otherwise). */
 export async function outreach(options: { smtp: string; steps?: StepInput[]; status?: 'draft' | 'running' | 'paused'; mailbox?: { daily_limit?: number; gap_seconds?: number } }) {
@@ -34,3 +35,22 @@ export const fakeJob = <T extends keyof JobPayloads>(data: JobPayloads[T]) => ({
 export const deliver = (delivery: Delivery, messageId: string) => deliverMessage(delivery, messageId, { lastAttempt: false });
 
 export const stepMessage = (prospectId: number, step: number) => db().message.findFirst({ where: { prospectId, step } });
+
+/**
+ * A running two-step campaign (step 2 48 hours after step 1) whose step 1 went out to `email` through the file's
+ * delivery: what a reply answers (test/inbound/reader.test.ts, test/mx/replies.test.ts). Every event is wanted.
+ */
+export async function firstStepSent(delivery: Delivery, smtp: string, email: string) {
+  const { tenant, campaign } = await outreach({
+    smtp,
+    steps: [
+      { subject: 'Hello {{name}}', body: 'Hi', delay_hours: 0 },
+      { subject: 'Hello {{name}}', body: 'Any news?', delay_hours: 48 },
+    ],
+  });
+  await wantEvents(tenant.account.id);
+  const prospectId = await addProspect(tenant.account.id, campaign.id, { email, name: 'Ann' });
+  if ((await runSequenceStep(db(), prospectId, 1)).kind !== 'written') throw new Error('step 1 not written');
+  await deliver(delivery, (await stepMessage(prospectId, 1))!.id);
+  return { tenant, campaign, prospectId, first: (await stepMessage(prospectId, 1))! };
+}

@@ -28,7 +28,7 @@ export async function checkRecords(dns: DnsLookup, context: RecordContext): Prom
       if (record.purpose === 'dkim') await checkDkim(dns, record);
       else if (record.purpose === 'spf') await checkSpf(dns, record, context);
       else if (record.purpose === 'dmarc') await checkDmarc(dns, record);
-      else await checkReturnPath(dns, record);
+      else await checkMx(dns, record);
     }),
   );
   return { records, ...summarize(records) };
@@ -121,17 +121,27 @@ async function checkDmarc(dns: DnsLookup, record: DomainRecord): Promise<void> {
   }
 }
 
-async function checkReturnPath(dns: DnsLookup, record: DomainRecord): Promise<void> {
+/**
+ * An MX record (the VERP return path's, an inbound domain's): found when the host our record names is among the MX
+ * records DNS gives, at the best preference (a lower number elsewhere would take the mail first).
+ */
+async function checkMx(dns: DnsLookup, record: DomainRecord): Promise<void> {
   const target = record.value.split(' ')[1]!.toLowerCase();
   const found = await dns.mx(record.host);
   record.seen = found.map((mx) => `${mx.priority} ${mx.exchange}`);
+  const ours = found.filter((mx) => mx.exchange.toLowerCase().replace(/\.$/, '') === target);
+  const best = Math.min(...found.map((mx) => mx.priority));
   if (!found.length) {
     record.status = 'missing';
     record.problem = `no MX record at ${record.host}`;
-  } else if (found.some((mx) => mx.exchange.toLowerCase().replace(/\.$/, '') === target)) {
-    record.status = 'found';
-  } else {
+  } else if (!ours.length) {
     record.status = 'wrong';
     record.problem = `the MX should name ${target}`;
+  } else if (ours.every((mx) => mx.priority > best)) {
+    const first = found.filter((mx) => mx.priority === best).map((mx) => mx.exchange);
+    record.status = 'wrong';
+    record.problem = `${first.join(', ')} (preference ${best}) comes before ${target}: give ${target} the lowest preference`;
+  } else {
+    record.status = 'found';
   }
 }

@@ -84,6 +84,7 @@ async function recordContext(db: Tx, d: DomainWithKeys, memo?: MailboxMemo): Pro
     relays,
     spfInclude: config().spfInclude,
     returnPathTarget: verp ? config().returnPathHost || verp.imapHost || verp.smtpHost : null,
+    inboundTarget: d.inbound ? config().mx.hostname : null,
   };
 }
 
@@ -145,8 +146,16 @@ export async function rotateDomain(db: Db, id: number, account?: number): Promis
   const waiting = d.keys.find((k) => k.state === 'next');
   if (waiting) throw new Conflict(`the key pair ${waiting.selector} already waits for DNS: publish its two DKIM records and check the domain`);
   await db.domainKey.create({ data: { domainId: id, ...generateKeyPairs(), state: 'next' } });
-  const rotated = await load(db, id);
-  const records = withLastStatuses(expectedRecords(await recordContext(db, rotated)), rotated.records as unknown as DomainRecord[]);
+  return refreshRecords(db, id);
+}
+
+/**
+ * The domain's records laid out again after what they depend on changed (a new key pair, the domain turned inbound),
+ * each keeping what the last check saw of it; a new record is missing until the next check.
+ */
+export async function refreshRecords(db: Tx, id: number): Promise<DomainView> {
+  const d = await load(db, id);
+  const records = withLastStatuses(expectedRecords(await recordContext(db, d)), d.records as unknown as DomainRecord[]);
   return domainView(await db.domain.update({ where: { id }, data: { records: records as never }, include: { keys: true } }));
 }
 

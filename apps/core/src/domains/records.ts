@@ -10,8 +10,8 @@ export interface DomainRecord {
   host: string;
   name: string;
   value: string;
-  purpose: 'dkim' | 'spf' | 'dmarc' | 'return_path';
-  /** required records decide `verified`; the others are advice (DMARC, the VERP return path) or an old key */
+  purpose: 'dkim' | 'spf' | 'dmarc' | 'return_path' | 'inbound';
+  /** required records decide `verified`; the others are advice (DMARC, the VERP return path, an inbound domain's MX) or an old key */
   required: boolean;
   status: RecordStatus;
   /** what DNS answered (each record's strings joined), so the operator sees why */
@@ -44,6 +44,8 @@ export interface RecordContext {
   spfInclude: string;
   /** the host the VERP return path's MX should name; null when the account does not use VERP on this domain */
   returnPathTarget: string | null;
+  /** the host an inbound domain's MX should name (MX_HOSTNAME, docs/mx.md); null when the domain is not inbound */
+  inboundTarget?: string | null;
 }
 
 /** Old keys stay published this long after signing moved off them, for mail already on its way. */
@@ -76,6 +78,9 @@ export function expectedRecords(context: RecordContext): DomainRecord[] {
   records.push(record({ type: 'TXT', host: `_dmarc.${domain}`, value: `v=DMARC1; p=none; rua=mailto:dmarc-reports@${domain}`, purpose: 'dmarc', required: false }));
   if (context.returnPathTarget) {
     records.push(record({ type: 'MX', host: `bounces.${domain}`, value: `10 ${context.returnPathTarget}`, purpose: 'return_path', required: false }));
+  }
+  if (context.inboundTarget) {
+    records.push(record({ type: 'MX', host: domain, value: `10 ${context.inboundTarget}`, purpose: 'inbound', required: false }));
   }
   return records;
 }

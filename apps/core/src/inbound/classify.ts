@@ -1,5 +1,6 @@
 import { simpleParser, type AddressObject, type ParsedMail } from 'mailparser';
 import { readReport, reasonClass, unknownFormatFailure, type Failed, type Reason, type ReasonClass } from './bounces';
+import { messageIdsIn } from './thread-ids';
 import { messageOfVerp } from './verp';
 
 /**
@@ -58,11 +59,6 @@ export interface InboundMail {
 
 const OOO_SUBJECT =
   /\b(out of (the )?office|automatic reply|auto(matic)?[- ]?reply|autoreply|auto[- ]?response|abwesenheitsnotiz|abwesend|absence|absent|r[ée]ponse automatique|fuera de la oficina|respuesta autom[áa]tica|afwezig|automatisch antwoord|risposta automatica|fora do escrit[óo]rio|resposta autom[áa]tica|on vacation|on leave)\b/i;
-
-const ids = (value: unknown): string[] => {
-  const all = Array.isArray(value) ? value : typeof value === 'string' ? [value] : [];
-  return all.flatMap((v) => String(v).match(/<[^<>\s]+>/g) ?? []);
-};
 
 const firstAddress = (a: AddressObject | AddressObject[] | undefined): string => {
   const list = Array.isArray(a) ? a : a ? [a] : [];
@@ -160,7 +156,7 @@ async function recognise(raw: Buffer | string, mail: ParsedMail, now: Date): Pro
     subject: storable(mail.subject) ?? '',
     messageId: mail.messageId ?? null,
     date,
-    threadIds: [...ids(mail.inReplyTo), ...ids(mail.references)],
+    threadIds: [...messageIdsIn(mail.inReplyTo), ...messageIdsIn(mail.references)],
     report: null,
     returnDate: null,
     verp: verpOf(mail),

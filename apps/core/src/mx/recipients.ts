@@ -1,6 +1,6 @@
 import type { Db } from '../db';
 import { messageOfVerp } from '../inbound/verp';
-import { inboundDomainNamed, routesOfDomain, type RouteRow } from './repository';
+import { inboundDomainRoutes, type RouteRow } from './repository';
 import { matchRoute } from './routes';
 import type { Target } from './store';
 
@@ -19,12 +19,7 @@ export class Refusal extends Error {
 /** An inbound domain's account and routes by name (null: not inbound here). */
 export type DomainRoutes = (name: string) => Promise<{ id: number; accountId: number; name: string; routes: RouteRow[] } | null>;
 
-function uncached(db: Db): DomainRoutes {
-  return async (name) => {
-    const inbound = await inboundDomainNamed(db, name);
-    return inbound && { ...inbound, routes: await routesOfDomain(db, inbound.id) };
-  };
-}
+const uncached = (db: Db): DomainRoutes => (name) => inboundDomainRoutes(db, name);
 
 /** How long the MX keeps a domain's routes: a route added, changed or removed takes effect within this. */
 export const ROUTES_CACHE_MS = 5_000;

@@ -1,21 +1,40 @@
 import type { Prisma } from '../../../../generated/prisma/client';
-import type { MxMessageStatus } from '../../../../generated/prisma/enums';
+import type { InboundRouteAction, MxMessageStatus } from '../../../../generated/prisma/enums';
 import { rawQuery, type Db, type Tx } from '../db';
 import { subscribed } from '../events/repository';
 import { accountWhere, type AccountScope } from '../account-scope';
 
 /** The MX's statements (docs/mx.md): inbound domains, their routes, and the messages it accepted. */
 
-/** The inbound domain of this name: verified and turned inbound, else null. */
-export async function inboundDomainNamed(db: Tx, name: string) {
-  return db.domain.findFirst({ where: { name, status: 'verified', inbound: true }, select: { id: true, accountId: true, name: true } });
+/** A route as the MX matches it (mx/routes.ts). */
+export interface RouteRow {
+  id: number;
+  accountId: number;
+  domainId: number;
+  match: string;
+  action: InboundRouteAction;
+  endpointId: number | null;
+  spamThreshold: number | null;
 }
 
-export async function routesOfDomain(db: Tx, domainId: number) {
-  return db.inboundRoute.findMany({ where: { domainId } });
+/**
+ * The inbound domain of this name (verified and turned inbound) with its routes, or null: one statement through the pool,
+ * so taking mail for a route never loads Prisma's query compiler (about 75 MB of the MX's RSS, bench/mx.ts).
+ */
+export async function inboundDomainRoutes(db: Db, name: string): Promise<{ id: number; accountId: number; name: string; routes: RouteRow[] } | null> {
+  const [row] = await rawQuery<{ id: number; account_id: number; name: string; routes: RouteRow[] }>(
+    db,
+    `SELECT d.id, d.account_id, d.name,
+            COALESCE(json_agg(json_build_object('id', r.id, 'accountId', r.account_id, 'domainId', r.domain_id, 'match', r.match, 'action', r.action,
+                                                'endpointId', r.endpoint_id, 'spamThreshold', r.spam_threshold) ORDER BY r.id) FILTER (WHERE r.id IS NOT NULL), '[]') AS routes
+     FROM domains d LEFT JOIN inbound_routes r ON r.domain_id = d.id
+     WHERE d.name = $1 AND d.status = 'verified' AND d.inbound
+     GROUP BY d.id ORDER BY d.id LIMIT 1`,
+    [name],
+    'mx-domain-routes',
+  );
+  return row ? { id: row.id, accountId: row.account_id, name: row.name, routes: row.routes } : null;
 }
-
-export type RouteRow = Awaited<ReturnType<typeof routesOfDomain>>[number];
 
 export interface NewMxMessage {
   id: string;
@@ -37,37 +56,53 @@ export interface NewMxMessage {
   receivedAt: Date;
 }
 
-/**
- * The rows of one arrival (same raw bytes, one row per route) and the `inbound.received` events of the delivered ones,
- * in ONE statement: atomic without a transaction held open, and through the pool without Prisma's cost per byte of a
- * 25 MB bytea (bench/mx.ts).
- */
+/** One arrival to write: its raw bytes, one row per route it reached, and the events of the delivered ones. */
+export interface ArrivalWrite {
+  raw: Buffer;
+  rows: Omit<NewMxMessage, 'raw'>[];
+  events: ReceivedEvent[];
+}
+
 export async function insertArrival(db: Db, raw: Buffer, rows: Omit<NewMxMessage, 'raw'>[], events: ReceivedEvent[]): Promise<void> {
+  await insertArrivals(db, [{ raw, rows, events }]);
+}
+
+/**
+ * The rows of several arrivals (each arrival's raw bytes once, as a parameter of its own, shared by its rows) and the
+ * `inbound.received` events of the delivered ones, in ONE statement: atomic without a transaction held open, one commit
+ * for the arrivals of many sessions (the MX's group commit, bench/mx.ts), and through the pool without Prisma's cost
+ * per byte of a 25 MB bytea.
+ */
+export async function insertArrivals(db: Db, arrivals: ArrivalWrite[]): Promise<void> {
+  const raws = arrivals.map((a, i) => `(${i}, $${i + 3}::bytea)`).join(', ');
   await rawQuery(
     db,
     `WITH stored AS (
        INSERT INTO mx_messages (id, account_id, route_id, domain, status, reason, hash, mail_from, rcpt_to, client_address, helo, from_address, subject, auth, spam, raw, size, received_at, delivered_at)
        SELECT r.id, r.account_id, r.route_id, r.domain, r.status::"MxMessageStatus", r.reason, r.hash, r.mail_from,
               ARRAY(SELECT jsonb_array_elements_text(r.rcpt_to)), r.client_address, r.helo, r.from_address, r.subject, r.auth, r.spam,
-              $2::bytea, octet_length($2::bytea), r.received_at,
+              b.raw, octet_length(b.raw), r.received_at,
               CASE WHEN r.status = 'delivered' THEN r.received_at END
-       FROM jsonb_to_recordset($1::jsonb) AS r(id uuid, account_id int, route_id int, domain text, status text, reason text, hash text,
+       FROM jsonb_to_recordset($1::jsonb) AS r(arrival int, id uuid, account_id int, route_id int, domain text, status text, reason text, hash text,
               mail_from text, rcpt_to jsonb, client_address text, helo text, from_address text, subject text, auth jsonb, spam jsonb, received_at timestamptz)
+       JOIN (VALUES ${raws}) AS b(arrival, raw) ON b.arrival = r.arrival
        RETURNING id
      )
      INSERT INTO events (account_id, type, data, endpoint_id)
-     SELECT e.account_id, 'inbound.received', e.data, e.endpoint_id FROM jsonb_to_recordset($3::jsonb) AS e(account_id int, data jsonb, endpoint_id int)
+     SELECT e.account_id, 'inbound.received', e.data, e.endpoint_id FROM jsonb_to_recordset($2::jsonb) AS e(account_id int, data jsonb, endpoint_id int)
      WHERE ${wanted('e')}`,
     [
       JSON.stringify(
-        rows.map((r) => ({
-          id: r.id, account_id: r.accountId, route_id: r.routeId, domain: r.domain, status: r.status, reason: r.reason, hash: r.hash, mail_from: r.mailFrom,
-          rcpt_to: r.rcptTo, client_address: r.clientAddress, helo: r.helo, from_address: r.fromAddress, subject: r.subject, auth: r.auth, spam: r.spam,
-          received_at: r.receivedAt.toISOString(),
-        })),
+        arrivals.flatMap((a, arrival) =>
+          a.rows.map((r) => ({
+            arrival, id: r.id, account_id: r.accountId, route_id: r.routeId, domain: r.domain, status: r.status, reason: r.reason, hash: r.hash, mail_from: r.mailFrom,
+            rcpt_to: r.rcptTo, client_address: r.clientAddress, helo: r.helo, from_address: r.fromAddress, subject: r.subject, auth: r.auth, spam: r.spam,
+            received_at: r.receivedAt.toISOString(),
+          })),
+        ),
       ),
-      raw,
-      JSON.stringify(events.map((e) => ({ account_id: e.accountId, data: e.data, endpoint_id: e.endpointId }))),
+      JSON.stringify(arrivals.flatMap((a) => a.events.map((e) => ({ account_id: e.accountId, data: e.data, endpoint_id: e.endpointId })))),
+      ...arrivals.map((a) => a.raw),
     ],
   );
 }
@@ -127,4 +162,17 @@ export async function mxMessagesWhere(db: Db | Tx, where: { accountId?: AccountS
 export async function senderMailboxOf(db: Tx, messageId: string) {
   const message = await db.message.findUnique({ where: { id: messageId }, select: { mailboxId: true } });
   return message ? db.mailbox.findUnique({ where: { id: message.mailboxId } }) : null;
+}
+
+/**
+ * The mailbox of the account's latest message whose Message-ID is one of these (the email a reply at a route address
+ * answers), or null: the inbound reader then proves and acts on it within that mailbox (inbound/handle.ts).
+ */
+export async function answeredMailboxOf(db: Tx, accountId: number, messageIds: string[]) {
+  const [row] = await rawQuery<{ mailbox_id: number }>(
+    db,
+    `SELECT mailbox_id FROM messages WHERE account_id = $1 AND message_id_header = ANY($2::text[]) ORDER BY created_at DESC LIMIT 1`,
+    [accountId, messageIds],
+  );
+  return row ? db.mailbox.findUnique({ where: { id: row.mailbox_id } }) : null;
 }

@@ -1,6 +1,6 @@
 import type { InboundRoute } from '../../../../generated/prisma/client';
 import type { Db, Tx } from '../db';
-import { getDomain, type DomainView } from '../domains';
+import { getDomain, refreshRecords, type DomainView } from '../domains';
 import { BadRequest, Conflict, NotFound } from '../errors';
 import { dbId, Joi } from '../validate';
 import type { RouteRow } from './repository';
@@ -116,12 +116,13 @@ export async function removeRoute(db: Db, id: number, account?: number): Promise
   await db.inboundRoute.delete({ where: { id } });
 }
 
-/** PATCH /admin/api/domains/:id {inbound}: a verified domain's mail is taken by the MX. */
+/** PATCH /admin/api/domains/:id {inbound}: a verified domain's mail is taken by the MX; its records then list its MX. */
 export async function setDomainInbound(db: Db, id: number, inbound: boolean, account?: number): Promise<DomainView> {
   const domain = await getDomain(db, id, account);
   if (inbound && domain.status !== 'verified') throw new Conflict(`domain ${domain.name} is ${domain.status}: only a verified domain can receive mail`);
   await db.domain.update({ where: { id }, data: { inbound } });
-  return getDomain(db, id, account);
+  // an inbound domain's records list its MX (MX_HOSTNAME), checked in DNS with the others
+  return refreshRecords(db, id);
 }
 
 /** The route that takes `local` among a domain's routes, and the hash (the part after +), or null. */

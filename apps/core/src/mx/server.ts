@@ -1,6 +1,6 @@
 import { SMTPServer, type SMTPServerDataStream, type SMTPServerOptions, type SMTPServerSession } from 'smtp-server';
 import type { AddressInfo } from 'node:net';
-import { Semaphore } from '../batch';
+import { Batcher, Semaphore } from '../batch';
 import type { Db } from '../db';
 import { logger } from '../logger';
 import { metrics } from '../metrics';
@@ -9,6 +9,7 @@ import { authenticateMessage, dmarcDisposition, type Resolver } from './auth';
 import { parse } from './message';
 import { cachedDomainRoutes, Refusal, resolveRecipient, type DomainRoutes } from './recipients';
 import { spamScore, type SpamResult } from './spam';
+import { insertArrivals, type ArrivalWrite } from './repository';
 import { storeArrival, type Target } from './store';
 
 /** What the MX needs from its process: made once by apps/mx's main and passed in. */
@@ -51,12 +52,19 @@ export class Mx {
   private readonly targets = new Map<string, Target[]>();
   private readonly domains: DomainRoutes;
   private readonly processing = new Semaphore(PROCESSING_BYTES);
+  /**
+   * The arrivals of many sessions written by one statement (group commit): each still gets its 250 only once its
+   * statement has committed; a batch that fails is written again one arrival at a time, so one bad message fails
+   * only its own session (bench/mx.ts: the MX's CPU a message fell from 0.99 ms to 0.71 in one pair of runs).
+   */
+  private readonly writer: Batcher<ArrivalWrite, void>;
 
   constructor(
     private readonly parts: MxParts,
     private readonly settings: MxSettings,
   ) {
     this.domains = cachedDomainRoutes(parts.db);
+    this.writer = new Batcher((arrivals) => insertArrivals(parts.db, arrivals).then(() => arrivals.map(() => undefined)), { maxInFlight: 2, maxBatch: 64 });
     const options: SMTPServerOptions & { maxCommandLength: number } = {
       key: settings.tls.key,
       cert: settings.tls.cert,
@@ -159,7 +167,7 @@ export class Mx {
         return null;
       });
     }
-    const { ids } = await storeArrival(this.parts.db, { raw, mailFrom: context.mailFrom, clientAddress: context.ip, helo: context.helo, auth, spam, mail, receivedAt: new Date() }, targets);
+    const { ids } = await storeArrival(this.parts.db, { raw, mailFrom: context.mailFrom, clientAddress: context.ip, helo: context.helo, auth, spam, mail, receivedAt: new Date() }, targets, (a) => this.writer.submit(a));
     dependencies.up('postgres');
     return `2.0.0 OK${ids.length ? `: ${ids.join(' ')}` : ''}`;
   }

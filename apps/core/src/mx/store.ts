@@ -1,19 +1,18 @@
 import crypto from 'node:crypto';
 import type { ParsedMail } from 'mailparser';
 import type { Db } from '../db';
-import { handleInbound } from '../inbound/handle';
 import { newId } from '../ids';
 import { lazy } from '../lazy';
 import { metrics } from '../metrics';
 import { dmarcDisposition, type MxAuth } from './auth';
 import { addresses, receivedEvent } from './message';
-import { insertArrival, insertReceivedEvent, leaveHeld, mxMessageById, routeEndpointOf, senderMailboxOf, type MxMessageRow, type NewMxMessage, type RouteRow } from './repository';
+import { messageIdsIn } from '../inbound/thread-ids';
+import { answeredMailboxOf, insertArrivals, insertReceivedEvent, leaveHeld, mxMessageById, routeEndpointOf, senderMailboxOf, type ArrivalWrite, type MxMessageRow, type NewMxMessage, type RouteRow } from './repository';
 import type { SpamResult } from './spam';
 
 /** A recipient the MX took at RCPT: an inbound route's address, or a VERP return path of one of our messages. */
-export type Target =
-  | { kind: 'route'; address: string; accountId: number; domain: string; route: RouteRow; hash: string | null }
-  | { kind: 'report'; address: string; messageId: string };
+export type Target = RouteTarget | { kind: 'report'; address: string; messageId: string };
+type RouteTarget = { kind: 'route'; address: string; accountId: number; domain: string; route: RouteRow; hash: string | null };
 
 export interface Arrival {
   raw: Buffer;
@@ -29,6 +28,8 @@ export interface Arrival {
 
 /** the inbound reader's classifier (mailparser under it), loaded by the first report: the API never needs it */
 const classifier = lazy(() => (require('../inbound/classify') as typeof import('../inbound/classify')).classify);
+/** the inbound reader's actions (outreach, suppressions, analytics under them: about 8 MB), loaded by the first report or reply */
+const handleInbound = lazy(() => (require('../inbound/handle') as typeof import('../inbound/handle')).handleInbound);
 
 /** Why a message is held, or null when it goes on to the customer. */
 export function holdReason(route: RouteRow, auth: MxAuth, spam: SpamResult | null): string | null {
@@ -39,18 +40,18 @@ export function holdReason(route: RouteRow, auth: MxAuth, spam: SpamResult | nul
 }
 
 /**
- * A report's place in its mailbox as handleInbound claims it: UIDVALIDITY 0 (never an IMAP one, RFC 3501's nz-number)
+ * A report's place in its mailbox as the inbound reader claims it: UIDVALIDITY 0 (never an IMAP one, RFC 3501's nz-number)
  * and a UID from the message's bytes, so the same report sent again after a lost 250 is handled once.
  */
 const reportUid = (raw: Buffer) => crypto.createHash('sha256').update(raw).digest().readBigUInt64BE(0) >> 1n;
 
 /**
- * Writes what arrived before the MX answers 250 (docs/mx.md, "Durable before 250"): reports go through the inbound
- * reader's classifier, proof and actions (handleInbound, exactly once per report); each route it reached gets one row
- * with the raw MIME, and a delivered one its `inbound.received` in the same transaction. Throws when Postgres is away
- * (the session answers 451 and the sender retries).
+ * Writes what arrived before the MX answers 250 (docs/mx.md, "Durable before 250"): reports, and replies at a route
+ * address, go through the inbound reader's classifier, proof and actions (inbound/handle.ts, exactly once per message);
+ * each route it reached gets one row with the raw MIME, and a delivered one its `inbound.received` in the same
+ * transaction. Throws when Postgres is away (the session answers 451 and the sender retries).
  */
-export async function storeArrival(db: Db, arrival: Arrival, targets: Target[]): Promise<{ ids: string[] }> {
+export async function storeArrival(db: Db, arrival: Arrival, targets: Target[], write: (arrival: ArrivalWrite) => Promise<void> = (a) => insertArrivals(db, [a])): Promise<{ ids: string[] }> {
   const ids: string[] = [];
   const reports = targets.filter((t) => t.kind === 'report');
   for (const report of reports) {
@@ -59,13 +60,15 @@ export async function storeArrival(db: Db, arrival: Arrival, targets: Target[]):
     const mail = await classifier()(arrival.raw);
     // the envelope recipient is the proof: the VERP token was checked at RCPT
     mail.verp = report.messageId;
-    await handleInbound(db, { mailbox, uidValidity: 0n, uid: reportUid(arrival.raw), raw: arrival.raw }, mail, arrival.receivedAt);
+    await handleInbound()(db, { mailbox, uidValidity: 0n, uid: reportUid(arrival.raw), raw: arrival.raw }, mail, arrival.receivedAt);
     metrics.mxMessages.inc({ outcome: 'report' });
   }
 
-  const byRoute = new Map<number, { target: Extract<Target, { kind: 'route' }>; to: string[] }>();
-  for (const t of targets) {
-    if (t.kind !== 'route') continue;
+  const routed = targets.filter((t): t is RouteTarget => t.kind === 'route');
+  await answerReplies(db, arrival, routed);
+
+  const byRoute = new Map<number, { target: RouteTarget; to: string[] }>();
+  for (const t of routed) {
     const entry = byRoute.get(t.route.id) ?? { target: t, to: [] };
     entry.to.push(t.address);
     byRoute.set(t.route.id, entry);
@@ -98,12 +101,11 @@ export async function storeArrival(db: Db, arrival: Arrival, targets: Target[]):
   const byRouteEndpoint = new Map([...byRoute.values()].map(({ target }) => [target.route.id, target.route.endpointId]));
   // the events are made before the transaction (parsing takes time; the transaction holds a connection)
   const events = await Promise.all(rows.map((r) => (r.event ? receivedEvent(asRow(r), arrival.mail) : null)));
-  await insertArrival(
-    db,
-    arrival.raw,
-    rows.map(({ event: _event, raw: _raw, ...row }) => row),
-    rows.flatMap((row, i) => (events[i] ? [{ accountId: row.accountId, endpointId: byRouteEndpoint.get(row.routeId!) ?? null, data: events[i] }] : [])),
-  );
+  await write({
+    raw: arrival.raw,
+    rows: rows.map(({ event: _event, raw: _raw, ...row }) => row),
+    events: rows.flatMap((row, i) => (events[i] ? [{ accountId: row.accountId, endpointId: byRouteEndpoint.get(row.routeId!) ?? null, data: events[i] }] : [])),
+  });
   for (const row of rows) {
     ids.push(row.id);
     metrics.mxMessages.inc({ outcome: row.status });
@@ -112,8 +114,28 @@ export async function storeArrival(db: Db, arrival: Arrival, targets: Target[]):
   return { ids };
 }
 
+/**
+ * A reply at a route address (docs/mx.md, "Bounces, complaints and replies"): when its In-Reply-To / References name an
+ * email the route's account sent, it goes through the inbound reader's classifier, proof and actions in the mailbox
+ * that sent it (a reply stops the prospect's sequence, an auto-reply pauses it, as read over IMAP), before the row is
+ * written, so a retry after a lost 250 finds it claimed. A report at a route address proves nothing: the customer's
+ * message only.
+ */
+async function answerReplies(db: Db, arrival: Arrival, routed: RouteTarget[]): Promise<void> {
+  const threadIds = [...messageIdsIn(arrival.mail.inReplyTo), ...messageIdsIn(arrival.mail.references)];
+  if (!threadIds.length) return;
+  for (const accountId of new Set(routed.map((t) => t.accountId))) {
+    const mailbox = await answeredMailboxOf(db, accountId, threadIds);
+    if (!mailbox) continue;
+    const mail = await classifier()(arrival.raw);
+    if (mail.report) return;
+    await handleInbound()(db, { mailbox, uidValidity: 0n, uid: reportUid(arrival.raw), raw: arrival.raw }, mail, arrival.receivedAt);
+  }
+}
+
 function asRow(r: NewMxMessage): MxMessageRow {
-  return { ...r, raw: new Uint8Array(r.raw), size: r.raw.length, spam: r.spam ?? null, auth: r.auth } as MxMessageRow;
+  // a view of the same bytes, not a copy of the message
+  return { ...r, raw: new Uint8Array(r.raw.buffer as ArrayBuffer, r.raw.byteOffset, r.raw.byteLength), size: r.raw.length, spam: r.spam ?? null, auth: r.auth } as MxMessageRow;
 }
 
 /** A held message goes on to the customer as `inbound.received` (console, admin API); NotFound-like false when not held. */

@@ -38,7 +38,7 @@ ${ACCOUNT_SELECT}
 <p class="muted">One click on a name or a value selects all of it; copy it into your DNS host's form (most ask for the name relative to your domain).</p>
 <table id="records"><thead><tr><th>Purpose</th><th>Type</th><th>Name</th><th>Value</th><th>Status</th><th>DNS answered</th></tr></thead><tbody>
 <% it.domain.records.forEach(function (r) { %><tr class="record" data-purpose="<%= r.purpose %>">
-<td><%= r.purpose === 'dkim' ? 'DKIM (' + (r.algorithm === 'rsa' ? 'RSA' : 'Ed25519') + ')' : r.purpose === 'spf' ? 'SPF' : r.purpose === 'dmarc' ? 'DMARC' : 'VERP return path' %>
+<td><%= r.purpose === 'dkim' ? 'DKIM (' + (r.algorithm === 'rsa' ? 'RSA' : 'Ed25519') + ')' : r.purpose === 'spf' ? 'SPF' : r.purpose === 'dmarc' ? 'DMARC' : r.purpose === 'inbound' ? 'Inbound MX' : 'VERP return path' %>
 <% if (r.key_state && r.key_state !== 'active') { %><br><span class="muted"><%= r.key_state === 'next' ? 'new key: publish it, signing moves once DNS shows it' : 'old key: removable from ' + r.removable_at %></span><% } %>
 <% if (!r.required) { %><br><span class="muted">not required</span><% } %></td>
 <td><%= r.type %></td>
