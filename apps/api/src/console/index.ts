@@ -84,8 +84,8 @@ export function consoleRouter(db: Db, bodies: { budget: BodyBudget; signInBudget
   const oidc = config().oidc;
   const sso = oidc ? createSso(oidc) : null;
   // a signed-in admin's forms are read within the API's body budget; anybody else's (the sign-in) within the sign-in's
-  // own small one, and at most 4 KB
-  const form = bodies.budget.around(express.urlencoded({ extended: false, limit: FORM_LIMIT, parameterLimit: 100 }));
+  // own small one, and at most 4 KB; 400 fields hold the editors' rows (20 steps and a blank one, 7 fields each: editors.ts)
+  const form = bodies.budget.around(express.urlencoded({ extended: false, limit: FORM_LIMIT, parameterLimit: 400 }));
   const strangerForm = bodies.signInBudget.around(express.urlencoded({ extended: false, limit: '4kb', parameterLimit: 10 }));
 
   const render: PageContext['render'] = (req, res, template, title, data = {}, status = 200) => {

@@ -75,6 +75,9 @@ p.actions form{margin-right:.6em}
 a{color:#1a4f8f}code,pre{overflow-wrap:anywhere}pre{white-space:pre-wrap;max-width:100%}
 td code.value{display:block;max-height:8em;overflow:auto;font-size:.85em}
 .scroll{overflow-x:auto;max-width:100%}
+fieldset.row,fieldset.group{border:1px solid #d5dae0;margin:.6em 0;padding:.4em .8em;min-width:0}fieldset.row legend,fieldset.group legend{font-weight:600}
+fieldset.row label,div.pair label{display:inline-block;margin:.3em 1em .3em 0}fieldset.row label:has(textarea){display:block;margin-right:0}
+input.position{width:4.5em}
 time,.when{white-space:nowrap}
 @media (max-width:760px){
 main{padding:.6em .7em}

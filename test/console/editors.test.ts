@@ -1,0 +1,216 @@
+import type { BrowserContext, Page } from 'playwright-core';
+import { db, rawQuery } from '../../apps/core/src/db';
+import { getCampaign } from '../../apps/core/src/outreach/campaigns';
+import { getList } from '../../apps/core/src/subscribers/lists';
+import { ADMIN_TOKEN, useApi } from '../helpers/api';
+import { useConsoleBrowser } from './browser';
+import { seedConsole, type Seeded } from './seed';
+
+/**
+ * The console's structured editors, driven in chromium as an operator would, each checked by what was stored: the
+ * welcome series (steps with a delay and a template of the account), a campaign's steps (add, reorder, remove), the
+ * segment builder with its live count (a script of the console's own origin) and its Count button without JavaScript,
+ * composing with a template (variables asked for, the preview rendered), and the overview's default range.
+ */
+jest.setTimeout(240_000);
+
+const ctx = useApi();
+const problems: string[] = [];
+const view = useConsoleBrowser(ctx, {
+  signIn: true,
+  viewport: { width: 1366, height: 900 },
+  // a CSP violation or a script error fails the file
+  context: async (context) => {
+    context.on('console', (m) => {
+      if ((m.type() === 'error' || m.type() === 'warning') && !m.text().startsWith('Failed to load resource')) problems.push(m.text());
+    });
+    context.on('weberror', (e) => problems.push(e.error().message));
+  },
+});
+let page: Page;
+let base: string;
+let seeded: Seeded;
+
+beforeAll(async () => {
+  ({ page, base } = view);
+  seeded = await seedConsole(ctx.api);
+});
+afterEach(() => expect(problems.splice(0)).toEqual([]));
+
+const flash = () => page.locator('.flash').innerText();
+/** The editor's fieldset of a step, by its legend (`Step 2`, `New step`). */
+const step = (legend: string) => page.locator('fieldset.step', { has: page.locator('legend', { hasText: new RegExp(`^${legend}$`) }) });
+
+describe('the welcome series editor', () => {
+  it('adds a step of a template and one of its own, reorders and removes them, and refuses a step without a body', async () => {
+    await page.goto(`${base}/admin/lists/${seeded.list}`);
+    expect(await page.locator('#series textarea[name=steps]').count()).toBe(0);
+    await step('New step').locator('select').selectOption(String(seeded.template));
+    await step('New step').locator('input[type=number][name$=delay_hours]').fill('0');
+    await page.click('button:has-text("Save the series")');
+    expect(await flash()).toContain('the series has 1 step.');
+
+    await step('New step').locator('input[name$=".subject"]').fill('Two days in, {{name}}');
+    await step('New step').locator('textarea[name$=".html"]').fill('<p>Still with us?</p>');
+    await step('New step').locator('input[name$=delay_hours]').fill('48');
+    await page.click('button:has-text("Save the series")');
+    expect(await flash()).toContain('the series has 2 steps.');
+    let list = await getList(db(), seeded.list);
+    expect(list.steps.map((s) => [s.template, s.subject, s.delay_hours])).toEqual([
+      [seeded.template, '', 0],
+      [null, 'Two days in, {{name}}', 48],
+    ]);
+
+    // the own step first: positions swapped
+    await step('Step 1').locator('input.position').fill('2');
+    await step('Step 2').locator('input.position').fill('1');
+    await page.click('button:has-text("Save the series")');
+    list = await getList(db(), seeded.list);
+    expect(list.steps.map((s) => s.template)).toEqual([null, seeded.template]);
+    expect(await step('Step 1').locator('input[name$=".subject"]').inputValue()).toBe('Two days in, {{name}}');
+
+    // a step with a subject and no body: 400 naming it, the series as it was
+    await step('New step').locator('input[name$=".subject"]').fill('No body');
+    await step('New step').locator('input[name$=delay_hours]').fill('1');
+    const refused = await Promise.all([page.waitForResponse((r) => r.url().endsWith('/series')), page.click('button:has-text("Save the series")')]);
+    expect(refused[0].status()).toBe(400);
+    expect(await page.locator('.error').innerText()).toMatch(/html or text/);
+    expect((await getList(db(), seeded.list)).steps).toHaveLength(2);
+
+    await page.goto(`${base}/admin/lists/${seeded.list}`);
+    await step('Step 1').locator('input[name$=".remove"]').check();
+    await page.click('button:has-text("Save the series")');
+    expect(await flash()).toContain('the series has 1 step.');
+    expect((await getList(db(), seeded.list)).steps.map((s) => s.template)).toEqual([seeded.template]);
+  });
+});
+
+describe("a campaign's steps editor", () => {
+  it('adds a step, reorders and removes steps, and keeps at least one', async () => {
+    await page.goto(`${base}/admin/campaigns/${seeded.campaign}`);
+    const before = await getCampaign(db(), seeded.campaign);
+    await step('New step').locator('input[name$=".subject"]').fill('A last word');
+    await step('New step').locator('textarea[name$=".body"]').fill('Last note, {{name}}.');
+    await step('New step').locator('input[name$=delay_hours]').fill('72');
+    await step('New step').locator('input.position').fill('1');
+    await page.click('button:has-text("Save the steps")');
+    expect(await flash()).toContain(`Steps of "${before.name}" saved: ${before.steps.length + 1}.`);
+    let campaign = await getCampaign(db(), seeded.campaign);
+    expect(campaign.steps.map((s) => ('subject' in s ? s.subject : ''))).toEqual(['A last word', ...before.steps.map((s) => ('subject' in s ? s.subject : ''))]);
+    expect(campaign.steps[0]).toMatchObject({ body: 'Last note, {{name}}.', delay_hours: 72 });
+
+    await step('Step 1').locator('input[name$=".remove"]').check();
+    await page.click('button:has-text("Save the steps")');
+    campaign = await getCampaign(db(), seeded.campaign);
+    expect(campaign.steps.map((s) => ('subject' in s ? s.subject : ''))).toEqual(before.steps.map((s) => ('subject' in s ? s.subject : '')));
+
+    // every step removed: refused, the steps as they were
+    for (let n = 1; n <= campaign.steps.length; n++) await step(`Step ${n}`).locator('input[name$=".remove"]').check();
+    await page.click('button:has-text("Save the steps")');
+    expect(await page.locator('.error').innerText()).toMatch(/at least one step/);
+    expect((await getCampaign(db(), seeded.campaign)).steps).toHaveLength(before.steps.length);
+  });
+});
+
+describe('the segment builder and composing with a template', () => {
+  // the seed's readers 0 to 11: the odd ones tagged vip, plan "pro" unless n is a multiple of 3: 1, 5, 7 and 11
+  const VIP_PRO = 4;
+
+  it('counts the segment live as it is typed, then stores it with the draft', async () => {
+    const answer = await page.goto(`${base}/admin/broadcasts`);
+    expect(answer!.headers()['content-security-policy']).toMatch(/script-src 'self'; connect-src 'self'/);
+    expect(answer!.headers()['content-security-policy']).not.toMatch(/unsafe-inline/);
+    await page.selectOption('select[name=list]', seeded.listKey);
+    await page.fill('input[name=tags]', 'vip');
+    await page.fill('input[name="field0.name"]', 'plan');
+    await page.fill('input[name="field0.value"]', 'pro');
+    await page.waitForFunction((n) => document.getElementById('audience-count')?.textContent === `This audience is ${n} people now.`, VIP_PRO);
+    // a field no subscriber has: the live count says the refusal
+    await page.fill('input[name="field1.name"]', 'planet');
+    await page.fill('input[name="field1.value"]', 'mars');
+    await page.waitForFunction(() => /planet/.test(document.getElementById('audience-count')?.textContent ?? ''));
+    await page.fill('input[name="field1.name"]', '');
+    await page.fill('input[name="field1.value"]', '');
+    await page.waitForFunction((n) => document.getElementById('audience-count')?.textContent === `This audience is ${n} people now.`, VIP_PRO);
+
+    await page.fill('input[name=subject]', 'For the pro readers');
+    await page.fill('textarea[name=text]', 'Hello {{name}}');
+    await page.click('button:has-text("Save draft")');
+    expect(await flash()).toMatch(/saved as a draft/);
+    const id = Number(new URL(page.url()).pathname.split('/').at(-1));
+    const stored = await db().broadcast.findUniqueOrThrow({ where: { id } });
+    expect(stored.tags).toEqual(['vip']);
+    expect(stored.segment).toEqual({ fields: { plan: 'pro' } });
+  });
+
+  it('counts with the Count button when the browser runs no script, keeping the form as typed', async () => {
+    const context: BrowserContext = await view.browser.newContext({ javaScriptEnabled: false, viewport: { width: 390, height: 900 } });
+    try {
+      const bare = await context.newPage();
+      await bare.goto(`${base}/admin/signin`);
+      await bare.fill('input[name=token]', ADMIN_TOKEN);
+      await bare.click('button:has-text("Sign in")');
+      await bare.goto(`${base}/admin/broadcasts`);
+      await bare.selectOption('select[name=list]', seeded.listKey);
+      await bare.fill('input[name=tags]', 'vip');
+      await bare.fill('input[name="field0.name"]', 'plan');
+      await bare.fill('input[name="field0.value"]', 'pro, free');
+      await bare.fill('input[name=subscribed_after]', '2000-01-01');
+      await bare.click('#count-audience');
+      expect(await bare.locator('#audience-count').innerText()).toBe(`This audience of list ${seeded.listKey} is 6 people now.`);
+      expect(await bare.locator('input[name=tags]').inputValue()).toBe('vip');
+      expect(await bare.locator('input[name="field0.value"]').inputValue()).toBe('pro, free');
+      expect(await bare.locator('input[name=subscribed_after]').inputValue()).toBe('2000-01-01');
+    } finally {
+      await context.close();
+    }
+  });
+
+  it('asks for the variables of the template picked, previews it through the one renderer, and saves the draft with the template', async () => {
+    await page.goto(`${base}/admin/broadcasts`);
+    await page.selectOption('select[name=list]', seeded.listKey);
+    await page.selectOption('select[name=template]', String(seeded.template));
+    await page.click('#compose-preview');
+    // the seed's template reads {{name}} (required) and {{plan}}: asked for, and the preview waits for the required one
+    expect(await page.locator('#preview-error').innerText()).toMatch(/name/);
+    expect(await page.locator('#variables input').evaluateAll((inputs) => inputs.map((i) => i.getAttribute('name')))).toEqual(['var.name', 'var.plan']);
+    await page.fill('input[name="var.name"]', 'Ann <b>');
+    await page.fill('input[name="var.plan"]', 'gold');
+    await page.click('#compose-preview');
+    expect(await page.locator('#preview-subject').innerText()).toBe('Welcome, Ann <b>');
+    expect(await page.locator('#preview-html').innerText()).toContain('<p>Hello Ann &lt;b&gt;, your plan is gold.</p>');
+    expect(await page.locator('#compose-preview-shown b').count()).toBe(0);
+    expect(await page.locator('select[name=template]').inputValue()).toBe(String(seeded.template));
+    await page.click('button:has-text("Save draft")');
+    expect(await flash()).toMatch(/saved as a draft/);
+    const id = Number(new URL(page.url()).pathname.split('/').at(-1));
+    expect((await db().broadcast.findUniqueOrThrow({ where: { id } })).templateId).toBe(seeded.template);
+  });
+
+  it('previews its own content for a sample reader', async () => {
+    await page.goto(`${base}/admin/broadcasts`);
+    await page.fill('input[name=subject]', 'Hi {{name}}');
+    await page.fill('textarea[name=html]', '<p>For {{email}}</p>');
+    await page.click('#compose-preview');
+    expect(await page.locator('#preview-subject').innerText()).toBe('Hi Reader');
+    expect(await page.locator('#preview-html').innerText()).toBe('<p>For reader@example.com</p>');
+    expect(await page.locator('#variables').count()).toBe(0);
+  });
+});
+
+describe("the overview's default range", () => {
+  it('is the last 7 days hour by hour while the service has under 14 days of counters, else the last 30 days', async () => {
+    await page.goto(`${base}/admin`);
+    const points = () => page.locator('#charts svg.chart g.series polyline').first().getAttribute('points').then((p) => p!.split(' ').length);
+    expect(await page.locator('form.range select[name=range]').inputValue()).toBe('168h');
+    expect(await points()).toBe(168);
+    const chart = await page.locator('#charts svg.chart').first().boundingBox();
+    const main = await page.locator('main').boundingBox();
+    expect(chart!.width).toBeGreaterThan(main!.width * 0.9);
+
+    await rawQuery(db(), `INSERT INTO daily_counts (account_id, mailbox_id, day, sent, delivered) VALUES ($1, $2, current_date - 20, 5, 5)`, [seeded.account, seeded.mailbox]);
+    await page.goto(`${base}/admin`);
+    expect(await page.locator('form.range select[name=range]').inputValue()).toBe('30d');
+    expect(await points()).toBe(30);
+  });
+});
