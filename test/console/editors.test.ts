@@ -1,3 +1,4 @@
+import path from 'node:path';
 import type { BrowserContext, Page } from 'playwright-core';
 import { db, rawQuery } from '../../apps/core/src/db';
 import { getCampaign } from '../../apps/core/src/outreach/campaigns';
@@ -11,6 +12,7 @@ import { seedConsole, type Seeded } from './seed';
  * welcome series (steps with a delay and a template of the account), a campaign's steps (add, reorder, remove), the
  * segment builder with its live count (a script of the console's own origin) and its Count button without JavaScript,
  * composing with a template (variables asked for, the preview rendered), and the overview's default range.
+ * CONSOLE_SCREENSHOT=1 writes the editors' pictures of docs/operator.md.
  */
 jest.setTimeout(240_000);
 
@@ -30,6 +32,7 @@ const view = useConsoleBrowser(ctx, {
 let page: Page;
 let base: string;
 let seeded: Seeded;
+const shots = process.env.CONSOLE_SCREENSHOT ? path.join(__dirname, '../../docs') : null;
 
 beforeAll(async () => {
   ({ page, base } = view);
@@ -68,6 +71,7 @@ describe('the welcome series editor', () => {
     list = await getList(db(), seeded.list);
     expect(list.steps.map((s) => s.template)).toEqual([null, seeded.template]);
     expect(await step('Step 1').locator('input[name$=".subject"]').inputValue()).toBe('Two days in, {{name}}');
+    if (shots) await page.locator('#series').screenshot({ path: path.join(shots, 'operator-series.png') });
 
     // a step with a subject and no body: 400 naming it, the series as it was
     await step('New step').locator('input[name$=".subject"]').fill('No body');
@@ -135,6 +139,7 @@ describe('the segment builder and composing with a template', () => {
     await page.fill('input[name="field1.value"]', '');
     await countSays(`This audience is ${VIP_PRO} people now.`);
 
+    if (shots) await page.locator('#segment-builder').screenshot({ path: path.join(shots, 'operator-segment.png') });
     await page.fill('input[name=subject]', 'For the pro readers');
     await page.fill('textarea[name=text]', 'Hello {{name}}');
     await page.click('button:has-text("Save draft")');
@@ -182,6 +187,7 @@ describe('the segment builder and composing with a template', () => {
     expect(await page.locator('#preview-subject').innerText()).toBe('Welcome, Ann <b>');
     expect(await page.locator('#preview-html').innerText()).toContain('<p>Hello Ann &lt;b&gt;, your plan is gold.</p>');
     expect(await page.locator('#compose-preview-shown b').count()).toBe(0);
+    if (shots) await page.screenshot({ path: path.join(shots, 'operator-compose.png'), fullPage: true });
     expect(await page.locator('select[name=template]').inputValue()).toBe(String(seeded.template));
     await page.click('button:has-text("Save draft")');
     expect(await flash()).toMatch(/saved as a draft/);
@@ -206,6 +212,8 @@ describe("the overview's default range", () => {
     const points = () => page.locator('#charts svg.chart g.series polyline').first().getAttribute('points').then((p) => p!.split(' ').length);
     expect(await page.locator('form.range select[name=range]').inputValue()).toBe('168h');
     expect(await points()).toBe(168);
+    // over seven days the axis shows some hours only: each with its day
+    expect(await page.locator('#charts svg.chart').first().locator('text.axis-x').allTextContents()).toEqual(expect.arrayContaining([expect.stringMatching(/^\d\d-\d\d \d\d:00$/)]));
     const chart = await page.locator('#charts svg.chart').first().boundingBox();
     const main = await page.locator('main').boundingBox();
     expect(chart!.width).toBeGreaterThan(main!.width * 0.9);

@@ -47,12 +47,12 @@ export const words = (value: string | undefined): string[] =>
     .filter(Boolean);
 
 /**
- * The eta markup of a row's position and Remove fields (`i` is the row's index, `n` its place shown), and of the
- * editors' shared parts. Labels name the row so every field has its own accessible name.
+ * The eta markup of a row's position and Remove fields (`i` is the row's index, `n` its place shown, `s.blank` a row
+ * to add, which has nothing to remove). Labels name the row so every field has its own accessible name.
  */
 export const rowControls = (prefix: string, what: string) =>
   `<label>Position <input type="number" name="${prefix}<%= i %>.position" value="<%= n %>" min="1" max="99" class="position" aria-label="${what} <%= n %>: position"></label>
-<label class="remove"><input type="checkbox" name="${prefix}<%= i %>.remove" value="yes"> Remove ${what.toLowerCase()} <%= n %></label>`;
+<% if (!s.blank) { %><label class="remove"><input type="checkbox" name="${prefix}<%= i %>.remove" value="yes"> Remove ${what.toLowerCase()} <%= n %></label><% } %>`;
 
 /** A step's template picker: `it.templates` (the account's), the row's `s.template` chosen. */
 export const STEP_TEMPLATE = `<label>Template <select name="step<%= i %>.template"><option value="">none: the subject and body below</option><% it.templates.forEach(function (t) { %><option value="<%= t.id %>"<% if (t.id === s.template) { %> selected<% } %>><%= t.name %><%= t.alias ? ' (' + t.alias + ')' : '' %></option><% }) %></select></label>`;

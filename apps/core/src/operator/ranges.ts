@@ -108,10 +108,13 @@ export async function readBuckets(db: Db, filter: BucketFilter, range: ChartRang
     return days.map((d) => ({ at: d.date, label: d.date.slice(5), values: { ...d, bounced: d.bounced_dead + d.bounced_other } as unknown as Record<string, number> }));
   }
   const rows = await hourRows(db, range.from, range.to, filter);
+  // over more than three days the axis shows only some hours: each then carries its day too
+  const days = range.to.getTime() - range.from.getTime() > HOURLY_UNDER_MS;
   return rows.map((r) => {
     const h = r.hour;
+    const day = `${pad(h.getUTCMonth() + 1)}-${pad(h.getUTCDate())}`;
     // midnight carries its day, the other hours only their time
-    const label = h.getUTCHours() === 0 ? `${pad(h.getUTCMonth() + 1)}-${pad(h.getUTCDate())}` : `${pad(h.getUTCHours())}:00`;
+    const label = days ? `${day} ${pad(h.getUTCHours())}:00` : h.getUTCHours() === 0 ? day : `${pad(h.getUTCHours())}:00`;
     const { hour: _hour, ...values } = r;
     return { at: h.toISOString().slice(0, 16).replace('T', ' '), label, values: { ...values, bounced: r.bounced_dead + r.bounced_other } };
   });
