@@ -1,10 +1,10 @@
 import path from 'node:path';
-import type { BrowserContext, Page } from 'playwright-core';
+import type { Page } from 'playwright-core';
 import { db, rawQuery } from '../../apps/core/src/db';
 import { getCampaign } from '../../apps/core/src/outreach/campaigns';
 import { getList } from '../../apps/core/src/subscribers/lists';
-import { ADMIN_TOKEN, useApi } from '../helpers/api';
-import { useConsoleBrowser } from './browser';
+import { useApi } from '../helpers/api';
+import { collectProblems, signedInWithoutScript, useConsoleBrowser } from './browser';
 import { seedConsole, type Seeded } from './seed';
 
 /**
@@ -22,12 +22,7 @@ const view = useConsoleBrowser(ctx, {
   signIn: true,
   viewport: { width: 1366, height: 900 },
   // a CSP violation or a script error fails the file
-  context: async (context) => {
-    context.on('console', (m) => {
-      if ((m.type() === 'error' || m.type() === 'warning') && !m.text().startsWith('Failed to load resource')) problems.push(m.text());
-    });
-    context.on('weberror', (e) => problems.push(e.error().message));
-  },
+  context: collectProblems(problems),
 });
 let page: Page;
 let base: string;
@@ -151,12 +146,8 @@ describe('the segment builder and composing with a template', () => {
   });
 
   it('counts with the Count button when the browser runs no script, keeping the form as typed', async () => {
-    const context: BrowserContext = await view.browser.newContext({ javaScriptEnabled: false, viewport: { width: 390, height: 900 } });
+    const { page: bare, close } = await signedInWithoutScript(view, { width: 390, height: 900 });
     try {
-      const bare = await context.newPage();
-      await bare.goto(`${base}/admin/signin`);
-      await bare.fill('input[name=token]', ADMIN_TOKEN);
-      await bare.click('button:has-text("Sign in")');
       await bare.goto(`${base}/admin/broadcasts`);
       await bare.selectOption('select[name=list]', seeded.listKey);
       await bare.fill('input[name=tags]', 'vip');
@@ -169,7 +160,7 @@ describe('the segment builder and composing with a template', () => {
       expect(await bare.locator('input[name="field0.value"]').inputValue()).toBe('pro, free');
       expect(await bare.locator('input[name=subscribed_after]').inputValue()).toBe('2000-01-01');
     } finally {
-      await context.close();
+      await close();
     }
   });
 
@@ -203,6 +194,30 @@ describe('the segment builder and composing with a template', () => {
     expect(await page.locator('#preview-subject').innerText()).toBe('Hi Reader');
     expect(await page.locator('#preview-html').innerText()).toBe('<p>For reader@example.com</p>');
     expect(await page.locator('#variables').count()).toBe(0);
+  });
+});
+
+describe('copying long values', () => {
+  it("copies a DKIM value with its button (a script of the console's origin), and shows no button without JavaScript", async () => {
+    await page.context().grantPermissions(['clipboard-read', 'clipboard-write'], { origin: base });
+    const answer = await page.goto(`${base}/admin/domains/${seeded.domain}`);
+    expect(answer!.headers()['content-security-policy']).toMatch(/script-src 'self'/);
+    const value = page.locator('tr.record[data-purpose=dkim] code.value').first();
+    const button = page.locator('tr.record[data-purpose=dkim] code.value + button.copy-button').first();
+    await button.click();
+    await page.locator('button.copy-button', { hasText: 'Copied' }).waitFor();
+    const copied = await page.evaluate<string>('navigator.clipboard.readText()');
+    expect(copied).toBe(await value.textContent());
+    expect(copied).toMatch(/^v=DKIM1; k=rsa; p=[A-Za-z0-9+/=]{300,}/);
+
+    const { page: bare, close } = await signedInWithoutScript(view);
+    try {
+      await bare.goto(`${base}/admin/domains/${seeded.domain}`);
+      expect(await bare.locator('code.value').count()).toBeGreaterThan(0);
+      expect(await bare.locator('button.copy-button').count()).toBe(0);
+    } finally {
+      await close();
+    }
   });
 });
 

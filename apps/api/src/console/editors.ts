@@ -39,6 +39,13 @@ export const typedNumber = (value: string | undefined): number | string | undefi
 /** A template picker's value as the admin API's `template`: an id, or not given. */
 export const templateChoice = (value: string | undefined): number | string | undefined => (value ? typedNumber(value) : undefined);
 
+/** A step's row as the admin API's step: the texts given (of `texts`), the template picked, the wait in hours. */
+export const stepOf = (row: Record<string, string>, texts: string[]) => ({
+  ...Object.fromEntries(texts.filter((name) => row[name]).map((name) => [name, row[name]])),
+  ...(row.template ? { template: templateChoice(row.template) } : {}),
+  delay_hours: typedNumber(row.delay_hours),
+});
+
 /** Comma or line separated words, blanks dropped. */
 export const words = (value: string | undefined): string[] =>
   (value ?? '')

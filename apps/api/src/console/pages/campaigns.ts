@@ -11,7 +11,7 @@ import { campaignStats } from '../../../../core/src/outreach/stats';
 import { CAMPAIGN_DELIVERABILITY, CAMPAIGN_STATS, campaignSendingRoutes } from './outreach-settings';
 import { campaignCharts } from '../stats-section';
 import { CAMPAIGN_TREE, sequenceTree } from './campaign-tree';
-import { formRows, rowControls, STEP_TEMPLATE, templateChoice, typedNumber } from '../editors';
+import { formRows, rowControls, STEP_TEMPLATE, stepOf, typedNumber } from '../editors';
 import { listTemplates } from '../../../../core/src/templates/service';
 import { BadRequest } from '../../../../core/src/errors';
 
@@ -145,13 +145,7 @@ ${CAMPAIGN_DELIVERABILITY}
     // the steps editor of a linear campaign: its rows as the admin API's `steps`
     router.post('/campaigns/:id/steps', async (req, res) => {
       const id = validate(schemas.idParam, req.params.id);
-      const steps = formRows(req, 'step').map((row) => ({
-        ...(row.id ? { id: row.id } : {}),
-        ...(row.subject ? { subject: row.subject } : {}),
-        ...(row.body ? { body: row.body } : {}),
-        ...(row.template ? { template: templateChoice(row.template) } : {}),
-        delay_hours: typedNumber(row.delay_hours),
-      }));
+      const steps = formRows(req, 'step').map((row) => stepOf(row, ['id', 'subject', 'body']));
       if (!steps.length) throw new BadRequest('steps: a campaign keeps at least one step');
       const campaign = await changeCampaign(ctx.db, id, validate(schemas.campaignChanges, { steps }));
       await ctx.redirect(req, res, `/admin/campaigns/${id}#steps`, `Steps of "${campaign.name}" saved: ${campaign.steps.length}.`);

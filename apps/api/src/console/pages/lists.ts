@@ -15,7 +15,7 @@ import { Joi, validate } from '../../../../core/src/validate';
 import { ACCOUNT_SELECT, CSRF_FIELD, FORM_LIMIT_TEXT, mailboxSelect } from '../views';
 import { field, numberField, type ConsolePage } from '../page';
 import { subscriberRoutes, subscriberTemplates } from './subscriber';
-import { formRows, rowControls, STEP_TEMPLATE, templateChoice, typedNumber } from '../editors';
+import { formRows, rowControls, STEP_TEMPLATE, stepOf } from '../editors';
 import { listTemplates } from '../../../../core/src/templates/service';
 
 const SUBSCRIBER_STATUSES = ['pending', 'active', 'unsubscribed', 'bounced', 'complained'] as const;
@@ -57,7 +57,7 @@ ${mailboxSelect('Mailbox (sends the confirmation emails)')}
 <form method="post" action="/admin/lists/<%= it.list.id %>/series" class="card" id="series">${CSRF_FIELD}
 <h2>Welcome series</h2>
 <% if (it.list.steps.length) { %><table><thead><tr><th>Step</th><th>Subject</th><th>After (hours)</th><th>Waiting</th><th>Sent</th><th>Ended before it</th></tr></thead><tbody>
-<% it.list.steps.forEach(function (s) { %><tr><td><%= s.step %></td><td><%= s.subject || (s.template !== null ? "(template " + s.template + ")" : "") %></td><td><%= s.delay_hours %></td><td><%= s.waiting %></td><td><%= s.sent %></td><td><%= s.ended %></td></tr><% }) %>
+<% it.list.steps.forEach(function (s) { %><tr><td><%= s.step %></td><td><% var picked = it.templates.find(function (t) { return t.id === s.template; }); %><%= s.subject || (s.template !== null ? 'template ' + (picked ? picked.name : s.template) : '') %></td><td><%= s.delay_hours %></td><td><%= s.waiting %></td><td><%= s.sent %></td><td><%= s.ended %></td></tr><% }) %>
 </tbody></table><% } else { %><p class="muted">No series: new subscribers get no emails of their own.</p><% } %>
 <p class="muted">Step 1's wait counts from the moment a person becomes active, each next one from the step before. A step is a stored template of the account or its own subject with HTML or text (placeholders as in broadcasts). Reorder with the positions; a removed or blank step is left out; no steps removes the series.</p>
 <% it.seriesRows.forEach(function (s, i) { var n = i + 1; %><fieldset class="row step"><legend><%= s.blank ? 'New step' : 'Step ' + n %></legend>
@@ -163,13 +163,7 @@ ${rowControls('step', 'Step')}
     // the welcome series (lifecycle/series.ts): the editor's rows as the admin API's `steps`
     router.post('/lists/:id/series', async (req, res) => {
       const id = validate(schemas.idParam, req.params.id);
-      const steps = formRows(req, 'step').map((row) => ({
-        ...(row.subject ? { subject: row.subject } : {}),
-        ...(row.html ? { html: row.html } : {}),
-        ...(row.text ? { text: row.text } : {}),
-        ...(row.template ? { template: templateChoice(row.template) } : {}),
-        delay_hours: typedNumber(row.delay_hours),
-      }));
+      const steps = formRows(req, 'step').map((row) => stepOf(row, ['subject', 'html', 'text']));
       const list = await changeList(ctx.db, id, validate(schemas.listChanges, { steps }));
       await ctx.redirect(req, res, `/admin/lists/${id}#series`, `List ${id}: the series has ${list.steps.length} step${list.steps.length === 1 ? '' : 's'}.`);
     });
