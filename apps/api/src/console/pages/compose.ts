@@ -132,22 +132,27 @@ export function allowComposeScript(res: Response): void {
 export const COUNT_FIELDS = /^(list|tags|engaged_how|engaged_broadcast|subscribed_after|subscribed_before|field\d{1,3}\.(name|value))$/;
 
 /**
- * The live count: on any change of the form, after a short pause, a GET of the count for the list and segment as
- * typed; the answer (or the refusal's words) goes in the form's status line. Only the newest answer is shown.
+ * The live count: on a change of the segment, after a short pause, a GET of the count for the list and segment as
+ * typed; the answer (or the refusal's words) goes in the form's status line. One count at a time: a change made while
+ * one runs (a dry run of a large list takes a while) is counted once it is back, so typing never piles them up.
  */
 export const AUDIENCE_SCRIPT = `(function () {
   var form = document.getElementById('compose');
   var out = document.getElementById('audience-count');
   if (!form || !out) return;
-  var timer = null, asked = 0, fields = ${COUNT_FIELDS.toString()};
+  var timer = null, running = false, again = false, last = null, fields = ${COUNT_FIELDS.toString()};
   function count() {
     var query = new URLSearchParams();
     new FormData(form).forEach(function (value, name) { if (typeof value === 'string' && fields.test(name)) query.append(name, value); });
-    var mine = ++asked;
-    fetch('/admin/broadcasts/audience?' + query.toString(), { credentials: 'same-origin', headers: { Accept: 'application/json' } })
+    var asked = query.toString();
+    if (asked === last) return;
+    if (running) { again = true; return; }
+    running = true;
+    last = asked;
+    function done() { running = false; if (again) { again = false; count(); } }
+    fetch('/admin/broadcasts/audience?' + asked, { credentials: 'same-origin', headers: { Accept: 'application/json' } })
       .then(function (r) { return r.json(); })
-      .then(function (a) { if (mine === asked) out.textContent = a.ok ? 'This audience is ' + a.count + (a.count === 1 ? ' person' : ' people') + ' now.' : a.error; })
-      .catch(function () {});
+      .then(function (a) { out.textContent = a.ok ? 'This audience is ' + a.count + (a.count === 1 ? ' person' : ' people') + ' now.' : a.error; done(); }, function () { last = null; done(); });
   }
   function later() { clearTimeout(timer); timer = setTimeout(count, 300); }
   form.addEventListener('input', later);
