@@ -62,3 +62,26 @@ export function useConsoleBrowser(
     },
   };
 }
+
+/**
+ * A `context` option that collects what a page complains of (console errors and warnings, a CSP violation among them,
+ * and uncaught errors) into `problems`; failed loads are left to the test, which sees their answers.
+ */
+export const collectProblems =
+  (problems: string[]) =>
+  async (context: BrowserContext): Promise<void> => {
+    context.on('console', (m) => {
+      if ((m.type() === 'error' || m.type() === 'warning') && !m.text().startsWith('Failed to load resource')) problems.push(m.text());
+    });
+    context.on('weberror', (e) => problems.push(e.error().message));
+  };
+
+/** A second browser context of the same browser, with JavaScript off (what a page does without scripts), signed in. */
+export async function signedInWithoutScript(view: ConsoleBrowser, viewport = { width: 1366, height: 900 }): Promise<{ page: Page; close(): Promise<void> }> {
+  const context = await view.browser.newContext({ javaScriptEnabled: false, viewport });
+  const page = await context.newPage();
+  await page.goto(`${view.base}/admin/signin`);
+  await page.fill('input[name=token]', ADMIN_TOKEN);
+  await page.click('button:has-text("Sign in")');
+  return { page, close: () => context.close() };
+}

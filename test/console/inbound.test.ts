@@ -48,7 +48,10 @@ it("sets a campaign's rotation from its page and shows sends per mailbox", async
   await page.goto(`${base}/admin/campaigns`);
   const made = await db().campaign.create({ data: { accountId: tenant.account.id, mailboxId: tenant.mailbox.id, name: 'rot', goal: 'sales', steps: { create: [{ position: 1, key: '1', subject: 's', body: 'b', delayHours: 0 }] } } });
   await page.goto(`${base}/admin/campaigns/${made.id}`);
-  await page.fill('input[name=mailboxes]', `${second.id},${tenant.mailbox.id}`);
+  // the rotation's checkboxes and positions: the second mailbox ticked and put first
+  await page.check(`#rotation-${second.id}`);
+  await page.fill(`input[aria-label="Position of ${second.address}"]`, '1');
+  await page.fill(`input[aria-label="Position of ${tenant.mailbox.address}"]`, '2');
   await page.click('text=Save mailboxes');
   expect(await page.locator('.flash').innerText()).toContain(`${second.id}, ${tenant.mailbox.id}`);
   expect(await page.locator('table.stats-mailboxes tbody tr').count()).toBe(2);

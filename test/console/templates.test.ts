@@ -1,4 +1,6 @@
 import { useApi } from '../helpers/api';
+import { db } from '../../apps/core/src/db';
+import { createTemplate } from '../../apps/core/src/templates/service';
 import { makeTenant } from '../helpers/factories';
 import { useConsoleBrowser } from './browser';
 
@@ -31,7 +33,9 @@ it('creates a template, previews the unsaved edit in a sandboxed frame where no 
   });
   await page.fill('#editor textarea[name=html]', '<p id="greeting">Hi {{ name }}!</p><script>console.log("ran")</script><p>{{ name | raw }}</p>');
   await page.fill('#editor input[name=subject]', 'Hi {{ name }} & co');
-  await page.fill('#editor textarea[name=variables]', JSON.stringify({ name: '<img src=x onerror="console.log(\'ran\')">Ann' }));
+  // the variables' fields are generated from the template's: its {{ name }}
+  expect(await page.locator('#editor input[name^="var."]').evaluateAll((inputs) => inputs.map((i) => i.getAttribute('name')))).toEqual(['var.name']);
+  await page.fill('#editor input[name="var.name"]', '<img src=x onerror="console.log(\'ran\')">Ann');
   const loaded = page.waitForResponse((r) => r.url().endsWith('/preview') && r.request().method() === 'POST');
   await page.click('#preview-button');
   const answer = await loaded;
@@ -59,4 +63,26 @@ it('creates a template, previews the unsaved edit in a sandboxed frame where no 
   await page.click('#preview-button');
   expect((await refused).status()).toBe(400);
   expect(await inner.locator('#preview-error').textContent()).toMatch(/line 2/);
+});
+
+it('sends a test of the saved version with the variables typed in its generated fields, audited', async () => {
+  const tenant = await makeTenant();
+  const template = await createTemplate(db(), { account: tenant.account.id, kind: 'template', name: 'Receipt', subject: 'Receipt for {{ name }}', text: 'Total: {{ fields.total }}', required: ['name'] });
+  const page = b.page;
+  await page.goto(`${b.base}/admin/templates/${template.id}`);
+  expect(await page.locator('#test-send input[name^="var."]').evaluateAll((inputs) => inputs.map((i) => i.getAttribute('name')))).toEqual(['var.name', 'var.fields.total']);
+  await page.fill('#test-send input[name=to]', 'Checker@Example.org');
+  await page.fill('#test-send input[name="var.name"]', 'Ann');
+  await page.fill('#test-send input[name="var.fields.total"]', '12 EUR');
+  await page.click('button:has-text("Send the test")');
+  expect(await page.locator('.flash').innerText()).toMatch(/^Test email to checker@example\.org queued: "Receipt for Ann"/);
+  const message = await db().message.findFirstOrThrow({ where: { accountId: tenant.account.id, to: 'checker@example.org' } });
+  expect(message).toMatchObject({ subject: 'Receipt for Ann', text: 'Total: 12 EUR', mailboxId: tenant.mailbox.id });
+  expect(await db().auditEntry.count({ where: { action: 'test-send', resourceId: String(template.id) } })).toBe(1);
+
+  // a required variable left empty: refused, nothing sent
+  await page.fill('#test-send input[name=to]', 'checker@example.org');
+  await page.click('button:has-text("Send the test")');
+  expect(await page.locator('.error').innerText()).toMatch(/name/);
+  expect(await db().message.count({ where: { accountId: tenant.account.id } })).toBe(1);
 });

@@ -37,6 +37,8 @@ import { createSso } from '../../../core/src/sso';
 import { suppressionsPage } from './pages/suppressions';
 import { subscribersPage } from './pages/subscribers';
 import { csrfMatches, endSession, loadSession, saveSession, signedIn as isSignedIn, signinToken, signinTokenMatches, startPersonSession, startSession, type Session } from './session';
+import { COPY_SCRIPT, holdsCopies } from './copy-script';
+import { allowScript } from './passkey-script';
 import { CSS, FORM_LIMIT, FORM_LIMIT_TEXT, createViews } from './views';
 
 /** The console's pages, in navigation order. A new page: a module in pages/ and one line here. */
@@ -84,8 +86,8 @@ export function consoleRouter(db: Db, bodies: { budget: BodyBudget; signInBudget
   const oidc = config().oidc;
   const sso = oidc ? createSso(oidc) : null;
   // a signed-in admin's forms are read within the API's body budget; anybody else's (the sign-in) within the sign-in's
-  // own small one, and at most 4 KB
-  const form = bodies.budget.around(express.urlencoded({ extended: false, limit: FORM_LIMIT, parameterLimit: 100 }));
+  // own small one, and at most 4 KB; 400 fields hold the editors' rows (20 steps and a blank one, 7 fields each: editors.ts)
+  const form = bodies.budget.around(express.urlencoded({ extended: false, limit: FORM_LIMIT, parameterLimit: 400 }));
   const strangerForm = bodies.signInBudget.around(express.urlencoded({ extended: false, limit: '4kb', parameterLimit: 10 }));
 
   const render: PageContext['render'] = (req, res, template, title, data = {}, status = 200) => {
@@ -100,6 +102,9 @@ export function consoleRouter(db: Db, bodies: { budget: BodyBudget; signInBudget
     const csrf = signedIn ? session.csrf : typeof data.csrf === 'string' ? data.csrf : '';
     const page = { ...data, csrf, sso: sso?.settings.label ?? null };
     const body = user ? withoutForbiddenForms(views.render(`@${template}`, page), user) : views.render(`@${template}`, page);
+    // long values get a copy button from the console's own script (copy-script.ts): only such pages allow it
+    const copies = holdsCopies(body);
+    if (copies) allowScript(res);
     const nav = signedIn
       ? PAGES.filter((p) => !user || can(user, p.permission ?? 'read')).map((p) => ({ href: `/admin${p.path === '/' ? '' : p.path}`, title: p.title, current: req.path === p.path || (p.path !== '/' && req.path.startsWith(`${p.path}/`)) }))
       : null;
@@ -107,7 +112,7 @@ export function consoleRouter(db: Db, bodies: { budget: BodyBudget; signInBudget
       .status(status)
       .set({ 'Cache-Control': 'no-store' })
       .type('html')
-      .send(views.render('@layout', { title, body, nav, flash, error: data.error, csrf, queues: !user || user.operator, who: user ? user.email : null }));
+      .send(views.render('@layout', { title, body, nav, flash, error: data.error, csrf, queues: !user || user.operator, who: user ? user.email : null, copies }));
   };
   const redirect: PageContext['redirect'] = async (_req, res, to, flash) => {
     const session = res.locals.session!;
@@ -122,6 +127,9 @@ export function consoleRouter(db: Db, bodies: { budget: BodyBudget; signInBudget
   router.use(securityHeaders);
   router.get('/static/console.css', (_req, res) => {
     res.type('css').set('Cache-Control', 'public, max-age=3600').send(CSS);
+  });
+  router.get('/static/copy.js', (_req, res) => {
+    res.type('js').set('Cache-Control', 'public, max-age=3600').send(COPY_SCRIPT);
   });
 
   const withSession: RequestHandler = async (req, res, next) => {

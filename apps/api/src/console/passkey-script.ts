@@ -42,6 +42,8 @@ export const PASSKEY_SCRIPT = `(function () {
 /** This answer may run the console's own scripts (the passkey forms): the console's policy plus `script-src 'self'`. */
 export function allowScript(res: Response): void {
   const policy = String(res.getHeader('Content-Security-Policy') ?? "default-src 'none'");
+  // once is enough: a page with a passkey form and a value to copy
+  if (/(^|;)\s*script-src /.test(policy)) return;
   res.setHeader('Content-Security-Policy', `${policy.replace(/;?\s*$/, '')}; script-src 'self'`);
 }
 

@@ -1,12 +1,13 @@
 import { broadcastTotals } from '../../../core/src/analytics/stats';
 import { broadcastLinks } from '../../../core/src/analytics/tracking';
 import type { Db } from '../../../core/src/db';
-import { chartRange, broadcastLastMinute, broadcastLive, readBuckets, RANGES, type ChartRange } from '../../../core/src/operator/ranges';
+import { chartRange, broadcastLastMinute, broadcastLive, overviewRange, readBuckets, RANGES, type ChartRange, type RangeName } from '../../../core/src/operator/ranges';
 import { esc, funnelChart, lineChart, type ChartSeries, type LineSeries } from './charts';
 
 /**
- * The charts section of the console's pages (docs/analytics.md): the last 30 days of counters for the whole service,
- * a mailbox, a campaign or a broadcast, and a broadcast's funnel. Each page puts the returned HTML in as it is
+ * The charts section of the console's pages (docs/analytics.md): a range of counters (30 days unless asked; the
+ * overview's own default when the service is new) for the whole service, a mailbox, a campaign or a broadcast, and a
+ * broadcast's funnel. Each page puts the returned HTML in as it is
  * (`<%~ it.charts %>`): it is built from numbers and escaped text only (charts.ts).
  */
 const EMAILS: ChartSeries[] = [
@@ -43,7 +44,7 @@ function rangeForm(path: string, range: ChartRange): string {
 <button>Show</button> <span class="muted">(From and To apply to a custom range; under three days the charts are hourly)</span></form>`;
 }
 
-const RANGE_LABELS: Record<(typeof RANGES)[number], string> = { '24h': 'Last 24 hours', '7d': 'Last 7 days', '30d': 'Last 30 days', '90d': 'Last 90 days', custom: 'Custom (from, to)' };
+const RANGE_LABELS: Record<(typeof RANGES)[number], string> = { '24h': 'Last 24 hours', '168h': 'Last 7 days, by the hour', '7d': 'Last 7 days', '30d': 'Last 30 days', '90d': 'Last 90 days', custom: 'Custom (from, to)' };
 
 /** A share as a figure: `97.3 %`, or a dash when nothing was counted under it. */
 const share = (part: number, whole: number) => (whole > 0 ? `${((100 * part) / whole).toFixed(1)} %` : '-');
@@ -66,8 +67,8 @@ function rateFigures(buckets: { values: Record<string, number> }[], hourly: bool
   return `<dl class="rates">${items}<div class="rate"><dt>${hourly ? 'Accepted' : 'Sent'}</dt><dd>${sent.toLocaleString('en')}</dd></div></dl>`;
 }
 
-async function rangeCharts(db: Db, filter: Record<string, number>, what: string, extra: ChartSeries[], path: string, query: unknown): Promise<string> {
-  const range = chartRange(query);
+async function rangeCharts(db: Db, filter: Record<string, number>, what: string, extra: ChartSeries[], path: string, query: unknown, fallback?: RangeName): Promise<string> {
+  const range = chartRange(query, new Date(), fallback);
   const buckets = await readBuckets(db, filter, range);
   const unit = range.unit === 'hour' ? 'Hour (UTC)' : 'Day';
   const head = `<section class="charts" id="charts"><h2>${esc(range.caption)} <span class="muted">(${esc(buckets[0]?.at ?? '')} to ${esc(buckets.at(-1)?.at ?? '')}, UTC, ${range.unit === 'hour' ? 'by the hour' : 'by the day'})</span></h2>`;
@@ -86,7 +87,11 @@ async function rangeCharts(db: Db, filter: Record<string, number>, what: string,
   return section.join('\n');
 }
 
-export const overviewCharts = (db: Db, query?: unknown) => rangeCharts(db, {}, 'all accounts', ENGAGEMENT, '/admin', query);
+/** The whole service's charts: with no range asked, the overview's own default (operator/ranges.ts overviewRange). */
+export const overviewCharts = async (db: Db, query?: unknown) => {
+  const asked = typeof (query as { range?: unknown } | undefined)?.range === 'string';
+  return rangeCharts(db, {}, 'all accounts', ENGAGEMENT, '/admin', query, asked ? undefined : await overviewRange(db));
+};
 export const mailboxCharts = (db: Db, mailbox: number, query?: unknown) =>
   rangeCharts(db, { mailbox }, 'this mailbox', [...ENGAGEMENT, { key: 'replied', label: 'Replies' }], `/admin/mailboxes/${mailbox}`, query);
 export const campaignCharts = (db: Db, campaign: number, query?: unknown) =>

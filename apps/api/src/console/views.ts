@@ -5,8 +5,10 @@ import { shown } from './dates';
  * The console's templates, kept in code (they ship with `tsc` builds as they are) and rendered by eta, which escapes
  * every `<%= %>` output. `<%~ %>` (raw) is used only for `it.body`, the page the layout wraps, and `it.charts`, the
  * SVG charts section built from numbers and escaped text by charts.ts.
- * No template carries a script or an inline style: the CSP allows neither.
- * Every table of a page is a tab stop: on a phone a wide table scrolls in its own box, which the keyboard must reach.
+ * No template carries an inline script or style: the CSP allows neither; the few scripts are files of the console's own
+ * origin, allowed only on the pages that load them (copy-script.ts, pages/compose.ts, passkey-script.ts).
+ * Every table of a page is a tab stop: on a phone a wide table scrolls in its own box, which the keyboard must reach;
+ * there its cells keep a readable width (a word, not a few letters) rather than squeezing into the screen.
  */
 const LAYOUT = `<!doctype html>
 <html lang="en">
@@ -32,8 +34,9 @@ const LAYOUT = `<!doctype html>
 <h1><%= it.title %></h1>
 <% if (it.flash) { %><p class="flash" role="status"><%= it.flash %></p><% } %>
 <% if (it.error) { %><p class="error" role="alert"><%= it.error %></p><% } %>
-<%~ it.body.replace(/<table\b(?![^>]*tabindex)/g, '<table tabindex="0"') %>
+<%~ it.body.replace(/<table\\b(?![^>]*tabindex)/g, '<table tabindex="0"') %>
 </main>
+<% if (it.copies) { %><script src="/admin/static/copy.js" defer></script><% } %>
 </body>
 </html>
 `;
@@ -49,7 +52,7 @@ header a{color:#dfe8f5;margin-right:.7em}header nav{display:flex;flex-wrap:wrap;
 main{padding:1em 1.6em;max-width:1280px}
 table{border-collapse:collapse;width:100%;background:#fff;margin:.6em 0 1.2em}
 th,td{text-align:left;padding:.35em .6em;border-bottom:1px solid #e3e6ea;vertical-align:top;overflow-wrap:anywhere}
-th{background:#eef1f5;font-weight:600}
+th{background:#eef1f5;font-weight:600;overflow-wrap:normal}
 form.card,section.card{background:#fff;border:1px solid #e3e6ea;padding:.8em 1em;margin:.8em 0}
 form.card label{display:block;margin:.4em 0}
 input,select,textarea{font:inherit;padding:.25em .4em;max-width:100%}
@@ -66,7 +69,7 @@ form.inline{display:inline}
 dl.rates{display:flex;flex-wrap:wrap;gap:.6em;margin:.6em 0}dl.rates .rate{background:#fff;border:1px solid #e3e6ea;padding:.4em .9em;min-width:8em}dl.rates dt{color:#4a525a;font-size:.85em}dl.rates dd{margin:0;font-size:1.5em;font-weight:600}
 .chart-figure figcaption{color:#4a525a;font-size:.9em;margin-top:.3em}
 .chart-figure details{margin-top:.4em}
-.copy{user-select:all;cursor:copy;word-break:break-all;background:#fff8db}
+.copy{user-select:all;cursor:copy;word-break:break-all;background:#fff8db}button.copy-button{font-size:.8em;margin:.2em 0 0 .3em;vertical-align:top}
 .status-verified,.status-found{color:#1e7a34;font-weight:600}.status-failed,.status-wrong{color:#b3261e;font-weight:600}.status-missing,.status-pending{color:#8a5a00}
 pre.headers{background:#fff;border:1px solid #e3e6ea;padding:.6em .8em;white-space:pre-wrap;word-break:break-all;font-size:.85em}
 form.card.search label,form.card.range label{display:inline-block;margin-right:1em}
@@ -75,11 +78,15 @@ p.actions form{margin-right:.6em}
 a{color:#1a4f8f}code,pre{overflow-wrap:anywhere}pre{white-space:pre-wrap;max-width:100%}
 td code.value{display:block;max-height:8em;overflow:auto;font-size:.85em}
 .scroll{overflow-x:auto;max-width:100%}
+fieldset.row,fieldset.group{border:1px solid #d5dae0;margin:.6em 0;padding:.4em .8em;min-width:0}fieldset.row legend,fieldset.group legend{font-weight:600}
+fieldset.row label,div.pair label{display:inline-block;margin:.3em 1em .3em 0}fieldset.row label:has(textarea){display:block;margin-right:0}
+input.position{width:4.5em}
 time,.when{white-space:nowrap}
 @media (max-width:760px){
 main{padding:.6em .7em}
 header{padding:.5em .7em;gap:.5em}
 table{display:block;overflow-x:auto;max-width:100%}
+th,td{overflow-wrap:break-word;min-width:6.5em}td code.value{display:block;min-width:18em}
 table.facts{display:table}table.facts th{width:auto}
 form.card label,form.card.search label,form.card.range label{display:block;margin-right:0}
 input:not([type=checkbox]):not([type=radio]):not([type=hidden]),select{width:100%}

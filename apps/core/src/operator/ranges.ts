@@ -2,14 +2,14 @@ import { readStats } from '../analytics/stats';
 import type { Db } from '../db';
 import { BadRequest } from '../errors';
 import { Joi, validate } from '../validate';
-import { broadcastDeliveredSince, broadcastMinuteRows, hourRows, type BucketFilter } from './repository';
+import { broadcastDeliveredSince, broadcastMinuteRows, countedBefore, hourRows, type BucketFilter } from './repository';
 
 /**
- * The time ranges of the console's charts: the last 24 hours, 7, 30 or 90 days, or from one day to another. A range
- * under three days is drawn hour by hour (from the messages themselves), a longer one day by day (from the daily
- * counters), and a running broadcast minute by minute.
+ * The time ranges of the console's charts: the last 24 hours, the last 7 days hour by hour (168h), 7, 30 or 90 days,
+ * or from one day to another. A range under three days (and 168h) is drawn hour by hour (from the messages
+ * themselves), a longer one day by day (from the daily counters), and a running broadcast minute by minute.
  */
-export const RANGES = ['24h', '7d', '30d', '90d', 'custom'] as const;
+export const RANGES = ['24h', '168h', '7d', '30d', '90d', 'custom'] as const;
 export type RangeName = (typeof RANGES)[number];
 
 export interface RangeQuery {
@@ -21,7 +21,7 @@ export interface RangeQuery {
 const day = () => Joi.string().trim().pattern(/^\d{4}-\d{2}-\d{2}$/).allow('').messages({ 'string.pattern.base': '{#label} must be a day as YYYY-MM-DD (UTC)' });
 
 export const rangeQuery = Joi.object<RangeQuery>({
-  range: Joi.string().valid(...RANGES).default('30d'),
+  range: Joi.string().valid(...RANGES),
   from: day(),
   to: day(),
 }).unknown(true);
@@ -51,16 +51,21 @@ function calendarDay(value: string, field: string): Date {
   return at;
 }
 
-/** The range a chart query asks for (30 days when none). A custom range needs both days, from not after to. */
-export function chartRange(input: unknown, now = new Date()): ChartRange {
-  const q = validate(rangeQuery, input ?? {}) as RangeQuery & { range: RangeName };
+/**
+ * The range a chart query asks for (`fallback` when none: 30 days unless the page says otherwise). A custom range needs
+ * both days, from not after to.
+ */
+export function chartRange(input: unknown, now = new Date(), fallback: RangeName = '30d'): ChartRange {
+  const q = validate(rangeQuery, input ?? {}) as RangeQuery;
+  const name = q.range ?? fallback;
   const today = new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate()));
-  if (q.range === '24h') {
+  if (name === '24h' || name === '168h') {
+    const hours = name === '24h' ? 24 : 168;
     const to = new Date(Math.floor(now.getTime() / HOUR_MS) * HOUR_MS + HOUR_MS);
-    const from = new Date(to.getTime() - 24 * HOUR_MS);
-    return { name: '24h', unit: 'hour', from, to, fromDay: dayOf(from), toDay: dayOf(now), caption: 'The last 24 hours' };
+    const from = new Date(to.getTime() - hours * HOUR_MS);
+    return { name, unit: 'hour', from, to, fromDay: dayOf(from), toDay: dayOf(now), caption: hours === 24 ? 'The last 24 hours' : 'The last 7 days, hour by hour' };
   }
-  if (q.range === 'custom') {
+  if (name === 'custom') {
     if (!q.from || !q.to) throw new BadRequest('a custom range needs from and to (YYYY-MM-DD)');
     const from = calendarDay(q.from, 'from');
     const last = calendarDay(q.to, 'to');
@@ -71,9 +76,20 @@ export function chartRange(input: unknown, now = new Date()): ChartRange {
     const unit = to.getTime() - from.getTime() < HOURLY_UNDER_MS ? 'hour' : 'day';
     return { name: 'custom', unit, from, to, fromDay: q.from, toDay: q.to, caption: `${q.from} to ${q.to}` };
   }
-  const days = Number(q.range.slice(0, -1));
+  const days = Number(name.slice(0, -1));
   const from = new Date(today.getTime() - (days - 1) * DAY_MS);
-  return { name: q.range, unit: 'day', from, to: new Date(today.getTime() + DAY_MS), fromDay: dayOf(from), toDay: dayOf(today), caption: `The last ${days} days` };
+  return { name, unit: 'day', from, to: new Date(today.getTime() + DAY_MS), fromDay: dayOf(from), toDay: dayOf(today), caption: `The last ${days} days` };
+}
+
+/** Under this many days of counters a service has little history: its overview opens on the last 7 days hour by hour. */
+export const LITTLE_HISTORY_DAYS = 14;
+
+/**
+ * The overview's range when none is asked: the last 7 days hour by hour while the service has counted for fewer than
+ * LITTLE_HISTORY_DAYS days (30 days would be mostly empty), else the last 30 days day by day.
+ */
+export async function overviewRange(db: Db, now = new Date()): Promise<RangeName> {
+  return (await countedBefore(db, new Date(now.getTime() - LITTLE_HISTORY_DAYS * DAY_MS))) ? '30d' : '168h';
 }
 
 /** One bucket of a chart: its start (ISO), a short label, and its counts. */
@@ -92,10 +108,13 @@ export async function readBuckets(db: Db, filter: BucketFilter, range: ChartRang
     return days.map((d) => ({ at: d.date, label: d.date.slice(5), values: { ...d, bounced: d.bounced_dead + d.bounced_other } as unknown as Record<string, number> }));
   }
   const rows = await hourRows(db, range.from, range.to, filter);
+  // over more than three days the axis shows only some hours: each then carries its day too
+  const days = range.to.getTime() - range.from.getTime() > HOURLY_UNDER_MS;
   return rows.map((r) => {
     const h = r.hour;
+    const day = `${pad(h.getUTCMonth() + 1)}-${pad(h.getUTCDate())}`;
     // midnight carries its day, the other hours only their time
-    const label = h.getUTCHours() === 0 ? `${pad(h.getUTCMonth() + 1)}-${pad(h.getUTCDate())}` : `${pad(h.getUTCHours())}:00`;
+    const label = days ? `${day} ${pad(h.getUTCHours())}:00` : h.getUTCHours() === 0 ? day : `${pad(h.getUTCHours())}:00`;
     const { hour: _hour, ...values } = r;
     return { at: h.toISOString().slice(0, 16).replace('T', ' '), label, values: { ...values, bounced: r.bounced_dead + r.bounced_other } };
   });

@@ -176,6 +176,12 @@ const FILTER_SQL = `($3::int IS NULL OR m.account_id = $3) AND ($4::int IS NULL 
  * Emails accepted in each hour of [from, to) and what became of them so far (delivered, bounced, failed, opened,
  * clicked), every hour present: read from messages through (created_at), for ranges of a few days.
  */
+/** Whether any daily counter is of a day before `day` (stops at the first such row: old rows come first in the heap). */
+export async function countedBefore(db: Tx, day: Date): Promise<boolean> {
+  const [row] = await rawQuery<{ old: boolean }>(db, `SELECT EXISTS (SELECT 1 FROM daily_counts WHERE day < $1::date) AS old`, [day.toISOString().slice(0, 10)]);
+  return row?.old ?? false;
+}
+
 export async function hourRows(db: Tx, from: Date, to: Date, f: BucketFilter): Promise<HourRow[]> {
   return rawQuery<HourRow>(
     db,

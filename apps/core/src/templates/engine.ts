@@ -252,3 +252,12 @@ export function variablesOf(source: string, part: Part): string[] {
     return [];
   }
 }
+
+/** The variables a source reads, as paths (`name`, `fields.city`): the fields of the console's preview forms. */
+export function variablePathsOf(source: string, part: Part): string[] {
+  try {
+    return engines[part].globalFullVariablesSync(source);
+  } catch {
+    return [];
+  }
+}

@@ -2,7 +2,11 @@ import { idParam } from '../../../../core/src/admin-schemas';
 import { previewCopy } from '../../../../core/src/broadcasts/copy';
 import { audienceQuery, broadcastChanges, broadcastInput } from '../../../../core/src/broadcasts/schema';
 import { dryRunAudience } from '../../../../core/src/broadcasts/segment';
-import { BadRequest } from '../../../../core/src/errors';
+import { AppError } from '../../../../core/src/errors';
+import type { Request, Response } from 'express';
+import { previewTemplate, listTemplates } from '../../../../core/src/templates/service';
+import { typedNumber } from '../editors';
+import { allowComposeScript, audienceOf, AUDIENCE_SCRIPT, COMPOSE_FORM, draftOf, EMPTY_DRAFT, fieldRows, previewVariables, sourceOf, variableFields, type Draft } from './compose';
 import { changeBroadcast, createBroadcast, getBroadcast, listBroadcasts } from '../../../../core/src/broadcasts/service';
 import { browseLists } from '../../../../core/src/subscribers/browse';
 import { validate } from '../../../../core/src/validate';
@@ -19,16 +23,6 @@ const ACTIONS: Record<string, { status: string; label: string }[]> = {
   paused: [{ status: 'sending', label: 'Resume' }, { status: 'cancelled', label: 'Cancel' }],
 };
 
-/** The form's audience field: JSON, or empty for the whole list. */
-function audienceField(raw: string): unknown {
-  if (!raw.trim()) return undefined;
-  try {
-    return JSON.parse(raw);
-  } catch {
-    throw new BadRequest('audience: not valid JSON');
-  }
-}
-
 const PROGRESS = `<%= b.audience %> in the audience · <%= b.sent %> sent · <%= b.failed %> failed · <%= b.skipped %> skipped · <%= b.pending %> pending`;
 
 export const broadcastsPage: ConsolePage = {
@@ -39,20 +33,7 @@ export const broadcastsPage: ConsolePage = {
 <% it.broadcasts.forEach(function (b) { %><tr><td><%= b.id %></td><td><code><%= b.list %></code></td><td><a href="/admin/broadcasts/<%= b.id %>"><%= b.subject %></a></td><td><%= b.status %></td><td>${PROGRESS}</td><td><%= b.send_at || '-' %></td><td><%= b.created_at %></td></tr><% }) %>
 </tbody></table>
 <% if (!it.broadcasts.length) { %><p class="muted">No broadcasts.</p><% } %>
-<form method="post" action="/admin/broadcasts" class="card">${CSRF_FIELD}
-<h2>New broadcast</h2>
-<label>List <select name="list" required><% it.lists.forEach(function (l) { %><option value="<%= l.key %>"><%= l.name %> (<%= l.key %>, account <%= l.account %>, <%= l.subscribers %> active)</option><% }) %></select></label>
-<label>Subject <input name="subject" required maxlength="998" size="60"></label>
-<label>HTML <textarea name="html" placeholder="&lt;p&gt;Hello {{name}}&lt;/p&gt; ... &lt;a href=&quot;{{unsubscribe_url}}&quot;&gt;Unsubscribe&lt;/a&gt;"></textarea></label>
-<label>Text <textarea name="text" placeholder="Plain text part (made from the HTML when left empty)"></textarea></label>
-<label>Send at (UTC, optional) <input name="send_at" type="datetime-local"></label>
-<label>Audience (JSON, optional; the whole list when empty): <code>{"tags": [...], "fields": {"country": "DE"}, "engaged": {"not_clicked": 12}, "subscribed_after": "2026-01-01T00:00:00Z"}</code> <textarea name="audience" rows="3"></textarea></label>
-<button formaction="/admin/broadcasts/audience" formnovalidate>Count the audience</button>
-<label><input name="track_clicks" type="checkbox" value="1"> Track clicks (links go through this service)</label>
-<label><input name="track_opens" type="checkbox" value="1"> Track opens (a 1x1 image; an overestimate, see the docs)</label>
-<p class="muted">Placeholders: {{name}}, {{email}}, {{fields.x}}, {{unsubscribe_url}}. It is saved as a draft: preview it, then send.</p>
-<button>Save draft</button>
-</form>`,
+${COMPOSE_FORM}`,
     broadcast: `<p><a href="/admin/broadcasts">All broadcasts</a> · list <code><%= it.b.list %></code> · <strong><%= it.b.status %></strong><% if (it.b.send_at) { %> · send at <%= it.b.send_at %><% } %><% if (it.b.track_clicks) { %> · clicks tracked<% } %><% if (it.b.track_opens) { %> · opens tracked<% } %></p>
 <% if (it.b.segment || it.b.tags.length) { %><p id="segment">Audience: <code><%= JSON.stringify(Object.assign(it.b.tags.length ? { tags: it.b.tags } : {}, it.b.segment || {})) %></code></p><% } %>
 <% var b = it.b; %><p id="progress">${PROGRESS}<% if (b.started_at) { %> · started <%= b.started_at %><% } %><% if (b.finished_at) { %> · finished <%= b.finished_at %><% } %></p>
@@ -65,29 +46,63 @@ export const broadcastsPage: ConsolePage = {
 <% if (it.preview.text !== null) { %><h3>Text</h3><pre id="preview-text"><%= it.preview.text %></pre><% } %></section>`,
   },
   routes(router, ctx) {
-    router.get('/broadcasts', async (req, res) => {
-      const [broadcasts, lists] = await Promise.all([listBroadcasts(ctx.db, { limit: 100 }), browseLists(ctx.db)]);
-      ctx.render(req, res, 'broadcasts', 'Broadcasts', { broadcasts, lists });
+    const compose = async (req: Request, res: Response, draft: Draft, shown: { count?: string; preview?: boolean } = {}) => {
+      const [broadcasts, lists, templates] = await Promise.all([listBroadcasts(ctx.db, { limit: 100 }), browseLists(ctx.db), listTemplates(ctx.db, undefined, 'template')]);
+      const template = templates.find((t) => String(t.id) === draft.template);
+      const variables = variableFields(template, draft);
+      // the preview: the chosen template with the values typed, or the draft's own content for a sample reader (core/src/templates renders both)
+      let preview = null;
+      let previewError = null;
+      try {
+        if (shown.preview) preview = template ? await previewTemplate(ctx.db, template.id, previewVariables(variables)) : previewCopy({ subject: draft.subject, html: draft.html || null, text: draft.text || null });
+      } catch (err) {
+        // a variable still missing, a template that does not parse: said beside the form, which stays as typed
+        if (!(err instanceof AppError)) throw err;
+        previewError = err.message;
+      }
+      allowComposeScript(res);
+      ctx.render(req, res, 'broadcasts', 'Broadcasts', { broadcasts, lists, templates, draft, variables, fieldRows: fieldRows(draft), count: shown.count, preview, previewError }, previewError ? 422 : 200);
+    };
+    router.get('/broadcasts', async (req, res) => compose(req, res, EMPTY_DRAFT));
+    router.get('/static/audience.js', (_req, res) => {
+      res.type('js').set('Cache-Control', 'no-cache').send(AUDIENCE_SCRIPT);
     });
-    // the dry run (broadcasts/segment.ts): how many of the list the audience takes now, from the replica when there is one
-    router.post('/broadcasts/audience', async (req, res) => {
-      const query = validate(audienceQuery, { list: field(req, 'list'), audience: audienceField(field(req, 'audience')) });
+    // the dry run (broadcasts/segment.ts): how many of the list the segment takes now, from the replica when there is one
+    const countOf = async (draft: Draft) => {
+      const query = validate(audienceQuery, { list: draft.list, audience: audienceOf(draft) });
       const count = await dryRunAudience(ctx.reads.db, query.list, query.audience ?? {});
       const note = await readNote(ctx.reads);
-      await ctx.redirect(req, res, '/admin/broadcasts', `This audience of list ${query.list} is ${count} ${count === 1 ? 'person' : 'people'} now.${note ? ` ${note}` : ''}`);
+      return { count, words: `This audience of list ${query.list} is ${count} ${count === 1 ? 'person' : 'people'} now.${note ? ` ${note}` : ''}` };
+    };
+    // the form's Count button: the form again, as typed, with the count
+    router.post('/broadcasts/audience', async (req, res) => {
+      const draft = draftOf(sourceOf(req, 'body'));
+      await compose(req, res, draft, { count: (await countOf(draft)).words });
     });
+    // the live count of the compose script: JSON, a refusal as {ok: false, error}
+    router.get('/broadcasts/audience', async (req, res) => {
+      try {
+        res.set('Cache-Control', 'no-store').json({ ok: true, count: (await countOf(draftOf(sourceOf(req, 'query')))).count });
+      } catch (err) {
+        if (!(err instanceof AppError)) throw err;
+        res.status(err.status).json({ ok: false, error: err.message });
+      }
+    });
+    // the form's Preview button: the form again, as typed, with the template's variables and the rendered email
+    router.post('/broadcasts/compose', async (req, res) => compose(req, res, draftOf(sourceOf(req, 'body')), { preview: true }));
     router.post('/broadcasts', async (req, res) => {
-      const sendAt = field(req, 'send_at');
-      const audience = audienceField(field(req, 'audience'));
+      const draft = draftOf(sourceOf(req, 'body'));
+      const audience = audienceOf(draft);
       const input = validate(broadcastInput, {
-        list: field(req, 'list'),
-        subject: field(req, 'subject'),
-        ...(field(req, 'html') ? { html: field(req, 'html') } : {}),
-        ...(field(req, 'text') ? { text: field(req, 'text') } : {}),
+        list: draft.list,
+        ...(draft.template ? { template: typedNumber(draft.template) } : {}),
+        ...(draft.subject ? { subject: draft.subject } : {}),
+        ...(draft.html ? { html: draft.html } : {}),
+        ...(draft.text ? { text: draft.text } : {}),
         // a datetime-local field has no zone: the form says UTC
-        ...(sendAt ? { send_at: /Z|[+-]\d\d:\d\d$/.test(sendAt) ? sendAt : `${sendAt}Z` } : {}),
-        ...(field(req, 'track_clicks') ? { track_clicks: true } : {}),
-        ...(field(req, 'track_opens') ? { track_opens: true } : {}),
+        ...(draft.send_at ? { send_at: /Z|[+-]\d\d:\d\d$/.test(draft.send_at) ? draft.send_at : `${draft.send_at}Z` } : {}),
+        ...(draft.track_clicks ? { track_clicks: true } : {}),
+        ...(draft.track_opens ? { track_opens: true } : {}),
         ...(audience ? { audience } : {}),
       });
       const broadcast = await createBroadcast(ctx.db, input);

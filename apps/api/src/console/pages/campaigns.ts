@@ -1,7 +1,7 @@
 import * as schemas from '../../../../core/src/admin-schemas';
 import { listAccounts } from '../../../../core/src/accounts';
 import { browseCampaigns, prospectCounts } from '../../../../core/src/outreach/browse';
-import { changeCampaign, createCampaign, getCampaign, GOALS } from '../../../../core/src/outreach/campaigns';
+import { changeCampaign, createCampaign, getCampaign, GOALS, type EmailStepInput, type StepInput } from '../../../../core/src/outreach/campaigns';
 import { listMailboxes } from '../../../../core/src/mailboxes';
 import { validate } from '../../../../core/src/validate';
 import { ACCOUNT_SELECT, CSRF_FIELD, mailboxSelect } from '../views';
@@ -11,6 +11,21 @@ import { campaignStats } from '../../../../core/src/outreach/stats';
 import { CAMPAIGN_DELIVERABILITY, CAMPAIGN_STATS, campaignSendingRoutes } from './outreach-settings';
 import { campaignCharts } from '../stats-section';
 import { CAMPAIGN_TREE, sequenceTree } from './campaign-tree';
+import { formRows, rowControls, STEP_TEMPLATE, stepOf, typedNumber } from '../editors';
+import { listTemplates } from '../../../../core/src/templates/service';
+import { BadRequest } from '../../../../core/src/errors';
+
+/**
+ * The rows of the steps editor, with a blank one to add, when the campaign is a line of email steps; null when it
+ * branches or tests variants (that shape is edited through the admin API). Numbered ids are left to follow the
+ * positions; a step's own named id stays with it.
+ */
+function editableSteps(steps: StepInput[]) {
+  const emails = steps.filter((s): s is EmailStepInput => s.type !== 'condition' && !s.variants && !s.next);
+  if (emails.length !== steps.length) return null;
+  const rows = emails.map((s) => ({ blank: false, id: s.id && !/^\d+$/.test(s.id) ? s.id : '', delay_hours: s.delay_hours, template: s.template ?? null, subject: s.subject ?? '', body: s.body ?? '' }));
+  return [...rows, { blank: true, id: '', delay_hours: '', template: null, subject: '', body: '' }];
+}
 
 export const campaignsPage: ConsolePage = {
   path: '/campaigns',
@@ -35,8 +50,21 @@ ${mailboxSelect('Mailbox')}
 <form method="post" action="/admin/campaigns/<%= it.campaign.id %>/status" class="inline">${CSRF_FIELD}<input type="hidden" name="status" value="<%= it.campaign.status === 'running' ? 'paused' : 'running' %>"><button><%= it.campaign.status === 'running' ? 'Pause' : it.campaign.status === 'paused' ? 'Resume' : 'Start' %></button></form>
 <h2>Steps</h2>
 <table><thead><tr><th>#</th><th>After (hours)</th><th>Subject</th><th>Body</th></tr></thead><tbody>
-<% it.campaign.steps.forEach(function (s, i) { %><tr><td><%= s.id || i + 1 %></td><td><%= s.type === 'condition' ? 'if ' + s.if + ' within ' + s.within_hours + ' h: ' + s.then + ' / ' + s.else : s.delay_hours %></td><td><%= s.subject || (s.variants ? s.variants.length + ' variants' : '') %></td><td><%= s.body || '' %></td></tr><% }) %>
+<% it.campaign.steps.forEach(function (s, i) { %><tr><td><%= s.id || i + 1 %></td><td><%= s.type === 'condition' ? 'if ' + s.if + ' within ' + s.within_hours + ' h: ' + s.then + ' / ' + s.else : s.delay_hours %></td><td><%= s.subject || (s.variants ? s.variants.length + ' variants' : (s.template ? '(template ' + s.template + ')' : '')) %></td><td><%= s.body || '' %></td></tr><% }) %>
 </tbody></table>
+<% if (it.stepRows) { %><form method="post" action="/admin/campaigns/<%= it.campaign.id %>/steps" class="card" id="steps">${CSRF_FIELD}
+<h2>Edit the steps</h2>
+<p class="muted">Each step waits its hours after the one before (step 1: after the prospect is added). A step is its own subject and body or a stored template of the account. Reorder with the positions; a removed or blank step is left out; at least one step stays.</p>
+<% it.stepRows.forEach(function (s, i) { var n = i + 1; %><fieldset class="row step"><legend><%= s.blank ? 'New step' : 'Step ' + n %></legend>
+<% if (s.id) { %><input type="hidden" name="step<%= i %>.id" value="<%= s.id %>"><% } %>
+<label>After (hours) <input type="number" name="step<%= i %>.delay_hours" min="0" step="any" value="<%= s.delay_hours %>"></label>
+${STEP_TEMPLATE}
+<label>Subject <input name="step<%= i %>.subject" maxlength="300" value="<%= s.subject %>"></label>
+<label>Body <textarea name="step<%= i %>.body" rows="4"><%= s.body %></textarea></label>
+${rowControls('step', 'Step')}
+</fieldset><% }) %>
+<button>Save the steps</button>
+</form><% } else { %><p class="muted" id="steps">This campaign branches or tests variants: change its steps through the admin API (PATCH /admin/api/campaigns/<%= it.campaign.id %>, docs/outreach.md).</p><% } %>
 ${CAMPAIGN_TREE}
 <h2>Prospects by status and stage</h2>
 <table><thead><tr><th>Status</th><th>Stage</th><th>Prospects</th></tr></thead><tbody>
@@ -58,8 +86,14 @@ ${CAMPAIGN_STATS}
 <table class="stats-mailboxes"><thead><tr><th>Mailbox</th><th>In rotation</th><th>Prospects started</th><th>Sent</th></tr></thead><tbody>
 <% it.stats.mailboxes.forEach(function (m) { %><tr><td><%= m.address %> (<%= m.mailbox %>)</td><td><%= it.campaign.mailboxes.indexOf(m.mailbox) >= 0 ? 'yes' : 'taken out: finishing its prospects' %></td><td><%= m.prospects %></td><td><%= m.sent %></td></tr><% }) %>
 </tbody></table>
-<form method="post" action="/admin/campaigns/<%= it.campaign.id %>/mailboxes" class="card">${CSRF_FIELD}
-<label>Rotation (mailbox ids, in order) <input name="mailboxes" value="<%= it.campaign.mailboxes.join(',') %>" required></label>
+<form method="post" action="/admin/campaigns/<%= it.campaign.id %>/mailboxes" class="card" id="rotation">${CSRF_FIELD}
+<h3>Rotation</h3>
+<p class="muted">New prospects go to the ticked mailboxes of the account in turn, in the order of their positions; a mailbox taken out finishes the prospects it started.</p>
+<table class="rotation"><thead><tr><th>In rotation</th><th>Position</th><th>Mailbox</th></tr></thead><tbody>
+<% it.rotation.forEach(function (m, i) { %><tr><td><input type="hidden" name="box<%= i %>.mailbox" value="<%= m.id %>"><input type="checkbox" id="rotation-<%= m.id %>" name="box<%= i %>.use" value="yes"<% if (m.used) { %> checked<% } %>></td>
+<td><input type="number" name="box<%= i %>.position" value="<%= i + 1 %>" min="1" max="999" class="position" aria-label="Position of <%= m.address %>"></td>
+<td><label for="rotation-<%= m.id %>"><%= m.address %> (<%= m.id %>)</label></td></tr><% }) %>
+</tbody></table>
 <button>Save mailboxes</button>
 </form>
 ${CAMPAIGN_DELIVERABILITY}
@@ -90,19 +124,31 @@ ${CAMPAIGN_DELIVERABILITY}
       const id = validate(schemas.idParam, req.params.id);
       const campaign = await getCampaign(ctx.db, id);
       const filter = { status: query(req, 'status'), step: query(req, 'step'), before: query(req, 'before') };
-      const [counts, stats, charts, prospects] = await Promise.all([
+      const [counts, stats, charts, prospects, mailboxes, templates] = await Promise.all([
         prospectCounts(ctx.db, id),
         campaignStats(ctx.db, id),
         campaignCharts(ctx.db, id, req.query),
         browseProspects(ctx.db, id, filter),
+        listMailboxes(ctx.db, campaign.account),
+        listTemplates(ctx.db, campaign.account, 'template'),
       ]);
-      ctx.render(req, res, 'campaign', `Campaign ${campaign.name}`, { campaign, counts, stats, tree: sequenceTree(stats.tree.nodes), charts, prospects, pf: filter, prospectStatuses: PROSPECT_STATUSES });
+      const used = (m: { id: number }) => campaign.mailboxes.indexOf(m.id);
+      const rotation = [...mailboxes.filter((m) => used(m) >= 0).sort((a, b) => used(a) - used(b)), ...mailboxes.filter((m) => used(m) < 0)].map((m) => ({ id: m.id, address: m.address, used: used(m) >= 0 }));
+      ctx.render(req, res, 'campaign', `Campaign ${campaign.name}`, { campaign, counts, stats, tree: sequenceTree(stats.tree.nodes), charts, prospects, pf: filter, prospectStatuses: PROSPECT_STATUSES, rotation, templates, stepRows: editableSteps(campaign.steps) });
     });
     router.post('/campaigns/:id/mailboxes', async (req, res) => {
       const id = validate(schemas.idParam, req.params.id);
-      const mailboxes = field(req, 'mailboxes').split(',').map((v) => v.trim()).filter(Boolean);
+      const mailboxes = formRows(req, 'box').filter((row) => row.use === 'yes').map((row) => typedNumber(row.mailbox));
       const campaign = await changeCampaign(ctx.db, id, validate(schemas.campaignChanges, { mailboxes }));
       await ctx.redirect(req, res, `/admin/campaigns/${id}`, `Mailboxes of "${campaign.name}" saved: ${campaign.mailboxes.join(', ')}.`);
+    });
+    // the steps editor of a linear campaign: its rows as the admin API's `steps`
+    router.post('/campaigns/:id/steps', async (req, res) => {
+      const id = validate(schemas.idParam, req.params.id);
+      const steps = formRows(req, 'step').map((row) => stepOf(row, ['id', 'subject', 'body']));
+      if (!steps.length) throw new BadRequest('steps: a campaign keeps at least one step');
+      const campaign = await changeCampaign(ctx.db, id, validate(schemas.campaignChanges, { steps }));
+      await ctx.redirect(req, res, `/admin/campaigns/${id}#steps`, `Steps of "${campaign.name}" saved: ${campaign.steps.length}.`);
     });
     campaignSendingRoutes(router, ctx);
   },

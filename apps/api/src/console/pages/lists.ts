@@ -15,6 +15,8 @@ import { Joi, validate } from '../../../../core/src/validate';
 import { ACCOUNT_SELECT, CSRF_FIELD, FORM_LIMIT_TEXT, mailboxSelect } from '../views';
 import { field, numberField, type ConsolePage } from '../page';
 import { subscriberRoutes, subscriberTemplates } from './subscriber';
+import { formRows, rowControls, STEP_TEMPLATE, stepOf } from '../editors';
+import { listTemplates } from '../../../../core/src/templates/service';
 
 const SUBSCRIBER_STATUSES = ['pending', 'active', 'unsubscribed', 'bounced', 'complained'] as const;
 const subscribersQuery = Joi.object({
@@ -55,9 +57,17 @@ ${mailboxSelect('Mailbox (sends the confirmation emails)')}
 <form method="post" action="/admin/lists/<%= it.list.id %>/series" class="card" id="series">${CSRF_FIELD}
 <h2>Welcome series</h2>
 <% if (it.list.steps.length) { %><table><thead><tr><th>Step</th><th>Subject</th><th>After (hours)</th><th>Waiting</th><th>Sent</th><th>Ended before it</th></tr></thead><tbody>
-<% it.list.steps.forEach(function (s) { %><tr><td><%= s.step %></td><td><%= s.subject || (s.template !== null ? "(template " + s.template + ")" : "") %></td><td><%= s.delay_hours %></td><td><%= s.waiting %></td><td><%= s.sent %></td><td><%= s.ended %></td></tr><% }) %>
+<% it.list.steps.forEach(function (s) { %><tr><td><%= s.step %></td><td><% var picked = it.templates.find(function (t) { return t.id === s.template; }); %><%= s.subject || (s.template !== null ? 'template ' + (picked ? picked.name : s.template) : '') %></td><td><%= s.delay_hours %></td><td><%= s.waiting %></td><td><%= s.sent %></td><td><%= s.ended %></td></tr><% }) %>
 </tbody></table><% } else { %><p class="muted">No series: new subscribers get no emails of their own.</p><% } %>
-<label>Steps, as JSON: <code>[{"subject", "html" or "text", "delay_hours"}]</code> (or <code>{"template", "delay_hours"}</code>: a stored template's id or alias); step 1's delay counts from the moment a person becomes active, each next one from the step before; <code>[]</code> removes the series. Placeholders as in broadcasts. <textarea name="steps" rows="8"><%= it.stepsJson %></textarea></label>
+<p class="muted">Step 1's wait counts from the moment a person becomes active, each next one from the step before. A step is a stored template of the account or its own subject with HTML or text (placeholders as in broadcasts). Reorder with the positions; a removed or blank step is left out; no steps removes the series.</p>
+<% it.seriesRows.forEach(function (s, i) { var n = i + 1; %><fieldset class="row step"><legend><%= s.blank ? 'New step' : 'Step ' + n %></legend>
+<label>After (hours) <input type="number" name="step<%= i %>.delay_hours" min="0" step="any" value="<%= s.delay_hours %>"></label>
+${STEP_TEMPLATE}
+<label>Subject <input name="step<%= i %>.subject" maxlength="998" value="<%= s.subject %>"></label>
+<label>HTML <textarea name="step<%= i %>.html" rows="3"><%= s.html %></textarea></label>
+<label>Text <textarea name="step<%= i %>.text" rows="2"><%= s.text %></textarea></label>
+${rowControls('step', 'Step')}
+</fieldset><% }) %>
 <button>Save the series</button>
 </form>
 <form method="get" action="/admin/lists/<%= it.list.id %>" class="card">
@@ -150,30 +160,25 @@ ${mailboxSelect('Mailbox (sends the confirmation emails)')}
       if (running) res.set('Refresh', '2');
       ctx.render(req, res, 'import', `Import ${view.id}`, { import: view, running, percent });
     });
-    // the welcome series (lifecycle/series.ts), edited as the JSON the admin API takes
+    // the welcome series (lifecycle/series.ts): the editor's rows as the admin API's `steps`
     router.post('/lists/:id/series', async (req, res) => {
       const id = validate(schemas.idParam, req.params.id);
-      let steps: unknown;
-      try {
-        steps = JSON.parse(field(req, 'steps') || '[]');
-      } catch {
-        throw new BadRequest('steps: not valid JSON');
-      }
+      const steps = formRows(req, 'step').map((row) => stepOf(row, ['subject', 'html', 'text']));
       const list = await changeList(ctx.db, id, validate(schemas.listChanges, { steps }));
       await ctx.redirect(req, res, `/admin/lists/${id}#series`, `List ${id}: the series has ${list.steps.length} step${list.steps.length === 1 ? '' : 's'}.`);
     });
     router.get('/lists/:id', async (req, res) => {
       const list = await getList(ctx.db, validate(schemas.idParam, req.params.id));
+      const templates = await listTemplates(ctx.db, list.account, 'template');
       const filter = validate<{ q?: string; status?: string; after?: number }>(subscribersQuery, req.query);
       const status = filter.status || undefined;
       const page = await browseSubscribers(ctx.db, list.id, { search: filter.q || undefined, status: status as (typeof SUBSCRIBER_STATUSES)[number] | undefined, after: filter.after });
       const url = formUrl(list.key);
-      const stepsJson = JSON.stringify(
-        list.steps.map((s) => ({ ...(s.subject !== '' ? { subject: s.subject } : {}), ...(s.html !== null ? { html: s.html } : {}), ...(s.text !== null ? { text: s.text } : {}), ...(s.template !== null ? { template: s.template } : {}), delay_hours: s.delay_hours })),
-        null,
-        2,
-      );
-      ctx.render(req, res, 'list', `List ${list.name}`, { list, page, q: filter.q ?? '', status: status ?? '', statuses: SUBSCRIBER_STATUSES, formUrl: url, snippet: embedSnippet(url, list.topics.filter((t) => t.public)), stepsJson });
+      const seriesRows = [
+        ...list.steps.map((s) => ({ blank: false, delay_hours: s.delay_hours, template: s.template, subject: s.subject, html: s.html ?? '', text: s.text ?? '' })),
+        { blank: true, delay_hours: '', template: null, subject: '', html: '', text: '' },
+      ];
+      ctx.render(req, res, 'list', `List ${list.name}`, { list, page, q: filter.q ?? '', status: status ?? '', statuses: SUBSCRIBER_STATUSES, formUrl: url, snippet: embedSnippet(url, list.topics.filter((t) => t.public)), seriesRows, templates });
     });
   },
 };

@@ -64,7 +64,7 @@ export const messagesPage: ConsolePage = {
 </tbody></table><% } else { %><p class="muted">No delivery yet.</p><% } %></section><% }) %>
 <h2>Headers as sent</h2>
 <p class="muted">Composed again from the stored message, dated when it went out; the DKIM signature the transport adds is not shown.</p>
-<pre class="headers"><%= it.s.headers %></pre>`,
+<pre class="headers copy" id="message-headers"><%= it.s.headers %></pre>`,
   },
   routes(router, ctx) {
     router.get('/messages', async (req, res) => {

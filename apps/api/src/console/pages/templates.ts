@@ -6,6 +6,11 @@ import { escapeHtml } from '../../../../core/src/subscribers/html';
 import * as schemas from '../../../../core/src/templates/schema';
 import { changeTemplate, createTemplate, deleteTemplate, getTemplate, listTemplates, listVersions, previewDraft, restoreVersion } from '../../../../core/src/templates/service';
 import { validate } from '../../../../core/src/validate';
+import type { Tx } from '../../../../core/src/db';
+import { listMailboxes } from '../../../../core/src/mailboxes';
+import { sendTestEmail } from '../../../../core/src/templates/test-send';
+import { templateVariables, variablesFromPaths } from '../../../../core/src/templates/variables';
+import { auditAfter } from '../../middleware/audit';
 import { ACCOUNT_SELECT, CSRF_FIELD } from '../views';
 import { field, numberField, type ConsolePage } from '../page';
 
@@ -35,17 +40,16 @@ function contentFields(req: Request): Record<string, unknown> {
   };
 }
 
+/** The variables typed in a form's generated fields (`var.<path>`, one per variable the template reads). */
 function variablesField(req: Request): Record<string, unknown> {
-  const raw = field(req, 'variables');
-  if (!raw) return {};
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(raw);
-  } catch {
-    parsed = raw;
-  }
-  return validate(schemas.previewInput, { variables: parsed }).variables;
+  const typed = Object.entries((req.body ?? {}) as Record<string, unknown>).filter(([name, value]) => name.startsWith('var.') && typeof value === 'string');
+  const variables = variablesFromPaths(Object.fromEntries(typed.map(([name, value]) => [name.slice(4), (value as string).trim()])));
+  return validate(schemas.previewInput, { variables }).variables;
 }
+
+/** A form's fields for the template's variables (`it.variables`: their paths), each its own labelled input. */
+const VARIABLE_FIELDS = (form: string) => `<% if (it.variables.length) { %><fieldset class="group"><legend>Variables</legend>
+<% it.variables.forEach(function (v) { %><label><code><%= v %></code> <input name="var.<%= v %>" id="${form}-var-<%= v %>"></label><% }) %></fieldset><% } else { %><p class="muted">This template reads no variables.</p><% } %>`;
 
 const EDITOR_FIELDS = `<label>Subject <input name="subject" maxlength="1000" size="70" value="<%= it.t.subject %>"></label>
 <label>HTML <textarea name="html" rows="14" cols="90"><%= it.t.html || '' %></textarea></label>
@@ -77,13 +81,22 @@ ${ACCOUNT_SELECT}
 <form method="post" action="/admin/templates/<%= it.t.id %>" class="card" id="editor">${CSRF_FIELD}
 <h2>Edit <%= it.t.name %></h2>
 ${EDITOR_FIELDS}
-<label>Preview variables (a JSON object) <textarea name="variables" rows="3" cols="90"><%= it.variables %></textarea></label>
+${VARIABLE_FIELDS('editor')}
+<p class="muted">The variables are the saved version's; values typed here only show the preview.</p>
 <button>Save as a new version</button>
 <button formaction="/admin/templates/<%= it.t.id %>/preview" formtarget="preview" id="preview-button">Preview</button>
 </form>
 <h2>Preview</h2>
 <p class="muted">Shown in a sandboxed frame: the email's markup runs no script here.</p>
 <iframe name="preview" id="preview" title="Preview" sandbox src="/admin/templates/<%= it.t.id %>/preview" width="100%" height="480"></iframe>
+<% if (it.t.kind === 'template') { %><form method="post" action="/admin/templates/<%= it.t.id %>/test" class="card" id="test-send">${CSRF_FIELD}
+<h2>Send a test</h2>
+<p class="muted">The saved version, rendered with these values, sent to one address from a mailbox of the account.</p>
+<label>To <input type="email" name="to" required maxlength="254" size="36"></label>
+<label>From <select name="mailbox"><% it.mailboxes.forEach(function (m) { %><option value="<%= m.id %>"><%= m.address %></option><% }) %></select></label>
+${VARIABLE_FIELDS('test')}
+<button>Send the test</button>
+</form><% } %>
 <h2>Versions</h2>
 <table><thead><tr><th>Version</th><th>Subject</th><th>Saved</th><th></th></tr></thead><tbody>
 <% it.versions.forEach(function (v) { %><tr><td><%= v.version %></td><td><%= v.subject %></td><td><%= v.created_at %></td>
@@ -94,8 +107,8 @@ ${EDITOR_FIELDS}
   routes(router, ctx) {
     const show = async (req: Request, res: Response, id: number) => {
       const [t, versions] = await Promise.all([getTemplate(ctx.db, id), listVersions(ctx.db, id)]);
-      const variables = JSON.stringify(Object.fromEntries(t.required.map((name) => [name, ''])));
-      ctx.render(req, res, 'template', `Template ${t.id}: ${t.name}`, { t, versions, variables });
+      const mailboxes = await listMailboxes(ctx.db, t.account);
+      ctx.render(req, res, 'template', `Template ${t.id}: ${t.name}`, { t, versions, variables: templateVariables(t), mailboxes });
     };
     const sendPreview = (res: Response, email: Parameters<typeof previewDocument>[0], status = 200) => {
       res.status(status).set({ 'Content-Security-Policy': PREVIEW_CSP, 'X-Frame-Options': 'SAMEORIGIN', 'Cache-Control': 'no-store' }).type('html').send(previewDocument(email));
@@ -156,6 +169,14 @@ ${EDITOR_FIELDS}
         }
         return previewDraft(ctx.db, id, validate(schemas.templateChanges, fields), variablesField(req));
       });
+    });
+    // one test email of the saved version (templates/test-send.ts), audited as the admin API's
+    router.post('/templates/:id/test', async (req, res) => {
+      const id = validate(idParam, req.params.id);
+      const input = validate<{ to: string; variables: Record<string, unknown>; mailbox?: number }>(schemas.testSendInput, { to: field(req, 'to'), variables: variablesField(req), mailbox: numberField(req, 'mailbox') });
+      const change = { action: 'test-send', resource: 'template', id, after: (m: unknown) => m, accountIn: async (tx: Tx) => (await getTemplate(tx, id)).account };
+      const message = await auditAfter(req, res, 'console')(ctx.db, change, (db) => sendTestEmail(db, id, input));
+      await ctx.redirect(req, res, `/admin/templates/${id}#test-send`, `Test email to ${message.to} queued: "${message.subject}" (message ${message.id}).`);
     });
     router.post('/templates/:id/restore', async (req, res) => {
       const id = validate(idParam, req.params.id);
