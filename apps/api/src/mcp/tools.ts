@@ -1,4 +1,4 @@
-import { listInboundOf } from '../../../core/src/inbound/operations';
+import { listInboundOf } from '../../../core/src/mx/inbound-page';
 import { ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';

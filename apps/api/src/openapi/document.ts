@@ -1,6 +1,6 @@
 import parse from 'joi-to-json';
 import type Joi from 'joi';
-import { inboundPageQuery } from '../../../core/src/inbound/operations';
+import { inboundPageQuery } from '../../../core/src/mx/inbound-page';
 import { addProspectsInput, outcomeInput, prospectQuery } from '../../../core/src/outreach/schemas';
 import { MAX_WAIT_SECONDS } from '../../../core/src/sending/accept';
 import { rescheduleSchema, sendSchema } from '../../../core/src/sending/schema';

@@ -1,8 +1,9 @@
 import { Router } from 'express';
 import * as schemas from '../../../../core/src/admin-schemas';
 import type { Db } from '../../../../core/src/db';
-import { accountSecondFactor, requireSecondFactor, resetSecondFactor } from '../../../../core/src/second-factor';
+import { accountSecondFactor, requireSecondFactor } from '../../../../core/src/second-factor';
 import { secondFactorQuery, secondFactorRequirement } from '../../../../core/src/second-factor/schemas';
+import { resetSecondFactor } from '../../../../core/src/teams/users';
 import { validate } from '../../../../core/src/validate';
 import { changerOf } from '../../middleware/admin';
 import { auditContext } from '../../middleware/audit';
