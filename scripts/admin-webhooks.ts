@@ -1,8 +1,7 @@
 /** `npm run admin -- webhook ...`: the webhook admin operations (docs/webhooks.md), imported by scripts/admin.ts. */
-import { idParam } from '../apps/core/src/admin-schemas';
 import type { Db } from '../apps/core/src/db';
 import { AppError } from '../apps/core/src/errors';
-import { validate } from '../apps/core/src/validate';
+import { idParam, validate } from '../apps/core/src/validate';
 import * as schemas from '../apps/core/src/webhooks/schemas';
 import { changeWebhook, createWebhook, deleteWebhook, listDeliveries, listWebhooks, rotateSecret } from '../apps/core/src/webhooks/service';
 

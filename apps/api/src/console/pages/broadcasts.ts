@@ -1,11 +1,10 @@
-import { idParam } from '../../../../core/src/admin-schemas';
 import { previewCopy } from '../../../../core/src/broadcasts/copy';
 import { audienceQuery, broadcastChanges, broadcastInput } from '../../../../core/src/broadcasts/schema';
 import { dryRunAudience } from '../../../../core/src/broadcasts/segment';
 import { BadRequest } from '../../../../core/src/errors';
 import { changeBroadcast, createBroadcast, getBroadcast, listBroadcasts } from '../../../../core/src/broadcasts/service';
 import { browseLists } from '../../../../core/src/subscribers/browse';
-import { validate } from '../../../../core/src/validate';
+import { idParam, validate } from '../../../../core/src/validate';
 import { readNote } from '../../../../core/src/replicas';
 import { CSRF_FIELD } from '../views';
 import { field, type ConsolePage } from '../page';

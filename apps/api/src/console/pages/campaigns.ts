@@ -1,9 +1,9 @@
-import * as schemas from '../../../../core/src/admin-schemas';
+import { campaignChanges, campaignInput } from '../../../../core/src/outreach/schemas';
 import { listAccounts } from '../../../../core/src/accounts';
 import { browseCampaigns, prospectCounts } from '../../../../core/src/outreach/browse';
 import { changeCampaign, createCampaign, getCampaign, GOALS } from '../../../../core/src/outreach/campaigns';
 import { listMailboxes } from '../../../../core/src/mailboxes';
-import { validate } from '../../../../core/src/validate';
+import { idParam, validate } from '../../../../core/src/validate';
 import { ACCOUNT_SELECT, CSRF_FIELD, mailboxSelect } from '../views';
 import { field, numberField, query, type ConsolePage } from '../page';
 import { browseProspects, PROSPECT_STATUSES } from '../../../../core/src/operator/prospects';
@@ -71,7 +71,7 @@ ${CAMPAIGN_DELIVERABILITY}
       ctx.render(req, res, 'campaigns', 'Campaigns', { campaigns, accounts, mailboxes, goals: GOALS });
     });
     router.post('/campaigns', async (req, res) => {
-      const input = validate(schemas.campaignInput, {
+      const input = validate(campaignInput, {
         account: numberField(req, 'account'),
         name: field(req, 'name'),
         goal: field(req, 'goal'),
@@ -82,12 +82,12 @@ ${CAMPAIGN_DELIVERABILITY}
       await ctx.redirect(req, res, '/admin/campaigns', `Campaign ${campaign.id} "${campaign.name}" created (${campaign.status}).`);
     });
     router.post('/campaigns/:id/status', async (req, res) => {
-      const id = validate(schemas.idParam, req.params.id);
-      const campaign = await changeCampaign(ctx.db, id, validate(schemas.campaignChanges, { status: field(req, 'status') }));
+      const id = validate(idParam, req.params.id);
+      const campaign = await changeCampaign(ctx.db, id, validate(campaignChanges, { status: field(req, 'status') }));
       await ctx.redirect(req, res, '/admin/campaigns', `Campaign ${campaign.id} "${campaign.name}" is ${campaign.status}.`);
     });
     router.get('/campaigns/:id', async (req, res) => {
-      const id = validate(schemas.idParam, req.params.id);
+      const id = validate(idParam, req.params.id);
       const campaign = await getCampaign(ctx.db, id);
       const filter = { status: query(req, 'status'), step: query(req, 'step'), before: query(req, 'before') };
       const [counts, stats, charts, prospects] = await Promise.all([
@@ -99,9 +99,9 @@ ${CAMPAIGN_DELIVERABILITY}
       ctx.render(req, res, 'campaign', `Campaign ${campaign.name}`, { campaign, counts, stats, tree: sequenceTree(stats.tree.nodes), charts, prospects, pf: filter, prospectStatuses: PROSPECT_STATUSES });
     });
     router.post('/campaigns/:id/mailboxes', async (req, res) => {
-      const id = validate(schemas.idParam, req.params.id);
+      const id = validate(idParam, req.params.id);
       const mailboxes = field(req, 'mailboxes').split(',').map((v) => v.trim()).filter(Boolean);
-      const campaign = await changeCampaign(ctx.db, id, validate(schemas.campaignChanges, { mailboxes }));
+      const campaign = await changeCampaign(ctx.db, id, validate(campaignChanges, { mailboxes }));
       await ctx.redirect(req, res, `/admin/campaigns/${id}`, `Mailboxes of "${campaign.name}" saved: ${campaign.mailboxes.join(', ')}.`);
     });
     campaignSendingRoutes(router, ctx);

@@ -1,7 +1,6 @@
-import { idParam } from '../../../../core/src/admin-schemas';
 import { EVENT_TYPES } from '../../../../core/src/events';
 import { listAccounts } from '../../../../core/src/accounts';
-import { validate } from '../../../../core/src/validate';
+import { idParam, validate } from '../../../../core/src/validate';
 import * as schemas from '../../../../core/src/webhooks/schemas';
 import { changeWebhook, createWebhook, deleteWebhook, getWebhook, listDeliveries, listWebhooks, rotateSecret } from '../../../../core/src/webhooks/service';
 import type { Request } from 'express';

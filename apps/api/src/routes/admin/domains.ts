@@ -1,7 +1,6 @@
 import { Router } from 'express';
 import type { Db, Tx } from '../../../../core/src/db';
-import { idParam } from '../../../../core/src/admin-schemas';
-import { validate } from '../../../../core/src/validate';
+import { idParam, validate } from '../../../../core/src/validate';
 import { addDomain, getDomain, listDomains, removeDomain, rotateDomain, verifyDomain } from '../../../../core/src/domains';
 import { domainInput, domainsQuery } from '../../../../core/src/domains/schemas';
 import { domainInboundInput, setDomainInbound } from '../../../../core/src/mx/routes';

@@ -1,7 +1,6 @@
 import { Router } from 'express';
 import type { Db, Tx } from '../../../../core/src/db';
-import { idParam } from '../../../../core/src/admin-schemas';
-import { validate } from '../../../../core/src/validate';
+import { idParam, validate } from '../../../../core/src/validate';
 import { addTrackingDomain, getTrackingDomain, listTrackingDomains, removeTrackingDomain, verifyTrackingDomain } from '../../../../core/src/tracking-domains';
 import { trackingDomainInput, trackingDomainsQuery } from '../../../../core/src/tracking-domains/schemas';
 import { audit, auditAfter } from '../../middleware/audit';
