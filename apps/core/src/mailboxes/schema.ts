@@ -5,9 +5,8 @@ import { dbId, email, Joi } from '../validate';
  * The admin API's mailbox requests (docs/mailboxes.md, docs/outreach.md), shared by its routes, the console and the
  * CLI, and written into the admin OpenAPI document.
  */
-export const mailboxInput = Joi.object({
-  account: dbId().required(),
-  address: email().required(),
+/** What a mailbox is set up with, given when it is added and changed after (each optional). */
+const settings = {
   name: Joi.string().trim().max(200).allow(''),
   // required with a password; with auth oauth2 a preset's server is the default (docs/mailboxes.md)
   smtp: Joi.string().trim().max(2000),
@@ -20,7 +19,15 @@ export const mailboxInput = Joi.object({
   return_path: Joi.string().valid('address', 'verp'),
   gap_jitter: gapJitter(),
   warmup: warmupInput().allow(null),
-});
+};
+
+export const mailboxInput = Joi.object({ account: dbId().required(), address: email().required(), ...settings });
+
+export const mailboxChange = Joi.object({
+  ...settings,
+  /** docs/campaigns.md: a paused mailbox sends no outreach; rotations pass it over */
+  paused: Joi.boolean(),
+}).min(1);
 
 /** docs/outreach.md: the wait after an outreach email is drawn from [gap, gap x (1 + gap_jitter)]. */
 function gapJitter() {
@@ -60,19 +67,3 @@ function dkimInput() {
     private_key: Joi.string().trim().max(10_000).required(),
   });
 }
-
-export const mailboxChange = Joi.object({
-  auth: authInput(),
-  name: Joi.string().trim().max(200).allow(''),
-  smtp: Joi.string().trim().max(2000),
-  daily_limit: Joi.number().integer().min(0).max(100_000),
-  gap_seconds: Joi.number().integer().min(0).max(86_400),
-  imap: Joi.string().trim().max(2000).allow(null, ''),
-  max_per_second: Joi.number().integer().min(1).max(100_000).allow(null),
-  dkim: dkimInput().allow(null),
-  return_path: Joi.string().valid('address', 'verp'),
-  gap_jitter: gapJitter(),
-  warmup: warmupInput().allow(null),
-  /** docs/campaigns.md: a paused mailbox sends no outreach; rotations pass it over */
-  paused: Joi.boolean(),
-}).min(1);
