@@ -48,6 +48,21 @@ describe('dependencies point one way', () => {
     expect(new Set(placed).size).toBe(placed.length);
   });
 
+  it("docs/DEVELOPERS.md's Layout draws the floors the configuration states", () => {
+    const folders = new Set(fs.readdirSync(path.join(ROOT, 'apps/core/src'), { withFileTypes: true }).filter((e) => e.isDirectory()).map((e) => e.name));
+    const guide = fs.readFileSync(path.join(ROOT, 'docs/DEVELOPERS.md'), 'utf8');
+    const drawing = /stand on four floors[\s\S]*?```text\n([\s\S]*?)```/.exec(guide)?.[1] ?? '';
+    const drawn = new Map<string, string[]>();
+    let floor: string | undefined;
+    for (const line of drawing.split('\n')) {
+      const first = line.trim().split(/\s+/)[0] ?? '';
+      if (floors.some((f) => f.name === first)) drawn.set((floor = first), []);
+      else if (!/^\s{4,}\S/.test(line) || /^[|v\s]*$/.test(line)) continue;
+      if (floor) drawn.get(floor)!.push(...line.split(/[\s,]+/).filter((word) => folders.has(word)));
+    }
+    expect(Object.fromEntries([...drawn].map(([name, list]) => [name, [...list].sort()]))).toEqual(Object.fromEntries(floors.map((f) => [f.name, [...f.folders].sort()])));
+  });
+
   it('reports an import up, a folder circle, a file circle, an app importing an app and an unplaced folder', () => {
     const found = cruise(FIXTURE, nothingKnown()).map((v) => `${v.rule}: ${v.from} -> ${v.to}`);
     expect(found.sort()).toEqual([
