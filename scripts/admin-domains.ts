@@ -1,7 +1,7 @@
 /** `npm run admin -- domain ...`: the sending-domain operations (docs/domains.md), imported by scripts/admin.ts. */
 import type { Db } from '../apps/core/src/db';
 import { addDomain, getDomain, listDomains, removeDomain, rotateDomain, verifyDomain } from '../apps/core/src/domains';
-import { domainInput, domainsQuery } from '../apps/core/src/domains/schemas';
+import { domainInput, domainsQuery } from '../apps/core/src/domains/schema';
 import { AppError } from '../apps/core/src/errors';
 import { idParam, validate } from '../apps/core/src/validate';
 

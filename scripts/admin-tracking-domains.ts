@@ -2,7 +2,7 @@
 import type { Db } from '../apps/core/src/db';
 import { AppError } from '../apps/core/src/errors';
 import { addTrackingDomain, getTrackingDomain, listTrackingDomains, removeTrackingDomain, verifyTrackingDomain } from '../apps/core/src/tracking-domains';
-import { trackingDomainInput, trackingDomainsQuery } from '../apps/core/src/tracking-domains/schemas';
+import { trackingDomainInput, trackingDomainsQuery } from '../apps/core/src/tracking-domains/schema';
 import { idParam, validate } from '../apps/core/src/validate';
 
 export const TRACKING_DOMAIN_HELP = `  tracking-domain add --account ID --name NAME     (prints the CNAME to publish)

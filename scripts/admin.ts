@@ -9,7 +9,7 @@ import { accountInput } from '../apps/core/src/accounts/schema';
 import { keyInput } from '../apps/core/src/auth/schema';
 import { entriesQuery } from '../apps/core/src/keyset';
 import { mailboxChange, mailboxInput } from '../apps/core/src/mailboxes/schema';
-import { campaignChanges, campaignInput } from '../apps/core/src/outreach/schemas';
+import { campaignChanges, campaignInput } from '../apps/core/src/outreach/schema';
 import { messagesQuery } from '../apps/core/src/sending/schema';
 import { listChanges, listInput, subscribersQuery } from '../apps/core/src/subscribers/schema';
 import { closeDb, db } from '../apps/core/src/db';

@@ -5,7 +5,7 @@ import { importQuery } from '../../../core/src/imports/schema';
 import { inboundQuery } from '../../../core/src/inbound/schema';
 import { entriesQuery } from '../../../core/src/keyset';
 import { mailboxChange, mailboxInput } from '../../../core/src/mailboxes/schema';
-import { campaignChanges, campaignInput } from '../../../core/src/outreach/schemas';
+import { campaignChanges, campaignInput } from '../../../core/src/outreach/schema';
 import { messagesQuery } from '../../../core/src/sending/schema';
 import { listChanges, listInput, subscribersQuery } from '../../../core/src/subscribers/schema';
 import { accountQuery, idParam, listingQuery } from '../../../core/src/validate';
@@ -14,14 +14,14 @@ import { audienceQuery, broadcastChanges, broadcastInput, broadcastsQuery } from
 import { messageIdParam } from '../../../core/src/sending/message-actions';
 import { prospectFilter } from '../../../core/src/operator/prospects';
 import { messageSearchQuery } from '../../../core/src/operator/search';
-import { deliveriesQuery, webhookChanges, webhookInput, webhooksQuery } from '../../../core/src/webhooks/schemas';
+import { deliveriesQuery, webhookChanges, webhookInput, webhooksQuery } from '../../../core/src/webhooks/schema';
 import { previewInput, restoreInput, templateChanges, templateInput, templatesQuery, testSendInput } from '../../../core/src/templates/schema';
-import { domainInput, domainsQuery } from '../../../core/src/domains/schemas';
-import { trackingDomainInput, trackingDomainsQuery } from '../../../core/src/tracking-domains/schemas';
+import { domainInput, domainsQuery } from '../../../core/src/domains/schema';
+import { trackingDomainInput, trackingDomainsQuery } from '../../../core/src/tracking-domains/schema';
 import { domainInboundInput, mxMessageIdParam, routeInput, routePatch, routesQuery } from '../../../core/src/mx/routes';
-import { userChange, userInput, usersQuery } from '../../../core/src/teams/schemas';
-import { secondFactorQuery, secondFactorRequirement } from '../../../core/src/second-factor/schemas';
-import { auditQuery } from '../../../core/src/audit/schemas';
+import { userChange, userInput, usersQuery } from '../../../core/src/teams/schema';
+import { secondFactorQuery, secondFactorRequirement } from '../../../core/src/second-factor/schema';
+import { auditQuery } from '../../../core/src/audit/schema';
 import { operationId, queryParameters, toJsonSchema, type JsonSchema } from './document';
 
 /**

@@ -1,5 +1,5 @@
 import { Joi } from '../validate';
-import { verifyMode } from '../verify/schemas';
+import { verifyMode } from '../verify/schema';
 import { IMPORT_STATUSES } from './parse';
 
 /** `?status=active`: the status of an import's lines that name none (otherwise the list decides: active, or pending with double opt-in). */

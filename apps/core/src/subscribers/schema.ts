@@ -2,7 +2,7 @@ import { seriesSteps } from '../lifecycle/schema';
 import { topicsSchema } from '../topics';
 import { dbId, displayName, email, Joi } from '../validate';
 import type { VerifyMode } from '../verify';
-import { verifyMode } from '../verify/schemas';
+import { verifyMode } from '../verify/schema';
 
 /** docs/api.md */
 export const NAME_MAX = 200;

@@ -1,4 +1,4 @@
-import { campaignChanges, campaignInput } from '../../../../core/src/outreach/schemas';
+import { campaignChanges, campaignInput } from '../../../../core/src/outreach/schema';
 import { listAccounts } from '../../../../core/src/accounts';
 import { browseCampaigns, prospectCounts } from '../../../../core/src/outreach/browse';
 import { changeCampaign, createCampaign, getCampaign, GOALS } from '../../../../core/src/outreach/campaigns';

@@ -1,6 +1,6 @@
 import type { Request, Router } from 'express';
 import { mailboxChange } from '../../../../core/src/mailboxes/schema';
-import { campaignChanges } from '../../../../core/src/outreach/schemas';
+import { campaignChanges } from '../../../../core/src/outreach/schema';
 import { changeCampaign } from '../../../../core/src/outreach/campaigns';
 import { updateMailbox } from '../../../../core/src/mailboxes';
 import { idParam, validate } from '../../../../core/src/validate';

@@ -1,6 +1,6 @@
 import { listAccounts } from '../../../../core/src/accounts';
 import { findSuppressions, removeSuppression, suppressByHand, suppressionsCsv, type SuppressionFilter } from '../../../../core/src/suppressions/manage';
-import { suppressionFilter, suppressionInput, suppressionRemoval } from '../../../../core/src/suppressions/schemas';
+import { suppressionFilter, suppressionInput, suppressionRemoval } from '../../../../core/src/suppressions/schema';
 import { idParam, validate } from '../../../../core/src/validate';
 import { auditContext } from '../../middleware/audit';
 import { ACCOUNT_SELECT, CSRF_FIELD } from '../views';

@@ -2,7 +2,7 @@ import type { Request, Response, Router } from 'express';
 import { listAccounts } from '../../../../core/src/accounts';
 import { NotFound, Unauthorized, type LimitReached } from '../../../../core/src/errors';
 import { changeRole, checkLink, createUser, listUsers, removeUser, requestPasswordReset, ROLES, setPasswordByLink, signOutUser, type Changer } from '../../../../core/src/teams';
-import { userChange, userInput } from '../../../../core/src/teams/schemas';
+import { userChange, userInput } from '../../../../core/src/teams/schema';
 import { idParam, validate } from '../../../../core/src/validate';
 import { auditContext } from '../../middleware/audit';
 import { refusalOf } from '../../middleware/errors';

@@ -1,7 +1,7 @@
 import { EVENT_TYPES } from '../../../../core/src/events';
 import { listAccounts } from '../../../../core/src/accounts';
 import { idParam, validate } from '../../../../core/src/validate';
-import * as schemas from '../../../../core/src/webhooks/schemas';
+import * as schemas from '../../../../core/src/webhooks/schema';
 import { changeWebhook, createWebhook, deleteWebhook, getWebhook, listDeliveries, listWebhooks, rotateSecret } from '../../../../core/src/webhooks/service';
 import type { Request } from 'express';
 import { ACCOUNT_SELECT, CSRF_FIELD } from '../views';

@@ -1,5 +1,5 @@
 import { Router } from 'express';
-import { campaignChanges, campaignInput } from '../../../../core/src/outreach/schemas';
+import { campaignChanges, campaignInput } from '../../../../core/src/outreach/schema';
 import type { Db, Tx } from '../../../../core/src/db';
 import { changeCampaign, createCampaign, getCampaign, listCampaigns } from '../../../../core/src/outreach/campaigns';
 import { campaignStats } from '../../../../core/src/outreach/stats';

@@ -1,7 +1,7 @@
 import { Router } from 'express';
 import type { Db } from '../../../../core/src/db';
 import { accountSecondFactor, requireSecondFactor } from '../../../../core/src/second-factor';
-import { secondFactorQuery, secondFactorRequirement } from '../../../../core/src/second-factor/schemas';
+import { secondFactorQuery, secondFactorRequirement } from '../../../../core/src/second-factor/schema';
 import { resetSecondFactor } from '../../../../core/src/teams/users';
 import { idParam, validate } from '../../../../core/src/validate';
 import { changerOf } from '../../middleware/admin';

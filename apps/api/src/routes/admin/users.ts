@@ -1,7 +1,7 @@
 import { Router } from 'express';
 import type { Db } from '../../../../core/src/db';
 import { changeRole, createUser, listUsers, removeUser, signOutUser } from '../../../../core/src/teams';
-import { userChange, userInput, usersQuery } from '../../../../core/src/teams/schemas';
+import { userChange, userInput, usersQuery } from '../../../../core/src/teams/schema';
 import { idParam, validate } from '../../../../core/src/validate';
 import { methodNotAllowed } from '../../middleware/errors';
 import { changerOf } from '../../middleware/admin';

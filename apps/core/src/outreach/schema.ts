@@ -1,5 +1,5 @@
 import { dbId, displayName, documented, Joi } from '../validate';
-import { verifyMode } from '../verify/schemas';
+import { verifyMode } from '../verify/schema';
 import { campaignStep } from './branch-schema';
 import { CAMPAIGN_STATUSES, GOALS } from './campaigns';
 import { LOST_REASONS, OUTCOME_STATES } from './outcomes';
