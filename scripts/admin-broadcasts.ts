@@ -1,10 +1,9 @@
 import fs from 'node:fs';
 import { broadcastChanges, broadcastInput, broadcastsQuery } from '../apps/core/src/broadcasts/schema';
 import { changeBroadcast, createBroadcast, getBroadcast, listBroadcasts } from '../apps/core/src/broadcasts/service';
-import { idParam } from '../apps/core/src/admin-schemas';
 import type { Db } from '../apps/core/src/db';
 import { closeQueues } from '../apps/core/src/queues';
-import { validate } from '../apps/core/src/validate';
+import { idParam, validate } from '../apps/core/src/validate';
 import { listRef } from '../apps/core/src/subscribers/lists';
 
 /** The CLI's broadcast commands and the mailbox options for broadcasts (DKIM, pacing), kept apart from admin.ts. */

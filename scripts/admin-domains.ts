@@ -1,10 +1,9 @@
 /** `npm run admin -- domain ...`: the sending-domain operations (docs/domains.md), imported by scripts/admin.ts. */
-import { idParam } from '../apps/core/src/admin-schemas';
 import type { Db } from '../apps/core/src/db';
 import { addDomain, getDomain, listDomains, removeDomain, rotateDomain, verifyDomain } from '../apps/core/src/domains';
-import { domainInput, domainsQuery } from '../apps/core/src/domains/schemas';
+import { domainInput, domainsQuery } from '../apps/core/src/domains/schema';
 import { AppError } from '../apps/core/src/errors';
-import { validate } from '../apps/core/src/validate';
+import { idParam, validate } from '../apps/core/src/validate';
 
 export const DOMAIN_HELP = `  domain add --account ID --name DOMAIN     (makes its DKIM keys; prints the records to publish)
   domain list [--account ID]

@@ -1,12 +1,12 @@
 /** `npm run admin -- import FILE --list LIST`: an import of subscribers with a progress bar (docs/lists.md, "Import"). */
 import fs from 'node:fs';
-import * as schemas from '../apps/core/src/admin-schemas';
+import { importQuery } from '../apps/core/src/imports/schema';
 import type { Db } from '../apps/core/src/db';
 import { AppError } from '../apps/core/src/errors';
 import { getImport, IMPORT_STATUSES, receiveImport, type ImportFormat, type ImportStatusValue, type ImportView } from '../apps/core/src/imports';
 import { closeQueues } from '../apps/core/src/queues';
 import { listRef } from '../apps/core/src/subscribers/lists';
-import { Joi, validate } from '../apps/core/src/validate';
+import { idParam, Joi, validate } from '../apps/core/src/validate';
 import type { VerifyMode } from '../apps/core/src/verify';
 
 export const IMPORT_HELP = `  import FILE --list LIST [--format csv|ndjson] [--status active|pending|unsubscribed] [--verify flag|block_undeliverable]
@@ -42,14 +42,14 @@ function bar(view: ImportView): string {
 }
 
 export async function importCommand(d: Db, action: string | undefined, arg: string | undefined, flags: Record<string, unknown>): Promise<unknown> {
-  if (action === 'show') return { import: await getImport(d, validate(schemas.idParam, arg)) };
+  if (action === 'show') return { import: await getImport(d, validate(idParam, arg)) };
   if (!action) throw new AppError('import: name the file (npm run admin -- import FILE --list LIST)');
   const listId = (await listRef(d, flags.list)).id;
   const format = formatOf(action, flags.format);
   if (!fs.existsSync(action)) throw new AppError(`import: no file ${action}`);
   try {
     const { status } = validate<{ status?: ImportStatusValue }>(Joi.object({ status: Joi.string().valid(...IMPORT_STATUSES) }), { status: flags.status });
-    const { verify } = validate<{ verify?: VerifyMode }>(schemas.importQuery, { verify: flags.verify });
+    const { verify } = validate<{ verify?: VerifyMode }>(importQuery, { verify: flags.verify });
     const started = await receiveImport(d, listId, format, fs.createReadStream(action), { defaultStatus: status, verify });
     process.stderr.write(`import ${started.id}: ${started.total} lines stored, applying\n`);
     let view = started;

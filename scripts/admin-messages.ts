@@ -3,9 +3,8 @@ import { browseProspects } from '../apps/core/src/operator/prospects';
 import { searchMessages } from '../apps/core/src/operator/search';
 import { messageStory } from '../apps/core/src/operator/story';
 import { getCampaign } from '../apps/core/src/outreach/campaigns';
-import * as schemas from '../apps/core/src/admin-schemas';
 import { cancelMessage, messageIdParam, retryMessage } from '../apps/core/src/sending/message-actions';
-import { validate } from '../apps/core/src/validate';
+import { idParam, validate } from '../apps/core/src/validate';
 
 /**
  * The CLI's operator commands (docs/operator.md, "An operator's day"): the console's message search, a message's story,
@@ -39,7 +38,7 @@ export async function messagesCommand(d: Db, command: string, arg: string | unde
       return { message: await cancelMessage(d, validate(messageIdParam, arg)) };
     default:
       if (command.startsWith('prospects ') || command === 'prospects') {
-        const campaign = validate(schemas.idParam, command.split(' ')[1]);
+        const campaign = validate(idParam, command.split(' ')[1]);
         await getCampaign(d, campaign);
         const page = await browseProspects(d, campaign, { status: flags.status, step: flags.step, before: flags.before, limit: flags.limit });
         return { prospects: page.rows, next: page.next };

@@ -1,9 +1,8 @@
 /** `npm run admin -- route ...`: the MX's inbound routes (docs/mx.md), imported by scripts/admin.ts. */
-import { idParam } from '../apps/core/src/admin-schemas';
 import type { Db } from '../apps/core/src/db';
 import { AppError } from '../apps/core/src/errors';
 import { addRoute, listRoutes, removeRoute, routeInput, routesQuery } from '../apps/core/src/mx/routes';
-import { validate } from '../apps/core/src/validate';
+import { idParam, validate } from '../apps/core/src/validate';
 
 export const ROUTE_HELP = `  route add --account ID --domain DOMAIN --match LOCAL|NAME+*|* --action webhook|hold|reject [--endpoint ID] [--spam-threshold N]
   route list [--account ID]

@@ -1,9 +1,8 @@
 /** `npm run admin -- template ...`: stored templates and layouts (docs/templates.md), imported by scripts/admin.ts. */
 import fs from 'node:fs';
-import { idParam } from '../apps/core/src/admin-schemas';
 import type { Db } from '../apps/core/src/db';
 import { AppError } from '../apps/core/src/errors';
-import { validate } from '../apps/core/src/validate';
+import { idParam, validate } from '../apps/core/src/validate';
 import * as schemas from '../apps/core/src/templates/schema';
 import { changeTemplate, createTemplate, deleteTemplate, getTemplate, listTemplates, listVersions, previewTemplate, restoreVersion } from '../apps/core/src/templates/service';
 import { sendTestEmail } from '../apps/core/src/templates/test-send';

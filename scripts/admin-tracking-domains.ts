@@ -1,10 +1,9 @@
 /** `npm run admin -- tracking-domain ...`: the tracking-domain operations (docs/tracking-domains.md), imported by scripts/admin.ts. */
-import { idParam } from '../apps/core/src/admin-schemas';
 import type { Db } from '../apps/core/src/db';
 import { AppError } from '../apps/core/src/errors';
 import { addTrackingDomain, getTrackingDomain, listTrackingDomains, removeTrackingDomain, verifyTrackingDomain } from '../apps/core/src/tracking-domains';
-import { trackingDomainInput, trackingDomainsQuery } from '../apps/core/src/tracking-domains/schemas';
-import { validate } from '../apps/core/src/validate';
+import { trackingDomainInput, trackingDomainsQuery } from '../apps/core/src/tracking-domains/schema';
+import { idParam, validate } from '../apps/core/src/validate';
 
 export const TRACKING_DOMAIN_HELP = `  tracking-domain add --account ID --name NAME     (prints the CNAME to publish)
   tracking-domain list [--account ID]

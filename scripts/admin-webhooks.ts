@@ -1,9 +1,8 @@
 /** `npm run admin -- webhook ...`: the webhook admin operations (docs/webhooks.md), imported by scripts/admin.ts. */
-import { idParam } from '../apps/core/src/admin-schemas';
 import type { Db } from '../apps/core/src/db';
 import { AppError } from '../apps/core/src/errors';
-import { validate } from '../apps/core/src/validate';
-import * as schemas from '../apps/core/src/webhooks/schemas';
+import { idParam, validate } from '../apps/core/src/validate';
+import * as schemas from '../apps/core/src/webhooks/schema';
 import { changeWebhook, createWebhook, deleteWebhook, listDeliveries, listWebhooks, rotateSecret } from '../apps/core/src/webhooks/service';
 
 export const WEBHOOK_HELP = `  webhook create --account ID --url URL [--events a.b,c.d]     (prints the secret once)

@@ -5,7 +5,13 @@
 import { consentExport } from '../apps/core/src/consent/ledger';
 import fs from 'node:fs';
 import { parseArgs } from 'node:util';
-import * as schemas from '../apps/core/src/admin-schemas';
+import { accountInput } from '../apps/core/src/accounts/schema';
+import { keyInput } from '../apps/core/src/auth/schema';
+import { entriesQuery } from '../apps/core/src/keyset';
+import { mailboxChange, mailboxInput } from '../apps/core/src/mailboxes/schema';
+import { campaignChanges, campaignInput } from '../apps/core/src/outreach/schema';
+import { messagesQuery } from '../apps/core/src/sending/schema';
+import { listChanges, listInput, subscribersQuery } from '../apps/core/src/subscribers/schema';
 import { closeDb, db } from '../apps/core/src/db';
 import { AppError } from '../apps/core/src/errors';
 import { closeRedis } from '../apps/core/src/redis';
@@ -23,7 +29,7 @@ import { testMailbox } from '../apps/core/src/mailboxes/connection';
 import { listMessages } from '../apps/core/src/sending/messages';
 import { migrate } from '../apps/core/src/migrate';
 import { config } from '../apps/core/src/config';
-import { validate } from '../apps/core/src/validate';
+import { accountQuery, idParam, validate } from '../apps/core/src/validate';
 import { WEBHOOK_HELP, webhookCommand, webhookOptions } from './admin-webhooks';
 import { TEMPLATE_HELP, templateCommand, templateOptions } from './admin-templates';
 import { DOMAIN_HELP, domainCommand } from './admin-domains';
@@ -149,22 +155,22 @@ async function run(command: string[], flags: Flags): Promise<unknown> {
   const page = { after: flags.after, limit: flags.limit };
   if (resource === 'subscribers' && action !== 'export') {
     const list = await listRef(d, action);
-    const query = validate<{ status?: 'active'; q?: string; after?: number; limit: number }>(schemas.subscribersQuery, { status: flags.status, q: flags.q, ...page });
+    const query = validate<{ status?: 'active'; q?: string; after?: number; limit: number }>(subscribersQuery, { status: flags.status, q: flags.q, ...page });
     const found = await browseSubscribers(d, list.id, { status: query.status, search: query.q, after: query.after, limit: query.limit });
     return { subscribers: found.rows, next: found.next === null ? null : Number(found.next) };
   }
-  if (resource === 'suppressions' && action === undefined) return listSuppressions(d, validate(schemas.entriesQuery, { account: flags.account, ...page }));
-  if (resource === 'stop-list' && action === undefined) return listStopEntries(d, validate(schemas.entriesQuery, { account: flags.account, ...page }));
+  if (resource === 'suppressions' && action === undefined) return listSuppressions(d, validate(entriesQuery, { account: flags.account, ...page }));
+  if (resource === 'stop-list' && action === undefined) return listStopEntries(d, validate(entriesQuery, { account: flags.account, ...page }));
   switch (`${resource} ${action ?? ''}`.trim()) {
     case 'account create':
-      return { account: await createAccountAudited(d, validate(schemas.accountInput, { name: flags.name }), CLI_AUDIT) };
+      return { account: await createAccountAudited(d, validate(accountInput, { name: flags.name }), CLI_AUDIT) };
     case 'account list':
       return { accounts: await listAccounts(d) };
     case 'mailbox create':
       return {
         mailbox: await createMailboxAudited(
           d,
-          validate(schemas.mailboxInput, {
+          validate(mailboxInput, {
             account: flags.account,
             address: flags.address,
             name: flags.name,
@@ -180,16 +186,16 @@ async function run(command: string[], flags: Flags): Promise<unknown> {
       };
     case 'mailbox set': {
       const change = { name: flags.name, smtp: flags.smtp, daily_limit: flags['daily-limit'], gap_seconds: flags['gap-seconds'], imap: flags.imap, ...mailboxExtras(flags), ...mailboxOutreach(flags) };
-      return { mailbox: await updateMailbox(d, validate(schemas.idParam, arg), validate(schemas.mailboxChange, change)) };
+      return { mailbox: await updateMailbox(d, validate(idParam, arg), validate(mailboxChange, change)) };
     }
     case 'mailbox test': {
-      const { smtp, imap } = await testMailbox(d, validate(schemas.idParam, arg));
+      const { smtp, imap } = await testMailbox(d, validate(idParam, arg));
       return { smtp, imap };
     }
     case 'mailbox list':
       return { mailboxes: await listMailboxes(d) };
     case 'key create': {
-      const input = validate(schemas.keyInput, {
+      const input = validate(keyInput, {
         account: flags.account,
         name: flags.name,
         mailbox: flags.mailbox,
@@ -203,19 +209,19 @@ async function run(command: string[], flags: Flags): Promise<unknown> {
     case 'key list':
       return { keys: await listKeys(d) };
     case 'key revoke':
-      return { key: await revokeKeyEverywhere(d, validate(schemas.idParam, arg), CLI_AUDIT) };
+      return { key: await revokeKeyEverywhere(d, validate(idParam, arg), CLI_AUDIT) };
     case 'list create':
       return {
         list: await createList(
           d,
-          validate(schemas.listInput, { account: flags.account, name: flags.name, mailbox: flags.mailbox, confirm: !flags['no-confirm'], steps: stepsFrom(flags.steps) }),
+          validate(listInput, { account: flags.account, name: flags.name, mailbox: flags.mailbox, confirm: !flags['no-confirm'], steps: stepsFrom(flags.steps) }),
         ),
       };
     case 'campaign create':
       return {
         campaign: await createCampaign(
           d,
-          validate(schemas.campaignInput, {
+          validate(campaignInput, {
             account: flags.account,
             name: flags.name,
             goal: flags.goal,
@@ -230,8 +236,8 @@ async function run(command: string[], flags: Flags): Promise<unknown> {
         ),
       };
     case 'campaign set': {
-      const id = validate(schemas.idParam, arg);
-      const changes = validate(schemas.campaignChanges, {
+      const id = validate(idParam, arg);
+      const changes = validate(campaignChanges, {
         status: flags.status,
         name: flags.name,
         mailboxes: mailboxesFrom(flags.mailboxes),
@@ -243,32 +249,32 @@ async function run(command: string[], flags: Flags): Promise<unknown> {
       return { campaign: await changeCampaign(d, id, changes) };
     }
     case 'campaign stats':
-      return { stats: await campaignStats(d, validate(schemas.idParam, arg)) };
+      return { stats: await campaignStats(d, validate(idParam, arg)) };
     case 'list set': {
       const confirm = flags.confirm ? true : flags['no-confirm'] ? false : undefined;
-      const changes = validate(schemas.listChanges, { name: flags.name, mailbox: flags.mailbox, confirm, steps: stepsFrom(flags.steps) });
+      const changes = validate(listChanges, { name: flags.name, mailbox: flags.mailbox, confirm, steps: stepsFrom(flags.steps) });
       return { list: await changeList(d, (await listRef(d, arg)).id, changes) };
     }
     case 'list show':
       return { list: await getList(d, (await listRef(d, arg)).id) };
     case 'list list':
-      return { lists: await listLists(d, validate(schemas.accountQuery, { account: flags.account }).account) };
+      return { lists: await listLists(d, validate(accountQuery, { account: flags.account }).account) };
     case 'subscribers export': {
       const list = await listRef(d, arg);
-      const { status } = validate<{ status?: 'active' }>(schemas.subscribersQuery, { status: flags.status });
+      const { status } = validate<{ status?: 'active' }>(subscribersQuery, { status: flags.status });
       await writeSubscribersCsv(d, list.id, process.stdout, { status });
       return RAW;
     }
     case 'subscriber consent':
-      return consentExport(d, validate(schemas.idParam, arg));
+      return consentExport(d, validate(idParam, arg));
     case 'suppressions remove':
-      await deleteSuppression(d, validate(schemas.idParam, arg));
+      await deleteSuppression(d, validate(idParam, arg));
       return {};
     case 'stop-list remove':
-      await deleteStopEntry(d, validate(schemas.idParam, arg));
+      await deleteStopEntry(d, validate(idParam, arg));
       return {};
     case 'messages':
-      return { messages: await listMessages(d, validate(schemas.messagesQuery, { to: flags.to, limit: flags.limit })) };
+      return { messages: await listMessages(d, validate(messagesQuery, { to: flags.to, limit: flags.limit })) };
     default: {
       const operator = await messagesCommand(d, `${resource} ${action ?? ''}`.trim(), arg, flags);
       if (operator !== undefined) return operator;

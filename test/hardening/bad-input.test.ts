@@ -134,6 +134,10 @@ describe('ids above 2^31-1', () => {
     expect(res.status).toBe(400);
     const state = await as(ctx.api, tenant.token).get('/api/v1/prospects?campaign=3000000000&email=a@b.co');
     expect(state.status).toBe(400);
+    for (const listing of ['/admin/api/inbound?mailbox=3000000000', '/admin/api/inbound?status=held&account=3000000000', '/admin/api/webhooks?account=3000000000']) {
+      const refused = await asAdmin(ctx.api).get(listing);
+      expect([listing, refused.status, refused.body.error]).toEqual([listing, 400, expect.stringMatching(/mailbox|account/)]);
+    }
   });
 });
 

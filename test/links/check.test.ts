@@ -1,7 +1,7 @@
 import { loadConfig } from '../../apps/core/src/config';
 import { db } from '../../apps/core/src/db';
 import { isPublicAddress } from '../../apps/core/src/outbound/guard';
-import { checkProspectLink, defaultFetchLimits } from '../../apps/core/src/links/check';
+import { checkProspectLink, defaultFetchLimits } from '../../apps/core/src/outreach/link-check';
 import { FETCH_LIMITS, NOT_REACHABLE } from '../../apps/core/src/links/fetch';
 import { findLink, pointsTo } from '../../apps/core/src/links/find';
 import { agreedProspect, prospectRow, usePages } from './support';

@@ -1,7 +1,7 @@
 import request from 'supertest';
 import { subscriberOfToken } from '../../apps/core/src/broadcasts/copy';
 import { db } from '../../apps/core/src/db';
-import { preferencesToken } from '../../apps/core/src/preferences/token';
+import { preferencesToken } from '../../apps/core/src/subscribers/preferences-token';
 import { unsubscribeToken } from '../../apps/core/src/broadcasts/copy';
 import { randomUUID } from 'node:crypto';
 import { asAdmin, useApi } from '../helpers/api';

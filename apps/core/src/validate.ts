@@ -71,6 +71,18 @@ export const MAX_ID = 2_147_483_647;
 /** A row id in a path, body or query. */
 export const dbId = () => Joi.number().integer().positive().max(MAX_ID);
 
+/** A row's name as people give it (an account's, a key's, a list's, a campaign's). */
+export const displayName = () => Joi.string().trim().min(1).max(200);
+
+/** The id in an admin path (`/.../:id`). */
+export const idParam = dbId().required().label('id');
+
+/** The reads of one account's rows: `?account=<id>`. */
+export const accountQuery = Joi.object({ account: dbId().required() });
+
+/** A listing's `?account=`: without it, every account the caller may read (docs/teams.md). */
+export const listingQuery = Joi.object({ account: dbId() });
+
 export const iso = (date: Date | null | undefined): string | null => (date ? date.toISOString() : null);
 
 export { Joi };

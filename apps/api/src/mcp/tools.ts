@@ -1,4 +1,4 @@
-import { listInboundOf } from '../../../core/src/inbound/operations';
+import { listInboundOf } from '../../../core/src/mx/inbound-page';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { z } from 'zod';
 import type { ApiKey } from '../../../../generated/prisma/client';

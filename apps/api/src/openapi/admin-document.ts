@@ -1,18 +1,27 @@
 import type Joi from 'joi';
-import * as schemas from '../../../core/src/admin-schemas';
+import { accountInput } from '../../../core/src/accounts/schema';
+import { keyInput } from '../../../core/src/auth/schema';
+import { importQuery } from '../../../core/src/imports/schema';
+import { inboundQuery } from '../../../core/src/inbound/schema';
+import { entriesQuery } from '../../../core/src/keyset';
+import { mailboxChange, mailboxInput } from '../../../core/src/mailboxes/schema';
+import { campaignChanges, campaignInput } from '../../../core/src/outreach/schema';
+import { messagesQuery } from '../../../core/src/sending/schema';
+import { listChanges, listInput, subscribersQuery } from '../../../core/src/subscribers/schema';
+import { accountQuery, idParam, listingQuery } from '../../../core/src/validate';
 import { statsQuery } from '../../../core/src/analytics/stats';
 import { audienceQuery, broadcastChanges, broadcastInput, broadcastsQuery } from '../../../core/src/broadcasts/schema';
 import { messageIdParam } from '../../../core/src/sending/message-actions';
 import { prospectFilter } from '../../../core/src/operator/prospects';
 import { messageSearchQuery } from '../../../core/src/operator/search';
-import { deliveriesQuery, webhookChanges, webhookInput, webhooksQuery } from '../../../core/src/webhooks/schemas';
+import { deliveriesQuery, webhookChanges, webhookInput, webhooksQuery } from '../../../core/src/webhooks/schema';
 import { previewInput, restoreInput, templateChanges, templateInput, templatesQuery, testSendInput } from '../../../core/src/templates/schema';
-import { domainInput, domainsQuery } from '../../../core/src/domains/schemas';
-import { trackingDomainInput, trackingDomainsQuery } from '../../../core/src/tracking-domains/schemas';
+import { domainInput, domainsQuery } from '../../../core/src/domains/schema';
+import { trackingDomainInput, trackingDomainsQuery } from '../../../core/src/tracking-domains/schema';
 import { domainInboundInput, mxMessageIdParam, routeInput, routePatch, routesQuery } from '../../../core/src/mx/routes';
-import { userChange, userInput, usersQuery } from '../../../core/src/teams/schemas';
-import { secondFactorQuery, secondFactorRequirement } from '../../../core/src/second-factor/schemas';
-import { auditQuery } from '../../../core/src/audit/schemas';
+import { userChange, userInput, usersQuery } from '../../../core/src/teams/schema';
+import { secondFactorQuery, secondFactorRequirement } from '../../../core/src/second-factor/schema';
+import { auditQuery } from '../../../core/src/audit/schema';
 import { operationId, queryParameters, toJsonSchema, type JsonSchema } from './document';
 
 /**
@@ -44,16 +53,16 @@ const created = (key: string) => ({ status: 201 as const, key });
 export const ADMIN_OPERATIONS: AdminOperation[] = [
   { method: 'get', path: '/openapi.json', summary: 'This document', answer: ok() },
 
-  { method: 'post', path: '/accounts', summary: 'Create an account', body: schemas.accountInput, answer: created('account') },
+  { method: 'post', path: '/accounts', summary: 'Create an account', body: accountInput, answer: created('account') },
   { method: 'get', path: '/accounts', summary: 'Every account', answer: ok('accounts') },
 
-  { method: 'post', path: '/mailboxes', summary: 'Create a mailbox', body: schemas.mailboxInput, answer: created('mailbox') },
-  { method: 'get', path: '/mailboxes', summary: 'Every mailbox (never a password)', query: schemas.listingQuery, answer: ok('mailboxes') },
-  { method: 'patch', path: '/mailboxes/{id}', summary: 'Change a mailbox', body: schemas.mailboxChange, answer: ok('mailbox') },
+  { method: 'post', path: '/mailboxes', summary: 'Create a mailbox', body: mailboxInput, answer: created('mailbox') },
+  { method: 'get', path: '/mailboxes', summary: 'Every mailbox (never a password)', query: listingQuery, answer: ok('mailboxes') },
+  { method: 'patch', path: '/mailboxes/{id}', summary: 'Change a mailbox', body: mailboxChange, answer: ok('mailbox') },
   { method: 'post', path: '/mailboxes/{id}/test', summary: 'Try its SMTP (and IMAP) login; nothing is sent', answer: ok('smtp') },
 
-  { method: 'post', path: '/keys', summary: 'Create an API key (the token is in this answer only)', body: schemas.keyInput, answer: created('key') },
-  { method: 'get', path: '/keys', summary: 'Every API key (a hint of the token, never the token)', query: schemas.listingQuery, answer: ok('keys') },
+  { method: 'post', path: '/keys', summary: 'Create an API key (the token is in this answer only)', body: keyInput, answer: created('key') },
+  { method: 'get', path: '/keys', summary: 'Every API key (a hint of the token, never the token)', query: listingQuery, answer: ok('keys') },
   { method: 'delete', path: '/keys/{id}', summary: 'Revoke a key on every API process', answer: ok('key') },
 
   { method: 'post', path: '/users', summary: 'Invite a user with a role (answers the user and invite_url, also emailed)', body: userInput, answer: created('user') },
@@ -67,33 +76,33 @@ export const ADMIN_OPERATIONS: AdminOperation[] = [
   { method: 'get', path: '/audit', summary: 'The audit log in keyset pages (`next`: the cursor of the following page)', query: auditQuery, answer: ok('entries') },
   { method: 'get', path: '/audit.ndjson', summary: 'The audit log as NDJSON, oldest first', query: auditQuery, answer: ok(), ndjson: true },
 
-  { method: 'post', path: '/lists', summary: 'Create a list', body: schemas.listInput, answer: created('list') },
-  { method: 'get', path: '/lists', summary: "An account's lists", query: schemas.accountQuery, answer: ok('lists') },
+  { method: 'post', path: '/lists', summary: 'Create a list', body: listInput, answer: created('list') },
+  { method: 'get', path: '/lists', summary: "An account's lists", query: accountQuery, answer: ok('lists') },
   { method: 'get', path: '/lists/{id}', summary: 'A list, with its hosted form and its welcome series (per step: waiting, sent, ended)', answer: ok('list') },
-  { method: 'patch', path: '/lists/{id}', summary: 'Change a list (never its key)', body: schemas.listChanges, answer: ok('list') },
-  { method: 'get', path: '/lists/{id}/subscribers', summary: "A list's subscribers in keyset pages", query: schemas.subscribersQuery, answer: ok('subscribers') },
-  { method: 'get', path: '/lists/{id}/subscribers.csv', summary: "A list's subscribers as CSV (only status filters)", query: schemas.subscribersQuery, answer: ok(), csv: true },
+  { method: 'patch', path: '/lists/{id}', summary: 'Change a list (never its key)', body: listChanges, answer: ok('list') },
+  { method: 'get', path: '/lists/{id}/subscribers', summary: "A list's subscribers in keyset pages", query: subscribersQuery, answer: ok('subscribers') },
+  { method: 'get', path: '/lists/{id}/subscribers.csv', summary: "A list's subscribers as CSV (only status filters)", query: subscribersQuery, answer: ok(), csv: true },
   { method: 'get', path: '/subscribers/{id}/consent', summary: "A subscriber and their consent ledger, oldest first (docs/preferences.md)", answer: ok('consent') },
   { method: 'get', path: '/subscribers/{id}/consent/export', summary: "Everything held on a subscriber with their consent ledger, as a JSON file", answer: ok('consent') },
-  { method: 'post', path: '/lists/{id}/import', summary: 'Import subscribers from a CSV or NDJSON file', query: schemas.importQuery, file: true, answer: { status: 202, key: 'import' } },
+  { method: 'post', path: '/lists/{id}/import', summary: 'Import subscribers from a CSV or NDJSON file', query: importQuery, file: true, answer: { status: 202, key: 'import' } },
   { method: 'get', path: '/imports/{id}', summary: "An import's progress and refused lines", answer: ok('import') },
 
-  { method: 'post', path: '/campaigns', summary: 'Create an outreach campaign', body: schemas.campaignInput, answer: created('campaign') },
-  { method: 'get', path: '/campaigns', summary: "An account's campaigns", query: schemas.accountQuery, answer: ok('campaigns') },
+  { method: 'post', path: '/campaigns', summary: 'Create an outreach campaign', body: campaignInput, answer: created('campaign') },
+  { method: 'get', path: '/campaigns', summary: "An account's campaigns", query: accountQuery, answer: ok('campaigns') },
   { method: 'get', path: '/campaigns/{id}', summary: 'A campaign with its steps', answer: ok('campaign') },
-  { method: 'patch', path: '/campaigns/{id}', summary: 'Change a campaign', body: schemas.campaignChanges, answer: ok('campaign') },
+  { method: 'patch', path: '/campaigns/{id}', summary: 'Change a campaign', body: campaignChanges, answer: ok('campaign') },
   { method: 'get', path: '/campaigns/{id}/stats', summary: "A campaign's numbers", answer: ok('stats') },
   { method: 'get', path: '/campaigns/{id}/prospects', summary: "A campaign's prospects, newest first, by status and step (keyset pages)", query: prospectFilter, answer: ok('prospects') },
 
-  { method: 'get', path: '/messages', summary: 'The latest messages', query: schemas.messagesQuery, answer: ok('messages') },
+  { method: 'get', path: '/messages', summary: 'The latest messages', query: messagesQuery, answer: ok('messages') },
   { method: 'get', path: '/messages/search', summary: 'Find messages by recipient, domain, subject words, id or Message-ID, status and dates (keyset pages)', query: messageSearchQuery, answer: ok('messages') },
   { method: 'get', path: '/messages/{id}', summary: "A message's story: state changes, each attempt with its SMTP answer, events and webhook deliveries, headers", idParam: messageIdParam, answer: ok('message') },
   { method: 'post', path: '/messages/{id}/retry', summary: 'Try a deferred or failed message again now (409 otherwise)', idParam: messageIdParam, answer: ok('message') },
   { method: 'post', path: '/messages/{id}/cancel', summary: 'Cancel a message not yet claimed (queued or deferred; 409 otherwise)', idParam: messageIdParam, answer: ok('message') },
 
-  { method: 'get', path: '/suppressions', summary: "An account's suppressed addresses in keyset pages", query: schemas.entriesQuery, answer: ok() },
+  { method: 'get', path: '/suppressions', summary: "An account's suppressed addresses in keyset pages", query: entriesQuery, answer: ok() },
   { method: 'delete', path: '/suppressions/{id}', summary: 'Remove a suppression', answer: ok() },
-  { method: 'get', path: '/stop-list', summary: "An account's stop list in keyset pages", query: schemas.entriesQuery, answer: ok() },
+  { method: 'get', path: '/stop-list', summary: "An account's stop list in keyset pages", query: entriesQuery, answer: ok() },
   { method: 'delete', path: '/stop-list/{id}', summary: 'Remove a stop-list entry', answer: ok() },
 
   { method: 'post', path: '/webhooks', summary: 'Create a webhook endpoint (the secret is in this answer)', body: webhookInput, answer: created('webhook') },
@@ -110,7 +119,7 @@ export const ADMIN_OPERATIONS: AdminOperation[] = [
   { method: 'patch', path: '/broadcasts/{id}', summary: 'Send, pause, cancel or change a broadcast', body: broadcastChanges, answer: ok('broadcast') },
   { method: 'get', path: '/broadcasts/{id}/links', summary: "Clicks per link of a broadcast", answer: ok('links') },
 
-  { method: 'get', path: '/inbound', summary: 'The emails the IMAP reader handled, newest first; with status, the MX\'s messages in that state (docs/mx.md)', query: schemas.inboundQuery, answer: ok('messages') },
+  { method: 'get', path: '/inbound', summary: 'The emails the IMAP reader handled, newest first; with status, the MX\'s messages in that state (docs/mx.md)', query: inboundQuery, answer: ok('messages') },
   { method: 'get', path: '/stats', summary: 'Daily counters of a range', query: statsQuery, answer: ok('days') },
   { method: 'get', path: '/delivery/status', summary: 'Messages by status and the oldest queued age, from Postgres', answer: ok() },
 
@@ -170,7 +179,7 @@ let built: JsonSchema | undefined;
 /** The OpenAPI 3.1 document of the admin API (GET /admin/api/openapi.json), built once from the table above. */
 export function adminOpenApiDocument(): JsonSchema {
   if (built) return built;
-  const idSchema = toJsonSchema(schemas.idParam);
+  const idSchema = toJsonSchema(idParam);
   const paths: Record<string, Record<string, JsonSchema>> = {};
   for (const op of ADMIN_OPERATIONS) {
     const refusals = [400, 401, 429, 500, 503];

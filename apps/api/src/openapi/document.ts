@@ -1,7 +1,7 @@
 import parse from 'joi-to-json';
 import type Joi from 'joi';
-import { inboundPageQuery } from '../../../core/src/inbound/operations';
-import { addProspectsInput, outcomeInput, prospectQuery } from '../../../core/src/outreach/schemas';
+import { inboundPageQuery } from '../../../core/src/mx/inbound-page';
+import { addProspectsInput, outcomeInput, prospectQuery } from '../../../core/src/outreach/schema';
 import { MAX_WAIT_SECONDS } from '../../../core/src/sending/accept';
 import { rescheduleSchema, sendSchema } from '../../../core/src/sending/schema';
 import { batchDocumentSchema } from '../../../core/src/batches/schema';
@@ -9,7 +9,7 @@ import { DOCUMENTED, JSON_VALUE, NO_NUL } from '../../../core/src/validate';
 import { subscriberInput, TAG_LENGTH_MAX, TAGS_MAX, unsubscribeInput } from '../../../core/src/subscribers/schema';
 import * as answers from './answers';
 import { keyTemplatesQuery } from '../../../core/src/templates/schema';
-import { verifyQuery, verifyRequest } from '../../../core/src/verify/schemas';
+import { verifyQuery, verifyRequest } from '../../../core/src/verify/schema';
 
 export type JsonSchema = Record<string, unknown>;
 

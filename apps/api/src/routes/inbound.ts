@@ -1,6 +1,6 @@
 import type { Router } from 'express';
 import type { Db } from '../../../core/src/db';
-import { listInboundOf } from '../../../core/src/inbound/operations';
+import { listInboundOf } from '../../../core/src/mx/inbound-page';
 import { methodNotAllowed } from '../middleware/errors';
 
 /** docs/api.md: the key's account's received emails (message.received), oldest first after `after`. */

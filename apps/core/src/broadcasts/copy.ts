@@ -2,7 +2,7 @@ import crypto from 'node:crypto';
 import { config } from '../config';
 import { renderSubject, renderTemplate, type TemplateContext } from '../outreach/render';
 import { fillMarker, PREFERENCES_URL_MARKER, UNSUBSCRIBE_URL_MARKER } from '../templates/markers';
-import { preferencesUrl } from '../preferences/token';
+import { preferencesUrl } from '../subscribers/preferences-token';
 
 /**
  * The unsubscribe token of one subscription (one subscriber row: one address on one list): `<subscriber id>.<HMAC>`,

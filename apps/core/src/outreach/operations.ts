@@ -11,7 +11,7 @@ import { listCampaigns } from './campaigns';
 import { reportOutcome, type OutcomeReport } from './outcomes';
 import { addProspects, lookupProspect, requireCampaign, type ProspectInput, type ProspectItem } from './prospects';
 import { queueStepsSoon } from './scheduler';
-import { addProspectsRequest, outcomeInput, prospectInput, prospectQuery } from './schemas';
+import { addProspectsRequest, outcomeInput, prospectInput, prospectQuery } from './schema';
 
 /**
  * The public API's campaign and prospect operations past authentication: validate the input, call the domain, give

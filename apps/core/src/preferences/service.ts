@@ -10,9 +10,9 @@ import { noteOutage } from '../outage';
 import { withinRedisDeadline } from '../redis';
 import { lockSubscriber } from '../subscribers/repository';
 import { removeSubscriber } from '../subscribers/machine';
+import { subscriberOfPreferencesToken } from '../subscribers/preferences-token';
 import { choicesOf, isIn, requireTopics, topicsOf, type Topic } from '../topics';
 import { renderPreferencesLinkEmail } from './email';
-import { subscriberOfPreferencesToken } from './token';
 
 /**
  * The preference centre (docs/preferences.md): what a subscriber sees on their signed page and what they may change

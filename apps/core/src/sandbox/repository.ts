@@ -1,26 +1,7 @@
 import { rawQuery, type Tx } from '../db';
 import { MESSAGE_EVENT_DATA, subscribed } from '../events/repository';
-import { stopListed } from '../stop-list/repository';
-import type { SkipReason } from '../sending/repository';
 
-/** The SQL of the sandbox (docs/sandbox.md): the recipients a test send leaves out, and the sink's messages. */
-
-/**
- * The recipients of a send that the account's suppression list (bounced, complained) or stop list leaves out, in the
- * order given: a test send is checked as a live one (sending/repository.ts WRITE_SENDS, step 1).
- */
-export function skippedRecipients(tx: Tx, accountId: number, recipients: string[]): Promise<{ to: string; reason: SkipReason }[]> {
-  return rawQuery<{ to: string; reason: SkipReason }>(
-    tx,
-    `SELECT v.recipient AS "to", v.reason FROM (
-       SELECT c.recipient, c.ord, COALESCE(
-         (SELECT sp.reason::text FROM suppressions sp WHERE sp.account_id = $1 AND sp.email = c.recipient),
-         CASE WHEN ${stopListed('$1', 'c.recipient')} THEN 'stopped' END) AS reason
-       FROM unnest($2::text[]) WITH ORDINALITY AS c(recipient, ord)
-     ) v WHERE v.reason IS NOT NULL ORDER BY v.ord`,
-    [accountId, recipients],
-  );
-}
+/** The SQL of the sandbox (docs/sandbox.md): the sink's messages (a test send's write is sending/sandbox-write.ts). */
 
 /** Keeps what the sandbox received for a message (a delivery tried again keeps its first copy). */
 export async function keepSandboxCopy(tx: Tx, messageId: string, raw: Buffer): Promise<void> {

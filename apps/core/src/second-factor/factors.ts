@@ -1,7 +1,6 @@
 import { audited, type AuditContext } from '../audit';
 import type { Db, Tx } from '../db';
-import { Forbidden, NotFound } from '../errors';
-import { can, type Member } from '../teams/permissions';
+import { NotFound } from '../errors';
 
 /** What second factor a user has: a confirmed TOTP, how many passkeys, how many recovery codes are left. */
 export interface Factors {
@@ -60,24 +59,4 @@ export async function requireSecondFactor(db: Db, account: number, required: boo
   const change = { action: 'require-second-factor', resource: 'account', id: account, account, before: () => Promise.resolve({ id: account, require_second_factor: before.requireSecondFactor }), after: () => ({ id: account, require_second_factor: required }) };
   await audited(db, audit, change, (tx: Tx) => tx.account.update({ where: { id: account }, data: { requireSecondFactor: required } }));
   return accountSecondFactor(db, account);
-}
-
-/**
- * A user who lost their device: every second factor of theirs goes (TOTP, recovery codes, passkeys) and every session
- * ends; they enrol again at their next sign-in when an account requires it.
- */
-export async function resetSecondFactor(db: Db, userId: number, by: Member | 'admin-token', audit: AuditContext): Promise<Factors> {
-  const user = await db.user.findUnique({ where: { id: userId }, include: { memberships: { orderBy: { accountId: 'asc' } } } });
-  if (!user) throw new NotFound(`no user with id ${userId}`);
-  // as removing them: an operator, or the owner of every account of theirs
-  if (by !== 'admin-token' && !by.operator && (user.operator || !user.memberships.every((m) => can(by, 'users.manage', m.accountId)))) throw new Forbidden('needs users.manage');
-  const before = await factorsOf(db, userId);
-  const change = { action: 'reset-second-factor', resource: 'user', id: userId, account: user.memberships[0]?.accountId, before: () => Promise.resolve({ id: userId, ...before }), after: () => ({ id: userId, totp: false, passkeys: 0, recovery_codes_left: 0 }) };
-  await audited(db, audit, change, async (tx: Tx) => {
-    await tx.userTotp.deleteMany({ where: { userId } });
-    await tx.recoveryCode.deleteMany({ where: { userId } });
-    await tx.passkey.deleteMany({ where: { userId } });
-    await tx.userSession.deleteMany({ where: { userId } });
-  });
-  return factorsOf(db, userId);
 }

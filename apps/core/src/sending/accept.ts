@@ -18,7 +18,7 @@ import { SendWriter, type SkipReason } from './write';
 import { publicBounce, type Bounce, type PublicBounce } from '../inbound/bounce-policy';
 import { SEND_LIMITS, checkEmailSize, checkRenderedSubject, parseSendRequest, type SendRequest } from './schema';
 import { TemplateCache, type TemplateStamp } from '../templates/cache';
-import { SandboxWriter } from '../sandbox/write';
+import { SandboxWriter } from './sandbox-write';
 
 /** How many times a send renders again when a template it used changed before its write (each time: a change). */
 const RENDER_ATTEMPTS = 3;

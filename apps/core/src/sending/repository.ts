@@ -207,3 +207,20 @@ export async function moveSend(tx: Tx, sendId: string, at: Date | null): Promise
   await rawQuery(tx, 'UPDATE sends SET send_at = $2 WHERE id = $1::uuid', [sendId, at]);
   await rawQuery(tx, `UPDATE messages SET not_before = $2, updated_at = now() WHERE send_id = $1::uuid AND status = 'queued'`, [sendId, at]);
 }
+
+/**
+ * The recipients of a send that the account's suppression list (bounced, complained) or stop list leaves out, in the
+ * order given: a test send is checked as a live one (WRITE_SENDS above, step 1).
+ */
+export function skippedRecipients(tx: Tx, accountId: number, recipients: string[]): Promise<{ to: string; reason: SkipReason }[]> {
+  return rawQuery<{ to: string; reason: SkipReason }>(
+    tx,
+    `SELECT v.recipient AS "to", v.reason FROM (
+       SELECT c.recipient, c.ord, COALESCE(
+         (SELECT sp.reason::text FROM suppressions sp WHERE sp.account_id = $1 AND sp.email = c.recipient),
+         CASE WHEN ${stopListed('$1', 'c.recipient')} THEN 'stopped' END) AS reason
+       FROM unnest($2::text[]) WITH ORDINALITY AS c(recipient, ord)
+     ) v WHERE v.reason IS NOT NULL ORDER BY v.ord`,
+    [accountId, recipients],
+  );
+}

@@ -1,6 +1,6 @@
 import { isEmailValid } from '@hapi/address';
 import { BadRequest, Forbidden, PayloadTooLarge, Unprocessable } from '../errors';
-import { DOCUMENTED, Joi, NO_NUL, documented, email, validate } from '../validate';
+import { DOCUMENTED, Joi, NO_NUL, dbId, documented, email, validate } from '../validate';
 import type { StoredAttachment } from '../delivery/compose';
 import { besideTemplate, templateRef, variables } from '../templates/schema';
 import { displayNameRefusal, fromRefusal } from '../domains/sending';
@@ -299,3 +299,10 @@ export function parseReschedule(body: unknown, now = new Date()): Date | null {
   if (send_at && send_at.getTime() > now.getTime() + SEND_LIMITS.sendAheadMs) throw new BadRequest('send_at: at most 30 days ahead');
   return send_at;
 }
+
+/** The admin API's latest messages: to one address, of one account. */
+export const messagesQuery = Joi.object({
+  to: Joi.string().trim().max(254),
+  limit: Joi.number().integer().min(1).max(500).default(50),
+  account: dbId(),
+});

@@ -1,6 +1,8 @@
-import { email, Joi } from '../validate';
+import { seriesSteps } from '../lifecycle/schema';
+import { topicsSchema } from '../topics';
+import { dbId, displayName, email, Joi } from '../validate';
 import type { VerifyMode } from '../verify';
-import { verifyMode } from '../verify/schemas';
+import { verifyMode } from '../verify/schema';
 
 /** docs/api.md */
 export const NAME_MAX = 200;
@@ -87,3 +89,25 @@ export const formInput = Joi.object<{ email: string; name?: string }>({
   email: email().required().messages({ 'any.required': 'Please enter your email address', 'string.empty': 'Please enter your email address', 'string.email': 'Please enter a valid email address' }),
   name: name().messages({ 'string.max': `Please keep your name to ${NAME_MAX} characters` }),
 }).unknown(true);
+
+/** The admin API's lists and their subscribers (docs/lists.md, docs/preferences.md). */
+export const listChanges = Joi.object({ name: displayName(), confirm: Joi.boolean(), mailbox: dbId(), steps: seriesSteps, topics: topicsSchema, public: Joi.boolean() }).min(1).messages({ 'object.min': 'nothing to change' });
+
+export const subscribersQuery = Joi.object({
+  status: Joi.string().valid('pending', 'active', 'unsubscribed', 'bounced', 'complained'),
+  q: Joi.string().trim().min(1).max(254),
+  after: dbId(),
+  limit: Joi.number().integer().min(1).max(1000).default(100),
+});
+
+export const listInput = Joi.object({
+  account: dbId().required(),
+  name: displayName().required(),
+  confirm: Joi.boolean().required(),
+  mailbox: dbId().required(),
+  /** the list's welcome series (docs/lists.md) */
+  steps: seriesSteps,
+  /** what subscribers may choose to receive, and whether the list has a public archive (docs/preferences.md) */
+  topics: topicsSchema,
+  public: Joi.boolean(),
+});

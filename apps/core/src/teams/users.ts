@@ -4,6 +4,7 @@ import { config } from '../config';
 import type { Db, Tx } from '../db';
 import { enqueueDelivery, storeMessages } from '../delivery/outbox';
 import { BadRequest, Conflict, Forbidden, NotFound } from '../errors';
+import { factorsOf, type Factors } from '../second-factor/factors';
 import { iso } from '../validate';
 import { checkPassword, hashPassword, passwordMatches } from './passwords';
 import { can, type AccountRole, type Member, type Role } from './permissions';
@@ -146,9 +147,34 @@ export async function changeRole(db: Db, id: number, input: { role: Role | 'none
 export async function removeUser(db: Db, id: number, by: Changer, audit: AuditContext): Promise<UserView> {
   const user = await db.user.findUnique({ where: { id }, include: { memberships: true } });
   if (!user) throw new NotFound(`no user with id ${id}`);
-  if (by !== 'admin-token' && !by.operator && (user.operator || !user.memberships.every((m) => can(by, 'users.manage', m.accountId)))) throw new Forbidden('needs users.manage');
+  refuseUnlessManagesAll(by, user);
   await audited(db, audit, { action: 'delete', resource: 'user', id, account: user.memberships[0]?.accountId, before: () => Promise.resolve(view(user)) }, (tx: Tx) => tx.user.delete({ where: { id } }));
   return view(user);
+}
+
+/**
+ * DELETE /admin/api/users/:id/second-factor, a user who lost their device: every second factor of theirs goes
+ * (TOTP, recovery codes, passkeys) and every session ends; they enrol again at their next sign-in when an account
+ * requires it. Who may: as for removing them.
+ */
+export async function resetSecondFactor(db: Db, userId: number, by: Changer, audit: AuditContext): Promise<Factors> {
+  const user = await db.user.findUnique({ where: { id: userId }, include: { memberships: { orderBy: { accountId: 'asc' } } } });
+  if (!user) throw new NotFound(`no user with id ${userId}`);
+  refuseUnlessManagesAll(by, user);
+  const before = await factorsOf(db, userId);
+  const change = { action: 'reset-second-factor', resource: 'user', id: userId, account: user.memberships[0]?.accountId, before: () => Promise.resolve({ id: userId, ...before }), after: () => ({ id: userId, totp: false, passkeys: 0, recovery_codes_left: 0 }) };
+  await audited(db, audit, change, async (tx: Tx) => {
+    await tx.userTotp.deleteMany({ where: { userId } });
+    await tx.recoveryCode.deleteMany({ where: { userId } });
+    await tx.passkey.deleteMany({ where: { userId } });
+    await tx.userSession.deleteMany({ where: { userId } });
+  });
+  return factorsOf(db, userId);
+}
+
+/** Removing a user, or resetting their second factor: the admin token, an operator, or the owner of every account of theirs. */
+function refuseUnlessManagesAll(by: Changer, user: { operator: boolean; memberships: { accountId: number }[] }): void {
+  if (by !== 'admin-token' && !by.operator && (user.operator || !user.memberships.every((m) => can(by, 'users.manage', m.accountId)))) throw new Forbidden('needs users.manage');
 }
 
 /** POST /admin/api/users/:id/signout: ends every session of the user. */

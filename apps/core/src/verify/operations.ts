@@ -2,7 +2,7 @@ import type { ApiKey } from '../../../../generated/prisma/client';
 import type { Db } from '../db';
 import { validate } from '../validate';
 import type { Verifier } from '.';
-import { verifyQuery, verifyRequest } from './schemas';
+import { verifyQuery, verifyRequest } from './schema';
 
 /** POST /api/v1/verify: up to 100 addresses, each answered in the order given. The routes and the MCP tool call these. */
 export async function verifyAddresses(db: Db, verifier: Verifier, key: ApiKey, body: unknown) {

@@ -6,7 +6,7 @@ import type { Tx } from '../db';
 import { NotFound } from '../errors';
 import { iso } from '../validate';
 import { requireAccount } from '../accounts';
-import type { WebhookChanges, WebhookInput } from './schemas';
+import type { WebhookChanges, WebhookInput } from './schema';
 import { accountWhere, type AccountScope } from '../account-scope';
 
 /** How long the secret before a rotation keeps signing deliveries, next to the new one. */

@@ -1,6 +1,6 @@
 import type { Job } from 'bullmq';
 import type { Db } from '../../../core/src/db';
-import { checkProspectLink, type CheckOutcome } from '../../../core/src/links/check';
+import { checkProspectLink, type CheckOutcome } from '../../../core/src/outreach/link-check';
 import type { JobPayloads } from '../../../core/src/queues';
 
 export const linkCheckProcessor = (db: Db) => (job: Job<JobPayloads['links']>) => processLinkCheck(db, job);

@@ -1,4 +1,4 @@
-import * as schemas from '../../../../core/src/admin-schemas';
+import { accountInput } from '../../../../core/src/accounts/schema';
 import { createAccountAudited, listAccounts } from '../../../../core/src/accounts';
 import { validate } from '../../../../core/src/validate';
 import { auditContext } from '../../middleware/audit';
@@ -23,7 +23,7 @@ export const accountsPage: ConsolePage = {
       ctx.render(req, res, 'accounts', 'Accounts', { accounts: await listAccounts(ctx.db) });
     });
     router.post('/accounts', async (req, res) => {
-      const account = await createAccountAudited(ctx.db, validate(schemas.accountInput, { name: field(req, 'name') }), auditContext(req, res, 'console'));
+      const account = await createAccountAudited(ctx.db, validate(accountInput, { name: field(req, 'name') }), auditContext(req, res, 'console'));
       await ctx.redirect(req, res, '/admin/accounts', `Account ${account.id} "${account.name}" created.`);
     });
   },

@@ -1,7 +1,7 @@
 import type { Request } from 'express';
 import type { AccountScope } from '../../../../core/src/account-scope';
 import { listAudit } from '../../../../core/src/audit';
-import { auditQuery } from '../../../../core/src/audit/schemas';
+import { auditQuery } from '../../../../core/src/audit/schema';
 import { can } from '../../../../core/src/teams';
 import { validate } from '../../../../core/src/validate';
 import { query, type ConsolePage } from '../page';

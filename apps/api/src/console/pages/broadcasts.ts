@@ -1,4 +1,3 @@
-import { idParam } from '../../../../core/src/admin-schemas';
 import { previewCopy } from '../../../../core/src/broadcasts/copy';
 import { audienceQuery, broadcastChanges, broadcastInput } from '../../../../core/src/broadcasts/schema';
 import { dryRunAudience } from '../../../../core/src/broadcasts/segment';
@@ -9,7 +8,7 @@ import { typedNumber } from '../editors';
 import { allowComposeScript, audienceOf, AUDIENCE_SCRIPT, COMPOSE_FORM, draftOf, EMPTY_DRAFT, fieldRows, previewVariables, sourceOf, variableFields, type Draft } from './compose';
 import { changeBroadcast, createBroadcast, getBroadcast, listBroadcasts } from '../../../../core/src/broadcasts/service';
 import { browseLists } from '../../../../core/src/subscribers/browse';
-import { validate } from '../../../../core/src/validate';
+import { idParam, validate } from '../../../../core/src/validate';
 import { readNote } from '../../../../core/src/replicas';
 import { CSRF_FIELD } from '../views';
 import { field, type ConsolePage } from '../page';

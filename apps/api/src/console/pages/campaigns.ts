@@ -1,9 +1,9 @@
-import * as schemas from '../../../../core/src/admin-schemas';
+import { campaignChanges, campaignInput } from '../../../../core/src/outreach/schema';
 import { listAccounts } from '../../../../core/src/accounts';
 import { browseCampaigns, prospectCounts } from '../../../../core/src/outreach/browse';
 import { changeCampaign, createCampaign, getCampaign, GOALS, type EmailStepInput, type StepInput } from '../../../../core/src/outreach/campaigns';
 import { listMailboxes } from '../../../../core/src/mailboxes';
-import { validate } from '../../../../core/src/validate';
+import { idParam, validate } from '../../../../core/src/validate';
 import { ACCOUNT_SELECT, CSRF_FIELD, mailboxSelect } from '../views';
 import { field, numberField, query, type ConsolePage } from '../page';
 import { browseProspects, PROSPECT_STATUSES } from '../../../../core/src/operator/prospects';
@@ -105,7 +105,7 @@ ${CAMPAIGN_DELIVERABILITY}
       ctx.render(req, res, 'campaigns', 'Campaigns', { campaigns, accounts, mailboxes, goals: GOALS });
     });
     router.post('/campaigns', async (req, res) => {
-      const input = validate(schemas.campaignInput, {
+      const input = validate(campaignInput, {
         account: numberField(req, 'account'),
         name: field(req, 'name'),
         goal: field(req, 'goal'),
@@ -116,12 +116,12 @@ ${CAMPAIGN_DELIVERABILITY}
       await ctx.redirect(req, res, '/admin/campaigns', `Campaign ${campaign.id} "${campaign.name}" created (${campaign.status}).`);
     });
     router.post('/campaigns/:id/status', async (req, res) => {
-      const id = validate(schemas.idParam, req.params.id);
-      const campaign = await changeCampaign(ctx.db, id, validate(schemas.campaignChanges, { status: field(req, 'status') }));
+      const id = validate(idParam, req.params.id);
+      const campaign = await changeCampaign(ctx.db, id, validate(campaignChanges, { status: field(req, 'status') }));
       await ctx.redirect(req, res, '/admin/campaigns', `Campaign ${campaign.id} "${campaign.name}" is ${campaign.status}.`);
     });
     router.get('/campaigns/:id', async (req, res) => {
-      const id = validate(schemas.idParam, req.params.id);
+      const id = validate(idParam, req.params.id);
       const campaign = await getCampaign(ctx.db, id);
       const filter = { status: query(req, 'status'), step: query(req, 'step'), before: query(req, 'before') };
       const [counts, stats, charts, prospects, mailboxes, templates] = await Promise.all([
@@ -137,17 +137,17 @@ ${CAMPAIGN_DELIVERABILITY}
       ctx.render(req, res, 'campaign', `Campaign ${campaign.name}`, { campaign, counts, stats, tree: sequenceTree(stats.tree.nodes), charts, prospects, pf: filter, prospectStatuses: PROSPECT_STATUSES, rotation, templates, stepRows: editableSteps(campaign.steps) });
     });
     router.post('/campaigns/:id/mailboxes', async (req, res) => {
-      const id = validate(schemas.idParam, req.params.id);
+      const id = validate(idParam, req.params.id);
       const mailboxes = formRows(req, 'box').filter((row) => row.use === 'yes').map((row) => typedNumber(row.mailbox));
-      const campaign = await changeCampaign(ctx.db, id, validate(schemas.campaignChanges, { mailboxes }));
+      const campaign = await changeCampaign(ctx.db, id, validate(campaignChanges, { mailboxes }));
       await ctx.redirect(req, res, `/admin/campaigns/${id}`, `Mailboxes of "${campaign.name}" saved: ${campaign.mailboxes.join(', ')}.`);
     });
     // the steps editor of a linear campaign: its rows as the admin API's `steps`
     router.post('/campaigns/:id/steps', async (req, res) => {
-      const id = validate(schemas.idParam, req.params.id);
+      const id = validate(idParam, req.params.id);
       const steps = formRows(req, 'step').map((row) => stepOf(row, ['id', 'subject', 'body']));
       if (!steps.length) throw new BadRequest('steps: a campaign keeps at least one step');
-      const campaign = await changeCampaign(ctx.db, id, validate(schemas.campaignChanges, { steps }));
+      const campaign = await changeCampaign(ctx.db, id, validate(campaignChanges, { steps }));
       await ctx.redirect(req, res, `/admin/campaigns/${id}#steps`, `Steps of "${campaign.name}" saved: ${campaign.steps.length}.`);
     });
     campaignSendingRoutes(router, ctx);

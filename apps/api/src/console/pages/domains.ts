@@ -1,8 +1,7 @@
-import { idParam } from '../../../../core/src/admin-schemas';
 import { listAccounts } from '../../../../core/src/accounts';
 import { addDomain, getDomain, listDomains, removeDomain, rotateDomain, verifyDomain } from '../../../../core/src/domains';
-import { domainInput } from '../../../../core/src/domains/schemas';
-import { validate } from '../../../../core/src/validate';
+import { domainInput } from '../../../../core/src/domains/schema';
+import { idParam, validate } from '../../../../core/src/validate';
 import { ACCOUNT_SELECT, CSRF_FIELD } from '../views';
 import { field, numberField, type ConsolePage } from '../page';
 

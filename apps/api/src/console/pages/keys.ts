@@ -1,8 +1,8 @@
-import * as schemas from '../../../../core/src/admin-schemas';
+import { keyInput } from '../../../../core/src/auth/schema';
 import { listAccounts } from '../../../../core/src/accounts';
 import { createKeyAudited, listKeys, revokeKeyEverywhere, SCOPES } from '../../../../core/src/auth/keys';
 import { listMailboxes } from '../../../../core/src/mailboxes';
-import { validate } from '../../../../core/src/validate';
+import { idParam, validate } from '../../../../core/src/validate';
 import { auditContext } from '../../middleware/audit';
 import { ACCOUNT_SELECT, CSRF_FIELD, mailboxSelect } from '../views';
 import { field, numberField, query, type ConsolePage } from '../page';
@@ -44,7 +44,7 @@ ${mailboxSelect('Mailbox')}
     };
     router.get('/keys', (req, res) => show(req, res));
     router.post('/keys', async (req, res) => {
-      const input = validate(schemas.keyInput, {
+      const input = validate(keyInput, {
         account: numberField(req, 'account'),
         name: field(req, 'name'),
         mailbox: numberField(req, 'mailbox'),
@@ -61,7 +61,7 @@ ${mailboxSelect('Mailbox')}
       await show(req, res, { token, created: key }, 201);
     });
     router.post('/keys/:id/revoke', async (req, res) => {
-      const key = await revokeKeyEverywhere(ctx.db, validate(schemas.idParam, req.params.id), auditContext(req, res, 'console'));
+      const key = await revokeKeyEverywhere(ctx.db, validate(idParam, req.params.id), auditContext(req, res, 'console'));
       await ctx.redirect(req, res, '/admin/keys', `Key ${key.id} "${key.name}" revoked.`);
     });
   },

@@ -1,4 +1,5 @@
-import * as schemas from '../../../../core/src/admin-schemas';
+import { importQuery } from '../../../../core/src/imports/schema';
+import { listChanges, listInput } from '../../../../core/src/subscribers/schema';
 import { listAccounts } from '../../../../core/src/accounts';
 import { writeSubscribersCsv } from '../../../../core/src/subscribers/csv';
 import { lagHeader } from '../../../../core/src/replicas';
@@ -11,7 +12,7 @@ import type { VerifyMode } from '../../../../core/src/verify';
 import { MultipartReader } from '../multipart';
 import { csrfMatches } from '../session';
 import { listMailboxes } from '../../../../core/src/mailboxes';
-import { Joi, validate } from '../../../../core/src/validate';
+import { idParam, Joi, validate } from '../../../../core/src/validate';
 import { ACCOUNT_SELECT, CSRF_FIELD, FORM_LIMIT_TEXT, mailboxSelect } from '../views';
 import { field, numberField, type ConsolePage } from '../page';
 import { subscriberRoutes, subscriberTemplates } from './subscriber';
@@ -101,7 +102,7 @@ ${rowControls('step', 'Step')}
       ctx.render(req, res, 'lists', 'Lists', { lists, accounts, mailboxes });
     });
     router.post('/lists', async (req, res) => {
-      const input = validate(schemas.listInput, {
+      const input = validate(listInput, {
         account: numberField(req, 'account'),
         name: field(req, 'name'),
         mailbox: numberField(req, 'mailbox'),
@@ -112,23 +113,23 @@ ${rowControls('step', 'Step')}
     });
     // every subscriber as CSV, streamed a keyset page at a time (subscribers/csv.ts, shared with the admin API), from the replica when there is one
     router.get('/lists/:id/subscribers.csv', async (req, res) => {
-      const list = await getList(ctx.reads.db, validate(schemas.idParam, req.params.id));
+      const list = await getList(ctx.reads.db, validate(idParam, req.params.id));
       res.set({ 'Content-Type': 'text/csv; charset=utf-8', 'Content-Disposition': `attachment; filename="list-${list.id}.csv"`, 'Cache-Control': 'no-store', ...(await lagHeader(ctx.reads)) });
       await writeSubscribersCsv(ctx.reads.db, list.id, res);
       res.end();
     });
     // the pasted lines become an import (apps/core/src/imports), applied by a worker; its page follows the progress
     router.post('/lists/:id/import', async (req, res) => {
-      const id = validate(schemas.idParam, req.params.id);
+      const id = validate(idParam, req.params.id);
       let csv = field(req, 'csv').replace(/^\uFEFF/, '');
       if (!/^\s*"?email"?\s*(,|\r?\n|$)/i.test(csv)) csv = `email,name\n${csv}`;
-      const verify = validate<{ verify?: VerifyMode }>(schemas.importQuery, { verify: field(req, 'verify') || undefined }).verify;
+      const verify = validate<{ verify?: VerifyMode }>(importQuery, { verify: field(req, 'verify') || undefined }).verify;
       const imported = await receiveImport(ctx.db, id, 'csv', [csv], { defaultStatus: field(req, 'confirmed') === 'yes' ? 'active' : undefined, verify });
       await ctx.redirect(req, res, `/admin/imports/${imported.id}`, `Import ${imported.id}: ${imported.total} lines stored.`);
     });
     // a file from the operator's computer: multipart, its CSRF token read first, the file streamed into the import
     router.post('/lists/:id/upload', async (req, res) => {
-      const id = validate(schemas.idParam, req.params.id);
+      const id = validate(idParam, req.params.id);
       const boundary = MultipartReader.boundaryOf(req.get('content-type'));
       if (!boundary) throw new BadRequest('send the file with the list page form (multipart/form-data)');
       const reader = new MultipartReader(req, boundary);
@@ -143,7 +144,7 @@ ${rowControls('step', 'Step')}
       let imported;
       for (let part = await reader.next(); part; part = await reader.next()) {
         if (part.name === 'confirmed') confirmed = (await reader.text(16)) === 'yes';
-        else if (part.name === 'verify') verify = validate<{ verify?: VerifyMode }>(schemas.importQuery, { verify: (await reader.text(32)) || undefined }).verify;
+        else if (part.name === 'verify') verify = validate<{ verify?: VerifyMode }>(importQuery, { verify: (await reader.text(32)) || undefined }).verify;
         else if (part.name === 'file' && !imported && part.filename) {
           const format = /\.(ndjson|jsonl)$/i.test(part.filename) ? 'ndjson' : 'csv';
           imported = await receiveImport(ctx.db, id, format, reader.body(), { defaultStatus: confirmed ? 'active' : undefined, verify });
@@ -153,7 +154,7 @@ ${rowControls('step', 'Step')}
       await ctx.redirect(req, res, `/admin/imports/${imported.id}`, `Import ${imported.id}: ${imported.total} lines stored.`);
     });
     router.get('/imports/:id', async (req, res) => {
-      const view = await getImport(ctx.db, validate(schemas.idParam, req.params.id));
+      const view = await getImport(ctx.db, validate(idParam, req.params.id));
       const running = view.status === 'queued' || view.status === 'running';
       const percent = view.total ? Math.floor((100 * view.processed) / view.total) : 0;
       // the console runs no script: the browser reloads the page itself while the import runs
@@ -162,13 +163,13 @@ ${rowControls('step', 'Step')}
     });
     // the welcome series (lifecycle/series.ts): the editor's rows as the admin API's `steps`
     router.post('/lists/:id/series', async (req, res) => {
-      const id = validate(schemas.idParam, req.params.id);
+      const id = validate(idParam, req.params.id);
       const steps = formRows(req, 'step').map((row) => stepOf(row, ['subject', 'html', 'text']));
-      const list = await changeList(ctx.db, id, validate(schemas.listChanges, { steps }));
+      const list = await changeList(ctx.db, id, validate(listChanges, { steps }));
       await ctx.redirect(req, res, `/admin/lists/${id}#series`, `List ${id}: the series has ${list.steps.length} step${list.steps.length === 1 ? '' : 's'}.`);
     });
     router.get('/lists/:id', async (req, res) => {
-      const list = await getList(ctx.db, validate(schemas.idParam, req.params.id));
+      const list = await getList(ctx.db, validate(idParam, req.params.id));
       const templates = await listTemplates(ctx.db, list.account, 'template');
       const filter = validate<{ q?: string; status?: string; after?: number }>(subscribersQuery, req.query);
       const status = filter.status || undefined;

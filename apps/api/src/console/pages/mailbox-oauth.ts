@@ -1,10 +1,9 @@
 import crypto from 'node:crypto';
 import type { Request, RequestHandler, Response, Router } from 'express';
-import * as schemas from '../../../../core/src/admin-schemas';
 import { finishConnect, startConnect, startReconnect, ConnectRefused, type ConnectInput } from '../../../../core/src/oauth/connect';
 import { OAUTH_PROVIDERS, type OAuthProvider } from '../../../../core/src/oauth/providers';
 import { listAccounts } from '../../../../core/src/accounts';
-import { validate } from '../../../../core/src/validate';
+import { idParam, validate } from '../../../../core/src/validate';
 import { field, numberField, type PageContext } from '../page';
 import { cookieValue, secureCookies, sessionExists } from '../session';
 import { ACCOUNT_SELECT, CSRF_FIELD } from '../views';
@@ -83,7 +82,7 @@ export function mailboxOAuthRoutes(router: Router, ctx: PageContext): void {
     const provider = field(req, 'provider') as OAuthProvider;
     if (!OAUTH_PROVIDERS.includes(provider)) throw new ConnectRefused('Choose a provider.');
     const input: ConnectInput = {
-      account: validate(schemas.idParam, String(numberField(req, 'account') ?? '')),
+      account: validate(idParam, String(numberField(req, 'account') ?? '')),
       provider,
       address: field(req, 'address'),
       client_id: optional(req, 'client_id'),
@@ -101,7 +100,7 @@ export function mailboxOAuthRoutes(router: Router, ctx: PageContext): void {
   });
 
   router.post('/mailboxes/:id/reconnect', async (req, res) => {
-    const id = validate(schemas.idParam, req.params.id);
+    const id = validate(idParam, req.params.id);
     const session = res.locals.session!;
     const { url, address } = await startReconnect(ctx.db, id, { kind: 'console', session: session.id, nonce: bindBrowser(req, res) });
     const m = await ctx.db.mailbox.findUniqueOrThrow({ where: { id } });

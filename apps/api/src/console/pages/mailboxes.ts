@@ -1,8 +1,8 @@
-import * as schemas from '../../../../core/src/admin-schemas';
+import { mailboxInput } from '../../../../core/src/mailboxes/schema';
 import { listAccounts } from '../../../../core/src/accounts';
 import { createMailboxAudited, findMailbox, listMailboxes, mailboxView } from '../../../../core/src/mailboxes';
 import { testMailbox } from '../../../../core/src/mailboxes/connection';
-import { validate } from '../../../../core/src/validate';
+import { idParam, validate } from '../../../../core/src/validate';
 import { auditContext } from '../../middleware/audit';
 import { ACCOUNT_SELECT, CSRF_FIELD } from '../views';
 import { MAILBOX_PACING, mailboxPacingRoutes } from './outreach-settings';
@@ -46,7 +46,7 @@ ${MAILBOX_PACING}`,
       ctx.render(req, res, 'mailboxes', 'Mailboxes', { mailboxes, accounts, account });
     });
     router.get('/mailboxes/:id', async (req, res) => {
-      const id = validate(schemas.idParam, req.params.id);
+      const id = validate(idParam, req.params.id);
       const mailbox = mailboxView(await findMailbox(ctx.db, id));
       ctx.render(req, res, 'mailbox', `Mailbox ${mailbox.address}`, { mailbox, charts: await mailboxCharts(ctx.db, id, req.query) });
     });
@@ -59,16 +59,16 @@ ${MAILBOX_PACING}`,
         ...(field(req, 'daily_limit') ? { daily_limit: numberField(req, 'daily_limit') } : {}),
         ...(field(req, 'gap_seconds') ? { gap_seconds: numberField(req, 'gap_seconds') } : {}),
       };
-      const mailbox = await createMailboxAudited(ctx.db, validate(schemas.mailboxInput, input), auditContext(req, res, 'console'));
+      const mailbox = await createMailboxAudited(ctx.db, validate(mailboxInput, input), auditContext(req, res, 'console'));
       await ctx.redirect(req, res, '/admin/mailboxes', `Mailbox ${mailbox.id} ${mailbox.address} created.`);
     });
     router.post('/mailboxes/:id/test', async (req, res) => {
-      const id = validate(schemas.idParam, req.params.id);
+      const id = validate(idParam, req.params.id);
       const { address, smtp } = await testMailbox(ctx.db, id, ['smtp']);
       await ctx.redirect(req, res, '/admin/mailboxes', `SMTP ${smtp!.ok ? 'works' : 'failed'} for ${address}: ${smtp!.message}`);
     });
     router.post('/mailboxes/:id/test-imap', async (req, res) => {
-      const id = validate(schemas.idParam, req.params.id);
+      const id = validate(idParam, req.params.id);
       const { address, imap } = await testMailbox(ctx.db, id, ['imap']);
       const flash = imap ? `IMAP ${imap.ok ? 'works' : 'failed'} for ${address}: ${imap.message}` : `${address} has no imap settings.`;
       await ctx.redirect(req, res, '/admin/mailboxes', flash);

@@ -1,9 +1,8 @@
-import { idParam } from '../../../../core/src/admin-schemas';
 import { listAccounts } from '../../../../core/src/accounts';
 import { listDomains } from '../../../../core/src/domains';
 import { actOnMxMessage, listMxMessages } from '../../../../core/src/mx/browse';
 import { addRoute, changeRoute, listRoutes, mxMessageIdParam, removeRoute, routeInput, routePatch } from '../../../../core/src/mx/routes';
-import { validate } from '../../../../core/src/validate';
+import { idParam, validate } from '../../../../core/src/validate';
 import type { Request } from 'express';
 import { ACCOUNT_SELECT, CSRF_FIELD } from '../views';
 import { field, numberField, type ConsolePage } from '../page';

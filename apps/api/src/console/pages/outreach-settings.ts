@@ -1,8 +1,9 @@
 import type { Request, Router } from 'express';
-import * as schemas from '../../../../core/src/admin-schemas';
+import { mailboxChange } from '../../../../core/src/mailboxes/schema';
+import { campaignChanges } from '../../../../core/src/outreach/schema';
 import { changeCampaign } from '../../../../core/src/outreach/campaigns';
 import { updateMailbox } from '../../../../core/src/mailboxes';
-import { validate } from '../../../../core/src/validate';
+import { idParam, validate } from '../../../../core/src/validate';
 import { CSRF_FIELD, mailboxSelect } from '../views';
 import { field, type PageContext } from '../page';
 
@@ -80,21 +81,21 @@ function sendingChanges(req: Request) {
 
 export function campaignSendingRoutes(router: Router, ctx: PageContext): void {
   router.post('/campaigns/:id/sending', async (req, res) => {
-    const id = validate(schemas.idParam, req.params.id);
-    const campaign = await changeCampaign(ctx.db, id, validate(schemas.campaignChanges, sendingChanges(req)));
+    const id = validate(idParam, req.params.id);
+    const campaign = await changeCampaign(ctx.db, id, validate(campaignChanges, sendingChanges(req)));
     await ctx.redirect(req, res, `/admin/campaigns/${id}`, `Sending settings of "${campaign.name}" saved.`);
   });
 }
 
 export function mailboxPacingRoutes(router: Router, ctx: PageContext): void {
   router.post('/mailboxes/pacing', async (req, res) => {
-    const id = validate(schemas.idParam, typed(req, 'mailbox'));
+    const id = validate(idParam, typed(req, 'mailbox'));
     const start = typed(req, 'warmup_start');
     const change = {
       ...(typed(req, 'gap_jitter') !== undefined ? { gap_jitter: typed(req, 'gap_jitter') } : {}),
       ...(field(req, 'warmup_off') === 'on' ? { warmup: null } : start !== undefined ? { warmup: { start, step: typed(req, 'warmup_step') ?? 0 } } : {}),
     };
-    const mailbox = await updateMailbox(ctx.db, id, validate(schemas.mailboxChange, change));
+    const mailbox = await updateMailbox(ctx.db, id, validate(mailboxChange, change));
     await ctx.redirect(req, res, '/admin/mailboxes', `Pacing of ${mailbox.address} saved: jitter ${mailbox.gap_jitter}, today's cap ${mailbox.effective_daily_limit}.`);
   });
 }

@@ -1,10 +1,9 @@
 import type { Request, RequestHandler, Response } from 'express';
-import * as schemas from '../../../../core/src/admin-schemas';
 import { listAccounts } from '../../../../core/src/accounts';
 import { BadRequest } from '../../../../core/src/errors';
 import { factorsOf, listPasskeys, registrationOptions, removePasskey, requireSecondFactor, startTotp, confirmTotp, disableTotp, addPasskey } from '../../../../core/src/second-factor';
 import { can } from '../../../../core/src/teams';
-import { validate } from '../../../../core/src/validate';
+import { idParam, validate } from '../../../../core/src/validate';
 import { auditContext } from '../../middleware/audit';
 import { allowScript, relyingPartyOf } from '../passkey-script';
 import { field, type ConsolePage, type PageContext } from '../page';
@@ -103,7 +102,7 @@ export const securityPage: ConsolePage = {
     });
     // the permission table gives /users to users.manage, in the account the form names
     router.post('/users/second-factor', async (req, res) => {
-      const account = validate(schemas.idParam, field(req, 'account'));
+      const account = validate(idParam, field(req, 'account'));
       const required = field(req, 'required') === 'yes';
       await requireSecondFactor(ctx.db, account, required, auditContext(req, res, 'console'));
       await ctx.redirect(req, res, '/admin/security', required ? `Account ${account} now requires a second factor.` : `Account ${account} no longer requires a second factor.`);

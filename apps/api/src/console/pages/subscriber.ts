@@ -1,8 +1,7 @@
 import type { Router } from 'express';
-import * as schemas from '../../../../core/src/admin-schemas';
 import { consentExport, subscriberConsent } from '../../../../core/src/consent/ledger';
 import { subscriberReach } from '../../../../core/src/subscribers/search';
-import { validate } from '../../../../core/src/validate';
+import { idParam, validate } from '../../../../core/src/validate';
 import type { PageContext } from '../page';
 
 /**
@@ -39,14 +38,14 @@ export const subscriberTemplates = {
 
 export function subscriberRoutes(router: Router, ctx: PageContext): void {
   router.get('/subscribers/:id', async (req, res) => {
-    const id = validate(schemas.idParam, req.params.id);
+    const id = validate(idParam, req.params.id);
     const [{ subscriber, consent }, reach] = await Promise.all([subscriberConsent(ctx.db, id), subscriberReach(ctx.reads.db, id)]);
     const chosen = Object.entries((subscriber.topics ?? {}) as Record<string, boolean>);
     const topics = chosen.length ? chosen.map(([id, on]) => `${id}: ${on ? 'in' : 'out'}`).join(', ') : 'the topics\u2019 defaults';
     ctx.render(req, res, 'subscriber', `Subscriber ${subscriber.email}`, { s: subscriber, consent, topics, reach });
   });
   router.get('/subscribers/:id/consent.json', async (req, res) => {
-    const id = validate(schemas.idParam, req.params.id);
+    const id = validate(idParam, req.params.id);
     const body = await consentExport(ctx.db, id);
     res.set({ 'Content-Disposition': `attachment; filename="subscriber-${id}-consent.json"`, 'Cache-Control': 'no-store' });
     res.json(body);

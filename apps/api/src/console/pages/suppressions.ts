@@ -1,8 +1,7 @@
 import { listAccounts } from '../../../../core/src/accounts';
-import { idParam } from '../../../../core/src/admin-schemas';
 import { findSuppressions, removeSuppression, suppressByHand, suppressionsCsv, type SuppressionFilter } from '../../../../core/src/suppressions/manage';
-import { suppressionFilter, suppressionInput, suppressionRemoval } from '../../../../core/src/suppressions/schemas';
-import { validate } from '../../../../core/src/validate';
+import { suppressionFilter, suppressionInput, suppressionRemoval } from '../../../../core/src/suppressions/schema';
+import { idParam, validate } from '../../../../core/src/validate';
 import { auditContext } from '../../middleware/audit';
 import { ACCOUNT_SELECT, CSRF_FIELD } from '../views';
 import { field, numberField, query, type ConsolePage } from '../page';

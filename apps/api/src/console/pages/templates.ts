@@ -1,11 +1,10 @@
 import type { Request, Response } from 'express';
-import { idParam } from '../../../../core/src/admin-schemas';
 import { listAccounts } from '../../../../core/src/accounts';
 import { AppError } from '../../../../core/src/errors';
 import { escapeHtml } from '../../../../core/src/subscribers/html';
 import * as schemas from '../../../../core/src/templates/schema';
 import { changeTemplate, createTemplate, deleteTemplate, getTemplate, listTemplates, listVersions, previewDraft, restoreVersion } from '../../../../core/src/templates/service';
-import { validate } from '../../../../core/src/validate';
+import { idParam, validate } from '../../../../core/src/validate';
 import type { Tx } from '../../../../core/src/db';
 import { listMailboxes } from '../../../../core/src/mailboxes';
 import { sendTestEmail } from '../../../../core/src/templates/test-send';

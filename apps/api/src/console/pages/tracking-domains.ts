@@ -1,8 +1,7 @@
-import { idParam } from '../../../../core/src/admin-schemas';
 import { listAccounts } from '../../../../core/src/accounts';
 import { addTrackingDomain, getTrackingDomain, listTrackingDomains, removeTrackingDomain, verifyTrackingDomain } from '../../../../core/src/tracking-domains';
-import { trackingDomainInput } from '../../../../core/src/tracking-domains/schemas';
-import { validate } from '../../../../core/src/validate';
+import { trackingDomainInput } from '../../../../core/src/tracking-domains/schema';
+import { idParam, validate } from '../../../../core/src/validate';
 import { ACCOUNT_SELECT, CSRF_FIELD } from '../views';
 import { field, numberField, type ConsolePage } from '../page';
 

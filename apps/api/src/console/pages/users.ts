@@ -1,10 +1,9 @@
 import type { Request, Response, Router } from 'express';
-import * as schemas from '../../../../core/src/admin-schemas';
 import { listAccounts } from '../../../../core/src/accounts';
 import { NotFound, Unauthorized, type LimitReached } from '../../../../core/src/errors';
 import { changeRole, checkLink, createUser, listUsers, removeUser, requestPasswordReset, ROLES, setPasswordByLink, signOutUser, type Changer } from '../../../../core/src/teams';
-import { userChange, userInput } from '../../../../core/src/teams/schemas';
-import { validate } from '../../../../core/src/validate';
+import { userChange, userInput } from '../../../../core/src/teams/schema';
+import { idParam, validate } from '../../../../core/src/validate';
 import { auditContext } from '../../middleware/audit';
 import { refusalOf } from '../../middleware/errors';
 import { clientOf } from '../../middleware/client';
@@ -67,16 +66,16 @@ export const usersPage: ConsolePage = {
       await show(req, res, { invite }, 201);
     });
     router.post('/users/:id/role', async (req, res) => {
-      const id = validate(schemas.idParam, req.params.id);
+      const id = validate(idParam, req.params.id);
       const user = await changeRole(ctx.db, id, validate(userChange, { role: field(req, 'role'), account: numberField(req, 'account') }), changer(res), auditContext(req, res, 'console'));
       await ctx.redirect(req, res, '/admin/users', `Roles of ${user.email} changed.`);
     });
     router.post('/users/:id/signout', async (req, res) => {
-      const count = await signOutUser(ctx.db, validate(schemas.idParam, req.params.id), changer(res), auditContext(req, res, 'console'));
+      const count = await signOutUser(ctx.db, validate(idParam, req.params.id), changer(res), auditContext(req, res, 'console'));
       await ctx.redirect(req, res, '/admin/users', `${count} session(s) ended.`);
     });
     router.post('/users/:id/remove', async (req, res) => {
-      const user = await removeUser(ctx.db, validate(schemas.idParam, req.params.id), changer(res), auditContext(req, res, 'console'));
+      const user = await removeUser(ctx.db, validate(idParam, req.params.id), changer(res), auditContext(req, res, 'console'));
       await ctx.redirect(req, res, '/admin/users', `User ${user.email} removed.`);
     });
   },

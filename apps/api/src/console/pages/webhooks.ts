@@ -1,8 +1,7 @@
-import { idParam } from '../../../../core/src/admin-schemas';
 import { EVENT_TYPES } from '../../../../core/src/events';
 import { listAccounts } from '../../../../core/src/accounts';
-import { validate } from '../../../../core/src/validate';
-import * as schemas from '../../../../core/src/webhooks/schemas';
+import { idParam, validate } from '../../../../core/src/validate';
+import * as schemas from '../../../../core/src/webhooks/schema';
 import { changeWebhook, createWebhook, deleteWebhook, getWebhook, listDeliveries, listWebhooks, rotateSecret } from '../../../../core/src/webhooks/service';
 import type { Request } from 'express';
 import { ACCOUNT_SELECT, CSRF_FIELD } from '../views';

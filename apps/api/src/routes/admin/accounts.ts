@@ -1,5 +1,5 @@
 import { Router } from 'express';
-import * as schemas from '../../../../core/src/admin-schemas';
+import { accountInput } from '../../../../core/src/accounts/schema';
 import { createAccountAudited, listAccounts } from '../../../../core/src/accounts';
 import type { Db } from '../../../../core/src/db';
 import { validate } from '../../../../core/src/validate';
@@ -12,7 +12,7 @@ export function accountsRouter(db: Db): Router {
   router
     .route('/accounts')
     .post(async (req, res) => {
-      res.status(201).json({ ok: true, account: await createAccountAudited(db, validate(schemas.accountInput, req.body), auditContext(req, res, 'admin-api')) });
+      res.status(201).json({ ok: true, account: await createAccountAudited(db, validate(accountInput, req.body), auditContext(req, res, 'admin-api')) });
     })
     .get(async (_req, res) => {
       res.json({ ok: true, accounts: await listAccounts(db) });

@@ -1,6 +1,6 @@
 import { Router, type Response } from 'express';
 import { listAudit, type AuditFilter } from '../../../../core/src/audit';
-import { auditQuery } from '../../../../core/src/audit/schemas';
+import { auditQuery } from '../../../../core/src/audit/schema';
 import type { Db } from '../../../../core/src/db';
 import { lagHeader, type Reads } from '../../../../core/src/replicas';
 import { validate } from '../../../../core/src/validate';

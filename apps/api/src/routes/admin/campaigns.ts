@@ -1,10 +1,10 @@
 import { Router } from 'express';
-import * as schemas from '../../../../core/src/admin-schemas';
+import { campaignChanges, campaignInput } from '../../../../core/src/outreach/schema';
 import type { Db, Tx } from '../../../../core/src/db';
 import { changeCampaign, createCampaign, getCampaign, listCampaigns } from '../../../../core/src/outreach/campaigns';
 import { campaignStats } from '../../../../core/src/outreach/stats';
 import { browseProspects } from '../../../../core/src/operator/prospects';
-import { validate } from '../../../../core/src/validate';
+import { accountQuery, idParam, validate } from '../../../../core/src/validate';
 import { audit, auditAfter, ownerIn } from '../../middleware/audit';
 import { methodNotAllowed } from '../../middleware/errors';
 
@@ -14,22 +14,22 @@ export function campaignsRouter(db: Db): Router {
   router
     .route('/campaigns')
     .post(async (req, res) => {
-      const input = validate(schemas.campaignInput, req.body);
+      const input = validate(campaignInput, req.body);
       res.status(201).json({ ok: true, campaign: await audit(req, res)(db, { action: 'create', resource: 'campaign', after: (c) => c, account: input.account }, (db) => createCampaign(db, input)) });
     })
     .get(async (req, res) => {
-      res.json({ ok: true, campaigns: await listCampaigns(db, validate(schemas.accountQuery, req.query).account) });
+      res.json({ ok: true, campaigns: await listCampaigns(db, validate(accountQuery, req.query).account) });
     })
     .all(methodNotAllowed);
 
   router
     .route('/campaigns/:id')
     .get(async (req, res) => {
-      res.json({ ok: true, campaign: await getCampaign(db, validate(schemas.idParam, req.params.id)) });
+      res.json({ ok: true, campaign: await getCampaign(db, validate(idParam, req.params.id)) });
     })
     .patch(async (req, res) => {
-      const id = validate(schemas.idParam, req.params.id);
-      const changes = validate(schemas.campaignChanges, req.body);
+      const id = validate(idParam, req.params.id);
+      const changes = validate(campaignChanges, req.body);
       const change = { action: 'update', resource: 'campaign', id, before: (tx: Tx) => getCampaign(tx, id), after: (c: unknown) => c, accountIn: ownerIn('campaign', id) };
       // a running campaign's change queues its due steps once committed (the scheduler reads committed rows): the entry follows
       res.json({ ok: true, campaign: await auditAfter(req, res)(db, change, (db) => changeCampaign(db, id, changes)) });
@@ -39,7 +39,7 @@ export function campaignsRouter(db: Db): Router {
   router
     .route('/campaigns/:id/stats')
     .get(async (req, res) => {
-      res.json({ ok: true, stats: await campaignStats(db, validate(schemas.idParam, req.params.id)) });
+      res.json({ ok: true, stats: await campaignStats(db, validate(idParam, req.params.id)) });
     })
     .all(methodNotAllowed);
 
@@ -47,7 +47,7 @@ export function campaignsRouter(db: Db): Router {
   router
     .route('/campaigns/:id/prospects')
     .get(async (req, res) => {
-      const page = await browseProspects(db, validate(schemas.idParam, req.params.id), req.query);
+      const page = await browseProspects(db, validate(idParam, req.params.id), req.query);
       res.json({ ok: true, prospects: page.rows, next: page.next });
     })
     .all(methodNotAllowed);

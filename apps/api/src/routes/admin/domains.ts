@@ -1,9 +1,8 @@
 import { Router } from 'express';
 import type { Db, Tx } from '../../../../core/src/db';
-import { idParam } from '../../../../core/src/admin-schemas';
-import { validate } from '../../../../core/src/validate';
+import { idParam, validate } from '../../../../core/src/validate';
 import { addDomain, getDomain, listDomains, removeDomain, rotateDomain, verifyDomain } from '../../../../core/src/domains';
-import { domainInput, domainsQuery } from '../../../../core/src/domains/schemas';
+import { domainInput, domainsQuery } from '../../../../core/src/domains/schema';
 import { domainInboundInput, setDomainInbound } from '../../../../core/src/mx/routes';
 import { audit, auditAfter } from '../../middleware/audit';
 import { scopeOf } from '../../middleware/admin';

@@ -1,9 +1,9 @@
 import { Router } from 'express';
-import * as schemas from '../../../../core/src/admin-schemas';
+import { importQuery } from '../../../../core/src/imports/schema';
 import type { Db } from '../../../../core/src/db';
 import { UnsupportedMediaType } from '../../../../core/src/errors';
 import { getImport, importMaxBytes, importTooLarge, receiveImport, type ImportFormat, type ImportStatusValue } from '../../../../core/src/imports';
-import { validate } from '../../../../core/src/validate';
+import { idParam, validate } from '../../../../core/src/validate';
 import type { VerifyMode } from '../../../../core/src/verify';
 import { auditAfter, ownerIn } from '../../middleware/audit';
 import { methodNotAllowed } from '../../middleware/errors';
@@ -23,13 +23,13 @@ export function importsRouter(db: Db): Router {
   router
     .route('/lists/:id/import')
     .post(async (req, res) => {
-      const id = validate(schemas.idParam, req.params.id);
+      const id = validate(idParam, req.params.id);
       const type = (req.get('content-type') ?? '').split(';')[0]!.trim().toLowerCase();
       const format = FORMATS[type];
       if (!format) throw new UnsupportedMediaType('send the import as Content-Type: text/csv (a header line first) or application/x-ndjson (one object a line)');
       const encoding = (req.get('content-encoding') ?? 'identity').trim().toLowerCase();
       if (encoding !== 'identity') throw new UnsupportedMediaType('send the import uncompressed (no Content-Encoding)');
-      const { status, verify } = validate<{ status?: ImportStatusValue; verify?: VerifyMode }>(schemas.importQuery, req.query);
+      const { status, verify } = validate<{ status?: ImportStatusValue; verify?: VerifyMode }>(importQuery, req.query);
       const maxBytes = importMaxBytes();
       if (Number(req.get('content-length') ?? 0) > maxBytes) throw importTooLarge(maxBytes);
       // an iterator left early (at the limit, or at a bad header) must leave the request whole, not destroy it: a
@@ -47,7 +47,7 @@ export function importsRouter(db: Db): Router {
   router
     .route('/imports/:id')
     .get(async (req, res) => {
-      res.json({ ok: true, import: await getImport(db, validate(schemas.idParam, req.params.id)) });
+      res.json({ ok: true, import: await getImport(db, validate(idParam, req.params.id)) });
     })
     .all(methodNotAllowed);
   return router;

@@ -1,5 +1,5 @@
 import { Router } from 'express';
-import { inboundQuery } from '../../../../core/src/admin-schemas';
+import { inboundQuery } from '../../../../core/src/inbound/schema';
 import type { Db } from '../../../../core/src/db';
 import { listInbound } from '../../../../core/src/inbound/list';
 import { listMxMessages } from '../../../../core/src/mx/browse';

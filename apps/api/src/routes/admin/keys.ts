@@ -1,8 +1,8 @@
 import { Router } from 'express';
-import * as schemas from '../../../../core/src/admin-schemas';
+import { keyInput } from '../../../../core/src/auth/schema';
 import { createKeyAudited, listKeys, revokeKeyEverywhere } from '../../../../core/src/auth/keys';
 import type { Db } from '../../../../core/src/db';
-import { validate } from '../../../../core/src/validate';
+import { idParam, listingQuery, validate } from '../../../../core/src/validate';
 import { auditContext } from '../../middleware/audit';
 import { scopeOf } from '../../middleware/admin';
 import { methodNotAllowed } from '../../middleware/errors';
@@ -13,18 +13,18 @@ export function keysRouter(db: Db): Router {
   router
     .route('/keys')
     .post(async (req, res) => {
-      const { key, token } = await createKeyAudited(db, validate(schemas.keyInput, req.body), auditContext(req, res, 'admin-api'));
+      const { key, token } = await createKeyAudited(db, validate(keyInput, req.body), auditContext(req, res, 'admin-api'));
       res.status(201).json({ ok: true, key: { ...key, token } });
     })
     .get(async (req, res) => {
-      res.json({ ok: true, keys: await listKeys(db, scopeOf(res, validate(schemas.listingQuery, req.query).account)) });
+      res.json({ ok: true, keys: await listKeys(db, scopeOf(res, validate(listingQuery, req.query).account)) });
     })
     .all(methodNotAllowed);
 
   router
     .route('/keys/:id')
     .delete(async (req, res) => {
-      res.json({ ok: true, key: await revokeKeyEverywhere(db, validate(schemas.idParam, req.params.id), auditContext(req, res, 'admin-api')) });
+      res.json({ ok: true, key: await revokeKeyEverywhere(db, validate(idParam, req.params.id), auditContext(req, res, 'admin-api')) });
     })
     .all(methodNotAllowed);
   return router;

@@ -1,11 +1,11 @@
 import { Router } from 'express';
-import * as schemas from '../../../../core/src/admin-schemas';
+import { listChanges, listInput, subscribersQuery } from '../../../../core/src/subscribers/schema';
 import type { Db, Tx } from '../../../../core/src/db';
 import { lagHeader, type Reads } from '../../../../core/src/replicas';
 import { browseSubscribers } from '../../../../core/src/subscribers/browse';
 import { writeSubscribersCsv } from '../../../../core/src/subscribers/csv';
 import { changeList, createList, getList, listLists } from '../../../../core/src/subscribers/lists';
-import { validate } from '../../../../core/src/validate';
+import { accountQuery, idParam, validate } from '../../../../core/src/validate';
 import { audit, ownerIn } from '../../middleware/audit';
 import { methodNotAllowed } from '../../middleware/errors';
 
@@ -20,22 +20,22 @@ export function listsRouter(db: Db, reads: Reads): Router {
   router
     .route('/lists')
     .post(async (req, res) => {
-      const input = validate(schemas.listInput, req.body);
+      const input = validate(listInput, req.body);
       res.status(201).json({ ok: true, list: await audit(req, res)(db, { action: 'create', resource: 'list', after: (l) => l, account: input.account }, (db) => createList(db, input)) });
     })
     .get(async (req, res) => {
-      res.json({ ok: true, lists: await listLists(db, validate(schemas.accountQuery, req.query).account) });
+      res.json({ ok: true, lists: await listLists(db, validate(accountQuery, req.query).account) });
     })
     .all(methodNotAllowed);
 
   router
     .route('/lists/:id')
     .get(async (req, res) => {
-      res.json({ ok: true, list: await getList(db, validate(schemas.idParam, req.params.id)) });
+      res.json({ ok: true, list: await getList(db, validate(idParam, req.params.id)) });
     })
     .patch(async (req, res) => {
-      const id = validate(schemas.idParam, req.params.id);
-      const changes = validate(schemas.listChanges, req.body);
+      const id = validate(idParam, req.params.id);
+      const changes = validate(listChanges, req.body);
       const change = { action: 'update', resource: 'list', id, before: (tx: Tx) => getList(tx, id), after: (l: unknown) => l, accountIn: ownerIn('list', id) };
       res.json({ ok: true, list: await audit(req, res)(db, change, (db) => changeList(db, id, changes)) });
     })
@@ -44,8 +44,8 @@ export function listsRouter(db: Db, reads: Reads): Router {
   router
     .route('/lists/:id/subscribers')
     .get(async (req, res) => {
-      const list = await getList(db, validate(schemas.idParam, req.params.id));
-      const query = validate<SubscribersQuery>(schemas.subscribersQuery, req.query);
+      const list = await getList(db, validate(idParam, req.params.id));
+      const query = validate<SubscribersQuery>(subscribersQuery, req.query);
       const page = await browseSubscribers(db, list.id, { status: query.status, search: query.q, after: query.after, limit: query.limit });
       res.json({ ok: true, subscribers: page.rows, next: page.next === null ? null : Number(page.next) });
     })
@@ -54,8 +54,8 @@ export function listsRouter(db: Db, reads: Reads): Router {
   router
     .route('/lists/:id/subscribers.csv')
     .get(async (req, res) => {
-      const list = await getList(reads.db, validate(schemas.idParam, req.params.id));
-      const { status } = validate<SubscribersQuery>(schemas.subscribersQuery, req.query);
+      const list = await getList(reads.db, validate(idParam, req.params.id));
+      const { status } = validate<SubscribersQuery>(subscribersQuery, req.query);
       res.set({ 'Content-Type': 'text/csv; charset=utf-8', 'Content-Disposition': `attachment; filename="list-${list.id}.csv"`, 'Cache-Control': 'no-store', ...(await lagHeader(reads)) });
       await writeSubscribersCsv(reads.db, list.id, res, { status });
       res.end();

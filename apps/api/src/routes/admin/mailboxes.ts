@@ -1,9 +1,9 @@
 import { Router } from 'express';
-import * as schemas from '../../../../core/src/admin-schemas';
+import { mailboxChange, mailboxInput } from '../../../../core/src/mailboxes/schema';
 import type { Db, Tx } from '../../../../core/src/db';
 import { createMailboxAudited, findMailbox, listMailboxes, mailboxView, updateMailbox } from '../../../../core/src/mailboxes';
 import { testMailbox } from '../../../../core/src/mailboxes/connection';
-import { validate } from '../../../../core/src/validate';
+import { idParam, listingQuery, validate } from '../../../../core/src/validate';
 import { auditAfter, auditContext } from '../../middleware/audit';
 import { scopeOf } from '../../middleware/admin';
 import { methodNotAllowed } from '../../middleware/errors';
@@ -14,18 +14,18 @@ export function mailboxesRouter(db: Db): Router {
   router
     .route('/mailboxes')
     .post(async (req, res) => {
-      res.status(201).json({ ok: true, mailbox: await createMailboxAudited(db, validate(schemas.mailboxInput, req.body), auditContext(req, res, 'admin-api')) });
+      res.status(201).json({ ok: true, mailbox: await createMailboxAudited(db, validate(mailboxInput, req.body), auditContext(req, res, 'admin-api')) });
     })
     .get(async (req, res) => {
-      res.json({ ok: true, mailboxes: await listMailboxes(db, scopeOf(res, validate(schemas.listingQuery, req.query).account)) });
+      res.json({ ok: true, mailboxes: await listMailboxes(db, scopeOf(res, validate(listingQuery, req.query).account)) });
     })
     .all(methodNotAllowed);
 
   router
     .route('/mailboxes/:id')
     .patch(async (req, res) => {
-      const id = validate(schemas.idParam, req.params.id);
-      const input = validate(schemas.mailboxChange, req.body);
+      const id = validate(idParam, req.params.id);
+      const input = validate(mailboxChange, req.body);
       const before = async (tx: Tx) => mailboxView(await findMailbox(tx, id));
       // a reconnected mailbox's waiting emails and a change of its limits reach the queue once committed: the entry follows
       res.json({ ok: true, mailbox: await auditAfter(req, res)(db, { action: 'update', resource: 'mailbox', id, before, after: (m) => m }, (db) => updateMailbox(db, id, input)) });
@@ -36,7 +36,7 @@ export function mailboxesRouter(db: Db): Router {
   router
     .route('/mailboxes/:id/test')
     .post(async (req, res) => {
-      const { smtp, imap } = await testMailbox(db, validate(schemas.idParam, req.params.id));
+      const { smtp, imap } = await testMailbox(db, validate(idParam, req.params.id));
       res.json({ ok: true, smtp, imap });
     })
     .all(methodNotAllowed);

@@ -1,5 +1,5 @@
 import { Router } from 'express';
-import * as schemas from '../../../../core/src/admin-schemas';
+import { messagesQuery } from '../../../../core/src/sending/schema';
 import type { Db } from '../../../../core/src/db';
 import { searchMessages } from '../../../../core/src/operator/search';
 import { messageStory } from '../../../../core/src/operator/story';
@@ -19,7 +19,7 @@ export function messagesRouter(db: Db): Router {
   router
     .route('/messages')
     .get(async (req, res) => {
-      const query = validate<{ to?: string; limit: number; account?: number }>(schemas.messagesQuery, req.query);
+      const query = validate<{ to?: string; limit: number; account?: number }>(messagesQuery, req.query);
       res.json({ ok: true, messages: await listMessages(db, { ...query, account: scopeOf(res, query.account) }) });
     })
     .all(methodNotAllowed);

@@ -1,9 +1,8 @@
 import { Router } from 'express';
-import { idParam } from '../../../../core/src/admin-schemas';
 import type { Db } from '../../../../core/src/db';
 import { actOnMxMessage } from '../../../../core/src/mx/browse';
 import { addRoute, changeRoute, getRoute, listRoutes, mxMessageIdParam, removeRoute, routeInput, routePatch, routesQuery } from '../../../../core/src/mx/routes';
-import { validate } from '../../../../core/src/validate';
+import { idParam, validate } from '../../../../core/src/validate';
 import { audit } from '../../middleware/audit';
 import { scopeOf } from '../../middleware/admin';
 import { methodNotAllowed } from '../../middleware/errors';

@@ -1,9 +1,9 @@
 import { Router } from 'express';
-import * as schemas from '../../../../core/src/admin-schemas';
 import type { Db } from '../../../../core/src/db';
-import { accountSecondFactor, requireSecondFactor, resetSecondFactor } from '../../../../core/src/second-factor';
-import { secondFactorQuery, secondFactorRequirement } from '../../../../core/src/second-factor/schemas';
-import { validate } from '../../../../core/src/validate';
+import { accountSecondFactor, requireSecondFactor } from '../../../../core/src/second-factor';
+import { secondFactorQuery, secondFactorRequirement } from '../../../../core/src/second-factor/schema';
+import { resetSecondFactor } from '../../../../core/src/teams/users';
+import { idParam, validate } from '../../../../core/src/validate';
 import { changerOf } from '../../middleware/admin';
 import { auditContext } from '../../middleware/audit';
 import { methodNotAllowed } from '../../middleware/errors';
@@ -28,7 +28,7 @@ export function secondFactorRouter(db: Db): Router {
   router
     .route('/users/:id/second-factor')
     .delete(async (req, res) => {
-      res.json({ ok: true, factors: await resetSecondFactor(db, validate(schemas.idParam, req.params.id), changerOf(res), auditContext(req, res, 'admin-api')) });
+      res.json({ ok: true, factors: await resetSecondFactor(db, validate(idParam, req.params.id), changerOf(res), auditContext(req, res, 'admin-api')) });
     })
     .all(methodNotAllowed);
   return router;

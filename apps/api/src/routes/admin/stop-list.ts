@@ -1,8 +1,8 @@
 import { Router } from 'express';
-import * as schemas from '../../../../core/src/admin-schemas';
+import { entriesQuery } from '../../../../core/src/keyset';
 import type { Db, Tx } from '../../../../core/src/db';
 import { deleteStopEntry, listStopEntries } from '../../../../core/src/stop-list/entries';
-import { validate } from '../../../../core/src/validate';
+import { idParam, validate } from '../../../../core/src/validate';
 import { audit, ownerIn } from '../../middleware/audit';
 import { methodNotAllowed } from '../../middleware/errors';
 
@@ -14,14 +14,14 @@ export function stopListRouter(db: Db): Router {
   router
     .route('/stop-list')
     .get(async (req, res) => {
-      res.json({ ok: true, ...(await listStopEntries(db, validate<EntriesQuery>(schemas.entriesQuery, req.query))) });
+      res.json({ ok: true, ...(await listStopEntries(db, validate<EntriesQuery>(entriesQuery, req.query))) });
     })
     .all(methodNotAllowed);
 
   router
     .route('/stop-list/:id')
     .delete(async (req, res) => {
-      const id = validate(schemas.idParam, req.params.id);
+      const id = validate(idParam, req.params.id);
       const before = (tx: Tx) => tx.stopEntry.findUnique({ where: { id } });
       await audit(req, res)(db, { action: 'delete', resource: 'stop-entry', id, before, accountIn: ownerIn('stopEntry', id) }, (db) => deleteStopEntry(db, id));
       res.json({ ok: true });

@@ -1,8 +1,8 @@
 import { Router } from 'express';
-import * as schemas from '../../../../core/src/admin-schemas';
+import { entriesQuery } from '../../../../core/src/keyset';
 import type { Db, Tx } from '../../../../core/src/db';
 import { deleteSuppression, listSuppressions } from '../../../../core/src/suppressions';
-import { validate } from '../../../../core/src/validate';
+import { idParam, validate } from '../../../../core/src/validate';
 import { audit, ownerIn } from '../../middleware/audit';
 import { methodNotAllowed } from '../../middleware/errors';
 
@@ -14,14 +14,14 @@ export function suppressionsRouter(db: Db): Router {
   router
     .route('/suppressions')
     .get(async (req, res) => {
-      res.json({ ok: true, ...(await listSuppressions(db, validate<EntriesQuery>(schemas.entriesQuery, req.query))) });
+      res.json({ ok: true, ...(await listSuppressions(db, validate<EntriesQuery>(entriesQuery, req.query))) });
     })
     .all(methodNotAllowed);
 
   router
     .route('/suppressions/:id')
     .delete(async (req, res) => {
-      const id = validate(schemas.idParam, req.params.id);
+      const id = validate(idParam, req.params.id);
       const before = (tx: Tx) => tx.suppression.findUnique({ where: { id } });
       await audit(req, res)(db, { action: 'delete', resource: 'suppression', id, before, accountIn: ownerIn('suppression', id) }, (db) => deleteSuppression(db, id));
       res.json({ ok: true });

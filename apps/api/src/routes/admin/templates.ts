@@ -1,7 +1,6 @@
 import { Router } from 'express';
 import type { Db, Tx } from '../../../../core/src/db';
-import { idParam } from '../../../../core/src/admin-schemas';
-import { validate } from '../../../../core/src/validate';
+import { idParam, validate } from '../../../../core/src/validate';
 import * as schemas from '../../../../core/src/templates/schema';
 import {
   changeTemplate,

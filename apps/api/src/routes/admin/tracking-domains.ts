@@ -1,9 +1,8 @@
 import { Router } from 'express';
 import type { Db, Tx } from '../../../../core/src/db';
-import { idParam } from '../../../../core/src/admin-schemas';
-import { validate } from '../../../../core/src/validate';
+import { idParam, validate } from '../../../../core/src/validate';
 import { addTrackingDomain, getTrackingDomain, listTrackingDomains, removeTrackingDomain, verifyTrackingDomain } from '../../../../core/src/tracking-domains';
-import { trackingDomainInput, trackingDomainsQuery } from '../../../../core/src/tracking-domains/schemas';
+import { trackingDomainInput, trackingDomainsQuery } from '../../../../core/src/tracking-domains/schema';
 import { audit, auditAfter } from '../../middleware/audit';
 import { scopeOf } from '../../middleware/admin';
 import { methodNotAllowed } from '../../middleware/errors';

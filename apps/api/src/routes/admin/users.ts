@@ -1,9 +1,8 @@
 import { Router } from 'express';
-import * as schemas from '../../../../core/src/admin-schemas';
 import type { Db } from '../../../../core/src/db';
 import { changeRole, createUser, listUsers, removeUser, signOutUser } from '../../../../core/src/teams';
-import { userChange, userInput, usersQuery } from '../../../../core/src/teams/schemas';
-import { validate } from '../../../../core/src/validate';
+import { userChange, userInput, usersQuery } from '../../../../core/src/teams/schema';
+import { idParam, validate } from '../../../../core/src/validate';
 import { methodNotAllowed } from '../../middleware/errors';
 import { changerOf } from '../../middleware/admin';
 import { auditContext } from '../../middleware/audit';
@@ -24,17 +23,17 @@ export function usersRouter(db: Db): Router {
   router
     .route('/users/:id')
     .patch(async (req, res) => {
-      res.json({ ok: true, user: await changeRole(db, validate(schemas.idParam, req.params.id), validate(userChange, req.body), changerOf(res), auditContext(req, res, 'admin-api')) });
+      res.json({ ok: true, user: await changeRole(db, validate(idParam, req.params.id), validate(userChange, req.body), changerOf(res), auditContext(req, res, 'admin-api')) });
     })
     .delete(async (req, res) => {
-      res.json({ ok: true, user: await removeUser(db, validate(schemas.idParam, req.params.id), changerOf(res), auditContext(req, res, 'admin-api')) });
+      res.json({ ok: true, user: await removeUser(db, validate(idParam, req.params.id), changerOf(res), auditContext(req, res, 'admin-api')) });
     })
     .all(methodNotAllowed);
 
   router
     .route('/users/:id/signout')
     .post(async (req, res) => {
-      res.json({ ok: true, sessions: await signOutUser(db, validate(schemas.idParam, req.params.id), changerOf(res), auditContext(req, res, 'admin-api')) });
+      res.json({ ok: true, sessions: await signOutUser(db, validate(idParam, req.params.id), changerOf(res), auditContext(req, res, 'admin-api')) });
     })
     .all(methodNotAllowed);
   return router;

@@ -1,8 +1,7 @@
 import { Router } from 'express';
 import type { Db, Tx } from '../../../../core/src/db';
-import { idParam } from '../../../../core/src/admin-schemas';
-import { validate } from '../../../../core/src/validate';
-import * as schemas from '../../../../core/src/webhooks/schemas';
+import { idParam, validate } from '../../../../core/src/validate';
+import * as schemas from '../../../../core/src/webhooks/schema';
 import { changeWebhook, createWebhook, deleteWebhook, getWebhook, listDeliveries, listWebhooks, rotateSecret } from '../../../../core/src/webhooks/service';
 import { audit } from '../../middleware/audit';
 import { scopeOf } from '../../middleware/admin';

@@ -1,6 +1,9 @@
-import { dbId, documented, Joi } from '../validate';
-import { verifyMode } from '../verify/schemas';
+import { dbId, displayName, documented, Joi } from '../validate';
+import { verifyMode } from '../verify/schema';
+import { campaignStep } from './branch-schema';
+import { CAMPAIGN_STATUSES, GOALS } from './campaigns';
 import { LOST_REASONS, OUTCOME_STATES } from './outcomes';
+import { isTimeZone, minuteOfDay } from './windows';
 
 /**
  * Inputs of the public prospect requests (docs/outreach.md). POST /prospects checks the request around its items
@@ -79,3 +82,67 @@ const combinations = [
  * only with `agreed` or without a state.
  */
 export const outcomeInput = documented(outcomeRules, { anyOf: null, allOf: [{ anyOf: combinations }] });
+
+/** The admin API's campaigns (docs/campaigns.md, docs/outreach.md). */
+const clock = () =>
+  Joi.string()
+    .pattern(/^(?:[01][0-9]|2[0-3]):[0-5][0-9]$|^24:00$/)
+    .messages({ 'string.pattern.base': '{{#label}} must be a local time "HH:MM" (00:00 to 24:00)' });
+
+/** docs/outreach.md: when a campaign's steps may go out, in local time. */
+const schedule = Joi.object({
+  timezone: Joi.string()
+    .required()
+    .custom((zone: string, helpers) => (isTimeZone(zone) ? zone : helpers.error('any.invalid')))
+    .messages({ 'any.invalid': 'timezone must be an IANA time zone such as Europe/Berlin' }),
+  days: Joi.array()
+    .items(Joi.number().integer().min(1).max(7).messages({ 'number.min': 'days are ISO weekdays from 1 (Monday) to 7 (Sunday)', 'number.max': 'days are ISO weekdays from 1 (Monday) to 7 (Sunday)' }))
+    .min(1)
+    .unique()
+    .required(),
+  from: clock().required(),
+  to: clock().required(),
+}).custom((value: { from: string; to: string }, helpers) => (minuteOfDay(value.from) < minuteOfDay(value.to) ? value : helpers.error('schedule.order')))
+  .messages({ 'schedule.order': 'schedule.from must be before schedule.to' });
+
+const rate = () => Joi.number().min(0).max(1).allow(null).messages({ 'number.min': '{{#label}} must be from 0 to 1', 'number.max': '{{#label}} must be from 0 to 1' });
+
+/** docs/outreach.md: the rates over the last `window` emails that pause a running campaign; null turns one off. */
+const pauseOn = Joi.object({
+  bounce_rate: rate(),
+  complaint_rate: rate(),
+  window: Joi.number().integer().min(20).max(100_000),
+});
+
+const campaignFields = {
+  schedule: schedule.allow(null),
+  pause_on: pauseOn.allow(null),
+  unsubscribe: Joi.boolean(),
+  name: displayName(),
+  goal: Joi.string().valid(...GOALS),
+  mailbox: dbId(),
+  /** docs/campaigns.md: rotation over several mailboxes (`mailbox`, when given too, must be the first) */
+  mailboxes: Joi.array().items(dbId()).min(1).max(100),
+  stages: Joi.array().items(Joi.string().trim().min(1).max(100)).max(50),
+  status: Joi.string().valid(...CAMPAIGN_STATUSES),
+  steps: Joi.array().items(campaignStep).min(1).max(20),
+  /** opt-in (docs/analytics.md): the links of its emails through signed redirect tokens */
+  track_clicks: Joi.boolean(),
+  /** links campaigns: the page the placed link must point to; null removes it */
+  target: Joi.object({
+    url: Joi.string().trim().max(2000).uri({ scheme: ['http', 'https'] }).required().messages({ 'string.uriCustomScheme': 'target.url must be an http or https URL' }),
+    anchor: Joi.string().trim().max(500).allow(''),
+  }).allow(null),
+};
+
+export const campaignInput = Joi.object({
+  ...campaignFields,
+  account: dbId().required(),
+  name: displayName().required(),
+  goal: campaignFields.goal.required(),
+  steps: campaignFields.steps.required(),
+})
+  .or('mailbox', 'mailboxes')
+  .messages({ 'object.missing': 'give mailbox or mailboxes' });
+
+export const campaignChanges = Joi.object(campaignFields).min(1).messages({ 'object.min': 'nothing to change' });

@@ -1,8 +1,8 @@
 import type { ApiKey } from '../../../../generated/prisma/client';
 import type { Db } from '../db';
 import { dbId, Joi, validate } from '../validate';
-import { listDeliveredMx } from '../mx/list';
-import { listReceived, MAX_RECEIVED_PAGE } from './received';
+import { listReceived, MAX_RECEIVED_PAGE } from '../inbound/received';
+import { listDeliveredMx } from './list';
 
 /**
  * GET /api/v1/inbound's query: `source` (`imap`, the mailboxes' emails, or `mx`, the MX's messages), the id to read
@@ -21,7 +21,10 @@ export const inboundPageQuery = Joi.object({
 
 type InboundPage = { source: 'imap'; after: number; limit: number; mailbox?: number } | { source: 'mx'; after?: string; limit: number };
 
-/** The public API's and MCP's read of received emails (docs/inbound-events.md, docs/mx.md): any key of the account. */
+/**
+ * The public API's and MCP's read of received emails (docs/inbound-events.md, docs/mx.md): any key of the account. It
+ * reads the mailboxes' emails (inbound) or the MX's messages, so it stands here, with the MX, above inbound.
+ */
 export async function listInboundOf(db: Db, key: ApiKey, query: unknown) {
   const input = validate<InboundPage>(inboundPageQuery, query);
   if (input.source === 'mx') return { ok: true as const, ...(await listDeliveredMx(db, key.accountId, input)) };

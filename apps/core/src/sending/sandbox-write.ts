@@ -1,13 +1,13 @@
 import type { Prisma } from '../../../../generated/prisma/client';
 import type { Db } from '../db';
 import { messageRow } from '../delivery/outbox';
-import type { AcceptedWrite, SendToWrite } from '../sending/write';
 import { skippedRecipients } from './repository';
+import type { AcceptedWrite, SendToWrite } from './write';
 
 /**
  * The write of a test key's send (docs/sandbox.md): the same checks and rows as a live send's (sending/write.ts), the
- * Send marked `sandbox` so that its messages go to the sandbox's sink, and nothing counted against the key's daily
- * limit (`used` is 0). A transaction of a few statements: test sends are not the hot path, and live sends never come here.
+ * Send marked `sandbox` so that its messages go to the sandbox's sink (sandbox/sink.ts), and nothing counted against
+ * the key's daily limit (`used` is 0). A transaction of a few statements: test sends are not the hot path, and live sends never come here.
  */
 export class SandboxWriter {
   constructor(private readonly db: Db) {}

@@ -2,12 +2,12 @@ import type { Prospect } from '../../../../generated/prisma/client';
 import { config } from '../config';
 import type { Db } from '../db';
 import { emitEvent } from '../events/index';
-import { emitProspectChange } from '../outreach/changes';
-import { prospectView } from '../outreach/prospects';
-import { FETCH_LIMITS, fetchPage, FetchFailed, type FetchLimits } from './fetch';
-import { findLink, type FoundLink } from './find';
-import { CHECKED_STATUSES } from './report';
-import { lockProspect } from './repository';
+import { FETCH_LIMITS, fetchPage, FetchFailed, type FetchLimits } from '../links/fetch';
+import { findLink, type FoundLink } from '../links/find';
+import { CHECKED_STATUSES } from '../links/report';
+import { lockProspect } from '../links/repository';
+import { emitProspectChange } from './changes';
+import { prospectView } from './prospects';
 
 /** A placed link missing this many checks in a row moves the prospect back to agreed. */
 export const MISSES_TO_LOSE = 2;

@@ -1,7 +1,7 @@
 import { config } from '../config';
 import { EVENT_TYPES } from '../events';
 import { mayConnect } from '../outbound/guard';
-import { Joi } from '../validate';
+import { dbId, Joi } from '../validate';
 
 /**
  * An endpoint written as an address (or `localhost`) that the outbound guard would refuse is refused when it is set,
@@ -47,7 +47,7 @@ export const webhookChanges = Joi.object({ url: url(), events: events(), enabled
   .min(1)
   .messages({ 'object.min': 'nothing to change' });
 
-export const webhooksQuery = Joi.object({ account: Joi.number().integer().positive() });
+export const webhooksQuery = Joi.object({ account: dbId() });
 
 export const deliveriesQuery = Joi.object({ limit: Joi.number().integer().min(1).max(1000).default(100) });
 
