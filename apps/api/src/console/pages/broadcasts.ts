@@ -1,5 +1,5 @@
 import { idParam } from '../../../../core/src/admin-schemas';
-import { previewCopy } from '../../../../core/src/broadcasts/copy';
+import { previewCopy } from '../../../../core/src/templates/list-copy';
 import { audienceQuery, broadcastChanges, broadcastInput } from '../../../../core/src/broadcasts/schema';
 import { dryRunAudience } from '../../../../core/src/broadcasts/segment';
 import { BadRequest } from '../../../../core/src/errors';
