@@ -6,6 +6,7 @@ import { getCampaign } from '../apps/core/src/outreach/campaigns';
 import * as schemas from '../apps/core/src/admin-schemas';
 import { cancelMessage, messageIdParam, retryMessage } from '../apps/core/src/sending/message-actions';
 import { validate } from '../apps/core/src/validate';
+import { deliveryRegistrations } from '../apps/core/src/email-kinds';
 
 /**
  * The CLI's operator commands (docs/operator.md, "An operator's day"): the console's message search, a message's story,
@@ -32,7 +33,7 @@ export async function messagesCommand(d: Db, command: string, arg: string | unde
       return { kind: found.kind, messages: found.rows, next: found.next };
     }
     case 'message show':
-      return messageStory(d, validate(messageIdParam, arg));
+      return messageStory(d, deliveryRegistrations().kinds, validate(messageIdParam, arg));
     case 'message retry':
       return { message: await retryMessage(d, validate(messageIdParam, arg)) };
     case 'message cancel':

@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { db } from '../../apps/core/src/db';
-import { checkImap } from '../../apps/core/src/delivery/check';
+import { checkImap } from '../../apps/core/src/mailboxes/check';
 import { startInboundReader, type InboundReader } from '../../apps/core/src/inbound/reader';
 import { readReport } from '../../apps/core/src/inbound/bounces';
 import { metrics } from '../../apps/core/src/metrics';

@@ -3,7 +3,7 @@ import type SMTPPool from 'nodemailer/lib/smtp-pool';
 import type { Mailbox } from '../../../../generated/prisma/client';
 import type { Db } from '../db';
 import { dkimSettings, smtpSettings, type SmtpSettings } from '../mailboxes';
-import { tokenProvider } from '../oauth/tokens';
+import type { MailboxLogins, OAuthLogin } from './login';
 
 /** Connections kept open per mailbox; more jobs than this wait for a free connection inside nodemailer. */
 const MAX_CONNECTIONS_PER_MAILBOX = 5;
@@ -27,9 +27,6 @@ export function connectionOptions(smtp: SmtpSettings, oauth?: OAuthLogin): SMTPP
   };
 }
 
-/** How an OAuth2 mailbox gets its access token (oauth/tokens.ts tokenProvider): asked at each new connection. */
-export type OAuthLogin = (renew: boolean) => Promise<{ token: string; expires: number }>;
-
 /**
  * nodemailer's XOAUTH2 login (docs/mailboxes.md): it asks `provide` for a token at each new connection, and once more
  * with `renew` when the server refuses the one it had. An error (MailboxNeedsReconnect) comes out of sendMail as is.
@@ -44,9 +41,6 @@ function xoauth2(user: string, provide: OAuthLogin): SMTPPool.Options['auth'] {
   } as SMTPPool.Options['auth'];
 }
 
-/** The OAuth2 login of a mailbox that signs in with OAuth2, else undefined (a password). */
-export const oauthLoginOf = (db: Db, mailbox: Mailbox): OAuthLogin | undefined => (mailbox.authType === 'oauth2' ? tokenProvider(db, mailbox) : undefined);
-
 /**
  * A worker's SMTP connections: one pooled transport per mailbox, keyed by id and rebuilt when the mailbox row changes
  * (new host or password). Made once per worker process (createDelivery) and closed when it stops.
@@ -54,7 +48,11 @@ export const oauthLoginOf = (db: Db, mailbox: Mailbox): OAuthLogin | undefined =
 export class Transports {
   private readonly pools = new Map<number, { version: number; transport: Pool }>();
 
-  constructor(private readonly db: Db) {}
+  /** `login`: how a mailbox signs in other than with its password (login.ts), handed in by the process's wiring */
+  constructor(
+    private readonly db: Db,
+    private readonly login: MailboxLogins,
+  ) {}
 
   for(mailbox: Mailbox): Pool {
     const version = mailbox.updatedAt.getTime();
@@ -65,7 +63,7 @@ export class Transports {
     const transport = nodemailer.createTransport({
       pool: true,
       maxConnections: MAX_CONNECTIONS_PER_MAILBOX,
-      ...connectionOptions(smtp, oauthLoginOf(this.db, mailbox)),
+      ...connectionOptions(smtp, this.login(this.db, mailbox)),
       // bounded waits: a hung server turns into a temporary failure well inside the delivery lease
       connectionTimeout: 30_000,
       greetingTimeout: 30_000,
