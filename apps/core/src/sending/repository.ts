@@ -61,7 +61,7 @@ WITH s AS (
   FROM unnest($20::int[], $21::uuid[], $22::text[], $23::text[]) WITH ORDINALITY AS c(send_ord, id, recipient, header, ord)
   JOIN s ON s.ord = c.send_ord
 ), skipped AS (
-  -- each send's recipients left out, in request order (its answer's `skipped`)
+  -- each send's recipients left out, in request order (the answer's skipped)
   SELECT send_ord, json_agg(json_build_object('to', recipient, 'reason', reason) ORDER BY ord) AS list
   FROM verdict WHERE reason IS NOT NULL GROUP BY send_ord
 ), wanted AS (
