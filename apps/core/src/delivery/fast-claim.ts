@@ -109,7 +109,7 @@ type SentMark = { id: string; kind: MessageKind; response: string };
  * Between the SMTP server's 250 and the mark's commit is the window in which a killed worker sends an email twice
  * (docs/reliability.md): the marks' wait widens it by 3 ms, against the 50 ms a busy Postgres already puts there.
  *
- * One per worker process (createDelivery, delivery/deliver.ts), so that all its deliveries share the batches.
+ * One per worker process (createDelivery, delivery/delivery.ts), so that all its deliveries share the batches.
  */
 const LINGER_MS = 3;
 

@@ -21,7 +21,7 @@ export class MailboxNeedsReconnect extends Error {
 
 /**
  * The mailbox's login is away until `retryAt` (an OAuth2 provider's token endpoint down): its mail waits without spending
- * attempts (deliver.ts). An outage of the mailbox, not of each email. oauth/tokens.ts's OAuthProviderAway is one.
+ * attempts (failure.ts's waitForProvider). An outage of the mailbox, not of each email. oauth/tokens.ts's OAuthProviderAway is one.
  */
 export class MailboxLoginAway extends Error {
   override name = 'MailboxLoginAway';

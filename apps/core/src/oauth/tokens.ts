@@ -22,7 +22,7 @@ export { MailboxNeedsReconnect };
 
 /**
  * The mailbox's provider did not answer a token request (its token endpoint down, 5xx): no request is made before
- * `retryAt`, and the mailbox's mail waits without spending attempts (delivery/deliver.ts). An outage of the mailbox,
+ * `retryAt`, and the mailbox's mail waits without spending attempts (delivery/failure.ts). An outage of the mailbox,
  * not of each email.
  */
 export class OAuthProviderAway extends MailboxLoginAway {

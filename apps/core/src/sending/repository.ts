@@ -56,6 +56,7 @@ WITH s AS (
 ), verdict AS (
   -- each recipient ($20 to $23: its send's position, its row's id, its address and Message-ID) with why it is left
   -- out, if it is: the suppression list, then the stop list
+  SELECT c.*, COALESCE(
     (SELECT sp.reason::text FROM suppressions sp WHERE sp.account_id = s.account_id AND sp.email = c.recipient),
     CASE WHEN ${stopListed('s.account_id', 'c.recipient')} THEN 'stopped' END) AS reason
   FROM unnest($20::int[], $21::uuid[], $22::text[], $23::text[]) WITH ORDINALITY AS c(send_ord, id, recipient, header, ord)
