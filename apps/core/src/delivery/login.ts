@@ -1,8 +1,6 @@
 import type { Mailbox } from '../../../../generated/prisma/client';
 import type { Db } from '../db';
-
-/** How an OAuth2 mailbox gets its access token at each new connection (nodemailer's XOAUTH2 provision). */
-export type OAuthLogin = (renew: boolean) => Promise<{ token: string; expires: number }>;
+import type { OAuthLogin } from '../mailboxes/smtp-connection';
 
 /**
  * How delivery signs in to a mailbox's server other than with its password: the OAuth2 login of a mailbox that signs in

@@ -5,7 +5,7 @@ import { imapSettings, smtpSettings } from './index';
 import { db as processDb, type Db } from '../db';
 import { imapAuth } from '../oauth/imap';
 import { oauthLoginOf } from '../oauth/tokens';
-import { connectionOptions } from '../delivery/transport';
+import { connectionOptions } from './smtp-connection';
 import { lazy } from '../lazy';
 
 /** imapflow, loaded by the first IMAP check: the API imports this module for its console, and most never check IMAP. */
