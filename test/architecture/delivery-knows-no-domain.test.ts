@@ -1,6 +1,6 @@
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
+import { inTree } from '../helpers/tree';
 
 /**
  * Delivery knows no domain (docs/DEVELOPERS.md, "Layout"): apps/core/src/delivery/ takes what each kind of email needs
@@ -58,26 +58,13 @@ describe('delivery knows no domain', () => {
   });
 
   it('finds such an import in each of its shapes (the check itself works)', () => {
-    const core = fs.mkdtempSync(path.join(os.tmpdir(), 'delivery-imports-'));
-    const write = (rel: string, text: string) => {
-      fs.mkdirSync(path.dirname(path.join(core, rel)), { recursive: true });
-      fs.writeFileSync(path.join(core, rel), text);
-    };
-    try {
-      write('outreach/email-kind.ts', 'export const x = 1;');
-      write('templates/content.ts', 'export const y = 1;');
-      write(
-        'delivery/deliver.ts',
-        [
-          "import { autoPauseAfter } from '../outreach/auto-pause';",
-          "import type { X } from '../oauth/tokens';",
-          "import { textOf } from '../templates/content';",
-          "const lazy = () => import('../email-kinds');",
-        ].join('\n'),
-      );
-      expect(domainImports(core)).toEqual(['delivery/deliver.ts:1 imports outreach/', 'delivery/deliver.ts:2 imports oauth/', 'delivery/deliver.ts:4 imports email-kinds/']);
-    } finally {
-      fs.rmSync(core, { recursive: true, force: true });
-    }
+    const deliver = [
+      "import { autoPauseAfter } from '../outreach/auto-pause';",
+      "import type { X } from '../oauth/tokens';",
+      "import { textOf } from '../templates/content';",
+      "const lazy = () => import('../email-kinds');",
+    ].join('\n');
+    const files = { 'outreach/email-kind.ts': 'export const x = 1;', 'templates/content.ts': 'export const y = 1;', 'delivery/deliver.ts': deliver };
+    expect(inTree(files, domainImports)).toEqual(['delivery/deliver.ts:1 imports outreach/', 'delivery/deliver.ts:2 imports oauth/', 'delivery/deliver.ts:4 imports email-kinds/']);
   });
 });

@@ -1,6 +1,6 @@
 import type { Mailbox } from '../../../../generated/prisma/client';
 import type { Db } from '../db';
-import type { OAuthLogin } from '../mailboxes/smtp-connection';
+import type { OAuthLogin } from '../mailboxes/oauth-login';
 
 /**
  * How delivery signs in to a mailbox's server other than with its password: the OAuth2 login of a mailbox that signs in

@@ -1,8 +1,7 @@
 import type SMTPPool from 'nodemailer/lib/smtp-pool';
 import type { SmtpSettings } from './index';
+import type { OAuthLogin } from './oauth-login';
 
-/** How an OAuth2 mailbox gets its access token at each new connection (oauth/tokens.ts's tokenProvider). */
-export type OAuthLogin = (renew: boolean) => Promise<{ token: string; expires: number }>;
 
 /**
  * How to talk to a mailbox's server, by its URL (docs/sending.md): `smtps://` is TLS from the start; `smtp://` upgrades
