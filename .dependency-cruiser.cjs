@@ -25,8 +25,8 @@ const floors = [
   },
   {
     name: 'edges',
-    comment: 'what meets the outside or runs over everything: the MX and submission servers, the operator, recovery',
-    folders: ['mx', 'operator', 'recovery', 'retention', 'submission'],
+    comment: 'what meets the outside or runs over everything: the MX and submission servers, the operator, recovery, the list of email kinds',
+    folders: ['email-kinds', 'mx', 'operator', 'recovery', 'retention', 'submission'],
   },
 ];
 

@@ -5,6 +5,7 @@ import { messageStory } from '../apps/core/src/operator/story';
 import { getCampaign } from '../apps/core/src/outreach/campaigns';
 import { cancelMessage, messageIdParam, retryMessage } from '../apps/core/src/sending/message-actions';
 import { idParam, validate } from '../apps/core/src/validate';
+import { deliveryRegistrations } from '../apps/core/src/email-kinds';
 
 /**
  * The CLI's operator commands (docs/operator.md, "An operator's day"): the console's message search, a message's story,
@@ -31,7 +32,7 @@ export async function messagesCommand(d: Db, command: string, arg: string | unde
       return { kind: found.kind, messages: found.rows, next: found.next };
     }
     case 'message show':
-      return messageStory(d, validate(messageIdParam, arg));
+      return messageStory(d, deliveryRegistrations().kinds, validate(messageIdParam, arg));
     case 'message retry':
       return { message: await retryMessage(d, validate(messageIdParam, arg)) };
     case 'message cancel':

@@ -5,7 +5,7 @@ import { AppError } from '../apps/core/src/errors';
 import { idParam, validate } from '../apps/core/src/validate';
 import * as schemas from '../apps/core/src/templates/schema';
 import { changeTemplate, createTemplate, deleteTemplate, getTemplate, listTemplates, listVersions, previewTemplate, restoreVersion } from '../apps/core/src/templates/service';
-import { sendTestEmail } from '../apps/core/src/templates/test-send';
+import { sendTestEmail } from '../apps/core/src/sending/template-test';
 
 export const TEMPLATE_HELP = `  template create --account ID --name NAME [--kind template|layout] [--alias A] [--subject S] [--html-file F] [--text-file F]
                   [--layout ID|ALIAS] [--required a,b] [--no-inline-css] [--no-text-from-html]

@@ -6,8 +6,10 @@ import ts from 'typescript';
 /**
  * One renderer for every email (docs/templates.md): Liquid through apps/core/src/templates/. Nothing else in apps/
  * may fill placeholders: no template engine imported, no pattern that looks for `{{` or `{%`, no placeholder kept as a
- * text or searched for, split or replaced by (joi's own message templates, `{{#label}}`, are joi's; prose is prose).
- * A second renderer growing anywhere else fails here.
+ * text or searched for, split or replaced by (joi's own message templates, `{{#label}}`, are joi's; prose is prose),
+ * and no renderer of its own over templates' engine (a file outside templates/ that imports templates/engine: the
+ * outreach steps' renderer once did, its variables its own). Every email calls templates' own functions (render.ts,
+ * list-copy.ts, content.ts). A second renderer growing anywhere else fails here.
  */
 const ROOT = path.join(__dirname, '..', '..');
 const HOME = 'apps/core/src/templates/';
@@ -49,6 +51,7 @@ export function secondRenderers(file: string, text: string): string[] {
     if ((ts.isImportDeclaration(node) || ts.isExportDeclaration(node)) && node.moduleSpecifier && ts.isStringLiteral(node.moduleSpecifier)) {
       const name = node.moduleSpecifier.text;
       if (ENGINES.includes(name)) at(node, `imports the template engine ${name}`);
+      if (/(^|\/)templates\/engine$/.test(name)) at(node, `imports templates' engine (${name}): a renderer of its own`);
     }
     if (ts.isCallExpression(node) && ts.isIdentifier(node.expression) && node.expression.text === 'require') {
       const arg = node.arguments[0];
@@ -107,6 +110,7 @@ describe('one renderer for every email', () => {
           'export const own = (t: string, UNSUBSCRIBE_PLACEHOLDER: string) => t.split(UNSUBSCRIBE_PLACEHOLDER);',
           "export const joiWords = { 'array.max': '{{#label}} must hold at most {{#limit}} tags' };",
           "const html = require('html-to-text');",
+          "import { renderSource } from '../templates/engine';",
         ].join('\n'),
       );
       write('apps/core/src/templates/engine.ts', "import { Liquid } from 'liquidjs';\nconst X = /\\{\\{/;");
@@ -120,6 +124,7 @@ describe('one renderer for every email', () => {
         'apps/core/src/outreach/render.ts:6 a placeholder pattern built with new RegExp',
         'apps/core/src/outreach/render.ts:7 fills the placeholder UNSUBSCRIBE_PLACEHOLDER by split',
         'apps/core/src/outreach/render.ts:9 requires the template engine html-to-text',
+        "apps/core/src/outreach/render.ts:10 imports templates' engine (../templates/engine): a renderer of its own",
       ]);
     } finally {
       fs.rmSync(root, { recursive: true, force: true });

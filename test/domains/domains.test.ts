@@ -1,6 +1,6 @@
 import { db } from '../../apps/core/src/db';
 import { createDelivery, type Delivery } from '../../apps/core/src/delivery/deliver';
-import { productionGuards } from '../../apps/core/src/delivery/production-guards';
+import { deliveryRegistrations } from '../../apps/core/src/email-kinds';
 import { recheckDueDomains } from '../../apps/core/src/domains/schedule';
 import { asAdmin, as, useApi } from '../helpers/api';
 import { txt, useDns } from '../helpers/dns-server';
@@ -15,7 +15,7 @@ const dns = useDns(['test']);
 // signing reads a domain's keys afresh for every email here, so a rotation shows at once (a worker keeps them 30 s)
 const own: { delivery?: Delivery } = {};
 beforeAll(() => {
-  own.delivery = createDelivery(db(), productionGuards(), { domainKeysTtlMs: 0 });
+  own.delivery = createDelivery(db(), deliveryRegistrations(), { domainKeysTtlMs: 0 });
 });
 const sink = useMail({
   queues: ['delivery'],

@@ -5,7 +5,7 @@ import { createAccount } from '../../apps/core/src/accounts';
 import { createKey } from '../../apps/core/src/auth/keys';
 import { closeClient, createDb, rawQuery, type Db } from '../../apps/core/src/db';
 import { createDelivery, type Delivery } from '../../apps/core/src/delivery/deliver';
-import { productionGuards } from '../../apps/core/src/delivery/production-guards';
+import { deliveryRegistrations } from '../../apps/core/src/email-kinds';
 import { logger } from '../../apps/core/src/logger';
 import { createMailbox } from '../../apps/core/src/mailboxes';
 import { migrate } from '../../apps/core/src/migrate';
@@ -36,7 +36,7 @@ beforeAll(async () => {
   db = createDb(formation.url, 6, false);
   api = createApp(db);
   await api.start();
-  delivery = createDelivery(db, productionGuards());
+  delivery = createDelivery(db, deliveryRegistrations());
   worker = new Worker(QUEUE.delivery, deliveryProcessor(delivery), { connection: queueConnection(), prefix: queuePrefix(), concurrency: 10 });
 });
 

@@ -4,7 +4,7 @@ import { ErrorCode, type Worker } from 'bullmq';
 import { trackRequest } from '../../apps/api/src/middleware/request';
 import { db } from '../../apps/core/src/db';
 import { createDelivery, type Delivery } from '../../apps/core/src/delivery/deliver';
-import { productionGuards } from '../../apps/core/src/delivery/production-guards';
+import { deliveryRegistrations } from '../../apps/core/src/email-kinds';
 import { logger } from '../../apps/core/src/logger';
 import { dependencies } from '../../apps/core/src/outage';
 import { JOB_OPTIONS, QUEUE, jobId, queue } from '../../apps/core/src/queues';
@@ -59,7 +59,7 @@ describe('the worker', () => {
   });
 
   it("reports Redis's loss of a job's keys or lock after an outage below error, and Sentinel's loss as the outage's one line", () => {
-    workers = createWorkers({ db: db(), delivery: (delivery = createDelivery(db(), productionGuards())), queues: ['webhook'] });
+    workers = createWorkers({ db: db(), delivery: (delivery = createDelivery(db(), deliveryRegistrations())), queues: ['webhook'] });
     const worker = workers[0]!;
     for (let i = 0; i < 20; i++) worker.emit('error', new Error('All sentinels are unreachable. Retrying from scratch after 10ms.'));
     dependencies.up('redis');
@@ -77,7 +77,7 @@ describe('the worker', () => {
 
   it("an SMTP server away for every attempt of a delivery is one warn line for the outage and one for the job's end", async () => {
     const tenant = await makeTenant({ smtp: `smtp://127.0.0.1:${await freePort()}` });
-    workers = createWorkers({ db: db(), delivery: (delivery = createDelivery(db(), productionGuards())), queues: ['delivery'] });
+    workers = createWorkers({ db: db(), delivery: (delivery = createDelivery(db(), deliveryRegistrations())), queues: ['delivery'] });
     const { id } = await insertMessage(tenant, 'nobody-home@example.org');
     await queue(QUEUE.delivery).add(QUEUE.delivery, { messageId: id }, { ...JOB_OPTIONS.delivery, attempts: 4, jobId: jobId.delivery(id), backoff: { type: 'fixed', delay: 50 } });
     await waitForStatus(id, ['failed'], 30_000);

@@ -1,5 +1,5 @@
 import { db } from '../../apps/core/src/db';
-import { checkImap } from '../../apps/core/src/delivery/check';
+import { checkImap } from '../../apps/core/src/mailboxes/check';
 import { startInboundReader } from '../../apps/core/src/inbound/reader';
 import { metrics } from '../../apps/core/src/metrics';
 import { runSequenceStep } from '../../apps/core/src/outreach/steps';

@@ -1,4 +1,4 @@
-import { productionGuards } from '../../apps/core/src/delivery/production-guards';
+import { deliveryRegistrations } from '../../apps/core/src/email-kinds';
 import type { Worker } from 'bullmq';
 import { db } from '../../apps/core/src/db';
 import { createDelivery } from '../../apps/core/src/delivery/deliver';
@@ -17,7 +17,7 @@ const ctx = useApi();
 const pages = usePages();
 let workers: Worker[] = [];
 beforeAll(() => {
-  workers = createWorkers({ db: db(), delivery: createDelivery(db(), productionGuards()), queues: ['links'], concurrency: 5 });
+  workers = createWorkers({ db: db(), delivery: createDelivery(db(), deliveryRegistrations()), queues: ['links'], concurrency: 5 });
 });
 afterAll(async () => {
   await Promise.all(workers.map((w) => w.close()));

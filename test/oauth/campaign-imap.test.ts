@@ -1,7 +1,7 @@
 import type { Worker } from 'bullmq';
 import { db } from '../../apps/core/src/db';
 import { createDelivery, type Delivery } from '../../apps/core/src/delivery/deliver';
-import { productionGuards } from '../../apps/core/src/delivery/production-guards';
+import { deliveryRegistrations } from '../../apps/core/src/email-kinds';
 import { startInboundReader, type InboundReader } from '../../apps/core/src/inbound/reader';
 import { scheduleDueSteps } from '../../apps/core/src/outreach/scheduler';
 import { createWorkers } from '../../apps/worker/src/workers';
@@ -31,7 +31,7 @@ beforeAll(async () => {
   await auth.set({ ttl: 4 });
   smtp = await new XOAuthSmtp(auth).start();
   await dove.start(auth, ADDRESS);
-  delivery = createDelivery(db(), productionGuards());
+  delivery = createDelivery(db(), deliveryRegistrations());
   workers = createWorkers({ db: db(), delivery, queues: ['delivery', 'sequence'], concurrency: 5 });
   reader = startInboundReader(db(), { refreshMs: 200 });
 }, 60_000);

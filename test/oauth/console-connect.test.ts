@@ -2,7 +2,7 @@ import type { Worker } from 'bullmq';
 import { chromium } from 'playwright-core';
 import { db } from '../../apps/core/src/db';
 import { createDelivery, type Delivery } from '../../apps/core/src/delivery/deliver';
-import { productionGuards } from '../../apps/core/src/delivery/production-guards';
+import { deliveryRegistrations } from '../../apps/core/src/email-kinds';
 import { createWorkers } from '../../apps/worker/src/workers';
 import { CHROMIUM, useConsoleBrowser } from '../console/browser';
 import { as, useApi } from '../helpers/api';
@@ -32,7 +32,7 @@ let workers: Worker[] = [];
 beforeAll(async () => {
   await auth.start();
   smtp = await new XOAuthSmtp(auth).start();
-  delivery = createDelivery(db(), productionGuards());
+  delivery = createDelivery(db(), deliveryRegistrations());
   workers = createWorkers({ db: db(), delivery, queues: ['delivery'], concurrency: 5 });
 }, 30_000);
 afterAll(async () => {

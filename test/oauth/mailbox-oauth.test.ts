@@ -3,7 +3,7 @@ import { db } from '../../apps/core/src/db';
 import { decryptSecret } from '../../apps/core/src/crypto';
 import { config } from '../../apps/core/src/config';
 import { createDelivery, type Delivery } from '../../apps/core/src/delivery/deliver';
-import { productionGuards } from '../../apps/core/src/delivery/production-guards';
+import { deliveryRegistrations } from '../../apps/core/src/email-kinds';
 import { accessToken } from '../../apps/core/src/oauth/tokens';
 import { reconcileDeliveries } from '../../apps/core/src/delivery/reconcile';
 import { logger } from '../../apps/core/src/logger';
@@ -27,7 +27,7 @@ let workers: Worker[] = [];
 beforeAll(async () => {
   await auth.start();
   smtp = await new XOAuthSmtp(auth).start();
-  delivery = createDelivery(db(), productionGuards());
+  delivery = createDelivery(db(), deliveryRegistrations());
   workers = createWorkers({ db: db(), delivery, queues: ['delivery'], concurrency: 5 });
 }, 30_000);
 afterAll(async () => {

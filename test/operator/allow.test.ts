@@ -5,6 +5,7 @@ import { openApiDocument } from '../../apps/api/src/openapi/document';
 import { adminOpenApiDocument } from '../../apps/api/src/openapi/admin-document';
 import { adminRouter } from '../../apps/api/src/routes/admin';
 import { db } from '../../apps/core/src/db';
+import { deliveryRegistrations } from '../../apps/core/src/email-kinds';
 import { ADMIN_TOKEN, useApi } from '../helpers/api';
 import { makeTenant } from '../helpers/factories';
 
@@ -89,7 +90,7 @@ describe('the admin API document', () => {
     .sort();
 
   it('lists every route the admin routers serve, and nothing they do not', () => {
-    const router = adminRouter(db(), (_req, _res, next) => next()) as unknown as { stack: Layer[] };
+    const router = adminRouter(db(), (_req, _res, next) => next(), deliveryRegistrations().kinds) as unknown as { stack: Layer[] };
     const routes = served(router.stack).sort();
     expect(routes.length).toBeGreaterThan(30);
     expect(documented).toEqual(routes);

@@ -240,9 +240,9 @@ describe('auto-pause of broadcasts, bounces first', () => {
     expect(await db().$transaction((tx) => autoPauseAfter(tx, bounced!.id))).toBeNull(); // 2 of 2: too few
     // 18 copies on the wire, marked sent by the worker's "sent" statement: 2 of 20
     const sending = await copies('sending', 3, 18);
-    await Promise.all(sending.slice(0, 17).map((c) => worker.delivery.claims.markSent(c.id, '250 ok')));
+    await Promise.all(sending.slice(0, 17).map((c) => worker.delivery.claims.markSent({ id: c.id, kind: 'broadcast' }, '250 ok')));
     expect((await db().broadcast.findUniqueOrThrow({ where: { id: broadcast.id } })).status).toBe('sending');
-    await worker.delivery.claims.markSent(sending[17]!.id, '250 ok');
+    await worker.delivery.claims.markSent({ id: sending[17]!.id, kind: 'broadcast' }, '250 ok');
     expect(await db().broadcast.findUniqueOrThrow({ where: { id: broadcast.id } })).toMatchObject({ status: 'paused', pausedReason: 'bounce rate 10.0% over the last 20 emails' });
   });
 });

@@ -1,5 +1,6 @@
 import { normaliseEmail, normaliseSite } from '../../apps/core/src/outreach/contacts';
-import { followUpSubject, renderSubject, renderTemplate } from '../../apps/core/src/outreach/render';
+import { followUpSubject } from '../../apps/core/src/outreach/render';
+import { renderSubject, renderTemplate } from '../../apps/core/src/templates/render';
 import { noReplyWaitHours } from '../../apps/core/src/outreach/timing';
 
 describe('contact normalisation', () => {

@@ -1,5 +1,5 @@
 import type { Worker } from 'bullmq';
-import { productionGuards } from '../../apps/core/src/delivery/production-guards';
+import { deliveryRegistrations } from '../../apps/core/src/email-kinds';
 import { db } from '../../apps/core/src/db';
 import { createDelivery } from '../../apps/core/src/delivery/deliver';
 import { scheduleDueSteps } from '../../apps/core/src/outreach/scheduler';
@@ -163,7 +163,7 @@ describe('sequences on the wire', () => {
 
   it('with two sets of workers and a scheduler racing the API kick, every prospect gets each step once', async () => {
     // a second worker process: its own delivery (claims, marks, SMTP pools)
-    const second = createDelivery(db(), productionGuards());
+    const second = createDelivery(db(), deliveryRegistrations());
     const more = createWorkers({ db: db(), delivery: second, queues: ['delivery', 'sequence'], concurrency: 5 });
     try {
       const { campaign, client } = await start([{ subject: 'Once, {{name}}', body: 'only once', delay_hours: 0 }]);

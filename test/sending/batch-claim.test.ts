@@ -1,5 +1,5 @@
 import { db } from '../../apps/core/src/db';
-import { productionGuards } from '../../apps/core/src/delivery/production-guards';
+import { deliveryRegistrations } from '../../apps/core/src/email-kinds';
 import { guardedKinds } from '../../apps/core/src/delivery/guards';
 import crypto from 'node:crypto';
 import { FastClaims } from '../../apps/core/src/delivery/fast-claim';
@@ -14,8 +14,8 @@ async function queuedMessages(n: number): Promise<string[]> {
 
 describe('delivery claims and "sent" marks shared by concurrent deliveries', () => {
   // a worker process's claims (createDelivery makes one for each)
-  const claims = new FastClaims(db());
-  const claimUnguarded = (id: string) => claims.claimUnguarded(id, 60_000, guardedKinds(productionGuards()));
+  const claims = new FastClaims(db(), deliveryRegistrations().kinds);
+  const claimUnguarded = (id: string) => claims.claimUnguarded(id, 60_000, guardedKinds(deliveryRegistrations().kinds.guards));
 
   it('gives a row asked for twice in one batch to one asker only', async () => {
     const [filler, contested] = await queuedMessages(2);
@@ -37,7 +37,7 @@ describe('delivery claims and "sent" marks shared by concurrent deliveries', () 
 
     // the marks wait for company: one statement for all twelve
     const marks = claims.stats.marks;
-    await Promise.all(ids.map((id, i) => claims.markSent(id, `250 ok ${i}`)));
+    await Promise.all(ids.map((id, i) => claims.markSent({ id, kind: 'transactional' }, `250 ok ${i}`)));
     expect(claims.stats.marks - marks).toBe(1);
     const rows = await db().message.findMany({ where: { id: { in: ids } } });
     expect(rows.every((r) => r.status === 'sent' && r.lockedUntil === null && r.sentAt)).toBe(true);

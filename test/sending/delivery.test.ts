@@ -6,7 +6,7 @@ import { storeMessages } from '../../apps/core/src/delivery/outbox';
 import { JOB_OPTIONS, QUEUE, jobId, queue } from '../../apps/core/src/queues';
 import { deliveryProcessor } from '../../apps/worker/src/processors/delivery';
 import { makeTenant } from '../helpers/factories';
-import { useDelivery, useMail } from '../helpers/mail';
+import { useDelivery, useMail, withGuards } from '../helpers/mail';
 import { SmtpSink } from '../helpers/smtp-sink';
 import { waitFor } from '../helpers/wait';
 import { insertMessage, queueEmail, waitForStatus } from './helpers';
@@ -140,7 +140,7 @@ describe('delivery worker', () => {
     const [row] = await db().$transaction((tx) =>
       storeMessages(tx, [{ accountId: tenant.account.id, mailboxId: tenant.mailbox.id, fromAddress: tenant.mailbox.address, kind: 'sequence', to: 'replied@example.org', subject: 'Hi', text: 'x' }]),
     );
-    expect(await deliverMessage(createDelivery(db(), guards), row!.id!, { lastAttempt: false })).toEqual({ kind: 'cancelled', reason: 'the prospect replied' });
+    expect(await deliverMessage(createDelivery(db(), withGuards(guards)), row!.id!, { lastAttempt: false })).toEqual({ kind: 'cancelled', reason: 'the prospect replied' });
     expect((await db().message.findUniqueOrThrow({ where: { id: row!.id! } })).lastError).toBe('the prospect replied');
     expect(sink.to('replied@example.org')).toHaveLength(0);
   });
@@ -182,7 +182,7 @@ describe('delivery worker', () => {
         { accountId: tenant.account.id, mailboxId: tenant.mailbox.id, fromAddress: tenant.mailbox.address, kind: 'sequence', to: 'thread@example.org', subject: 'Re', text: 'x', inReplyTo: '<first@example.com>', references: '<first@example.com>' },
       ]),
     );
-    const letThrough = createDelivery(db(), { sequence: async () => null });
+    const letThrough = createDelivery(db(), withGuards({ sequence: async () => null }));
     try {
       expect(await deliverMessage(letThrough, row!.id!, { lastAttempt: false })).toMatchObject({ kind: 'sent' });
     } finally {

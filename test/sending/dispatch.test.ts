@@ -1,5 +1,6 @@
 import { db } from '../../apps/core/src/db';
-import { batchRowsOnTheWire, deliverBatch } from '../../apps/core/src/delivery/deliver';
+import { batchRowsOnTheWire } from '../../apps/core/src/delivery/delivery';
+import { deliverBatch } from '../../apps/core/src/delivery/dispatch';
 import { QUEUE, jobId, queue } from '../../apps/core/src/queues';
 import { deliveryProcessor } from '../../apps/worker/src/processors/delivery';
 import { makeTenant } from '../helpers/factories';

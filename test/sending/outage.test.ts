@@ -2,10 +2,11 @@ import request from 'supertest';
 import { createApp } from '../../apps/api/src/app';
 import { Semaphore } from '../../apps/core/src/batch';
 import { createDb, db, type Db } from '../../apps/core/src/db';
-import { createDelivery, deliverBatch, deliverMessage, type Delivery } from '../../apps/core/src/delivery/deliver';
+import { createDelivery, deliverMessage, type Delivery } from '../../apps/core/src/delivery/deliver';
+import { deliverBatch } from '../../apps/core/src/delivery/dispatch';
 import { FastClaims } from '../../apps/core/src/delivery/fast-claim';
 import { HOLDER, HOLDER_TTL_MS } from '../../apps/core/src/delivery/lease';
-import { productionGuards } from '../../apps/core/src/delivery/production-guards';
+import { deliveryRegistrations } from '../../apps/core/src/email-kinds';
 import type { DomainSigner } from '../../apps/core/src/domains/sending';
 import { logger } from '../../apps/core/src/logger';
 import { redis, rkey } from '../../apps/core/src/redis';
@@ -26,8 +27,8 @@ beforeAll(async () => {
   await sink.start();
   await proxy.start();
   proxied = createDb(proxy.url());
-  behindProxy = createDelivery(proxied, productionGuards());
-  direct = createDelivery(db(), productionGuards());
+  behindProxy = createDelivery(proxied, deliveryRegistrations());
+  direct = createDelivery(db(), deliveryRegistrations());
 });
 afterAll(async () => {
   behindProxy.close();
@@ -108,7 +109,7 @@ it("gives back a batch's row slots when its emails fail before the wire, and the
   const batch = ids.map((id) => ({ id, notBefore: null }));
   // Postgres gone just as the signing keys are read (their cache ran out during an outage): claimed, nothing sent
   const keysAway = { sign: () => Promise.reject(new Error('the signing keys could not be read')) } as unknown as DomainSigner;
-  const worker: Delivery = { ...direct, claims: new FastClaims(db()), rows: new Semaphore(2), signer: keysAway };
+  const worker: Delivery = { ...direct, claims: new FastClaims(db(), direct.kinds), rows: new Semaphore(2), signer: keysAway };
   await expect(deliverBatch(worker, batch)).rejects.toThrow(/signing keys/);
   // both slots back: a batch that needs the whole capacity does not wait for ever
   expect(await worker.rows.acquireWithin(2, 100)).toBe(true);
@@ -152,7 +153,7 @@ describe('a lease that ran out while Postgres was away', () => {
     await waitFor(async () => (await db().message.findUniqueOrThrow({ where: { id: id! } })).lockedUntil! < new Date(), { what: 'the lease to run out' });
     // the same worker's other jobs (a dispatch job run again, the reconciler's job for the row), on a connection
     // Postgres answers before the mark is written
-    const sameWorker: Delivery = { ...behindProxy, db: db(), claims: new FastClaims(db()) };
+    const sameWorker: Delivery = { ...behindProxy, db: db(), claims: new FastClaims(db(), direct.kinds) };
     expect(await deliverMessage(sameWorker, id!, { lastAttempt: false })).toMatchObject({ kind: 'busy' });
     expect(await deliverBatch(sameWorker, [{ id: id!, notBefore: null }])).toEqual({ sent: 0, handedOn: 1 });
     expect(sink.to('held-through@example.org')).toHaveLength(1);

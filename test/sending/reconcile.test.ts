@@ -2,6 +2,7 @@ import crypto from 'node:crypto';
 import { db } from '../../apps/core/src/db';
 import { reconcileDeliveries, STALE_AFTER_MS } from '../../apps/core/src/delivery/reconcile';
 import { FastClaims } from '../../apps/core/src/delivery/fast-claim';
+import { deliveryRegistrations } from '../../apps/core/src/email-kinds';
 import { HOLDER, HOLDER_TTL_MS, liveHolders, startHolderBeacon } from '../../apps/core/src/delivery/lease';
 import { QUEUE, jobId, queue } from '../../apps/core/src/queues';
 import { redis, rkey } from '../../apps/core/src/redis';
@@ -85,7 +86,7 @@ it("leaves a row whose lease ran out to its holder while the holder's beacon liv
 it('a claim names this process in the row, and its beacon is what the reconciler reads', async () => {
   const tenant = await makeTenant({ smtp: 'smtp://127.0.0.1:9' });
   const [row] = await strand(tenant, 1, 0);
-  const claimed = await new FastClaims(db()).claimUnguarded(row!, 30_000, []);
+  const claimed = await new FastClaims(db(), deliveryRegistrations().kinds).claimUnguarded(row!, 30_000, []);
   expect(claimed?.lockedBy).toBe(HOLDER);
   expect(await db().message.findUniqueOrThrow({ where: { id: row! } })).toMatchObject({ status: 'sending', lockedBy: HOLDER });
   expect(await liveHolders([HOLDER])).toEqual(new Set());

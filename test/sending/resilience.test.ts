@@ -1,7 +1,7 @@
 import { spawn } from 'node:child_process';
 import net from 'node:net';
 import Redis from 'ioredis';
-import { productionGuards } from '../../apps/core/src/delivery/production-guards';
+import { deliveryRegistrations } from '../../apps/core/src/email-kinds';
 import { createDelivery, type Delivery } from '../../apps/core/src/delivery/deliver';
 import { Worker } from 'bullmq';
 import { createApp } from '../../apps/api/src/app';
@@ -36,7 +36,7 @@ afterAll(async () => {
 
 /** A delivery worker in this process, as after a restart; checks for stalled jobs every second. */
 function startWorker(): Worker {
-  const delivery = createDelivery(db(), productionGuards());
+  const delivery = createDelivery(db(), deliveryRegistrations());
   deliveries.push(delivery);
   const worker = new Worker(QUEUE.delivery, deliveryProcessor(delivery), { connection: queueConnection(), prefix: queuePrefix(), stalledInterval: 1000 });
   workers.push(worker);

@@ -1,5 +1,5 @@
 import { db } from '../../apps/core/src/db';
-import { productionGuards } from '../../apps/core/src/delivery/production-guards';
+import { deliveryRegistrations } from '../../apps/core/src/email-kinds';
 import { createDelivery } from '../../apps/core/src/delivery/deliver';
 import { PayloadTooLarge } from '../../apps/core/src/errors';
 import { parseSendRequest } from '../../apps/core/src/sending/schema';
@@ -56,7 +56,7 @@ describe('POST /api/v1/send: acceptance', () => {
     expect(fan?.data).toEqual({ messages: ids.map((id) => ({ id, notBefore: sendAt.getTime() })) });
     expect(await Promise.all(ids.map((id) => queue(QUEUE.delivery).getJob(jobId.delivery(id))))).toEqual(ids.map(() => undefined));
 
-    expect(await deliveryProcessor(createDelivery(db(), productionGuards()))(fan!)).toBe('dispatched');
+    expect(await deliveryProcessor(createDelivery(db(), deliveryRegistrations()))(fan!)).toBe('dispatched');
     for (const id of ids) {
       const job = await queue(QUEUE.delivery).getJob(jobId.delivery(id));
       expect(job?.data).toEqual({ messageId: id });

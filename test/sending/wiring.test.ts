@@ -1,7 +1,7 @@
 import { db } from '../../apps/core/src/db';
 import { createDelivery } from '../../apps/core/src/delivery/deliver';
 import { storeMessages, type OutgoingEmail } from '../../apps/core/src/delivery/outbox';
-import { productionGuards } from '../../apps/core/src/delivery/production-guards';
+import { deliveryRegistrations } from '../../apps/core/src/email-kinds';
 import { QUEUE, queue } from '../../apps/core/src/queues';
 import { createWorkers } from '../../apps/worker/src/workers';
 import { makeList, makeTenant } from '../helpers/factories';
@@ -27,12 +27,12 @@ afterAll(async () => {
   await sink.stop();
 });
 
-it('productionGuards() watches every guarded kind', () => {
-  expect(Object.keys(productionGuards()).sort()).toEqual(['confirmation', 'sequence', 'series']);
+it('deliveryRegistrations() guards every guarded kind', () => {
+  expect(Object.keys(deliveryRegistrations().kinds.guards).sort()).toEqual(['confirmation', 'sequence', 'series']);
 });
 
 it("every queue's worker looks for a dead worker's jobs every 5 s, so they run again about when its leases run out", async () => {
-  const workers = createWorkers({ db: db(), delivery: createDelivery(db(), productionGuards()), concurrency: 1 });
+  const workers = createWorkers({ db: db(), delivery: createDelivery(db(), deliveryRegistrations()), concurrency: 1 });
   try {
     const opts = Object.fromEntries(workers.map((w) => [w.name, { stalledInterval: w.opts.stalledInterval, lockDuration: w.opts.lockDuration }]));
     expect(Object.keys(opts).sort()).toEqual(Object.values(QUEUE).sort());

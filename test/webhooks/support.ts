@@ -1,4 +1,4 @@
-import { productionGuards } from '../../apps/core/src/delivery/production-guards';
+import { deliveryRegistrations } from '../../apps/core/src/email-kinds';
 import type { Worker } from 'bullmq';
 import type { ApiApp } from '../../apps/api/src/app';
 import { db } from '../../apps/core/src/db';
@@ -53,7 +53,7 @@ export function useLateWorker(): { start: () => void } {
   });
   return {
     start: () => {
-      workers = createWorkers({ db: db(), delivery: createDelivery(db(), productionGuards()), queues: ['webhook'], concurrency: 2 });
+      workers = createWorkers({ db: db(), delivery: createDelivery(db(), deliveryRegistrations()), queues: ['webhook'], concurrency: 2 });
       dispatcher = startDispatcher(db(), { everyMs: 50 });
     },
   };

@@ -83,9 +83,9 @@ export function createApp(db: Db): ApiApp {
   app.use(acmeChallengeRouter(db));
   app.use(DASHBOARD_PATH, refuseFraming, refuseCrossSiteWrites, dashboardAccess(failures), dashboardRouter());
   // the JSON parser runs after the token (an import reads its own body: routes/admin/index.ts)
-  app.use('/admin/api', requireAdminOrMember(db, failures), adminRouter(db, json, reads));
+  app.use('/admin/api', requireAdminOrMember(db, failures), adminRouter(db, json, state.kinds, reads));
   app.route('/metrics').all(requireAdmin(failures)).get(metricsHandler(db)).all(methodNotAllowed);
-  app.use('/admin', consoleRouter(db, { budget, signInBudget: publicBudget('signIn'), failures }, reads));
+  app.use('/admin', consoleRouter(db, { budget, signInBudget: publicBudget('signIn'), failures }, state.kinds, reads));
   app.use(unsubscribeRouter(db));
   app.use(trackingRouter(db));
   app.use(inboundFilesRouter(db));

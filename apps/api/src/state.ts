@@ -2,6 +2,8 @@ import type { Db } from '../../core/src/db';
 import { createSending, type Sending } from '../../core/src/sending/accept';
 import { FastAdds } from '../../core/src/subscribers/fast-add';
 import { Verifier } from '../../core/src/verify';
+import type { EmailKinds } from '../../core/src/delivery/kinds';
+import { deliveryRegistrations } from '../../core/src/email-kinds';
 
 /**
  * What an API process keeps in memory for its requests, made once by createApp over its database and passed down to the
@@ -15,8 +17,10 @@ export interface ApiState {
   verifier: Verifier;
   /** requests the fast lane answered itself (lane.ts; a test's way to know which side answered) */
   lane: { answered: number };
+  /** what each kind of email registers with delivery (core/src/email-kinds): the operator's story composes with it */
+  kinds: EmailKinds;
 }
 
 export function createApiState(db: Db): ApiState {
-  return { sending: createSending(db), adds: new FastAdds(db), verifier: new Verifier(), lane: { answered: 0 } };
+  return { sending: createSending(db), adds: new FastAdds(db), verifier: new Verifier(), lane: { answered: 0 }, kinds: deliveryRegistrations().kinds };
 }

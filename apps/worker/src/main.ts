@@ -1,10 +1,10 @@
 import { config } from '../../core/src/config';
 import { db } from '../../core/src/db';
-import { productionGuards } from '../../core/src/delivery/production-guards';
 import { startInboundReader } from '../../core/src/inbound/reader';
 import { collectProcessMetrics } from '../../core/src/metrics';
 import { serveWorkerMetrics } from '../../core/src/metrics/worker-server';
 import { createDelivery, type Delivery } from '../../core/src/delivery/deliver';
+import { deliveryRegistrations } from '../../core/src/email-kinds';
 import { SandboxSink } from '../../core/src/sandbox/sink';
 import { logger } from '../../core/src/logger';
 import { tuneRuntime } from '../../core/src/runtime';
@@ -45,12 +45,13 @@ async function main(): Promise<void> {
   await preflight('worker');
   // the rows this process claims name it; its beacon tells the reconciler it lives however long Postgres is away
   stopBeacon = startHolderBeacon();
-  // delivery's parts, built once here and passed down (createDelivery): the pre-send guards, the claims and "sent" marks
+  // delivery's parts, built once here and passed down (createDelivery): the kinds of email (their links, pre-send guards
+  // and what follows their end) and mailbox logins the domains register (email-kinds), the claims and "sent" marks
   // all its jobs share, the lease heartbeat, the SMTP pools, the queueing of a broadcast's copies, the bounds on bytes
   // and rows in flight (a test runs this file as a process: test/sending/wiring.test.ts)
   // the process's one database handle, given to every part below
   const database = db();
-  delivery = createDelivery(database, productionGuards(), { sandbox: new SandboxSink() });
+  delivery = createDelivery(database, deliveryRegistrations(), { sandbox: new SandboxSink() });
   // address verification for the imports that ask for it: the disposable domains, the resolver, the mailbox probe
   workers = createWorkers({ db: database, delivery, verifier: new Verifier() });
   housekeeping = startMaintenance(database);

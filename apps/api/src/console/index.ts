@@ -19,6 +19,7 @@ import { listsPage } from './pages/lists';
 import { mailboxesPage } from './pages/mailboxes';
 import { oauthCallback } from './pages/mailbox-oauth';
 import { messagesPage } from './pages/messages';
+import type { EmailKinds } from '../../../core/src/delivery/kinds';
 import { overviewPage } from './pages/overview';
 import { webhooksPage } from './pages/webhooks';
 import { domainsPage } from './pages/domains';
@@ -80,7 +81,7 @@ const securityHeaders = helmet({
 /** The console's one multipart form: a list's import file. */
 const UPLOAD_PATH = /^\/lists\/\d+\/upload$/;
 
-export function consoleRouter(db: Db, bodies: { budget: BodyBudget; signInBudget: BodyBudget; failures: AuthFailures }, reads: Reads = createReads(db, null)): Router {
+export function consoleRouter(db: Db, bodies: { budget: BodyBudget; signInBudget: BodyBudget; failures: AuthFailures }, kinds: EmailKinds, reads: Reads = createReads(db, null)): Router {
   const router = Router();
   const views = createViews(Object.assign({}, ...PAGES.map((p) => p.templates)) as Record<string, string>);
   const oidc = config().oidc;
@@ -120,7 +121,7 @@ export function consoleRouter(db: Db, bodies: { budget: BodyBudget; signInBudget
     await saveSession(session);
     res.redirect(303, to);
   };
-  const ctx: PageContext = { db, reads, render, redirect };
+  const ctx: PageContext = { db, reads, kinds, render, redirect };
 
   // what falls through the admin API and the queue dashboard keeps their JSON 404, not a console page
   router.use((req, _res, next) => next(/^\/(api|queues)(\/|$)/.test(req.path) ? 'router' : undefined));

@@ -2,6 +2,7 @@ import type { Request, Response, Router } from 'express';
 import type { Db } from '../../../core/src/db';
 import type { Reads } from '../../../core/src/replicas';
 import type { Permission } from '../../../core/src/teams';
+import type { EmailKinds } from '../../../core/src/delivery/kinds';
 
 /**
  * One page (or resource) of the console: its templates and its routes. A new page is a module exporting a ConsolePage
@@ -22,6 +23,8 @@ export interface PageContext {
   db: Db;
   /** where the message search and the charts read: a replica with DATABASE_READ_URL (replicas/), else the primary */
   reads: Reads;
+  /** the kinds of email, for composing a message as it went out (its story's headers) */
+  kinds: EmailKinds;
   /** renders `@template` in the layout with the session's CSRF token, the navigation and any flash message */
   render(req: Request, res: Response, template: string, title: string, data?: Record<string, unknown>, status?: number): void;
   /** a message for the next page, then a redirect (POST, redirect, GET) */

@@ -2,7 +2,7 @@ import { DomUtils, parseDocument } from 'htmlparser2';
 import type { Broadcast, List } from '../../../../generated/prisma/client';
 import { config } from '../config';
 import type { Db } from '../db';
-import { renderSubject, renderTemplate, type TemplateContext } from '../outreach/render';
+import { renderSubject, renderTemplate, type TemplateContext } from '../templates/render';
 import { storedSource } from '../templates/service';
 
 /**

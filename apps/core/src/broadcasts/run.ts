@@ -6,7 +6,7 @@ import { markNotEnqueued } from '../delivery/repository';
 import { emitEvent } from '../events';
 import { newId } from '../ids';
 import { logger } from '../logger';
-import { listId, renderCopy } from './copy';
+import { listId, renderCopy } from '../templates/list-copy';
 import { storedSource } from '../templates/service';
 import { progressOf } from './service';
 import { ruleOf } from './segment';

@@ -1,9 +1,7 @@
-import { withUnsubscribeUrl } from '../broadcasts/copy';
 import { verpAddress } from '../inbound/verp';
-import { withProspectUnsubscribeUrl } from '../outreach/opt-out';
-import { withConfirmationLink } from '../subscribers/confirm-link';
 import type Mail from 'nodemailer/lib/mailer';
 import { textOf } from '../templates/content';
+import type { EmailKinds } from './kinds';
 import type { Mailbox, Message, Send } from '../../../../generated/prisma/client';
 
 /** An attachment as stored on a Send: the content stays base64 until it is written to the wire. */
@@ -18,25 +16,18 @@ export const htmlToText = textOf;
 
 /**
  * The email of one Message row, as nodemailer takes it: one recipient in To and in the envelope, the row's own
- * Message-ID. Copies of a Send take the content from the Send; confirmation and sequence emails carry their own.
+ * Message-ID. Copies of a Send take the content from the Send; confirmation and sequence emails carry their own, and
+ * their kind's links are put in (`kinds`: the process's registrations, kinds.ts).
  */
-export function composeMail(message: Message, mailbox: Mailbox, send: Send | null): Mail.Options {
+export function composeMail(kinds: EmailKinds, message: Message, mailbox: Mailbox, send: Send | null): Mail.Options {
   const envelope = { from: mailbox.returnPath === 'verp' ? verpAddress(mailbox.address, message.id) : mailbox.address, to: [message.to] };
   // a message submitted over SMTP goes out as its client wrote it (DKIM-signed by the transport like any other); its
   // `from` is the header From its submission parsed, for the signer's d= (nodemailer writes no header into a raw message)
   const raw = send ? rawBytes(send.raw) : null;
   if (raw) return { envelope, raw, from: send!.headerFrom ?? storedHeaderFrom(raw) ?? undefined };
-  // a confirmation's link and a broadcast copy's, series step's or outreach step's unsubscribe link are put in here, on the way to the
-  // wire: their stored bodies hold none (subscribers/confirm-link.ts, broadcasts/copy.ts, outreach/opt-out.ts)
-  const { subscriberId, prospectId } = message;
-  const own = (body: string | null) =>
-    message.kind === 'confirmation'
-      ? withConfirmationLink(body, message.id)
-      : (message.kind === 'broadcast' || message.kind === 'series' || message.kind === 'preferences') && subscriberId !== null
-        ? withUnsubscribeUrl(body, subscriberId)
-        : message.kind === 'sequence' && prospectId !== null
-          ? withProspectUnsubscribeUrl(body, prospectId)
-          : body;
+  // a confirmation's link and a broadcast copy's, series step's or outreach step's unsubscribe link are put in here, on
+  // the way to the wire: their stored bodies hold a marker (each kind's `links`: subscribers, broadcasts, outreach)
+  const own = (body: string | null) => kinds.links(body, message);
   const html = send ? send.html : own(message.html);
   // null: none was given, so one is made from the html; '' : a template said no text part (text_from_html false)
   const text = (send ? send.text : own(message.text)) ?? (html ? htmlToText(html) : undefined);

@@ -1,10 +1,9 @@
-import { announceFinished } from '../sending/finished';
 import type { Mailbox, Message, Send } from '../../../../generated/prisma/client';
 import { Batcher } from '../batch';
 import type { Db } from '../db';
 import type { MessageKind } from '../../../../generated/prisma/enums';
+import type { EmailKinds } from './kinds';
 import { HOLDER } from './lease';
-import { judgeWatchedWindows } from '../outreach/auto-pause';
 import { claimUnguardedRows, markRowsSent } from './repository';
 
 /** A column's camelCase name and whether it holds a timestamp. */
@@ -85,14 +84,18 @@ async function claimBatch(db: Db, state: ClaimState, ids: string[], leaseMs: num
  * every dead entry the claims and marks left: 800 index entries read per mark in the bench, 60% of Postgres's index
  * reads. (A plan made before the table's first ANALYZE scans it whole either way, until autovacuum analyses it.)
  */
-async function markSentBatch(db: Db, stats: StatementStats, sent: { id: string; response: string }[]): Promise<void[]> {
+async function markSentBatch(db: Db, kinds: EmailKinds, stats: StatementStats, sent: SentMark[]): Promise<void[]> {
   stats.marks++;
   const watched = await markRowsSent(db, sent);
-  announceFinished(sent.map((s) => s.id));
+  // what follows the end of each kind (a waiting `Prefer: wait` request is woken: sending/finished.ts)
+  kinds.finished(sent);
   // a window short of its minimum that holds a bounce is judged again as its emails end (outreach/auto-pause.ts)
-  if (watched.length) await judgeWatchedWindows(db, watched);
+  await kinds.windowsEnded(db, watched);
   return sent.map(() => undefined);
 }
+
+/** A row delivered, with its kind (for what follows its end) and its server's answer. */
+type SentMark = { id: string; kind: MessageKind; response: string };
 
 /**
  * A worker's concurrent deliveries share their claim and their "sent" statements (group commit: see batch.ts): the
@@ -106,20 +109,21 @@ async function markSentBatch(db: Db, stats: StatementStats, sent: { id: string; 
  * Between the SMTP server's 250 and the mark's commit is the window in which a killed worker sends an email twice
  * (docs/reliability.md): the marks' wait widens it by 3 ms, against the 50 ms a busy Postgres already puts there.
  *
- * One per worker process (createDelivery, delivery/deliver.ts), so that all its deliveries share the batches.
+ * One per worker process (createDelivery, delivery/delivery.ts), so that all its deliveries share the batches.
  */
 const LINGER_MS = 3;
 
 export class FastClaims {
   readonly stats: StatementStats = { claims: 0, marks: 0 };
   private readonly claims: Batcher<{ id: string; leaseMs: number; guarded: MessageKind[] }, ClaimedRow | null>;
-  private readonly marks: Batcher<{ id: string; response: string }, void>;
+  private readonly marks: Batcher<SentMark, void>;
 
-  constructor(db: Db) {
+  /** `kinds`: the process's kinds of email, told of the rows each mark ends (kinds.ts) */
+  constructor(db: Db, kinds: EmailKinds) {
     const state: ClaimState = { stats: this.stats, columns: new Map() };
     // one lease and guard list for the whole batch: the first caller's (every caller of a process passes the same)
     this.claims = new Batcher((items) => claimBatch(db, state, items.map((i) => i.id), items[0]!.leaseMs, items[0]!.guarded), { maxInFlight: 1, maxBatch: 100, lingerMs: LINGER_MS });
-    this.marks = new Batcher((items) => markSentBatch(db, this.stats, items), { maxInFlight: 1, maxBatch: 100, lingerMs: LINGER_MS });
+    this.marks = new Batcher((items) => markSentBatch(db, kinds, this.stats, items), { maxInFlight: 1, maxBatch: 100, lingerMs: LINGER_MS });
   }
 
   /**
@@ -132,7 +136,7 @@ export class FastClaims {
   }
 
   /** The row is delivered; only the worker holding it may say so. Resolves once that is committed. */
-  markSent(messageId: string, response: string): Promise<void> {
-    return this.marks.submit({ id: messageId, response });
+  markSent(message: { id: string; kind: MessageKind }, response: string): Promise<void> {
+    return this.marks.submit({ id: message.id, kind: message.kind, response });
   }
 }

@@ -10,13 +10,10 @@ import type { Tx } from '../db';
 export type PreSendGuard = (tx: Tx, message: Message) => Promise<string | null>;
 
 /**
- * The guards of a worker, by message kind: built once and passed down explicitly (the worker's main passes
- * productionGuards(), see production-guards.ts), never filled as a side effect.
+ * The guards of a worker, by message kind: each kind registers its own (kinds.ts's EmailKind.guard), and the process's
+ * EmailKinds, made once at start, holds them; never filled as a side effect.
  */
 export type PreSendGuards = Readonly<Partial<Record<MessageKind, PreSendGuard>>>;
-
-/** No guard at all: for tests of delivery mechanics that send only unguarded kinds. */
-export const NO_GUARDS: PreSendGuards = Object.freeze({});
 
 export async function preSendRefusal(guards: PreSendGuards, tx: Tx, message: Message): Promise<string | null> {
   const guard = guards[message.kind];

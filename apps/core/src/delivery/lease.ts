@@ -18,7 +18,7 @@ export function deliveryLeaseMs(): number {
 
 /**
  * The rows a worker process holds (claimed, not yet marked) and the timer that renews them: one per process, made with
- * its delivery (createDelivery, delivery/deliver.ts).
+ * its delivery (createDelivery, delivery/delivery.ts).
  */
 export class Heartbeat {
   readonly held = new Set<string>();

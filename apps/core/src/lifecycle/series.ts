@@ -1,5 +1,5 @@
 import type { Db, Tx } from '../db';
-import { listId as listIdHeader, renderCopy } from '../broadcasts/copy';
+import { listId as listIdHeader, renderCopy } from '../templates/list-copy';
 import { enqueueDelivery, storeMessages, type OutgoingEmail } from '../delivery/outbox';
 import { newId } from '../ids';
 import { logger } from '../logger';

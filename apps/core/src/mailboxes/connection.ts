@@ -1,5 +1,5 @@
 import type { Db } from '../db';
-import { checkImap, checkSmtp } from '../delivery/check';
+import { checkImap, checkSmtp } from './check';
 import { findMailbox } from './index';
 
 export type ConnectionCheck = { ok: boolean; message: string };

@@ -8,6 +8,7 @@ import { dependencies } from '../outage';
 import { redis, rkey } from '../redis';
 import { OAuthGrantRefused, OAuthUnavailable, tokenRequest } from './client';
 import { markNeedsReconnect } from './state';
+import { MailboxLoginAway, MailboxNeedsReconnect, type MailboxLogins } from '../delivery/login';
 
 /**
  * Access tokens of the mailboxes that sign in with OAuth2 (docs/mailboxes.md). The token is kept in Redis, encrypted
@@ -16,23 +17,18 @@ import { markNeedsReconnect } from './state';
  * lock is let go. `invalid_grant` marks the mailbox needs_reconnect (state.ts) and answers MailboxNeedsReconnect.
  */
 
-/** The mailbox cannot sign in until someone connects it again: its mail waits (never failed). */
-export class MailboxNeedsReconnect extends Error {
-  override name = 'MailboxNeedsReconnect';
-  constructor(readonly mailboxId: number, reason: string) {
-    super(`mailbox ${mailboxId} needs reconnecting: ${reason}`);
-  }
-}
+/** The mailbox cannot sign in until someone connects it again (delivery/login.ts): its mail waits (never failed). */
+export { MailboxNeedsReconnect };
 
 /**
  * The mailbox's provider did not answer a token request (its token endpoint down, 5xx): no request is made before
- * `retryAt`, and the mailbox's mail waits without spending attempts (delivery/deliver.ts). An outage of the mailbox,
+ * `retryAt`, and the mailbox's mail waits without spending attempts (delivery/failure.ts). An outage of the mailbox,
  * not of each email.
  */
-export class OAuthProviderAway extends OAuthUnavailable {
+export class OAuthProviderAway extends MailboxLoginAway {
   override name = 'OAuthProviderAway';
-  constructor(readonly mailboxId: number, readonly retryAt: number, reason: string) {
-    super(`mailbox ${mailboxId}: the OAuth2 provider is away (${reason}); next token request after ${new Date(retryAt).toISOString()}`);
+  constructor(mailboxId: number, retryAt: number, reason: string) {
+    super(mailboxId, retryAt, `mailbox ${mailboxId}: the OAuth2 provider is away (${reason}); next token request after ${new Date(retryAt).toISOString()}`);
   }
 }
 
@@ -195,3 +191,6 @@ export function tokenProvider(db: Db, mailbox: Pick<Mailbox, 'id' | 'authType'>)
     return { token: got.token, expires: got.refreshAt };
   };
 }
+
+/** Delivery's login of a mailbox (delivery/login.ts): its OAuth2 token provider when it signs in with OAuth2. */
+export const oauthLoginOf: MailboxLogins = (db, mailbox) => (mailbox.authType === 'oauth2' ? tokenProvider(db, mailbox) : undefined);

@@ -3,6 +3,7 @@ import type Mail from 'nodemailer/lib/mailer';
 import type { Message, MessageAttempt } from '../../../../generated/prisma/client';
 import type { Db } from '../db';
 import { composeMail } from '../delivery/compose';
+import type { EmailKinds } from '../delivery/kinds';
 import { NotFound } from '../errors';
 import { publicBounce, type Bounce, type PublicBounce } from '../inbound/bounce-policy';
 import { QUEUE, jobId, queue } from '../queues';
@@ -102,7 +103,7 @@ function attemptsOf(m: StoredMessage): StoryAttempt[] {
  * times (accepted, scheduled, claimed, each attempt with its SMTP answer, deferred until, delivered, bounced with the
  * reader's reason, opened and clicked when tracked), its events with their webhook deliveries, and its headers.
  */
-export async function messageStory(db: Db, id: string): Promise<MessageStory> {
+export async function messageStory(db: Db, kinds: EmailKinds, id: string): Promise<MessageStory> {
   const m = await db.message.findUnique({
     where: { id },
     include: {
@@ -146,7 +147,7 @@ export async function messageStory(db: Db, id: string): Promise<MessageStory> {
   for (const c of m.clicks) steps.push({ at: c.at.toISOString(), what: c.scanner ? 'clicked by a scanner (not counted)' : 'clicked', detail: `${c.url}${c.count > 1 ? ` (${c.count} times)` : ''}` });
   steps.sort((a, b) => (a.at ?? '').localeCompare(b.at ?? ''));
 
-  const mail = composeMail(m, m.mailbox, m.send);
+  const mail = composeMail(kinds, m, m.mailbox, m.send);
   mail.date = m.sentAt ?? new Date();
   return {
     message: {

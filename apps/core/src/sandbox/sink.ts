@@ -1,8 +1,7 @@
 import MailComposer from 'nodemailer/lib/mail-composer';
 import type { Db } from '../db';
-import { announceFinished } from '../sending/finished';
 import { composeMail } from '../delivery/compose';
-import type { SandboxOutlet, DeliveryOutcome } from '../delivery/deliver';
+import type { Delivery, SandboxOutlet, DeliveryOutcome } from '../delivery/deliver';
 import type { ClaimedRow } from '../delivery/fast-claim';
 import { addDeliveryJobs } from '../delivery/outbox';
 import { markAttemptUndelivered } from '../delivery/repository';
@@ -85,8 +84,8 @@ export function sandboxFate(address: string): SandboxFate {
  * or statistic is written: the sandbox's addresses stay usable, and the account's figures are its live mail's.
  */
 export class SandboxSink implements SandboxOutlet {
-  async deliver(db: Db, message: ClaimedRow): Promise<Extract<DeliveryOutcome, { kind: 'sent' | 'rejected' | 'early' }>> {
-    const raw = await new MailComposer(composeMail(message, message.mailbox, message.send)).compile().build();
+  async deliver({ db, kinds }: Pick<Delivery, 'db' | 'kinds'>, message: ClaimedRow): Promise<Extract<DeliveryOutcome, { kind: 'sent' | 'rejected' | 'early' }>> {
+    const raw = await new MailComposer(composeMail(kinds, message, message.mailbox, message.send)).compile().build();
     await keepSandboxCopy(db, message.id, raw);
     const fate = sandboxFate(message.to);
     if (fate === 'bounce') {
@@ -96,7 +95,7 @@ export class SandboxSink implements SandboxOutlet {
         await recordBounce(tx, message.id, bounceOfAnswer(answer, 'RCPT TO'));
         await emitMessageEvent(tx, message.id, 'message.bounced');
       });
-      announceFinished([message.id]);
+      kinds.finished([message]);
       return { kind: 'rejected', status: 'bounced', response: answer };
     }
     // `attempts` counts this one (the claim added it)
@@ -112,7 +111,7 @@ export class SandboxSink implements SandboxOutlet {
       return { kind: 'early', until };
     }
     await markSandboxSent(db, message.id, SENT_ANSWER);
-    announceFinished([message.id]);
+    kinds.finished([message]);
     // the complaint comes after the delivery, as a feedback report would (inbound/handle.ts writes the same event)
     if (fate === 'complaint') await emitEvent(db, message.accountId, 'message.complained', { id: message.id, mailbox: message.mailboxId, to: message.to });
     if (fate === 'ooo' || fate === 'reply') await answer(db, message, fate);

@@ -43,52 +43,64 @@ export interface SendToWrite {
  */
 const WRITE_SENDS = `
 WITH s AS (
+  -- the batch's sends, one row each: $2 to $19, one array a column (writeSendsValues)
   SELECT * FROM unnest($2::uuid[], $3::int[], $4::int[], $5::int[], $6::int[], $7::text[], $8::text[], $9::text[],
-                       $10::text[], $11::text[], $12::text[], $13::text[], $14::text[], $15::timestamptz[], $16::int[], $21::text[], $22::bytea[], $23::text[])
+                       $10::text[], $11::text[], $12::text[], $13::text[], $14::text[], $15::timestamptz[], $16::int[], $17::text[], $18::bytea[], $19::text[])
     WITH ORDINALITY AS s(id, account_id, key_id, daily_limit, mailbox_id, from_name, reply_to, subject, text, html,
                          headers, attachments, metadata, send_at, idempotency_id, templates, raw, header_from, ord)
 ), stale AS (
+  -- the sends rendered from a template version that is no longer the template's: written by nobody
   SELECT s.ord FROM s, jsonb_to_recordset(s.templates::jsonb) AS t(id int, version int)
   WHERE s.templates IS NOT NULL
     AND NOT EXISTS (SELECT 1 FROM templates c WHERE c.id = t.id AND c.account_id = s.account_id AND c.version = t.version)
 ), verdict AS (
+  -- each recipient ($20 to $23: its send's position, its row's id, its address and Message-ID) with why it is left
+  -- out, if it is: the suppression list, then the stop list
   SELECT c.*, COALESCE(
     (SELECT sp.reason::text FROM suppressions sp WHERE sp.account_id = s.account_id AND sp.email = c.recipient),
     CASE WHEN ${stopListed('s.account_id', 'c.recipient')} THEN 'stopped' END) AS reason
-  FROM unnest($17::int[], $18::uuid[], $19::text[], $20::text[]) WITH ORDINALITY AS c(send_ord, id, recipient, header, ord)
+  FROM unnest($20::int[], $21::uuid[], $22::text[], $23::text[]) WITH ORDINALITY AS c(send_ord, id, recipient, header, ord)
   JOIN s ON s.ord = c.send_ord
 ), skipped AS (
+  -- each send's recipients left out, in request order (the answer's skipped)
   SELECT send_ord, json_agg(json_build_object('to', recipient, 'reason', reason) ORDER BY ord) AS list
   FROM verdict WHERE reason IS NOT NULL GROUP BY send_ord
 ), wanted AS (
+  -- each send's kept copies, unless it is stale
   SELECT s.ord, s.key_id, count(*)::int AS n
   FROM s JOIN verdict v ON v.send_ord = s.ord AND v.reason IS NULL
   WHERE s.ord NOT IN (SELECT ord FROM stale)
   GROUP BY s.ord, s.key_id
 ), per_key AS (
+  -- the kept copies of each key's sends together, against its daily limit
   SELECT w.key_id, min(s.daily_limit) AS daily_limit, sum(w.n)::int AS n FROM wanted w JOIN s ON s.ord = w.ord GROUP BY w.key_id
 ), usage AS (
+  -- today's count of each key whose sends all fit, locked in key order (two batches cannot deadlock)
   INSERT INTO key_daily_usage (api_key_id, day, count)
   SELECT key_id, $1::date, n FROM per_key WHERE n <= daily_limit ORDER BY key_id
   ON CONFLICT (api_key_id, day) DO UPDATE SET count = key_daily_usage.count + EXCLUDED.count
   WHERE key_daily_usage.count + EXCLUDED.count <= (SELECT k.daily_limit FROM per_key k WHERE k.key_id = EXCLUDED.api_key_id)
   RETURNING api_key_id, count
 ), accepted AS (
+  -- each written send's count, as if its key's sends had been written one by one in batch order
   SELECT w.ord, (u.count - (sum(w.n) OVER (PARTITION BY w.key_id ORDER BY w.ord DESC) - w.n))::int AS used
   FROM wanted w JOIN usage u ON u.api_key_id = w.key_id
 ), send AS (
+  -- the Send rows
   INSERT INTO sends (id, account_id, api_key_id, from_name, reply_to, subject, text, html, headers, attachments, metadata, skipped, send_at, raw, header_from)
   SELECT s.id, s.account_id, s.key_id, s.from_name, s.reply_to, s.subject, s.text, s.html, s.headers::jsonb,
          s.attachments::jsonb, s.metadata::jsonb, coalesce(sk.list, '[]'::json)::jsonb, s.send_at, s.raw, s.header_from
   FROM s JOIN accepted a ON a.ord = s.ord LEFT JOIN skipped sk ON sk.send_ord = s.ord
   RETURNING 1
 ), copies AS (
+  -- a Message row per kept recipient, already marked enqueued
   INSERT INTO messages (id, account_id, mailbox_id, kind, send_id, "to", subject, message_id_header, not_before, enqueued_at)
   SELECT v.id, s.account_id, s.mailbox_id, 'transactional', s.id, v.recipient, s.subject, v.header, s.send_at, now()
   FROM verdict v JOIN s ON s.ord = v.send_ord JOIN accepted a ON a.ord = s.ord
   WHERE v.reason IS NULL
   RETURNING 1
 ), answered AS (
+  -- the answer an Idempotency-Key replays
   UPDATE idempotency_records r SET state = 'done', response_status = 202, response_body = json_build_object(
     'ok', true, 'id', s.id::text, 'status', 'queued',
     'messages', (SELECT json_agg(json_build_object('id', v.id::text, 'to', v.recipient, 'status', 'queued') ORDER BY v.ord)
@@ -98,6 +110,7 @@ WITH s AS (
   WHERE r.id = s.idempotency_id
   RETURNING 1
 )
+-- one row per send, in order: its count (null: over the limit), its recipients left out, whether it was stale
 SELECT s.ord::int, a.used, coalesce(sk.list, '[]'::json) AS skipped, s.ord IN (SELECT ord FROM stale) AS stale
 FROM s LEFT JOIN accepted a ON a.ord = s.ord LEFT JOIN skipped sk ON sk.send_ord = s.ord
 ORDER BY s.ord`;
@@ -116,37 +129,40 @@ export async function insertAcceptedSends(
   sends: SendToWrite[],
   copies: { send: number; row: Prisma.MessageCreateManyInput }[],
 ): Promise<WrittenSend[]> {
+  return rawQuery<WrittenSend>(db, WRITE_SENDS, writeSendsValues(day, sends, copies), 'write-sends');
+}
+
+/** WRITE_SENDS's 23 parameters, in their order: the day, the sends' columns (`s`), then the copies' columns (`c`). */
+function writeSendsValues(day: string, sends: SendToWrite[], copies: { send: number; row: Prisma.MessageCreateManyInput }[]): unknown[] {
   const column = <T>(pick: (send: SendToWrite) => T) => sends.map(pick);
-  return rawQuery<WrittenSend>(
-    db,
-    WRITE_SENDS,
-    [
-      day,
-      column((s) => s.sendId),
-      column((s) => s.key.accountId),
-      column((s) => s.key.id),
-      column((s) => s.key.dailyLimit),
-      column((s) => s.mailbox.id),
-      column((s) => s.request.fromName),
-      column((s) => s.request.replyTo ?? null),
-      column((s) => s.request.subject),
-      column((s) => s.request.text ?? null),
-      column((s) => s.request.html ?? null),
-      column((s) => JSON.stringify(s.request.headers ?? {})),
-      column((s) => JSON.stringify(s.request.attachments ?? [])),
-      column((s) => JSON.stringify(s.request.metadata ?? {})),
-      column((s) => s.request.sendAt ?? null),
-      column((s) => s.idempotencyRecord ?? null),
-      copies.map((c) => c.send),
-      copies.map((c) => c.row.id),
-      copies.map((c) => c.row.to),
-      copies.map((c) => c.row.messageIdHeader),
-      column((s) => (s.templates ? JSON.stringify(s.templates) : null)),
-      byteaArray(column((s) => s.raw ?? null)),
-      column((s) => s.headerFrom ?? null),
-    ],
-    'write-sends',
-  );
+  return [
+    // $1: today (UTC), the day of the keys' usage rows
+    day,
+    // $2 to $19: one array per column of `s`, a send an element
+    column((s) => s.sendId), // id
+    column((s) => s.key.accountId), // account_id
+    column((s) => s.key.id), // key_id
+    column((s) => s.key.dailyLimit), // daily_limit
+    column((s) => s.mailbox.id), // mailbox_id
+    column((s) => s.request.fromName), // from_name
+    column((s) => s.request.replyTo ?? null), // reply_to
+    column((s) => s.request.subject), // subject
+    column((s) => s.request.text ?? null), // text
+    column((s) => s.request.html ?? null), // html
+    column((s) => JSON.stringify(s.request.headers ?? {})), // headers
+    column((s) => JSON.stringify(s.request.attachments ?? [])), // attachments
+    column((s) => JSON.stringify(s.request.metadata ?? {})), // metadata
+    column((s) => s.request.sendAt ?? null), // send_at
+    column((s) => s.idempotencyRecord ?? null), // idempotency_id
+    column((s) => (s.templates ? JSON.stringify(s.templates) : null)), // templates: the versions rendered from
+    byteaArray(column((s) => s.raw ?? null)), // raw: a submitted message's MIME
+    column((s) => s.headerFrom ?? null), // header_from
+    // $20 to $23: one array per column of `c`, a recipient an element
+    copies.map((c) => c.send), // send_ord: its send's 1-based position
+    copies.map((c) => c.row.id), // id: its Message row's
+    copies.map((c) => c.row.to), // recipient
+    copies.map((c) => c.row.messageIdHeader), // header: its Message-ID
+  ];
 }
 
 /**

@@ -1,10 +1,8 @@
 /** The small public HTML pages: the confirmation page and the list's hosted form. Every value put in is escaped. */
 
-const ENTITIES: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' };
+import { escapeHtml } from '../templates/escape';
 
-export function escapeHtml(value: unknown): string {
-  return String(value ?? '').replace(/[&<>"']/g, (c) => ENTITIES[c]!);
-}
+export { escapeHtml };
 
 /** The name of the hidden field that people leave empty and form-filling bots fill in. */
 export const HONEYPOT_FIELD = 'website';

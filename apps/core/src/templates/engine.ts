@@ -1,5 +1,5 @@
 import { CaptureTag, Context, Drop, Liquid, LiquidError, toValueSync, type FilterImplOptions, type Template } from 'liquidjs';
-import { escapeHtml } from '../subscribers/html';
+import { escapeHtml } from './escape';
 
 /**
  * The one renderer of every email the service writes (docs/templates.md): Liquid through LiquidJS. No code runs (Liquid

@@ -1,5 +1,6 @@
 import type { Job } from 'bullmq';
-import { deliverBatch, deliverMessage, type Delivery, type DeliveryOutcome } from '../../../core/src/delivery/deliver';
+import { deliverMessage, type Delivery, type DeliveryOutcome } from '../../../core/src/delivery/deliver';
+import { deliverBatch } from '../../../core/src/delivery/dispatch';
 import type { JobPayloads } from '../../../core/src/queues';
 import { backToDelayed } from './delay';
 
@@ -7,7 +8,7 @@ import { backToDelayed } from './delay';
  * Delivers one Message row (the row is the state; the job carries its id). Temporary SMTP failures throw, so BullMQ
  * retries with the backoff of JOB_OPTIONS.delivery; the last attempt marks the row failed. A `dispatch` job carries a
  * batch of rows instead: it delivers them together (deliverBatch). `delivery` is the worker process's (createDelivery in
- * main.ts: its database, pre-send guards, shared claims and SMTP pools).
+ * main.ts: its database, kinds of email, shared claims and SMTP pools).
  */
 export function deliveryProcessor(delivery: Delivery) {
   return (job: Job<JobPayloads['delivery']>, token?: string) => processDelivery(job, token, delivery);

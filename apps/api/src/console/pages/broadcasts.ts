@@ -1,4 +1,4 @@
-import { previewCopy } from '../../../../core/src/broadcasts/copy';
+import { previewCopy } from '../../../../core/src/templates/list-copy';
 import { audienceQuery, broadcastChanges, broadcastInput } from '../../../../core/src/broadcasts/schema';
 import { dryRunAudience } from '../../../../core/src/broadcasts/segment';
 import { AppError } from '../../../../core/src/errors';

@@ -81,7 +81,7 @@ export const messagesPage: ConsolePage = {
       });
     });
     router.get('/messages/:id', async (req, res) => {
-      const story = await messageStory(ctx.db, validate(messageIdParam, req.params.id));
+      const story = await messageStory(ctx.db, ctx.kinds, validate(messageIdParam, req.params.id));
       ctx.render(req, res, 'message', `Message to ${story.message.to}: ${story.message.subject}`, { s: story, m: story.message });
     });
     router.post('/messages/:id/retry', async (req, res) => {

@@ -7,7 +7,7 @@ import { changeTemplate, createTemplate, deleteTemplate, getTemplate, listTempla
 import { idParam, validate } from '../../../../core/src/validate';
 import type { Tx } from '../../../../core/src/db';
 import { listMailboxes } from '../../../../core/src/mailboxes';
-import { sendTestEmail } from '../../../../core/src/templates/test-send';
+import { sendTestEmail } from '../../../../core/src/sending/template-test';
 import { templateVariables, variablesFromPaths } from '../../../../core/src/templates/variables';
 import { auditAfter } from '../../middleware/audit';
 import { ACCOUNT_SELECT, CSRF_FIELD } from '../views';
@@ -169,7 +169,7 @@ ${VARIABLE_FIELDS('test')}
         return previewDraft(ctx.db, id, validate(schemas.templateChanges, fields), variablesField(req));
       });
     });
-    // one test email of the saved version (templates/test-send.ts), audited as the admin API's
+    // one test email of the saved version (sending/template-test.ts), audited as the admin API's
     router.post('/templates/:id/test', async (req, res) => {
       const id = validate(idParam, req.params.id);
       const input = validate<{ to: string; variables: Record<string, unknown>; mailbox?: number }>(schemas.testSendInput, { to: field(req, 'to'), variables: variablesField(req), mailbox: numberField(req, 'mailbox') });

@@ -16,6 +16,7 @@ import { keysRouter } from './keys';
 import { listsRouter } from './lists';
 import { mailboxesRouter } from './mailboxes';
 import { messagesRouter } from './messages';
+import type { EmailKinds } from '../../../../core/src/delivery/kinds';
 import { mxRouter } from './mx';
 import { openApiRouter } from './openapi';
 import { secondFactorRouter } from './second-factor';
@@ -33,7 +34,7 @@ import { webhooksRouter } from './webhooks';
  * does not take answers 405 with `Allow` naming exactly the ones it does. Every route here is in the admin API's
  * OpenAPI document (openapi/admin-document.ts); test/operator/allow.test.ts fails on a route missing from it.
  */
-export function adminRouter(db: Db, json: RequestHandler, reads: Reads = createReads(db, null)): Router {
+export function adminRouter(db: Db, json: RequestHandler, kinds: EmailKinds, reads: Reads = createReads(db, null)): Router {
   const router = Router();
   // an import reads its own body (CSV or NDJSON, streamed to Postgres), before the JSON parser
   // a person's permission from the one table (teams/permissions.ts): before the import's body, and again once the JSON
@@ -51,7 +52,7 @@ export function adminRouter(db: Db, json: RequestHandler, reads: Reads = createR
   router.use(listsRouter(db, reads));
   router.use(consentRouter(db));
   router.use(campaignsRouter(db));
-  router.use(messagesRouter(db));
+  router.use(messagesRouter(db, kinds));
   router.use(suppressionsRouter(db));
   router.use(stopListRouter(db));
   router.use(webhooksRouter(db));

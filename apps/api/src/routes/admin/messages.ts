@@ -3,6 +3,7 @@ import { messagesQuery } from '../../../../core/src/sending/schema';
 import type { Db } from '../../../../core/src/db';
 import { searchMessages } from '../../../../core/src/operator/search';
 import { messageStory } from '../../../../core/src/operator/story';
+import type { EmailKinds } from '../../../../core/src/delivery/kinds';
 import { cancelMessage, messageIdParam, retryMessage } from '../../../../core/src/sending/message-actions';
 import { listMessages } from '../../../../core/src/sending/messages';
 import { validate } from '../../../../core/src/validate';
@@ -14,7 +15,7 @@ import { methodNotAllowed } from '../../middleware/errors';
  * GET /admin/api/messages (docs/api.md): the latest messages, by recipient or account; /messages/search finds them by
  * anything the console's search box takes; /messages/:id is a message's story, with retry and cancel beside it.
  */
-export function messagesRouter(db: Db): Router {
+export function messagesRouter(db: Db, kinds: EmailKinds): Router {
   const router = Router();
   router
     .route('/messages')
@@ -33,7 +34,7 @@ export function messagesRouter(db: Db): Router {
   router
     .route('/messages/:id')
     .get(async (req, res) => {
-      res.json({ ok: true, ...(await messageStory(db, validate(messageIdParam, req.params.id))) });
+      res.json({ ok: true, ...(await messageStory(db, kinds, validate(messageIdParam, req.params.id))) });
     })
     .all(methodNotAllowed);
   router

@@ -12,7 +12,7 @@ import {
   previewTemplate,
   restoreVersion,
 } from '../../../../core/src/templates/service';
-import { sendTestEmail } from '../../../../core/src/templates/test-send';
+import { sendTestEmail } from '../../../../core/src/sending/template-test';
 import { audit, auditAfter } from '../../middleware/audit';
 import { methodNotAllowed } from '../../middleware/errors';
 

@@ -1,7 +1,7 @@
 import type { Db } from '../db';
 import { BadRequest, NotFound } from '../errors';
 import { enqueueDelivery, storeMessages } from '../delivery/outbox';
-import { previewTemplate } from './service';
+import { previewTemplate } from '../templates/service';
 
 /**
  * POST /admin/api/templates/:id/test {to, variables, mailbox?}: one email rendered as a send would render it, from the
