@@ -1,7 +1,9 @@
 import type { Request, Response } from 'express';
 import { auditedAfter, auditedChange, type AuditContext, type Change } from '../../../core/src/audit';
 import type { Db, Tx } from '../../../core/src/db';
-import { can } from '../../../core/src/teams';
+import { findMailbox, mailboxView } from '../../../core/src/mailboxes';
+import { getCampaign } from '../../../core/src/outreach/campaigns';
+import { can, permissionFor } from '../../../core/src/teams';
 
 /**
  * Who makes a change, for its audit entry (docs/teams.md): the admin API's actor (a person or the admin token) or the
@@ -14,11 +16,11 @@ export function auditContext(req: Request, res: Response, via: 'admin-api' | 'co
     via,
     ip: req.ip ?? req.socket.remoteAddress ?? null,
     requestId: res.locals.requestId ? String(res.locals.requestId) : null,
-    // the admin API's `permitted` checked the account the request names (else any of the person's); a change by id is
-    // held here to the account of the row it changes (the console's forms: not yet, docs/teams.md)
+    // the admin API's `permitted` (and the console's own check) held the account the request names (else any of the
+    // person's); a change by id is held here to the account of the row it changes
     refuses: (account) => {
-      const member = via === 'admin-api' && res.locals.actor !== 'admin-token' ? res.locals.actor : undefined;
-      const permission = res.locals.permission;
+      const member = via === 'console' ? res.locals.session?.user : res.locals.actor !== 'admin-token' ? res.locals.actor : undefined;
+      const permission = via === 'console' ? permissionFor(req.method, req.path) : res.locals.permission;
       return member && permission && !can(member, permission, account) ? `needs ${permission}${account === undefined ? '' : ` in account ${account}`}` : null;
     },
   };
@@ -46,3 +48,12 @@ export const ownerIn =
   (model: Owned, id: number | string) =>
   async (tx: Tx): Promise<number | undefined> =>
     (await (tx[model] as unknown as { findUnique(args: object): Promise<{ accountId: number | null } | null> }).findUnique({ where: { id }, select: { accountId: true } }))?.accountId ?? undefined;
+
+/** A change of a campaign (the admin API's PATCH, the console's forms): its entry follows the commit (due steps). */
+export const campaignChange = (id: number) => ({ action: 'update', resource: 'campaign', id, before: (tx: Tx) => getCampaign(tx, id), after: (c: unknown) => c, accountIn: ownerIn('campaign', id) });
+
+/** A change of a mailbox: its entry follows the commit (a reconnected mailbox's waiting emails reach the queue). */
+export const mailboxChange = (id: number) => ({ action: 'update', resource: 'mailbox', id, before: async (tx: Tx) => mailboxView(await findMailbox(tx, id)), after: (m: unknown) => m });
+
+/** An import into a list: streamed on connections of its own and queued once committed, so its entry follows. */
+export const importChange = (id: number, format: string) => ({ action: 'import', resource: 'list', id, after: (i: { id: number; status: string }) => ({ import: i.id, status: i.status, format }), accountIn: ownerIn('list', id) });

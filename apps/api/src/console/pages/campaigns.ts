@@ -11,6 +11,8 @@ import { campaignStats } from '../../../../core/src/outreach/stats';
 import { CAMPAIGN_DELIVERABILITY, CAMPAIGN_STATS, campaignSendingRoutes } from './outreach-settings';
 import { campaignCharts } from '../stats-section';
 import { CAMPAIGN_TREE, sequenceTree } from './campaign-tree';
+import { audit, auditAfter, campaignChange } from '../../middleware/audit';
+import type { Db } from '../../../../core/src/db';
 
 export const campaignsPage: ConsolePage = {
   path: '/campaigns',
@@ -78,12 +80,13 @@ ${CAMPAIGN_DELIVERABILITY}
         mailbox: numberField(req, 'mailbox'),
         steps: [{ subject: field(req, 'subject'), body: field(req, 'body'), delay_hours: numberField(req, 'delay_hours') }],
       });
-      const campaign = await createCampaign(ctx.db, input);
+      const campaign = await audit(req, res, 'console')(ctx.db, { action: 'create', resource: 'campaign', after: (c) => c, account: input.account }, (db: Db) => createCampaign(db, input));
       await ctx.redirect(req, res, '/admin/campaigns', `Campaign ${campaign.id} "${campaign.name}" created (${campaign.status}).`);
     });
     router.post('/campaigns/:id/status', async (req, res) => {
       const id = validate(schemas.idParam, req.params.id);
-      const campaign = await changeCampaign(ctx.db, id, validate(schemas.campaignChanges, { status: field(req, 'status') }));
+      const changes = validate(schemas.campaignChanges, { status: field(req, 'status') });
+      const campaign = await auditAfter(req, res, 'console')(ctx.db, campaignChange(id), (db: Db) => changeCampaign(db, id, changes));
       await ctx.redirect(req, res, '/admin/campaigns', `Campaign ${campaign.id} "${campaign.name}" is ${campaign.status}.`);
     });
     router.get('/campaigns/:id', async (req, res) => {
@@ -101,7 +104,8 @@ ${CAMPAIGN_DELIVERABILITY}
     router.post('/campaigns/:id/mailboxes', async (req, res) => {
       const id = validate(schemas.idParam, req.params.id);
       const mailboxes = field(req, 'mailboxes').split(',').map((v) => v.trim()).filter(Boolean);
-      const campaign = await changeCampaign(ctx.db, id, validate(schemas.campaignChanges, { mailboxes }));
+      const changes = validate(schemas.campaignChanges, { mailboxes });
+      const campaign = await auditAfter(req, res, 'console')(ctx.db, campaignChange(id), (db: Db) => changeCampaign(db, id, changes));
       await ctx.redirect(req, res, `/admin/campaigns/${id}`, `Mailboxes of "${campaign.name}" saved: ${campaign.mailboxes.join(', ')}.`);
     });
     campaignSendingRoutes(router, ctx);

@@ -15,6 +15,8 @@ import { Joi, validate } from '../../../../core/src/validate';
 import { ACCOUNT_SELECT, CSRF_FIELD, FORM_LIMIT_TEXT, mailboxSelect } from '../views';
 import { field, numberField, type ConsolePage } from '../page';
 import { subscriberRoutes, subscriberTemplates } from './subscriber';
+import type { Db, Tx } from '../../../../core/src/db';
+import { audit, auditAfter, importChange, ownerIn } from '../../middleware/audit';
 
 const SUBSCRIBER_STATUSES = ['pending', 'active', 'unsubscribed', 'bounced', 'complained'] as const;
 const subscribersQuery = Joi.object({
@@ -97,7 +99,7 @@ ${mailboxSelect('Mailbox (sends the confirmation emails)')}
         mailbox: numberField(req, 'mailbox'),
         confirm: field(req, 'confirm') === 'yes',
       });
-      const list = await createList(ctx.db, input);
+      const list = await audit(req, res, 'console')(ctx.db, { action: 'create', resource: 'list', after: (l) => l, account: input.account }, (db: Db) => createList(db, input));
       await ctx.redirect(req, res, `/admin/lists/${list.id}`, `List ${list.id} "${list.name}" created.`);
     });
     // every subscriber as CSV, streamed a keyset page at a time (subscribers/csv.ts, shared with the admin API), from the replica when there is one
@@ -113,7 +115,8 @@ ${mailboxSelect('Mailbox (sends the confirmation emails)')}
       let csv = field(req, 'csv').replace(/^\uFEFF/, '');
       if (!/^\s*"?email"?\s*(,|\r?\n|$)/i.test(csv)) csv = `email,name\n${csv}`;
       const verify = validate<{ verify?: VerifyMode }>(schemas.importQuery, { verify: field(req, 'verify') || undefined }).verify;
-      const imported = await receiveImport(ctx.db, id, 'csv', [csv], { defaultStatus: field(req, 'confirmed') === 'yes' ? 'active' : undefined, verify });
+      const options = { defaultStatus: field(req, 'confirmed') === 'yes' ? ('active' as const) : undefined, verify };
+      const imported = await auditAfter(req, res, 'console')(ctx.db, importChange(id, 'csv'), (db: Db) => receiveImport(db, id, 'csv', [csv], options));
       await ctx.redirect(req, res, `/admin/imports/${imported.id}`, `Import ${imported.id}: ${imported.total} lines stored.`);
     });
     // a file from the operator's computer: multipart, its CSRF token read first, the file streamed into the import
@@ -136,7 +139,8 @@ ${mailboxSelect('Mailbox (sends the confirmation emails)')}
         else if (part.name === 'verify') verify = validate<{ verify?: VerifyMode }>(schemas.importQuery, { verify: (await reader.text(32)) || undefined }).verify;
         else if (part.name === 'file' && !imported && part.filename) {
           const format = /\.(ndjson|jsonl)$/i.test(part.filename) ? 'ndjson' : 'csv';
-          imported = await receiveImport(ctx.db, id, format, reader.body(), { defaultStatus: confirmed ? 'active' : undefined, verify });
+          const options = { defaultStatus: confirmed ? ('active' as const) : undefined, verify };
+          imported = await auditAfter(req, res, 'console')(ctx.db, importChange(id, format), (db: Db) => receiveImport(db, id, format, reader.body(), options));
         }
       }
       if (!imported) throw new BadRequest('choose a file to import');
@@ -159,7 +163,8 @@ ${mailboxSelect('Mailbox (sends the confirmation emails)')}
       } catch {
         throw new BadRequest('steps: not valid JSON');
       }
-      const list = await changeList(ctx.db, id, validate(schemas.listChanges, { steps }));
+      const changes = validate(schemas.listChanges, { steps });
+      const list = await audit(req, res, 'console')(ctx.db, { action: 'update', resource: 'list', id, before: (tx: Tx) => getList(tx, id), after: (l) => l, accountIn: ownerIn('list', id) }, (db: Db) => changeList(db, id, changes));
       await ctx.redirect(req, res, `/admin/lists/${id}#series`, `List ${id}: the series has ${list.steps.length} step${list.steps.length === 1 ? '' : 's'}.`);
     });
     router.get('/lists/:id', async (req, res) => {

@@ -8,6 +8,8 @@ import { changeTemplate, createTemplate, deleteTemplate, getTemplate, listTempla
 import { validate } from '../../../../core/src/validate';
 import { ACCOUNT_SELECT, CSRF_FIELD } from '../views';
 import { field, numberField, type ConsolePage } from '../page';
+import type { Db, Tx } from '../../../../core/src/db';
+import { audit } from '../../middleware/audit';
 
 /**
  * The preview frame's document: the email's own html, shown in an iframe with `sandbox` (no scripts, an origin of its
@@ -109,6 +111,7 @@ ${EDITOR_FIELDS}
       }
     };
 
+    const templateChange = (action: string, id: number) => ({ action, resource: 'template', id, before: (tx: Tx) => getTemplate(tx, id), after: (t: unknown) => t });
     router.get('/templates', async (req, res) => {
       const [templates, accounts] = await Promise.all([listTemplates(ctx.db, undefined), listAccounts(ctx.db)]);
       ctx.render(req, res, 'templates', 'Templates', { templates, accounts });
@@ -123,7 +126,7 @@ ${EDITOR_FIELDS}
         html: field(req, 'html') || null,
         text: field(req, 'text') || null,
       });
-      const t = await createTemplate(ctx.db, input);
+      const t = await audit(req, res, 'console')(ctx.db, { action: 'create', resource: 'template', after: (t) => t }, (db: Db) => createTemplate(db, input));
       await ctx.redirect(req, res, `/admin/templates/${t.id}`, `Template ${t.id} created (version 1).`);
     });
     router.get('/templates/:id', async (req, res) => show(req, res, validate(idParam, req.params.id)));
@@ -135,7 +138,8 @@ ${EDITOR_FIELDS}
         delete fields.layout;
         delete fields.required;
       }
-      const t = await changeTemplate(ctx.db, id, validate(schemas.templateChanges, fields));
+      const changes = validate(schemas.templateChanges, fields);
+      const t = await audit(req, res, 'console')(ctx.db, templateChange('update', id), (db: Db) => changeTemplate(db, id, changes));
       await ctx.redirect(req, res, `/admin/templates/${id}`, `Saved as version ${t.version}.`);
     });
     router.get('/templates/:id/preview', async (req, res) => {
@@ -159,12 +163,13 @@ ${EDITOR_FIELDS}
     });
     router.post('/templates/:id/restore', async (req, res) => {
       const id = validate(idParam, req.params.id);
-      const t = await restoreVersion(ctx.db, id, validate(schemas.restoreInput, { version: numberField(req, 'version') }).version);
+      const { version } = validate(schemas.restoreInput, { version: numberField(req, 'version') });
+      const t = await audit(req, res, 'console')(ctx.db, templateChange('restore', id), (db: Db) => restoreVersion(db, id, version));
       await ctx.redirect(req, res, `/admin/templates/${id}`, `Restored as version ${t.version}.`);
     });
     router.post('/templates/:id/delete', async (req, res) => {
       const id = validate(idParam, req.params.id);
-      await deleteTemplate(ctx.db, id);
+      await audit(req, res, 'console')(ctx.db, { ...templateChange('delete', id), after: undefined }, (db: Db) => deleteTemplate(db, id));
       await ctx.redirect(req, res, '/admin/templates', `Template ${id} deleted.`);
     });
   },

@@ -1,10 +1,10 @@
 import { Router } from 'express';
 import * as schemas from '../../../../core/src/admin-schemas';
-import type { Db, Tx } from '../../../../core/src/db';
+import type { Db } from '../../../../core/src/db';
 import { createMailboxAudited, findMailbox, listMailboxes, mailboxView, updateMailbox } from '../../../../core/src/mailboxes';
 import { testMailbox } from '../../../../core/src/mailboxes/connection';
 import { validate } from '../../../../core/src/validate';
-import { auditAfter, auditContext } from '../../middleware/audit';
+import { auditAfter, auditContext, mailboxChange } from '../../middleware/audit';
 import { scopeOf } from '../../middleware/admin';
 import { methodNotAllowed } from '../../middleware/errors';
 
@@ -26,9 +26,8 @@ export function mailboxesRouter(db: Db): Router {
     .patch(async (req, res) => {
       const id = validate(schemas.idParam, req.params.id);
       const input = validate(schemas.mailboxChange, req.body);
-      const before = async (tx: Tx) => mailboxView(await findMailbox(tx, id));
       // a reconnected mailbox's waiting emails and a change of its limits reach the queue once committed: the entry follows
-      res.json({ ok: true, mailbox: await auditAfter(req, res)(db, { action: 'update', resource: 'mailbox', id, before, after: (m) => m }, (db) => updateMailbox(db, id, input)) });
+      res.json({ ok: true, mailbox: await auditAfter(req, res)(db, mailboxChange(id), (db) => updateMailbox(db, id, input)) });
     })
     .all(methodNotAllowed);
 
