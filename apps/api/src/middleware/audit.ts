@@ -3,6 +3,7 @@ import { auditedAfter, auditedChange, type AuditContext, type Change } from '../
 import type { Db, Tx } from '../../../core/src/db';
 import { findMailbox, mailboxView } from '../../../core/src/mailboxes';
 import { getCampaign } from '../../../core/src/outreach/campaigns';
+import { Forbidden } from '../../../core/src/errors';
 import { can, permissionFor } from '../../../core/src/teams';
 
 /**
@@ -24,6 +25,15 @@ export function auditContext(req: Request, res: Response, via: 'admin-api' | 'co
       return member && permission && !can(member, permission, account) ? `needs ${permission}${account === undefined ? '' : ` in account ${account}`}` : null;
     },
   };
+}
+
+/**
+ * A console form that names a row by id but changes nothing (a login test, a preview): held to the row's account as a
+ * change is (403 naming the permission), so a person of another account cannot use the row.
+ */
+export function holdTo(req: Request, res: Response, account: number): void {
+  const refusal = auditContext(req, res, 'console').refuses?.(account);
+  if (refusal) throw new Forbidden(refusal);
 }
 
 /**

@@ -5,6 +5,8 @@ import { finishConnect, startConnect, startReconnect, ConnectRefused, type Conne
 import { OAUTH_PROVIDERS, type OAuthProvider } from '../../../../core/src/oauth/providers';
 import { listAccounts } from '../../../../core/src/accounts';
 import { validate } from '../../../../core/src/validate';
+import { findMailbox } from '../../../../core/src/mailboxes';
+import { holdTo } from '../../middleware/audit';
 import { field, numberField, type PageContext } from '../page';
 import { cookieValue, secureCookies, sessionExists } from '../session';
 import { ACCOUNT_SELECT, CSRF_FIELD } from '../views';
@@ -102,6 +104,7 @@ export function mailboxOAuthRoutes(router: Router, ctx: PageContext): void {
 
   router.post('/mailboxes/:id/reconnect', async (req, res) => {
     const id = validate(schemas.idParam, req.params.id);
+    holdTo(req, res, (await findMailbox(ctx.db, id)).accountId);
     const session = res.locals.session!;
     const { url, address } = await startReconnect(ctx.db, id, { kind: 'console', session: session.id, nonce: bindBrowser(req, res) });
     const m = await ctx.db.mailbox.findUniqueOrThrow({ where: { id } });

@@ -9,7 +9,7 @@ import { validate } from '../../../../core/src/validate';
 import { ACCOUNT_SELECT, CSRF_FIELD } from '../views';
 import { field, numberField, type ConsolePage } from '../page';
 import type { Db, Tx } from '../../../../core/src/db';
-import { audit } from '../../middleware/audit';
+import { audit, holdTo } from '../../middleware/audit';
 
 /**
  * The preview frame's document: the email's own html, shown in an iframe with `sandbox` (no scripts, an origin of its
@@ -151,6 +151,9 @@ ${EDITOR_FIELDS}
     });
     router.post('/templates/:id/preview', async (req, res) => {
       const id = validate(idParam, req.params.id);
+      // a missing template is the preview's own answer (below)
+      const owner = await getTemplate(ctx.db, id).then((t) => t.account, () => undefined);
+      if (owner !== undefined) holdTo(req, res, owner);
       await preview(res, async () => {
         const current = await getTemplate(ctx.db, id);
         const fields = contentFields(req);
