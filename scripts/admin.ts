@@ -6,11 +6,13 @@ import { consentExport } from '../apps/core/src/consent/ledger';
 import fs from 'node:fs';
 import { parseArgs } from 'node:util';
 import * as schemas from '../apps/core/src/admin-schemas';
-import { closeDb, db } from '../apps/core/src/db';
+import { closeDb, db, type Db } from '../apps/core/src/db';
 import { AppError } from '../apps/core/src/errors';
+import { closeQueues } from '../apps/core/src/queues';
 import { closeRedis } from '../apps/core/src/redis';
 import { createAccountAudited, listAccounts } from '../apps/core/src/accounts';
-import type { AuditContext } from '../apps/core/src/audit';
+import { campaignChange, creation, listChange, mailboxChange, stopEntryDeletion, suppressionDeletion } from '../apps/core/src/audit/changes';
+import { CLI_AUDIT, cliChange, cliChangeAfter } from './admin-audit';
 import { changeCampaign, createCampaign } from '../apps/core/src/outreach/campaigns';
 import { createKeyAudited, listKeys, revokeKeyEverywhere } from '../apps/core/src/auth/keys';
 import { changeList, createList, getList, listLists, listRef } from '../apps/core/src/subscribers/lists';
@@ -133,9 +135,6 @@ const stagesFrom = (list: unknown) => (typeof list === 'string' ? list.split(','
 /** `--mailboxes 3,4,5`: a campaign's rotation (docs/campaigns.md) */
 const mailboxesFrom = (list: unknown) => (typeof list === 'string' ? list.split(',').map((s) => s.trim()).filter(Boolean) : undefined);
 
-/** The CLI's changes in the audit log: it runs with the database's credentials, as the admin token's holder would. */
-const CLI_AUDIT: AuditContext = { actor: { kind: 'admin-token', label: 'admin token' }, via: 'cli', ip: null, requestId: null };
-
 async function run(command: string[], flags: Flags): Promise<unknown> {
   const [resource, action, arg] = command;
   const d = db();
@@ -180,7 +179,9 @@ async function run(command: string[], flags: Flags): Promise<unknown> {
       };
     case 'mailbox set': {
       const change = { name: flags.name, smtp: flags.smtp, daily_limit: flags['daily-limit'], gap_seconds: flags['gap-seconds'], imap: flags.imap, ...mailboxExtras(flags), ...mailboxOutreach(flags) };
-      return { mailbox: await updateMailbox(d, validate(schemas.idParam, arg), validate(schemas.mailboxChange, change)) };
+      const id = validate(schemas.idParam, arg);
+      const input = validate(schemas.mailboxChange, change);
+      return { mailbox: await cliChangeAfter(d, mailboxChange(id), (db: Db) => updateMailbox(db, id, input)) };
     }
     case 'mailbox test': {
       const { smtp, imap } = await testMailbox(d, validate(schemas.idParam, arg));
@@ -204,18 +205,12 @@ async function run(command: string[], flags: Flags): Promise<unknown> {
       return { keys: await listKeys(d) };
     case 'key revoke':
       return { key: await revokeKeyEverywhere(d, validate(schemas.idParam, arg), CLI_AUDIT) };
-    case 'list create':
-      return {
-        list: await createList(
-          d,
-          validate(schemas.listInput, { account: flags.account, name: flags.name, mailbox: flags.mailbox, confirm: !flags['no-confirm'], steps: stepsFrom(flags.steps) }),
-        ),
-      };
-    case 'campaign create':
-      return {
-        campaign: await createCampaign(
-          d,
-          validate(schemas.campaignInput, {
+    case 'list create': {
+      const input = validate(schemas.listInput, { account: flags.account, name: flags.name, mailbox: flags.mailbox, confirm: !flags['no-confirm'], steps: stepsFrom(flags.steps) });
+      return { list: await cliChange(d, creation('list', input.account), (db: Db) => createList(db, input)) };
+    }
+    case 'campaign create': {
+      const input = validate(schemas.campaignInput, {
             account: flags.account,
             name: flags.name,
             goal: flags.goal,
@@ -226,9 +221,9 @@ async function run(command: string[], flags: Flags): Promise<unknown> {
             status: flags.status,
             target: targetFrom(flags),
             ...campaignOutreach(flags),
-          }),
-        ),
-      };
+          });
+      return { campaign: await cliChange(d, creation('campaign', input.account), (db: Db) => createCampaign(db, input)) };
+    }
     case 'campaign set': {
       const id = validate(schemas.idParam, arg);
       const changes = validate(schemas.campaignChanges, {
@@ -240,14 +235,15 @@ async function run(command: string[], flags: Flags): Promise<unknown> {
         target: targetFrom(flags),
         ...campaignOutreach(flags),
       });
-      return { campaign: await changeCampaign(d, id, changes) };
+      return { campaign: await cliChangeAfter(d, campaignChange(id), (db: Db) => changeCampaign(db, id, changes)) };
     }
     case 'campaign stats':
       return { stats: await campaignStats(d, validate(schemas.idParam, arg)) };
     case 'list set': {
       const confirm = flags.confirm ? true : flags['no-confirm'] ? false : undefined;
       const changes = validate(schemas.listChanges, { name: flags.name, mailbox: flags.mailbox, confirm, steps: stepsFrom(flags.steps) });
-      return { list: await changeList(d, (await listRef(d, arg)).id, changes) };
+      const id = (await listRef(d, arg)).id;
+      return { list: await cliChange(d, listChange(id), (db: Db) => changeList(db, id, changes)) };
     }
     case 'list show':
       return { list: await getList(d, (await listRef(d, arg)).id) };
@@ -261,12 +257,16 @@ async function run(command: string[], flags: Flags): Promise<unknown> {
     }
     case 'subscriber consent':
       return consentExport(d, validate(schemas.idParam, arg));
-    case 'suppressions remove':
-      await deleteSuppression(d, validate(schemas.idParam, arg));
+    case 'suppressions remove': {
+      const id = validate(schemas.idParam, arg);
+      await cliChange(d, suppressionDeletion(id), (db: Db) => deleteSuppression(db, id));
       return {};
-    case 'stop-list remove':
-      await deleteStopEntry(d, validate(schemas.idParam, arg));
+    }
+    case 'stop-list remove': {
+      const id = validate(schemas.idParam, arg);
+      await cliChange(d, stopEntryDeletion(id), (db: Db) => deleteStopEntry(db, id));
       return {};
+    }
     case 'messages':
       return { messages: await listMessages(d, validate(schemas.messagesQuery, { to: flags.to, limit: flags.limit })) };
     default: {
@@ -293,6 +293,9 @@ async function main(): Promise<void> {
     process.stderr.write(JSON.stringify({ ok: false, error: inCliWords((err as Error).message) }) + '\n');
     process.exitCode = 1;
   } finally {
+    // a change that queued a job (a retried message, a campaign's due steps) opened a queue: its connection would hold
+    // the process open
+    await closeQueues();
     await closeRedis();
     await closeDb();
   }

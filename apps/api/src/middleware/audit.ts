@@ -1,8 +1,6 @@
 import type { Request, Response } from 'express';
 import { auditedAfter, auditedChange, type AuditContext, type Change } from '../../../core/src/audit';
-import type { Db, Tx } from '../../../core/src/db';
-import { findMailbox, mailboxView } from '../../../core/src/mailboxes';
-import { getCampaign } from '../../../core/src/outreach/campaigns';
+import type { Db } from '../../../core/src/db';
 import { Forbidden } from '../../../core/src/errors';
 import { can, permissionFor } from '../../../core/src/teams';
 
@@ -51,19 +49,5 @@ export function auditAfter(req: Request, res: Response, via: 'admin-api' | 'cons
   return <T>(db: Db, change: Change<NoInfer<T>>, work: (db: Db) => Promise<T>): Promise<T> => auditedAfter(db, context, change, work);
 }
 
-type Owned = 'list' | 'campaign' | 'broadcast' | 'message' | 'suppression' | 'stopEntry';
-
-/** The account of a row whose view does not name it, read in the change's transaction. */
-export const ownerIn =
-  (model: Owned, id: number | string) =>
-  async (tx: Tx): Promise<number | undefined> =>
-    (await (tx[model] as unknown as { findUnique(args: object): Promise<{ accountId: number | null } | null> }).findUnique({ where: { id }, select: { accountId: true } }))?.accountId ?? undefined;
-
-/** A change of a campaign (the admin API's PATCH, the console's forms): its entry follows the commit (due steps). */
-export const campaignChange = (id: number) => ({ action: 'update', resource: 'campaign', id, before: (tx: Tx) => getCampaign(tx, id), after: (c: unknown) => c, accountIn: ownerIn('campaign', id) });
-
-/** A change of a mailbox: its entry follows the commit (a reconnected mailbox's waiting emails reach the queue). */
-export const mailboxChange = (id: number) => ({ action: 'update', resource: 'mailbox', id, before: async (tx: Tx) => mailboxView(await findMailbox(tx, id)), after: (m: unknown) => m });
-
-/** An import into a list: streamed on connections of its own and queued once committed, so its entry follows. */
-export const importChange = (id: number, format: string) => ({ action: 'import', resource: 'list', id, after: (i: { id: number; status: string }) => ({ import: i.id, status: i.status, format }), accountIn: ownerIn('list', id) });
+// the descriptions of changes by id live once, in core (audit/changes.ts), for the admin API, the console and the CLI
+export { campaignChange, importChange, mailboxChange, ownerIn } from '../../../core/src/audit/changes';

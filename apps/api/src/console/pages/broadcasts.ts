@@ -10,8 +10,9 @@ import { readNote } from '../../../../core/src/replicas';
 import { CSRF_FIELD } from '../views';
 import { field, type ConsolePage } from '../page';
 import { broadcastCharts, broadcastLiveSection } from '../stats-section';
-import type { Db, Tx } from '../../../../core/src/db';
-import { audit, auditAfter, ownerIn } from '../../middleware/audit';
+import type { Db } from '../../../../core/src/db';
+import { broadcastChange, broadcastCreation } from '../../../../core/src/audit/changes';
+import { audit, auditAfter } from '../../middleware/audit';
 
 /** The buttons a broadcast's state allows (the state machine of broadcasts/service.ts). */
 const ACTIONS: Record<string, { status: string; label: string }[]> = {
@@ -92,15 +93,13 @@ export const broadcastsPage: ConsolePage = {
         ...(field(req, 'track_opens') ? { track_opens: true } : {}),
         ...(audience ? { audience } : {}),
       });
-      const accountIn = async (tx: Tx) => (await tx.list.findFirst({ where: { key: input.list }, select: { accountId: true } }))?.accountId;
-      const broadcast = await audit(req, res, 'console')(ctx.db, { action: 'create', resource: 'broadcast', after: (b) => b, accountIn }, (db: Db) => createBroadcast(db, input));
+      const broadcast = await audit(req, res, 'console')(ctx.db, broadcastCreation(input.list), (db: Db) => createBroadcast(db, input));
       await ctx.redirect(req, res, `/admin/broadcasts/${broadcast.id}`, `Broadcast ${broadcast.id} saved as a draft.`);
     });
     router.post('/broadcasts/:id/status', async (req, res) => {
       const id = validate(idParam, req.params.id);
       const changes = validate(broadcastChanges, { status: field(req, 'status') });
-      const change = { action: 'update', resource: 'broadcast', id, before: (tx: Tx) => getBroadcast(tx, id), after: (b: unknown) => b, accountIn: ownerIn('broadcast', id) };
-      const broadcast = await auditAfter(req, res, 'console')(ctx.db, change, (db: Db) => changeBroadcast(db, id, changes));
+      const broadcast = await auditAfter(req, res, 'console')(ctx.db, broadcastChange(id), (db: Db) => changeBroadcast(db, id, changes));
       await ctx.redirect(req, res, `/admin/broadcasts/${id}`, `Broadcast ${id} is ${broadcast.status}.`);
     });
     router.get('/broadcasts/:id', async (req, res) => {

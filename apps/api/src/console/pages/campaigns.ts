@@ -11,7 +11,8 @@ import { campaignStats } from '../../../../core/src/outreach/stats';
 import { CAMPAIGN_DELIVERABILITY, CAMPAIGN_STATS, campaignSendingRoutes } from './outreach-settings';
 import { campaignCharts } from '../stats-section';
 import { CAMPAIGN_TREE, sequenceTree } from './campaign-tree';
-import { audit, auditAfter, campaignChange } from '../../middleware/audit';
+import { campaignChange, creation } from '../../../../core/src/audit/changes';
+import { audit, auditAfter } from '../../middleware/audit';
 import type { Db } from '../../../../core/src/db';
 
 export const campaignsPage: ConsolePage = {
@@ -80,7 +81,7 @@ ${CAMPAIGN_DELIVERABILITY}
         mailbox: numberField(req, 'mailbox'),
         steps: [{ subject: field(req, 'subject'), body: field(req, 'body'), delay_hours: numberField(req, 'delay_hours') }],
       });
-      const campaign = await audit(req, res, 'console')(ctx.db, { action: 'create', resource: 'campaign', after: (c) => c, account: input.account }, (db: Db) => createCampaign(db, input));
+      const campaign = await audit(req, res, 'console')(ctx.db, creation('campaign', input.account), (db: Db) => createCampaign(db, input));
       await ctx.redirect(req, res, '/admin/campaigns', `Campaign ${campaign.id} "${campaign.name}" created (${campaign.status}).`);
     });
     router.post('/campaigns/:id/status', async (req, res) => {

@@ -5,7 +5,8 @@ import { domainInput } from '../../../../core/src/domains/schemas';
 import { validate } from '../../../../core/src/validate';
 import { ACCOUNT_SELECT, CSRF_FIELD } from '../views';
 import { field, numberField, type ConsolePage } from '../page';
-import type { Db, Tx } from '../../../../core/src/db';
+import type { Db } from '../../../../core/src/db';
+import { creation, domainChange } from '../../../../core/src/audit/changes';
 import { audit, auditAfter } from '../../middleware/audit';
 
 /**
@@ -55,14 +56,13 @@ ${ACCOUNT_SELECT}
 </tbody></table>`,
   },
   routes(router, ctx) {
-    const domainChange = (action: string, id: number) => ({ action, resource: 'domain', id, before: (tx: Tx) => getDomain(tx, id), after: (d: unknown) => d });
     router.get('/domains', async (req, res) => {
       const [domains, accounts] = await Promise.all([listDomains(ctx.db), listAccounts(ctx.db)]);
       ctx.render(req, res, 'domains', 'Domains', { domains, accounts });
     });
     router.post('/domains', async (req, res) => {
       const input = validate(domainInput, { account: numberField(req, 'account'), name: field(req, 'name') });
-      const domain = await audit(req, res, 'console')(ctx.db, { action: 'create', resource: 'domain', after: (d) => d, account: input.account }, (db: Db) => addDomain(db, input));
+      const domain = await audit(req, res, 'console')(ctx.db, creation('domain', input.account), (db: Db) => addDomain(db, input));
       await ctx.redirect(req, res, `/admin/domains/${domain.id}`, `Domain ${domain.display_name} added: publish its records, then check it.`);
     });
     router.get('/domains/:id', async (req, res) => {

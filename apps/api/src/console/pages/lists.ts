@@ -15,8 +15,9 @@ import { Joi, validate } from '../../../../core/src/validate';
 import { ACCOUNT_SELECT, CSRF_FIELD, FORM_LIMIT_TEXT, mailboxSelect } from '../views';
 import { field, numberField, type ConsolePage } from '../page';
 import { subscriberRoutes, subscriberTemplates } from './subscriber';
-import type { Db, Tx } from '../../../../core/src/db';
-import { audit, auditAfter, importChange, ownerIn } from '../../middleware/audit';
+import type { Db } from '../../../../core/src/db';
+import { creation, importChange, listChange } from '../../../../core/src/audit/changes';
+import { audit, auditAfter } from '../../middleware/audit';
 
 const SUBSCRIBER_STATUSES = ['pending', 'active', 'unsubscribed', 'bounced', 'complained'] as const;
 const subscribersQuery = Joi.object({
@@ -99,7 +100,7 @@ ${mailboxSelect('Mailbox (sends the confirmation emails)')}
         mailbox: numberField(req, 'mailbox'),
         confirm: field(req, 'confirm') === 'yes',
       });
-      const list = await audit(req, res, 'console')(ctx.db, { action: 'create', resource: 'list', after: (l) => l, account: input.account }, (db: Db) => createList(db, input));
+      const list = await audit(req, res, 'console')(ctx.db, creation('list', input.account), (db: Db) => createList(db, input));
       await ctx.redirect(req, res, `/admin/lists/${list.id}`, `List ${list.id} "${list.name}" created.`);
     });
     // every subscriber as CSV, streamed a keyset page at a time (subscribers/csv.ts, shared with the admin API), from the replica when there is one
@@ -164,7 +165,7 @@ ${mailboxSelect('Mailbox (sends the confirmation emails)')}
         throw new BadRequest('steps: not valid JSON');
       }
       const changes = validate(schemas.listChanges, { steps });
-      const list = await audit(req, res, 'console')(ctx.db, { action: 'update', resource: 'list', id, before: (tx: Tx) => getList(tx, id), after: (l) => l, accountIn: ownerIn('list', id) }, (db: Db) => changeList(db, id, changes));
+      const list = await audit(req, res, 'console')(ctx.db, listChange(id), (db: Db) => changeList(db, id, changes));
       await ctx.redirect(req, res, `/admin/lists/${id}#series`, `List ${id}: the series has ${list.steps.length} step${list.steps.length === 1 ? '' : 's'}.`);
     });
     router.get('/lists/:id', async (req, res) => {

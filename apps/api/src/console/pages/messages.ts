@@ -6,7 +6,8 @@ import { validate } from '../../../../core/src/validate';
 import type { ConsolePage } from '../page';
 import { query } from '../page';
 import { CSRF_FIELD } from '../views';
-import { auditAfter, ownerIn } from '../../middleware/audit';
+import { messageChange } from '../../../../core/src/audit/changes';
+import { auditAfter } from '../../middleware/audit';
 import type { Db } from '../../../../core/src/db';
 
 const KIND_WORDS: Record<string, string> = {
@@ -88,12 +89,12 @@ export const messagesPage: ConsolePage = {
     });
     router.post('/messages/:id/retry', async (req, res) => {
       const id = validate(messageIdParam, req.params.id);
-      const done = await auditAfter(req, res, 'console')(ctx.db, { action: 'retry', resource: 'message', id, after: (m) => m, accountIn: ownerIn('message', id) }, (db: Db) => retryMessage(db, id));
+      const done = await auditAfter(req, res, 'console')(ctx.db, messageChange('retry', id), (db: Db) => retryMessage(db, id));
       await ctx.redirect(req, res, `/admin/messages/${id}`, `Message retried: it is ${done.status} and goes out now.`);
     });
     router.post('/messages/:id/cancel', async (req, res) => {
       const id = validate(messageIdParam, req.params.id);
-      await auditAfter(req, res, 'console')(ctx.db, { action: 'cancel', resource: 'message', id, after: (m) => m, accountIn: ownerIn('message', id) }, (db: Db) => cancelMessage(db, id));
+      await auditAfter(req, res, 'console')(ctx.db, messageChange('cancel', id), (db: Db) => cancelMessage(db, id));
       await ctx.redirect(req, res, `/admin/messages/${id}`, 'Message cancelled: it will not be sent.');
     });
   },

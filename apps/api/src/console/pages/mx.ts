@@ -2,12 +2,13 @@ import { idParam } from '../../../../core/src/admin-schemas';
 import { listAccounts } from '../../../../core/src/accounts';
 import { listDomains } from '../../../../core/src/domains';
 import { actOnMxMessage, listMxMessages } from '../../../../core/src/mx/browse';
-import { addRoute, changeRoute, getRoute, listRoutes, mxMessageIdParam, removeRoute, routeInput, routePatch } from '../../../../core/src/mx/routes';
+import { addRoute, changeRoute, listRoutes, mxMessageIdParam, removeRoute, routeInput, routePatch } from '../../../../core/src/mx/routes';
 import { validate } from '../../../../core/src/validate';
 import type { Request } from 'express';
 import { ACCOUNT_SELECT, CSRF_FIELD } from '../views';
 import { field, numberField, type ConsolePage } from '../page';
-import type { Db, Tx } from '../../../../core/src/db';
+import type { Db } from '../../../../core/src/db';
+import { creation, mxMessageChange, routeChange } from '../../../../core/src/audit/changes';
 import { audit } from '../../middleware/audit';
 
 /** A blank form field as null (clears the value), else a number (joi names a bad one). */
@@ -72,25 +73,24 @@ ${ACCOUNT_SELECT}
         endpoint: nullable(req, 'endpoint'),
         spam_threshold: nullable(req, 'spam_threshold'),
       });
-      const route = await audit(req, res, 'console')(ctx.db, { action: 'create', resource: 'route', after: (r) => r, account: input.account }, (db: Db) => addRoute(db, input));
+      const route = await audit(req, res, 'console')(ctx.db, creation('route', input.account), (db: Db) => addRoute(db, input));
       await ctx.redirect(req, res, '/admin/mx', `Route ${route.id} added: ${route.match} -> ${route.action}.`);
     });
     router.post('/mx/routes/:id', async (req, res) => {
       const patch = validate(routePatch, { action: field(req, 'action'), endpoint: nullable(req, 'endpoint'), spam_threshold: nullable(req, 'spam_threshold') });
       const id = validate(idParam, req.params.id);
-      const route = await audit(req, res, 'console')(ctx.db, { action: 'update', resource: 'route', id, before: (tx) => getRoute(tx, id), after: (r) => r }, (db: Db) => changeRoute(db, id, patch));
+      const route = await audit(req, res, 'console')(ctx.db, routeChange('update', id), (db: Db) => changeRoute(db, id, patch));
       await ctx.redirect(req, res, '/admin/mx', `Route ${route.id} saved: ${route.match} -> ${route.action}.`);
     });
     router.post('/mx/routes/:id/delete', async (req, res) => {
       const id = validate(idParam, req.params.id);
-      await audit(req, res, 'console')(ctx.db, { action: 'delete', resource: 'route', id, before: (tx) => getRoute(tx, id) }, (db: Db) => removeRoute(db, id));
+      await audit(req, res, 'console')(ctx.db, { ...routeChange('delete', id), after: undefined }, (db: Db) => removeRoute(db, id));
       await ctx.redirect(req, res, '/admin/mx', `Route ${id} deleted.`);
     });
     for (const action of ['release', 'drop'] as const) {
       router.post(`/mx/messages/:id/${action}`, async (req, res) => {
         const id = validate<string>(mxMessageIdParam, req.params.id);
-        const accountIn = async (tx: Tx) => (await tx.mxMessage.findUnique({ where: { id }, select: { accountId: true } }))?.accountId;
-        await audit(req, res, 'console')(ctx.db, { action, resource: 'mx-message', id, accountIn }, (db: Db) => actOnMxMessage(db, id, action));
+        await audit(req, res, 'console')(ctx.db, mxMessageChange(action, id), (db: Db) => actOnMxMessage(db, id, action));
         await ctx.redirect(req, res, '/admin/mx', action === 'release' ? `Message ${id} released.` : `Message ${id} dropped.`);
       });
     }

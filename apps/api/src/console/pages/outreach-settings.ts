@@ -5,7 +5,8 @@ import { updateMailbox } from '../../../../core/src/mailboxes';
 import { validate } from '../../../../core/src/validate';
 import { CSRF_FIELD, mailboxSelect } from '../views';
 import { field, type PageContext } from '../page';
-import { auditAfter, campaignChange, mailboxChange } from '../../middleware/audit';
+import { campaignChange, mailboxChange } from '../../../../core/src/audit/changes';
+import { auditAfter } from '../../middleware/audit';
 import type { Db } from '../../../../core/src/db';
 
 /**

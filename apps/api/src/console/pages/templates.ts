@@ -8,7 +8,8 @@ import { changeTemplate, createTemplate, deleteTemplate, getTemplate, listTempla
 import { validate } from '../../../../core/src/validate';
 import { ACCOUNT_SELECT, CSRF_FIELD } from '../views';
 import { field, numberField, type ConsolePage } from '../page';
-import type { Db, Tx } from '../../../../core/src/db';
+import type { Db } from '../../../../core/src/db';
+import { creation, templateChange } from '../../../../core/src/audit/changes';
 import { audit, holdTo } from '../../middleware/audit';
 
 /**
@@ -111,7 +112,6 @@ ${EDITOR_FIELDS}
       }
     };
 
-    const templateChange = (action: string, id: number) => ({ action, resource: 'template', id, before: (tx: Tx) => getTemplate(tx, id), after: (t: unknown) => t });
     router.get('/templates', async (req, res) => {
       const [templates, accounts] = await Promise.all([listTemplates(ctx.db, undefined), listAccounts(ctx.db)]);
       ctx.render(req, res, 'templates', 'Templates', { templates, accounts });
@@ -126,7 +126,7 @@ ${EDITOR_FIELDS}
         html: field(req, 'html') || null,
         text: field(req, 'text') || null,
       });
-      const t = await audit(req, res, 'console')(ctx.db, { action: 'create', resource: 'template', after: (t) => t }, (db: Db) => createTemplate(db, input));
+      const t = await audit(req, res, 'console')(ctx.db, creation('template'), (db: Db) => createTemplate(db, input));
       await ctx.redirect(req, res, `/admin/templates/${t.id}`, `Template ${t.id} created (version 1).`);
     });
     router.get('/templates/:id', async (req, res) => show(req, res, validate(idParam, req.params.id)));

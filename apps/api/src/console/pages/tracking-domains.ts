@@ -5,7 +5,8 @@ import { trackingDomainInput } from '../../../../core/src/tracking-domains/schem
 import { validate } from '../../../../core/src/validate';
 import { ACCOUNT_SELECT, CSRF_FIELD } from '../views';
 import { field, numberField, type ConsolePage } from '../page';
-import type { Db, Tx } from '../../../../core/src/db';
+import type { Db } from '../../../../core/src/db';
+import { creation, trackingDomainChange } from '../../../../core/src/audit/changes';
 import { audit, auditAfter } from '../../middleware/audit';
 
 /**
@@ -49,7 +50,7 @@ ${ACCOUNT_SELECT}
     });
     router.post('/tracking-domains', async (req, res) => {
       const input = validate(trackingDomainInput, { account: numberField(req, 'account'), name: field(req, 'name') });
-      const domain = await audit(req, res, 'console')(ctx.db, { action: 'create', resource: 'tracking-domain', after: (d) => d, account: input.account }, (db: Db) => addTrackingDomain(db, input));
+      const domain = await audit(req, res, 'console')(ctx.db, creation('tracking-domain', input.account), (db: Db) => addTrackingDomain(db, input));
       await ctx.redirect(req, res, `/admin/tracking-domains/${domain.id}`, `Tracking domain ${domain.display_name} added: publish its CNAME, then check it.`);
     });
     router.get('/tracking-domains/:id', async (req, res) => {
@@ -58,13 +59,12 @@ ${ACCOUNT_SELECT}
     });
     router.post('/tracking-domains/:id/verify', async (req, res) => {
       const id = validate(idParam, req.params.id);
-      const change = { action: 'verify', resource: 'tracking-domain', id, before: (tx: Tx) => getTrackingDomain(tx, id), after: (d: unknown) => d };
-      const domain = await auditAfter(req, res, 'console')(ctx.db, change, (db: Db) => verifyTrackingDomain(db, id));
+      const domain = await auditAfter(req, res, 'console')(ctx.db, trackingDomainChange('verify', id), (db: Db) => verifyTrackingDomain(db, id));
       await ctx.redirect(req, res, `/admin/tracking-domains/${domain.id}`, `Checked: ${domain.status}.`);
     });
     router.post('/tracking-domains/:id/delete', async (req, res) => {
       const id = validate(idParam, req.params.id);
-      await audit(req, res, 'console')(ctx.db, { action: 'delete', resource: 'tracking-domain', id, before: (tx) => getTrackingDomain(tx, id) }, (db: Db) => removeTrackingDomain(db, id));
+      await audit(req, res, 'console')(ctx.db, { ...trackingDomainChange('delete', id), after: undefined }, (db: Db) => removeTrackingDomain(db, id));
       await ctx.redirect(req, res, '/admin/tracking-domains', `Tracking domain ${id} removed.`);
     });
   },

@@ -5,7 +5,8 @@ import { validate } from '../../../../core/src/validate';
 import * as schemas from '../../../../core/src/webhooks/schemas';
 import { changeWebhook, createWebhook, deleteWebhook, getWebhook, listDeliveries, listWebhooks, rotateSecret } from '../../../../core/src/webhooks/service';
 import type { Request } from 'express';
-import type { Db, Tx } from '../../../../core/src/db';
+import type { Db } from '../../../../core/src/db';
+import { creation, webhookChange } from '../../../../core/src/audit/changes';
 import { audit } from '../../middleware/audit';
 import { ACCOUNT_SELECT, CSRF_FIELD } from '../views';
 import { field, numberField, type ConsolePage } from '../page';
@@ -57,11 +58,10 @@ ${ACCOUNT_SELECT}
       const [webhooks, accounts] = await Promise.all([listWebhooks(ctx.db), listAccounts(ctx.db)]);
       ctx.render(req, res, 'webhooks', 'Webhooks', { webhooks, accounts, eventTypes: EVENT_TYPES, ...extra }, status);
     };
-    const webhookChange = (action: string, id: number) => ({ action, resource: 'webhook', id, before: (tx: Tx) => getWebhook(tx, id), after: (w: unknown) => w });
     router.get('/webhooks', (req, res) => showAll(req, res));
     router.post('/webhooks', async (req, res) => {
       const input = validate(schemas.webhookInput, { account: numberField(req, 'account'), url: field(req, 'url'), events: eventsField(req) });
-      const { secret, ...webhook } = await audit(req, res, 'console')(ctx.db, { action: 'create', resource: 'webhook', after: (w) => w }, (db: Db) => createWebhook(db, input));
+      const { secret, ...webhook } = await audit(req, res, 'console')(ctx.db, creation('webhook'), (db: Db) => createWebhook(db, input));
       // in this answer only (no redirect), like a new key's token
       res.set('Cache-Control', 'no-store');
       await showAll(req, res, { secret, secretTitle: `Webhook ${webhook.id}: its signing secret` }, 201);

@@ -1,5 +1,6 @@
 import { Router } from 'express';
-import type { Db, Tx } from '../../../../core/src/db';
+import type { Db } from '../../../../core/src/db';
+import { webhookChange } from '../../../../core/src/audit/changes';
 import { idParam } from '../../../../core/src/admin-schemas';
 import { validate } from '../../../../core/src/validate';
 import * as schemas from '../../../../core/src/webhooks/schemas';
@@ -11,7 +12,6 @@ import { methodNotAllowed } from '../../middleware/errors';
 /** The webhook endpoints of docs/webhooks.md (under /admin/api). The secret is in the create and rotate answers only. */
 export function webhooksRouter(db: Db): Router {
   const router = Router();
-  const webhookChange = (action: string, id: number) => ({ action, resource: 'webhook', id, before: (tx: Tx) => getWebhook(tx, id), after: (w: unknown) => w });
 
   router
     .route('/webhooks')
