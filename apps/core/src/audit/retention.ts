@@ -1,6 +1,7 @@
 import { config } from '../config';
 import type { Db } from '../db';
 import { logger } from '../logger';
+import { deleteEntriesBefore } from './repository';
 
 /** Entries deleted by one statement; one run deletes at most MAX_BATCHES of them, the next run (hourly) goes on. */
 const BATCH = 5_000;
@@ -8,18 +9,14 @@ const MAX_BATCHES = 100;
 
 /**
  * AUDIT_RETENTION_DAYS (0, the default, keeps every entry): entries older than that are deleted. The log's trigger
- * refuses every UPDATE and DELETE (docs/teams.md) but a DELETE of entries older than the cut-off this transaction
- * names in `mailservice.audit_prune_before` (set_config local to it): the one way an entry goes.
+ * refuses every UPDATE and DELETE (docs/teams.md) but this one (./repository.ts): the one way an entry goes.
  */
 export async function dropOldAuditEntries(db: Db, now = new Date(), days = config().auditRetentionDays): Promise<number> {
   if (days <= 0) return 0;
   const cutoff = new Date(now.getTime() - days * 86_400_000);
   let deleted = 0;
   for (let i = 0; i < MAX_BATCHES; i++) {
-    const n = await db.$transaction(async (tx) => {
-      await tx.$executeRaw`SELECT set_config('mailservice.audit_prune_before', ${cutoff.toISOString()}, true)`;
-      return tx.$executeRaw`DELETE FROM audit_log WHERE id IN (SELECT id FROM audit_log WHERE at < ${cutoff} ORDER BY id LIMIT ${BATCH})`;
-    });
+    const n = await deleteEntriesBefore(db, cutoff, BATCH);
     deleted += n;
     if (n < BATCH) break;
   }
