@@ -1,10 +1,8 @@
 import { randomUUID } from 'node:crypto';
-import type { AddressInfo } from 'node:net';
-import type { Server } from 'node:http';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { db } from '../../apps/core/src/db';
-import { useApi } from '../helpers/api';
+import { useListeningApi } from '../helpers/api';
 import { makeCampaign, makeList, makeTenant, type Tenant } from '../helpers/factories';
 
 /**
@@ -15,24 +13,13 @@ import { makeCampaign, makeList, makeTenant, type Tenant } from '../helpers/fact
  */
 jest.setTimeout(120_000);
 
-const ctx = useApi();
-let server: Server;
-let base: string;
-
-beforeAll(async () => {
-  server = ctx.api.app.listen(0, '127.0.0.1');
-  await new Promise((resolve) => server.once('listening', resolve));
-  base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-});
-afterAll(async () => {
-  server.closeAllConnections();
-  await new Promise((resolve) => server.close(resolve));
-});
+const ctx = useListeningApi();
+const base = () => `http://127.0.0.1:${ctx.port}`;
 
 /** A client of its own per call, so each call's requests carry their own X-Request-Id. */
 async function call(token: string, requestId: string, name: string, args: Record<string, unknown>) {
   const client = new Client({ name: 'audit-agent', version: '1.0.0' });
-  await client.connect(new StreamableHTTPClientTransport(new URL(`${base}/mcp`), { requestInit: { headers: { Authorization: `Bearer ${token}`, 'X-Request-Id': requestId } } }));
+  await client.connect(new StreamableHTTPClientTransport(new URL(`${base()}/mcp`), { requestInit: { headers: { Authorization: `Bearer ${token}`, 'X-Request-Id': requestId } } }));
   try {
     return (await client.callTool({ name, arguments: args })) as { isError?: boolean; structuredContent?: Record<string, any> };
   } finally {
@@ -77,7 +64,7 @@ beforeAll(async () => {
 
 it('has a call for every tool the server lists', async () => {
   const client = new Client({ name: 'audit-agent', version: '1.0.0' });
-  await client.connect(new StreamableHTTPClientTransport(new URL(`${base}/mcp`), { requestInit: { headers: { Authorization: `Bearer ${f.tenant.token}` } } }));
+  await client.connect(new StreamableHTTPClientTransport(new URL(`${base()}/mcp`), { requestInit: { headers: { Authorization: `Bearer ${f.tenant.token}` } } }));
   const listed = (await client.listTools()).tools.map((t) => t.name).sort();
   await client.close();
   expect([...CHANGES, ...READS].map(([name]) => name).sort()).toEqual(listed);
