@@ -32,8 +32,6 @@ const NOT_CHANGES: Record<string, string> = {
   '/templates/:id/preview': 'renders a draft',
   '/mailboxes/:id/test': 'tries a login; nothing is stored',
   '/mailboxes/:id/test-imap': 'tries a login; nothing is stored',
-  '/mailboxes/connect': "starts an OAuth2 flow; the mailbox is made by the provider's callback",
-  '/mailboxes/:id/reconnect': "starts an OAuth2 flow; the mailbox is changed by the provider's callback",
   '/security/totp': 'starts an enrolment; confirming it is the change (/security/totp/confirm)',
 };
 
@@ -44,6 +42,8 @@ const CHECKED_ELSEWHERE: Record<string, string> = {
   '/security/passkeys': 'test/teams/passkeys.test.ts (add-passkey)',
   '/security/passkeys/:id/remove': 'test/teams/passkeys.test.ts (remove-passkey)',
   '/reset/:token': 'test/teams/users.test.ts (a reset link comes by email only)',
+  '/mailboxes/connect': "test/oauth/console-connect.test.ts (the mailbox is made at the provider's callback, and its entry written then)",
+  '/mailboxes/:id/reconnect': "test/oauth/console-connect.test.ts (the mailbox is changed at the provider's callback)",
 };
 
 interface Fixture {

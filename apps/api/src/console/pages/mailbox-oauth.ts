@@ -6,7 +6,7 @@ import { OAUTH_PROVIDERS, type OAuthProvider } from '../../../../core/src/oauth/
 import { listAccounts } from '../../../../core/src/accounts';
 import { validate } from '../../../../core/src/validate';
 import { findMailbox } from '../../../../core/src/mailboxes';
-import { holdTo } from '../../middleware/audit';
+import { auditContext, holdTo } from '../../middleware/audit';
 import { field, numberField, type PageContext } from '../page';
 import { cookieValue, secureCookies, sessionExists } from '../session';
 import { ACCOUNT_SELECT, CSRF_FIELD } from '../views';
@@ -98,7 +98,7 @@ export function mailboxOAuthRoutes(router: Router, ctx: PageContext): void {
       imap: optional(req, 'imap'),
     };
     const session = res.locals.session!;
-    const { url } = await startConnect(input, { kind: 'console', session: session.id, nonce: bindBrowser(req, res) });
+    const { url } = await startConnect(input, { kind: 'console', session: session.id, nonce: bindBrowser(req, res), actor: auditContext(req, res, 'console').actor });
     ctx.render(req, res, 'oauth-continue', `Connect ${input.address}`, { url, provider: providerLabel(provider), address: input.address.toLowerCase() });
   });
 
@@ -106,7 +106,7 @@ export function mailboxOAuthRoutes(router: Router, ctx: PageContext): void {
     const id = validate(schemas.idParam, req.params.id);
     holdTo(req, res, (await findMailbox(ctx.db, id)).accountId);
     const session = res.locals.session!;
-    const { url, address } = await startReconnect(ctx.db, id, { kind: 'console', session: session.id, nonce: bindBrowser(req, res) });
+    const { url, address } = await startReconnect(ctx.db, id, { kind: 'console', session: session.id, nonce: bindBrowser(req, res), actor: auditContext(req, res, 'console').actor });
     const m = await ctx.db.mailbox.findUniqueOrThrow({ where: { id } });
     ctx.render(req, res, 'oauth-continue', `Reconnect ${address}`, { url, provider: providerLabel((m.oauthProvider ?? 'custom') as OAuthProvider), address });
   });
@@ -121,7 +121,7 @@ export function oauthCallback(ctx: PageContext): RequestHandler {
       const done = await finishConnect(
         ctx.db,
         { state: q('state'), code: q('code'), error: q('error'), error_description: q('error_description') },
-        { nonce: cookieValue(req, FLOW_COOKIE), sessionAlive: sessionExists },
+        { nonce: cookieValue(req, FLOW_COOKIE), sessionAlive: sessionExists, ip: req.ip ?? null, requestId: String(res.locals.requestId ?? '') || null },
       );
       const what = done.reconnected
         ? `${done.mailbox.address} is connected again. Its waiting emails are on their way.`
