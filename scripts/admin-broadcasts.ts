@@ -2,6 +2,8 @@ import fs from 'node:fs';
 import { broadcastChanges, broadcastInput, broadcastsQuery } from '../apps/core/src/broadcasts/schema';
 import { changeBroadcast, createBroadcast, getBroadcast, listBroadcasts } from '../apps/core/src/broadcasts/service';
 import type { Db } from '../apps/core/src/db';
+import { broadcastChange, broadcastCreation } from '../apps/core/src/audit/changes';
+import { cliChange, cliChangeAfter } from './admin-audit';
 import { closeQueues } from '../apps/core/src/queues';
 import { idParam, validate } from '../apps/core/src/validate';
 import { listRef } from '../apps/core/src/subscribers/lists';
@@ -58,11 +60,15 @@ function content(flags: Flags) {
 /** Runs a broadcast command; undefined when the command is not one of these. */
 export async function runBroadcastCommand(d: Db, command: string, arg: string | undefined, flags: Flags): Promise<unknown> {
   switch (command) {
-    case 'broadcast create':
-      return { broadcast: await createBroadcast(d, validate(broadcastInput, { list: flags.list === undefined ? undefined : (await listRef(d, flags.list)).key, ...content(flags) })) };
+    case 'broadcast create': {
+      const input = validate(broadcastInput, { list: flags.list === undefined ? undefined : (await listRef(d, flags.list)).key, ...content(flags) });
+      return { broadcast: await cliChange(d, broadcastCreation(input.list), (db: Db) => createBroadcast(db, input)) };
+    }
     case 'broadcast set':
       try {
-        return { broadcast: await changeBroadcast(d, validate(idParam, arg), validate(broadcastChanges, { status: flags.status, ...content(flags) })) };
+        const id = validate(idParam, arg);
+        const changes = validate(broadcastChanges, { status: flags.status, ...content(flags) });
+        return { broadcast: await cliChangeAfter(d, broadcastChange(id), (db: Db) => changeBroadcast(db, id, changes)) };
       } finally {
         await closeQueues();
       }

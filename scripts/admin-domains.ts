@@ -1,5 +1,7 @@
 /** `npm run admin -- domain ...`: the sending-domain operations (docs/domains.md), imported by scripts/admin.ts. */
 import type { Db } from '../apps/core/src/db';
+import { creation, domainChange } from '../apps/core/src/audit/changes';
+import { cliChange, cliChangeAfter } from './admin-audit';
 import { addDomain, getDomain, listDomains, removeDomain, rotateDomain, verifyDomain } from '../apps/core/src/domains';
 import { domainInput, domainsQuery } from '../apps/core/src/domains/schema';
 import { AppError } from '../apps/core/src/errors';
@@ -17,19 +19,27 @@ type Flags = Record<string, string | boolean | undefined>;
 
 export async function domainCommand(d: Db, action: string | undefined, arg: string | undefined, flags: Flags): Promise<unknown> {
   switch (action) {
-    case 'add':
-      return { domain: await addDomain(d, validate(domainInput, { account: flags.account, name: flags.name })) };
+    case 'add': {
+      const input = validate(domainInput, { account: flags.account, name: flags.name });
+      return { domain: await cliChange(d, creation('domain', input.account), (db: Db) => addDomain(db, input)) };
+    }
     case 'list':
       return { domains: await listDomains(d, validate<{ account?: number }>(domainsQuery, { account: flags.account }).account) };
     case 'show':
       return { domain: await getDomain(d, validate(idParam, arg)) };
-    case 'verify':
-      return { domain: await verifyDomain(d, validate(idParam, arg)) };
-    case 'rotate':
-      return { domain: await rotateDomain(d, validate(idParam, arg)) };
-    case 'remove':
-      await removeDomain(d, validate(idParam, arg));
+    case 'verify': {
+      const id = validate(idParam, arg);
+      return { domain: await cliChangeAfter(d, domainChange('verify', id), (db: Db) => verifyDomain(db, id)) };
+    }
+    case 'rotate': {
+      const id = validate(idParam, arg);
+      return { domain: await cliChange(d, domainChange('rotate', id), (db: Db) => rotateDomain(db, id)) };
+    }
+    case 'remove': {
+      const id = validate(idParam, arg);
+      await cliChange(d, { ...domainChange('delete', id), after: undefined }, (db: Db) => removeDomain(db, id));
       return {};
+    }
     default:
       throw new AppError(`unknown domain command "${action ?? ''}"\n\n${DOMAIN_HELP}`);
   }

@@ -1,4 +1,6 @@
 import type { Db } from '../apps/core/src/db';
+import { messageChange } from '../apps/core/src/audit/changes';
+import { cliChangeAfter } from './admin-audit';
 import { browseProspects } from '../apps/core/src/operator/prospects';
 import { searchMessages } from '../apps/core/src/operator/search';
 import { messageStory } from '../apps/core/src/operator/story';
@@ -33,10 +35,14 @@ export async function messagesCommand(d: Db, command: string, arg: string | unde
     }
     case 'message show':
       return messageStory(d, deliveryRegistrations().kinds, validate(messageIdParam, arg));
-    case 'message retry':
-      return { message: await retryMessage(d, validate(messageIdParam, arg)) };
-    case 'message cancel':
-      return { message: await cancelMessage(d, validate(messageIdParam, arg)) };
+    case 'message retry': {
+      const id = validate<string>(messageIdParam, arg);
+      return { message: await cliChangeAfter(d, messageChange('retry', id), (db: Db) => retryMessage(db, id)) };
+    }
+    case 'message cancel': {
+      const id = validate<string>(messageIdParam, arg);
+      return { message: await cliChangeAfter(d, messageChange('cancel', id), (db: Db) => cancelMessage(db, id)) };
+    }
     default:
       if (command.startsWith('prospects ') || command === 'prospects') {
         const campaign = validate(idParam, command.split(' ')[1]);

@@ -2,6 +2,7 @@
 import type { Db } from '../apps/core/src/db';
 import { AppError, BadRequest } from '../apps/core/src/errors';
 import { connectResult, startConnect, startReconnect, type ConnectInput } from '../apps/core/src/oauth/connect';
+import { CLI_AUDIT } from './admin-audit';
 import { callbackUrl, OAUTH_PROVIDERS, type OAuthProvider } from '../apps/core/src/oauth/providers';
 
 export const OAUTH_HELP = `  mailbox connect --provider google|microsoft|custom --account ID --address ADDRESS [--name NAME]
@@ -31,7 +32,7 @@ export async function mailboxConnect(d: Db, flags: Flags): Promise<unknown> {
   if (flags.mailbox !== undefined) {
     const id = Number(flags.mailbox);
     if (!Number.isInteger(id) || id < 1) throw new BadRequest('--mailbox must be a mailbox id');
-    const again = await startReconnect(d, id, { kind: 'cli' });
+    const again = await startReconnect(d, id, { kind: 'cli', actor: CLI_AUDIT.actor });
     started = again;
     address = again.address;
   } else {
@@ -52,7 +53,7 @@ export async function mailboxConnect(d: Db, flags: Flags): Promise<unknown> {
       smtp: text(flags.smtp),
       imap: text(flags.imap),
     };
-    started = await startConnect(input, { kind: 'cli' });
+    started = await startConnect(input, { kind: 'cli', actor: CLI_AUDIT.actor });
     address = input.address.toLowerCase();
   }
   process.stderr.write(

@@ -1,6 +1,8 @@
 /** `npm run admin -- template ...`: stored templates and layouts (docs/templates.md), imported by scripts/admin.ts. */
 import fs from 'node:fs';
 import type { Db } from '../apps/core/src/db';
+import { creation, templateChange } from '../apps/core/src/audit/changes';
+import { cliChange, cliChangeAfter } from './admin-audit';
 import { AppError } from '../apps/core/src/errors';
 import { idParam, validate } from '../apps/core/src/validate';
 import * as schemas from '../apps/core/src/templates/schema';
@@ -65,10 +67,15 @@ function fieldsOf(flags: Flags): Record<string, unknown> {
 
 export async function templateCommand(d: Db, action: string | undefined, arg: string | undefined, flags: Flags): Promise<unknown> {
   switch (action) {
-    case 'create':
-      return { template: await createTemplate(d, validate(schemas.templateInput, { account: flags.account, kind: flags.kind, ...fieldsOf(flags) })) };
-    case 'set':
-      return { template: await changeTemplate(d, validate(idParam, arg), validate(schemas.templateChanges, fieldsOf(flags))) };
+    case 'create': {
+      const input = validate(schemas.templateInput, { account: flags.account, kind: flags.kind, ...fieldsOf(flags) });
+      return { template: await cliChange(d, creation('template'), (db: Db) => createTemplate(db, input)) };
+    }
+    case 'set': {
+      const id = validate(idParam, arg);
+      const changes = validate(schemas.templateChanges, fieldsOf(flags));
+      return { template: await cliChange(d, templateChange('update', id), (db: Db) => changeTemplate(db, id, changes)) };
+    }
     case 'list': {
       const query = validate(schemas.templatesQuery, { account: flags.account, kind: flags.kind });
       return { templates: await listTemplates(d, query.account, query.kind) };
@@ -77,15 +84,23 @@ export async function templateCommand(d: Db, action: string | undefined, arg: st
       return { template: await getTemplate(d, validate(idParam, arg)) };
     case 'versions':
       return { versions: await listVersions(d, validate(idParam, arg)) };
-    case 'restore':
-      return { template: await restoreVersion(d, validate(idParam, arg), validate(schemas.restoreInput, { version: flags.version }).version) };
+    case 'restore': {
+      const id = validate(idParam, arg);
+      const { version } = validate(schemas.restoreInput, { version: flags.version });
+      return { template: await cliChange(d, templateChange('restore', id), (db: Db) => restoreVersion(db, id, version)) };
+    }
     case 'preview':
       return previewTemplate(d, validate(idParam, arg), validate(schemas.previewInput, { variables: variablesOf(flags) }).variables);
-    case 'test':
-      return { message: await sendTestEmail(d, validate(idParam, arg), validate(schemas.testSendInput, { to: flags.to, variables: variablesOf(flags), mailbox: flags.mailbox })) };
-    case 'delete':
-      await deleteTemplate(d, validate(idParam, arg));
+    case 'test': {
+      const id = validate(idParam, arg);
+      const input = validate(schemas.testSendInput, { to: flags.to, variables: variablesOf(flags), mailbox: flags.mailbox });
+      return { message: await cliChangeAfter(d, { ...templateChange('test-send', id), before: undefined }, (db: Db) => sendTestEmail(db, id, input)) };
+    }
+    case 'delete': {
+      const id = validate(idParam, arg);
+      await cliChange(d, { ...templateChange('delete', id), after: undefined }, (db: Db) => deleteTemplate(db, id));
       return {};
+    }
     default:
       throw new AppError(`unknown template command "${action ?? ''}"\n\n${TEMPLATE_HELP}`);
   }

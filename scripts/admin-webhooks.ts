@@ -1,5 +1,7 @@
 /** `npm run admin -- webhook ...`: the webhook admin operations (docs/webhooks.md), imported by scripts/admin.ts. */
 import type { Db } from '../apps/core/src/db';
+import { creation, webhookChange } from '../apps/core/src/audit/changes';
+import { cliChange } from './admin-audit';
 import { AppError } from '../apps/core/src/errors';
 import { idParam, validate } from '../apps/core/src/validate';
 import * as schemas from '../apps/core/src/webhooks/schema';
@@ -29,20 +31,25 @@ export async function webhookCommand(d: Db, action: string | undefined, arg: str
   switch (action) {
     case 'create': {
       const input = validate(schemas.webhookInput, { account: flags.account, url: flags.url, events: eventsFrom(flags.events) });
-      return { webhook: await createWebhook(d, input), note: SECRET_NOTE };
+      return { webhook: await cliChange(d, creation('webhook'), (db: Db) => createWebhook(db, input)), note: SECRET_NOTE };
     }
     case 'list':
       return { webhooks: await listWebhooks(d, validate(schemas.webhooksQuery, { account: flags.account }).account) };
     case 'set': {
       const enabled = flags.enable ? true : flags.disable ? false : undefined;
       const changes = validate(schemas.webhookChanges, { url: flags.url, events: eventsFrom(flags.events), enabled });
-      return { webhook: await changeWebhook(d, validate(idParam, arg), changes) };
+      const id = validate(idParam, arg);
+      return { webhook: await cliChange(d, webhookChange('update', id), (db: Db) => changeWebhook(db, id, changes)) };
     }
-    case 'rotate':
-      return { webhook: await rotateSecret(d, validate(idParam, arg)), note: SECRET_NOTE };
-    case 'delete':
-      await deleteWebhook(d, validate(idParam, arg));
+    case 'rotate': {
+      const id = validate(idParam, arg);
+      return { webhook: await cliChange(d, webhookChange('rotate', id), (db: Db) => rotateSecret(db, id)), note: SECRET_NOTE };
+    }
+    case 'delete': {
+      const id = validate(idParam, arg);
+      await cliChange(d, { ...webhookChange('delete', id), after: undefined }, (db: Db) => deleteWebhook(db, id));
       return {};
+    }
     case 'deliveries':
       return { deliveries: await listDeliveries(d, validate(idParam, arg), validate(schemas.deliveriesQuery, { limit: flags.limit }).limit) };
     default:

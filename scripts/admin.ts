@@ -8,15 +8,17 @@ import { parseArgs } from 'node:util';
 import { accountInput } from '../apps/core/src/accounts/schema';
 import { keyInput } from '../apps/core/src/auth/schema';
 import { entriesQuery } from '../apps/core/src/keyset';
-import { mailboxChange, mailboxInput } from '../apps/core/src/mailboxes/schema';
+import { mailboxChange as mailboxChangeRules, mailboxInput } from '../apps/core/src/mailboxes/schema';
 import { campaignChanges, campaignInput } from '../apps/core/src/outreach/schema';
 import { messagesQuery } from '../apps/core/src/sending/schema';
 import { listChanges, listInput, subscribersQuery } from '../apps/core/src/subscribers/schema';
-import { closeDb, db } from '../apps/core/src/db';
+import { closeDb, db, type Db } from '../apps/core/src/db';
 import { AppError } from '../apps/core/src/errors';
+import { closeQueues } from '../apps/core/src/queues';
 import { closeRedis } from '../apps/core/src/redis';
 import { createAccountAudited, listAccounts } from '../apps/core/src/accounts';
-import type { AuditContext } from '../apps/core/src/audit';
+import { campaignChange, creation, listChange, mailboxChange, stopEntryDeletion, suppressionDeletion } from '../apps/core/src/audit/changes';
+import { CLI_AUDIT, cliChange, cliChangeAfter } from './admin-audit';
 import { changeCampaign, createCampaign } from '../apps/core/src/outreach/campaigns';
 import { createKeyAudited, listKeys, revokeKeyEverywhere } from '../apps/core/src/auth/keys';
 import { changeList, createList, getList, listLists, listRef } from '../apps/core/src/subscribers/lists';
@@ -139,9 +141,6 @@ const stagesFrom = (list: unknown) => (typeof list === 'string' ? list.split(','
 /** `--mailboxes 3,4,5`: a campaign's rotation (docs/campaigns.md) */
 const mailboxesFrom = (list: unknown) => (typeof list === 'string' ? list.split(',').map((s) => s.trim()).filter(Boolean) : undefined);
 
-/** The CLI's changes in the audit log: it runs with the database's credentials, as the admin token's holder would. */
-const CLI_AUDIT: AuditContext = { actor: { kind: 'admin-token', label: 'admin token' }, via: 'cli', ip: null, requestId: null };
-
 async function run(command: string[], flags: Flags): Promise<unknown> {
   const [resource, action, arg] = command;
   const d = db();
@@ -186,7 +185,9 @@ async function run(command: string[], flags: Flags): Promise<unknown> {
       };
     case 'mailbox set': {
       const change = { name: flags.name, smtp: flags.smtp, daily_limit: flags['daily-limit'], gap_seconds: flags['gap-seconds'], imap: flags.imap, ...mailboxExtras(flags), ...mailboxOutreach(flags) };
-      return { mailbox: await updateMailbox(d, validate(idParam, arg), validate(mailboxChange, change)) };
+      const id = validate(idParam, arg);
+      const input = validate(mailboxChangeRules, change);
+      return { mailbox: await cliChangeAfter(d, mailboxChange(id), (db: Db) => updateMailbox(db, id, input)) };
     }
     case 'mailbox test': {
       const { smtp, imap } = await testMailbox(d, validate(idParam, arg));
@@ -210,18 +211,12 @@ async function run(command: string[], flags: Flags): Promise<unknown> {
       return { keys: await listKeys(d) };
     case 'key revoke':
       return { key: await revokeKeyEverywhere(d, validate(idParam, arg), CLI_AUDIT) };
-    case 'list create':
-      return {
-        list: await createList(
-          d,
-          validate(listInput, { account: flags.account, name: flags.name, mailbox: flags.mailbox, confirm: !flags['no-confirm'], steps: stepsFrom(flags.steps) }),
-        ),
-      };
-    case 'campaign create':
-      return {
-        campaign: await createCampaign(
-          d,
-          validate(campaignInput, {
+    case 'list create': {
+      const input = validate(listInput, { account: flags.account, name: flags.name, mailbox: flags.mailbox, confirm: !flags['no-confirm'], steps: stepsFrom(flags.steps) });
+      return { list: await cliChange(d, creation('list', input.account), (db: Db) => createList(db, input)) };
+    }
+    case 'campaign create': {
+      const input = validate(campaignInput, {
             account: flags.account,
             name: flags.name,
             goal: flags.goal,
@@ -232,9 +227,9 @@ async function run(command: string[], flags: Flags): Promise<unknown> {
             status: flags.status,
             target: targetFrom(flags),
             ...campaignOutreach(flags),
-          }),
-        ),
-      };
+          });
+      return { campaign: await cliChange(d, creation('campaign', input.account), (db: Db) => createCampaign(db, input)) };
+    }
     case 'campaign set': {
       const id = validate(idParam, arg);
       const changes = validate(campaignChanges, {
@@ -246,14 +241,15 @@ async function run(command: string[], flags: Flags): Promise<unknown> {
         target: targetFrom(flags),
         ...campaignOutreach(flags),
       });
-      return { campaign: await changeCampaign(d, id, changes) };
+      return { campaign: await cliChangeAfter(d, campaignChange(id), (db: Db) => changeCampaign(db, id, changes)) };
     }
     case 'campaign stats':
       return { stats: await campaignStats(d, validate(idParam, arg)) };
     case 'list set': {
       const confirm = flags.confirm ? true : flags['no-confirm'] ? false : undefined;
       const changes = validate(listChanges, { name: flags.name, mailbox: flags.mailbox, confirm, steps: stepsFrom(flags.steps) });
-      return { list: await changeList(d, (await listRef(d, arg)).id, changes) };
+      const id = (await listRef(d, arg)).id;
+      return { list: await cliChange(d, listChange(id), (db: Db) => changeList(db, id, changes)) };
     }
     case 'list show':
       return { list: await getList(d, (await listRef(d, arg)).id) };
@@ -267,12 +263,16 @@ async function run(command: string[], flags: Flags): Promise<unknown> {
     }
     case 'subscriber consent':
       return consentExport(d, validate(idParam, arg));
-    case 'suppressions remove':
-      await deleteSuppression(d, validate(idParam, arg));
+    case 'suppressions remove': {
+      const id = validate(idParam, arg);
+      await cliChange(d, suppressionDeletion(id), (db: Db) => deleteSuppression(db, id));
       return {};
-    case 'stop-list remove':
-      await deleteStopEntry(d, validate(idParam, arg));
+    }
+    case 'stop-list remove': {
+      const id = validate(idParam, arg);
+      await cliChange(d, stopEntryDeletion(id), (db: Db) => deleteStopEntry(db, id));
       return {};
+    }
     case 'messages':
       return { messages: await listMessages(d, validate(messagesQuery, { to: flags.to, limit: flags.limit })) };
     default: {
@@ -299,6 +299,9 @@ async function main(): Promise<void> {
     process.stderr.write(JSON.stringify({ ok: false, error: inCliWords((err as Error).message) }) + '\n');
     process.exitCode = 1;
   } finally {
+    // a change that queued a job (a retried message, a campaign's due steps) opened a queue: its connection would hold
+    // the process open
+    await closeQueues();
     await closeRedis();
     await closeDb();
   }

@@ -49,6 +49,13 @@ test('mailbox connect creates the mailbox from the provider\'s answer, and --mai
   expect(JSON.parse(again.out)).toMatchObject({ ok: true, reconnected: true, mailbox: { id: row.id } });
   const after = await db().mailbox.findUniqueOrThrow({ where: { id: row.id } });
   expect(after.oauthRefreshTokenEnc).not.toBe(row.oauthRefreshTokenEnc);
+  // each written to the audit log, by the CLI as the admin token, the refresh token redacted
+  const entries = await db().auditEntry.findMany({ where: { resource: 'mailbox', resourceId: String(row.id) }, orderBy: { id: 'asc' } });
+  expect(entries).toMatchObject([
+    { action: 'create', via: 'cli', actorKind: 'admin-token', accountId: account.id },
+    { action: 'reconnect', via: 'cli', actorKind: 'admin-token', accountId: account.id },
+  ]);
+  expect(JSON.stringify(entries.map((e) => [e.before, e.after]))).not.toContain(CLIENT.secret);
 }, 90_000);
 
 test('a refused consent ends the command with the words, and nothing is created', async () => {

@@ -76,6 +76,8 @@ test('a mailbox connected in the console sends over XOAUTH2; revoked, it shows t
   const row = (await mailboxOf(account.id, address))!;
   expect(row).toMatchObject({ authType: 'oauth2', oauthProvider: 'custom', oauthClientId: CLIENT.id, oauthTokenUrl: auth.tokenUrl, oauthAuthUrl: auth.authUrl, authStatus: 'active' });
   expect((await auth.stats()).exchanges).toBeGreaterThanOrEqual(1);
+  // written to the audit log by the console's session that started the flow
+  expect(await db().auditEntry.findMany({ where: { resource: 'mailbox', resourceId: String(row.id) } })).toMatchObject([{ action: 'create', via: 'console', actorKind: 'admin-token', accountId: account.id, ip: expect.any(String) }]);
 
   const { token } = await makeKey(account.id, row.id, { daily_limit: 100 });
   const send = (to: string) => as(ctx.api, token).post('/api/v1/send').send({ from: address, to, subject: 'Hi', text: 'Hello' });

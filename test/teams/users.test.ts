@@ -225,6 +225,9 @@ describe('password reset', () => {
     const path = `/admin/reset/${linkToken(url)}`;
     const done = await stranger.post(path, { password: 'a new and long passphrase' });
     expect(done.status).toBe(303);
+    // written to the audit log by the person whose password it is, through the console; the password never in it
+    const entry = await db().auditEntry.findFirstOrThrow({ where: { action: 'reset-password', actorLabel: 're@example.com' } });
+    expect(entry).toMatchObject({ via: 'console', actorKind: 'user', resource: 'user', after: expect.objectContaining({ password: '[redacted]' }) });
     expect((await person.browser.agent.get('/admin')).status).toBe(303);
     expect((await stranger.agent.get('/admin')).status).toBe(200);
     expect((await consoleClient(ctx.api).signIn('re@example.com', PASSWORD)).status).toBe(401);

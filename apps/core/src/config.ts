@@ -53,6 +53,8 @@ export interface Config {
   readonly retentionDays: number;
   /** days the row of a finished email (and its Send) is kept; 0, the default, keeps them for ever */
   readonly messageRowsDays: number;
+  /** days an audit log entry is kept (docs/teams.md); 0, the default, keeps them for ever */
+  readonly auditRetentionDays: number;
   /** the span of each new partition of messages, message_attempts and events (docs/partitions.md) */
   readonly partitionInterval: PartitionInterval;
   /** inbound mail as events (docs/inbound-events.md): an attachment larger than this is kept as metadata only */
@@ -218,6 +220,7 @@ export function loadConfig(): Config {
     softBounceDays: integer('SOFT_BOUNCE_DAYS', 30, 1, 3650),
     retentionDays: integer('RETENTION_DAYS', 30, 0, 36_500),
     messageRowsDays: integer('MESSAGE_ROWS_DAYS', 0, 0, 36_500),
+    auditRetentionDays: integer('AUDIT_RETENTION_DAYS', 0, 0, 36_500),
     partitionInterval: oneOf('PARTITION_INTERVAL', 'month', PARTITION_INTERVALS),
     inboundAttachmentMaxBytes: integer('INBOUND_ATTACHMENT_MAX_BYTES', 10 * 1024 * 1024, 0, 2 ** 31 - 1),
     maxBodyBytesInFlight: integer('MAX_BODY_BYTES_IN_FLIGHT', 64 * 1024 * 1024, 1024 * 1024, 2 ** 40),

@@ -9,6 +9,8 @@ import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
 import type { ApiKey } from '../../../../generated/prisma/client';
 import { Forbidden } from '../../../core/src/errors';
+import { audited, type AuditContext } from '../../../core/src/audit';
+import type { Db } from '../../../core/src/db';
 import { refusalOf, type Refusal } from '../middleware/errors';
 
 export type Answer = Record<string, unknown>;
@@ -31,7 +33,9 @@ export function tool(tools: Tools, name: string, config: ToolConfig, handler: (a
   // a key outside the tool's scope gets the refusal the HTTP API answers (docs/teams.md)
   const scope = TOOL_SCOPES[name];
   const reads = READ_TOOLS.has(name) && key.scopes.includes('read');
-  const run: typeof handler = scope && !key.scopes.includes(scope) && !reads ? () => answer(() => Promise.reject(new Forbidden(`this key lacks the scope ${scope}`))) : handler;
+  const change = TOOL_CHANGES[name];
+  const recorded: typeof handler = change ? async (args) => tools.record(change, await handler(args)) : handler;
+  const run: typeof handler = scope && !key.scopes.includes(scope) && !reads ? () => answer(() => Promise.reject(new Forbidden(`this key lacks the scope ${scope}`))) : recorded;
   const shape = config.inputSchema;
   const whole = shape instanceof z.ZodType;
   const inputSchema = whole ? shape : (z.object(shape).passthrough() as unknown as Record<string, z.ZodTypeAny>);
@@ -58,6 +62,40 @@ export interface Tools {
   server: McpServer;
   key: ApiKey;
   answer: (work: () => Promise<Answer>) => Promise<CallToolResult>;
+  record: (change: ToolChange, result: CallToolResult) => Promise<CallToolResult>;
+}
+
+/** What a changing tool's audit entry says it did (docs/teams.md); the tools not named here change nothing. */
+interface ToolChange {
+  action: string;
+  resource: string;
+}
+const TOOL_CHANGES: Record<string, ToolChange> = {
+  send_email: { action: 'send', resource: 'send' },
+  send_batch: { action: 'send-batch', resource: 'send' },
+  cancel_send: { action: 'cancel', resource: 'send' },
+  reschedule_send: { action: 'reschedule', resource: 'send' },
+  add_subscriber: { action: 'subscribe', resource: 'subscriber' },
+  remove_subscriber: { action: 'unsubscribe', resource: 'subscriber' },
+  add_prospects: { action: 'add', resource: 'prospect' },
+  report_prospect_state: { action: 'report-state', resource: 'prospect' },
+};
+
+/**
+ * A changing tool's audit entry, `via: mcp` with the key as actor: written once its change is committed (the public
+ * API's operations batch their writes and reach Redis, as the admin API's few changes that do; docs/teams.md). A
+ * refusal changes nothing and a replay (the same idempotency key) nothing again: neither writes one.
+ */
+export async function recordChange(db: Db, context: AuditContext, key: ApiKey, change: ToolChange, result: CallToolResult, answer: Tools['answer']): Promise<CallToolResult> {
+  const body = result.structuredContent as { replayed?: unknown; id?: unknown; send?: { id?: unknown } } | undefined;
+  if (result.isError || !body || body.replayed === true) return result;
+  const id = typeof body.id === 'string' ? body.id : typeof body.send?.id === 'string' ? body.send.id : undefined;
+  try {
+    await audited(db, context, { ...change, id, account: key.accountId, after: () => body }, () => Promise.resolve(result));
+    return result;
+  } catch (err) {
+    return answer(() => Promise.reject(err));
+  }
 }
 
 /** The key scope each tool needs, as its HTTP route does (middleware/auth.ts); the reading ones also pass with `read`. */
@@ -84,6 +122,8 @@ export interface McpRequest {
   requestId: string;
   method: string;
   path: string;
+  /** the client's address, for the audit log */
+  ip?: string | null;
 }
 
 /**

@@ -23,7 +23,7 @@ export function mcpRouter(db: Db, auth: KeyAuthenticator, failures: AuthFailures
   const router = Router();
   router.post('/', requireKey(auth, failures), json, async (req, res) => {
     const { Transport, mcpServer } = mcp();
-    const server = mcpServer(db, state, res.locals.key, { requestId: String(res.locals.requestId ?? ''), method: req.method, path: req.originalUrl });
+    const server = mcpServer(db, state, res.locals.key, { requestId: String(res.locals.requestId ?? ''), method: req.method, path: req.originalUrl, ip: req.ip ?? null });
     const transport = new Transport({ sessionIdGenerator: undefined, enableJsonResponse: true });
     res.on('close', () => {
       void transport.close();

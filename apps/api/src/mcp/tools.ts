@@ -14,7 +14,8 @@ import { parseReschedule } from '../../../core/src/sending/schema';
 import { VERIFY_MODES } from '../../../core/src/verify';
 import { verifyAddresses } from '../../../core/src/verify/operations';
 import type { ApiState } from '../state';
-import { answerFor, refuseUnknownTools, tool, type Answer, type McpRequest, type Tools } from './registration';
+import type { AuditContext } from '../../../core/src/audit';
+import { answerFor, recordChange, refuseUnknownTools, tool, type Answer, type McpRequest, type Tools } from './registration';
 
 /**
  * The MCP tools of docs/mcp.md. Each calls the operation its HTTP route calls, with the same arguments as the
@@ -83,7 +84,8 @@ const prospect = z.object({
 export function mcpServer(db: Db, state: ApiState, key: ApiKey, request: McpRequest): McpServer {
   const server = new McpServer({ name: 'mailservice', version: '1.0.0' });
   const answer = (work: () => Promise<Answer>) => answerFor(request, work);
-  const tools: Tools = { server, key, answer };
+  const context: AuditContext = { actor: { kind: 'key', id: key.id, label: `${key.prefix}…${key.lastFour}` }, via: 'mcp', ip: request.ip ?? null, requestId: request.requestId || null };
+  const tools: Tools = { server, key, answer, record: (change, result) => recordChange(db, context, key, change, result, answer) };
 
   tool(
     tools,

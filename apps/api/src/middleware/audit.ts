@@ -1,7 +1,8 @@
 import type { Request, Response } from 'express';
 import { auditedAfter, auditedChange, type AuditContext, type Change } from '../../../core/src/audit';
-import type { Db, Tx } from '../../../core/src/db';
-import { can } from '../../../core/src/teams';
+import type { Db } from '../../../core/src/db';
+import { Forbidden } from '../../../core/src/errors';
+import { can, permissionFor } from '../../../core/src/teams';
 
 /**
  * Who makes a change, for its audit entry (docs/teams.md): the admin API's actor (a person or the admin token) or the
@@ -14,14 +15,23 @@ export function auditContext(req: Request, res: Response, via: 'admin-api' | 'co
     via,
     ip: req.ip ?? req.socket.remoteAddress ?? null,
     requestId: res.locals.requestId ? String(res.locals.requestId) : null,
-    // the admin API's `permitted` checked the account the request names (else any of the person's); a change by id is
-    // held here to the account of the row it changes (the console's forms: not yet, docs/teams.md)
+    // the admin API's `permitted` (and the console's own check) held the account the request names (else any of the
+    // person's); a change by id is held here to the account of the row it changes
     refuses: (account) => {
-      const member = via === 'admin-api' && res.locals.actor !== 'admin-token' ? res.locals.actor : undefined;
-      const permission = res.locals.permission;
+      const member = via === 'console' ? res.locals.session?.user : res.locals.actor !== 'admin-token' ? res.locals.actor : undefined;
+      const permission = via === 'console' ? permissionFor(req.method, req.path) : res.locals.permission;
       return member && permission && !can(member, permission, account) ? `needs ${permission}${account === undefined ? '' : ` in account ${account}`}` : null;
     },
   };
+}
+
+/**
+ * A console form that names a row by id but changes nothing (a login test, a preview): held to the row's account as a
+ * change is (403 naming the permission), so a person of another account cannot use the row.
+ */
+export function holdTo(req: Request, res: Response, account: number): void {
+  const refusal = auditContext(req, res, 'console').refuses?.(account);
+  if (refusal) throw new Forbidden(refusal);
 }
 
 /**
@@ -39,10 +49,5 @@ export function auditAfter(req: Request, res: Response, via: 'admin-api' | 'cons
   return <T>(db: Db, change: Change<NoInfer<T>>, work: (db: Db) => Promise<T>): Promise<T> => auditedAfter(db, context, change, work);
 }
 
-type Owned = 'list' | 'campaign' | 'broadcast' | 'message' | 'suppression' | 'stopEntry';
-
-/** The account of a row whose view does not name it, read in the change's transaction. */
-export const ownerIn =
-  (model: Owned, id: number | string) =>
-  async (tx: Tx): Promise<number | undefined> =>
-    (await (tx[model] as unknown as { findUnique(args: object): Promise<{ accountId: number | null } | null> }).findUnique({ where: { id }, select: { accountId: true } }))?.accountId ?? undefined;
+// the descriptions of changes by id live once, in core (audit/changes.ts), for the admin API, the console and the CLI
+export { campaignChange, importChange, mailboxChange, ownerIn } from '../../../core/src/audit/changes';

@@ -1,6 +1,7 @@
 import crypto from 'node:crypto';
 import { config } from '../config';
 import { decryptSecret, encryptSecret, safeEqual } from '../crypto';
+import { audited, type AuditActor } from '../audit';
 import type { Db } from '../db';
 import { BadRequest } from '../errors';
 import { createMailbox, updateMailbox, type MailboxView } from '../mailboxes';
@@ -34,7 +35,8 @@ export interface ConnectInput {
 }
 
 /** Who may finish the flow: the console session that started it (with its browser's cookie), or the CLI. */
-export type FlowBinding = { kind: 'console'; session: string; nonce: string } | { kind: 'cli' };
+/** Who started the flow (the console's person or admin token, the CLI's admin token): the audit entry's actor. */
+export type FlowBinding = ({ kind: 'console'; session: string; nonce: string } | { kind: 'cli' }) & { actor?: AuditActor };
 
 interface Flow {
   input: ConnectInput;
@@ -132,7 +134,11 @@ export interface Connected {
  * The provider's answer at the callback. `check`: what the request carries of its binding (the console session it
  * came with, the cookie nonce). Every refusal is a ConnectRefused in words; the flow is used once whatever happens.
  */
-export async function finishConnect(db: Db, query: CallbackQuery, check: { session?: string; nonce?: string; sessionAlive: (id: string) => Promise<boolean> }): Promise<Connected> {
+export async function finishConnect(
+  db: Db,
+  query: CallbackQuery,
+  check: { session?: string; nonce?: string; sessionAlive: (id: string) => Promise<boolean>; ip?: string | null; requestId?: string | null },
+): Promise<Connected> {
   const state = query.state ?? '';
   const sealed = state ? await redis().getdel(flowKey(state)) : null;
   if (!sealed) {
@@ -150,6 +156,11 @@ export async function finishConnect(db: Db, query: CallbackQuery, check: { sessi
   let outcome: Omit<Connected, 'cli'>;
   try {
     outcome = await exchange(db, flow, query, label);
+    // the mailbox is made (or its waiting emails released) once committed: its audit entry follows, by who started it
+    const actor = flow.binding.actor ?? { kind: 'admin-token' as const, label: 'admin token' };
+    const context = { actor, via: cli ? ('cli' as const) : ('console' as const), ip: cli ? null : (check.ip ?? null), requestId: check.requestId ?? null };
+    const change = { action: outcome.reconnected ? 'reconnect' : 'create', resource: 'mailbox', id: outcome.mailbox.id, account: flow.input.account, after: () => outcome.mailbox };
+    await audited(db, context, change, () => Promise.resolve(outcome));
   } catch (err) {
     // the CLI waiting for this flow ends with the same words
     if (cli) await redis().set(resultKey(state), JSON.stringify({ ok: false, error: (err as Error).message }), 'EX', FLOW_TTL_SECONDS);

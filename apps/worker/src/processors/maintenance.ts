@@ -7,6 +7,7 @@ import { rebuildLostJobs } from '../../../core/src/recovery';
 import { deleteExpiredIdempotency } from '../../../core/src/idempotency';
 import { queueDueLinkChecks } from '../../../core/src/links/schedule';
 import { dropOldContent, dropOldRecords } from '../../../core/src/retention';
+import { dropOldAuditEntries } from '../../../core/src/audit/retention';
 import { requeueImports } from '../../../core/src/imports';
 import { recheckDueDomains } from '../../../core/src/domains/schedule';
 import { runDueSeries } from '../../../core/src/lifecycle/series';
@@ -25,8 +26,8 @@ export const maintenanceTasks = (db: Db): Record<JobPayloads['maintenance']['tas
   // queue the link checks that are due (a page given with agreed, a placed link's re-check)
   links: () => queueDueLinkChecks(db),
   // RETENTION_DAYS: finished emails lose their bodies and attachments, their rows stay; the other growing tables lose
-  // their old rows (MESSAGE_ROWS_DAYS for the emails' rows themselves)
-  retention: async () => ({ content: await dropOldContent(db), records: await dropOldRecords(db) }),
+  // their old rows (MESSAGE_ROWS_DAYS for the emails' rows themselves); AUDIT_RETENTION_DAYS: old audit entries
+  retention: async () => ({ content: await dropOldContent(db), records: await dropOldRecords(db), audit: await dropOldAuditEntries(db) }),
   // queue the imports whose job is gone (Redis lost it, or it was never queued); a live job is left alone
   imports: () => requeueImports(db),
   // check the sending domains that are due (DOMAIN_RECHECK_HOURS after their last check; a new one at once)

@@ -13,6 +13,9 @@ import { readNote } from '../../../../core/src/replicas';
 import { CSRF_FIELD } from '../views';
 import { field, type ConsolePage } from '../page';
 import { broadcastCharts, broadcastLiveSection } from '../stats-section';
+import type { Db } from '../../../../core/src/db';
+import { broadcastChange, broadcastCreation } from '../../../../core/src/audit/changes';
+import { audit, auditAfter } from '../../middleware/audit';
 
 /** The buttons a broadcast's state allows (the state machine of broadcasts/service.ts). */
 const ACTIONS: Record<string, { status: string; label: string }[]> = {
@@ -104,12 +107,13 @@ ${COMPOSE_FORM}`,
         ...(draft.track_opens ? { track_opens: true } : {}),
         ...(audience ? { audience } : {}),
       });
-      const broadcast = await createBroadcast(ctx.db, input);
+      const broadcast = await audit(req, res, 'console')(ctx.db, broadcastCreation(input.list), (db: Db) => createBroadcast(db, input));
       await ctx.redirect(req, res, `/admin/broadcasts/${broadcast.id}`, `Broadcast ${broadcast.id} saved as a draft.`);
     });
     router.post('/broadcasts/:id/status', async (req, res) => {
       const id = validate(idParam, req.params.id);
-      const broadcast = await changeBroadcast(ctx.db, id, validate(broadcastChanges, { status: field(req, 'status') }));
+      const changes = validate(broadcastChanges, { status: field(req, 'status') });
+      const broadcast = await auditAfter(req, res, 'console')(ctx.db, broadcastChange(id), (db: Db) => changeBroadcast(db, id, changes));
       await ctx.redirect(req, res, `/admin/broadcasts/${id}`, `Broadcast ${id} is ${broadcast.status}.`);
     });
     router.get('/broadcasts/:id', async (req, res) => {

@@ -26,6 +26,9 @@ function editableSteps(steps: StepInput[]) {
   const rows = emails.map((s) => ({ blank: false, id: s.id && !/^\d+$/.test(s.id) ? s.id : '', delay_hours: s.delay_hours, template: s.template ?? null, subject: s.subject ?? '', body: s.body ?? '' }));
   return [...rows, { blank: true, id: '', delay_hours: '', template: null, subject: '', body: '' }];
 }
+import { campaignChange, creation } from '../../../../core/src/audit/changes';
+import { audit, auditAfter } from '../../middleware/audit';
+import type { Db } from '../../../../core/src/db';
 
 export const campaignsPage: ConsolePage = {
   path: '/campaigns',
@@ -112,12 +115,13 @@ ${CAMPAIGN_DELIVERABILITY}
         mailbox: numberField(req, 'mailbox'),
         steps: [{ subject: field(req, 'subject'), body: field(req, 'body'), delay_hours: numberField(req, 'delay_hours') }],
       });
-      const campaign = await createCampaign(ctx.db, input);
+      const campaign = await audit(req, res, 'console')(ctx.db, creation('campaign', input.account), (db: Db) => createCampaign(db, input));
       await ctx.redirect(req, res, '/admin/campaigns', `Campaign ${campaign.id} "${campaign.name}" created (${campaign.status}).`);
     });
     router.post('/campaigns/:id/status', async (req, res) => {
       const id = validate(idParam, req.params.id);
-      const campaign = await changeCampaign(ctx.db, id, validate(campaignChanges, { status: field(req, 'status') }));
+      const changes = validate(campaignChanges, { status: field(req, 'status') });
+      const campaign = await auditAfter(req, res, 'console')(ctx.db, campaignChange(id), (db: Db) => changeCampaign(db, id, changes));
       await ctx.redirect(req, res, '/admin/campaigns', `Campaign ${campaign.id} "${campaign.name}" is ${campaign.status}.`);
     });
     router.get('/campaigns/:id', async (req, res) => {
@@ -139,7 +143,8 @@ ${CAMPAIGN_DELIVERABILITY}
     router.post('/campaigns/:id/mailboxes', async (req, res) => {
       const id = validate(idParam, req.params.id);
       const mailboxes = formRows(req, 'box').filter((row) => row.use === 'yes').map((row) => typedNumber(row.mailbox));
-      const campaign = await changeCampaign(ctx.db, id, validate(campaignChanges, { mailboxes }));
+      const changes = validate(campaignChanges, { mailboxes });
+      const campaign = await auditAfter(req, res, 'console')(ctx.db, campaignChange(id), (db: Db) => changeCampaign(db, id, changes));
       await ctx.redirect(req, res, `/admin/campaigns/${id}`, `Mailboxes of "${campaign.name}" saved: ${campaign.mailboxes.join(', ')}.`);
     });
     // the steps editor of a linear campaign: its rows as the admin API's `steps`

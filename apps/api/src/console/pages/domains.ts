@@ -4,6 +4,9 @@ import { domainInput } from '../../../../core/src/domains/schema';
 import { idParam, validate } from '../../../../core/src/validate';
 import { ACCOUNT_SELECT, CSRF_FIELD } from '../views';
 import { field, numberField, type ConsolePage } from '../page';
+import type { Db } from '../../../../core/src/db';
+import { creation, domainChange } from '../../../../core/src/audit/changes';
+import { audit, auditAfter } from '../../middleware/audit';
 
 /**
  * Sending domains (docs/domains.md): each domain's records to publish, with their status and what DNS answered, and
@@ -57,7 +60,8 @@ ${ACCOUNT_SELECT}
       ctx.render(req, res, 'domains', 'Domains', { domains, accounts });
     });
     router.post('/domains', async (req, res) => {
-      const domain = await addDomain(ctx.db, validate(domainInput, { account: numberField(req, 'account'), name: field(req, 'name') }));
+      const input = validate(domainInput, { account: numberField(req, 'account'), name: field(req, 'name') });
+      const domain = await audit(req, res, 'console')(ctx.db, creation('domain', input.account), (db: Db) => addDomain(db, input));
       await ctx.redirect(req, res, `/admin/domains/${domain.id}`, `Domain ${domain.display_name} added: publish its records, then check it.`);
     });
     router.get('/domains/:id', async (req, res) => {
@@ -65,16 +69,18 @@ ${ACCOUNT_SELECT}
       ctx.render(req, res, 'domain', `Domain ${domain.display_name}`, { domain });
     });
     router.post('/domains/:id/verify', async (req, res) => {
-      const domain = await verifyDomain(ctx.db, validate(idParam, req.params.id));
+      const id = validate(idParam, req.params.id);
+      const domain = await auditAfter(req, res, 'console')(ctx.db, domainChange('verify', id), (db: Db) => verifyDomain(db, id));
       await ctx.redirect(req, res, `/admin/domains/${domain.id}`, `Checked: ${domain.status}.`);
     });
     router.post('/domains/:id/rotate', async (req, res) => {
-      const domain = await rotateDomain(ctx.db, validate(idParam, req.params.id));
+      const id = validate(idParam, req.params.id);
+      const domain = await audit(req, res, 'console')(ctx.db, domainChange('rotate', id), (db: Db) => rotateDomain(db, id));
       await ctx.redirect(req, res, `/admin/domains/${domain.id}`, 'New keys made: publish their two DKIM records; signing moves to them once DNS shows them.');
     });
     router.post('/domains/:id/delete', async (req, res) => {
       const id = validate(idParam, req.params.id);
-      await removeDomain(ctx.db, id);
+      await audit(req, res, 'console')(ctx.db, { ...domainChange('delete', id), after: undefined }, (db: Db) => removeDomain(db, id));
       await ctx.redirect(req, res, '/admin/domains', `Domain ${id} removed.`);
     });
   },

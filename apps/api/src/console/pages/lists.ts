@@ -18,6 +18,9 @@ import { field, numberField, type ConsolePage } from '../page';
 import { subscriberRoutes, subscriberTemplates } from './subscriber';
 import { formRows, rowControls, STEP_TEMPLATE, stepOf } from '../editors';
 import { listTemplates } from '../../../../core/src/templates/service';
+import type { Db } from '../../../../core/src/db';
+import { creation, importChange, listChange } from '../../../../core/src/audit/changes';
+import { audit, auditAfter } from '../../middleware/audit';
 
 const SUBSCRIBER_STATUSES = ['pending', 'active', 'unsubscribed', 'bounced', 'complained'] as const;
 const subscribersQuery = Joi.object({
@@ -108,7 +111,7 @@ ${rowControls('step', 'Step')}
         mailbox: numberField(req, 'mailbox'),
         confirm: field(req, 'confirm') === 'yes',
       });
-      const list = await createList(ctx.db, input);
+      const list = await audit(req, res, 'console')(ctx.db, creation('list', input.account), (db: Db) => createList(db, input));
       await ctx.redirect(req, res, `/admin/lists/${list.id}`, `List ${list.id} "${list.name}" created.`);
     });
     // every subscriber as CSV, streamed a keyset page at a time (subscribers/csv.ts, shared with the admin API), from the replica when there is one
@@ -124,7 +127,8 @@ ${rowControls('step', 'Step')}
       let csv = field(req, 'csv').replace(/^\uFEFF/, '');
       if (!/^\s*"?email"?\s*(,|\r?\n|$)/i.test(csv)) csv = `email,name\n${csv}`;
       const verify = validate<{ verify?: VerifyMode }>(importQuery, { verify: field(req, 'verify') || undefined }).verify;
-      const imported = await receiveImport(ctx.db, id, 'csv', [csv], { defaultStatus: field(req, 'confirmed') === 'yes' ? 'active' : undefined, verify });
+      const options = { defaultStatus: field(req, 'confirmed') === 'yes' ? ('active' as const) : undefined, verify };
+      const imported = await auditAfter(req, res, 'console')(ctx.db, importChange(id, 'csv'), (db: Db) => receiveImport(db, id, 'csv', [csv], options));
       await ctx.redirect(req, res, `/admin/imports/${imported.id}`, `Import ${imported.id}: ${imported.total} lines stored.`);
     });
     // a file from the operator's computer: multipart, its CSRF token read first, the file streamed into the import
@@ -147,7 +151,8 @@ ${rowControls('step', 'Step')}
         else if (part.name === 'verify') verify = validate<{ verify?: VerifyMode }>(importQuery, { verify: (await reader.text(32)) || undefined }).verify;
         else if (part.name === 'file' && !imported && part.filename) {
           const format = /\.(ndjson|jsonl)$/i.test(part.filename) ? 'ndjson' : 'csv';
-          imported = await receiveImport(ctx.db, id, format, reader.body(), { defaultStatus: confirmed ? 'active' : undefined, verify });
+          const options = { defaultStatus: confirmed ? ('active' as const) : undefined, verify };
+          imported = await auditAfter(req, res, 'console')(ctx.db, importChange(id, format), (db: Db) => receiveImport(db, id, format, reader.body(), options));
         }
       }
       if (!imported) throw new BadRequest('choose a file to import');
@@ -165,7 +170,8 @@ ${rowControls('step', 'Step')}
     router.post('/lists/:id/series', async (req, res) => {
       const id = validate(idParam, req.params.id);
       const steps = formRows(req, 'step').map((row) => stepOf(row, ['subject', 'html', 'text']));
-      const list = await changeList(ctx.db, id, validate(listChanges, { steps }));
+      const changes = validate(listChanges, { steps });
+      const list = await audit(req, res, 'console')(ctx.db, listChange(id), (db: Db) => changeList(db, id, changes));
       await ctx.redirect(req, res, `/admin/lists/${id}#series`, `List ${id}: the series has ${list.steps.length} step${list.steps.length === 1 ? '' : 's'}.`);
     });
     router.get('/lists/:id', async (req, res) => {

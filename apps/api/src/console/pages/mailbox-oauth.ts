@@ -4,6 +4,8 @@ import { finishConnect, startConnect, startReconnect, ConnectRefused, type Conne
 import { OAUTH_PROVIDERS, type OAuthProvider } from '../../../../core/src/oauth/providers';
 import { listAccounts } from '../../../../core/src/accounts';
 import { idParam, validate } from '../../../../core/src/validate';
+import { findMailbox } from '../../../../core/src/mailboxes';
+import { auditContext, holdTo } from '../../middleware/audit';
 import { field, numberField, type PageContext } from '../page';
 import { cookieValue, secureCookies, sessionExists } from '../session';
 import { ACCOUNT_SELECT, CSRF_FIELD } from '../views';
@@ -95,14 +97,15 @@ export function mailboxOAuthRoutes(router: Router, ctx: PageContext): void {
       imap: optional(req, 'imap'),
     };
     const session = res.locals.session!;
-    const { url } = await startConnect(input, { kind: 'console', session: session.id, nonce: bindBrowser(req, res) });
+    const { url } = await startConnect(input, { kind: 'console', session: session.id, nonce: bindBrowser(req, res), actor: auditContext(req, res, 'console').actor });
     ctx.render(req, res, 'oauth-continue', `Connect ${input.address}`, { url, provider: providerLabel(provider), address: input.address.toLowerCase() });
   });
 
   router.post('/mailboxes/:id/reconnect', async (req, res) => {
     const id = validate(idParam, req.params.id);
+    holdTo(req, res, (await findMailbox(ctx.db, id)).accountId);
     const session = res.locals.session!;
-    const { url, address } = await startReconnect(ctx.db, id, { kind: 'console', session: session.id, nonce: bindBrowser(req, res) });
+    const { url, address } = await startReconnect(ctx.db, id, { kind: 'console', session: session.id, nonce: bindBrowser(req, res), actor: auditContext(req, res, 'console').actor });
     const m = await ctx.db.mailbox.findUniqueOrThrow({ where: { id } });
     ctx.render(req, res, 'oauth-continue', `Reconnect ${address}`, { url, provider: providerLabel((m.oauthProvider ?? 'custom') as OAuthProvider), address });
   });
@@ -117,7 +120,7 @@ export function oauthCallback(ctx: PageContext): RequestHandler {
       const done = await finishConnect(
         ctx.db,
         { state: q('state'), code: q('code'), error: q('error'), error_description: q('error_description') },
-        { nonce: cookieValue(req, FLOW_COOKIE), sessionAlive: sessionExists },
+        { nonce: cookieValue(req, FLOW_COOKIE), sessionAlive: sessionExists, ip: req.ip ?? null, requestId: String(res.locals.requestId ?? '') || null },
       );
       const what = done.reconnected
         ? `${done.mailbox.address} is connected again. Its waiting emails are on their way.`

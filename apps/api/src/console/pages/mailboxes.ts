@@ -3,7 +3,7 @@ import { listAccounts } from '../../../../core/src/accounts';
 import { createMailboxAudited, findMailbox, listMailboxes, mailboxView } from '../../../../core/src/mailboxes';
 import { testMailbox } from '../../../../core/src/mailboxes/connection';
 import { idParam, validate } from '../../../../core/src/validate';
-import { auditContext } from '../../middleware/audit';
+import { auditContext, holdTo } from '../../middleware/audit';
 import { ACCOUNT_SELECT, CSRF_FIELD } from '../views';
 import { MAILBOX_PACING, mailboxPacingRoutes } from './outreach-settings';
 import { field, numberField, query, type ConsolePage } from '../page';
@@ -64,11 +64,13 @@ ${MAILBOX_PACING}`,
     });
     router.post('/mailboxes/:id/test', async (req, res) => {
       const id = validate(idParam, req.params.id);
+      holdTo(req, res, (await findMailbox(ctx.db, id)).accountId);
       const { address, smtp } = await testMailbox(ctx.db, id, ['smtp']);
       await ctx.redirect(req, res, '/admin/mailboxes', `SMTP ${smtp!.ok ? 'works' : 'failed'} for ${address}: ${smtp!.message}`);
     });
     router.post('/mailboxes/:id/test-imap', async (req, res) => {
       const id = validate(idParam, req.params.id);
+      holdTo(req, res, (await findMailbox(ctx.db, id)).accountId);
       const { address, imap } = await testMailbox(ctx.db, id, ['imap']);
       const flash = imap ? `IMAP ${imap.ok ? 'works' : 'failed'} for ${address}: ${imap.message}` : `${address} has no imap settings.`;
       await ctx.redirect(req, res, '/admin/mailboxes', flash);

@@ -6,6 +6,9 @@ import { validate } from '../../../../core/src/validate';
 import type { ConsolePage } from '../page';
 import { query } from '../page';
 import { CSRF_FIELD } from '../views';
+import { messageChange } from '../../../../core/src/audit/changes';
+import { auditAfter } from '../../middleware/audit';
+import type { Db } from '../../../../core/src/db';
 
 const KIND_WORDS: Record<string, string> = {
   all: 'every message',
@@ -86,12 +89,12 @@ export const messagesPage: ConsolePage = {
     });
     router.post('/messages/:id/retry', async (req, res) => {
       const id = validate(messageIdParam, req.params.id);
-      const done = await retryMessage(ctx.db, id);
+      const done = await auditAfter(req, res, 'console')(ctx.db, messageChange('retry', id), (db: Db) => retryMessage(db, id));
       await ctx.redirect(req, res, `/admin/messages/${id}`, `Message retried: it is ${done.status} and goes out now.`);
     });
     router.post('/messages/:id/cancel', async (req, res) => {
       const id = validate(messageIdParam, req.params.id);
-      await cancelMessage(ctx.db, id);
+      await auditAfter(req, res, 'console')(ctx.db, messageChange('cancel', id), (db: Db) => cancelMessage(db, id));
       await ctx.redirect(req, res, `/admin/messages/${id}`, 'Message cancelled: it will not be sent.');
     });
   },

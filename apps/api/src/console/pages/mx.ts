@@ -6,6 +6,9 @@ import { idParam, validate } from '../../../../core/src/validate';
 import type { Request } from 'express';
 import { ACCOUNT_SELECT, CSRF_FIELD } from '../views';
 import { field, numberField, type ConsolePage } from '../page';
+import type { Db } from '../../../../core/src/db';
+import { creation, mxMessageChange, routeChange } from '../../../../core/src/audit/changes';
+import { audit } from '../../middleware/audit';
 
 /** A blank form field as null (clears the value), else a number (joi names a bad one). */
 const nullable = (req: Request, name: string) => (field(req, name) === '' ? null : Number(field(req, name)));
@@ -69,23 +72,24 @@ ${ACCOUNT_SELECT}
         endpoint: nullable(req, 'endpoint'),
         spam_threshold: nullable(req, 'spam_threshold'),
       });
-      const route = await addRoute(ctx.db, input);
+      const route = await audit(req, res, 'console')(ctx.db, creation('route', input.account), (db: Db) => addRoute(db, input));
       await ctx.redirect(req, res, '/admin/mx', `Route ${route.id} added: ${route.match} -> ${route.action}.`);
     });
     router.post('/mx/routes/:id', async (req, res) => {
       const patch = validate(routePatch, { action: field(req, 'action'), endpoint: nullable(req, 'endpoint'), spam_threshold: nullable(req, 'spam_threshold') });
-      const route = await changeRoute(ctx.db, validate(idParam, req.params.id), patch);
+      const id = validate(idParam, req.params.id);
+      const route = await audit(req, res, 'console')(ctx.db, routeChange('update', id), (db: Db) => changeRoute(db, id, patch));
       await ctx.redirect(req, res, '/admin/mx', `Route ${route.id} saved: ${route.match} -> ${route.action}.`);
     });
     router.post('/mx/routes/:id/delete', async (req, res) => {
       const id = validate(idParam, req.params.id);
-      await removeRoute(ctx.db, id);
+      await audit(req, res, 'console')(ctx.db, { ...routeChange('delete', id), after: undefined }, (db: Db) => removeRoute(db, id));
       await ctx.redirect(req, res, '/admin/mx', `Route ${id} deleted.`);
     });
     for (const action of ['release', 'drop'] as const) {
       router.post(`/mx/messages/:id/${action}`, async (req, res) => {
         const id = validate<string>(mxMessageIdParam, req.params.id);
-        await actOnMxMessage(ctx.db, id, action);
+        await audit(req, res, 'console')(ctx.db, mxMessageChange(action, id), (db: Db) => actOnMxMessage(db, id, action));
         await ctx.redirect(req, res, '/admin/mx', action === 'release' ? `Message ${id} released.` : `Message ${id} dropped.`);
       });
     }

@@ -1,11 +1,14 @@
 import type { Request, Router } from 'express';
-import { mailboxChange } from '../../../../core/src/mailboxes/schema';
+import { mailboxChange as mailboxChangeRules } from '../../../../core/src/mailboxes/schema';
 import { campaignChanges } from '../../../../core/src/outreach/schema';
 import { changeCampaign } from '../../../../core/src/outreach/campaigns';
 import { updateMailbox } from '../../../../core/src/mailboxes';
 import { idParam, validate } from '../../../../core/src/validate';
 import { CSRF_FIELD, mailboxSelect } from '../views';
 import { field, type PageContext } from '../page';
+import { campaignChange, mailboxChange } from '../../../../core/src/audit/changes';
+import { auditAfter } from '../../middleware/audit';
+import type { Db } from '../../../../core/src/db';
 
 /**
  * The console's part of docs/outreach.md, kept apart from the pages it sits in: a campaign's sending window,
@@ -82,7 +85,8 @@ function sendingChanges(req: Request) {
 export function campaignSendingRoutes(router: Router, ctx: PageContext): void {
   router.post('/campaigns/:id/sending', async (req, res) => {
     const id = validate(idParam, req.params.id);
-    const campaign = await changeCampaign(ctx.db, id, validate(campaignChanges, sendingChanges(req)));
+    const changes = validate(campaignChanges, sendingChanges(req));
+    const campaign = await auditAfter(req, res, 'console')(ctx.db, campaignChange(id), (db: Db) => changeCampaign(db, id, changes));
     await ctx.redirect(req, res, `/admin/campaigns/${id}`, `Sending settings of "${campaign.name}" saved.`);
   });
 }
@@ -95,7 +99,8 @@ export function mailboxPacingRoutes(router: Router, ctx: PageContext): void {
       ...(typed(req, 'gap_jitter') !== undefined ? { gap_jitter: typed(req, 'gap_jitter') } : {}),
       ...(field(req, 'warmup_off') === 'on' ? { warmup: null } : start !== undefined ? { warmup: { start, step: typed(req, 'warmup_step') ?? 0 } } : {}),
     };
-    const mailbox = await updateMailbox(ctx.db, id, validate(mailboxChange, change));
+    const input = validate(mailboxChangeRules, change);
+    const mailbox = await auditAfter(req, res, 'console')(ctx.db, mailboxChange(id), (db: Db) => updateMailbox(db, id, input));
     await ctx.redirect(req, res, '/admin/mailboxes', `Pacing of ${mailbox.address} saved: jitter ${mailbox.gap_jitter}, today's cap ${mailbox.effective_daily_limit}.`);
   });
 }

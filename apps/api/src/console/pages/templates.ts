@@ -12,6 +12,9 @@ import { templateVariables, variablesFromPaths } from '../../../../core/src/temp
 import { auditAfter } from '../../middleware/audit';
 import { ACCOUNT_SELECT, CSRF_FIELD } from '../views';
 import { field, numberField, type ConsolePage } from '../page';
+import type { Db } from '../../../../core/src/db';
+import { creation, templateChange } from '../../../../core/src/audit/changes';
+import { audit, holdTo } from '../../middleware/audit';
 
 /**
  * The preview frame's document: the email's own html, shown in an iframe with `sandbox` (no scripts, an origin of its
@@ -135,7 +138,7 @@ ${VARIABLE_FIELDS('test')}
         html: field(req, 'html') || null,
         text: field(req, 'text') || null,
       });
-      const t = await createTemplate(ctx.db, input);
+      const t = await audit(req, res, 'console')(ctx.db, creation('template'), (db: Db) => createTemplate(db, input));
       await ctx.redirect(req, res, `/admin/templates/${t.id}`, `Template ${t.id} created (version 1).`);
     });
     router.get('/templates/:id', async (req, res) => show(req, res, validate(idParam, req.params.id)));
@@ -147,7 +150,8 @@ ${VARIABLE_FIELDS('test')}
         delete fields.layout;
         delete fields.required;
       }
-      const t = await changeTemplate(ctx.db, id, validate(schemas.templateChanges, fields));
+      const changes = validate(schemas.templateChanges, fields);
+      const t = await audit(req, res, 'console')(ctx.db, templateChange('update', id), (db: Db) => changeTemplate(db, id, changes));
       await ctx.redirect(req, res, `/admin/templates/${id}`, `Saved as version ${t.version}.`);
     });
     router.get('/templates/:id/preview', async (req, res) => {
@@ -159,6 +163,9 @@ ${VARIABLE_FIELDS('test')}
     });
     router.post('/templates/:id/preview', async (req, res) => {
       const id = validate(idParam, req.params.id);
+      // a missing template is the preview's own answer (below)
+      const owner = await getTemplate(ctx.db, id).then((t) => t.account, () => undefined);
+      if (owner !== undefined) holdTo(req, res, owner);
       await preview(res, async () => {
         const current = await getTemplate(ctx.db, id);
         const fields = contentFields(req);
@@ -179,12 +186,13 @@ ${VARIABLE_FIELDS('test')}
     });
     router.post('/templates/:id/restore', async (req, res) => {
       const id = validate(idParam, req.params.id);
-      const t = await restoreVersion(ctx.db, id, validate(schemas.restoreInput, { version: numberField(req, 'version') }).version);
+      const { version } = validate(schemas.restoreInput, { version: numberField(req, 'version') });
+      const t = await audit(req, res, 'console')(ctx.db, templateChange('restore', id), (db: Db) => restoreVersion(db, id, version));
       await ctx.redirect(req, res, `/admin/templates/${id}`, `Restored as version ${t.version}.`);
     });
     router.post('/templates/:id/delete', async (req, res) => {
       const id = validate(idParam, req.params.id);
-      await deleteTemplate(ctx.db, id);
+      await audit(req, res, 'console')(ctx.db, { ...templateChange('delete', id), after: undefined }, (db: Db) => deleteTemplate(db, id));
       await ctx.redirect(req, res, '/admin/templates', `Template ${id} deleted.`);
     });
   },

@@ -4,6 +4,9 @@ import { trackingDomainInput } from '../../../../core/src/tracking-domains/schem
 import { idParam, validate } from '../../../../core/src/validate';
 import { ACCOUNT_SELECT, CSRF_FIELD } from '../views';
 import { field, numberField, type ConsolePage } from '../page';
+import type { Db } from '../../../../core/src/db';
+import { creation, trackingDomainChange } from '../../../../core/src/audit/changes';
+import { audit, auditAfter } from '../../middleware/audit';
 
 /**
  * Tracking domains (docs/tracking-domains.md): the CNAME to publish (one click selects it), what DNS answered, the
@@ -45,7 +48,8 @@ ${ACCOUNT_SELECT}
       ctx.render(req, res, 'trackingDomains', 'Tracking domains', { domains, accounts });
     });
     router.post('/tracking-domains', async (req, res) => {
-      const domain = await addTrackingDomain(ctx.db, validate(trackingDomainInput, { account: numberField(req, 'account'), name: field(req, 'name') }));
+      const input = validate(trackingDomainInput, { account: numberField(req, 'account'), name: field(req, 'name') });
+      const domain = await audit(req, res, 'console')(ctx.db, creation('tracking-domain', input.account), (db: Db) => addTrackingDomain(db, input));
       await ctx.redirect(req, res, `/admin/tracking-domains/${domain.id}`, `Tracking domain ${domain.display_name} added: publish its CNAME, then check it.`);
     });
     router.get('/tracking-domains/:id', async (req, res) => {
@@ -53,12 +57,13 @@ ${ACCOUNT_SELECT}
       ctx.render(req, res, 'trackingDomain', `Tracking domain ${domain.display_name}`, { domain });
     });
     router.post('/tracking-domains/:id/verify', async (req, res) => {
-      const domain = await verifyTrackingDomain(ctx.db, validate(idParam, req.params.id));
+      const id = validate(idParam, req.params.id);
+      const domain = await auditAfter(req, res, 'console')(ctx.db, trackingDomainChange('verify', id), (db: Db) => verifyTrackingDomain(db, id));
       await ctx.redirect(req, res, `/admin/tracking-domains/${domain.id}`, `Checked: ${domain.status}.`);
     });
     router.post('/tracking-domains/:id/delete', async (req, res) => {
       const id = validate(idParam, req.params.id);
-      await removeTrackingDomain(ctx.db, id);
+      await audit(req, res, 'console')(ctx.db, { ...trackingDomainChange('delete', id), after: undefined }, (db: Db) => removeTrackingDomain(db, id));
       await ctx.redirect(req, res, '/admin/tracking-domains', `Tracking domain ${id} removed.`);
     });
   },

@@ -4,6 +4,9 @@ import { idParam, validate } from '../../../../core/src/validate';
 import * as schemas from '../../../../core/src/webhooks/schema';
 import { changeWebhook, createWebhook, deleteWebhook, getWebhook, listDeliveries, listWebhooks, rotateSecret } from '../../../../core/src/webhooks/service';
 import type { Request } from 'express';
+import type { Db } from '../../../../core/src/db';
+import { creation, webhookChange } from '../../../../core/src/audit/changes';
+import { audit } from '../../middleware/audit';
 import { ACCOUNT_SELECT, CSRF_FIELD } from '../views';
 import { field, numberField, type ConsolePage } from '../page';
 
@@ -57,23 +60,25 @@ ${ACCOUNT_SELECT}
     router.get('/webhooks', (req, res) => showAll(req, res));
     router.post('/webhooks', async (req, res) => {
       const input = validate(schemas.webhookInput, { account: numberField(req, 'account'), url: field(req, 'url'), events: eventsField(req) });
-      const { secret, ...webhook } = await createWebhook(ctx.db, input);
+      const { secret, ...webhook } = await audit(req, res, 'console')(ctx.db, creation('webhook'), (db: Db) => createWebhook(db, input));
       // in this answer only (no redirect), like a new key's token
       res.set('Cache-Control', 'no-store');
       await showAll(req, res, { secret, secretTitle: `Webhook ${webhook.id}: its signing secret` }, 201);
     });
     router.post('/webhooks/:id/enabled', async (req, res) => {
-      const webhook = await changeWebhook(ctx.db, validate(idParam, req.params.id), { enabled: field(req, 'enabled') === 'yes' });
+      const id = validate(idParam, req.params.id);
+      const webhook = await audit(req, res, 'console')(ctx.db, webhookChange('update', id), (db: Db) => changeWebhook(db, id, { enabled: field(req, 'enabled') === 'yes' }));
       await ctx.redirect(req, res, '/admin/webhooks', `Webhook ${webhook.id} is ${webhook.enabled ? 'enabled' : 'disabled'}.`);
     });
     router.post('/webhooks/:id/rotate', async (req, res) => {
-      const { secret, ...webhook } = await rotateSecret(ctx.db, validate(idParam, req.params.id));
+      const id = validate(idParam, req.params.id);
+      const { secret, ...webhook } = await audit(req, res, 'console')(ctx.db, webhookChange('rotate', id), (db: Db) => rotateSecret(db, id));
       res.set('Cache-Control', 'no-store');
       await showAll(req, res, { secret, secretTitle: `Webhook ${webhook.id}: its new signing secret (the old one keeps signing for 24 hours)` });
     });
     router.post('/webhooks/:id/delete', async (req, res) => {
       const id = validate(idParam, req.params.id);
-      await deleteWebhook(ctx.db, id);
+      await audit(req, res, 'console')(ctx.db, { ...webhookChange('delete', id), after: undefined }, (db: Db) => deleteWebhook(db, id));
       await ctx.redirect(req, res, '/admin/webhooks', `Webhook ${id} deleted.`);
     });
     router.get('/webhooks/:id', async (req, res) => {

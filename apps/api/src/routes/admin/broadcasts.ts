@@ -5,6 +5,7 @@ import { changeBroadcast, createBroadcast, getBroadcast, listBroadcasts } from '
 import type { Db, Tx } from '../../../../core/src/db';
 import { lagHeader, type Reads } from '../../../../core/src/replicas';
 import { idParam, validate } from '../../../../core/src/validate';
+import { broadcastCreation } from '../../../../core/src/audit/changes';
 import { audit, auditAfter, ownerIn } from '../../middleware/audit';
 import { scopeOf } from '../../middleware/admin';
 import { methodNotAllowed } from '../../middleware/errors';
@@ -18,7 +19,7 @@ export function broadcastsRouter(db: Db, reads: Reads): Router {
     .route('/broadcasts')
     .post(async (req, res) => {
       const input = validate(broadcastInput, req.body);
-      const broadcast = await audit(req, res)(db, { action: 'create', resource: 'broadcast', after: (b) => b, accountIn: async (tx) => (await tx.list.findFirst({ where: { key: input.list }, select: { accountId: true } }))?.accountId }, (db) => createBroadcast(db, input));
+      const broadcast = await audit(req, res)(db, broadcastCreation(input.list), (db) => createBroadcast(db, input));
       res.status(201).json({ ok: true, broadcast });
     })
     .get(async (req, res) => {

@@ -4,6 +4,7 @@ import { idParam, validate } from '../../../../core/src/validate';
 import { addDomain, getDomain, listDomains, removeDomain, rotateDomain, verifyDomain } from '../../../../core/src/domains';
 import { domainInput, domainsQuery } from '../../../../core/src/domains/schema';
 import { domainInboundInput, setDomainInbound } from '../../../../core/src/mx/routes';
+import { domainChange } from '../../../../core/src/audit/changes';
 import { audit, auditAfter } from '../../middleware/audit';
 import { scopeOf } from '../../middleware/admin';
 import { methodNotAllowed } from '../../middleware/errors';
@@ -12,7 +13,6 @@ import { methodNotAllowed } from '../../middleware/errors';
 export function domainsRouter(db: Db): Router {
   const router = Router();
   const scope = (query: unknown) => validate<{ account?: number }>(domainsQuery, query).account;
-  const domainChange = (action: string, id: number, account?: number) => ({ action, resource: 'domain', id, before: (tx: Tx) => getDomain(tx, id, account), after: (d: unknown) => d });
 
   router
     .route('/domains')

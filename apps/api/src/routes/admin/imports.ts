@@ -5,7 +5,7 @@ import { UnsupportedMediaType } from '../../../../core/src/errors';
 import { getImport, importMaxBytes, importTooLarge, receiveImport, type ImportFormat, type ImportStatusValue } from '../../../../core/src/imports';
 import { idParam, validate } from '../../../../core/src/validate';
 import type { VerifyMode } from '../../../../core/src/verify';
-import { auditAfter, ownerIn } from '../../middleware/audit';
+import { auditAfter, importChange } from '../../middleware/audit';
 import { methodNotAllowed } from '../../middleware/errors';
 
 const FORMATS: Record<string, ImportFormat> = { 'text/csv': 'csv', 'application/x-ndjson': 'ndjson' };
@@ -38,7 +38,7 @@ export function importsRouter(db: Db): Router {
       // the import streams into Postgres on connections of its own and its job runs once committed: the entry follows it
       const imported = await auditAfter(req, res)(
         db,
-        { action: 'import', resource: 'list', id, after: (i) => ({ import: i.id, status: i.status, format }), accountIn: ownerIn('list', id) },
+        importChange(id, format),
         (db: Db) => receiveImport(db, id, format, body, { defaultStatus: status, maxBytes, verify }),
       );
       res.status(202).json({ ok: true, import: { id: imported.id, status: imported.status } });

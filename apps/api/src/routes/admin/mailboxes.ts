@@ -1,10 +1,10 @@
 import { Router } from 'express';
-import { mailboxChange, mailboxInput } from '../../../../core/src/mailboxes/schema';
+import { mailboxChange as mailboxChangeRules, mailboxInput } from '../../../../core/src/mailboxes/schema';
 import type { Db, Tx } from '../../../../core/src/db';
 import { createMailboxAudited, findMailbox, listMailboxes, mailboxView, updateMailbox } from '../../../../core/src/mailboxes';
 import { testMailbox } from '../../../../core/src/mailboxes/connection';
 import { idParam, listingQuery, validate } from '../../../../core/src/validate';
-import { auditAfter, auditContext } from '../../middleware/audit';
+import { auditAfter, auditContext, mailboxChange } from '../../middleware/audit';
 import { scopeOf } from '../../middleware/admin';
 import { methodNotAllowed } from '../../middleware/errors';
 
@@ -25,10 +25,9 @@ export function mailboxesRouter(db: Db): Router {
     .route('/mailboxes/:id')
     .patch(async (req, res) => {
       const id = validate(idParam, req.params.id);
-      const input = validate(mailboxChange, req.body);
-      const before = async (tx: Tx) => mailboxView(await findMailbox(tx, id));
+      const input = validate(mailboxChangeRules, req.body);
       // a reconnected mailbox's waiting emails and a change of its limits reach the queue once committed: the entry follows
-      res.json({ ok: true, mailbox: await auditAfter(req, res)(db, { action: 'update', resource: 'mailbox', id, before, after: (m) => m }, (db) => updateMailbox(db, id, input)) });
+      res.json({ ok: true, mailbox: await auditAfter(req, res)(db, mailboxChange(id), (db) => updateMailbox(db, id, input)) });
     })
     .all(methodNotAllowed);
 

@@ -3,6 +3,7 @@ import type { Db } from '../../../../core/src/db';
 import { actOnMxMessage } from '../../../../core/src/mx/browse';
 import { addRoute, changeRoute, getRoute, listRoutes, mxMessageIdParam, removeRoute, routeInput, routePatch, routesQuery } from '../../../../core/src/mx/routes';
 import { idParam, validate } from '../../../../core/src/validate';
+import { mxMessageChange } from '../../../../core/src/audit/changes';
 import { audit } from '../../middleware/audit';
 import { scopeOf } from '../../middleware/admin';
 import { methodNotAllowed } from '../../middleware/errors';
@@ -44,7 +45,7 @@ export function mxRouter(db: Db): Router {
       .route(`/inbound/:id/${action}`)
       .post(async (req, res) => {
         const id = validate<string>(mxMessageIdParam, req.params.id);
-        await audit(req, res)(db, { action, resource: 'mx-message', id, accountIn: async (tx) => (await tx.mxMessage.findUnique({ where: { id }, select: { accountId: true } }))?.accountId }, (db) => actOnMxMessage(db, id, action));
+        await audit(req, res)(db, mxMessageChange(action, id), (db) => actOnMxMessage(db, id, action));
         res.json({ ok: true });
       })
       .all(methodNotAllowed);

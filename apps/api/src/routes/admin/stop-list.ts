@@ -3,7 +3,8 @@ import { entriesQuery } from '../../../../core/src/keyset';
 import type { Db, Tx } from '../../../../core/src/db';
 import { deleteStopEntry, listStopEntries } from '../../../../core/src/stop-list/entries';
 import { idParam, validate } from '../../../../core/src/validate';
-import { audit, ownerIn } from '../../middleware/audit';
+import { stopEntryDeletion } from '../../../../core/src/audit/changes';
+import { audit } from '../../middleware/audit';
 import { methodNotAllowed } from '../../middleware/errors';
 
 type EntriesQuery = { account: number; after?: number; limit: number };
@@ -22,8 +23,7 @@ export function stopListRouter(db: Db): Router {
     .route('/stop-list/:id')
     .delete(async (req, res) => {
       const id = validate(idParam, req.params.id);
-      const before = (tx: Tx) => tx.stopEntry.findUnique({ where: { id } });
-      await audit(req, res)(db, { action: 'delete', resource: 'stop-entry', id, before, accountIn: ownerIn('stopEntry', id) }, (db) => deleteStopEntry(db, id));
+      await audit(req, res)(db, stopEntryDeletion(id), (db) => deleteStopEntry(db, id));
       res.json({ ok: true });
     })
     .all(methodNotAllowed);

@@ -3,7 +3,8 @@ import { entriesQuery } from '../../../../core/src/keyset';
 import type { Db, Tx } from '../../../../core/src/db';
 import { deleteSuppression, listSuppressions } from '../../../../core/src/suppressions';
 import { idParam, validate } from '../../../../core/src/validate';
-import { audit, ownerIn } from '../../middleware/audit';
+import { suppressionDeletion } from '../../../../core/src/audit/changes';
+import { audit } from '../../middleware/audit';
 import { methodNotAllowed } from '../../middleware/errors';
 
 type EntriesQuery = { account: number; after?: number; limit: number };
@@ -22,8 +23,7 @@ export function suppressionsRouter(db: Db): Router {
     .route('/suppressions/:id')
     .delete(async (req, res) => {
       const id = validate(idParam, req.params.id);
-      const before = (tx: Tx) => tx.suppression.findUnique({ where: { id } });
-      await audit(req, res)(db, { action: 'delete', resource: 'suppression', id, before, accountIn: ownerIn('suppression', id) }, (db) => deleteSuppression(db, id));
+      await audit(req, res)(db, suppressionDeletion(id), (db) => deleteSuppression(db, id));
       res.json({ ok: true });
     })
     .all(methodNotAllowed);

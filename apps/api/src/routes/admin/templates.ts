@@ -13,13 +13,13 @@ import {
   restoreVersion,
 } from '../../../../core/src/templates/service';
 import { sendTestEmail } from '../../../../core/src/sending/template-test';
+import { templateChange } from '../../../../core/src/audit/changes';
 import { audit, auditAfter } from '../../middleware/audit';
 import { methodNotAllowed } from '../../middleware/errors';
 
 /** The templates and layouts of docs/templates.md (under /admin/api): versions, restore, preview and a test send. */
 export function templatesRouter(db: Db): Router {
   const router = Router();
-  const templateChange = (action: string, id: number) => ({ action, resource: 'template', id, before: (tx: Tx) => getTemplate(tx, id), after: (t: unknown) => t });
 
   router
     .route('/templates')

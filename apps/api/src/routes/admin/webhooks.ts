@@ -2,6 +2,7 @@ import { Router } from 'express';
 import type { Db, Tx } from '../../../../core/src/db';
 import { idParam, validate } from '../../../../core/src/validate';
 import * as schemas from '../../../../core/src/webhooks/schema';
+import { webhookChange } from '../../../../core/src/audit/changes';
 import { changeWebhook, createWebhook, deleteWebhook, getWebhook, listDeliveries, listWebhooks, rotateSecret } from '../../../../core/src/webhooks/service';
 import { audit } from '../../middleware/audit';
 import { scopeOf } from '../../middleware/admin';
@@ -10,7 +11,6 @@ import { methodNotAllowed } from '../../middleware/errors';
 /** The webhook endpoints of docs/webhooks.md (under /admin/api). The secret is in the create and rotate answers only. */
 export function webhooksRouter(db: Db): Router {
   const router = Router();
-  const webhookChange = (action: string, id: number) => ({ action, resource: 'webhook', id, before: (tx: Tx) => getWebhook(tx, id), after: (w: unknown) => w });
 
   router
     .route('/webhooks')
