@@ -152,7 +152,8 @@ ${CAMPAIGN_DELIVERABILITY}
       const id = validate(idParam, req.params.id);
       const steps = formRows(req, 'step').map((row) => stepOf(row, ['id', 'subject', 'body']));
       if (!steps.length) throw new BadRequest('steps: a campaign keeps at least one step');
-      const campaign = await changeCampaign(ctx.db, id, validate(campaignChanges, { steps }));
+      const changes = validate(campaignChanges, { steps });
+      const campaign = await auditAfter(req, res, 'console')(ctx.db, campaignChange(id), (db: Db) => changeCampaign(db, id, changes));
       await ctx.redirect(req, res, `/admin/campaigns/${id}#steps`, `Steps of "${campaign.name}" saved: ${campaign.steps.length}.`);
     });
     campaignSendingRoutes(router, ctx);
