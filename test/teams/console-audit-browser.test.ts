@@ -34,23 +34,26 @@ it("a person's form writes an entry with them as its actor; another account's pe
   const owner = await personPage(tenant.account.id, 'owner');
   const stranger = await personPage((await makeTenant()).account.id, 'owner');
 
-  const save = async (page: Page, steps: string) => {
+  // the series editor's new row: subject, text and delay
+  const save = async (page: Page, step: { subject: string; text: string; delay_hours: number }) => {
     await page.goto(`${view.base}/admin/lists/${list.id}`);
-    await page.fill('#series textarea[name=steps]', steps);
+    await page.locator('#series input[name$=".subject"]').last().fill(step.subject);
+    await page.locator('#series textarea[name$=".text"]').last().fill(step.text);
+    await page.locator('#series input[name$="delay_hours"]').last().fill(String(step.delay_hours));
     const [answer] = await Promise.all([page.waitForResponse((r) => r.request().method() === 'POST'), page.click('button:has-text("Save the series")')]);
     return answer;
   };
 
   // the stranger: 403, the permission and the account named, nothing changed, no entry
   const entriesBefore = await db().auditEntry.count({ where: { resource: 'list', resourceId: String(list.id) } });
-  const refused = await save(stranger.page, JSON.stringify([{ subject: 'Taken', text: 'Taken', delay_hours: 1 }]));
+  const refused = await save(stranger.page, { subject: 'Taken', text: 'Taken', delay_hours: 1 });
   expect(refused.status()).toBe(403);
   expect(await stranger.page.locator('.error').innerText()).toContain(`needs lists.manage in account ${tenant.account.id}`);
   expect(await db().seriesStep.count({ where: { listId: list.id } })).toBe(0);
   expect(await db().auditEntry.count({ where: { resource: 'list', resourceId: String(list.id) } })).toBe(entriesBefore);
 
   // the owner: saved, and the entry names them
-  const saved = await save(owner.page, JSON.stringify([{ subject: 'Welcome', text: 'Hello', delay_hours: 1 }]));
+  const saved = await save(owner.page, { subject: 'Welcome', text: 'Hello', delay_hours: 1 });
   expect(saved.status()).toBe(303);
   expect(await owner.page.locator('.flash').innerText()).toContain('the series has 1 step');
   const entry = await db().auditEntry.findFirstOrThrow({ where: { resource: 'list', resourceId: String(list.id) }, orderBy: { id: 'desc' } });
