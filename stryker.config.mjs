@@ -15,15 +15,21 @@ const GROUPS = {
   // as confirmed (the series started, its event's status), which no test of lists/ holds
   'subscribe-series': { mutate: ['apps/core/src/subscribers/machine.ts:162-170'], tests: ['lifecycle/series'] },
   'oauth-tokens': { mutate: ['apps/core/src/oauth/tokens.ts'], tests: ['oauth/tokens'] },
-  // outreach/repository.ts by its parts, each against the tests that drive that part (the file whole against all of
-  // them ran each mutant through a dozen slow files)
-  'outreach-sql': { mutate: ['apps/core/src/outreach/repository.ts:1-276'], tests: ['outreach/rotation-rules', 'outreach/limits', 'outreach/scheduler', 'outreach/rotation'] },
+  // outreach/repository/ by its files, each against the tests that drive it (the SQL whole against all of them ran
+  // each mutant through a dozen slow files)
+  'outreach-sql': {
+    mutate: ['apps/core/src/outreach/repository/slots.ts', 'apps/core/src/outreach/repository/claim-due.ts', 'apps/core/src/outreach/repository/rotation.ts'],
+    tests: ['outreach/rotation-rules', 'outreach/limits', 'outreach/scheduler', 'outreach/rotation'],
+  },
   'outreach-sql-prospects': {
-    mutate: ['apps/core/src/outreach/repository.ts:277-464'],
+    mutate: ['apps/core/src/outreach/repository/prospects.ts'],
     tests: ['outreach/engine', 'outreach/state', 'outreach/api', 'outreach/opt-out', 'outreach/prospect-pages'],
   },
-  'outreach-sql-counts': { mutate: ['apps/core/src/outreach/repository.ts:465-702'], tests: ['outreach/stats', 'outreach/auto-pause'] },
-  'outreach-sql-paths': { mutate: ['apps/core/src/outreach/repository.ts:703-848'], tests: ['outreach/branches', 'outreach/ab-test'] },
+  'outreach-sql-counts': {
+    mutate: ['apps/core/src/outreach/repository/stats.ts', 'apps/core/src/outreach/repository/windows.ts', 'apps/core/src/outreach/repository/verdicts.ts'],
+    tests: ['outreach/stats', 'outreach/auto-pause'],
+  },
+  'outreach-sql-paths': { mutate: ['apps/core/src/outreach/repository/paths.ts'], tests: ['outreach/branches', 'outreach/ab-test'] },
   signing: { mutate: ['apps/core/src/domains/sending.ts'], tests: ['domains/dkim', 'domains/smtp-from', 'domains/required', 'domains/settings', 'domains/send-rules'] },
   // SIGNED_HEADERS is a module-level constant: its mutants are static (each runs every test of its group), so they run
   // here by its lines, against the signer's own test

@@ -10,7 +10,7 @@ import { addToStopList } from '../stop-list/repository';
 import { bounceClass, bounceColumn } from '../analytics/bounces';
 import { countMessage } from '../analytics/repository';
 import { OPEN_STATUSES } from '../outreach/outcomes';
-import { lockOpenProspectsAt, lockProspect } from '../outreach/repository';
+import { lockOpenProspectsAt, lockProspect } from '../outreach/repository/prospects';
 import { suppressAddress } from '../subscribers/machine';
 import type { InboundMail } from './classify';
 import { applyBounce, bounceOf, countBounce, publicBounce } from './bounce-policy';

@@ -4,7 +4,7 @@ import type { Db } from '../db';
 import { updateProspects } from './changes';
 import { addToStopList } from '../stop-list/repository';
 import { OPEN_STATUSES } from './outcomes';
-import { lockProspect } from './repository';
+import { lockProspect } from './repository/prospects';
 import { fillMarker, UNSUBSCRIBE_URL_MARKER } from '../templates/markers';
 
 /**

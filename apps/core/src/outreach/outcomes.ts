@@ -6,7 +6,7 @@ import { linkPageChange } from '../links/report';
 import { updateProspect, updateProspects } from './changes';
 import { addToStopList } from '../stop-list/repository';
 import { prospectView, requireCampaign, type ProspectView } from './prospects';
-import { lockProspectByEmail } from './repository';
+import { lockProspectByEmail } from './repository/prospects';
 
 /**
  * Outcomes the caller reports (docs/api.md, POST /api/v1/prospects/state). Every check runs before any write, in one
