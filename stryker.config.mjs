@@ -10,10 +10,13 @@ const GROUPS = {
   'stop-list': { mutate: ['apps/core/src/stop-list/**/*.ts'], tests: ['lists/stop-list-entries', 'lists/stop-list-rule'] },
   bounce: { mutate: ['apps/core/src/inbound/bounce-policy.ts'], tests: ['inbound/bounce-policy', 'inbound/verp'] },
   pause: { mutate: ['apps/core/src/outreach/auto-pause.ts'], tests: ['outreach/auto-pause'] },
-  subscribe: { mutate: ['apps/core/src/subscribers/machine.ts'], tests: ['lists/subscriber-machine', 'lists/subscribers', 'lists/suppress'] },
-  // the welcome series' tests wait for real time and cover every add: they run only on a pending person added again
-  // as confirmed (the series started, its event's status), which no test of lists/ holds
-  'subscribe-series': { mutate: ['apps/core/src/subscribers/machine.ts:162-170'], tests: ['lifecycle/series'] },
+  subscribe: { mutate: ['apps/core/src/subscribers/machine.ts'], tests: ['lists/subscriber-machine', 'lists/subscribers', 'lists/suppress', 'lists/become-active'] },
+  // "becomes active", written once (activate.ts, and its SQL in repository.ts), against the test of every path to it
+  // (the count, the welcome series, the ledger, the event): no test that waits for real time is needed
+  'subscribe-series': {
+    mutate: ['apps/core/src/subscribers/activate.ts', 'apps/core/src/subscribers/repository.ts:22-58'],
+    tests: ['lists/become-active'],
+  },
   'oauth-tokens': { mutate: ['apps/core/src/oauth/tokens.ts'], tests: ['oauth/tokens'] },
   // outreach/repository/ by its files, each against the tests that drive it (the SQL whole against all of them ran
   // each mutant through a dozen slow files)
