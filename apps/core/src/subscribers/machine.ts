@@ -184,16 +184,11 @@ export async function removeSubscriber(db: Db, list: List, email: string, consen
 }
 
 /**
- * For bounce and complaint handling: puts the address on the account's suppression list and moves its pending and
- * active subscriptions in every list of the account to `reason`, keeping the counts exact.
+ * The subscribers' part of an address suppressed (suppressions/suppress.ts suppressAddress, the one home of that
+ * change): its pending and active subscriptions in every list of the account move to `reason` (`address` lower case),
+ * keeping the counts exact, each with its ledger row.
  */
-export async function suppressAddress(tx: Tx, accountId: number, email: string, reason: 'bounced' | 'complained', detail = '', bounceReason: string | null = null): Promise<void> {
-  const address = email.trim().toLowerCase();
-  await tx.suppression.upsert({
-    where: { accountId_email: { accountId, email: address } },
-    create: { accountId, email: address, reason, detail, bounceReason },
-    update: {},
-  });
+export async function suppressSubscriptions(tx: Tx, accountId: number, address: string, reason: 'bounced' | 'complained', detail: string): Promise<void> {
   const rows = await lockLiveSubscriptions(tx, accountId, address);
   if (!rows.length) return;
   await tx.subscriber.updateMany({ where: { id: { in: rows.map((r) => r.id) } }, data: { status: reason } });
