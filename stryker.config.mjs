@@ -12,7 +12,9 @@ const GROUPS = {
   pause: { mutate: ['apps/core/src/outreach/auto-pause.ts'], tests: ['outreach/auto-pause'] },
   subscribe: { mutate: ['apps/core/src/subscribers/machine.ts'], tests: ['lists/subscriber-machine', 'lists/subscribers', 'lists/suppress', 'lists/become-active'] },
   // "becomes active", written once (activate.ts, and its SQL in repository.ts), against the test of every path to it
-  // (the count, the welcome series, the ledger, the event): no test that waits for real time is needed
+  // (the count, the welcome series, the ledger, the event): no test that waits for real time is needed. Equivalent:
+  // recordActivation's statement name 'record-activation' -> '' (a name only lets Postgres keep the plan; inside a
+  // Prisma transaction, rawQuery does not use it)
   'subscribe-series': {
     mutate: ['apps/core/src/subscribers/activate.ts', 'apps/core/src/subscribers/repository.ts:22-58'],
     tests: ['lists/become-active'],
