@@ -34,7 +34,10 @@ const GROUPS = {
     mutate: ['apps/core/src/outreach/repository/stats.ts', 'apps/core/src/outreach/repository/windows.ts', 'apps/core/src/outreach/repository/verdicts.ts'],
     tests: ['outreach/stats', 'outreach/auto-pause'],
   },
-  'outreach-sql-paths': { mutate: ['apps/core/src/outreach/repository/paths.ts'], tests: ['outreach/branches', 'outreach/ab-test'] },
+  'outreach-sql-paths': {
+    mutate: ['apps/core/src/outreach/repository/paths.ts', 'apps/core/src/outreach/repository/held.ts'],
+    tests: ['outreach/branches', 'outreach/ab-test', 'outreach/windows'],
+  },
   signing: { mutate: ['apps/core/src/domains/sending.ts'], tests: ['domains/dkim', 'domains/smtp-from', 'domains/required', 'domains/settings', 'domains/send-rules'] },
   // SIGNED_HEADERS is a module-level constant: its mutants are static (each runs every test of its group), so they run
   // here by its lines, against the signer's own test

@@ -8,7 +8,7 @@ import { loadStopList } from '../stop-list/repository';
 import { normaliseEmail, normaliseSite } from './contacts';
 import type { DueStep } from './scheduler';
 import { insertProspects, lockAccountCampaign, lockCampaignForAdds, prospectsMatching, reserveProspectIds, type KnownRow } from './repository/prospects';
-import { planSteps, type PlannedStep } from './repository/paths';
+import { planSteps, type PlannedStep } from './repository/held';
 import { replanHeldSteps } from './replan';
 import { firstStepAt } from './timing';
 import { scheduleOf, windowedAt } from './windows';

@@ -10,7 +10,7 @@ import { isStopListed } from '../stop-list/repository';
 import { pauseOnOf } from './campaigns';
 import { claimStepMailbox } from './rotation';
 import { lockProspectForStep } from './repository/prospects';
-import { planSteps } from './repository/paths';
+import { planSteps } from './repository/held';
 import { followUpSubject, renderSubject, renderTemplate, type TemplateContext } from './render';
 import { queueStepsSoon } from './scheduler';
 import { afterHours, noReplyWaitHours } from './timing';
