@@ -66,6 +66,9 @@ export default {
     enableFindRelatedTests: false,
     config: {
       testMatch: group.tests.map((t) => `**/test/${t}.test.ts`),
+      // a test's own 30 s is too short for the dry run on a loaded host (the auto-pause test of 24 prospects, four
+      // delivery orders, took longer under a load of 30); each mutant's limit is Stryker's (timeoutMS)
+      testTimeout: 120_000,
       // the template database is migrated once per runner process, not once per mutant
       globalSetup: '<rootDir>/test/setup/mutation-global-setup.ts',
       globalTeardown: '<rootDir>/test/setup/mutation-global-teardown.ts',
