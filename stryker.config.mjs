@@ -32,7 +32,7 @@ const GROUPS = {
   },
   'outreach-sql-counts': {
     mutate: ['apps/core/src/outreach/repository/stats.ts', 'apps/core/src/outreach/repository/windows.ts', 'apps/core/src/outreach/repository/verdicts.ts'],
-    tests: ['outreach/stats', 'outreach/auto-pause'],
+    tests: ['outreach/stats', 'outreach/auto-pause', 'outreach/pause-windows'],
   },
   'outreach-sql-paths': {
     mutate: ['apps/core/src/outreach/repository/paths.ts', 'apps/core/src/outreach/repository/held.ts'],
