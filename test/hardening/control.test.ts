@@ -1,5 +1,5 @@
 import { db } from '../../apps/core/src/db';
-import { suppressAddress } from '../../apps/core/src/subscribers/machine';
+import { suppressAddress } from '../../apps/core/src/suppressions/suppress';
 import { asAdmin, useApi } from '../helpers/api';
 import { makeCampaign, makeList, makeMailbox, makeTenant } from '../helpers/factories';
 import { runAdmin, runTs } from '../helpers/processes';

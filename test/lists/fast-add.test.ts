@@ -1,5 +1,5 @@
 import { db } from '../../apps/core/src/db';
-import { suppressAddress } from '../../apps/core/src/subscribers';
+import { suppressAddress } from '../../apps/core/src/suppressions/suppress';
 import { useApi } from '../helpers/api';
 import { makeList, wantEvents } from '../helpers/factories';
 import { activeRows, address, listFixture } from './support';
@@ -25,7 +25,7 @@ describe('the one-statement add (group commit)', () => {
     expect(stored.confirmedAt).toBeInstanceOf(Date);
     const events = await db().event.findMany({ where: { accountId: f.tenant.account.id, type: 'subscriber.confirmed' } });
     expect(events).toHaveLength(60);
-    expect(events.find((e) => (e.data as { email: string }).email === people[0]!.email)!.data).toEqual({ list: lists[0]!.key, email: people[0]!.email, name: 'P0', status: 'active' });
+    expect(events.find((e) => (e.data as { email: string }).email === people[0]!.email)!.data).toEqual({ list: lists[0]!.key, email: people[0]!.email, status: 'active' });
   });
 
   it('answers the same person sent twice at once as active then exists, counting them once', async () => {

@@ -1,6 +1,6 @@
 import { db } from '../../apps/core/src/db';
 import { getImport, receiveImport, runImport } from '../../apps/core/src/imports';
-import { suppressAddress } from '../../apps/core/src/subscribers';
+import { suppressAddress } from '../../apps/core/src/suppressions/suppress';
 import { useApi } from '../helpers/api';
 import { makeList, makeTenant, type Tenant } from '../helpers/factories';
 

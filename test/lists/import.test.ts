@@ -6,7 +6,7 @@ import { runTs } from '../helpers/processes';
 import { db } from '../../apps/core/src/db';
 import { receiveImport, requeueImports, runImport } from '../../apps/core/src/imports';
 import { queue, QUEUE } from '../../apps/core/src/queues';
-import { suppressAddress } from '../../apps/core/src/subscribers';
+import { suppressAddress } from '../../apps/core/src/suppressions/suppress';
 import { asAdmin, useApi } from '../helpers/api';
 import { useMail } from '../helpers/mail';
 import { waitFor } from '../helpers/wait';

@@ -1,5 +1,5 @@
 import { db } from '../../apps/core/src/db';
-import { suppressAddress } from '../../apps/core/src/subscribers';
+import { suppressAddress } from '../../apps/core/src/suppressions/suppress';
 import { useApi } from '../helpers/api';
 import { makeList } from '../helpers/factories';
 import { activeRows, address, listFixture } from './support';

@@ -3,6 +3,7 @@ import { classify } from '../../apps/core/src/inbound/classify';
 import { handleInbound } from '../../apps/core/src/inbound/handle';
 import { updateCampaign, type StepInput } from '../../apps/core/src/outreach/campaigns';
 import { runSequenceStep } from '../../apps/core/src/outreach/steps';
+import { conditionFacts } from '../../apps/core/src/outreach/repository/paths';
 import request from 'supertest';
 import { ADMIN_TOKEN, asAdmin, useApi } from '../helpers/api';
 import { useDelivery } from '../helpers/mail';
@@ -220,5 +221,11 @@ describe('branches', () => {
       expect({ steps, status: res.status, error: res.body.error }).toEqual({ steps, status: 400, error: expect.stringMatching(why) });
     }
     expect(await db().campaign.count({ where: { accountId: tenant.tenant.account.id } })).toBe(1);
+  });
+});
+
+describe('what a condition reads', () => {
+  it('reads that nothing happened for a prospect that is gone (no row: every fact false)', async () => {
+    expect(await conditionFacts(db(), -1, new Date(0), new Date())).toEqual({ replied: false, clicked: false, auto_replied: false, out_of_office: false });
   });
 });

@@ -3,7 +3,7 @@ import { claimMailboxSlot } from '../../apps/core/src/outreach/limits';
 import { reportOutcome } from '../../apps/core/src/outreach/outcomes';
 import { claimDueSteps } from '../../apps/core/src/outreach/scheduler';
 import { runSequenceStep } from '../../apps/core/src/outreach/steps';
-import { rewindStepDueNow } from '../../apps/core/src/outreach/repository';
+import { rewindStepDueNow } from '../../apps/core/src/outreach/repository/prospects';
 import { updateCampaign } from '../../apps/core/src/outreach/campaigns';
 import { processSequenceStep } from '../../apps/worker/src/processors/sequence';
 import { useDelivery } from '../helpers/mail';

@@ -1,6 +1,6 @@
 import { db } from '../../apps/core/src/db';
 import { updateMailbox } from '../../apps/core/src/mailboxes';
-import { rotationCandidates } from '../../apps/core/src/outreach/repository';
+import { rotationCandidates } from '../../apps/core/src/outreach/repository/rotation';
 import { claimDueSteps } from '../../apps/core/src/outreach/scheduler';
 import { runSequenceStep } from '../../apps/core/src/outreach/steps';
 import { asAdmin, useApi } from '../helpers/api';

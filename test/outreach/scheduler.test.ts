@@ -1,5 +1,5 @@
 import { db } from '../../apps/core/src/db';
-import { CLAIM_DUE } from '../../apps/core/src/outreach/repository';
+import { CLAIM_DUE } from '../../apps/core/src/outreach/repository/claim-due';
 import { claimDueSteps } from '../../apps/core/src/outreach/scheduler';
 import { makeAccount, makeCampaign, makeMailbox } from '../helpers/factories';
 

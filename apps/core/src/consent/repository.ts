@@ -29,11 +29,11 @@ export async function recordConsent(tx: Tx, subscriberId: number, kind: ConsentK
 /**
  * The ledger rows of the subscribers in `rows` (a relation with `id` and the columns the caller names), as a CTE of a
  * one-statement write (the API's fast add, an import): `kind`, `source`, `ip` and `detail` are SQL expressions over
- * `r`.
+ * `r` (`formText` too: the page the person was shown, empty unless named).
  */
-export const recordConsentSql = (rows: string, kind: string, source: string, ip: string, detail: string) => `
-  INSERT INTO consent_events (subscriber_id, kind, source, ip, detail)
-  SELECT r.id, ${kind}::"ConsentKind", ${source}::"ConsentSource", ${ip}, ${detail}
+export const recordConsentSql = (rows: string, kind: string, source: string, ip: string, detail: string, formText = `''`) => `
+  INSERT INTO consent_events (subscriber_id, kind, source, ip, form_text, detail)
+  SELECT r.id, ${kind}::"ConsentKind", ${source}::"ConsentSource", ${ip}, ${formText}, ${detail}
   FROM ${rows} r
   RETURNING 1`;
 

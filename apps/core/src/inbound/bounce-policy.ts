@@ -1,7 +1,7 @@
 import { config } from '../config';
 import type { Tx } from '../db';
 import { metrics } from '../metrics';
-import { suppressAddress } from '../subscribers/machine';
+import { suppressAddress } from '../suppressions/suppress';
 import { findCommand, findReason, findReplyCode, findStatus, reasonClass, type Reason, type ReasonClass } from './bounces/reasons';
 import type { Failed } from './bounces';
 import { recentMailboxBounces, recordBounce } from './repository';

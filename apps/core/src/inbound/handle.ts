@@ -10,8 +10,8 @@ import { addToStopList } from '../stop-list/repository';
 import { bounceClass, bounceColumn } from '../analytics/bounces';
 import { countMessage } from '../analytics/repository';
 import { OPEN_STATUSES } from '../outreach/outcomes';
-import { lockOpenProspectsAt, lockProspect } from '../outreach/repository';
-import { suppressAddress } from '../subscribers/machine';
+import { lockProspect } from '../outreach/repository/prospects';
+import { suppressAddress } from '../suppressions/suppress';
 import type { InboundMail } from './classify';
 import { applyBounce, bounceOf, countBounce, publicBounce } from './bounce-policy';
 import { provenBounce, provenComplaint } from './proof';
@@ -47,14 +47,6 @@ async function changeProspect(tx: Tx, before: Prospect, data: Partial<Pick<Prosp
   const after = await tx.prospect.update({ where: { id: before.id }, data });
   const campaign = await tx.campaign.findUniqueOrThrow({ where: { id: before.campaignId }, select: { id: true, accountId: true, stages: true } });
   await emitProspectChange(tx, campaign, before.status as ProspectStatus, after);
-}
-
-/** Every open prospect of the account at `address` closes as lost for `reason`. */
-async function loseProspects(tx: Tx, accountId: number, address: string, reason: 'bounced' | 'complained', now: Date): Promise<void> {
-  for (const { id } of await lockOpenProspectsAt(tx, accountId, address)) {
-    const before = await tx.prospect.findUniqueOrThrow({ where: { id } });
-    await changeProspect(tx, before, { status: 'lost', reason, reply: reason === 'bounced' ? 'bounce' : before.reply, nextAt: null, closedAt: now });
-  }
 }
 
 /** UTC midnight of the day after `day`, or 7 days after `from`. */
@@ -109,10 +101,9 @@ async function effects(tx: Tx, mailbox: Mailbox, mail: InboundMail, now: Date) {
     if ('unmatched' in proven) return { kind: 'complaint' as InboundKind, prospectId: null, relatedId: null, detail: report.feedbackType ?? '', reason: null, unmatched: proven.unmatched };
     const ours = proven.message;
     const address = ours.to.toLowerCase();
-    await suppressAddress(tx, accountId, address, 'complained', report.feedbackType ?? '');
+    await suppressAddress(tx, accountId, address, 'complained', report.feedbackType ?? '', null, now);
     await addToStopList(tx, accountId, address);
     await countMessage(tx, ours.id, 'complained');
-    await loseProspects(tx, accountId, address, 'complained', now);
     await emitEvent(tx, accountId, 'message.complained', { id: ours.id, mailbox: mailbox.id, to: address });
     return { kind: 'complaint' as InboundKind, prospectId: ours.prospect_id, relatedId: ours.id, detail: report.feedbackType ?? '', reason: null, unmatched: null };
   }
@@ -131,10 +122,9 @@ async function effects(tx: Tx, mailbox: Mailbox, mail: InboundMail, now: Date) {
         continue; // 4.x.x or delayed: recorded only
       }
       const address = message.to.toLowerCase();
-      const { suppressed } = await applyBounce(tx, accountId, message.id, address, bounce);
+      await applyBounce(tx, accountId, message.id, address, bounce);
       await countMessage(tx, message.id, bounceColumn(bounceClass({ dead: bounce.dead })));
       await tx.message.update({ where: { id: message.id }, data: { status: 'bounced', lastError: [failed.status, failed.diagnostic].filter(Boolean).join(' ') || 'bounced' } });
-      if (suppressed) await loseProspects(tx, accountId, address, 'bounced', now);
       await emitEvent(tx, accountId, 'message.bounced', {
         id: message.id,
         mailbox: mailbox.id,

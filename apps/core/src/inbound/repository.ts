@@ -3,7 +3,7 @@ import type { Tx } from '../db';
 /**
  * The inbound reader's SQL, and nothing else writes it: the claim of an inbound email and its mailbox cursor, the
  * lookups of the message it answers, and the bounces recorded on messages. What it does to prospects goes through
- * outreach/repository.ts.
+ * outreach/repository/.
  */
 
 export interface OurMessage {

@@ -9,7 +9,7 @@ import { stopListed } from '../stop-list/repository';
 /**
  * Starts the series of the subscribers in `added` (a relation of `id`, `list_id` rows just made active): step 1 is due
  * its delay after now. A list without steps starts nothing; a person who had a run keeps it (the unique subscriber_id),
- * so a series starts once. Used as a CTE by the subscribers' one-statement add (subscribers/repository.ts).
+ * so a series starts once. A CTE of what becoming active entails (subscribers/activate.ts).
  */
 export const startSeriesSql = (added: string) => `
   INSERT INTO series_runs (list_id, subscriber_id, next_at)
@@ -17,11 +17,6 @@ export const startSeriesSql = (added: string) => `
   FROM ${added} a JOIN series_steps st ON st.list_id = a.list_id AND st.position = 1
   ON CONFLICT (subscriber_id) DO NOTHING
   RETURNING 1`;
-
-/** Starts the subscriber's series (startSeriesSql) in the caller's transaction, the one that made them active. */
-export async function startSeries(tx: Tx, listId: number, subscriberId: number): Promise<void> {
-  await rawQuery(tx, `WITH a AS (SELECT $1::int AS list_id, $2::int AS id) ${startSeriesSql('a')}`, [listId, subscriberId]);
-}
 
 /** Replaces the list's steps (runs under way keep their place: their next step is the one after the last they got). */
 export async function replaceSteps(

@@ -10,7 +10,7 @@ import type { SeriesStepInput } from './schema';
 /**
  * A list's welcome series (docs/lists.md): steps written to each person who became active on the list, step 1 its
  * delay after that moment, each next one its own delay after the step before. The start is written in the transaction
- * that made the person active (subscribers/machine.ts, subscribers/repository.ts, subscribers/tokens.ts: startSeries);
+ * that made the person active (subscribers/activate.ts, the one home of that move: lifecycle/repository.ts startSeriesSql);
  * from there the run's row is the truth. The `series` housekeeping task claims due runs, writes their step and moves
  * them on in one transaction, then queues delivery: Redis losing its data loses no step (a written step whose job was
  * lost is queued again by the reconciler; a due run is claimed by the next tick).

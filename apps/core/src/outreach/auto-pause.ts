@@ -3,19 +3,7 @@ import type { Db, Tx } from '../db';
 import type { WatchedWindow } from '../delivery/repository';
 import { logger } from '../logger';
 import { emitEvent } from '../events';
-import {
-  broadcastWindows,
-  campaignWindows,
-  campaignOrBroadcastOf,
-  pauseRunningCampaign,
-  runningCampaignWithPauseOn,
-  unwatchWindow,
-  watchWindow,
-  type PauseRates,
-  type JudgedWindows,
-  type WindowCounts,
-  type WindowOwner,
-} from './repository';
+import { broadcastWindows, campaignWindows, campaignOrBroadcastOf, pauseRunningCampaign, runningCampaignWithPauseOn, unwatchWindow, watchWindow, type PauseRates, type JudgedWindows, type WindowCounts, type WindowOwner } from './repository/windows';
 
 /**
  * Auto-pause (docs/outreach.md): when, over the last `window` outreach emails of a running campaign that ended (at

@@ -2,7 +2,7 @@ import type { Tx } from '../db';
 import { judge, type Verdict } from '../experiments/winner';
 import type { Variant, WinnerRule } from '../experiments/variants';
 import { conditionOf, END, successor } from './branches';
-import { nodeCounts, variantArms } from './repository';
+import { nodeCounts, variantArms } from './repository/paths';
 
 /**
  * The sequence as a tree with counts per step (the console draws it) and each A/B test's arms and verdict

@@ -4,10 +4,12 @@ import { mailboxStartRefusal } from '../domains/sending';
 import type { CampaignGoal, CampaignStatus } from '../../../../generated/prisma/enums';
 import { Prisma, type Db, type Tx } from '../db';
 import { scheduleOf, type Schedule } from './windows';
-import { campaignMailboxes, lockCampaign, pinProspectPlaces } from './repository';
+import { campaignMailboxes } from './repository/rotation';
+import { lockCampaign } from './repository/prospects';
+import { pinProspectPlaces } from './repository/paths';
 import { conditionOf, END, graphRefusal, type Condition } from './branches';
 import { weightsRefusal, type Variant, type WinnerRule } from '../experiments/variants';
-import { updateProspects } from './changes';
+import { endSequences } from './end';
 import { rotationOf, saveRotation } from './rotation';
 import { BadRequest, Forbidden, NotFound } from '../errors';
 import { requireAccount } from '../accounts';
@@ -283,11 +285,7 @@ export async function updateCampaign(db: Tx, id: number, changes: CampaignChange
     await db.campaignStep.deleteMany({ where: { campaignId: id } });
     await db.campaignStep.createMany({ data: rows.map((s) => ({ ...s, campaignId: id, condition: s.condition ?? undefined })) });
     const kept = [...rows.map((r) => r.key), END];
-    await updateProspects(
-      db,
-      { campaignId: id, status: { in: ['ready', 'writing', 'later', 'hold'] }, node: { notIn: kept } },
-      { status: 'lost', reason: 'step_removed', nextAt: null, closedAt: new Date() },
-    );
+    await endSequences(db, { campaignId: id, status: { in: ['ready', 'writing', 'later', 'hold'] }, node: { notIn: kept } }, { status: 'lost', reason: 'step_removed' }, new Date());
   }
   const campaign = await db.campaign.update({
     where: { id },

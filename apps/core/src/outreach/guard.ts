@@ -1,7 +1,7 @@
 import type { Message } from '../../../../generated/prisma/client';
 import type { Tx } from '../db';
 import { emitProspectChange } from './changes';
-import { lockProspectForGuard, rewindStep, rewindStepDueNow } from './repository';
+import { lockProspectForGuard, rewindStep, rewindStepDueNow } from './repository/prospects';
 import { isStopListed } from '../stop-list/repository';
 
 /**

@@ -1,5 +1,5 @@
 import type { Tx } from '../db';
-import { claimSlot, slotState } from './repository';
+import { claimSlot, slotState } from './repository/slots';
 
 /**
  * Per-mailbox outreach limits: at most `daily_limit` sequence emails per UTC day and at least `gap_seconds` between two.
@@ -13,7 +13,7 @@ export type SlotClaim = { claimed: true; at: Date } | { claimed: false; until: D
 /**
  * The cap GET /admin/api/mailboxes shows as `effective_daily_limit`: the daily_limit, or during a warm-up
  * min(daily_limit, start + step x whole days since the warm-up was set), at `now`; the slot claims apply the same rule
- * in SQL (repository.ts effectiveLimitSql).
+ * in SQL (repository/slots.ts effectiveLimitSql).
  */
 export function effectiveDailyLimit(m: { dailyLimit: number; warmupStart: number | null; warmupStep: number | null; warmupSince: Date | null }, now = new Date()): number {
   if (m.warmupStart === null || m.warmupSince === null) return m.dailyLimit;

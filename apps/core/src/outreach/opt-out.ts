@@ -1,10 +1,10 @@
 import crypto from 'node:crypto';
 import { config } from '../config';
 import type { Db } from '../db';
-import { updateProspects } from './changes';
+import { endSequences, type Ending } from './end';
 import { addToStopList } from '../stop-list/repository';
 import { OPEN_STATUSES } from './outcomes';
-import { lockProspect } from './repository';
+import { lockProspect } from './repository/prospects';
 import { fillMarker, UNSUBSCRIBE_URL_MARKER } from '../templates/markers';
 
 /**
@@ -69,6 +69,8 @@ export async function inspectProspectLink(db: Db, token: string): Promise<OptOut
  * again), and every open prospect of the account at that address, this one first, ends lost/unsubscribed with its
  * `prospect.state_changed` event. Idempotent: a second click changes nothing and answers the same.
  */
+const UNSUBSCRIBED: Ending = { status: 'lost', reason: 'unsubscribed' };
+
 export async function optOutByToken(db: Db, token: string): Promise<OptOutLink | null> {
   const id = prospectOfToken(token);
   if (id === null) return null;
@@ -79,15 +81,11 @@ export async function optOutByToken(db: Db, token: string): Promise<OptOutLink |
     const now = new Date();
     if (prospect.email) {
       await addToStopList(tx, accountId, prospect.email);
-      await updateProspects(
-        tx,
-        { email: prospect.email, campaign: { accountId }, OR: [{ status: { in: OPEN_STATUSES } }, { status: 'lost', reason: 'no_reply' }] },
-        { status: 'lost', reason: 'unsubscribed', nextAt: null, closedAt: now },
-      );
+      await endSequences(tx, { email: prospect.email, campaign: { accountId }, OR: [{ status: { in: OPEN_STATUSES } }, { status: 'lost', reason: 'no_reply' }] }, UNSUBSCRIBED, now);
     }
     // this prospect ends so even when it had already closed otherwise (a late click after no_reply, say)
     if (!(prospect.status === 'lost' && prospect.reason === 'unsubscribed')) {
-      await updateProspects(tx, { id, NOT: { status: 'lost', reason: 'unsubscribed' } }, { status: 'lost', reason: 'unsubscribed', nextAt: null, closedAt: prospect.closedAt ?? now });
+      await endSequences(tx, { id, NOT: { status: 'lost', reason: 'unsubscribed' } }, UNSUBSCRIBED, now, prospect.closedAt);
     }
     return { sender: prospect.campaign.mailbox.address, done: true };
   });

@@ -3,10 +3,11 @@ import type { ProspectStatus } from '../../../../generated/prisma/enums';
 import type { Db, Tx } from '../db';
 import { Conflict, NotFound } from '../errors';
 import { linkPageChange } from '../links/report';
-import { updateProspect, updateProspects } from './changes';
+import { updateProspect } from './changes';
+import { ending, endSequences } from './end';
 import { addToStopList } from '../stop-list/repository';
 import { prospectView, requireCampaign, type ProspectView } from './prospects';
-import { lockProspectByEmail } from './repository';
+import { lockProspectByEmail } from './repository/prospects';
 
 /**
  * Outcomes the caller reports (docs/api.md, POST /api/v1/prospects/state). Every check runs before any write, in one
@@ -48,15 +49,15 @@ function transition(p: Prospect, state: OutcomeState, reason: LostReason | undef
       if (p.status === 'agreed') return null;
       if (p.status === 'placed') throw new Conflict('agreed does not apply: the prospect is already placed');
       if (p.status === 'lost' && !serviceClosed(p)) throw new Conflict(`agreed does not apply: the prospect is already ${closedWhy(p)}`);
-      return { status: 'agreed', reason: '', nextAt: null, closedAt: now };
+      return ending({ status: 'agreed' }, now);
     case 'lost':
       if (p.status === 'lost' && !serviceClosed(p)) return null;
       if (p.status === 'agreed' || p.status === 'placed') throw new Conflict(`lost does not apply: the prospect is already ${p.status} (won)`);
-      return { status: 'lost', reason: reason!, nextAt: null, closedAt: now };
+      return ending({ status: 'lost', reason: reason! }, now);
     case 'stop':
       if (p.status === 'lost' && p.reason === 'stopped') return null;
       // docs/outreach.md: stop closes the prospect as lost/stopped whatever it was, a won one included
-      return { status: 'lost', reason: 'stopped', nextAt: null, closedAt: p.closedAt ?? now };
+      return ending({ status: 'lost', reason: 'stopped' }, now, p.closedAt);
   }
 }
 
@@ -79,11 +80,7 @@ export async function reportOutcome(db: Db, accountId: number, report: OutcomeRe
       if (report.state === 'stop') {
         await addToStopList(tx, accountId, email);
         // never written to again by any campaign of the account: close its open prospects everywhere
-        await updateProspects(
-          tx,
-          { email, id: { not: prospect.id }, status: { in: OPEN_STATUSES }, campaign: { accountId } },
-          { status: 'lost', reason: 'stopped', nextAt: null, closedAt: now },
-        );
+        await endSequences(tx, { email, id: { not: prospect.id }, status: { in: OPEN_STATUSES }, campaign: { accountId } }, { status: 'lost', reason: 'stopped' }, now);
       }
       const after = Object.keys(change).length ? await updateProspect(tx, campaign, prospect.status, prospect.id, change) : prospect;
       return prospectView(after, campaign);

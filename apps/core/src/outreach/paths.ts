@@ -3,7 +3,8 @@ import type { Db, Tx } from '../db';
 import { queueStepsSoon } from './scheduler';
 import { judge } from '../experiments/winner';
 import { pickVariant, type Variant, type WinnerRule } from '../experiments/variants';
-import { chooseVariant, clickDueNow, conditionFacts, variantArms, type LockedProspect } from './repository';
+import { chooseVariant, clickDueNow, conditionFacts, variantArms } from './repository/paths';
+import { type LockedProspect } from './repository/prospects';
 import { conditionOf, decide, decidedBy, END, successor } from './branches';
 import { afterHours } from './timing';
 

@@ -3,10 +3,12 @@ import type { ProspectStatus } from '../../../../generated/prisma/enums';
 import type { Db, Tx } from '../db';
 import { NotFound } from '../errors';
 import { updateProspect } from './changes';
+import { ending } from './end';
 import { loadStopList } from '../stop-list/repository';
 import { normaliseEmail, normaliseSite } from './contacts';
 import type { DueStep } from './scheduler';
-import { insertProspects, lockAccountCampaign, lockCampaignForAdds, planSteps, prospectsMatching, reserveProspectIds, type KnownRow, type PlannedStep } from './repository';
+import { insertProspects, lockAccountCampaign, lockCampaignForAdds, prospectsMatching, reserveProspectIds, type KnownRow } from './repository/prospects';
+import { planSteps, type PlannedStep } from './repository/held';
 import { replanHeldSteps } from './replan';
 import { firstStepAt } from './timing';
 import { scheduleOf, windowedAt } from './windows';
@@ -204,7 +206,7 @@ export async function addProspects(db: Db, accountId: number, campaignId: number
         const fields = item.fields ?? {};
 
         if (stopList.covers({ email, site })) {
-          const stopped = { status: 'lost' as const, reason: 'stopped', nextAt: null, closedAt: now };
+          const stopped = ending({ status: 'lost', reason: 'stopped' }, now);
           let id: number;
           if (!existing) {
             const row = created.create({ campaignId, email, site, name, fields, ...stopped });

@@ -1,5 +1,5 @@
 import type { Tx } from '../db';
-import { lockHeldSteps, planSteps, type HeldScope, type PlannedStep } from './repository';
+import { lockHeldSteps, planSteps, type HeldScope, type PlannedStep } from './repository/held';
 import { scheduleOf, windowedAt } from './windows';
 
 /**

@@ -1,7 +1,8 @@
 import type { Tx } from '../db';
 import { BadRequest } from '../errors';
 import { claimMailboxSlot, noSlot, type SlotClaim } from './limits';
-import { claimUsualSlot, rotationCandidates, setCampaignMailboxes, type RotationCandidate } from './repository';
+import { claimUsualSlot } from './repository/slots';
+import { rotationCandidates, setCampaignMailboxes, type RotationCandidate } from './repository/rotation';
 
 /**
  * Mailbox rotation (docs/campaigns.md): a campaign may send from several mailboxes (`mailboxes: [id...]`; `mailbox`

@@ -2,7 +2,7 @@ import { poolTransaction, type Db, type Tx } from '../db';
 import { logger } from '../logger';
 import { JOB_OPTIONS, QUEUE, jobId, queue } from '../queues';
 import { updateProspects } from './changes';
-import { claimDue } from './repository';
+import { claimDue } from './repository/claim-due';
 import { firstStepAt } from './timing';
 
 /**
@@ -23,7 +23,7 @@ const BATCH = 500;
 const BATCHES_PER_TICK = 4;
 
 /**
- * Claims due prospects (one statement, bounded by the free mailbox slots: repository.ts claimDue) and hands them to
+ * Claims due prospects (one statement, bounded by the free mailbox slots: repository/claim-due.ts claimDue) and hands them to
  * `whileClaimed` before the claim's transaction ends: while it runs (queueing the jobs), another scheduler skips these
  * rows instead of queueing them too.
  */

@@ -2,7 +2,7 @@ import { PROSPECT_STATUSES } from './view';
 import type { Tx } from '../db';
 import { NotFound } from '../errors';
 import { branchStats, type NodeStats, type TestStats } from './branch-stats';
-import { campaignStepCount, dailyCounts, mailboxCounts, prospectStatusCounts, stepCounts, writtenCount, type StepCounts } from './repository';
+import { campaignStepCount, dailyCounts, mailboxCounts, prospectStatusCounts, stepCounts, writtenCount, type StepCounts } from './repository/stats';
 
 /**
  * GET /admin/api/campaigns/:id/stats (docs/outreach.md): how a campaign does, read from its rows in four statements.

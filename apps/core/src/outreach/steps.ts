@@ -5,10 +5,12 @@ import { Prisma } from '../db';
 import { enqueueDelivery, storeMessages } from '../delivery/outbox';
 import type { ProspectStatus } from '../../../../generated/prisma/enums';
 import { updateProspect } from './changes';
+import { endSequence } from './end';
 import { isStopListed } from '../stop-list/repository';
 import { pauseOnOf } from './campaigns';
 import { claimStepMailbox } from './rotation';
-import { lockProspectForStep, planSteps } from './repository';
+import { lockProspectForStep } from './repository/prospects';
+import { planSteps } from './repository/held';
 import { renderSubject, renderTemplate, type TemplateContext } from '../templates/render';
 import { followUpSubject } from './render';
 import { queueStepsSoon } from './scheduler';
@@ -49,7 +51,7 @@ async function decideAndWrite(tx: Tx, prospectId: number, step: number): Promise
   const walked = await walk(tx, steps, p, now);
   if (walked.kind === 'end') {
     // the wait after its path's last step is over without an answer (or the step it waited at was removed)
-    await updateProspect(tx, campaign, previous, p.id, { status: 'lost', reason: walked.reason, nextAt: null, closedAt: now });
+    await endSequence(tx, campaign, previous, p.id, { status: 'lost', reason: walked.reason }, now);
     return { kind: 'closed' };
   }
   if (walked.kind === 'wait') {
@@ -65,11 +67,11 @@ async function decideAndWrite(tx: Tx, prospectId: number, step: number): Promise
     return { kind: 'skipped', why: 'no address to write to' };
   }
   if (await isStopListed(tx, campaign.accountId, { email: p.email, site: p.site })) {
-    await updateProspect(tx, campaign, previous, p.id, { status: 'lost', reason: 'stopped', nextAt: null, closedAt: now });
+    await endSequence(tx, campaign, previous, p.id, { status: 'lost', reason: 'stopped' }, now);
     return { kind: 'skipped', why: 'address is on the stop list' };
   }
   if (p.suppressed) {
-    await updateProspect(tx, campaign, previous, p.id, { status: 'lost', reason: 'bounced', nextAt: null, closedAt: now });
+    await endSequence(tx, campaign, previous, p.id, { status: 'lost', reason: 'bounced' }, now);
     return { kind: 'skipped', why: 'address bounced or complained before' };
   }
   // when the step was due: before any hold that still stands (a change of what held it re-plans from there: replan.ts)

@@ -16,13 +16,13 @@ import type { FastAdds } from './fast-add';
 import { CONFIRMATION_LINK_PLACEHOLDER, confirmationTokenOf } from './confirm-link';
 import { issueToken } from './tokens';
 import { insertPending, lockLiveSubscriptions, lockSubscriberAt, suppressedInAccount } from './repository';
-import { startSeries } from '../lifecycle/repository';
+import { becomeActive } from './activate';
 import { recordConsent, recordSuppressions, type ConsentContext } from '../consent/repository';
 
 /**
  * The subscriber state machine of docs/api.md. Internal states: pending, active, unsubscribed, bounced, complained.
  * Every transition into or out of `active` moves List.subscriberCount in the same transaction, so the count is exact;
- * every move into `active` starts the list's welcome series there too (once per person: lifecycle/series.ts).
+ * every move into `active` is activate.ts becomeActive (the count, the welcome series, the ledger, the event).
  * Lock order everywhere: the subscriber row, then the list row (no deadlocks between adds, confirmations and removals).
  */
 export type AddStatus = 'pending' | 'active' | 'exists' | 'gone' | 'suppressed';
@@ -139,11 +139,7 @@ async function applyAdd(tx: Tx, list: ListWithMailbox, input: NewSubscriber, cha
       await emitSubscriberChange(tx, list, input.email, 'pending');
       return { status: 'pending', created: true, messages: await sendConfirmation(tx, list, subscriber, now) };
     }
-    await tx.subscriber.update({ where: { id: inserted }, data: { ...fresh, status: 'active', confirmedAt: now } });
-    await recordConsent(tx, inserted, subscribeKind(consent), consent, { ...detail, ...topicChoices(input), status: 'active' });
-    await countActive(tx, list.id, 1);
-    await startSeries(tx, list.id, inserted);
-    await emitSubscriberChange(tx, list, input.email, 'active');
+    await becomeActive(tx, { list, subscriberId: inserted, email: input.email, now, data: fresh, consent: { kind: subscribeKind(consent), context: consent, detail: { ...detail, ...topicChoices(input) } } });
     return { status: 'active', created: true, messages: [] };
   }
 
@@ -161,11 +157,7 @@ async function applyAdd(tx: Tx, list: ListWithMailbox, input: NewSubscriber, cha
       return { status: 'exists', created: false, messages: [] };
     case 'pending': {
       if (!needsConfirmation) {
-        await tx.subscriber.update({ where: { id: current.id }, data: { ...changes, status: 'active', confirmedAt: now } });
-        await recordConsent(tx, current.id, 'confirm', consent, { ...detail, status: 'active' });
-        await countActive(tx, list.id, 1);
-        await startSeries(tx, list.id, current.id);
-        await emitSubscriberChange(tx, list, current.email, 'active');
+        await becomeActive(tx, { list, subscriberId: current.id, email: current.email, now, data: changes, consent: { kind: 'confirm', context: consent, detail } });
         return { status: 'active', created: false, messages: [] };
       }
       const subscriber = await tx.subscriber.update({ where: { id: current.id }, data: changes });
@@ -184,7 +176,7 @@ export async function removeSubscriber(db: Db, list: List, email: string, consen
     if (current.status !== 'active' && current.status !== 'pending') return 'gone';
     await tx.subscriber.update({ where: { id: current.id }, data: { status: 'unsubscribed', unsubscribedAt: new Date() } });
     await recordConsent(tx, current.id, 'unsubscribe', consent, { was: current.status });
-    if (current.status === 'active') await countActive(tx, list.id, -1);
+    if (current.status === 'active') await uncount(tx, list.id);
     await countUnsubscribe(tx, list, current.id);
     await emitSubscriberChange(tx, list, current.email, 'unsubscribed');
     return 'unsubscribed';
@@ -192,21 +184,16 @@ export async function removeSubscriber(db: Db, list: List, email: string, consen
 }
 
 /**
- * For bounce and complaint handling: puts the address on the account's suppression list and moves its pending and
- * active subscriptions in every list of the account to `reason`, keeping the counts exact.
+ * The subscribers' part of an address suppressed (suppressions/suppress.ts suppressAddress, the one home of that
+ * change): its pending and active subscriptions in every list of the account move to `reason` (`address` lower case),
+ * keeping the counts exact, each with its ledger row.
  */
-export async function suppressAddress(tx: Tx, accountId: number, email: string, reason: 'bounced' | 'complained', detail = '', bounceReason: string | null = null): Promise<void> {
-  const address = email.trim().toLowerCase();
-  await tx.suppression.upsert({
-    where: { accountId_email: { accountId, email: address } },
-    create: { accountId, email: address, reason, detail, bounceReason },
-    update: {},
-  });
+export async function suppressSubscriptions(tx: Tx, accountId: number, address: string, reason: 'bounced' | 'complained', detail: string): Promise<void> {
   const rows = await lockLiveSubscriptions(tx, accountId, address);
   if (!rows.length) return;
   await tx.subscriber.updateMany({ where: { id: { in: rows.map((r) => r.id) } }, data: { status: reason } });
   await recordSuppressions(tx, rows.map((r) => r.id), reason, detail);
-  for (const row of rows.filter((r) => r.status === 'active')) await countActive(tx, row.list_id, -1);
+  for (const row of rows.filter((r) => r.status === 'active')) await uncount(tx, row.list_id);
 }
 
 /** Bounced or complained anywhere in the account: the suppression list, or a subscription in any of its lists. */
@@ -220,8 +207,9 @@ async function lockSubscriber(tx: Tx, listId: number, email: string): Promise<Su
   return tx.subscriber.findUniqueOrThrow({ where: { id } });
 }
 
-function countActive(tx: Tx, listId: number, by: 1 | -1) {
-  return tx.list.update({ where: { id: listId }, data: { subscriberCount: { increment: by } } });
+/** A move out of `active` (a move into it is activate.ts becomeActive's). */
+function uncount(tx: Tx, listId: number) {
+  return tx.list.update({ where: { id: listId }, data: { subscriberCount: { decrement: 1 } } });
 }
 
 async function sendConfirmation(tx: Tx, list: ListWithMailbox, subscriber: Subscriber, now: Date): Promise<{ id: string }[]> {

@@ -9,12 +9,60 @@ import { recordConsentSql } from '../consent/repository';
  */
 
 /**
+ * What becoming active entails, as CTEs over `activated` (a relation of the people just made active: id, list_id,
+ * account_id, list_key, email, and their ledger row's consent_kind, consent_source, consent_ip, consent_form_text,
+ * consent_detail), in this order (activate.ts says why each):
+ * - locked, counted: the lists' rows locked in id order (after the subscribers': the state machine's lock order), and
+ *   their subscriber_count moved once per list;
+ * - started: the list's welcome series (lifecycle/repository.ts startSeriesSql: once per person);
+ * - ledger: the consent ledger's row;
+ * - announced: `subscriber.confirmed` (list key, email, status: docs/webhooks.md), if an endpoint wants it.
+ * Run for one person by recordActivation, and inside the one-statement add (FAST_ADD).
+ */
+const becameActiveSql = (activated: string) => `
+  locked AS (
+    SELECT l.id FROM lists l WHERE l.id IN (SELECT list_id FROM ${activated}) ORDER BY l.id FOR NO KEY UPDATE
+  ), counted AS (
+    UPDATE lists l SET subscriber_count = l.subscriber_count + c.n
+    FROM (SELECT a.list_id, count(*)::int AS n FROM ${activated} a JOIN locked k ON k.id = a.list_id GROUP BY a.list_id) c
+    WHERE l.id = c.list_id
+    RETURNING 1
+  ), started AS (${startSeriesSql(activated)}
+  ), ledger AS (${recordConsentSql(activated, 'r.consent_kind', 'r.consent_source', 'r.consent_ip', 'r.consent_detail', 'r.consent_form_text')}
+  ), announced AS (
+    INSERT INTO events (account_id, type, data)
+    SELECT a.account_id, 'subscriber.confirmed', jsonb_build_object('list', a.list_key, 'email', a.email, 'status', 'active')
+    FROM ${activated} a WHERE ${subscribed('a.account_id', `'subscriber.confirmed'`)}
+    RETURNING 1
+  )`;
+
+/** becameActiveSql for one person, the values its parameters. */
+const RECORD_ACTIVATION = `
+WITH activated AS (
+  SELECT $1::int AS id, $2::int AS list_id, $3::int AS account_id, $4::text AS list_key, $5::text AS email,
+    $6::text AS consent_kind, $7::text AS consent_source, $8::text AS consent_ip, $9::text AS consent_form_text, $10::jsonb AS consent_detail
+), ${becameActiveSql('activated')}
+SELECT 1`;
+
+/** What becoming active entails (becameActiveSql) for one subscriber whose row the caller has just made active. */
+export async function recordActivation(
+  tx: Tx,
+  a: { id: number; listId: number; accountId: number; listKey: string; email: string; kind: string; source: string; ip: string; formText: string; detail: Record<string, unknown> },
+): Promise<void> {
+  await rawQuery(
+    tx,
+    RECORD_ACTIVATION,
+    [a.id, a.listId, a.accountId, a.listKey, a.email, a.kind, a.source, a.ip, a.formText, JSON.stringify(a.detail)],
+    'record-activation',
+  );
+}
+
+/**
  * The common add in ONE statement (fast-add.ts): finds the list by its key within the account, refuses a suppressed
  * address (the suppression list, or bounced or complained on any list of the account: the rule of isSuppressed),
- * inserts the person, moves each list's count once per batch (list rows locked in id order, after the inserts: the
- * state machine's lock order, subscriber then list), starts the list's welcome series for each person added (when
- * the list has one: lifecycle/repository.ts), and writes the `subscriber.confirmed` event if an endpoint wants it. Every other case (the person is on the list already, a confirmation email is due, the same person twice in one
- * batch) answers null.
+ * inserts the person as active, and does what becoming active entails (becameActiveSql above: the lists' counts
+ * once per batch, the welcome series, the consent ledger, the `subscriber.confirmed` event). Every other case (the
+ * person is on the list already, a confirmation email is due, the same person twice in one batch) answers null.
  */
 const FAST_ADD = `
 WITH i AS (
@@ -37,28 +85,12 @@ WITH i AS (
   ORDER BY list_id, email
   ON CONFLICT (list_id, email) DO NOTHING
   RETURNING id, list_id, email
-), locked AS (
-  SELECT l.id FROM lists l WHERE l.id IN (SELECT list_id FROM added) ORDER BY l.id FOR NO KEY UPDATE
-), counted AS (
-  UPDATE lists l SET subscriber_count = l.subscriber_count + c.n
-  FROM (SELECT a.list_id, count(*)::int AS n FROM added a JOIN locked k ON k.id = a.list_id GROUP BY a.list_id) c
-  WHERE l.id = c.list_id
-  RETURNING 1
-), started AS (${startSeriesSql('added')}
-), ledger AS (${recordConsentSql(
-  `(SELECT a.id, r.key_id FROM added a JOIN r ON r.list_id = a.list_id AND r.email = a.email AND r.first)`,
-  `'subscribe'`,
-  `'api_key'`,
-  `''`,
-  `jsonb_build_object('status', 'active', 'key', r.key_id)`,
-)}
-), announced AS (
-  INSERT INTO events (account_id, type, data)
-  SELECT r.account_id, 'subscriber.confirmed', jsonb_build_object('list', r.list_key, 'email', r.email, 'name', r.name, 'status', 'active')
+), activated AS (
+  -- what becoming active entails (becameActiveSql): the count, the welcome series, the ledger, the event
+  SELECT a.id, a.list_id, r.account_id, r.list_key, a.email, 'subscribe' AS consent_kind, 'api_key' AS consent_source,
+    '' AS consent_ip, '' AS consent_form_text, jsonb_build_object('status', 'active', 'key', r.key_id) AS consent_detail
   FROM added a JOIN r ON r.list_id = a.list_id AND r.email = a.email AND r.first
-  WHERE ${subscribed('r.account_id', `'subscriber.confirmed'`)}
-  RETURNING 1
-)
+), ${becameActiveSql('activated')}
 SELECT r.ord::int,
   CASE WHEN r.list_id IS NULL THEN 'no_list' WHEN r.suppressed THEN 'suppressed' WHEN a.id IS NOT NULL THEN 'active' END AS outcome
 FROM r LEFT JOIN added a ON a.list_id = r.list_id AND a.email = r.email AND r.first

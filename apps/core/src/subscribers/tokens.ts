@@ -1,10 +1,9 @@
 import { sha256 } from '../crypto';
 import type { Db, Tx } from '../db';
-import { emitSubscriberChange } from '../events/subscribers';
 import { CONFIRMATION_TOKEN } from './confirm-link';
 import { lockSubscriber, spendToken } from './repository';
-import { startSeries } from '../lifecycle/repository';
-import { recordConsent, type ConsentContext } from '../consent/repository';
+import { becomeActive } from './activate';
+import type { ConsentContext } from '../consent/repository';
 import { confirmText } from './html';
 
 /** Confirmation links work for 7 days (docs/api.md). */
@@ -62,13 +61,10 @@ export async function confirmByLink(db: Db, token: string, now = new Date(), con
     const listName = subscriber.list.name;
     if (subscriber.status === 'active') return { result: 'already', listName };
     if (subscriber.status !== 'pending') return { result: 'gone', listName };
-    await tx.subscriber.update({ where: { id: subscriberId }, data: { status: 'active', confirmedAt: now } });
     // the page the person confirmed on says what they agreed to
-    await recordConsent(tx, subscriberId, 'confirm', { formText: confirmText(listName), ...consent }, { status: 'active' });
-    await tx.list.update({ where: { id: subscriber.listId }, data: { subscriberCount: { increment: 1 } } });
-    await startSeries(tx, subscriber.listId, subscriberId);
+    const context = { formText: confirmText(listName), ...consent };
+    await becomeActive(tx, { list: subscriber.list, subscriberId, email: subscriber.email, now, consent: { kind: 'confirm', context, detail: {} } });
     await tx.confirmationToken.updateMany({ where: { subscriberId, usedAt: null }, data: { usedAt: now } });
-    await emitSubscriberChange(tx, subscriber.list, subscriber.email, 'active');
     return { result: 'confirmed', listName };
   });
 }
