@@ -26,7 +26,7 @@ const floors = [
   {
     name: 'edges',
     comment: 'what meets the outside or runs over everything: the MX and submission servers, the operator, recovery, the list of email kinds',
-    folders: ['email-kinds', 'mx', 'operator', 'recovery', 'retention', 'submission'],
+    folders: ['changes', 'email-kinds', 'mx', 'operator', 'recovery', 'retention', 'submission'],
   },
 ];
 

@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import { broadcastChanges, broadcastInput, broadcastsQuery } from '../apps/core/src/broadcasts/schema';
 import { changeBroadcast, createBroadcast, getBroadcast, listBroadcasts } from '../apps/core/src/broadcasts/service';
 import type { Db } from '../apps/core/src/db';
-import { broadcastChange, broadcastCreation } from '../apps/core/src/audit/changes';
+import { broadcastChange, broadcastCreation } from '../apps/core/src/changes';
 import { cliChange, cliChangeAfter } from './admin-audit';
 import { closeQueues } from '../apps/core/src/queues';
 import { idParam, validate } from '../apps/core/src/validate';

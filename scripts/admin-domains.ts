@@ -1,6 +1,6 @@
 /** `npm run admin -- domain ...`: the sending-domain operations (docs/domains.md), imported by scripts/admin.ts. */
 import type { Db } from '../apps/core/src/db';
-import { creation, domainChange } from '../apps/core/src/audit/changes';
+import { creation, domainChange } from '../apps/core/src/changes';
 import { cliChange, cliChangeAfter } from './admin-audit';
 import { addDomain, getDomain, listDomains, removeDomain, rotateDomain, verifyDomain } from '../apps/core/src/domains';
 import { domainInput, domainsQuery } from '../apps/core/src/domains/schema';

@@ -2,7 +2,7 @@
 import fs from 'node:fs';
 import { importQuery } from '../apps/core/src/imports/schema';
 import type { Db } from '../apps/core/src/db';
-import { importChange } from '../apps/core/src/audit/changes';
+import { importChange } from '../apps/core/src/changes';
 import { cliChangeAfter } from './admin-audit';
 import { AppError } from '../apps/core/src/errors';
 import { getImport, IMPORT_STATUSES, receiveImport, type ImportFormat, type ImportStatusValue, type ImportView } from '../apps/core/src/imports';

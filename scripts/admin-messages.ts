@@ -1,5 +1,5 @@
 import type { Db } from '../apps/core/src/db';
-import { messageChange } from '../apps/core/src/audit/changes';
+import { messageChange } from '../apps/core/src/changes';
 import { cliChangeAfter } from './admin-audit';
 import { browseProspects } from '../apps/core/src/operator/prospects';
 import { searchMessages } from '../apps/core/src/operator/search';

@@ -1,6 +1,6 @@
 /** `npm run admin -- route ...`: the MX's inbound routes (docs/mx.md), imported by scripts/admin.ts. */
 import type { Db } from '../apps/core/src/db';
-import { creation, routeChange } from '../apps/core/src/audit/changes';
+import { creation, routeChange } from '../apps/core/src/changes';
 import { cliChange } from './admin-audit';
 import { AppError } from '../apps/core/src/errors';
 import { addRoute, listRoutes, removeRoute, routeInput, routesQuery } from '../apps/core/src/mx/routes';

@@ -1,7 +1,7 @@
 /** `npm run admin -- template ...`: stored templates and layouts (docs/templates.md), imported by scripts/admin.ts. */
 import fs from 'node:fs';
 import type { Db } from '../apps/core/src/db';
-import { creation, templateChange } from '../apps/core/src/audit/changes';
+import { creation, templateChange } from '../apps/core/src/changes';
 import { cliChange, cliChangeAfter } from './admin-audit';
 import { AppError } from '../apps/core/src/errors';
 import { idParam, validate } from '../apps/core/src/validate';

@@ -1,6 +1,6 @@
 /** `npm run admin -- tracking-domain ...`: the tracking-domain operations (docs/tracking-domains.md), imported by scripts/admin.ts. */
 import type { Db } from '../apps/core/src/db';
-import { creation, trackingDomainChange } from '../apps/core/src/audit/changes';
+import { creation, trackingDomainChange } from '../apps/core/src/changes';
 import { cliChange, cliChangeAfter } from './admin-audit';
 import { AppError } from '../apps/core/src/errors';
 import { addTrackingDomain, getTrackingDomain, listTrackingDomains, removeTrackingDomain, verifyTrackingDomain } from '../apps/core/src/tracking-domains';

@@ -1,6 +1,6 @@
 /** `npm run admin -- webhook ...`: the webhook admin operations (docs/webhooks.md), imported by scripts/admin.ts. */
 import type { Db } from '../apps/core/src/db';
-import { creation, webhookChange } from '../apps/core/src/audit/changes';
+import { creation, webhookChange } from '../apps/core/src/changes';
 import { cliChange } from './admin-audit';
 import { AppError } from '../apps/core/src/errors';
 import { idParam, validate } from '../apps/core/src/validate';

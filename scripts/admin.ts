@@ -17,7 +17,7 @@ import { AppError } from '../apps/core/src/errors';
 import { closeQueues } from '../apps/core/src/queues';
 import { closeRedis } from '../apps/core/src/redis';
 import { createAccountAudited, listAccounts } from '../apps/core/src/accounts';
-import { campaignChange, creation, listChange, mailboxChange, stopEntryDeletion, suppressionDeletion } from '../apps/core/src/audit/changes';
+import { campaignChange, creation, listChange, mailboxChange, stopEntryDeletion, suppressionDeletion } from '../apps/core/src/changes';
 import { CLI_AUDIT, cliChange, cliChangeAfter } from './admin-audit';
 import { changeCampaign, createCampaign } from '../apps/core/src/outreach/campaigns';
 import { createKeyAudited, listKeys, revokeKeyEverywhere } from '../apps/core/src/auth/keys';

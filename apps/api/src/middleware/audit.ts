@@ -49,5 +49,5 @@ export function auditAfter(req: Request, res: Response, via: 'admin-api' | 'cons
   return <T>(db: Db, change: Change<NoInfer<T>>, work: (db: Db) => Promise<T>): Promise<T> => auditedAfter(db, context, change, work);
 }
 
-// the descriptions of changes by id live once, in core (audit/changes.ts), for the admin API, the console and the CLI
-export { campaignChange, importChange, mailboxChange, ownerIn } from '../../../core/src/audit/changes';
+// the descriptions of changes by id live once, in core (changes/index.ts), for the admin API, the console and the CLI
+export { campaignChange, importChange, mailboxChange, ownerIn } from '../../../core/src/changes';

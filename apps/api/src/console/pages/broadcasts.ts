@@ -14,7 +14,7 @@ import { CSRF_FIELD } from '../views';
 import { field, type ConsolePage } from '../page';
 import { broadcastCharts, broadcastLiveSection } from '../stats-section';
 import type { Db } from '../../../../core/src/db';
-import { broadcastChange, broadcastCreation } from '../../../../core/src/audit/changes';
+import { broadcastChange, broadcastCreation } from '../../../../core/src/changes';
 import { audit, auditAfter } from '../../middleware/audit';
 
 /** The buttons a broadcast's state allows (the state machine of broadcasts/service.ts). */

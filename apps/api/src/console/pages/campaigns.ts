@@ -26,7 +26,7 @@ function editableSteps(steps: StepInput[]) {
   const rows = emails.map((s) => ({ blank: false, id: s.id && !/^\d+$/.test(s.id) ? s.id : '', delay_hours: s.delay_hours, template: s.template ?? null, subject: s.subject ?? '', body: s.body ?? '' }));
   return [...rows, { blank: true, id: '', delay_hours: '', template: null, subject: '', body: '' }];
 }
-import { campaignChange, creation } from '../../../../core/src/audit/changes';
+import { campaignChange, creation } from '../../../../core/src/changes';
 import { audit, auditAfter } from '../../middleware/audit';
 import type { Db } from '../../../../core/src/db';
 

@@ -5,7 +5,7 @@ import { idParam, validate } from '../../../../core/src/validate';
 import { ACCOUNT_SELECT, CSRF_FIELD } from '../views';
 import { field, numberField, type ConsolePage } from '../page';
 import type { Db } from '../../../../core/src/db';
-import { creation, domainChange } from '../../../../core/src/audit/changes';
+import { creation, domainChange } from '../../../../core/src/changes';
 import { audit, auditAfter } from '../../middleware/audit';
 
 /**

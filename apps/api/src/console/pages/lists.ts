@@ -19,7 +19,7 @@ import { subscriberRoutes, subscriberTemplates } from './subscriber';
 import { formRows, rowControls, STEP_TEMPLATE, stepOf } from '../editors';
 import { listTemplates } from '../../../../core/src/templates/service';
 import type { Db } from '../../../../core/src/db';
-import { creation, importChange, listChange } from '../../../../core/src/audit/changes';
+import { creation, importChange, listChange } from '../../../../core/src/changes';
 import { audit, auditAfter } from '../../middleware/audit';
 
 const SUBSCRIBER_STATUSES = ['pending', 'active', 'unsubscribed', 'bounced', 'complained'] as const;

@@ -6,7 +6,7 @@ import { validate } from '../../../../core/src/validate';
 import type { ConsolePage } from '../page';
 import { query } from '../page';
 import { CSRF_FIELD } from '../views';
-import { messageChange } from '../../../../core/src/audit/changes';
+import { messageChange } from '../../../../core/src/changes';
 import { auditAfter } from '../../middleware/audit';
 import type { Db } from '../../../../core/src/db';
 

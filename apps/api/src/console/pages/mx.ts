@@ -7,7 +7,7 @@ import type { Request } from 'express';
 import { ACCOUNT_SELECT, CSRF_FIELD } from '../views';
 import { field, numberField, type ConsolePage } from '../page';
 import type { Db } from '../../../../core/src/db';
-import { creation, mxMessageChange, routeChange } from '../../../../core/src/audit/changes';
+import { creation, mxMessageChange, routeChange } from '../../../../core/src/changes';
 import { audit } from '../../middleware/audit';
 
 /** A blank form field as null (clears the value), else a number (joi names a bad one). */

@@ -6,7 +6,7 @@ import { updateMailbox } from '../../../../core/src/mailboxes';
 import { idParam, validate } from '../../../../core/src/validate';
 import { CSRF_FIELD, mailboxSelect } from '../views';
 import { field, type PageContext } from '../page';
-import { campaignChange, mailboxChange } from '../../../../core/src/audit/changes';
+import { campaignChange, mailboxChange } from '../../../../core/src/changes';
 import { auditAfter } from '../../middleware/audit';
 import type { Db } from '../../../../core/src/db';
 

@@ -13,7 +13,7 @@ import { auditAfter } from '../../middleware/audit';
 import { ACCOUNT_SELECT, CSRF_FIELD } from '../views';
 import { field, numberField, type ConsolePage } from '../page';
 import type { Db } from '../../../../core/src/db';
-import { creation, templateChange } from '../../../../core/src/audit/changes';
+import { creation, templateChange } from '../../../../core/src/changes';
 import { audit, holdTo } from '../../middleware/audit';
 
 /**

@@ -5,7 +5,7 @@ import * as schemas from '../../../../core/src/webhooks/schema';
 import { changeWebhook, createWebhook, deleteWebhook, getWebhook, listDeliveries, listWebhooks, rotateSecret } from '../../../../core/src/webhooks/service';
 import type { Request } from 'express';
 import type { Db } from '../../../../core/src/db';
-import { creation, webhookChange } from '../../../../core/src/audit/changes';
+import { creation, webhookChange } from '../../../../core/src/changes';
 import { audit } from '../../middleware/audit';
 import { ACCOUNT_SELECT, CSRF_FIELD } from '../views';
 import { field, numberField, type ConsolePage } from '../page';

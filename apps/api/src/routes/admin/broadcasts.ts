@@ -5,7 +5,7 @@ import { changeBroadcast, createBroadcast, getBroadcast, listBroadcasts } from '
 import type { Db, Tx } from '../../../../core/src/db';
 import { lagHeader, type Reads } from '../../../../core/src/replicas';
 import { idParam, validate } from '../../../../core/src/validate';
-import { broadcastCreation } from '../../../../core/src/audit/changes';
+import { broadcastCreation } from '../../../../core/src/changes';
 import { audit, auditAfter, ownerIn } from '../../middleware/audit';
 import { scopeOf } from '../../middleware/admin';
 import { methodNotAllowed } from '../../middleware/errors';

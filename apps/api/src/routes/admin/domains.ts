@@ -4,7 +4,7 @@ import { idParam, validate } from '../../../../core/src/validate';
 import { addDomain, getDomain, listDomains, removeDomain, rotateDomain, verifyDomain } from '../../../../core/src/domains';
 import { domainInput, domainsQuery } from '../../../../core/src/domains/schema';
 import { domainInboundInput, setDomainInbound } from '../../../../core/src/mx/routes';
-import { domainChange } from '../../../../core/src/audit/changes';
+import { domainChange } from '../../../../core/src/changes';
 import { audit, auditAfter } from '../../middleware/audit';
 import { scopeOf } from '../../middleware/admin';
 import { methodNotAllowed } from '../../middleware/errors';

@@ -3,7 +3,7 @@ import type { Db } from '../../../../core/src/db';
 import { actOnMxMessage } from '../../../../core/src/mx/browse';
 import { addRoute, changeRoute, getRoute, listRoutes, mxMessageIdParam, removeRoute, routeInput, routePatch, routesQuery } from '../../../../core/src/mx/routes';
 import { idParam, validate } from '../../../../core/src/validate';
-import { mxMessageChange } from '../../../../core/src/audit/changes';
+import { mxMessageChange } from '../../../../core/src/changes';
 import { audit } from '../../middleware/audit';
 import { scopeOf } from '../../middleware/admin';
 import { methodNotAllowed } from '../../middleware/errors';

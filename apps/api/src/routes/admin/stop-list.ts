@@ -3,7 +3,7 @@ import { entriesQuery } from '../../../../core/src/keyset';
 import type { Db, Tx } from '../../../../core/src/db';
 import { deleteStopEntry, listStopEntries } from '../../../../core/src/stop-list/entries';
 import { idParam, validate } from '../../../../core/src/validate';
-import { stopEntryDeletion } from '../../../../core/src/audit/changes';
+import { stopEntryDeletion } from '../../../../core/src/changes';
 import { audit } from '../../middleware/audit';
 import { methodNotAllowed } from '../../middleware/errors';
 

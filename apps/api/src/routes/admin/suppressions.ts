@@ -3,7 +3,7 @@ import { entriesQuery } from '../../../../core/src/keyset';
 import type { Db, Tx } from '../../../../core/src/db';
 import { deleteSuppression, listSuppressions } from '../../../../core/src/suppressions';
 import { idParam, validate } from '../../../../core/src/validate';
-import { suppressionDeletion } from '../../../../core/src/audit/changes';
+import { suppressionDeletion } from '../../../../core/src/changes';
 import { audit } from '../../middleware/audit';
 import { methodNotAllowed } from '../../middleware/errors';
 

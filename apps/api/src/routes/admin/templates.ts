@@ -13,7 +13,7 @@ import {
   restoreVersion,
 } from '../../../../core/src/templates/service';
 import { sendTestEmail } from '../../../../core/src/sending/template-test';
-import { templateChange } from '../../../../core/src/audit/changes';
+import { templateChange } from '../../../../core/src/changes';
 import { audit, auditAfter } from '../../middleware/audit';
 import { methodNotAllowed } from '../../middleware/errors';
 

@@ -2,7 +2,7 @@ import { Router } from 'express';
 import type { Db, Tx } from '../../../../core/src/db';
 import { idParam, validate } from '../../../../core/src/validate';
 import * as schemas from '../../../../core/src/webhooks/schema';
-import { webhookChange } from '../../../../core/src/audit/changes';
+import { webhookChange } from '../../../../core/src/changes';
 import { changeWebhook, createWebhook, deleteWebhook, getWebhook, listDeliveries, listWebhooks, rotateSecret } from '../../../../core/src/webhooks/service';
 import { audit } from '../../middleware/audit';
 import { scopeOf } from '../../middleware/admin';
