@@ -1,5 +1,6 @@
 import { BadRequest } from '../../apps/core/src/errors';
-import { csvFields, LINE_MAX, parseHeader, parseLine, type Parsed } from '../../apps/core/src/imports/parse';
+import { csvRecord } from '../../apps/core/src/imports/csv';
+import { LINE_MAX, parseHeader, parseLine, type Parsed } from '../../apps/core/src/imports/parse';
 
 /**
  * An import's lines as the worker reads them (imports/parse.ts, docs/lists.md "Import"): each line becomes a row to
@@ -10,7 +11,10 @@ const ndjson = (record: unknown, defaultStatus: string | null = null): Parsed =>
 const refused = (reason: string) => ({ line: 7, reason });
 const tags = (n: number) => Array.from({ length: n }, (_, i) => `t${i}`);
 
-describe('csvFields', () => {
+const UNTERMINATED = 'unterminated quote: a field opens with " on this line and its closing " is missing';
+const AFTER_QUOTE = 'text after the closing " of a quoted field (write "" for a quote inside a quoted field)';
+
+describe('csvRecord (csv-parse, RFC 4180)', () => {
   it.each([
     ['a,b', ['a', 'b']],
     ['', ['']],
@@ -21,12 +25,22 @@ describe('csvFields', () => {
     ['"say ""hi""",x', ['say "hi"', 'x']],
     ['  "quoted" ,x', ['quoted', 'x']],
     ['a"b,c', ['a"b', 'c']],
-    ['"a"b,c', ['ab', 'c']],
     ['"",x', ['', 'x']],
     ['"""",x', ['"', 'x']],
-    ['"open, never closed', ['open, never closed']],
+    // a quoted field holds line breaks (the lines of one record, as the store keeps them)
+    ['a@example.com,"Ann\nSmith",x', ['a@example.com', 'Ann\nSmith', 'x']],
+    ['"a\n\nb"', ['a\n\nb']],
   ])('%j -> %j', (line, fields) => {
-    expect(csvFields(line)).toEqual(fields);
+    expect(csvRecord(line)).toEqual(fields);
+  });
+
+  it.each([
+    ['"open, never closed', UNTERMINATED],
+    ['a@example.com,"Ann', UNTERMINATED],
+    ['"a"b,c', AFTER_QUOTE],
+    ['a@example.com,"Ann" Jr,x', AFTER_QUOTE],
+  ])('refuses %j: %s', (line, reason) => {
+    expect(csvRecord(line)).toEqual({ reason });
   });
 });
 
@@ -42,6 +56,7 @@ describe('parseHeader', () => {
     ['email,', 'csv header: unknown column "" (columns: email, name, tags, fields, status, consent_source, consent_at)'],
     ['name,tags', 'csv header: an "email" column is required (columns: email, name, tags, fields, status, consent_source, consent_at)'],
     ['email,name,Email', 'csv header: a column is named twice'],
+    ['email,"name', `csv header: ${UNTERMINATED}`],
     // a byte order mark is taken off the start of the header only
     ['email,na\uFEFFme', 'csv header: unknown column "na\uFEFFme" (columns: email, name, tags, fields, status, consent_source, consent_at)'],
   ])('refuses %j with a 400: %s', (line, message) => {
@@ -109,6 +124,14 @@ describe('parseLine: CSV', () => {
       expect({ written, name: (csv('email,name', `a@example.com,${written}`) as { name: string }).name }).toEqual({ written, name: read });
     }
     expect(csv('email,name', "'-cid@example.com,x")).toMatchObject({ email: '-cid@example.com' });
+  });
+
+  it('refuses a line csv-parse cannot read with what is wrong with it, not as a bad address', () => {
+    expect(csv('email,name', 'a@example.com,"Ann')).toEqual(refused(UNTERMINATED));
+    expect(csv('email,name', '"a@example.com,Ann')).toEqual(refused(UNTERMINATED));
+    expect(csv('email,name', '"a@example.com"x,Ann')).toEqual(refused(AFTER_QUOTE));
+    // a quoted line break, a quoted comma and an escaped quote, in one record
+    expect(csv('email,name,tags', 'a@example.com,"Ann ""The Pen"", Jr.\nSecond line",vip')).toMatchObject({ name: 'Ann "The Pen", Jr.\nSecond line', tags: ['vip'] });
   });
 
   it('refuses fields that are not a JSON object', () => {
