@@ -1,5 +1,7 @@
+import { parse } from 'csv-parse/sync';
+import fc from 'fast-check';
 import { BadRequest } from '../../apps/core/src/errors';
-import { csvRecord } from '../../apps/core/src/imports/csv';
+import { csvRecord, csvRecords, type Line } from '../../apps/core/src/imports/csv';
 import { LINE_MAX, parseHeader, parseLine, type Parsed } from '../../apps/core/src/imports/parse';
 
 /**
@@ -34,6 +36,17 @@ describe('csvRecord (csv-parse, RFC 4180)', () => {
     expect(csvRecord(line)).toEqual(fields);
   });
 
+  it('reads a record without a quote as csv-parse does', () => {
+    const options = { record_delimiter: '\n', relax_column_count: true, relax_quotes: true, trim: true };
+    fc.assert(
+      fc.property(fc.string({ unit: fc.constantFrom('a', 'b', ',', ' ', '\t', '\r', "'", '=', '\u00e9', '\uFEFF', '\u00a0'), maxLength: 40 }), (text) => {
+        const byParse = (parse(text, options) as string[][])[0] ?? [''];
+        expect(csvRecord(text)).toEqual(byParse.map((f) => f.trim()));
+      }),
+      { numRuns: 2_000 },
+    );
+  });
+
   it.each([
     ['"open, never closed', UNTERMINATED],
     ['a@example.com,"Ann', UNTERMINATED],
@@ -41,6 +54,61 @@ describe('csvRecord (csv-parse, RFC 4180)', () => {
     ['a@example.com,"Ann" Jr,x', AFTER_QUOTE],
   ])('refuses %j: %s', (line, reason) => {
     expect(csvRecord(line)).toEqual({ reason });
+  });
+});
+
+describe('csvRecords: a body\'s lines into records', () => {
+  const records = async (text: string, max = 8_192) => {
+    const lines = text.split('\n').map((t, i): Line => ({ line: i + 1, text: t }));
+    const out: Line[] = [];
+    for await (const record of csvRecords((async function* () { yield* lines; })(), max)) out.push(record);
+    return out;
+  };
+
+  it('gives a line without a quote as it is, skips blank lines, and joins the lines of a quoted line break', async () => {
+    expect(await records('email,name\n\n  \na@example.com,"Ann\n\nSmith"\nb@example.com,Bob\n"c@example.com",C')).toEqual([
+      { line: 1, text: 'email,name' },
+      { line: 4, text: 'a@example.com,"Ann\n\nSmith"' },
+      { line: 7, text: 'b@example.com,Bob' },
+      { line: 8, text: '"c@example.com",C' },
+    ]);
+  });
+
+  it('keeps a line csv-parse refuses as it is (the worker says why)', async () => {
+    expect(await records('"a"b,c\nd,e')).toEqual([
+      { line: 1, text: '"a"b,c' },
+      { line: 2, text: 'd,e' },
+    ]);
+  });
+
+  it('an unterminated quote: its first line alone, the lines after it read again', async () => {
+    // open at the end of the body
+    expect(await records('a,"open\nb,B\nc,"C"')).toEqual([
+      { line: 1, text: 'a,"open' },
+      { line: 2, text: 'b,B' },
+      { line: 3, text: 'c,"C"' },
+    ]);
+    // closed on a later line into text csv-parse refuses: line 1 alone, line 3 opens again and is read on
+    expect(await records('a,"open\nb,B\n"c",C\nd,"x\ny"')).toEqual([
+      { line: 1, text: 'a,"open' },
+      { line: 2, text: 'b,B' },
+      { line: 3, text: '"c",C' },
+      { line: 4, text: 'd,"x\ny"' },
+    ]);
+    // still open past `max` characters (each line counted with its line break)
+    expect(await records('a,"open\n12345\n12345\nb,B', 20)).toEqual([
+      { line: 1, text: 'a,"open' },
+      { line: 2, text: '12345' },
+      { line: 3, text: '12345' },
+      { line: 4, text: 'b,B' },
+    ]);
+    // open over exactly `max` characters (two lines: 6 + 4) and closed on the next line: one record; one more, refused
+    expect(await records('a,"op\n123\nx"', 10)).toEqual([{ line: 1, text: 'a,"op\n123\nx"' }]);
+    expect(await records('a,"op\n123\nx"', 9)).toEqual([
+      { line: 1, text: 'a,"op' },
+      { line: 2, text: '123' },
+      { line: 3, text: 'x"' },
+    ]);
   });
 });
 
