@@ -99,6 +99,23 @@ describe('the token cache', () => {
     expect(refused).toBeInstanceOf(MailboxNeedsReconnect);
     expect(refused).toMatchObject({ mailboxId: row.id, message: `mailbox ${row.id} needs reconnecting: it has no refresh token` });
   });
+
+  test('the stored row decides, not the caller: a row without a token URL, or no longer signing in with OAuth2, asks for no token', async () => {
+    const { mailbox } = await oauthTenant();
+    const row = await db().mailbox.findUniqueOrThrow({ where: { id: mailbox.id } });
+    const before = (await auth.stats()).refreshes;
+    const noToken = `mailbox ${row.id} needs reconnecting: it has no refresh token`;
+    await db().mailbox.update({ where: { id: row.id }, data: { oauthTokenUrl: null } });
+    await expect(accessToken(db(), row)).rejects.toThrow(noToken);
+    // the caller still holds the row as it was (an OAuth2 mailbox); the stored one signs in with a password now
+    await db().mailbox.update({ where: { id: row.id }, data: { oauthTokenUrl: row.oauthTokenUrl, authType: 'password' } });
+    await expect(accessToken(db(), row)).rejects.toThrow(noToken);
+    expect((await auth.stats()).refreshes).toBe(before);
+    // as it was: a token
+    await db().mailbox.update({ where: { id: row.id }, data: { authType: 'oauth2' } });
+    expect((await accessToken(db(), row)).token).toBeTruthy();
+    expect((await auth.stats()).refreshes).toBe(before + 1);
+  });
 });
 
 describe('token requests, asked for directly', () => {
