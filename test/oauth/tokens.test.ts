@@ -42,6 +42,17 @@ describe('tokens', () => {
     expect(await auth.introspect(tokens[0]!.token)).toMatchObject({ active: true });
   });
 
+  test("the token request carries the mailbox's scope, and none when it has none (the provider's default)", async () => {
+    const { mailbox } = await oauthTenant();
+    const row = await db().mailbox.findUniqueOrThrow({ where: { id: mailbox.id } });
+    expect(row.oauthScope).toBe('mail');
+    expect(await auth.introspect((await accessToken(db(), row)).token)).toMatchObject({ active: true, scope: 'mail' });
+    await db().mailbox.update({ where: { id: row.id }, data: { oauthScope: null } });
+    await forgetAccessToken(row.id);
+    // oauth2-mock-server gives a token asked for without a scope the scope "dummy"
+    expect(await auth.introspect((await accessToken(db(), row)).token)).toMatchObject({ active: true, scope: 'dummy' });
+  });
+
   test('a token the server refused is replaced by a fresh one', async () => {
     const { mailbox } = await oauthTenant();
     const row = await db().mailbox.findUniqueOrThrow({ where: { id: mailbox.id } });
@@ -137,6 +148,7 @@ describe('token requests, asked for directly', () => {
       const t0 = Date.now();
       const first = (await accessToken(db(), row).catch((err: unknown) => err)) as OAuthProviderAway;
       expect(first).toBeInstanceOf(OAuthProviderAway);
+      expect(first.name).toBe('OAuthProviderAway');
       expect(first.mailboxId).toBe(row.id);
       expect(first.retryAt - t0).toBeGreaterThanOrEqual(1_000);
       expect(first.retryAt - Date.now()).toBeLessThanOrEqual(1_000);
