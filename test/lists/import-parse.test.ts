@@ -32,6 +32,8 @@ describe('csvRecord (csv-parse, RFC 4180)', () => {
     // a quoted field holds line breaks (the lines of one record, as the store keeps them)
     ['a@example.com,"Ann\nSmith",x', ['a@example.com', 'Ann\nSmith', 'x']],
     ['"a\n\nb"', ['a\n\nb']],
+    // records end at a line feed only: a carriage return is text (the export's formula guard writes one)
+    ['"a@example.com",\'\rreturn', ['a@example.com', "'\rreturn"]],
   ])('%j -> %j', (line, fields) => {
     expect(csvRecord(line)).toEqual(fields);
   });
@@ -94,6 +96,11 @@ describe('csvRecords: a body\'s lines into records', () => {
       { line: 2, text: 'b,B' },
       { line: 3, text: '"c",C' },
       { line: 4, text: 'd,"x\ny"' },
+    ]);
+    // closed and opened again on line 2, still open at the end: each line alone
+    expect(await records('a,"x\nb" ,"y')).toEqual([
+      { line: 1, text: 'a,"x' },
+      { line: 2, text: 'b" ,"y' },
     ]);
     // still open past `max` characters (each line counted with its line break)
     expect(await records('a,"open\n12345\n12345\nb,B', 20)).toEqual([

@@ -22,7 +22,7 @@ function reasonOf(err: CsvError): string {
   switch (err.code) {
     case 'CSV_QUOTE_NOT_CLOSED':
       return 'unterminated quote: a field opens with " on this line and its closing " is missing';
-    case 'CSV_INVALID_CLOSING_QUOTE':
+    // (with `trim`, csv-parse's name for any character after a closing quote but a space, a comma or a line break)
     case 'CSV_NON_TRIMABLE_CHAR_AFTER_CLOSING_QUOTE':
       return 'text after the closing " of a quoted field (write "" for a quote inside a quoted field)';
     default:
@@ -51,9 +51,9 @@ export interface Line {
  * The body's records from its lines (blank lines included, numbered from 1), each with the line it starts on and its
  * text as written (its lines joined by "\n"). Only a quoted field holds a line break, so a line without a quote is a
  * record of its own; a line with one is given to csv-parse, and while csv-parse says its quote is not closed the next
- * line joins it. A quote still open at the end of the body or over `max` characters, or one that closes on a later line
- * into text csv-parse refuses, is kept as its first line alone (the worker refuses it as an unterminated quote) and
- * reading goes on from the line after it: one bad quote costs one line, not the rest of the file.
+ * line joins it. A record csv-parse refuses, or a quote still open at the end of the body or over `max` characters, is
+ * kept as its first line alone (the worker says what is wrong with it: an unterminated quote, text after a closing
+ * one) and reading goes on from the line after it: one bad quote costs one line, not the rest of the file.
  */
 export async function* csvRecords(lines: AsyncIterable<Line>, max: number): AsyncGenerator<Line> {
   let open: Line[] = [];
@@ -68,9 +68,9 @@ export async function* csvRecords(lines: AsyncIterable<Line>, max: number): Asyn
     const text = open.map((l) => l.text).join('\n');
     const records = read(text);
     const unclosed = records instanceof CsvError && records.code === 'CSV_QUOTE_NOT_CLOSED';
-    if (unclosed ? size > max : records instanceof CsvError && open.length > 1) yield* giveUp();
+    if (unclosed ? size > max : records instanceof CsvError) yield* giveUp();
     else if (!unclosed) {
-      // a record, or one line csv-parse refuses (the worker says why)
+      // a record (its lines joined)
       yield { line: open[0]!.line, text };
       open = [];
       size = 0;
