@@ -26,6 +26,8 @@ describe('csvRecord (csv-parse, RFC 4180)', () => {
     ['"a,b",c', ['a,b', 'c']],
     ['"say ""hi""",x', ['say "hi"', 'x']],
     ['  "quoted" ,x', ['quoted', 'x']],
+    // spaces inside the quotes too (a name is stored trimmed whichever way it is written)
+    ['" a ", b', ['a', 'b']],
     ['a"b,c', ['a"b', 'c']],
     ['"",x', ['', 'x']],
     ['"""",x', ['"', 'x']],
