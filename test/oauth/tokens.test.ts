@@ -271,6 +271,7 @@ describe('the refresh token', () => {
 
   test('a rotated one is stored encrypted before the lock goes (the row otherwise unchanged); one not rotated is kept', async () => {
     const { mailbox } = await oauthTenant();
+    const other = await db().mailbox.findUniqueOrThrow({ where: { id: (await oauthTenant()).mailbox.id } });
     const row = await db().mailbox.findUniqueOrThrow({ where: { id: mailbox.id } });
     const key = config().secretKey;
     await auth.set({ rotate: true });
@@ -279,10 +280,25 @@ describe('the refresh token', () => {
     const rotated = await db().mailbox.findUniqueOrThrow({ where: { id: row.id } });
     expect(decryptSecret(rotated.oauthRefreshTokenEnc!, key)).not.toBe(decryptSecret(row.oauthRefreshTokenEnc!, key));
     expect(rotated.updatedAt).toEqual(row.updatedAt);
+    // written to that mailbox alone
+    expect((await db().mailbox.findUniqueOrThrow({ where: { id: other.id } })).oauthRefreshTokenEnc).toBe(other.oauthRefreshTokenEnc);
     await auth.set({ rotate: false });
     await forgetAccessToken(row.id);
     expect((await accessToken(db(), row)).token).toBeTruthy();
     expect((await db().mailbox.findUniqueOrThrow({ where: { id: row.id } })).oauthRefreshTokenEnc).toBe(rotated.oauthRefreshTokenEnc);
+  });
+
+  test('a refresh token that does not decrypt (SECRET_KEY changed) fails as such, not as the provider away', async () => {
+    const { mailbox } = await oauthTenant();
+    const row = await db().mailbox.findUniqueOrThrow({ where: { id: mailbox.id } });
+    await db().mailbox.update({ where: { id: row.id }, data: { oauthRefreshTokenEnc: encryptSecret('a refresh token', Buffer.alloc(32, 7)) } });
+    await forgetAccessToken(row.id);
+    const failed = await accessToken(db(), row).catch((err: unknown) => err);
+    // node's own words for a GCM tag that does not match (its error is of another realm than jest's Error)
+    expect(failed).toMatchObject({ message: expect.stringMatching(/unable to authenticate data/) });
+    expect(failed).not.toBeInstanceOf(OAuthProviderAway);
+    expect(failed).not.toBeInstanceOf(MailboxNeedsReconnect);
+    expect(await redis().get(rkey('oauth', 'away', row.id))).toBeNull();
   });
 
   test('invalid_grant: the mailbox needs reconnecting, says why, and its cached token is gone', async () => {
