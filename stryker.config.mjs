@@ -5,8 +5,8 @@
  * minutes, not an hour, on a small host).
  */
 const GROUPS = {
-  parse: { mutate: ['apps/core/src/imports/parse.ts'], tests: ['lists/import-parse'] },
-  imports: { mutate: ['apps/core/src/imports/**/*.ts', '!apps/core/src/imports/parse.ts'], tests: ['lists/import-store', 'lists/import-apply'] },
+  parse: { mutate: ['apps/core/src/imports/parse.ts', 'apps/core/src/imports/csv.ts'], tests: ['lists/import-parse'] },
+  imports: { mutate: ['apps/core/src/imports/**/*.ts', '!apps/core/src/imports/parse.ts', '!apps/core/src/imports/csv.ts'], tests: ['lists/import-store', 'lists/import-apply'] },
   'stop-list': { mutate: ['apps/core/src/stop-list/**/*.ts'], tests: ['lists/stop-list-entries', 'lists/stop-list-rule'] },
   bounce: { mutate: ['apps/core/src/inbound/bounce-policy.ts'], tests: ['inbound/bounce-policy', 'inbound/verp'] },
   pause: { mutate: ['apps/core/src/outreach/auto-pause.ts'], tests: ['outreach/auto-pause'] },

@@ -26,8 +26,10 @@ async function* chunked(size: number) {
   for (let i = 0; i < body.length; i += size) yield body.subarray(i, i + size);
 }
 
+const TYPE = `multipart/form-data; boundary=${BOUNDARY}`;
+
 async function read(size: number) {
-  const reader = new MultipartReader(chunked(size), BOUNDARY);
+  const reader = new MultipartReader(chunked(size), TYPE);
   const parts: { name: string; filename?: string; text: string }[] = [];
   for (let part = await reader.next(); part; part = await reader.next()) parts.push({ ...part, text: await reader.text(1_000) });
   return parts;
@@ -42,11 +44,43 @@ describe('MultipartReader (the console upload)', () => {
     ]);
   });
 
-  it('finds the boundary of a multipart Content-Type, and refuses a body cut off', async () => {
-    expect(MultipartReader.boundaryOf(`multipart/form-data; boundary=${BOUNDARY}`)).toBe(BOUNDARY);
-    expect(MultipartReader.boundaryOf('multipart/form-data; boundary="quoted b"')).toBe('quoted b');
-    expect(MultipartReader.boundaryOf('application/x-www-form-urlencoded')).toBeNull();
-    const cut = new MultipartReader((async function* () { yield body.subarray(0, 200); })(), BOUNDARY);
-    await expect((async () => { for (let p = await cut.next(); p; p = await cut.next()) await cut.text(1_000); })()).rejects.toMatchObject({ status: 400 });
+  it('refuses a Content-Type that is not multipart/form-data with a boundary', () => {
+    for (const type of [undefined, 'application/x-www-form-urlencoded', 'multipart/form-data', 'multipart/form-data; charset=utf-8']) {
+      expect(() => new MultipartReader(chunked(64), type)).toThrow(expect.objectContaining({ status: 400, message: expect.stringMatching(/^send the file with the list page form \(multipart\/form-data\)/) }));
+    }
+    // a quoted boundary is read as such
+    const quoted = Buffer.from(['--quoted b', 'Content-Disposition: form-data; name="a"', '', 'x', '--quoted b--', ''].join('\r\n'));
+    return expect(readAll(new MultipartReader((async function* () { yield quoted; })(), 'multipart/form-data; boundary="quoted b"'))).resolves.toEqual([{ name: 'a', filename: undefined, text: 'x' }]);
+  });
+
+  it.each([
+    ['cut off inside the file', body.subarray(0, body.indexOf('a@example.com') + 5)],
+    ['cut off before the closing boundary', body.subarray(0, body.length - 6)],
+    ['a part header that never ends', Buffer.from(`--${BOUNDARY}\r\nContent-Disposition: form-data; name="x"\r\n${'X-Pad: y\r\n'.repeat(3000)}`)],
+    ['no boundary at all', Buffer.from('email,name\r\na@example.com,A\r\n')],
+  ])('refuses a body %s with a 400', async (_, cut) => {
+    const reader = new MultipartReader((async function* () { yield cut; })(), TYPE);
+    await expect(readAll(reader)).rejects.toMatchObject({ status: 400, message: expect.stringMatching(/^the upload was cut off or is not well-formed multipart\/form-data \(.+\)$/) });
+  });
+
+  it('refuses a field over 256 bytes, or over what its reader takes, and a body of more than 16 parts', async () => {
+    const form = (parts: [string, string][]) =>
+      Buffer.from([...parts.flatMap(([name, value]) => [`--${BOUNDARY}`, `Content-Disposition: form-data; name="${name}"`, '', value]), `--${BOUNDARY}--`, ''].join('\r\n'));
+    const reader = (parts: [string, string][]) => new MultipartReader((async function* () { yield form(parts); })(), TYPE);
+    await expect(readAll(reader([['_csrf', 'x'.repeat(256)]]))).resolves.toEqual([{ name: '_csrf', filename: undefined, text: 'x'.repeat(256) }]);
+    const tooLong = { status: 400, message: 'a form field of the upload is too long' };
+    await expect(readAll(reader([['_csrf', 'x'.repeat(257)]]))).rejects.toMatchObject(tooLong);
+    const small = reader([['confirmed', 'yes, certainly']]);
+    await small.next();
+    await expect(small.text(3)).rejects.toMatchObject(tooLong);
+    const many = Array.from({ length: 17 }, (_, i): [string, string] => [`f${i}`, 'v']);
+    await expect(readAll(reader(many))).rejects.toMatchObject({ status: 400, message: 'the upload has more than 16 parts' });
+    await expect(readAll(reader(many.slice(1)))).resolves.toHaveLength(16);
   });
 });
+
+async function readAll(reader: MultipartReader) {
+  const parts: { name: string; filename?: string; text: string }[] = [];
+  for (let part = await reader.next(); part; part = await reader.next()) parts.push({ ...part, text: await reader.text(1_000) });
+  return parts;
+}

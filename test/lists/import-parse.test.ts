@@ -1,5 +1,8 @@
+import { parse } from 'csv-parse/sync';
+import fc from 'fast-check';
 import { BadRequest } from '../../apps/core/src/errors';
-import { csvFields, LINE_MAX, parseHeader, parseLine, type Parsed } from '../../apps/core/src/imports/parse';
+import { csvRecord, csvRecords, type Line } from '../../apps/core/src/imports/csv';
+import { LINE_MAX, parseHeader, parseLine, type Parsed } from '../../apps/core/src/imports/parse';
 
 /**
  * An import's lines as the worker reads them (imports/parse.ts, docs/lists.md "Import"): each line becomes a row to
@@ -10,7 +13,10 @@ const ndjson = (record: unknown, defaultStatus: string | null = null): Parsed =>
 const refused = (reason: string) => ({ line: 7, reason });
 const tags = (n: number) => Array.from({ length: n }, (_, i) => `t${i}`);
 
-describe('csvFields', () => {
+const UNTERMINATED = 'unterminated quote: a field opens with " on this line and its closing " is missing';
+const AFTER_QUOTE = 'text after the closing " of a quoted field (write "" for a quote inside a quoted field)';
+
+describe('csvRecord (csv-parse, RFC 4180)', () => {
   it.each([
     ['a,b', ['a', 'b']],
     ['', ['']],
@@ -20,13 +26,98 @@ describe('csvFields', () => {
     ['"a,b",c', ['a,b', 'c']],
     ['"say ""hi""",x', ['say "hi"', 'x']],
     ['  "quoted" ,x', ['quoted', 'x']],
+    // spaces inside the quotes too (a name is stored trimmed whichever way it is written)
+    ['" a ", b', ['a', 'b']],
     ['a"b,c', ['a"b', 'c']],
-    ['"a"b,c', ['ab', 'c']],
     ['"",x', ['', 'x']],
     ['"""",x', ['"', 'x']],
-    ['"open, never closed', ['open, never closed']],
+    // a quoted field holds line breaks (the lines of one record, as the store keeps them)
+    ['a@example.com,"Ann\nSmith",x', ['a@example.com', 'Ann\nSmith', 'x']],
+    ['"a\n\nb"', ['a\n\nb']],
+    // records end at a line feed only: a carriage return is text (the export's formula guard writes one)
+    ['"a@example.com",\'\rreturn', ['a@example.com', "'\rreturn"]],
   ])('%j -> %j', (line, fields) => {
-    expect(csvFields(line)).toEqual(fields);
+    expect(csvRecord(line)).toEqual(fields);
+  });
+
+  it('reads a record without a quote as csv-parse does', () => {
+    const options = { record_delimiter: '\n', relax_column_count: true, relax_quotes: true, trim: true };
+    fc.assert(
+      fc.property(fc.string({ unit: fc.constantFrom('a', 'b', ',', ' ', '\t', '\r', "'", '=', '\u00e9', '\uFEFF', '\u00a0'), maxLength: 40 }), (text) => {
+        const byParse = (parse(text, options) as string[][])[0] ?? [''];
+        expect(csvRecord(text)).toEqual(byParse.map((f) => f.trim()));
+      }),
+      { numRuns: 2_000 },
+    );
+  });
+
+  it.each([
+    ['"open, never closed', UNTERMINATED],
+    ['a@example.com,"Ann', UNTERMINATED],
+    ['"a"b,c', AFTER_QUOTE],
+    ['a@example.com,"Ann" Jr,x', AFTER_QUOTE],
+  ])('refuses %j: %s', (line, reason) => {
+    expect(csvRecord(line)).toEqual({ reason });
+  });
+});
+
+describe('csvRecords: a body\'s lines into records', () => {
+  const records = async (text: string, max = 8_192) => {
+    const lines = text.split('\n').map((t, i): Line => ({ line: i + 1, text: t }));
+    const out: Line[] = [];
+    for await (const record of csvRecords((async function* () { yield* lines; })(), max)) out.push(record);
+    return out;
+  };
+
+  it('gives a line without a quote as it is, skips blank lines, and joins the lines of a quoted line break', async () => {
+    expect(await records('email,name\n\n  \na@example.com,"Ann\n\nSmith"\nb@example.com,Bob\n"c@example.com",C')).toEqual([
+      { line: 1, text: 'email,name' },
+      { line: 4, text: 'a@example.com,"Ann\n\nSmith"' },
+      { line: 7, text: 'b@example.com,Bob' },
+      { line: 8, text: '"c@example.com",C' },
+    ]);
+  });
+
+  it('keeps a line csv-parse refuses as it is (the worker says why)', async () => {
+    expect(await records('"a"b,c\nd,e')).toEqual([
+      { line: 1, text: '"a"b,c' },
+      { line: 2, text: 'd,e' },
+    ]);
+  });
+
+  it('an unterminated quote: its first line alone, the lines after it read again', async () => {
+    // open at the end of the body
+    expect(await records('a,"open\nb,B\nc,"C"')).toEqual([
+      { line: 1, text: 'a,"open' },
+      { line: 2, text: 'b,B' },
+      { line: 3, text: 'c,"C"' },
+    ]);
+    // closed on a later line into text csv-parse refuses: line 1 alone, line 3 opens again and is read on
+    expect(await records('a,"open\nb,B\n"c",C\nd,"x\ny"')).toEqual([
+      { line: 1, text: 'a,"open' },
+      { line: 2, text: 'b,B' },
+      { line: 3, text: '"c",C' },
+      { line: 4, text: 'd,"x\ny"' },
+    ]);
+    // closed and opened again on line 2, still open at the end: each line alone
+    expect(await records('a,"x\nb" ,"y')).toEqual([
+      { line: 1, text: 'a,"x' },
+      { line: 2, text: 'b" ,"y' },
+    ]);
+    // still open past `max` characters (each line counted with its line break)
+    expect(await records('a,"open\n12345\n12345\nb,B', 20)).toEqual([
+      { line: 1, text: 'a,"open' },
+      { line: 2, text: '12345' },
+      { line: 3, text: '12345' },
+      { line: 4, text: 'b,B' },
+    ]);
+    // open over exactly `max` characters (two lines: 6 + 4) and closed on the next line: one record; one more, refused
+    expect(await records('a,"op\n123\nx"', 10)).toEqual([{ line: 1, text: 'a,"op\n123\nx"' }]);
+    expect(await records('a,"op\n123\nx"', 9)).toEqual([
+      { line: 1, text: 'a,"op' },
+      { line: 2, text: '123' },
+      { line: 3, text: 'x"' },
+    ]);
   });
 });
 
@@ -42,6 +133,7 @@ describe('parseHeader', () => {
     ['email,', 'csv header: unknown column "" (columns: email, name, tags, fields, status, consent_source, consent_at)'],
     ['name,tags', 'csv header: an "email" column is required (columns: email, name, tags, fields, status, consent_source, consent_at)'],
     ['email,name,Email', 'csv header: a column is named twice'],
+    ['email,"name', `csv header: ${UNTERMINATED}`],
     // a byte order mark is taken off the start of the header only
     ['email,na\uFEFFme', 'csv header: unknown column "na\uFEFFme" (columns: email, name, tags, fields, status, consent_source, consent_at)'],
   ])('refuses %j with a 400: %s', (line, message) => {
@@ -109,6 +201,14 @@ describe('parseLine: CSV', () => {
       expect({ written, name: (csv('email,name', `a@example.com,${written}`) as { name: string }).name }).toEqual({ written, name: read });
     }
     expect(csv('email,name', "'-cid@example.com,x")).toMatchObject({ email: '-cid@example.com' });
+  });
+
+  it('refuses a line csv-parse cannot read with what is wrong with it, not as a bad address', () => {
+    expect(csv('email,name', 'a@example.com,"Ann')).toEqual(refused(UNTERMINATED));
+    expect(csv('email,name', '"a@example.com,Ann')).toEqual(refused(UNTERMINATED));
+    expect(csv('email,name', '"a@example.com"x,Ann')).toEqual(refused(AFTER_QUOTE));
+    // a quoted line break, a quoted comma and an escaped quote, in one record
+    expect(csv('email,name,tags', 'a@example.com,"Ann ""The Pen"", Jr.\nSecond line",vip')).toMatchObject({ name: 'Ann "The Pen", Jr.\nSecond line', tags: ['vip'] });
   });
 
   it('refuses fields that are not a JSON object', () => {

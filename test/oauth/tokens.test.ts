@@ -42,6 +42,17 @@ describe('tokens', () => {
     expect(await auth.introspect(tokens[0]!.token)).toMatchObject({ active: true });
   });
 
+  test("the token request carries the mailbox's scope, and none when it has none (the provider's default)", async () => {
+    const { mailbox } = await oauthTenant();
+    const row = await db().mailbox.findUniqueOrThrow({ where: { id: mailbox.id } });
+    expect(row.oauthScope).toBe('mail');
+    expect(await auth.introspect((await accessToken(db(), row)).token)).toMatchObject({ active: true, scope: 'mail' });
+    await db().mailbox.update({ where: { id: row.id }, data: { oauthScope: null } });
+    await forgetAccessToken(row.id);
+    // oauth2-mock-server gives a token asked for without a scope the scope "dummy"
+    expect(await auth.introspect((await accessToken(db(), row)).token)).toMatchObject({ active: true, scope: 'dummy' });
+  });
+
   test('a token the server refused is replaced by a fresh one', async () => {
     const { mailbox } = await oauthTenant();
     const row = await db().mailbox.findUniqueOrThrow({ where: { id: mailbox.id } });
@@ -99,6 +110,23 @@ describe('the token cache', () => {
     expect(refused).toBeInstanceOf(MailboxNeedsReconnect);
     expect(refused).toMatchObject({ mailboxId: row.id, message: `mailbox ${row.id} needs reconnecting: it has no refresh token` });
   });
+
+  test('the stored row decides, not the caller: a row without a token URL, or no longer signing in with OAuth2, asks for no token', async () => {
+    const { mailbox } = await oauthTenant();
+    const row = await db().mailbox.findUniqueOrThrow({ where: { id: mailbox.id } });
+    const before = (await auth.stats()).refreshes;
+    const noToken = `mailbox ${row.id} needs reconnecting: it has no refresh token`;
+    await db().mailbox.update({ where: { id: row.id }, data: { oauthTokenUrl: null } });
+    await expect(accessToken(db(), row)).rejects.toThrow(noToken);
+    // the caller still holds the row as it was (an OAuth2 mailbox); the stored one signs in with a password now
+    await db().mailbox.update({ where: { id: row.id }, data: { oauthTokenUrl: row.oauthTokenUrl, authType: 'password' } });
+    await expect(accessToken(db(), row)).rejects.toThrow(noToken);
+    expect((await auth.stats()).refreshes).toBe(before);
+    // as it was: a token
+    await db().mailbox.update({ where: { id: row.id }, data: { authType: 'oauth2' } });
+    expect((await accessToken(db(), row)).token).toBeTruthy();
+    expect((await auth.stats()).refreshes).toBe(before + 1);
+  });
 });
 
 describe('token requests, asked for directly', () => {
@@ -120,6 +148,7 @@ describe('token requests, asked for directly', () => {
       const t0 = Date.now();
       const first = (await accessToken(db(), row).catch((err: unknown) => err)) as OAuthProviderAway;
       expect(first).toBeInstanceOf(OAuthProviderAway);
+      expect(first.name).toBe('OAuthProviderAway');
       expect(first.mailboxId).toBe(row.id);
       expect(first.retryAt - t0).toBeGreaterThanOrEqual(1_000);
       expect(first.retryAt - Date.now()).toBeLessThanOrEqual(1_000);
@@ -242,6 +271,7 @@ describe('the refresh token', () => {
 
   test('a rotated one is stored encrypted before the lock goes (the row otherwise unchanged); one not rotated is kept', async () => {
     const { mailbox } = await oauthTenant();
+    const other = await db().mailbox.findUniqueOrThrow({ where: { id: (await oauthTenant()).mailbox.id } });
     const row = await db().mailbox.findUniqueOrThrow({ where: { id: mailbox.id } });
     const key = config().secretKey;
     await auth.set({ rotate: true });
@@ -250,10 +280,25 @@ describe('the refresh token', () => {
     const rotated = await db().mailbox.findUniqueOrThrow({ where: { id: row.id } });
     expect(decryptSecret(rotated.oauthRefreshTokenEnc!, key)).not.toBe(decryptSecret(row.oauthRefreshTokenEnc!, key));
     expect(rotated.updatedAt).toEqual(row.updatedAt);
+    // written to that mailbox alone
+    expect((await db().mailbox.findUniqueOrThrow({ where: { id: other.id } })).oauthRefreshTokenEnc).toBe(other.oauthRefreshTokenEnc);
     await auth.set({ rotate: false });
     await forgetAccessToken(row.id);
     expect((await accessToken(db(), row)).token).toBeTruthy();
     expect((await db().mailbox.findUniqueOrThrow({ where: { id: row.id } })).oauthRefreshTokenEnc).toBe(rotated.oauthRefreshTokenEnc);
+  });
+
+  test('a refresh token that does not decrypt (SECRET_KEY changed) fails as such, not as the provider away', async () => {
+    const { mailbox } = await oauthTenant();
+    const row = await db().mailbox.findUniqueOrThrow({ where: { id: mailbox.id } });
+    await db().mailbox.update({ where: { id: row.id }, data: { oauthRefreshTokenEnc: encryptSecret('a refresh token', Buffer.alloc(32, 7)) } });
+    await forgetAccessToken(row.id);
+    const failed = await accessToken(db(), row).catch((err: unknown) => err);
+    // node's own words for a GCM tag that does not match (its error is of another realm than jest's Error)
+    expect(failed).toMatchObject({ message: expect.stringMatching(/unable to authenticate data/) });
+    expect(failed).not.toBeInstanceOf(OAuthProviderAway);
+    expect(failed).not.toBeInstanceOf(MailboxNeedsReconnect);
+    expect(await redis().get(rkey('oauth', 'away', row.id))).toBeNull();
   });
 
   test('invalid_grant: the mailbox needs reconnecting, says why, and its cached token is gone', async () => {

@@ -1,97 +1,103 @@
+import { Readable, pipeline } from 'node:stream';
+import busboy from 'busboy';
 import { BadRequest } from '../../../core/src/errors';
 
-/** Part headers longer than this are refused (a browser sends a couple of short lines). */
-const HEADERS_MAX = 8 * 1024;
+/**
+ * A form field longer than this is refused (the upload form's are its CSRF token and two short choices); busboy marks
+ * one that reaches its limit truncated, so its limit is a byte more.
+ */
+const FIELD_MAX = 256;
+/** The upload form has four parts: a body with more is not from it (busboy signals when the limit is reached: one more). */
+const PARTS_MAX = 16;
+/** Header lines a part may have (a browser sends Content-Disposition and Content-Type). */
+const PART_HEADERS_MAX = 8;
 
 export interface Part {
   name: string;
   filename?: string;
 }
 
+interface Received extends Part {
+  value?: string;
+  truncated?: boolean;
+  stream?: Readable;
+}
+
+type Event = { part: Received } | { error: BadRequest } | { end: true };
+
+/** Whatever stopped the body (busboy's refusal, or the client going away) as the console's answer. */
+const refusal = (err: unknown) =>
+  err instanceof BadRequest ? err : new BadRequest(`the upload was cut off or is not well-formed multipart/form-data (${(err as Error).message})`);
+
 /**
- * A multipart/form-data body read as a stream, one part after the other, in the order the browser sent them (the
- * form's order): a small field can be read and checked (the CSRF token, first in the form) before a file part is
- * streamed on without ever being held whole. Used by the console's file upload, which posts a file with no script.
+ * A multipart/form-data body read as a stream by busboy, one part after the other, in the order the browser sent them
+ * (the form's order): a small field can be read and checked (the CSRF token, first in the form) before a file part is
+ * streamed on without ever being held whole (busboy waits while its file is not read). Used by the console's file
+ * upload, which posts a file with no script.
  */
 export class MultipartReader {
-  private buf: Buffer;
-  private readonly delimiter: Buffer;
-  private readonly chunks: AsyncIterator<Buffer>;
-  private inPart = false;
-  private started = false;
+  private readonly events: Event[] = [];
+  private wake: (() => void) | null = null;
+  private current: Received | null = null;
   private finished = false;
 
-  constructor(body: AsyncIterable<Buffer>, boundary: string) {
-    this.delimiter = Buffer.from(`\r\n--${boundary}`);
-    // the body starts with `--boundary`: as if a line break came before it, so every delimiter reads alike
-    this.buf = Buffer.from('\r\n');
-    this.chunks = body[Symbol.asyncIterator]();
+  /** Refuses a Content-Type that is not multipart/form-data with a boundary. */
+  constructor(body: AsyncIterable<Buffer>, contentType: string | undefined) {
+    if (!/^multipart\/form-data\s*;/i.test(contentType ?? '')) throw new BadRequest('send the file with the list page form (multipart/form-data)');
+    let parser: busboy.Busboy;
+    try {
+      parser = busboy({ headers: { 'content-type': contentType }, limits: { fieldSize: FIELD_MAX + 1, parts: PARTS_MAX + 1, headerPairs: PART_HEADERS_MAX } });
+    } catch (err) {
+      throw new BadRequest(`send the file with the list page form (multipart/form-data): ${(err as Error).message}`);
+    }
+    const push = (event: Event) => {
+      this.events.push(event);
+      this.wake?.();
+      this.wake = null;
+    };
+    parser.on('field', (name, value, info) => push({ part: { name, value, truncated: info.valueTruncated } }));
+    parser.on('file', (name, stream, info) => {
+      // a file cut off before anyone reads it must not be an unhandled error: its reader sees the error when it reads
+      stream.on('error', () => undefined);
+      push({ part: { name, filename: info.filename, stream } });
+    });
+    parser.on('partsLimit', () => push({ error: new BadRequest(`the upload has more than ${PARTS_MAX} parts`) }));
+    const source = body instanceof Readable ? body : Readable.from(body);
+    pipeline(source, parser, (err) => push(err ? { error: refusal(err) } : { end: true }));
   }
 
-  /** The boundary of a multipart/form-data Content-Type, or null when it is not one. */
-  static boundaryOf(contentType: string | undefined): string | null {
-    if (!/^multipart\/form-data\s*;/i.test(contentType ?? '')) return null;
-    const match = /;\s*boundary=(?:"([^"]{1,70})"|([^\s;]{1,70}))/i.exec(contentType!);
-    return match ? (match[1] ?? match[2]!) : null;
-  }
-
-  private async fill(): Promise<void> {
-    const next = await this.chunks.next();
-    if (next.done) throw new BadRequest('the upload was cut off');
-    this.buf = Buffer.concat([this.buf, next.value]);
+  private async event(): Promise<Event> {
+    while (!this.events.length) await new Promise<void>((resolve) => (this.wake = resolve));
+    return this.events.shift()!;
   }
 
   /** The next part's name (and file name), or null after the last one. Skips what is left of the current part. */
   async next(): Promise<Part | null> {
+    this.current?.stream?.resume();
+    this.current = null;
     if (this.finished) return null;
-    if (!this.started) {
-      let at: number;
-      while ((at = this.buf.indexOf(this.delimiter)) < 0) {
-        if (this.buf.length > HEADERS_MAX) throw new BadRequest('the upload does not start with its boundary');
-        await this.fill();
-      }
-      this.buf = this.buf.subarray(at + this.delimiter.length);
-      this.started = true;
-    } else if (this.inPart) for await (const _ of this.body()) void _;
-    // right after a delimiter: `--` ends the body, a line break and headers start a part
-    while (this.buf.length < 2) await this.fill();
-    if (this.buf.subarray(0, 2).toString() === '--') {
+    const event = await this.event();
+    if ('error' in event) throw event.error;
+    if ('end' in event) {
       this.finished = true;
       return null;
     }
-    let end: number;
-    while ((end = this.buf.indexOf('\r\n\r\n')) < 0) {
-      if (this.buf.length > HEADERS_MAX) throw new BadRequest('the upload has a part with too long headers');
-      await this.fill();
-    }
-    const headers = this.buf.subarray(2, end).toString('utf8');
-    this.buf = this.buf.subarray(end + 4);
-    const disposition = /^content-disposition:\s*form-data(.*)$/im.exec(headers)?.[1] ?? '';
-    const name = /;\s*name="([^"]*)"/i.exec(disposition)?.[1];
-    if (name === undefined) throw new BadRequest('the upload has a part without a name');
-    const filename = /;\s*filename="([^"]*)"/i.exec(disposition)?.[1];
-    this.inPart = true;
-    return { name, filename };
+    this.current = event.part;
+    return { name: event.part.name, filename: event.part.filename };
   }
 
-  /** The current part's bytes, as they arrive, up to the next delimiter. */
+  /** The current part's bytes, as they arrive. */
   async *body(): AsyncGenerator<Buffer> {
-    if (!this.inPart) return;
-    for (;;) {
-      const at = this.buf.indexOf(this.delimiter);
-      if (at >= 0) {
-        if (at > 0) yield this.buf.subarray(0, at);
-        this.buf = this.buf.subarray(at + this.delimiter.length);
-        this.inPart = false;
-        return;
-      }
-      // keep what could be the start of a delimiter split across chunks
-      const safe = this.buf.length - (this.delimiter.length - 1);
-      if (safe > 0) {
-        yield this.buf.subarray(0, safe);
-        this.buf = this.buf.subarray(safe);
-      }
-      await this.fill();
+    const part = this.current;
+    if (!part) return;
+    if (!part.stream) {
+      yield Buffer.from(part.value ?? '');
+      return;
+    }
+    try {
+      for await (const chunk of part.stream) yield chunk as Buffer;
+    } catch (err) {
+      throw refusal(err);
     }
   }
 
@@ -104,6 +110,7 @@ export class MultipartReader {
       if (size > max) throw new BadRequest('a form field of the upload is too long');
       chunks.push(chunk);
     }
+    if (this.current?.truncated) throw new BadRequest('a form field of the upload is too long');
     return Buffer.concat(chunks).toString('utf8');
   }
 }

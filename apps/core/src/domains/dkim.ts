@@ -1,4 +1,5 @@
 import crypto from 'node:crypto';
+import { splitHeader } from '../mime-header';
 
 /** A key a domain signs with: its selector, its algorithm and its private key, parsed once (keys.ts signingKeys). */
 export interface DkimKey {
@@ -19,9 +20,9 @@ export interface DkimKey {
  */
 export function dkimSignatures(raw: Buffer, domain: string, keys: DkimKey[], headerNames: readonly string[], now = new Date()): string {
   const text = raw.toString('latin1');
-  const split = headerEnd(text);
-  const fields = headerFields(text.slice(0, split.at));
-  const bodyHash = crypto.createHash('sha256').update(relaxedBody(text.slice(split.body)), 'latin1').digest('base64');
+  const header = splitHeader(raw);
+  const fields = header.fields.map((f) => ({ name: f.name, line: text.slice(f.start, f.end) }));
+  const bodyHash = crypto.createHash('sha256').update(relaxedBody(text.slice(header.body)), 'latin1').digest('base64');
 
   // the fields signed, each instance from the bottom up; h= names them in that order
   const signed: string[] = [];
@@ -53,33 +54,10 @@ export function dkimSignatures(raw: Buffer, domain: string, keys: DkimKey[], hea
     .join('');
 }
 
-/** Where the header ends and the body starts: after the first empty line (CRLF or bare LF); no empty line, no body. */
-function headerEnd(text: string): { at: number; body: number } {
-  const crlf = text.indexOf('\r\n\r\n');
-  const lf = text.indexOf('\n\n');
-  if (crlf >= 0 && (lf < 0 || crlf < lf)) return { at: crlf + 2, body: crlf + 4 };
-  if (lf >= 0) return { at: lf + 1, body: lf + 2 };
-  return { at: text.length, body: text.length };
-}
-
-/** The header's fields: each with its lower-cased name and its whole text, continuation lines included. */
-function headerFields(header: string): { name: string; line: string }[] {
-  const fields: { name: string; line: string }[] = [];
-  for (const line of header.split(/\r?\n/)) {
-    if (line === '') continue;
-    if ((line[0] === ' ' || line[0] === '\t') && fields.length) {
-      fields[fields.length - 1]!.line += `\r\n${line}`;
-      continue;
-    }
-    const colon = line.indexOf(':');
-    if (colon > 0) fields.push({ name: line.slice(0, colon).replace(/[ \t]+/g, '').toLowerCase(), line });
-  }
-  return fields;
-}
-
 /**
  * RFC 6376 section 3.4.2: name lower-cased, unfolded, runs of whitespace one space, none around the colon or at the
  * end. Whitespace is SP and HTAB only: the text is bytes read as latin1, where a UTF-8 character may end in 0xA0.
+ * `field` is the field's text, folds included, with or without its last line break.
  */
 export function relaxedHeader(field: string): string {
   const colon = field.indexOf(':');

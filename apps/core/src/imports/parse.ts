@@ -1,6 +1,7 @@
 import { BadRequest } from '../errors';
 import { fields as fieldsSchema, NAME_MAX, TAG_LENGTH_MAX, TAGS_MAX, type FieldValue } from '../subscribers/schema';
 import { email as emailSchema } from '../validate';
+import { csvRecord } from './csv';
 
 export type ImportFormat = 'csv' | 'ndjson';
 /** The columns a CSV header may name (in any order; `email` is required), and the keys of an NDJSON object. */
@@ -14,7 +15,7 @@ export type ImportStatusValue = (typeof IMPORT_STATUSES)[number];
 /** A line may also say `bounced` or `complained` (an export's): recorded so, never written to, as a suppressed address. */
 export const LINE_STATUSES = [...IMPORT_STATUSES, 'bounced', 'complained'] as const;
 export type LineStatus = (typeof LINE_STATUSES)[number];
-/** A longer line is refused (nothing we store about a subscriber comes near it). */
+/** A longer line (a CSV record: its lines) is refused (nothing we store about a subscriber comes near it). */
 export const LINE_MAX = 8_192;
 export const CONSENT_SOURCE_MAX = 100;
 
@@ -32,28 +33,11 @@ export interface ImportRow {
 
 export type Parsed = ImportRow | { line: number; reason: string };
 
-/** RFC 4180 fields of one line: commas, double quotes around a field, "" for a quote inside one. */
-export function csvFields(line: string): string[] {
-  const fields: string[] = [];
-  let field = '';
-  let quoted = false;
-  for (let i = 0; i < line.length; i++) {
-    const c = line[i]!;
-    if (quoted) {
-      if (c === '"' && line[i + 1] === '"') (field += '"'), i++;
-      else if (c === '"') quoted = false;
-      else field += c;
-    } else if (c === '"' && field.trim() === '') (quoted = true), (field = '');
-    else if (c === ',') fields.push(field), (field = '');
-    else field += c;
-  }
-  fields.push(field);
-  return fields.map((f) => f.trim());
-}
-
 /** The CSV header's columns; a missing `email` column, an unknown or a repeated one is a 400 (nothing is stored). */
 export function parseHeader(line: string): string[] {
-  const columns = csvFields(line.replace(/^\uFEFF/, '')).map((c) => c.toLowerCase());
+  const read = csvRecord(line.replace(/^\uFEFF/, ''));
+  if (!Array.isArray(read)) throw new BadRequest(`csv header: ${read.reason}`);
+  const columns = read.map((c) => c.toLowerCase());
   const unknown = columns.filter((c) => !ACCEPTED_COLUMNS.includes(c));
   if (unknown.length) throw new BadRequest(`csv header: unknown column ${JSON.stringify(unknown[0])} (columns: ${IMPORT_COLUMNS.join(', ')})`);
   if (!columns.includes('email')) throw new BadRequest(`csv header: an "email" column is required (columns: ${IMPORT_COLUMNS.join(', ')})`);
@@ -70,7 +54,8 @@ export function parseLine(format: ImportFormat, columns: string[], line: number,
   if (text.includes('\uFFFD')) return { line, reason: 'not UTF-8 text, or holds a NUL byte' };
   let record: Record<string, unknown>;
   if (format === 'csv') {
-    const fields = csvFields(text);
+    const fields = csvRecord(text);
+    if (!Array.isArray(fields)) return { line, reason: fields.reason };
     if (fields.length > columns.length) return { line, reason: `${fields.length} fields, the header names ${columns.length}` };
     // the export's guard against spreadsheet formulas (control/csv.ts) is taken off again
     record = Object.fromEntries(columns.map((c, i) => [c, (fields[i] ?? '').replace(/^'(?=[=+\-@\t\r])/, '')]));

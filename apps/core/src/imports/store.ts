@@ -5,7 +5,8 @@ import type { Db } from '../db';
 import { BadRequest, NotFound, PayloadTooLarge } from '../errors';
 import { logger } from '../logger';
 import { QUEUE, jobId, queue } from '../queues';
-import { parseHeader, type ImportFormat, type ImportStatusValue } from './parse';
+import { csvRecords, type Line } from './csv';
+import { LINE_MAX, parseHeader, type ImportFormat, type ImportStatusValue } from './parse';
 import { insertImportLines } from './repository';
 import type { VerifyMode } from '../verify';
 
@@ -71,8 +72,8 @@ export async function requireImportList(db: Db, listId: number): Promise<void> {
   if (!(await db.list.findUnique({ where: { id: listId }, select: { id: true } }))) throw new NotFound(`no list with id ${listId}`);
 }
 
-/** The body's lines, numbered from 1, blank ones skipped; NUL bytes and bytes that are not UTF-8 become U+FFFD. */
-async function* linesOf(body: AsyncIterable<Buffer | string> | Iterable<Buffer | string>, maxBytes: number): AsyncGenerator<{ line: number; text: string }> {
+/** The body's lines, numbered from 1, blank ones included; NUL bytes and bytes that are not UTF-8 become U+FFFD. */
+async function* linesOf(body: AsyncIterable<Buffer | string> | Iterable<Buffer | string>, maxBytes: number): AsyncGenerator<Line> {
   const decoder = new StringDecoder('utf8');
   let bytes = 0;
   let rest = '';
@@ -83,13 +84,15 @@ async function* linesOf(body: AsyncIterable<Buffer | string> | Iterable<Buffer |
     if (bytes > maxBytes) throw importTooLarge(maxBytes);
     const parts = (rest + (typeof chunk === 'string' ? chunk : decoder.write(chunk))).split('\n');
     rest = parts.pop()!;
-    for (const text of parts) {
-      number++;
-      if (text.trim()) yield { line: number, text: clean(text) };
-    }
+    for (const text of parts) yield { line: ++number, text: clean(text) };
   }
   rest += decoder.end();
-  if (rest.trim()) yield { line: number + 1, text: clean(rest) };
+  if (rest) yield { line: number + 1, text: clean(rest) };
+}
+
+/** An NDJSON body's lines, blank ones skipped. */
+async function* ndjsonLines(lines: AsyncIterable<Line>): AsyncGenerator<Line> {
+  for await (const line of lines) if (line.text.trim()) yield line;
 }
 
 /**
@@ -106,7 +109,8 @@ export async function receiveImport(
 ): Promise<ImportView> {
   const maxBytes = options.maxBytes ?? importMaxBytes();
   await requireImportList(db, listId);
-  const lines = linesOf(body, maxBytes);
+  // a CSV record may take several lines (a quoted line break): stored whole, numbered by its first line
+  const lines = format === 'csv' ? csvRecords(linesOf(body, maxBytes), LINE_MAX) : ndjsonLines(linesOf(body, maxBytes));
   let columns: string[] = [];
   if (format === 'csv') {
     const header = await lines.next();

@@ -1,4 +1,5 @@
 import addressparser from 'nodemailer/lib/addressparser';
+import { splitHeader, type HeaderField } from '../mime-header';
 
 /**
  * A message as an SMTP client wrote it, made ready to store and deliver: the MIME is kept byte for byte (attachments,
@@ -87,41 +88,18 @@ export function rfc5322Date(now: Date): string {
   return now.toUTCString().replace(/GMT$/, '+0000');
 }
 
-interface Field {
-  name: string;
-  /** the field's bytes, its CRLF (and folded lines) included */
-  start: number;
-  end: number;
-}
-
 /**
  * Prepares `data` (the DATA the client sent, without the final dot line): `id` and `domain` make the Message-ID put in
  * when it has none (`<id@domain>`, the form of the service's own).
  */
 export function prepareMessage(data: Buffer, options: { id: string; domain: string; now?: Date }): PreparedMessage {
   // the header ends at the first empty line; a message of headers only has none
-  const blank = data.indexOf('\r\n\r\n');
-  const headerEnd = data.subarray(0, 2).toString('latin1') === '\r\n' ? 0 : blank === -1 ? data.length : blank + 2;
-  checkLines(data, headerEnd);
-  const header = data.subarray(0, headerEnd).toString('latin1');
-  const fields: Field[] = [];
-  let position = 0;
-  while (position < header.length) {
-    let end = header.indexOf('\r\n', position);
-    end = end === -1 ? header.length : end + 2;
-    const line = header.slice(position, end);
-    if ((line[0] === ' ' || line[0] === '\t') && fields.length) {
-      fields[fields.length - 1]!.end = end;
-    } else {
-      const colon = line.indexOf(':');
-      if (colon <= 0 || !/^[\x21-\x39\x3b-\x7e]+$/.test(line.slice(0, colon).trimEnd())) {
-        throw new MalformedMessage('5.6.0 the message header is malformed (a line is neither a field nor a folded one)');
-      }
-      fields.push({ name: line.slice(0, colon).trimEnd().toLowerCase(), start: position, end });
-    }
-    position = end;
-  }
-  const value = (field: Field) => {
+  const split = splitHeader(data);
+  checkLines(data, split.end);
+  if (split.malformedAt !== null) throw new MalformedMessage('5.6.0 the message header is malformed (a line is neither a field nor a folded one)');
+  const header = data.subarray(0, split.end).toString('latin1');
+  const fields = split.fields;
+  const value = (field: HeaderField) => {
     const text = header.slice(field.start, field.end);
     return Buffer.from(text.slice(text.indexOf(':') + 1), 'latin1').toString('utf8').replace(/\r\n/g, '').trim();
   };

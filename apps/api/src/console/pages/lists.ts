@@ -134,9 +134,7 @@ ${rowControls('step', 'Step')}
     // a file from the operator's computer: multipart, its CSRF token read first, the file streamed into the import
     router.post('/lists/:id/upload', async (req, res) => {
       const id = validate(idParam, req.params.id);
-      const boundary = MultipartReader.boundaryOf(req.get('content-type'));
-      if (!boundary) throw new BadRequest('send the file with the list page form (multipart/form-data)');
-      const reader = new MultipartReader(req, boundary);
+      const reader = new MultipartReader(req, req.get('content-type'));
       const first = await reader.next();
       const token = first?.name === '_csrf' ? await reader.text(256) : '';
       if (!csrfMatches(res.locals.session!, token)) {
