@@ -11,17 +11,19 @@ import { addSubscriber, rawHeaders, waitStatus } from './support';
 const sink = useMail({ queues: ['delivery', 'broadcast'] });
 const app = useApi();
 
+/** A new account's mailbox at `address` that signs with the key (PEM) under `selector` of the address's domain. */
+async function signingMailbox(address: string, selector: string, pem: string) {
+  const account = await makeAccount();
+  const domain = address.split('@')[1]!;
+  const created = await asAdmin(app.api).post('/admin/api/mailboxes').send({ account: account.id, address, smtp: sink.url, dkim: { domain, selector, private_key: pem } });
+  return { account, created };
+}
+
 it('a mailbox with a DKIM key signs its broadcast copies (covering the RFC 8058 headers) and its other email; the key is never echoed', async () => {
   const { privateKey, publicKey } = crypto.generateKeyPairSync('rsa', { modulusLength: 2048 });
   const pem = privateKey.export({ type: 'pkcs8', format: 'pem' }).toString();
   const txt = `v=DKIM1; k=rsa; p=${publicKey.export({ type: 'spki', format: 'der' }).toString('base64')}`;
-  const account = await makeAccount();
-  const created = await asAdmin(app.api).post('/admin/api/mailboxes').send({
-    account: account.id,
-    address: 'news@signed.example',
-    smtp: sink.url,
-    dkim: { domain: 'signed.example', selector: 'mail2026', private_key: pem },
-  });
+  const { account, created } = await signingMailbox('news@signed.example', 'mail2026', pem);
   expect(created.status).toBe(201);
   expect(created.body.mailbox.dkim).toEqual({ domain: 'signed.example', selector: 'mail2026' });
   expect(JSON.stringify(created.body)).not.toContain('PRIVATE KEY');
@@ -70,13 +72,7 @@ it('a mailbox with an Ed25519 key signs with it (RFC 8463), the signature verifi
   const pem = privateKey.export({ type: 'pkcs8', format: 'pem' }).toString();
   // RFC 8463 section 4.2: p= is the raw 32-byte key, the SPKI's last 32 bytes
   const txt = `v=DKIM1; k=ed25519; p=${publicKey.export({ type: 'spki', format: 'der' }).subarray(-32).toString('base64')}`;
-  const account = await makeAccount();
-  const created = await asAdmin(app.api).post('/admin/api/mailboxes').send({
-    account: account.id,
-    address: 'news@edsigned.example',
-    smtp: sink.url,
-    dkim: { domain: 'edsigned.example', selector: 'ed2026', private_key: pem },
-  });
+  const { account, created } = await signingMailbox('news@edsigned.example', 'ed2026', pem);
   expect(created.status).toBe(201);
   const confirmList = await makeList(account.id, created.body.mailbox.id, { confirm: true });
   await addToList(db(), await requireAccountList(db(), account.id, confirmList.key), { email: 'ed@readers.org' }, 'api');
