@@ -1,7 +1,8 @@
 import type { Request, Response, Router } from 'express';
 import type { Db } from '../../../core/src/db';
 import type { Reads } from '../../../core/src/replicas';
-import type { Permission } from '../../../core/src/teams';
+import type { AccountScope } from '../../../core/src/account-scope';
+import { can, type Member, type Permission } from '../../../core/src/teams';
 import type { EmailKinds } from '../../../core/src/delivery/kinds';
 
 /**
@@ -29,6 +30,23 @@ export interface PageContext {
   render(req: Request, res: Response, template: string, title: string, data?: Record<string, unknown>, status?: number): void;
   /** a message for the next page, then a redirect (POST, redirect, GET) */
   redirect(req: Request, res: Response, to: string, flash: string): Promise<void>;
+}
+
+/**
+ * The accounts a console listing shows (docs/teams.md), as the admin API's `scopeOf`: a signed-in person's accounts
+ * where they hold `permission`; every account (undefined) for the admin token and an operator.
+ */
+export function viewScope(res: Response, permission: Permission = 'read'): AccountScope {
+  const user = res.locals.session?.user as Member | undefined;
+  if (!user || user.operator) return undefined;
+  return [...user.roles.keys()].filter((id) => can(user, permission, id));
+}
+
+/** A listing's filter on one account, held to the scope: that account when the scope holds it, else none. */
+export function narrow(scope: AccountScope, account: number | undefined): AccountScope {
+  if (account === undefined) return scope;
+  if (scope === undefined || scope === account || (Array.isArray(scope) && scope.includes(account))) return account;
+  return [];
 }
 
 /** Form fields as strings: urlencoded bodies, one value per name. */

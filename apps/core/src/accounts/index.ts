@@ -1,3 +1,4 @@
+import type { AccountScope } from '../account-scope';
 import { audited, type AuditContext } from '../audit';
 import type { Db, Tx } from '../db';
 import { NotFound } from '../errors';
@@ -17,8 +18,9 @@ export async function createAccountAudited(db: Db, input: { name: string }, audi
   return audited(db, audit, { action: 'create', resource: 'account', after: (a) => a, account: (a) => a.id }, (tx: Tx) => createAccount(tx, input));
 }
 
-export async function listAccounts(db: Tx): Promise<AccountView[]> {
-  const accounts = await db.account.findMany({ orderBy: { id: 'asc' } });
+/** Every account, or the scope's (a person's in the console: docs/teams.md). */
+export async function listAccounts(db: Tx, scope?: AccountScope): Promise<AccountView[]> {
+  const accounts = await db.account.findMany({ where: scope === undefined ? {} : { id: typeof scope === 'number' ? scope : { in: [...scope] } }, orderBy: { id: 'asc' } });
   return accounts.map((a) => ({ id: a.id, name: a.name }));
 }
 

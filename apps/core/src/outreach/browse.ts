@@ -1,9 +1,10 @@
+import { accountWhere, type AccountScope } from '../account-scope';
 import type { Tx } from '../db';
 import { campaignView, type CampaignView } from './campaigns';
 
-/** Campaigns of every account, with their prospect counts. */
-export async function browseCampaigns(db: Tx): Promise<(CampaignView & { account: number })[]> {
-  const campaigns = await db.campaign.findMany({ orderBy: { id: 'asc' }, include: { _count: { select: { prospects: true } } } });
+/** Campaigns of every account (or of the scope's), with their prospect counts. */
+export async function browseCampaigns(db: Tx, account?: AccountScope): Promise<(CampaignView & { account: number })[]> {
+  const campaigns = await db.campaign.findMany({ where: accountWhere(account), orderBy: { id: 'asc' }, include: { _count: { select: { prospects: true } } } });
   return campaigns.map((c) => ({ account: c.accountId, ...campaignView(c, c._count.prospects) }));
 }
 

@@ -1,12 +1,13 @@
 import type { SubscriberStatus } from '../../../../generated/prisma/client';
+import { accountWhere, type AccountScope } from '../account-scope';
 import type { Tx } from '../db';
 import { PAGE_SIZE, type Page } from '../keyset';
 import { iso } from '../validate';
 import { listView, type ListView } from './lists';
 
-/** Lists of every account (or one), each with its account and subscriber count. */
-export async function browseLists(db: Tx, account?: number): Promise<(ListView & { id: number; account: number })[]> {
-  const lists = await db.list.findMany({ where: { accountId: account }, orderBy: { id: 'asc' } });
+/** Lists of every account (or of the scope's), each with its account and subscriber count. */
+export async function browseLists(db: Tx, account?: AccountScope): Promise<(ListView & { id: number; account: number })[]> {
+  const lists = await db.list.findMany({ where: accountWhere(account), orderBy: { id: 'asc' } });
   return lists.map((l) => ({ id: l.id, account: l.accountId, ...listView(l) }));
 }
 

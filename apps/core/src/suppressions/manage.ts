@@ -1,3 +1,4 @@
+import { accountWhere, type AccountScope } from '../account-scope';
 import { audited, type AuditContext } from '../audit';
 import type { Db, Tx } from '../db';
 import { NotFound } from '../errors';
@@ -11,7 +12,8 @@ import { iso } from '../validate';
  * address by hand, remove one with the reason said (both written to the audit log with the change), export them all.
  */
 export interface SuppressionFilter {
-  account?: number;
+  /** one account, or several (a person's in the console: docs/teams.md); every account when not said */
+  account?: AccountScope;
   /** part of the address, any case */
   q?: string;
   reason?: 'bounced' | 'complained' | 'manual' | 'unsubscribed';
@@ -37,12 +39,12 @@ export async function findSuppressions(db: Tx, f: SuppressionFilter): Promise<Su
   const listed =
     f.reason === 'unsubscribed'
       ? []
-      : await db.suppression.findMany({ where: { accountId: f.account, email, reason: f.reason }, orderBy: { id: 'desc' }, take: f.limit });
+      : await db.suppression.findMany({ where: { ...accountWhere(f.account), email, reason: f.reason }, orderBy: { id: 'desc' }, take: f.limit });
   const left =
     f.reason && f.reason !== 'unsubscribed'
       ? []
       : await db.subscriber.findMany({
-          where: { status: 'unsubscribed', email, list: f.account ? { accountId: f.account } : undefined },
+          where: { status: 'unsubscribed', email, list: f.account === undefined ? undefined : accountWhere(f.account) },
           include: { list: { select: { id: true, name: true, accountId: true } } },
           orderBy: { id: 'desc' },
           take: f.limit,
@@ -84,12 +86,12 @@ async function found(tx: Tx, id: number) {
 }
 
 
-/** Every entry of the suppression list (of one account, or all), as CSV (subscribers/csv.ts quoting), by keyset pages of 1,000. */
-export async function* suppressionsCsv(db: Tx, account?: number): AsyncGenerator<string> {
+/** Every entry of the suppression list (of one account, the scope's, or all), as CSV (subscribers/csv.ts quoting), by keyset pages of 1,000. */
+export async function* suppressionsCsv(db: Tx, account?: AccountScope): AsyncGenerator<string> {
   yield 'account,email,reason,bounce_reason,detail,created_at\r\n';
   let after = 0;
   for (;;) {
-    const rows = await db.suppression.findMany({ where: { accountId: account, id: { gt: after } }, orderBy: { id: 'asc' }, take: 1000 });
+    const rows = await db.suppression.findMany({ where: { ...accountWhere(account), id: { gt: after } }, orderBy: { id: 'asc' }, take: 1000 });
     if (!rows.length) return;
     yield rows.map((s) => [String(s.accountId), s.email, s.reason, s.bounceReason ?? '', s.detail, s.createdAt.toISOString()].map(csvCell).join(',') + '\r\n').join('');
     after = rows[rows.length - 1]!.id;

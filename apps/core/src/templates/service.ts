@@ -1,3 +1,4 @@
+import { accountWhere, type AccountScope } from '../account-scope';
 import type { Prisma, Template } from '../../../../generated/prisma/client';
 import type { Db, Tx } from '../db';
 import { BadRequest, Conflict, NotFound, Unprocessable } from '../errors';
@@ -158,9 +159,9 @@ export async function createTemplate(db: Db, input: TemplateInput): Promise<Temp
   }
 }
 
-/** An account's templates (every account's when none is named: the console), oldest first. */
-export async function listTemplates(db: Tx, account: number | undefined, kind?: 'template' | 'layout'): Promise<TemplateView[]> {
-  const rows = await db.template.findMany({ where: { ...(account ? { accountId: account } : {}), ...(kind ? { kind } : {}) }, orderBy: { id: 'asc' } });
+/** An account's templates (every account's when none is named, or the scope's: the console), oldest first. */
+export async function listTemplates(db: Tx, account: AccountScope, kind?: 'template' | 'layout'): Promise<TemplateView[]> {
+  const rows = await db.template.findMany({ where: { ...accountWhere(account), ...(kind ? { kind } : {}) }, orderBy: { id: 'asc' } });
   return rows.map(templateView);
 }
 

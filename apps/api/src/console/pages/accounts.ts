@@ -3,7 +3,7 @@ import { createAccountAudited, listAccounts } from '../../../../core/src/account
 import { validate } from '../../../../core/src/validate';
 import { auditContext } from '../../middleware/audit';
 import { CSRF_FIELD } from '../views';
-import { field, type ConsolePage } from '../page';
+import { viewScope, field, type ConsolePage } from '../page';
 
 export const accountsPage: ConsolePage = {
   path: '/accounts',
@@ -20,7 +20,7 @@ export const accountsPage: ConsolePage = {
   },
   routes(router, ctx) {
     router.get('/accounts', async (req, res) => {
-      ctx.render(req, res, 'accounts', 'Accounts', { accounts: await listAccounts(ctx.db) });
+      ctx.render(req, res, 'accounts', 'Accounts', { accounts: await listAccounts(ctx.db, viewScope(res)) });
     });
     router.post('/accounts', async (req, res) => {
       const account = await createAccountAudited(ctx.db, validate(accountInput, { name: field(req, 'name') }), auditContext(req, res, 'console'));

@@ -11,7 +11,7 @@ import { browseLists } from '../../../../core/src/subscribers/browse';
 import { idParam, validate } from '../../../../core/src/validate';
 import { readNote } from '../../../../core/src/replicas';
 import { CSRF_FIELD } from '../views';
-import { field, type ConsolePage } from '../page';
+import { viewScope, field, type ConsolePage } from '../page';
 import { broadcastCharts, broadcastLiveSection } from '../stats-section';
 import type { Db } from '../../../../core/src/db';
 import { broadcastChange, broadcastCreation } from '../../../../core/src/changes';
@@ -49,7 +49,7 @@ ${COMPOSE_FORM}`,
   },
   routes(router, ctx) {
     const compose = async (req: Request, res: Response, draft: Draft, shown: { count?: string; preview?: boolean } = {}) => {
-      const [broadcasts, lists, templates] = await Promise.all([listBroadcasts(ctx.db, { limit: 100 }), browseLists(ctx.db), listTemplates(ctx.db, undefined, 'template')]);
+      const [broadcasts, lists, templates] = await Promise.all([listBroadcasts(ctx.db, { limit: 100, account: viewScope(res) }), browseLists(ctx.db, viewScope(res)), listTemplates(ctx.db, viewScope(res), 'template')]);
       const template = templates.find((t) => String(t.id) === draft.template);
       const variables = variableFields(template, draft);
       // the preview: the chosen template with the values typed, or the draft's own content for a sample reader (core/src/templates renders both)

@@ -5,7 +5,7 @@ import { changeCampaign, createCampaign, getCampaign, GOALS, type EmailStepInput
 import { listMailboxes } from '../../../../core/src/mailboxes';
 import { idParam, validate } from '../../../../core/src/validate';
 import { ACCOUNT_SELECT, CSRF_FIELD, mailboxSelect } from '../views';
-import { field, numberField, query, type ConsolePage } from '../page';
+import { viewScope, field, numberField, query, type ConsolePage } from '../page';
 import { browseProspects, PROSPECT_STATUSES } from '../../../../core/src/operator/prospects';
 import { campaignStats } from '../../../../core/src/outreach/stats';
 import { CAMPAIGN_DELIVERABILITY, CAMPAIGN_STATS, campaignSendingRoutes } from './outreach-settings';
@@ -104,7 +104,7 @@ ${CAMPAIGN_DELIVERABILITY}
   },
   routes(router, ctx) {
     router.get('/campaigns', async (req, res) => {
-      const [campaigns, accounts, mailboxes] = await Promise.all([browseCampaigns(ctx.db), listAccounts(ctx.db), listMailboxes(ctx.db)]);
+      const [campaigns, accounts, mailboxes] = await Promise.all([browseCampaigns(ctx.db, viewScope(res)), listAccounts(ctx.db, viewScope(res)), listMailboxes(ctx.db, viewScope(res))]);
       ctx.render(req, res, 'campaigns', 'Campaigns', { campaigns, accounts, mailboxes, goals: GOALS });
     });
     router.post('/campaigns', async (req, res) => {

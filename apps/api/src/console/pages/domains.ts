@@ -3,7 +3,7 @@ import { addDomain, getDomain, listDomains, removeDomain, rotateDomain, verifyDo
 import { domainInput } from '../../../../core/src/domains/schema';
 import { idParam, validate } from '../../../../core/src/validate';
 import { ACCOUNT_SELECT, CSRF_FIELD } from '../views';
-import { field, numberField, type ConsolePage } from '../page';
+import { viewScope, field, numberField, type ConsolePage } from '../page';
 import type { Db } from '../../../../core/src/db';
 import { creation, domainChange } from '../../../../core/src/changes';
 import { audit, auditAfter } from '../../middleware/audit';
@@ -56,7 +56,7 @@ ${ACCOUNT_SELECT}
   },
   routes(router, ctx) {
     router.get('/domains', async (req, res) => {
-      const [domains, accounts] = await Promise.all([listDomains(ctx.db), listAccounts(ctx.db)]);
+      const [domains, accounts] = await Promise.all([listDomains(ctx.db, viewScope(res)), listAccounts(ctx.db, viewScope(res))]);
       ctx.render(req, res, 'domains', 'Domains', { domains, accounts });
     });
     router.post('/domains', async (req, res) => {

@@ -3,7 +3,7 @@ import { getReceived, sanitizedHtml } from '../../../../core/src/inbound/receive
 import { NotFound } from '../../../../core/src/errors';
 import { listMailboxes } from '../../../../core/src/mailboxes';
 import { Joi, validate } from '../../../../core/src/validate';
-import type { ConsolePage } from '../page';
+import { viewScope, type ConsolePage } from '../page';
 
 const inboundFilter = Joi.object({
   mailbox: Joi.number().integer().positive().allow(''),
@@ -48,7 +48,7 @@ export const inboundPage: ConsolePage = {
       const filter = validate<{ mailbox?: number | ''; unmatched?: string; limit: number }>(inboundFilter, req.query);
       const mailbox = filter.mailbox || undefined;
       const unmatched = filter.unmatched === 'yes';
-      const [readers, messages] = await Promise.all([listMailboxes(ctx.db), listInbound(ctx.db, { mailbox, unmatched: unmatched || undefined, limit: filter.limit })]);
+      const [readers, messages] = await Promise.all([listMailboxes(ctx.db, viewScope(res)), listInbound(ctx.db, { mailbox, unmatched: unmatched || undefined, limit: filter.limit, account: viewScope(res) })]);
       const addresses = Object.fromEntries(readers.map((m) => [m.id, m.address]));
       ctx.render(req, res, 'inbound', 'Inbound', { readers, messages, addresses, mailbox: mailbox ? String(mailbox) : '', unmatched, limit: filter.limit });
     });

@@ -5,7 +5,7 @@ import { listMailboxes } from '../../../../core/src/mailboxes';
 import { idParam, validate } from '../../../../core/src/validate';
 import { auditContext } from '../../middleware/audit';
 import { ACCOUNT_SELECT, CSRF_FIELD, mailboxSelect } from '../views';
-import { field, numberField, query, type ConsolePage } from '../page';
+import { narrow, viewScope, field, numberField, query, type ConsolePage } from '../page';
 
 /** A form's repeated field (checkboxes) as a list of strings. */
 function list(req: Parameters<typeof field>[0], name: string): string[] {
@@ -39,7 +39,7 @@ ${mailboxSelect('Mailbox')}
   routes(router, ctx) {
     const show = async (req: Parameters<typeof ctx.render>[0], res: Parameters<typeof ctx.render>[1], extra: Record<string, unknown> = {}, status?: number) => {
       const account = query(req, 'account');
-      const [keys, accounts, mailboxes] = await Promise.all([listKeys(ctx.db, account ? Number(account) || -1 : undefined), listAccounts(ctx.db), listMailboxes(ctx.db)]);
+      const [keys, accounts, mailboxes] = await Promise.all([listKeys(ctx.db, narrow(viewScope(res), account ? Number(account) || -1 : undefined)), listAccounts(ctx.db, viewScope(res)), listMailboxes(ctx.db, viewScope(res))]);
       ctx.render(req, res, 'keys', 'API keys', { keys, accounts, mailboxes, ...extra }, status);
     };
     router.get('/keys', (req, res) => show(req, res));

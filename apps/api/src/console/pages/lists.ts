@@ -14,7 +14,7 @@ import { csrfMatches } from '../session';
 import { listMailboxes } from '../../../../core/src/mailboxes';
 import { idParam, Joi, validate } from '../../../../core/src/validate';
 import { ACCOUNT_SELECT, CSRF_FIELD, FORM_LIMIT_TEXT, mailboxSelect } from '../views';
-import { field, numberField, type ConsolePage } from '../page';
+import { viewScope, field, numberField, type ConsolePage } from '../page';
 import { subscriberRoutes, subscriberTemplates } from './subscriber';
 import { formRows, rowControls, STEP_TEMPLATE, stepOf } from '../editors';
 import { listTemplates } from '../../../../core/src/templates/service';
@@ -101,7 +101,7 @@ ${rowControls('step', 'Step')}
   routes(router, ctx) {
     subscriberRoutes(router, ctx);
     router.get('/lists', async (req, res) => {
-      const [lists, accounts, mailboxes] = await Promise.all([browseLists(ctx.db), listAccounts(ctx.db), listMailboxes(ctx.db)]);
+      const [lists, accounts, mailboxes] = await Promise.all([browseLists(ctx.db, viewScope(res)), listAccounts(ctx.db, viewScope(res)), listMailboxes(ctx.db, viewScope(res))]);
       ctx.render(req, res, 'lists', 'Lists', { lists, accounts, mailboxes });
     });
     router.post('/lists', async (req, res) => {

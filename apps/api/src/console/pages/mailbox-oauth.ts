@@ -6,7 +6,7 @@ import { listAccounts } from '../../../../core/src/accounts';
 import { idParam, validate } from '../../../../core/src/validate';
 import { findMailbox } from '../../../../core/src/mailboxes';
 import { auditContext, holdTo } from '../../middleware/audit';
-import { field, numberField, type PageContext } from '../page';
+import { viewScope, field, numberField, type PageContext } from '../page';
 import { cookieValue, secureCookies, sessionExists } from '../session';
 import { ACCOUNT_SELECT, CSRF_FIELD } from '../views';
 
@@ -76,7 +76,7 @@ function bindBrowser(req: Request, res: Response): string {
 
 export function mailboxOAuthRoutes(router: Router, ctx: PageContext): void {
   router.get('/mailboxes/connect', async (req, res) => {
-    const accounts = await listAccounts(ctx.db);
+    const accounts = await listAccounts(ctx.db, viewScope(res));
     ctx.render(req, res, 'oauth-connect', 'Connect a Google / Microsoft mailbox', { accounts, account: '' });
   });
 

@@ -6,7 +6,7 @@ import { idParam, validate } from '../../../../core/src/validate';
 import { auditContext, holdTo } from '../../middleware/audit';
 import { ACCOUNT_SELECT, CSRF_FIELD } from '../views';
 import { MAILBOX_PACING, mailboxPacingRoutes } from './outreach-settings';
-import { field, numberField, query, type ConsolePage } from '../page';
+import { narrow, viewScope, field, numberField, query, type ConsolePage } from '../page';
 import { mailboxCharts } from '../stats-section';
 import { mailboxOAuthRoutes, OAUTH_CONNECT_LINK, OAUTH_TEMPLATES, RECONNECT_BANNER } from './mailbox-oauth';
 
@@ -42,7 +42,7 @@ ${MAILBOX_PACING}`,
     mailboxOAuthRoutes(router, ctx);
     router.get('/mailboxes', async (req, res) => {
       const account = query(req, 'account');
-      const [mailboxes, accounts] = await Promise.all([listMailboxes(ctx.db, account ? Number(account) || -1 : undefined), listAccounts(ctx.db)]);
+      const [mailboxes, accounts] = await Promise.all([listMailboxes(ctx.db, narrow(viewScope(res), account ? Number(account) || -1 : undefined)), listAccounts(ctx.db, viewScope(res))]);
       ctx.render(req, res, 'mailboxes', 'Mailboxes', { mailboxes, accounts, account });
     });
     router.get('/mailboxes/:id', async (req, res) => {

@@ -5,7 +5,7 @@ import { addRoute, changeRoute, listRoutes, mxMessageIdParam, removeRoute, route
 import { idParam, validate } from '../../../../core/src/validate';
 import type { Request } from 'express';
 import { ACCOUNT_SELECT, CSRF_FIELD } from '../views';
-import { field, numberField, type ConsolePage } from '../page';
+import { viewScope, field, numberField, type ConsolePage } from '../page';
 import type { Db } from '../../../../core/src/db';
 import { creation, mxMessageChange, routeChange } from '../../../../core/src/changes';
 import { audit } from '../../middleware/audit';
@@ -54,11 +54,11 @@ ${ACCOUNT_SELECT}
   routes(router, ctx) {
     router.get('/mx', async (req, res) => {
       const [routes, held, messages, accounts, domains] = await Promise.all([
-        listRoutes(ctx.db),
-        listMxMessages(ctx.db, { status: 'held', limit: 100 }),
-        listMxMessages(ctx.db, { limit: 50 }),
-        listAccounts(ctx.db),
-        listDomains(ctx.db),
+        listRoutes(ctx.db, viewScope(res)),
+        listMxMessages(ctx.db, { status: 'held', limit: 100, account: viewScope(res) }),
+        listMxMessages(ctx.db, { limit: 50, account: viewScope(res) }),
+        listAccounts(ctx.db, viewScope(res)),
+        listDomains(ctx.db, viewScope(res)),
       ]);
       const names = Object.fromEntries(domains.map((d) => [d.id, d.name]));
       ctx.render(req, res, 'mx', 'MX', { routes, held, messages, accounts, domains: names, actions: ['webhook', 'hold', 'reject'], account: '' });

@@ -4,7 +4,7 @@ import { suppressionFilter, suppressionInput, suppressionRemoval } from '../../.
 import { idParam, validate } from '../../../../core/src/validate';
 import { auditContext } from '../../middleware/audit';
 import { ACCOUNT_SELECT, CSRF_FIELD } from '../views';
-import { field, numberField, query, type ConsolePage } from '../page';
+import { narrow, viewScope, field, numberField, query, type ConsolePage } from '../page';
 
 const REASONS: Record<string, string> = { bounced: 'bounce', complained: 'complaint', manual: 'added by hand', unsubscribed: 'unsubscribe' };
 
@@ -42,13 +42,13 @@ ${ACCOUNT_SELECT}
   routes(router, ctx) {
     router.get('/suppressions', async (req, res) => {
       const f = validate<SuppressionFilter>(suppressionFilter, { q: query(req, 'q'), account: query(req, 'account'), reason: query(req, 'reason') });
-      const [rows, accounts] = await Promise.all([findSuppressions(ctx.db, f), listAccounts(ctx.db)]);
+      const [rows, accounts] = await Promise.all([findSuppressions(ctx.db, { ...f, account: narrow(viewScope(res), f.account as number | undefined) }), listAccounts(ctx.db, viewScope(res))]);
       ctx.render(req, res, 'suppressions', 'Suppressions', { rows, f, reasons: REASONS, accounts, account: f.account ? String(f.account) : '' });
     });
     router.get('/suppressions.csv', async (req, res) => {
-      const { account } = validate<SuppressionFilter>(suppressionFilter, { account: query(req, 'account') });
+      const { account } = validate<{ account?: number }>(suppressionFilter, { account: query(req, 'account') });
       res.set({ 'Content-Type': 'text/csv; charset=utf-8', 'Content-Disposition': `attachment; filename="suppressions${account ? `-${account}` : ''}.csv"`, 'Cache-Control': 'no-store' });
-      for await (const chunk of suppressionsCsv(ctx.reads.db, account)) res.write(chunk);
+      for await (const chunk of suppressionsCsv(ctx.reads.db, narrow(viewScope(res), account))) res.write(chunk);
       res.end();
     });
     router.post('/suppressions', async (req, res) => {

@@ -11,7 +11,7 @@ import { sendTestEmail } from '../../../../core/src/sending/template-test';
 import { templateVariables, variablesFromPaths } from '../../../../core/src/templates/variables';
 import { auditAfter } from '../../middleware/audit';
 import { ACCOUNT_SELECT, CSRF_FIELD } from '../views';
-import { field, numberField, type ConsolePage } from '../page';
+import { viewScope, field, numberField, type ConsolePage } from '../page';
 import type { Db } from '../../../../core/src/db';
 import { creation, templateChange } from '../../../../core/src/changes';
 import { audit, holdTo } from '../../middleware/audit';
@@ -125,7 +125,7 @@ ${VARIABLE_FIELDS('test')}
     };
 
     router.get('/templates', async (req, res) => {
-      const [templates, accounts] = await Promise.all([listTemplates(ctx.db, undefined), listAccounts(ctx.db)]);
+      const [templates, accounts] = await Promise.all([listTemplates(ctx.db, viewScope(res)), listAccounts(ctx.db, viewScope(res))]);
       ctx.render(req, res, 'templates', 'Templates', { templates, accounts });
     });
     router.post('/templates', async (req, res) => {

@@ -3,7 +3,7 @@ import { addTrackingDomain, getTrackingDomain, listTrackingDomains, removeTracki
 import { trackingDomainInput } from '../../../../core/src/tracking-domains/schema';
 import { idParam, validate } from '../../../../core/src/validate';
 import { ACCOUNT_SELECT, CSRF_FIELD } from '../views';
-import { field, numberField, type ConsolePage } from '../page';
+import { viewScope, field, numberField, type ConsolePage } from '../page';
 import type { Db } from '../../../../core/src/db';
 import { creation, trackingDomainChange } from '../../../../core/src/changes';
 import { audit, auditAfter } from '../../middleware/audit';
@@ -44,7 +44,7 @@ ${ACCOUNT_SELECT}
   },
   routes(router, ctx) {
     router.get('/tracking-domains', async (req, res) => {
-      const [domains, accounts] = await Promise.all([listTrackingDomains(ctx.db), listAccounts(ctx.db)]);
+      const [domains, accounts] = await Promise.all([listTrackingDomains(ctx.db, viewScope(res)), listAccounts(ctx.db, viewScope(res))]);
       ctx.render(req, res, 'trackingDomains', 'Tracking domains', { domains, accounts });
     });
     router.post('/tracking-domains', async (req, res) => {

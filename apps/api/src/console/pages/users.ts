@@ -11,7 +11,7 @@ import type { AuthFailures } from '../../middleware/failures';
 import { startPersonSession, signinToken } from '../session';
 import { CSRF_FIELD } from '../views';
 import { SECOND_FACTOR_PATH } from './second-factor';
-import { field, numberField, type ConsolePage, type PageContext } from '../page';
+import { viewScope, field, numberField, type ConsolePage, type PageContext } from '../page';
 
 const ROLE_SELECT = `<select name="role" required>${ROLES.map((r) => `<option value="${r}">${r}</option>`).join('')}</select>`;
 const OPTIONAL_ACCOUNT = `<select name="account"><option value="">(none: operator)</option><% it.accounts.forEach(function (a) { %><option value="<%= a.id %>"><%= a.id %> · <%= a.name %></option><% }) %></select>`;
@@ -54,7 +54,7 @@ export const usersPage: ConsolePage = {
   },
   routes(router, ctx) {
     const show = async (req: Request, res: Response, extra: Record<string, unknown> = {}, status?: number) => {
-      const [users, accounts] = await Promise.all([listUsers(ctx.db, changer(res)), listAccounts(ctx.db)]);
+      const [users, accounts] = await Promise.all([listUsers(ctx.db, changer(res)), listAccounts(ctx.db, viewScope(res))]);
       ctx.render(req, res, 'users', 'Users', { users, accounts, ...extra }, status);
     };
     router.get('/users', (req, res) => show(req, res));

@@ -8,7 +8,7 @@ import type { Db } from '../../../../core/src/db';
 import { creation, webhookChange } from '../../../../core/src/changes';
 import { audit } from '../../middleware/audit';
 import { ACCOUNT_SELECT, CSRF_FIELD } from '../views';
-import { field, numberField, type ConsolePage } from '../page';
+import { viewScope, field, numberField, type ConsolePage } from '../page';
 
 /** The event checkboxes of the create form, as one array whatever the number ticked (none: every event). */
 function eventsField(req: Request): string[] | undefined {
@@ -54,7 +54,7 @@ ${ACCOUNT_SELECT}
   },
   routes(router, ctx) {
     const showAll = async (req: Request, res: Parameters<typeof ctx.render>[1], extra: Record<string, unknown> = {}, status?: number) => {
-      const [webhooks, accounts] = await Promise.all([listWebhooks(ctx.db), listAccounts(ctx.db)]);
+      const [webhooks, accounts] = await Promise.all([listWebhooks(ctx.db, viewScope(res)), listAccounts(ctx.db, viewScope(res))]);
       ctx.render(req, res, 'webhooks', 'Webhooks', { webhooks, accounts, eventTypes: EVENT_TYPES, ...extra }, status);
     };
     router.get('/webhooks', (req, res) => showAll(req, res));

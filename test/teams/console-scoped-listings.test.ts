@@ -1,0 +1,70 @@
+import { randomUUID } from 'node:crypto';
+import { db } from '../../apps/core/src/db';
+import { asAdmin, useApi } from '../helpers/api';
+import { makeAccount, makeCampaign, makeList, makeTenant } from '../helpers/factories';
+import { consoleClient, linkToken } from './support';
+
+/**
+ * The console's listing pages show a person the rows of their own accounts only, as the admin API's listings do
+ * (docs/teams.md): a viewer of account A never sees a row of account B, nor B in an account picker. The admin token
+ * (and an operator) still sees every account. One marker per kind of row, in B's names.
+ */
+jest.setTimeout(180_000);
+
+const ctx = useApi();
+const PASSWORD = 'correct horse battery staple';
+
+/** Rows of a new account, each named with `marker`. */
+async function accountWithRows(marker: string) {
+  const tenant = await makeTenant();
+  const account = tenant.account.id;
+  await db().account.update({ where: { id: account }, data: { name: `account ${marker}` } });
+  const admin = asAdmin(ctx.api);
+  const list = await makeList(account, tenant.mailbox.id, { name: `list ${marker}` });
+  const campaign = await makeCampaign(account, tenant.mailbox.id);
+  await db().campaign.update({ where: { id: campaign.id }, data: { name: `campaign ${marker}` } });
+  await db().mailbox.update({ where: { id: tenant.mailbox.id }, data: { name: `mailbox ${marker}` } });
+  await admin.post('/admin/api/templates').send({ account, name: `template ${marker}`, subject: 'Kept', text: 'Kept' }).expect(201);
+  await admin.post('/admin/api/webhooks').send({ account, url: `https://hooks.example.com/${marker}` }).expect(201);
+  await admin.post('/admin/api/domains').send({ account, name: `${marker}.test` }).expect(201);
+  await admin.post('/admin/api/broadcasts').send({ list: list.key, subject: `broadcast ${marker}`, text: 'Hi' }).expect(201);
+  await db().suppression.create({ data: { accountId: account, email: `${marker}@example.com`, reason: 'bounced' } });
+  await db().apiKey.updateMany({ where: { accountId: account }, data: { name: `key ${marker}` } });
+  return { tenant, account };
+}
+
+const PAGES = ['/admin/accounts', '/admin/lists', '/admin/campaigns', '/admin/mailboxes', '/admin/templates', '/admin/webhooks', '/admin/domains', '/admin/broadcasts', '/admin/suppressions', '/admin/keys', '/admin/mx', '/admin/inbound', '/admin/tracking-domains'];
+
+it("a person's listing pages hold their own accounts' rows, and no other account's", async () => {
+  const mine = `mine${randomUUID().slice(0, 8)}`;
+  const theirs = `theirs${randomUUID().slice(0, 8)}`;
+  const a = await accountWithRows(mine);
+  await accountWithRows(theirs);
+  await makeAccount(`account ${theirs}-empty`);
+
+  const invited = await asAdmin(ctx.api).post('/admin/api/users').send({ email: `p-${randomUUID()}@example.com`, name: 'P', role: 'viewer', account: a.account }).expect(201);
+  const person = consoleClient(ctx.api);
+  expect((await person.post(`/admin/invite/${linkToken(invited.body.invite_url)}`, { password: PASSWORD })).status).toBe(303);
+
+  const shown: string[] = [];
+  for (const page of PAGES) {
+    const res = await person.agent.get(page);
+    if (res.status === 403) continue;
+    expect([page, res.status]).toEqual([page, 200]);
+    expect([page, res.text.includes(theirs)]).toEqual([page, false]);
+    if (res.text.includes(mine)) shown.push(page);
+  }
+  // the pages still show the person's own rows
+  expect(shown).toEqual(expect.arrayContaining(['/admin/accounts', '/admin/lists', '/admin/campaigns', '/admin/templates', '/admin/webhooks', '/admin/domains', '/admin/broadcasts', '/admin/suppressions']));
+  // and the CSV of suppressions holds theirs only
+  const csv = await person.agent.get('/admin/suppressions.csv');
+  if (csv.status === 200) {
+    expect(csv.text).toContain(`${mine}@example.com`);
+    expect(csv.text).not.toContain(theirs);
+  }
+
+  // the admin token's console still shows every account
+  const admin = consoleClient(ctx.api);
+  expect((await admin.post('/admin/signin', { token: 'test-admin-token-0123456789' })).status).toBe(303);
+  expect((await admin.agent.get('/admin/lists')).text).toContain(`list ${theirs}`);
+});
