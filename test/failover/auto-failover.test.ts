@@ -23,7 +23,8 @@ import { waitFor } from '../helpers/wait';
  */
 jest.setTimeout(300_000);
 
-const formation = new AutoFailover({ monitor: 41420, nodes: [41421, 41422] });
+// fixed ports below Linux's ephemeral range (32768-60999), so no connection of another test can hold them
+const formation = new AutoFailover({ monitor: 21420, nodes: [21421, 21422] });
 const sink = new SmtpSink();
 let db: Db | undefined;
 let api: ApiApp | undefined;

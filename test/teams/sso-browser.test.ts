@@ -11,8 +11,9 @@ import { OIDC_CLIENT, OidcProvider } from '../helpers/oidc';
  * provider, so the flow's SameSite=Lax cookie is what binds it to this browser.
  */
 jest.setTimeout(90_000);
-const CONSOLE_PORT = 41101;
-const provider = new OidcProvider(41102, `http://localhost:${CONSOLE_PORT}/admin/sso/callback`);
+// fixed ports below Linux's ephemeral range (32768-60999), so no connection of another test can hold them
+const CONSOLE_PORT = 21101;
+const provider = new OidcProvider(21102, `http://localhost:${CONSOLE_PORT}/admin/sso/callback`);
 process.env.PUBLIC_URL = `http://localhost:${CONSOLE_PORT}`;
 process.env.OIDC_ISSUER = provider.issuer;
 process.env.OIDC_CLIENT_ID = OIDC_CLIENT.id;

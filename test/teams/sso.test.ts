@@ -10,7 +10,8 @@ import { consoleClient, ORIGIN } from './support';
  * SSO with OpenID Connect (docs/teams.md) against oidc-provider, a certified OpenID provider, in its own process: the
  * console's redirect to it, its sign-in, its redirect back, and each refusal with nothing changed.
  */
-const provider = new OidcProvider(41100, `${ORIGIN}/admin/sso/callback`);
+// a fixed port below Linux's ephemeral range (32768-60999), so no connection of another test can hold it
+const provider = new OidcProvider(21100, `${ORIGIN}/admin/sso/callback`);
 process.env.OIDC_ISSUER = provider.issuer;
 process.env.OIDC_CLIENT_ID = OIDC_CLIENT.id;
 process.env.OIDC_CLIENT_SECRET = OIDC_CLIENT.secret;
