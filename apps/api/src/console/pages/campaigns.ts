@@ -1,7 +1,7 @@
 import { campaignChanges, campaignInput } from '../../../../core/src/outreach/schema';
 import { listAccounts } from '../../../../core/src/accounts';
 import { browseCampaigns, prospectCounts } from '../../../../core/src/outreach/browse';
-import { changeCampaign, createCampaign, getCampaign, GOALS, type EmailStepInput, type StepInput } from '../../../../core/src/outreach/campaigns';
+import { changeCampaign, createCampaign, getCampaign, GOALS } from '../../../../core/src/outreach/campaigns';
 import { listMailboxes } from '../../../../core/src/mailboxes';
 import { idParam, validate } from '../../../../core/src/validate';
 import { ACCOUNT_SELECT, CSRF_FIELD, mailboxSelect } from '../views';
@@ -11,21 +11,11 @@ import { campaignStats } from '../../../../core/src/outreach/stats';
 import { CAMPAIGN_DELIVERABILITY, CAMPAIGN_STATS, campaignSendingRoutes } from './outreach-settings';
 import { campaignCharts } from '../stats-section';
 import { CAMPAIGN_TREE, sequenceTree } from './campaign-tree';
-import { formRows, rowControls, STEP_TEMPLATE, stepOf, typedNumber } from '../editors';
+import { formRows, typedNumber } from '../editors';
+import { blankRows, inEditorWords, STEP_CHOICES, stepRows, STEPS_EDITOR, stepsOfForm } from '../step-form';
 import { listTemplates } from '../../../../core/src/templates/service';
 import { BadRequest } from '../../../../core/src/errors';
 
-/**
- * The rows of the steps editor, with a blank one to add, when the campaign is a line of email steps; null when it
- * branches or tests variants (that shape is edited through the admin API). Numbered ids are left to follow the
- * positions; a step's own named id stays with it.
- */
-function editableSteps(steps: StepInput[]) {
-  const emails = steps.filter((s): s is EmailStepInput => s.type !== 'condition' && !s.variants && !s.next);
-  if (emails.length !== steps.length) return null;
-  const rows = emails.map((s) => ({ blank: false, id: s.id && !/^\d+$/.test(s.id) ? s.id : '', delay_hours: s.delay_hours, template: s.template ?? null, subject: s.subject ?? '', body: s.body ?? '' }));
-  return [...rows, { blank: true, id: '', delay_hours: '', template: null, subject: '', body: '' }];
-}
 import { campaignChange, creation } from '../../../../core/src/changes';
 import { audit, auditAfter } from '../../middleware/audit';
 import type { Db } from '../../../../core/src/db';
@@ -55,19 +45,7 @@ ${mailboxSelect('Mailbox')}
 <table><thead><tr><th>#</th><th>After (hours)</th><th>Subject</th><th>Body</th></tr></thead><tbody>
 <% it.campaign.steps.forEach(function (s, i) { %><tr><td><%= s.id || i + 1 %></td><td><%= s.type === 'condition' ? 'if ' + s.if + ' within ' + s.within_hours + ' h: ' + s.then + ' / ' + s.else : s.delay_hours %></td><td><%= s.subject || (s.variants ? s.variants.length + ' variants' : (s.template ? '(template ' + s.template + ')' : '')) %></td><td><%= s.body || '' %></td></tr><% }) %>
 </tbody></table>
-<% if (it.stepRows) { %><form method="post" action="/admin/campaigns/<%= it.campaign.id %>/steps" class="card" id="steps">${CSRF_FIELD}
-<h2>Edit the steps</h2>
-<p class="muted">Each step waits its hours after the one before (step 1: after the prospect is added). A step is its own subject and body or a stored template of the account. Reorder with the positions; a removed or blank step is left out; at least one step stays.</p>
-<% it.stepRows.forEach(function (s, i) { var n = i + 1; %><fieldset class="row step"><legend><%= s.blank ? 'New step' : 'Step ' + n %></legend>
-<% if (s.id) { %><input type="hidden" name="step<%= i %>.id" value="<%= s.id %>"><% } %>
-<label>After (hours) <input type="number" name="step<%= i %>.delay_hours" min="0" step="any" value="<%= s.delay_hours %>"></label>
-${STEP_TEMPLATE}
-<label>Subject <input name="step<%= i %>.subject" maxlength="300" value="<%= s.subject %>"></label>
-<label>Body <textarea name="step<%= i %>.body" rows="4"><%= s.body %></textarea></label>
-${rowControls('step', 'Step')}
-</fieldset><% }) %>
-<button>Save the steps</button>
-</form><% } else { %><p class="muted" id="steps">This campaign branches or tests variants: change its steps through the admin API (PATCH /admin/api/campaigns/<%= it.campaign.id %>, docs/outreach.md).</p><% } %>
+${STEPS_EDITOR}
 ${CAMPAIGN_TREE}
 <h2>Prospects by status and stage</h2>
 <table><thead><tr><th>Status</th><th>Stage</th><th>Prospects</th></tr></thead><tbody>
@@ -138,7 +116,7 @@ ${CAMPAIGN_DELIVERABILITY}
       ]);
       const used = (m: { id: number }) => campaign.mailboxes.indexOf(m.id);
       const rotation = [...mailboxes.filter((m) => used(m) >= 0).sort((a, b) => used(a) - used(b)), ...mailboxes.filter((m) => used(m) < 0)].map((m) => ({ id: m.id, address: m.address, used: used(m) >= 0 }));
-      ctx.render(req, res, 'campaign', `Campaign ${campaign.name}`, { campaign, counts, stats, tree: sequenceTree(stats.tree.nodes), charts, prospects, pf: filter, prospectStatuses: PROSPECT_STATUSES, rotation, templates, stepRows: editableSteps(campaign.steps) });
+      ctx.render(req, res, 'campaign', `Campaign ${campaign.name}`, { campaign, counts, stats, tree: sequenceTree(stats.tree.nodes), charts, prospects, pf: filter, prospectStatuses: PROSPECT_STATUSES, rotation, templates, stepRows: stepRows(campaign.steps, blankRows(query(req, 'blank'))), ...STEP_CHOICES });
     });
     router.post('/campaigns/:id/mailboxes', async (req, res) => {
       const id = validate(idParam, req.params.id);
@@ -147,13 +125,12 @@ ${CAMPAIGN_DELIVERABILITY}
       const campaign = await auditAfter(req, res, 'console')(ctx.db, campaignChange(id), (db: Db) => changeCampaign(db, id, changes));
       await ctx.redirect(req, res, `/admin/campaigns/${id}`, `Mailboxes of "${campaign.name}" saved: ${campaign.mailboxes.join(', ')}.`);
     });
-    // the steps editor of a linear campaign: its rows as the admin API's `steps`
+    // the steps editor: its rows as the admin API's `steps`, checked by the same schema, refused in the editor's words
     router.post('/campaigns/:id/steps', async (req, res) => {
       const id = validate(idParam, req.params.id);
-      const steps = formRows(req, 'step').map((row) => stepOf(row, ['id', 'subject', 'body']));
-      if (!steps.length) throw new BadRequest('steps: a campaign keeps at least one step');
-      const changes = validate(campaignChanges, { steps });
-      const campaign = await auditAfter(req, res, 'console')(ctx.db, campaignChange(id), (db: Db) => changeCampaign(db, id, changes));
+      const campaign = await auditAfter(req, res, 'console')(ctx.db, campaignChange(id), (db: Db) => changeCampaign(db, id, validate(campaignChanges, { steps: stepsOfForm(req) }))).catch((err: unknown) => {
+        throw err instanceof BadRequest ? new BadRequest(inEditorWords(err.message)) : err;
+      });
       await ctx.redirect(req, res, `/admin/campaigns/${id}#steps`, `Steps of "${campaign.name}" saved: ${campaign.steps.length}.`);
     });
     campaignSendingRoutes(router, ctx);
