@@ -170,7 +170,7 @@ describe("a campaign's steps editor with branches and A/B tests", () => {
 
   it('refuses a branch to no step, a variant without a subject and weights of 0, in the editor’s words, changing nothing', async () => {
     const before = await stored(byForm);
-    const refused = async (change: () => Promise<void>, error: RegExp) => {
+    const refused = async (change: () => Promise<unknown>, error: RegExp) => {
       await page.goto(`${base}/admin/campaigns/${byForm}`);
       await openAll();
       await change();
