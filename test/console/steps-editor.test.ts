@@ -4,9 +4,9 @@ import type { Locator, Page } from 'playwright-core';
 import { db } from '../../apps/core/src/db';
 import { asAdmin, useApi } from '../helpers/api';
 import { makeCampaign } from '../helpers/factories';
-import { collectProblems, signedInWithoutScript, useConsoleBrowser } from './browser';
+import { signedInWithoutScript } from './browser';
 import { checkPage } from './page-check';
-import { seedConsole, type Seeded } from './seed';
+import { useSeededConsole, type Seeded } from './seed';
 
 /**
  * A campaign's steps editor for every shape the admin API takes (docs/outreach.md: branches and A/B tests), driven in
@@ -18,19 +18,17 @@ import { seedConsole, type Seeded } from './seed';
 jest.setTimeout(300_000);
 
 const ctx = useApi();
-const problems: string[] = [];
-const view = useConsoleBrowser(ctx, { signIn: true, viewport: { width: 1366, height: 900 }, context: collectProblems(problems) });
+const consoleView = useSeededConsole(ctx);
+const view = consoleView.view;
 let page: Page;
 let base: string;
 let seeded: Seeded;
 const shots = process.env.CONSOLE_SCREENSHOT ? path.join(__dirname, '../../docs') : null;
 
-beforeAll(async () => {
-  ({ page, base } = view);
+beforeAll(() => {
+  ({ page, base, seeded } = consoleView);
   page.setDefaultTimeout(15_000);
-  seeded = await seedConsole(ctx.api);
 });
-afterEach(() => expect(problems.splice(0)).toEqual([]));
 
 interface Step {
   id?: string;
