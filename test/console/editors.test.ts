@@ -5,7 +5,7 @@ import { getCampaign } from '../../apps/core/src/outreach/campaigns';
 import { getList } from '../../apps/core/src/subscribers/lists';
 import { useApi } from '../helpers/api';
 import { signedInWithoutScript } from './browser';
-import { useSeededConsole, type Seeded } from './seed';
+import { DOCS_SHOTS, useSeededConsole, type Seeded } from './seed';
 
 /**
  * The console's structured editors, driven in chromium as an operator would, each checked by what was stored: the
@@ -23,7 +23,7 @@ const view = consoleView.view;
 let page: Page;
 let base: string;
 let seeded: Seeded;
-const shots = process.env.CONSOLE_SCREENSHOT ? path.join(__dirname, '../../docs') : null;
+const shots = DOCS_SHOTS;
 
 beforeAll(() => ({ page, base, seeded } = consoleView));
 

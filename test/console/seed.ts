@@ -1,3 +1,4 @@
+import path from 'node:path';
 import request from 'supertest';
 import { db, rawQuery } from '../../apps/core/src/db';
 import { addDomain } from '../../apps/core/src/domains';
@@ -74,6 +75,9 @@ export async function seedConsole(api: ApiApp): Promise<Seeded> {
   });
   return { account, mailbox, list: listRow.id, listKey: list.key, subscriber: subscriber.id, campaign: campaign.id, broadcast: broadcast.id, domain: domain.id, template: template.id, message: message!.id };
 }
+
+/** CONSOLE_SCREENSHOT=1: where the browser tests write the pictures of the docs; null otherwise. */
+export const DOCS_SHOTS = process.env.CONSOLE_SCREENSHOT ? path.join(__dirname, '../../docs') : null;
 
 /**
  * The file's API with `seedConsole`'s data, seen by a signed-in chromium at 1366 px (browser.ts), made before the file's

@@ -6,7 +6,7 @@ import { asAdmin, useApi } from '../helpers/api';
 import { makeCampaign } from '../helpers/factories';
 import { signedInWithoutScript } from './browser';
 import { checkPage } from './page-check';
-import { useSeededConsole, type Seeded } from './seed';
+import { DOCS_SHOTS, useSeededConsole } from './seed';
 
 /**
  * A campaign's steps editor for every shape the admin API takes (docs/outreach.md: branches and A/B tests), driven in
@@ -19,14 +19,10 @@ jest.setTimeout(300_000);
 
 const ctx = useApi();
 const consoleView = useSeededConsole(ctx);
-const view = consoleView.view;
 let page: Page;
 let base: string;
-let seeded: Seeded;
-const shots = process.env.CONSOLE_SCREENSHOT ? path.join(__dirname, '../../docs') : null;
-
 beforeAll(() => {
-  ({ page, base, seeded } = consoleView);
+  ({ page, base } = consoleView);
   page.setDefaultTimeout(15_000);
 });
 
@@ -121,6 +117,7 @@ describe("a campaign's steps editor with branches and A/B tests", () => {
   let byForm: number;
 
   it('stores a sequence built in the form exactly as the admin API stores the same steps', async () => {
+    const { seeded } = consoleView;
     const steps = sequence(seeded.template);
     byApi = (await makeCampaign(seeded.account, seeded.mailbox, { name: 'By the API', steps: [{ subject: 'x', body: 'x', delay_hours: 0 }] })).id;
     byForm = (await makeCampaign(seeded.account, seeded.mailbox, { name: 'By the form', steps: [{ subject: 'old', body: 'old', delay_hours: 0 }] })).id;
@@ -143,7 +140,7 @@ describe("a campaign's steps editor with branches and A/B tests", () => {
     expect(await page.locator('[name="step1.kind"]').inputValue()).toBe('condition');
     expect(await save()).toBe(303);
     expect(await stored(byApi)).toEqual(before);
-    if (shots) await page.locator('#steps').screenshot({ path: path.join(shots, 'operator-steps.png') });
+    if (DOCS_SHOTS) await page.locator('#steps').screenshot({ path: path.join(DOCS_SHOTS, 'operator-steps.png') });
   });
 
   it('changes a variant, a branch and the order, and removes a variant', async () => {
@@ -187,7 +184,7 @@ describe("a campaign's steps editor with branches and A/B tests", () => {
   });
 
   it('saves without JavaScript', async () => {
-    const plain = await signedInWithoutScript(view);
+    const plain = await signedInWithoutScript(consoleView.view);
     try {
       await plain.page.goto(`${base}/admin/campaigns/${byForm}`);
       // an email step's own part is open as the page comes
