@@ -143,8 +143,9 @@ describe('the admin console', () => {
     await go('/admin/campaigns');
     await page.fill('input[name=name]', 'Outreach');
     await page.selectOption('select[name=goal]', 'links');
-    await page.fill('input[name=subject]', 'Hello {{name}}');
-    await page.fill('textarea[name=body]', 'A short note.');
+    await page.fill('input[name="step0.subject"]', 'Hello {{name}}');
+    await page.fill('textarea[name="step0.body"]', 'A short note.');
+    await page.fill('input[name="step0.delay_hours"]', '0');
     await page.click('button:has-text("Create campaign")');
     expect(await flash()).toMatch(/Campaign \d+ "Outreach" created \(draft\)/);
     await page.click('button:has-text("Start")');

@@ -143,6 +143,29 @@ describe("a campaign's steps editor with branches and A/B tests", () => {
     if (DOCS_SHOTS) await page.locator('#steps').screenshot({ path: path.join(DOCS_SHOTS, 'operator-steps.png') });
   });
 
+  it('creates a campaign from the new campaign form exactly as POST /admin/api/campaigns does, and refuses a bad one', async () => {
+    const { seeded } = consoleView;
+    const steps = sequence(seeded.template);
+    const created = await asAdmin(ctx.api).post('/admin/api/campaigns').send({ account: seeded.account, name: 'Created by the API', goal: 'links', mailbox: seeded.mailbox, steps }).expect(201);
+    const fill = async (name: string, rows: Step[]) => {
+      await page.goto(`${base}/admin/campaigns?blank=${rows.length}#new-campaign`);
+      await page.selectOption('#new-campaign select[name=account]', String(seeded.account));
+      await page.fill('#new-campaign input[name=name]', name);
+      await page.selectOption('#new-campaign select[name=mailbox]', String(seeded.mailbox));
+      for (const [n, step] of rows.entries()) await fillStep(n, step);
+      return Promise.all([page.waitForResponse((r) => r.url().endsWith('/admin/campaigns') && r.request().method() === 'POST'), page.click('button:has-text("Create campaign")')]).then(([answer]) => answer.status());
+    };
+    expect(await fill('Created by the form', steps)).toBe(303);
+    const made = await db().campaign.findFirstOrThrow({ where: { name: 'Created by the form' } });
+    expect(await stored(made.id)).toEqual(await stored(created.body.campaign.id));
+
+    // a condition first: refused by the domain's rule, in the form's words, and no campaign made
+    const count = await db().campaign.count();
+    expect(await fill('Refused', [steps[1]!, steps[0]!, steps[2]!, steps[3]!, steps[4]!])).toBe(400);
+    expect(await page.locator('.error').innerText()).toMatch(/the first step must be an email/);
+    expect(await db().campaign.count()).toBe(count);
+  });
+
   it('changes a variant, a branch and the order, and removes a variant', async () => {
     await page.goto(`${base}/admin/campaigns/${byForm}`);
     await opened(page.locator('fieldset.step').nth(2), 'A/B test');

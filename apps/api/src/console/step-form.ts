@@ -97,6 +97,14 @@ export function stepsOfForm(req: Request): unknown[] {
   });
 }
 
+/** The work of a steps form (its reading, the schema's check, the domain's), a refusal of it put in the editor's words. */
+export const inEditorTerms = <T>(work: () => Promise<T>): Promise<T> =>
+  Promise.resolve()
+    .then(work)
+    .catch((err: unknown) => {
+      throw err instanceof BadRequest ? new BadRequest(inEditorWords(err.message)) : err;
+    });
+
 /** A refusal of the admin API's words (`steps[2].variants[0].subject: ...`) in the editor's: step 3, variant A. */
 export function inEditorWords(message: string): string {
   const variant = (v: string) => String.fromCharCode(65 + Number(v));
@@ -108,11 +116,10 @@ export function inEditorWords(message: string): string {
 const STEP_IDS = `<datalist id="step-ids"><% it.stepRows.forEach(function (s) { if (s.id) { %><option value="<%= s.id %>"><% } }) %></datalist>`;
 const target = (name: string, label: string) => `<label>${label} <input name="step<%= i %>.${name}" value="<%= s.${name} %>" list="step-ids" maxlength="64" size="10"></label>`;
 
-/** The editor (`it.stepRows`, `it.templates`, `it.campaign`, `it.conditions`, `it.metrics`). */
-export const STEPS_EDITOR = `<form method="post" action="/admin/campaigns/<%= it.campaign.id %>/steps" class="card" id="steps">
-${CSRF_FIELD}
-<h2>Edit the steps</h2>
-<p class="muted">Each step is an <strong>email</strong> (its own subject and body, or a stored template), an <strong>A/B test</strong> (two to ten variants, each prospect getting one by its weight, and an optional rule that picks a winner) or a <strong>condition</strong> (sends nothing: waits up to its hours for what it asks, then goes on along <em>then</em> or <em>else</em>). An email waits its hours after the step before it and goes on to <em>next</em>, or to the step below it. Only the fields of a step's kind are used. Ids name steps for conditions and <em>next</em>; a numbered id nothing names follows its position. Reorder with the positions; a removed or blank step (and a variant left blank) is left out; at least one step stays.</p>
+const HOW = `<p class="muted">Each step is an <strong>email</strong> (its own subject and body, or a stored template), an <strong>A/B test</strong> (two to ten variants, each prospect getting one by its weight, and an optional rule that picks a winner) or a <strong>condition</strong> (sends nothing: waits up to its hours for what it asks, then goes on along <em>then</em> or <em>else</em>). An email waits its hours after the step before it and goes on to <em>next</em>, or to the step below it. Only the fields of a step's kind are used. Ids name steps for conditions and <em>next</em>; a numbered id nothing names follows its position. Reorder with the positions; a removed or blank step (and a variant left blank) is left out; at least one step stays.</p>`;
+
+/** The rows (`it.stepRows`, `it.templates`, `it.conditions`, `it.metrics`), and a link to the page (`more`) with more blank ones. */
+const stepRowsOf = (more: string) => `${HOW}
 ${STEP_IDS}
 <% it.stepRows.forEach(function (s, i) { var n = i + 1; %><fieldset class="row step"><legend><%= s.blank ? 'New step' : 'Step ' + n %></legend>
 <label>Id <input name="step<%= i %>.id" value="<%= s.id %>" maxlength="64" size="10" pattern="[A-Za-z0-9_\\-]{1,64}"></label>
@@ -144,9 +151,19 @@ ${target('else', 'Else')}
 </details>
 ${rowControls('step', 'Step')}
 </fieldset><% }) %>
-<p><a href="/admin/campaigns/<%= it.campaign.id %>?blank=4#steps">More blank steps</a> (to add a branch and its steps in one save)</p>
+<p><a href="${more}">More blank steps</a> (to add a branch and its steps in one save)</p>`;
+
+/** The campaign page's editor (and `it.campaign`). */
+export const STEPS_EDITOR = `<form method="post" action="/admin/campaigns/<%= it.campaign.id %>/steps" class="card" id="steps">${CSRF_FIELD}
+<h2>Edit the steps</h2>
+${stepRowsOf('/admin/campaigns/<%= it.campaign.id %>?blank=4#steps')}
 <button>Save the steps</button>
 </form>`;
+
+/** The new campaign form's steps. */
+export const NEW_CAMPAIGN_STEPS = `<fieldset class="group" id="new-steps"><legend>Steps</legend>
+${stepRowsOf('/admin/campaigns?blank=4#new-campaign')}
+</fieldset>`;
 
 /** What the editor's template reads besides the rows. */
 export const STEP_CHOICES = { conditions: CONDITIONS, metrics: WINNER_METRICS };

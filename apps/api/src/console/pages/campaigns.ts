@@ -12,9 +12,8 @@ import { CAMPAIGN_DELIVERABILITY, CAMPAIGN_STATS, campaignSendingRoutes } from '
 import { campaignCharts } from '../stats-section';
 import { CAMPAIGN_TREE, sequenceTree } from './campaign-tree';
 import { formRows, typedNumber } from '../editors';
-import { blankRows, inEditorWords, STEP_CHOICES, stepRows, STEPS_EDITOR, stepsOfForm } from '../step-form';
+import { blankRows, inEditorTerms, NEW_CAMPAIGN_STEPS, STEP_CHOICES, stepRows, STEPS_EDITOR, stepsOfForm } from '../step-form';
 import { listTemplates } from '../../../../core/src/templates/service';
-import { BadRequest } from '../../../../core/src/errors';
 
 import { campaignChange, creation } from '../../../../core/src/changes';
 import { audit, auditAfter } from '../../middleware/audit';
@@ -28,15 +27,13 @@ export const campaignsPage: ConsolePage = {
 <% it.campaigns.forEach(function (c) { %><tr><td><%= c.id %></td><td><%= c.account %></td><td><a href="/admin/campaigns/<%= c.id %>"><%= c.name %></a></td><td><%= c.goal %></td><td><%= c.status %></td><td><%= c.prospects %></td>
 <td><form method="post" action="/admin/campaigns/<%= c.id %>/status" class="inline">${CSRF_FIELD}<% if (c.status === 'running') { %><input type="hidden" name="status" value="paused"><button>Pause</button><% } else { %><input type="hidden" name="status" value="running"><button><%= c.status === 'paused' ? 'Resume' : 'Start' %></button><% } %></form></td></tr><% }) %>
 </tbody></table>
-<form method="post" action="/admin/campaigns" class="card">${CSRF_FIELD}
+<form method="post" action="/admin/campaigns" class="card" id="new-campaign">${CSRF_FIELD}
 <h2>New campaign</h2>
 ${ACCOUNT_SELECT}
 <label>Name <input name="name" required maxlength="200"></label>
 <label>Goal <select name="goal"><% it.goals.forEach(function (g) { %><option><%= g %></option><% }) %></select></label>
 ${mailboxSelect('Mailbox')}
-<label>First step: subject <input name="subject" required maxlength="300" size="50"></label>
-<label>Body <textarea name="body" required></textarea></label>
-<label>Delay (hours) <input name="delay_hours" type="number" min="0" value="0" required></label>
+${NEW_CAMPAIGN_STEPS}
 <button>Create campaign</button>
 </form>`,
     campaign: `<p><a href="/admin/campaigns">All campaigns</a> · <%= it.campaign.goal %> · <strong><%= it.campaign.status %></strong> · <%= it.campaign.prospects %> prospects</p>
@@ -82,18 +79,16 @@ ${CAMPAIGN_DELIVERABILITY}
   },
   routes(router, ctx) {
     router.get('/campaigns', async (req, res) => {
-      const [campaigns, accounts, mailboxes] = await Promise.all([browseCampaigns(ctx.db, viewScope(res)), listAccounts(ctx.db, viewScope(res)), listMailboxes(ctx.db, viewScope(res))]);
-      ctx.render(req, res, 'campaigns', 'Campaigns', { campaigns, accounts, mailboxes, goals: GOALS });
+      const scope = viewScope(res);
+      const [campaigns, accounts, mailboxes, templates] = await Promise.all([browseCampaigns(ctx.db, scope), listAccounts(ctx.db, scope), listMailboxes(ctx.db, scope), listTemplates(ctx.db, scope, 'template')]);
+      ctx.render(req, res, 'campaigns', 'Campaigns', { campaigns, accounts, mailboxes, goals: GOALS, templates, stepRows: stepRows([], blankRows(query(req, 'blank'))), ...STEP_CHOICES });
     });
     router.post('/campaigns', async (req, res) => {
-      const input = validate(campaignInput, {
-        account: numberField(req, 'account'),
-        name: field(req, 'name'),
-        goal: field(req, 'goal'),
-        mailbox: numberField(req, 'mailbox'),
-        steps: [{ subject: field(req, 'subject'), body: field(req, 'body'), delay_hours: numberField(req, 'delay_hours') }],
+      // the form's steps as the admin API's, checked by its schema: a refusal names the step as the form shows it
+      const campaign = await inEditorTerms(() => {
+        const input = validate(campaignInput, { account: numberField(req, 'account'), name: field(req, 'name'), goal: field(req, 'goal'), mailbox: numberField(req, 'mailbox'), steps: stepsOfForm(req) });
+        return audit(req, res, 'console')(ctx.db, creation('campaign', input.account), (db: Db) => createCampaign(db, input));
       });
-      const campaign = await audit(req, res, 'console')(ctx.db, creation('campaign', input.account), (db: Db) => createCampaign(db, input));
       await ctx.redirect(req, res, '/admin/campaigns', `Campaign ${campaign.id} "${campaign.name}" created (${campaign.status}).`);
     });
     router.post('/campaigns/:id/status', async (req, res) => {
@@ -128,8 +123,9 @@ ${CAMPAIGN_DELIVERABILITY}
     // the steps editor: its rows as the admin API's `steps`, checked by the same schema, refused in the editor's words
     router.post('/campaigns/:id/steps', async (req, res) => {
       const id = validate(idParam, req.params.id);
-      const campaign = await auditAfter(req, res, 'console')(ctx.db, campaignChange(id), (db: Db) => changeCampaign(db, id, validate(campaignChanges, { steps: stepsOfForm(req) }))).catch((err: unknown) => {
-        throw err instanceof BadRequest ? new BadRequest(inEditorWords(err.message)) : err;
+      const campaign = await inEditorTerms(() => {
+        const changes = validate(campaignChanges, { steps: stepsOfForm(req) });
+        return auditAfter(req, res, 'console')(ctx.db, campaignChange(id), (db: Db) => changeCampaign(db, id, changes));
       });
       await ctx.redirect(req, res, `/admin/campaigns/${id}#steps`, `Steps of "${campaign.name}" saved: ${campaign.steps.length}.`);
     });
