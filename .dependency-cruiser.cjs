@@ -15,7 +15,7 @@ const floors = [
     name: 'resources',
     comment: 'the things the service keeps, and the outbox and transport that send a message',
     folders: ['accounts', 'analytics', 'auth', 'delivery', 'domains', 'mailboxes', 'metrics', 'oauth', 'partitions',
-      'second-factor', 'sso', 'stop-list', 'teams', 'templates', 'tracking-domains', 'verify', 'webhooks'],
+      'second-factor', 'sso', 'stop-list', 'subscriber-links', 'teams', 'templates', 'tracking-domains', 'verify', 'webhooks'],
   },
   {
     name: 'flows',

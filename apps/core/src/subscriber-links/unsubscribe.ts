@@ -1,7 +1,7 @@
 import crypto from 'node:crypto';
 import { config } from '../config';
 import { fillMarker, PREFERENCES_URL_MARKER, UNSUBSCRIBE_URL_MARKER } from '../templates/markers';
-import { preferencesUrl } from '../subscribers/preferences-token';
+import { preferencesUrl } from './preferences';
 
 /**
  * The unsubscribe token of one subscription (one subscriber row: one address on one list): `<subscriber id>.<HMAC>`,
