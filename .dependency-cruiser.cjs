@@ -20,8 +20,8 @@ const floors = [
   {
     name: 'flows',
     comment: 'what combines resources: accepting a send, lists and subscribers, broadcasts, sequences, inbound mail',
-    folders: ['archive', 'batches', 'broadcasts', 'imports', 'inbound', 'lifecycle', 'links', 'outreach',
-      'preferences', 'sandbox', 'sending', 'subscribers', 'suppressions'],
+    folders: ['archive', 'batches', 'broadcasts', 'imports', 'inbound', 'lifecycle', 'links', 'mailbox-settings',
+      'outreach', 'preferences', 'sandbox', 'sending', 'subscribers', 'suppressions'],
   },
   {
     name: 'edges',
