@@ -13,7 +13,6 @@ import { campaignCharts } from '../stats-section';
 import { CAMPAIGN_TREE, sequenceTree } from './campaign-tree';
 import { formRows, rowControls, STEP_TEMPLATE, stepOf, typedNumber } from '../editors';
 import { listTemplates } from '../../../../core/src/templates/service';
-import { BadRequest } from '../../../../core/src/errors';
 
 /**
  * The rows of the steps editor, with a blank one to add, when the campaign is a line of email steps; null when it
@@ -151,7 +150,6 @@ ${CAMPAIGN_DELIVERABILITY}
     router.post('/campaigns/:id/steps', async (req, res) => {
       const id = validate(idParam, req.params.id);
       const steps = formRows(req, 'step').map((row) => stepOf(row, ['id', 'subject', 'body']));
-      if (!steps.length) throw new BadRequest('steps: a campaign keeps at least one step');
       const changes = validate(campaignChanges, { steps });
       const campaign = await auditAfter(req, res, 'console')(ctx.db, campaignChange(id), (db: Db) => changeCampaign(db, id, changes));
       await ctx.redirect(req, res, `/admin/campaigns/${id}#steps`, `Steps of "${campaign.name}" saved: ${campaign.steps.length}.`);
