@@ -15,13 +15,13 @@ const floors = [
     name: 'resources',
     comment: 'the things the service keeps, and the outbox and transport that send a message',
     folders: ['accounts', 'analytics', 'auth', 'delivery', 'domains', 'mailboxes', 'metrics', 'oauth', 'partitions',
-      'second-factor', 'sso', 'stop-list', 'teams', 'templates', 'tracking-domains', 'verify', 'webhooks'],
+      'second-factor', 'sso', 'stop-list', 'subscriber-links', 'teams', 'templates', 'tracking-domains', 'verify', 'webhooks'],
   },
   {
     name: 'flows',
     comment: 'what combines resources: accepting a send, lists and subscribers, broadcasts, sequences, inbound mail',
-    folders: ['archive', 'batches', 'broadcasts', 'imports', 'inbound', 'lifecycle', 'links', 'outreach',
-      'preferences', 'sandbox', 'sending', 'subscribers', 'suppressions'],
+    folders: ['archive', 'batches', 'broadcasts', 'imports', 'inbound', 'lifecycle', 'links', 'mailbox-settings',
+      'outreach', 'preferences', 'sandbox', 'sending', 'subscribers', 'suppressions'],
   },
   {
     name: 'edges',

@@ -121,9 +121,9 @@ async function makePublicList(): Promise<{ formPath: string; unsubscribePaths: s
   }
   const page = await fetch(`http://127.0.0.1:${PORTS.api}/admin/api/lists/${list.id}/subscribers?limit=1000`, { headers: { Authorization: `Bearer ${ADMIN_TOKEN}` } });
   const { subscribers } = (await page.json()) as { subscribers: { id: number }[] };
-  // the links their emails would carry, made as the worker makes them (broadcasts/copy.ts), under the service's SECRET_KEY
+  // the links their emails would carry, made as the worker makes them (subscriber-links/unsubscribe.ts), under the service's SECRET_KEY
   process.env.SECRET_KEY = SECRET_KEY;
-  const { unsubscribeToken } = await import('../apps/core/src/broadcasts/copy');
+  const { unsubscribeToken } = await import('../apps/core/src/subscriber-links/unsubscribe');
   return { formPath: `/f/${list.key}`, unsubscribePaths: subscribers.map((s) => `/u/${unsubscribeToken(s.id)}`) };
 }
 

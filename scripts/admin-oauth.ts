@@ -3,7 +3,7 @@ import type { Db } from '../apps/core/src/db';
 import { AppError, BadRequest } from '../apps/core/src/errors';
 import { connectResult, startConnect, startReconnect, type ConnectInput } from '../apps/core/src/oauth/connect';
 import { CLI_AUDIT } from './admin-audit';
-import { callbackUrl, OAUTH_PROVIDERS, type OAuthProvider } from '../apps/core/src/oauth/providers';
+import { callbackUrl, OAUTH_PROVIDERS, type OAuthProvider } from '../apps/core/src/mailboxes/oauth-providers';
 
 export const OAUTH_HELP = `  mailbox connect --provider google|microsoft|custom --account ID --address ADDRESS [--name NAME]
                   [--client-id ID] [--client-secret SECRET] [--auth-url URL] [--token-url URL] [--scope S] [--smtp URL] [--imap URL]

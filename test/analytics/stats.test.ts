@@ -1,6 +1,6 @@
 import crypto from 'node:crypto';
 import request from 'supertest';
-import { unsubscribeToken } from '../../apps/core/src/broadcasts/copy';
+import { unsubscribeToken } from '../../apps/core/src/subscriber-links/unsubscribe';
 import { db, rawQuery } from '../../apps/core/src/db';
 import type { InboundMail } from '../../apps/core/src/inbound/classify';
 import { handleInbound } from '../../apps/core/src/inbound/handle';

@@ -6,7 +6,8 @@ import { inTree } from '../helpers/tree';
  * Delivery knows no domain (docs/DEVELOPERS.md, "Layout"): apps/core/src/delivery/ takes what each kind of email needs
  * (its links, its guard, what follows its end) and how a mailbox signs in from the registrations each process's main
  * hands it (core/src/email-kinds), never by importing the folders that write mail. The folders that register are found,
- * not listed: every folder with an `email-kind.ts`, the sign-in (oauth) and the list itself.
+ * not listed: every folder with an `email-kind.ts`, every folder the list imports (the sign-in, oauth; the bounce
+ * policy, inbound) and the list itself.
  */
 const CORE = path.join(__dirname, '..', '..', 'apps', 'core', 'src');
 
@@ -35,7 +36,9 @@ function registeringFolders(core: string): string[] {
   const withKinds = sources(core)
     .filter((f) => path.basename(f) === 'email-kind.ts')
     .map((f) => path.relative(core, f).split(path.sep)[0]!);
-  return [...new Set([...withKinds, 'oauth', 'email-kinds'])].sort();
+  const list = path.join(core, 'email-kinds');
+  const listed = fs.existsSync(list) ? sources(list).flatMap((f) => importedFolders(core, f).map((i) => i.folder)) : [];
+  return [...new Set([...withKinds, ...listed, 'email-kinds'])].filter((f) => f !== 'delivery' && !f.endsWith('.ts')).sort();
 }
 
 /** Each import of a registering folder by a file of delivery/, with its line. */
@@ -50,7 +53,7 @@ function domainImports(core: string): string[] {
 
 describe('delivery knows no domain', () => {
   it('finds the folders that register with delivery (the check sees the real ones)', () => {
-    expect(registeringFolders(CORE)).toEqual(expect.arrayContaining(['broadcasts', 'email-kinds', 'lifecycle', 'oauth', 'outreach', 'preferences', 'sending', 'subscribers']));
+    expect(registeringFolders(CORE)).toEqual(expect.arrayContaining(['broadcasts', 'email-kinds', 'inbound', 'lifecycle', 'oauth', 'outreach', 'preferences', 'sending', 'subscribers']));
   });
 
   it('no file of delivery/ imports a folder that registers with it', () => {
@@ -64,7 +67,8 @@ describe('delivery knows no domain', () => {
       "import { textOf } from '../templates/content';",
       "const lazy = () => import('../email-kinds');",
     ].join('\n');
-    const files = { 'outreach/email-kind.ts': 'export const x = 1;', 'templates/content.ts': 'export const y = 1;', 'delivery/deliver.ts': deliver };
+    const list = "import { oauthLoginOf } from '../oauth/tokens';\nimport type { DeliveryRegistrations } from '../delivery/delivery';";
+    const files = { 'outreach/email-kind.ts': 'export const x = 1;', 'templates/content.ts': 'export const y = 1;', 'email-kinds/index.ts': list, 'delivery/deliver.ts': deliver };
     expect(inTree(files, domainImports)).toEqual(['delivery/deliver.ts:1 imports outreach/', 'delivery/deliver.ts:2 imports oauth/', 'delivery/deliver.ts:4 imports email-kinds/']);
   });
 });

@@ -1,5 +1,5 @@
 import request from 'supertest';
-import { unsubscribeToken } from '../../apps/core/src/broadcasts/copy';
+import { unsubscribeToken } from '../../apps/core/src/subscriber-links/unsubscribe';
 import { db } from '../../apps/core/src/db';
 import { asAdmin, useApi } from '../helpers/api';
 import { useMail } from '../helpers/mail';

@@ -3,7 +3,7 @@ import net from 'node:net';
 import request from 'supertest';
 import { createApp, type ApiApp } from '../../apps/api/src/app';
 import { clientOf } from '../../apps/api/src/middleware/client';
-import { unsubscribeToken } from '../../apps/core/src/broadcasts/copy';
+import { unsubscribeToken } from '../../apps/core/src/subscriber-links/unsubscribe';
 import { db } from '../../apps/core/src/db';
 import { FORM_POSTS_PER_CLIENT, UNSUBSCRIBE_POSTS_PER_CLIENT } from '../../apps/core/src/subscribers/limit';
 import { useApi } from '../helpers/api';

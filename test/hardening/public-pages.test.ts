@@ -1,7 +1,7 @@
 import http from 'node:http';
 import net from 'node:net';
 import { PUBLIC_BODY_DEADLINE_MS } from '../../apps/api/src/app';
-import { unsubscribeToken } from '../../apps/core/src/broadcasts/copy';
+import { unsubscribeToken } from '../../apps/core/src/subscriber-links/unsubscribe';
 import { useListeningApi } from '../helpers/api';
 import { waitFor } from '../helpers/wait';
 import { address, listFixture } from '../lists/support';

@@ -1,6 +1,6 @@
 import { db } from '../../apps/core/src/db';
 import { startInboundReader, type InboundReader } from '../../apps/core/src/inbound/reader';
-import { updateMailbox } from '../../apps/core/src/mailboxes';
+import { updateMailbox } from '../../apps/core/src/mailbox-settings';
 import { useApi } from '../helpers/api';
 import { Dovecot } from '../helpers/dovecot';
 import { useDelivery, useMail } from '../helpers/mail';

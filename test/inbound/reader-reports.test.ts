@@ -3,7 +3,7 @@ import path from 'node:path';
 import { db } from '../../apps/core/src/db';
 import { readReport } from '../../apps/core/src/inbound/bounces';
 import { metrics } from '../../apps/core/src/metrics';
-import { updateMailbox } from '../../apps/core/src/mailboxes';
+import { updateMailbox } from '../../apps/core/src/mailbox-settings';
 import { addSubscriberByKey } from '../../apps/core/src/subscribers/machine';
 import { as, asAdmin } from '../helpers/api';
 import { makeList } from '../helpers/factories';

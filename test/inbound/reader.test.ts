@@ -1,9 +1,9 @@
 import { db } from '../../apps/core/src/db';
-import { checkImap } from '../../apps/core/src/mailboxes/check';
+import { checkImap } from '../../apps/core/src/mailbox-settings/check';
 import { startInboundReader } from '../../apps/core/src/inbound/reader';
 import { metrics } from '../../apps/core/src/metrics';
 import { runSequenceStep } from '../../apps/core/src/outreach/steps';
-import { updateMailbox } from '../../apps/core/src/mailboxes';
+import { updateMailbox } from '../../apps/core/src/mailbox-settings';
 import { asAdmin } from '../helpers/api';
 import { waitFor } from '../helpers/wait';
 import { deliver, stepMessage } from '../outreach/support';

@@ -1,5 +1,5 @@
 import { bounceOfAnswer } from '../../apps/core/src/inbound/bounce-policy';
-import { messageOfVerp, verpAddress, verpToken } from '../../apps/core/src/inbound/verp';
+import { messageOfVerp, verpAddress, verpToken } from '../../apps/core/src/delivery/verp';
 
 describe('VERP tokens (docs/inbound.md)', () => {
   const id = '5f0e0c52-8a63-4a2e-9a3c-0d5f2b0b7e11';

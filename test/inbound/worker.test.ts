@@ -1,5 +1,5 @@
 import { db } from '../../apps/core/src/db';
-import { updateMailbox } from '../../apps/core/src/mailboxes';
+import { updateMailbox } from '../../apps/core/src/mailbox-settings';
 import { Dovecot } from '../helpers/dovecot';
 import { makeTenant } from '../helpers/factories';
 import { runTs } from '../helpers/processes';

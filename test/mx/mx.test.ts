@@ -15,7 +15,7 @@ import { PgProxy } from '../helpers/pg-proxy';
 import { waitFor } from '../helpers/wait';
 import { runClient } from '../smtp/support';
 import { hook, useDispatcher, useReceiver } from '../webhooks/support';
-import { verpAddress } from '../../apps/core/src/inbound/verp';
+import { verpAddress } from '../../apps/core/src/delivery/verp';
 import { dkimKey, inboundDomain, message, signed, useMx } from './support';
 
 /**

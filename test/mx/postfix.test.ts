@@ -1,6 +1,6 @@
 import crypto from 'node:crypto';
 import { db } from '../../apps/core/src/db';
-import { verpAddress } from '../../apps/core/src/inbound/verp';
+import { verpAddress } from '../../apps/core/src/delivery/verp';
 import { useApi } from '../helpers/api';
 import { txt, useDns } from '../helpers/dns-server';
 import { makeTenant } from '../helpers/factories';

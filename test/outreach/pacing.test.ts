@@ -1,5 +1,6 @@
 import { db } from '../../apps/core/src/db';
-import { claimMailboxSlot, effectiveDailyLimit } from '../../apps/core/src/outreach/limits';
+import { effectiveDailyLimit } from '../../apps/core/src/mailboxes/daily-limit';
+import { claimMailboxSlot } from '../../apps/core/src/outreach/limits';
 import { claimDueSteps } from '../../apps/core/src/outreach/scheduler';
 import { asAdmin, useApi } from '../helpers/api';
 import { makeAccount, makeCampaign, makeMailbox } from '../helpers/factories';

@@ -1,5 +1,5 @@
 import { db } from '../../apps/core/src/db';
-import { updateMailbox } from '../../apps/core/src/mailboxes';
+import { updateMailbox } from '../../apps/core/src/mailbox-settings';
 import { rotationCandidates } from '../../apps/core/src/outreach/repository/rotation';
 import { claimDueSteps } from '../../apps/core/src/outreach/scheduler';
 import { runSequenceStep } from '../../apps/core/src/outreach/steps';

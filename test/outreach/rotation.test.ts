@@ -2,7 +2,7 @@ import request from 'supertest';
 import { Webhook } from 'standardwebhooks';
 import { db } from '../../apps/core/src/db';
 import { startInboundReader, type InboundReader } from '../../apps/core/src/inbound/reader';
-import { updateMailbox } from '../../apps/core/src/mailboxes';
+import { updateMailbox } from '../../apps/core/src/mailbox-settings';
 import { claimDueSteps } from '../../apps/core/src/outreach/scheduler';
 import { runSequenceStep } from '../../apps/core/src/outreach/steps';
 import { as, asAdmin, useApi } from '../helpers/api';

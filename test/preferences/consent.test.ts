@@ -2,7 +2,7 @@ import request from 'supertest';
 import { db } from '../../apps/core/src/db';
 import { getImport, receiveImport, runImport } from '../../apps/core/src/imports';
 import { suppressAddress } from '../../apps/core/src/suppressions/suppress';
-import { unsubscribeToken } from '../../apps/core/src/broadcasts/copy';
+import { unsubscribeToken } from '../../apps/core/src/subscriber-links/unsubscribe';
 import { asAdmin, useApi } from '../helpers/api';
 import { address, confirmationMessages, listFixture, tokenOfStored } from '../lists/support';
 import { runAdmin } from '../helpers/processes';

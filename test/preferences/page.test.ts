@@ -1,6 +1,6 @@
 import request from 'supertest';
 import { db } from '../../apps/core/src/db';
-import { preferencesToken } from '../../apps/core/src/subscribers/preferences-token';
+import { preferencesToken } from '../../apps/core/src/subscriber-links/preferences';
 import { LINK_REQUESTS_PER_CLIENT } from '../../apps/core/src/subscribers/limit';
 import { asAdmin, useApi } from '../helpers/api';
 import { useMail } from '../helpers/mail';

@@ -1,8 +1,8 @@
 import request from 'supertest';
-import { subscriberOfToken } from '../../apps/core/src/broadcasts/copy';
+import { subscriberOfToken } from '../../apps/core/src/subscriber-links/unsubscribe';
 import { db } from '../../apps/core/src/db';
-import { preferencesToken } from '../../apps/core/src/subscribers/preferences-token';
-import { unsubscribeToken } from '../../apps/core/src/broadcasts/copy';
+import { preferencesToken } from '../../apps/core/src/subscriber-links/preferences';
+import { unsubscribeToken } from '../../apps/core/src/subscriber-links/unsubscribe';
 import { randomUUID } from 'node:crypto';
 import { asAdmin, useApi } from '../helpers/api';
 import { useMail } from '../helpers/mail';

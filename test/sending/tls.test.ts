@@ -1,4 +1,4 @@
-import { checkSmtp } from '../../apps/core/src/mailboxes/check';
+import { checkSmtp } from '../../apps/core/src/mailbox-settings/check';
 import { db } from '../../apps/core/src/db';
 import request from 'supertest';
 import { ADMIN_TOKEN, as, asAdmin, useApi } from '../helpers/api';

@@ -55,6 +55,14 @@ export function field(req: Request, name: string): string {
   return typeof value === 'string' ? value.trim() : '';
 }
 
+/**
+ * A GET form's query for its resource's own schema (the folder's schema.ts, the admin API's rules): a form sends each of
+ * its fields, an empty one as '', which the API's rules refuse; those are left out, as a request that did not give them.
+ */
+export function formQuery(req: Request): Record<string, unknown> {
+  return Object.fromEntries(Object.entries(req.query).filter(([, value]) => !(typeof value === 'string' && value.trim() === '')));
+}
+
 export const query = (req: Request, name: string): string => {
   const value = req.query[name];
   return typeof value === 'string' ? value.trim() : '';

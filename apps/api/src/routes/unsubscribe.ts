@@ -45,7 +45,7 @@ export function unsubscribeRouter(db: Db): Router {
     })
     .all(methodNotAllowed);
 
-  // an email of topics names this one (broadcasts/copy.ts renderCopy): one-click leaves those topics, not the list
+  // an email of topics names this one (templates/list-copy.ts renderCopy): one-click leaves those topics, not the list
   router
     .route('/u/:token/t/:topics')
     .get(async (req, res) => {

@@ -1,7 +1,7 @@
 import type { Db } from '../db';
 import type { ConsentContext } from '../consent/repository';
 import { removeSubscriber } from '../subscribers/machine';
-import { subscriberOfToken } from './copy';
+import { subscriberOfToken } from '../subscriber-links/unsubscribe';
 import { cancelUnclaimedCopiesOf } from './repository';
 
 export interface UnsubscribeLink {

@@ -1,4 +1,4 @@
-import { verpAddress } from '../inbound/verp';
+import { verpAddress } from './verp';
 import type Mail from 'nodemailer/lib/mailer';
 import { textOf } from '../templates/content';
 import type { EmailKinds } from './kinds';

@@ -7,6 +7,7 @@ import type { EmailKinds } from './kinds';
 import { Heartbeat } from './lease';
 import type { MailboxLogins } from './login';
 import { DeliveryQueue } from './outbox';
+import type { RefusalPolicy } from './refusal';
 import { Transports } from './transport';
 
 /**
@@ -19,6 +20,8 @@ export interface Delivery {
   readonly db: Db;
   /** what each kind of email needs from delivery (its links, its guard, what follows its end): kinds.ts */
   readonly kinds: EmailKinds;
+  /** what a permanent refusal of an email means and does (its bounce, the address's suppression): refusal.ts */
+  readonly refusals: RefusalPolicy;
   readonly claims: FastClaims;
   /** renews the leases of the rows this process holds */
   readonly heartbeat: Heartbeat;
@@ -45,18 +48,27 @@ export interface SandboxOutlet {
   deliver(delivery: Pick<Delivery, 'db' | 'kinds'>, message: ClaimedRow): Promise<Extract<DeliveryOutcome, { kind: 'sent' | 'rejected' | 'early' }>>;
 }
 
-/** What a process's main hands to delivery at start: its kinds of email and how mailboxes sign in (core/src/email-kinds.ts). */
+/**
+ * What a process's main hands to delivery at start: its kinds of email, how mailboxes sign in and what a permanent
+ * refusal does (core/src/email-kinds/).
+ */
 export interface DeliveryRegistrations {
   readonly kinds: EmailKinds;
   readonly logins: MailboxLogins;
+  readonly refusals: RefusalPolicy;
 }
 
 /** `domainKeysTtlMs`: how long the signer keeps a domain's keys (30 s; a test of rotation wants 0). */
 export function createDelivery(db: Db, registrations: DeliveryRegistrations, options: { domainKeysTtlMs?: number; sandbox?: SandboxOutlet } = {}): Delivery {
+  // a registration left out stops the process, as a kind of email left out does (kinds.ts)
+  for (const part of ['kinds', 'logins', 'refusals'] as const) {
+    if (!registrations[part]) throw new Error(`delivery: no ${part} registered (core/src/email-kinds/)`);
+  }
   const transports = new Transports(db, registrations.logins);
   return {
     db,
     kinds: registrations.kinds,
+    refusals: registrations.refusals,
     claims: new FastClaims(db, registrations.kinds),
     heartbeat: new Heartbeat(db),
     transports,

@@ -2,11 +2,11 @@ import type { Db } from '../db';
 import { bounceClass, bounceColumn } from '../analytics/bounces';
 import { countMessage } from '../analytics/repository';
 import { emitMessageEvent } from '../events/messages';
-import { applyBounce, bounceOfAnswer, type Bounce } from '../inbound/bounce-policy';
 import { logger } from '../logger';
 import { TemporaryDeliveryError, type Delivery, type DeliveryOutcome } from './delivery';
 import type { ClaimedRow } from './fast-claim';
 import type { MailboxLoginAway } from './login';
+import type { Refusal, RefusalPolicy } from './refusal';
 import { markAttemptUndelivered } from './repository';
 
 // What an SMTP conversation that did not end in 250 makes of its row: closed for good (and suppressed), deferred, or
@@ -27,20 +27,22 @@ export function serverAway(err: SmtpError): boolean {
   return ['ECONNECTION', 'ESOCKET', 'ETIMEDOUT', 'EDNS', 'ECONNREFUSED', 'ECONNRESET', 'EGREETING'].includes(err.code ?? '') || err.responseCode === 421;
 }
 
-/** Permanent when the server refused for good (5xx) at a step about this message, or nodemailer refused it itself. */
-function permanence(err: SmtpError): { status: 'failed' | 'bounced'; bounce: Bounce | null } | null {
+/**
+ * Permanent when the server refused for good (5xx) at a step about this message, or nodemailer refused it itself. The
+ * answer's meaning (about the address or not, dead or not) is the registered bounce policy's (refusal.ts).
+ */
+function permanence(err: SmtpError, refusals: RefusalPolicy): { status: 'failed' | 'bounced'; refusal: Refusal | null } | null {
   const code = err.responseCode ?? 0;
   if (code >= 500 && code < 600) {
     if (err.command === 'RCPT TO' || err.command === 'DATA' || err.command === 'MAIL FROM') {
       // the same reasons and rules as a report's (docs/inbound.md): about the address -> bounced, else failed
-      const bounce = bounceOfAnswer(err.response ?? err.message, err.command);
-      if (err.command === 'MAIL FROM' && bounce.class !== 'not_address') Object.assign(bounce, { reason: 'rejected', class: 'not_address', dead: false });
-      return { status: bounce.class === 'not_address' ? 'failed' : 'bounced', bounce };
+      const refusal = refusals(err.response ?? err.message, err.command);
+      return { status: refusal.status, refusal };
     }
     // 5xx on AUTH or EHLO is the mailbox's set-up, not this message: retry while the operator fixes it
     return null;
   }
-  if (err.command === 'API' && (err.code === 'EENVELOPE' || err.code === 'EMESSAGE')) return { status: 'failed', bounce: null };
+  if (err.command === 'API' && (err.code === 'EENVELOPE' || err.code === 'EMESSAGE')) return { status: 'failed', refusal: null };
   return null;
 }
 
@@ -77,15 +79,15 @@ export const domainOf = (address: string) => address.slice(address.lastIndexOf('
  * A refused or failed SMTP conversation: permanent answers close the row (and suppress), temporary ones throw. Each
  * such attempt keeps its answer in message_attempts, written by the statement that marks the row.
  */
-export async function recordFailure({ db, kinds }: Pick<Delivery, 'db' | 'kinds'>, message: ClaimedRow, err: SmtpError, options: { lastAttempt: boolean }): Promise<Extract<DeliveryOutcome, { kind: 'rejected' }>> {
+export async function recordFailure({ db, kinds, refusals }: Pick<Delivery, 'db' | 'kinds' | 'refusals'>, message: ClaimedRow, err: SmtpError, options: { lastAttempt: boolean }): Promise<Extract<DeliveryOutcome, { kind: 'rejected' }>> {
   const answer = err.response ?? null;
-  const permanent = permanence(err);
+  const permanent = permanence(err, refusals);
   if (permanent) {
     await db.$transaction(async (tx) => {
       await markAttemptUndelivered(tx, message.id, permanent.status, err.message, answer);
-      if (permanent.bounce) await applyBounce(tx, message.accountId, message.id, message.to, permanent.bounce);
+      if (permanent.refusal) await permanent.refusal.apply(tx, message);
       // an end of delivery: `sent`, and a bounce by its class (analytics/bounces.ts)
-      await countMessage(tx, message.id, permanent.status === 'bounced' ? ['sent', bounceColumn(bounceClass({ dead: permanent.bounce?.dead, smtp: answer }))] : ['sent']);
+      await countMessage(tx, message.id, permanent.status === 'bounced' ? ['sent', bounceColumn(bounceClass({ dead: permanent.refusal?.dead, smtp: answer }))] : ['sent']);
       await emitMessageEvent(tx, message.id, permanent.status === 'bounced' ? 'message.bounced' : 'message.failed');
       // its kind's end without delivery: a bounce may take its campaign's or broadcast's share of dead addresses past
       // the auto-pause rate (outreach/auto-pause.ts)

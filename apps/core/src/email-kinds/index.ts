@@ -1,6 +1,7 @@
 import { broadcastCopies } from '../broadcasts/email-kind';
 import type { DeliveryRegistrations } from '../delivery/delivery';
 import { EmailKinds, type EmailKind } from '../delivery/kinds';
+import { refusalOf } from '../inbound/bounce-policy';
 import { seriesSteps } from '../lifecycle/email-kind';
 import { oauthLoginOf } from '../oauth/tokens';
 import { autoPause, sequenceSteps } from '../outreach/email-kind';
@@ -13,7 +14,8 @@ export const EMAIL_KINDS: readonly EmailKind[] = [sendCopies, confirmationEmails
 
 /**
  * The one list of what delivery takes from the domains (docs/DEVELOPERS.md, "Layout"): each kind of email's links,
- * pre-send guard and what follows its end, registered by the folder that writes it, and how a mailbox signs in. Every
+ * pre-send guard and what follows its end, registered by the folder that writes it, how a mailbox signs in and what a
+ * permanent refusal does (inbound's bounce policy). Every
  * process that composes or delivers mail calls this once at start and hands the result down: the worker's main (and the
  * tests that run its processors, through test/helpers/mail.ts), the API's createApp (the operator's message story).
  * A kind left out refuses to start (delivery/kinds.ts). `kinds`: a test's own variation of the list (its guards).
@@ -22,5 +24,6 @@ export function deliveryRegistrations(kinds: readonly EmailKind[] = EMAIL_KINDS)
   return {
     kinds: new EmailKinds(kinds),
     logins: oauthLoginOf,
+    refusals: refusalOf,
   };
 }

@@ -1,5 +1,6 @@
 import { config } from '../config';
 import type { Tx } from '../db';
+import type { RefusalPolicy } from '../delivery/refusal';
 import { metrics } from '../metrics';
 import { suppressAddress } from '../suppressions/suppress';
 import { findCommand, findReason, findReplyCode, findStatus, reasonClass, type Reason, type ReasonClass } from './bounces/reasons';
@@ -90,3 +91,18 @@ export async function applyBounce(tx: Tx, accountId: number, messageId: string, 
   await suppressAddress(tx, accountId, email, 'bounced', `${n} mailbox failures within ${softBounceDays} days, the last: ${bounce.diagnostic || bounce.reason}`.slice(0, 1000), bounce.reason);
   return { suppressed: true };
 }
+
+/**
+ * The policy delivery calls for a permanent SMTP answer about one email (delivery/refusal.ts), registered at start by
+ * core/src/email-kinds/: the answer read as a report's diagnostic; a refusal of the sender (MAIL FROM) is never about the
+ * address. Applied, it records the bounce and suppresses as a report's does.
+ */
+export const refusalOf: RefusalPolicy = (answer, command) => {
+  const bounce = bounceOfAnswer(answer, command);
+  if (command === 'MAIL FROM' && bounce.class !== 'not_address') Object.assign(bounce, { reason: 'rejected', class: 'not_address', dead: false });
+  return {
+    status: bounce.class === 'not_address' ? 'failed' : 'bounced',
+    dead: bounce.dead,
+    apply: (tx, message) => applyBounce(tx, message.accountId, message.id, message.to, bounce),
+  };
+};

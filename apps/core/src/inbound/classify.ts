@@ -1,7 +1,7 @@
 import { simpleParser, type AddressObject, type ParsedMail } from 'mailparser';
 import { readReport, reasonClass, unknownFormatFailure, type Failed, type Reason, type ReasonClass } from './bounces';
 import { messageIdsIn } from './thread-ids';
-import { messageOfVerp } from './verp';
+import { messageOfVerp } from '../delivery/verp';
 
 /**
  * What an inbound email is, from its own content (docs/inbound.md); matching it to our messages and prospects is match.ts's job.

@@ -1,4 +1,4 @@
-import { subscriberLinks } from '../broadcasts/email-kind';
+import { subscriberLinks } from '../subscriber-links';
 import type { EmailKind } from '../delivery/kinds';
 import { seriesRefusal } from './guard';
 

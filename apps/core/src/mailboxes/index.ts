@@ -6,31 +6,13 @@ import { audited, type AuditContext } from '../audit';
 import type { Db, Tx } from '../db';
 import { BadRequest, Conflict, NotFound } from '../errors';
 import { requireAccount } from '../accounts';
-import { effectiveDailyLimit } from '../outreach/limits';
-import { replanHeldSteps } from '../outreach/replan';
-import { configuredClient, preset, type OAuthProvider } from '../oauth/providers';
-import { releaseWaiting } from '../oauth/state';
-import { forgetAccessToken } from '../oauth/tokens';
+import { configuredClient, preset, type OAuthProvider } from './oauth-providers';
 import { accountWhere, type AccountScope } from '../account-scope';
-import { parseImapUrl, parseServerUrlPassword, parseSmtpUrl, smtpTlsOf, type SmtpTls } from './servers';
+import { effectiveDailyLimit } from './daily-limit';
+import { imapColumns, parseServerUrlPassword, smtpColumns, smtpTlsOf, type SmtpTls } from './servers';
 
 // what the worker connects and signs with, where its callers look for it
 export { imapSettings, smtpSettings, type SmtpSettings } from './servers';
-
-/** The mailbox columns of an imap URL; null or '' turns inbound reading off. */
-function imapColumns(raw: string | null) {
-  if (!raw) return { imapHost: null, imapPort: null, imapSecure: false, imapUser: '', imapPasswordEnc: '', inboundState: 'off', inboundError: null };
-  const imap = parseImapUrl(raw);
-  return {
-    imapHost: imap.host,
-    imapPort: imap.port,
-    imapSecure: imap.secure,
-    imapUser: imap.user,
-    imapPasswordEnc: encryptSecret(imap.password, config().secretKey),
-    inboundState: 'starting',
-    inboundError: null,
-  };
-}
 
 export interface MailboxView {
   id: number;
@@ -237,25 +219,13 @@ export async function createMailbox(db: Tx, input: NewMailbox): Promise<MailboxV
 
 export type MailboxChange = Partial<Pick<NewMailbox, 'auth' | 'name' | 'smtp' | 'daily_limit' | 'gap_seconds' | 'imap' | 'max_per_second' | 'dkim' | 'return_path' | 'gap_jitter' | 'warmup'>> & { paused?: boolean };
 
-/** The SMTP columns of a URL (the password encrypted at rest). */
-function smtpColumns(raw: string, oauthLogin?: string) {
-  const smtp = parseSmtpUrl(raw);
-  return {
-    smtpHost: smtp.host,
-    smtpPort: smtp.port,
-    smtpSecure: smtp.secure,
-    smtpUser: smtp.user || (oauthLogin ? oauthLogin.toLowerCase() : ''),
-    smtpPasswordEnc: encryptSecret(smtp.password, config().secretKey),
-    smtpRequireTls: smtp.requireTls,
-    smtpTlsInsecure: smtp.tls === 'insecure',
-  };
-}
-
 /**
- * PATCH /admin/api/mailboxes/:id: the fields given change (`imap`, `dkim` and `max_per_second`; null turns each off).
- * A refused change (bad URL or key, unknown id) changes nothing.
+ * The row of PATCH /admin/api/mailboxes/:id: the fields given change (`imap`, `dkim` and `max_per_second`; null turns
+ * each off). A refused change (bad URL or key, unknown id) changes nothing. What follows a change beyond the row (the
+ * sign-in's cached token and waiting mail, held outreach steps) is mailbox-settings/'s `updateMailbox`, which the
+ * routes, the console and the CLI call; oauth/connect.ts's reconnect follows it with oauth/reconnect.ts.
  */
-export async function updateMailbox(db: Db, id: number, change: MailboxChange): Promise<MailboxView> {
+export async function writeMailboxChange(db: Db, id: number, change: MailboxChange): Promise<{ before: Mailbox; after: Mailbox }> {
   const current = await db.mailbox.findUnique({ where: { id } });
   if (!current) throw new NotFound(`no mailbox with id ${id}`);
   const servers = change;
@@ -279,20 +249,8 @@ export async function updateMailbox(db: Db, id: number, change: MailboxChange): 
     ...(change.warmup !== undefined ? warmupColumns(change.warmup) : {}),
     ...(change.paused !== undefined ? { paused: change.paused } : {}),
   };
-  const updated = Object.keys(data).length ? await db.mailbox.update({ where: { id }, data }) : current;
-  if (current.authStatus === 'needs_reconnect' && updated.authStatus === 'active') await reconnected(db, id);
-  // new OAuth2 settings (another refresh token, client or endpoint): the cached access token is not theirs
-  else if (change.auth) await forgetAccessToken(id).catch(() => undefined);
-  // steps held by the mailbox's cap or gap are planned again under the new limits (docs/outreach.md)
-  const limits = [change.daily_limit, change.gap_seconds, change.gap_jitter, change.warmup];
-  if (limits.some((l) => l !== undefined)) await replanHeldSteps(db, { mailboxId: id });
-  return mailboxView(updated);
-}
-
-/** A mailbox connected again (a new refresh token, or back to a password): its waiting mail goes out, once. */
-async function reconnected(db: Db, id: number): Promise<void> {
-  await forgetAccessToken(id).catch(() => undefined);
-  await releaseWaiting(db, id);
+  const after = Object.keys(data).length ? await db.mailbox.update({ where: { id }, data }) : current;
+  return { before: current, after };
 }
 
 export async function listMailboxes(db: Tx, account?: AccountScope): Promise<MailboxView[]> {

@@ -1,4 +1,4 @@
-import { OAUTH_PROVIDERS } from '../oauth/providers';
+import { OAUTH_PROVIDERS } from './oauth-providers';
 import { dbId, email, Joi } from '../validate';
 
 /**

@@ -1,10 +1,10 @@
 /**
- * A mailbox's SMTP and IMAP servers: their URLs as an operator writes them, parsed and checked, and the settings the
- * worker connects with (the password decrypted).
+ * A mailbox's SMTP and IMAP servers: their URLs as an operator writes them, parsed and checked, the columns they are
+ * kept in (the password encrypted), and the settings the worker connects with (the password decrypted).
  */
 import type { Mailbox } from '../../../../generated/prisma/client';
 import { config } from '../config';
-import { decryptSecret } from '../crypto';
+import { decryptSecret, encryptSecret } from '../crypto';
 import { BadRequest } from '../errors';
 
 export interface SmtpSettings {
@@ -88,6 +88,30 @@ export function parseServerUrlPassword(raw: string): boolean {
   } catch {
     return false;
   }
+}
+
+/** The columns a server's settings are kept in, named with its prefix (smtpHost, imapUser...): the password encrypted. */
+type Kept<P extends 'smtp' | 'imap'> = { [K in 'Host' | 'User' | 'PasswordEnc' as `${P}${K}`]: string } & { [K in `${P}Port`]: number } & { [K in `${P}Secure`]: boolean };
+
+function kept<P extends 'smtp' | 'imap'>(prefix: P, server: SmtpSettings): Kept<P> {
+  const columns = { Host: server.host, Port: server.port, Secure: server.secure, User: server.user, PasswordEnc: encryptSecret(server.password, config().secretKey) };
+  return Object.fromEntries(Object.entries(columns).map(([name, value]) => [`${prefix}${name}`, value])) as Kept<P>;
+}
+
+/** The SMTP columns of a URL; with OAuth2 (`oauthLogin`) the login name is the address unless the URL names another. */
+export function smtpColumns(raw: string, oauthLogin?: string) {
+  const smtp = parseSmtpUrl(raw);
+  return {
+    ...kept('smtp', { ...smtp, user: smtp.user || (oauthLogin ? oauthLogin.toLowerCase() : '') }),
+    smtpRequireTls: smtp.requireTls,
+    smtpTlsInsecure: smtp.tls === 'insecure',
+  };
+}
+
+/** The IMAP columns of a URL; null or '' turns inbound reading off. */
+export function imapColumns(raw: string | null) {
+  if (!raw) return { imapHost: null, imapPort: null, imapSecure: false, imapUser: '', imapPasswordEnc: '', inboundState: 'off', inboundError: null };
+  return { ...kept('imap', parseImapUrl(raw)), inboundState: 'starting', inboundError: null };
 }
 
 export const smtpTlsOf = (m: Mailbox): SmtpTls => (m.smtpTlsInsecure ? 'insecure' : m.smtpRequireTls || m.smtpSecure ? 'on' : 'off');

@@ -1,5 +1,5 @@
 import type { Db } from '../db';
-import { messageOfVerp } from '../inbound/verp';
+import { messageOfVerp } from '../delivery/verp';
 import { inboundDomainRoutes, type RouteRow } from './repository';
 import { matchRoute } from './routes';
 import type { Target } from './store';

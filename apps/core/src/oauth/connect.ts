@@ -4,10 +4,11 @@ import { decryptSecret, encryptSecret, safeEqual } from '../crypto';
 import { audited, type AuditActor } from '../audit';
 import type { Db } from '../db';
 import { BadRequest } from '../errors';
-import { createMailbox, updateMailbox, type MailboxView } from '../mailboxes';
+import { createMailbox, mailboxView, writeMailboxChange, type MailboxView } from '../mailboxes';
 import { redis, rkey } from '../redis';
+import { signInChanged } from './reconnect';
 import { accountOfIdToken, OAuthGrantRefused, OAuthUnavailable, tokenRequest } from './client';
-import { callbackUrl, configuredClient, preset, type OAuthProvider } from './providers';
+import { callbackUrl, configuredClient, preset, type OAuthProvider } from '../mailboxes/oauth-providers';
 
 /**
  * "Connect a Google / Microsoft mailbox" (docs/mailboxes.md): the authorization-code flow with PKCE (S256). `startConnect`
@@ -214,7 +215,9 @@ async function exchange(db: Db, flow: Flow, query: CallbackQuery, label: string)
     : await db.mailbox.findUnique({ where: { accountId_address: { accountId: flow.input.account, address: flow.input.address } } });
   if (existing) {
     if (existing.address !== flow.input.address) throw new ConnectRefused(`Wrong account: mailbox ${existing.id} is ${existing.address}, not ${flow.input.address}.`);
-    return { mailbox: await updateMailbox(db, existing.id, { auth }), reconnected: true };
+    const { before, after } = await writeMailboxChange(db, existing.id, { auth });
+    await signInChanged(db, before, after, true);
+    return { mailbox: mailboxView(after), reconnected: true };
   }
   const mailbox = await createMailbox(db, {
     account: flow.input.account,

@@ -7,19 +7,9 @@ import { claimSlot, slotState } from './repository/slots';
  * row lock serialises concurrent claims and the second one re-evaluates the condition against the first one's result.
  * It runs inside the step's transaction, so a step that rolls back gives its slot back. Times are clock_timestamp(),
  * not now(): a claim that waited for the row lock must stamp the moment it got the slot, not its transaction's start.
+ * The day's cap during a warm-up is the mailbox's own rule (mailboxes/daily-limit.ts), applied here in SQL.
  */
 export type SlotClaim = { claimed: true; at: Date } | { claimed: false; until: Date; why: 'daily_limit' | 'gap' };
-
-/**
- * The cap GET /admin/api/mailboxes shows as `effective_daily_limit`: the daily_limit, or during a warm-up
- * min(daily_limit, start + step x whole days since the warm-up was set), at `now`; the slot claims apply the same rule
- * in SQL (repository/slots.ts effectiveLimitSql).
- */
-export function effectiveDailyLimit(m: { dailyLimit: number; warmupStart: number | null; warmupStep: number | null; warmupSince: Date | null }, now = new Date()): number {
-  if (m.warmupStart === null || m.warmupSince === null) return m.dailyLimit;
-  const days = Math.floor(Math.max(0, now.getTime() - m.warmupSince.getTime()) / 86_400_000);
-  return Math.min(m.dailyLimit, m.warmupStart + (m.warmupStep ?? 0) * days);
-}
 
 /**
  * Claims a slot. The wait before the next one is drawn here, uniformly from [gap_seconds, gap_seconds x (1 +

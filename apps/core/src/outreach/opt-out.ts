@@ -10,7 +10,7 @@ import { fillMarker, UNSUBSCRIBE_URL_MARKER } from '../templates/markers';
 /**
  * One-click opt-out of outreach emails (RFC 8058; docs/outreach.md): a campaign with `unsubscribe` (the default) puts
  * `List-Unsubscribe: <PUBLIC_URL/u/p<id>.<mac>>` and `List-Unsubscribe-Post` on each step, and `{{unsubscribe_url}}`
- * works in its bodies. The token names one prospect, signed like a subscription's (broadcasts/copy.ts) under another
+ * works in its bodies. The token names one prospect, signed like a subscription's (subscriber-links/unsubscribe.ts) under another
  * label, so neither kind can be turned into the other. Using it stop-lists the address in the account and ends the
  * prospect lost with reason `unsubscribed`.
  */

@@ -125,7 +125,7 @@ const campaignFields = {
   mailboxes: Joi.array().items(dbId()).min(1).max(100),
   stages: Joi.array().items(Joi.string().trim().min(1).max(100)).max(50),
   status: Joi.string().valid(...CAMPAIGN_STATUSES),
-  steps: Joi.array().items(campaignStep).min(1).max(20),
+  steps: Joi.array().items(campaignStep).min(1).max(20).messages({ 'array.min': 'steps: a campaign keeps at least one step' }),
   /** opt-in (docs/analytics.md): the links of its emails through signed redirect tokens */
   track_clicks: Joi.boolean(),
   /** links campaigns: the page the placed link must point to; null removes it */

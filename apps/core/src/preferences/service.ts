@@ -1,7 +1,7 @@
 import type { List, Mailbox, Subscriber } from '../../../../generated/prisma/client';
 import type { Db, Tx } from '../db';
 import { cancelUnclaimedBroadcastCopiesOf, cancelUnclaimedCopiesOf } from '../broadcasts/repository';
-import { subscriberOfToken } from '../broadcasts/copy';
+import { subscriberOfToken } from '../subscriber-links/unsubscribe';
 import { recordConsent, type ConsentContext } from '../consent/repository';
 import { addDeliveryJobs, storeMessages } from '../delivery/outbox';
 import { markEnqueued } from '../delivery/repository';
@@ -10,7 +10,7 @@ import { noteOutage } from '../outage';
 import { withinRedisDeadline } from '../redis';
 import { lockSubscriber } from '../subscribers/repository';
 import { removeSubscriber } from '../subscribers/machine';
-import { subscriberOfPreferencesToken } from '../subscribers/preferences-token';
+import { subscriberOfPreferencesToken } from '../subscriber-links/preferences';
 import { choicesOf, isIn, requireTopics, topicsOf, type Topic } from '../topics';
 import { renderPreferencesLinkEmail } from './email';
 

@@ -93,12 +93,18 @@ export const formInput = Joi.object<{ email: string; name?: string }>({
 /** The admin API's lists and their subscribers (docs/lists.md, docs/preferences.md). */
 export const listChanges = Joi.object({ name: displayName(), confirm: Joi.boolean(), mailbox: dbId(), steps: seriesSteps, topics: topicsSchema, public: Joi.boolean() }).min(1).messages({ 'object.min': 'nothing to change' });
 
+/** A subscriber's statuses, as the listing filters by them (docs/lists.md). */
+export const SUBSCRIBER_STATUSES = ['pending', 'active', 'unsubscribed', 'bounced', 'complained'] as const;
+
 export const subscribersQuery = Joi.object({
-  status: Joi.string().valid('pending', 'active', 'unsubscribed', 'bounced', 'complained'),
+  status: Joi.string().valid(...SUBSCRIBER_STATUSES),
   q: Joi.string().trim().min(1).max(254),
   after: dbId(),
   limit: Joi.number().integer().min(1).max(1000).default(100),
 });
+
+/** The console's search across every list (docs/operator.md): part of an address, `name=value` or `tag:name`. */
+export const subscriberSearch = Joi.object({ q: Joi.string().trim().max(254).label('search'), before: dbId() });
 
 export const listInput = Joi.object({
   account: dbId().required(),

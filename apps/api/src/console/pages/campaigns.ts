@@ -14,7 +14,6 @@ import { CAMPAIGN_TREE, sequenceTree } from './campaign-tree';
 import { formRows, typedNumber } from '../editors';
 import { blankRows, inEditorTerms, NEW_CAMPAIGN_STEPS, STEP_CHOICES, stepRows, STEPS_EDITOR, stepsOfForm } from '../step-form';
 import { listTemplates } from '../../../../core/src/templates/service';
-
 import { campaignChange, creation } from '../../../../core/src/changes';
 import { audit, auditAfter } from '../../middleware/audit';
 import type { Db } from '../../../../core/src/db';

@@ -1,5 +1,5 @@
 import type { Request, Response } from 'express';
-import type { AudienceInput } from '../../../../core/src/broadcasts/schema';
+import type { AudienceInput, Engagement } from '../../../../core/src/broadcasts/schema';
 import { BadRequest } from '../../../../core/src/errors';
 import type { TemplateView } from '../../../../core/src/templates/service';
 import { templateVariables, variablesFromPaths } from '../../../../core/src/templates/variables';
@@ -13,8 +13,8 @@ import { formRows, typedNumber, words } from '../editors';
  * own origin counts as the segment changes (`/admin/static/audience.js`), and without it the Count button does.
  */
 
-const ENGAGEMENT = ['opened', 'clicked', 'not_opened', 'not_clicked'] as const;
-const ENGAGEMENT_LABELS: Record<(typeof ENGAGEMENT)[number], string> = {
+/** The form's words for each engagement of the admin API's `audience.engaged` (broadcasts/schema.ts), one each. */
+const ENGAGEMENT_LABELS: Record<keyof Engagement, string> = {
   opened: 'opened broadcast',
   clicked: 'clicked in broadcast',
   not_opened: 'got and did not open broadcast',
@@ -99,7 +99,8 @@ export function audienceOf(draft: Draft): AudienceInput | undefined {
   }
   if (Object.keys(fields).length) audience.fields = fields;
   if (draft.engaged_how || draft.engaged_broadcast) {
-    if (!(ENGAGEMENT as readonly string[]).includes(draft.engaged_how)) throw new BadRequest('audience: choose how the reader engaged with the broadcast');
+    // the choice left empty; any other value is the schema's to refuse
+    if (!draft.engaged_how) throw new BadRequest('audience: choose how the reader engaged with the broadcast');
     audience.engaged = { [draft.engaged_how]: typedNumber(draft.engaged_broadcast) };
   }
   if (draft.subscribed_after) audience.subscribed_after = dayStart(draft.subscribed_after);

@@ -2,14 +2,9 @@ import { listInbound } from '../../../../core/src/inbound/list';
 import { getReceived, sanitizedHtml } from '../../../../core/src/inbound/received';
 import { NotFound } from '../../../../core/src/errors';
 import { listMailboxes } from '../../../../core/src/mailboxes';
-import { Joi, validate } from '../../../../core/src/validate';
-import { viewScope, type ConsolePage } from '../page';
-
-const inboundFilter = Joi.object({
-  mailbox: Joi.number().integer().positive().allow(''),
-  unmatched: Joi.string().valid('', 'yes'),
-  limit: Joi.number().integer().min(1).max(1000).default(100),
-});
+import { inboundQuery } from '../../../../core/src/inbound/schema';
+import { idParam, validate } from '../../../../core/src/validate';
+import { formQuery, viewScope, type ConsolePage } from '../page';
 
 /** docs/inbound.md in the console: each mailbox's IMAP reader and the emails it handled, newest first. */
 export const inboundPage: ConsolePage = {
@@ -22,7 +17,7 @@ export const inboundPage: ConsolePage = {
 </tbody></table>
 <form method="get" action="/admin/inbound" class="card">
 <label>Mailbox <select name="mailbox"><option value="">all</option><% it.readers.forEach(function (m) { %><option value="<%= m.id %>"<% if (String(m.id) === it.mailbox) { %> selected<% } %>><%= m.address %></option><% }) %></select></label>
-<label><input type="checkbox" name="unmatched" value="yes"<% if (it.unmatched) { %> checked<% } %>> Unmatched reports only</label>
+<label><input type="checkbox" name="unmatched" value="true"<% if (it.unmatched) { %> checked<% } %>> Unmatched reports only</label>
 <label>Show <input name="limit" type="number" min="1" max="1000" value="<%= it.limit %>"></label>
 <button>Filter</button>
 </form>
@@ -45,15 +40,16 @@ export const inboundPage: ConsolePage = {
   },
   routes(router, ctx) {
     router.get('/inbound', async (req, res) => {
-      const filter = validate<{ mailbox?: number | ''; unmatched?: string; limit: number }>(inboundFilter, req.query);
-      const mailbox = filter.mailbox || undefined;
-      const unmatched = filter.unmatched === 'yes';
+      // the admin API's rules (inbound/schema.ts); the account is the viewer's scope, never the query's
+      const filter = validate<{ mailbox?: number; unmatched?: boolean; limit: number }>(inboundQuery, formQuery(req));
+      const { mailbox } = filter;
+      const unmatched = filter.unmatched === true;
       const [readers, messages] = await Promise.all([listMailboxes(ctx.db, viewScope(res)), listInbound(ctx.db, { mailbox, unmatched: unmatched || undefined, limit: filter.limit, account: viewScope(res) })]);
       const addresses = Object.fromEntries(readers.map((m) => [m.id, m.address]));
       ctx.render(req, res, 'inbound', 'Inbound', { readers, messages, addresses, mailbox: mailbox ? String(mailbox) : '', unmatched, limit: filter.limit });
     });
     router.get('/inbound/:id', async (req, res) => {
-      const id = validate<number>(Joi.number().integer().positive().max(2 ** 31 - 1).required().label('id'), req.params.id);
+      const id = validate(idParam, req.params.id);
       const m = await getReceived(ctx.db, id);
       if (!m) throw new NotFound(`no received email with id ${id}`);
       ctx.render(req, res, 'received', `Inbound: ${m.subject || '(no subject)'}`, { m, html: m.html ? sanitizedHtml(m.html) : null });

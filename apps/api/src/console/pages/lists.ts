@@ -1,5 +1,5 @@
 import { importQuery } from '../../../../core/src/imports/schema';
-import { listChanges, listInput } from '../../../../core/src/subscribers/schema';
+import { listChanges, listInput, SUBSCRIBER_STATUSES, subscribersQuery } from '../../../../core/src/subscribers/schema';
 import { listAccounts } from '../../../../core/src/accounts';
 import { writeSubscribersCsv } from '../../../../core/src/subscribers/csv';
 import { lagHeader } from '../../../../core/src/replicas';
@@ -12,22 +12,15 @@ import type { VerifyMode } from '../../../../core/src/verify';
 import { MultipartReader } from '../multipart';
 import { csrfMatches } from '../session';
 import { listMailboxes } from '../../../../core/src/mailboxes';
-import { idParam, Joi, validate } from '../../../../core/src/validate';
+import { idParam, validate } from '../../../../core/src/validate';
 import { ACCOUNT_SELECT, CSRF_FIELD, FORM_LIMIT_TEXT, mailboxSelect } from '../views';
-import { viewScope, field, numberField, type ConsolePage } from '../page';
+import { viewScope, field, formQuery, numberField, type ConsolePage } from '../page';
 import { subscriberRoutes, subscriberTemplates } from './subscriber';
 import { formRows, rowControls, STEP_TEMPLATE, stepOf } from '../editors';
 import { listTemplates } from '../../../../core/src/templates/service';
 import type { Db } from '../../../../core/src/db';
 import { creation, importChange, listChange } from '../../../../core/src/changes';
 import { audit, auditAfter } from '../../middleware/audit';
-
-const SUBSCRIBER_STATUSES = ['pending', 'active', 'unsubscribed', 'bounced', 'complained'] as const;
-const subscribersQuery = Joi.object({
-  q: Joi.string().trim().max(254).allow(''),
-  status: Joi.string().valid(...SUBSCRIBER_STATUSES, ''),
-  after: Joi.number().integer().positive(),
-});
 
 export const listsPage: ConsolePage = {
   path: '/lists',
@@ -175,9 +168,10 @@ ${rowControls('step', 'Step')}
     router.get('/lists/:id', async (req, res) => {
       const list = await getList(ctx.db, validate(idParam, req.params.id));
       const templates = await listTemplates(ctx.db, list.account, 'template');
-      const filter = validate<{ q?: string; status?: string; after?: number }>(subscribersQuery, req.query);
-      const status = filter.status || undefined;
-      const page = await browseSubscribers(ctx.db, list.id, { search: filter.q || undefined, status: status as (typeof SUBSCRIBER_STATUSES)[number] | undefined, after: filter.after });
+      // the admin API's rules (subscribers/schema.ts); a page of the console's own size
+      const filter = validate<{ q?: string; status?: (typeof SUBSCRIBER_STATUSES)[number]; after?: number }>(subscribersQuery, formQuery(req));
+      const { status } = filter;
+      const page = await browseSubscribers(ctx.db, list.id, { search: filter.q, status, after: filter.after });
       const url = formUrl(list.key);
       const seriesRows = [
         ...list.steps.map((s) => ({ blank: false, delay_hours: s.delay_hours, template: s.template, subject: s.subject, html: s.html ?? '', text: s.text ?? '' })),

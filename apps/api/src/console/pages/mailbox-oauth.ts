@@ -1,7 +1,7 @@
 import crypto from 'node:crypto';
 import type { Request, RequestHandler, Response, Router } from 'express';
 import { finishConnect, startConnect, startReconnect, ConnectRefused, type ConnectInput } from '../../../../core/src/oauth/connect';
-import { OAUTH_PROVIDERS, type OAuthProvider } from '../../../../core/src/oauth/providers';
+import { OAUTH_PROVIDERS, type OAuthProvider } from '../../../../core/src/mailboxes/oauth-providers';
 import { listAccounts } from '../../../../core/src/accounts';
 import { idParam, validate } from '../../../../core/src/validate';
 import { findMailbox } from '../../../../core/src/mailboxes';

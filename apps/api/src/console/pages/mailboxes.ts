@@ -1,7 +1,7 @@
 import { mailboxInput } from '../../../../core/src/mailboxes/schema';
 import { listAccounts } from '../../../../core/src/accounts';
 import { createMailboxAudited, findMailbox, listMailboxes, mailboxView } from '../../../../core/src/mailboxes';
-import { testMailbox } from '../../../../core/src/mailboxes/connection';
+import { testMailbox } from '../../../../core/src/mailbox-settings/connection';
 import { idParam, validate } from '../../../../core/src/validate';
 import { auditContext, holdTo } from '../../middleware/audit';
 import { ACCOUNT_SELECT, CSRF_FIELD } from '../views';

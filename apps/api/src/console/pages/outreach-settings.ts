@@ -2,7 +2,7 @@ import type { Request, Router } from 'express';
 import { mailboxChange as mailboxChangeRules } from '../../../../core/src/mailboxes/schema';
 import { campaignChanges } from '../../../../core/src/outreach/schema';
 import { changeCampaign } from '../../../../core/src/outreach/campaigns';
-import { updateMailbox } from '../../../../core/src/mailboxes';
+import { updateMailbox } from '../../../../core/src/mailbox-settings';
 import { idParam, validate } from '../../../../core/src/validate';
 import { CSRF_FIELD, mailboxSelect } from '../views';
 import { field, type PageContext } from '../page';

@@ -1,11 +1,7 @@
 import { listSandbox, sandboxMessage } from '../../../../core/src/sandbox';
-import { Joi, validate } from '../../../../core/src/validate';
-import type { ConsolePage } from '../page';
-
-const sandboxFilter = Joi.object({
-  account: Joi.number().integer().positive().max(2 ** 31 - 1).allow(''),
-  limit: Joi.number().integer().min(1).max(1000).default(100),
-});
+import { sandboxQuery } from '../../../../core/src/sandbox/schema';
+import { validate } from '../../../../core/src/validate';
+import { formQuery, type ConsolePage } from '../page';
 
 /** docs/sandbox.md in the console: what test keys sent, kept instead of delivered, and each message as it was built. */
 export const sandboxPage: ConsolePage = {
@@ -27,8 +23,8 @@ export const sandboxPage: ConsolePage = {
   },
   routes(router, ctx) {
     router.get('/sandbox', async (req, res) => {
-      const filter = validate<{ account?: number | ''; limit: number }>(sandboxFilter, req.query);
-      const messages = await listSandbox(ctx.db, { limit: filter.limit, account: filter.account || undefined });
+      const filter = validate<{ account?: number; limit: number }>(sandboxQuery, formQuery(req));
+      const messages = await listSandbox(ctx.db, { limit: filter.limit, account: filter.account });
       ctx.render(req, res, 'sandbox', 'Sandbox', { messages, account: filter.account ? String(filter.account) : '', limit: filter.limit });
     });
     router.get('/sandbox/:id', async (req, res) => {

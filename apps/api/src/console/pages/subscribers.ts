@@ -1,8 +1,7 @@
-import { Joi, validate } from '../../../../core/src/validate';
+import { validate } from '../../../../core/src/validate';
+import { subscriberSearch } from '../../../../core/src/subscribers/schema';
 import { searchSubscribers, subscriberQuery } from '../../../../core/src/subscribers/search';
-import { query, type ConsolePage } from '../page';
-
-const searchInput = Joi.object({ q: Joi.string().trim().max(254).empty('').label('search'), before: Joi.number().integer().positive().max(2_147_483_647).empty('') });
+import { formQuery, type ConsolePage } from '../page';
 
 /**
  * Subscribers across every list (docs/operator.md): find a person by part of their address, a custom field
@@ -25,7 +24,7 @@ export const subscribersPage: ConsolePage = {
   },
   routes(router, ctx) {
     router.get('/subscribers', async (req, res) => {
-      const { q, before } = validate<{ q?: string; before?: number }>(searchInput, { q: query(req, 'q'), before: query(req, 'before') });
+      const { q, before } = validate<{ q?: string; before?: number }>(subscriberSearch, formQuery(req));
       const page = q ? await searchSubscribers(ctx.reads.db, subscriberQuery(q), { before, limit: 50 }) : null;
       ctx.render(req, res, 'subscribers', 'Subscribers', { q: q ?? '', page });
     });

@@ -1,8 +1,9 @@
 import { Router } from 'express';
 import { mailboxChange as mailboxChangeRules, mailboxInput } from '../../../../core/src/mailboxes/schema';
 import type { Db, Tx } from '../../../../core/src/db';
-import { createMailboxAudited, findMailbox, listMailboxes, mailboxView, updateMailbox } from '../../../../core/src/mailboxes';
-import { testMailbox } from '../../../../core/src/mailboxes/connection';
+import { createMailboxAudited, findMailbox, listMailboxes, mailboxView } from '../../../../core/src/mailboxes';
+import { updateMailbox } from '../../../../core/src/mailbox-settings';
+import { testMailbox } from '../../../../core/src/mailbox-settings/connection';
 import { idParam, listingQuery, validate } from '../../../../core/src/validate';
 import { auditAfter, auditContext, mailboxChange } from '../../middleware/audit';
 import { scopeOf } from '../../middleware/admin';

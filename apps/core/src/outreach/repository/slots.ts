@@ -8,7 +8,7 @@ import { rawQuery, type Tx } from '../../db';
 /**
  * SQL: the mailbox's outreach cap today (a row `m` of mailboxes, at `at`): its daily_limit, or during a warm-up
  * min(daily_limit, start + step x whole days since the warm-up was set). The slot claim and the scheduler's claim use
- * it; limits.ts effectiveDailyLimit is the same rule for what GET shows.
+ * it; mailboxes/daily-limit.ts effectiveDailyLimit is the same rule for what GET shows.
  */
 export function effectiveLimitSql(m: string, at = 'clock_timestamp()'): string {
   return `CASE WHEN ${m}.warmup_start IS NULL THEN ${m}.daily_limit ELSE least(${m}.daily_limit,

@@ -1,11 +1,11 @@
 import type { ImapFlow } from 'imapflow';
 import nodemailer from 'nodemailer';
 import type { Mailbox } from '../../../../generated/prisma/client';
-import { imapSettings, smtpSettings } from './index';
+import { imapSettings, smtpSettings } from '../mailboxes';
 import { db as processDb, type Db } from '../db';
 import { imapAuth } from '../oauth/imap';
 import { oauthLoginOf } from '../oauth/tokens';
-import { connectionOptions } from './smtp-connection';
+import { connectionOptions } from '../mailboxes/smtp-connection';
 import { lazy } from '../lazy';
 
 /** imapflow, loaded by the first IMAP check: the API imports this module for its console, and most never check IMAP. */

@@ -1,6 +1,6 @@
 import type { Db } from '../db';
 import { checkImap, checkSmtp } from './check';
-import { findMailbox } from './index';
+import { findMailbox } from '../mailboxes';
 
 export type ConnectionCheck = { ok: boolean; message: string };
 
