@@ -4,8 +4,8 @@ import { db, rawQuery } from '../../apps/core/src/db';
 import { getCampaign } from '../../apps/core/src/outreach/campaigns';
 import { getList } from '../../apps/core/src/subscribers/lists';
 import { useApi } from '../helpers/api';
-import { collectProblems, signedInWithoutScript, useConsoleBrowser } from './browser';
-import { seedConsole, type Seeded } from './seed';
+import { signedInWithoutScript } from './browser';
+import { DOCS_SHOTS, useSeededConsole, type Seeded } from './seed';
 
 /**
  * The console's structured editors, driven in chromium as an operator would, each checked by what was stored: the
@@ -17,23 +17,15 @@ import { seedConsole, type Seeded } from './seed';
 jest.setTimeout(240_000);
 
 const ctx = useApi();
-const problems: string[] = [];
-const view = useConsoleBrowser(ctx, {
-  signIn: true,
-  viewport: { width: 1366, height: 900 },
-  // a CSP violation or a script error fails the file
-  context: collectProblems(problems),
-});
+// a CSP violation or a script error fails the file
+const consoleView = useSeededConsole(ctx);
+const view = consoleView.view;
 let page: Page;
 let base: string;
 let seeded: Seeded;
-const shots = process.env.CONSOLE_SCREENSHOT ? path.join(__dirname, '../../docs') : null;
+const shots = DOCS_SHOTS;
 
-beforeAll(async () => {
-  ({ page, base } = view);
-  seeded = await seedConsole(ctx.api);
-});
-afterEach(() => expect(problems.splice(0)).toEqual([]));
+beforeAll(() => ({ page, base, seeded } = consoleView));
 
 const flash = () => page.locator('.flash').innerText();
 /** The editor's fieldset of a step, by its legend (`Step 2`, `New step`). */

@@ -5,12 +5,14 @@ import type { Page } from 'playwright-core';
 import { useApi } from '../helpers/api';
 import { useConsoleBrowser } from './browser';
 import { seedConsole } from './seed';
+import { checkPage, type Finding } from './page-check';
 
 /**
  * Every console page, found by following the console's own links from the overview (one page of each shape: a list's
  * page stands for every list's), on a service with data, at a laptop's width (1366 px) and a phone's (390 px): each is
- * screenshot, fails on horizontal scroll of the page itself (a long value scrolls or wraps in its own box), and is
- * checked by axe-core for WCAG 2.x level A and AA violations (labels, contrast, names, keyboard order).
+ * screenshot, fails on horizontal scroll of the page itself (a long value scrolls or wraps in its own box) and, on the
+ * phone, of a table inside its box (there each row reads as a card), and is checked by axe-core for WCAG 2.x level A
+ * and AA violations (labels, contrast, names, keyboard order): page-check.ts.
  * Screenshots go to CONSOLE_LAYOUT_SHOTS, or a folder under the system's temp folder.
  */
 // some 30 pages, each laid out at two widths and checked by axe-core, on a busy 2-core machine
@@ -18,7 +20,6 @@ jest.setTimeout(1_200_000);
 
 const ctx = useApi();
 const view = useConsoleBrowser(ctx, { signIn: true, viewport: { width: 1366, height: 900 } });
-const AXE = fs.readFileSync(require.resolve('axe-core/axe.min.js'), 'utf8');
 const WIDTHS = [1366, 390];
 const SHOTS = process.env.CONSOLE_LAYOUT_SHOTS || fs.mkdtempSync(path.join(os.tmpdir(), 'console-layout-'));
 // links that leave the console's pages: the queue dashboard, the API docs, downloads
@@ -32,33 +33,10 @@ async function consoleLinks(page: Page, base: string): Promise<string[]> {
   return hrefs.filter((h) => !NOT_PAGES.test(h.split(/[?#]/)[0]!)).map((h) => new URL(h, base).pathname + new URL(h, base).search);
 }
 
-interface Finding {
-  page: string;
-  width: number;
-  problem: string;
-}
-
-/** The page as loaded, laid out again at `width` (no reload): its overflow, its axe-core violations, its screenshot. */
+/** The page laid out at `width`, checked (page-check.ts) and screenshot under its shape's name. */
 async function check(page: Page, where: string, width: number): Promise<Finding[]> {
-  await page.setViewportSize({ width, height: 900 });
-  const found: Finding[] = [];
-  // run in the page (a string: the test's TypeScript knows no DOM): how wide the page is, and the first elements past its edge
-  const overflow = await page.evaluate<{ scroll: number; client: number; wide: string[] }>(`(() => {
-    const root = document.documentElement;
-    const wide = [...document.querySelectorAll('body *')]
-      .filter((e) => e.getBoundingClientRect().right > root.clientWidth + 1 && !e.parentElement.closest('.scroll, table, pre, code, svg'))
-      .slice(0, 3)
-      .map((e) => e.tagName.toLowerCase() + (e.id ? '#' + e.id : '') + (e.className && typeof e.className === 'string' ? '.' + e.className.trim().replace(/\\s+/g, '.') : ''));
-    return { scroll: root.scrollWidth, client: root.clientWidth, wide };
-  })()`);
-  if (overflow.scroll > overflow.client) found.push({ page: where, width, problem: `scrolls sideways: ${overflow.scroll} px wide in ${overflow.client} (${overflow.wide.join(', ')})` });
-  if ((await page.evaluate('typeof axe')) === 'undefined') await page.evaluate(AXE);
-  const violations = await page.evaluate<string[]>(`axe.run(document, { runOnly: { type: 'tag', values: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa'] }, resultTypes: ['violations'] })
-    .then((r) => r.violations.map((v) => v.id + ' (' + v.impact + ') at ' + v.nodes.slice(0, 3).map((n) => n.target.join(' ')).join(', ')))`);
-  for (const v of violations) found.push({ page: where, width, problem: `axe: ${v}` });
   const name = shapeOf(where).replace(/^\/admin\/?/, '').replace(/[/:]+/g, '-') || 'overview';
-  await page.screenshot({ path: path.join(SHOTS, `${name}-${width}.png`), fullPage: true });
-  return found;
+  return checkPage(page, where, width, path.join(SHOTS, `${name}-${width}.png`));
 }
 
 describe('every console page', () => {

@@ -1,8 +1,11 @@
+import path from 'node:path';
 import request from 'supertest';
 import { db, rawQuery } from '../../apps/core/src/db';
 import { addDomain } from '../../apps/core/src/domains';
 import { createTemplate } from '../../apps/core/src/templates/service';
+import type { Page } from 'playwright-core';
 import type { ApiApp } from '../../apps/api/src/app';
+import { collectProblems, useConsoleBrowser, type ConsoleBrowser } from './browser';
 import { makeCampaign, makeList, makeTenant, wantEvents } from '../helpers/factories';
 
 /** What `seedConsole` made: the ids a test links to. */
@@ -71,4 +74,34 @@ export async function seedConsole(api: ApiApp): Promise<Seeded> {
     ],
   });
   return { account, mailbox, list: listRow.id, listKey: list.key, subscriber: subscriber.id, campaign: campaign.id, broadcast: broadcast.id, domain: domain.id, template: template.id, message: message!.id };
+}
+
+/** CONSOLE_SCREENSHOT=1: where the browser tests write the pictures of the docs; null otherwise. */
+export const DOCS_SHOTS = process.env.CONSOLE_SCREENSHOT ? path.join(__dirname, '../../docs') : null;
+
+/**
+ * The file's API with `seedConsole`'s data, seen by a signed-in chromium at 1366 px (browser.ts), made before the file's
+ * tests; a CSP violation or a script error on a page fails the test it happens in.
+ */
+export function useSeededConsole(ctx: { readonly api: ApiApp }): { readonly view: ConsoleBrowser; readonly page: Page; readonly base: string; readonly seeded: Seeded } {
+  const problems: string[] = [];
+  const view = useConsoleBrowser(ctx, { signIn: true, viewport: { width: 1366, height: 900 }, context: collectProblems(problems) });
+  let seeded: Seeded | undefined;
+  beforeAll(async () => {
+    seeded = await seedConsole(ctx.api);
+  });
+  afterEach(() => expect(problems.splice(0)).toEqual([]));
+  return {
+    view,
+    get page() {
+      return view.page;
+    },
+    get base() {
+      return view.base;
+    },
+    get seeded() {
+      if (!seeded) throw new Error('useSeededConsole(): the data is seeded in beforeAll');
+      return seeded;
+    },
+  };
 }

@@ -125,12 +125,13 @@ describe('branches', () => {
     expect(node('last')).toMatchObject({ sent: 0, waiting: 1 });
     expect(stats.tree.ended).toBe(2);
 
-    // the console's campaign page draws it as a tree: a condition's branches under it, counts per step
+    // the console's campaign page draws it as a tree: a condition's branches under it, counts per step (each cell
+    // labelled with its column: a card on a phone)
     const agent = request.agent(ctx.api.app);
     const csrf = /name="_csrf" value="([^"]+)"/.exec((await agent.get('/admin/signin')).text)![1]!;
     await agent.post('/admin/signin').type('form').send({ _csrf: csrf, token: ADMIN_TOKEN }).expect(303);
     const page = (await agent.get(`/admin/campaigns/${campaign.id}`).expect(200)).text;
-    const row = (id: string) => new RegExp(`<tr data-step="${id}"><td class="depth-(\\d+)">(.*?)</td><td>(\\d*)</td><td>(\\d*)</td></tr>`).exec(page)?.slice(1);
+    const row = (id: string) => new RegExp(`<tr data-step="${id}"><td data-label="Step" class="depth-(\\d+)">(.*?)</td><td data-label="Sent">(\\d*)</td><td data-label="Waiting here">(\\d*)</td></tr>`).exec(page)?.slice(1);
     expect(row('intro')).toEqual(['0', '<strong>intro</strong>', '4', '0']);
     expect(row('check')).toEqual(['0', '<strong>check</strong>: if out_of_office', '', '0']);
     expect(row('welcome-back')).toEqual(['1', '<span class="muted">then →</span> <strong>welcome-back</strong>', '1', '0']);

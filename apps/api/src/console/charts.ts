@@ -208,7 +208,7 @@ function numbersTable(points: ChartPoint[], series: LineSeries[], unit: string):
     .filter((p) => series.some((s) => (p.values[s.key] ?? 0) > 0))
     .map((p) => `<tr><td>${esc(p.at)}</td>${series.map((s) => `<td>${p.values[s.key] ?? 0}</td>`).join('')}</tr>`)
     .join('');
-  return `<details><summary>The numbers</summary><table>${head}${rows || `<tr><td colspan="${series.length + 1}">Nothing happened in this range.</td></tr>`}</table></details>`;
+  return `<details><summary>The numbers</summary><table><thead>${head}</thead><tbody>${rows || `<tr><td colspan="${series.length + 1}">Nothing happened in this range.</td></tr>`}</tbody></table></details>`;
 }
 
 export interface FunnelStep {

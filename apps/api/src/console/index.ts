@@ -1,3 +1,4 @@
+import { labelCells } from './cards';
 import { createReads, type Reads } from '../../../core/src/replicas';
 import express, { Router, type ErrorRequestHandler, type Request, type RequestHandler, type Response } from 'express';
 import helmet from 'helmet';
@@ -87,8 +88,9 @@ export function consoleRouter(db: Db, bodies: { budget: BodyBudget; signInBudget
   const oidc = config().oidc;
   const sso = oidc ? createSso(oidc) : null;
   // a signed-in admin's forms are read within the API's body budget; anybody else's (the sign-in) within the sign-in's
-  // own small one, and at most 4 KB; 400 fields hold the editors' rows (20 steps and a blank one, 7 fields each: editors.ts)
-  const form = bodies.budget.around(express.urlencoded({ extended: false, limit: FORM_LIMIT, parameterLimit: 400 }));
+  // own small one, and at most 4 KB; 1,500 fields hold the editors' rows (a campaign's 20 steps and blank ones, each
+  // with its ten A/B variants: step-form.ts)
+  const form = bodies.budget.around(express.urlencoded({ extended: false, limit: FORM_LIMIT, parameterLimit: 1500 }));
   const strangerForm = bodies.signInBudget.around(express.urlencoded({ extended: false, limit: '4kb', parameterLimit: 10 }));
 
   const render: PageContext['render'] = (req, res, template, title, data = {}, status = 200) => {
@@ -102,7 +104,8 @@ export function consoleRouter(db: Db, bodies: { budget: BodyBudget; signInBudget
     }
     const csrf = signedIn ? session.csrf : typeof data.csrf === 'string' ? data.csrf : '';
     const page = { ...data, csrf, sso: sso?.settings.label ?? null };
-    const body = user ? withoutForbiddenForms(views.render(`@${template}`, page), user) : views.render(`@${template}`, page);
+    const rendered = views.render(`@${template}`, page);
+    const body = labelCells(user ? withoutForbiddenForms(rendered, user) : rendered);
     // long values get a copy button from the console's own script (copy-script.ts): only such pages allow it
     const copies = holdsCopies(body);
     if (copies) allowScript(res);

@@ -7,8 +7,9 @@ import { shown } from './dates';
  * SVG charts section built from numbers and escaped text by charts.ts.
  * No template carries an inline script or style: the CSP allows neither; the few scripts are files of the console's own
  * origin, allowed only on the pages that load them (copy-script.ts, pages/compose.ts, passkey-script.ts).
- * Every table of a page is a tab stop: on a phone a wide table scrolls in its own box, which the keyboard must reach;
- * there its cells keep a readable width (a word, not a few letters) rather than squeezing into the screen.
+ * On a phone (at most 760 px) a table with a head reads as cards, a row each, its cells labelled by their column's
+ * heading (cards.ts); a table without one (a heading per row) scrolls in its own box if it must, so every table of a
+ * page is a tab stop the keyboard reaches, and its cells keep a readable width (a word, not a few letters).
  */
 const LAYOUT = `<!doctype html>
 <html lang="en">
@@ -81,6 +82,7 @@ td code.value{display:block;max-height:8em;overflow:auto;font-size:.85em}
 fieldset.row,fieldset.group{border:1px solid #d5dae0;margin:.6em 0;padding:.4em .8em;min-width:0}fieldset.row legend,fieldset.group legend{font-weight:600}
 fieldset.row label,div.pair label{display:inline-block;margin:.3em 1em .3em 0}fieldset.row label:has(textarea){display:block;margin-right:0}
 input.position{width:4.5em}
+details.kind{margin:.4em 0}details.kind summary{cursor:pointer;font-weight:600;color:#1a4f8f}
 time,.when{white-space:nowrap}
 @media (max-width:760px){
 main{padding:.6em .7em}
@@ -88,6 +90,12 @@ header{padding:.5em .7em;gap:.5em}
 table{display:block;overflow-x:auto;max-width:100%}
 th,td{overflow-wrap:break-word;min-width:6.5em}td code.value{display:block;min-width:18em}
 table.facts{display:table}table.facts th{width:auto}
+table[data-cards],table[data-cards] tbody,table[data-cards] tr,table[data-cards] td{display:block;min-width:0}
+table[data-cards]{background:none;overflow:visible}
+table[data-cards] thead{position:absolute;width:1px;height:1px;overflow:hidden;clip-path:inset(50%);white-space:nowrap}
+table[data-cards] tr{background:#fff;border:1px solid #d5dae0;border-radius:3px;margin:0 0 .6em;padding:.15em 0}
+table[data-cards] td{border-bottom:1px solid #eef1f5}table[data-cards] td:last-child{border-bottom:0}
+table[data-cards] td[data-label]:not([data-label=""])::before{content:attr(data-label) ": ";font-weight:600;color:#3d454d}
 form.card label,form.card.search label,form.card.range label{display:block;margin-right:0}
 input:not([type=checkbox]):not([type=radio]):not([type=hidden]),select{width:100%}
 .chart-figure{padding:.3em}

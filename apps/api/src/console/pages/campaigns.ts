@@ -1,7 +1,7 @@
 import { campaignChanges, campaignInput } from '../../../../core/src/outreach/schema';
 import { listAccounts } from '../../../../core/src/accounts';
 import { browseCampaigns, prospectCounts } from '../../../../core/src/outreach/browse';
-import { changeCampaign, createCampaign, getCampaign, GOALS, type EmailStepInput, type StepInput } from '../../../../core/src/outreach/campaigns';
+import { changeCampaign, createCampaign, getCampaign, GOALS } from '../../../../core/src/outreach/campaigns';
 import { listMailboxes } from '../../../../core/src/mailboxes';
 import { idParam, validate } from '../../../../core/src/validate';
 import { ACCOUNT_SELECT, CSRF_FIELD, mailboxSelect } from '../views';
@@ -11,20 +11,9 @@ import { campaignStats } from '../../../../core/src/outreach/stats';
 import { CAMPAIGN_DELIVERABILITY, CAMPAIGN_STATS, campaignSendingRoutes } from './outreach-settings';
 import { campaignCharts } from '../stats-section';
 import { CAMPAIGN_TREE, sequenceTree } from './campaign-tree';
-import { formRows, rowControls, STEP_TEMPLATE, stepOf, typedNumber } from '../editors';
+import { formRows, typedNumber } from '../editors';
+import { blankRows, inEditorTerms, NEW_CAMPAIGN_STEPS, STEP_CHOICES, stepRows, STEPS_EDITOR, stepsOfForm } from '../step-form';
 import { listTemplates } from '../../../../core/src/templates/service';
-
-/**
- * The rows of the steps editor, with a blank one to add, when the campaign is a line of email steps; null when it
- * branches or tests variants (that shape is edited through the admin API). Numbered ids are left to follow the
- * positions; a step's own named id stays with it.
- */
-function editableSteps(steps: StepInput[]) {
-  const emails = steps.filter((s): s is EmailStepInput => s.type !== 'condition' && !s.variants && !s.next);
-  if (emails.length !== steps.length) return null;
-  const rows = emails.map((s) => ({ blank: false, id: s.id && !/^\d+$/.test(s.id) ? s.id : '', delay_hours: s.delay_hours, template: s.template ?? null, subject: s.subject ?? '', body: s.body ?? '' }));
-  return [...rows, { blank: true, id: '', delay_hours: '', template: null, subject: '', body: '' }];
-}
 import { campaignChange, creation } from '../../../../core/src/changes';
 import { audit, auditAfter } from '../../middleware/audit';
 import type { Db } from '../../../../core/src/db';
@@ -37,15 +26,13 @@ export const campaignsPage: ConsolePage = {
 <% it.campaigns.forEach(function (c) { %><tr><td><%= c.id %></td><td><%= c.account %></td><td><a href="/admin/campaigns/<%= c.id %>"><%= c.name %></a></td><td><%= c.goal %></td><td><%= c.status %></td><td><%= c.prospects %></td>
 <td><form method="post" action="/admin/campaigns/<%= c.id %>/status" class="inline">${CSRF_FIELD}<% if (c.status === 'running') { %><input type="hidden" name="status" value="paused"><button>Pause</button><% } else { %><input type="hidden" name="status" value="running"><button><%= c.status === 'paused' ? 'Resume' : 'Start' %></button><% } %></form></td></tr><% }) %>
 </tbody></table>
-<form method="post" action="/admin/campaigns" class="card">${CSRF_FIELD}
+<form method="post" action="/admin/campaigns" class="card" id="new-campaign">${CSRF_FIELD}
 <h2>New campaign</h2>
 ${ACCOUNT_SELECT}
 <label>Name <input name="name" required maxlength="200"></label>
 <label>Goal <select name="goal"><% it.goals.forEach(function (g) { %><option><%= g %></option><% }) %></select></label>
 ${mailboxSelect('Mailbox')}
-<label>First step: subject <input name="subject" required maxlength="300" size="50"></label>
-<label>Body <textarea name="body" required></textarea></label>
-<label>Delay (hours) <input name="delay_hours" type="number" min="0" value="0" required></label>
+${NEW_CAMPAIGN_STEPS}
 <button>Create campaign</button>
 </form>`,
     campaign: `<p><a href="/admin/campaigns">All campaigns</a> · <%= it.campaign.goal %> · <strong><%= it.campaign.status %></strong> · <%= it.campaign.prospects %> prospects</p>
@@ -54,19 +41,7 @@ ${mailboxSelect('Mailbox')}
 <table><thead><tr><th>#</th><th>After (hours)</th><th>Subject</th><th>Body</th></tr></thead><tbody>
 <% it.campaign.steps.forEach(function (s, i) { %><tr><td><%= s.id || i + 1 %></td><td><%= s.type === 'condition' ? 'if ' + s.if + ' within ' + s.within_hours + ' h: ' + s.then + ' / ' + s.else : s.delay_hours %></td><td><%= s.subject || (s.variants ? s.variants.length + ' variants' : (s.template ? '(template ' + s.template + ')' : '')) %></td><td><%= s.body || '' %></td></tr><% }) %>
 </tbody></table>
-<% if (it.stepRows) { %><form method="post" action="/admin/campaigns/<%= it.campaign.id %>/steps" class="card" id="steps">${CSRF_FIELD}
-<h2>Edit the steps</h2>
-<p class="muted">Each step waits its hours after the one before (step 1: after the prospect is added). A step is its own subject and body or a stored template of the account. Reorder with the positions; a removed or blank step is left out; at least one step stays.</p>
-<% it.stepRows.forEach(function (s, i) { var n = i + 1; %><fieldset class="row step"><legend><%= s.blank ? 'New step' : 'Step ' + n %></legend>
-<% if (s.id) { %><input type="hidden" name="step<%= i %>.id" value="<%= s.id %>"><% } %>
-<label>After (hours) <input type="number" name="step<%= i %>.delay_hours" min="0" step="any" value="<%= s.delay_hours %>"></label>
-${STEP_TEMPLATE}
-<label>Subject <input name="step<%= i %>.subject" maxlength="300" value="<%= s.subject %>"></label>
-<label>Body <textarea name="step<%= i %>.body" rows="4"><%= s.body %></textarea></label>
-${rowControls('step', 'Step')}
-</fieldset><% }) %>
-<button>Save the steps</button>
-</form><% } else { %><p class="muted" id="steps">This campaign branches or tests variants: change its steps through the admin API (PATCH /admin/api/campaigns/<%= it.campaign.id %>, docs/outreach.md).</p><% } %>
+${STEPS_EDITOR}
 ${CAMPAIGN_TREE}
 <h2>Prospects by status and stage</h2>
 <table><thead><tr><th>Status</th><th>Stage</th><th>Prospects</th></tr></thead><tbody>
@@ -103,18 +78,16 @@ ${CAMPAIGN_DELIVERABILITY}
   },
   routes(router, ctx) {
     router.get('/campaigns', async (req, res) => {
-      const [campaigns, accounts, mailboxes] = await Promise.all([browseCampaigns(ctx.db, viewScope(res)), listAccounts(ctx.db, viewScope(res)), listMailboxes(ctx.db, viewScope(res))]);
-      ctx.render(req, res, 'campaigns', 'Campaigns', { campaigns, accounts, mailboxes, goals: GOALS });
+      const scope = viewScope(res);
+      const [campaigns, accounts, mailboxes, templates] = await Promise.all([browseCampaigns(ctx.db, scope), listAccounts(ctx.db, scope), listMailboxes(ctx.db, scope), listTemplates(ctx.db, scope, 'template')]);
+      ctx.render(req, res, 'campaigns', 'Campaigns', { campaigns, accounts, mailboxes, goals: GOALS, templates, stepRows: stepRows([], blankRows(query(req, 'blank'))), ...STEP_CHOICES });
     });
     router.post('/campaigns', async (req, res) => {
-      const input = validate(campaignInput, {
-        account: numberField(req, 'account'),
-        name: field(req, 'name'),
-        goal: field(req, 'goal'),
-        mailbox: numberField(req, 'mailbox'),
-        steps: [{ subject: field(req, 'subject'), body: field(req, 'body'), delay_hours: numberField(req, 'delay_hours') }],
+      // the form's steps as the admin API's, checked by its schema: a refusal names the step as the form shows it
+      const campaign = await inEditorTerms(() => {
+        const input = validate(campaignInput, { account: numberField(req, 'account'), name: field(req, 'name'), goal: field(req, 'goal'), mailbox: numberField(req, 'mailbox'), steps: stepsOfForm(req) });
+        return audit(req, res, 'console')(ctx.db, creation('campaign', input.account), (db: Db) => createCampaign(db, input));
       });
-      const campaign = await audit(req, res, 'console')(ctx.db, creation('campaign', input.account), (db: Db) => createCampaign(db, input));
       await ctx.redirect(req, res, '/admin/campaigns', `Campaign ${campaign.id} "${campaign.name}" created (${campaign.status}).`);
     });
     router.post('/campaigns/:id/status', async (req, res) => {
@@ -137,7 +110,7 @@ ${CAMPAIGN_DELIVERABILITY}
       ]);
       const used = (m: { id: number }) => campaign.mailboxes.indexOf(m.id);
       const rotation = [...mailboxes.filter((m) => used(m) >= 0).sort((a, b) => used(a) - used(b)), ...mailboxes.filter((m) => used(m) < 0)].map((m) => ({ id: m.id, address: m.address, used: used(m) >= 0 }));
-      ctx.render(req, res, 'campaign', `Campaign ${campaign.name}`, { campaign, counts, stats, tree: sequenceTree(stats.tree.nodes), charts, prospects, pf: filter, prospectStatuses: PROSPECT_STATUSES, rotation, templates, stepRows: editableSteps(campaign.steps) });
+      ctx.render(req, res, 'campaign', `Campaign ${campaign.name}`, { campaign, counts, stats, tree: sequenceTree(stats.tree.nodes), charts, prospects, pf: filter, prospectStatuses: PROSPECT_STATUSES, rotation, templates, stepRows: stepRows(campaign.steps, blankRows(query(req, 'blank'))), ...STEP_CHOICES });
     });
     router.post('/campaigns/:id/mailboxes', async (req, res) => {
       const id = validate(idParam, req.params.id);
@@ -146,12 +119,13 @@ ${CAMPAIGN_DELIVERABILITY}
       const campaign = await auditAfter(req, res, 'console')(ctx.db, campaignChange(id), (db: Db) => changeCampaign(db, id, changes));
       await ctx.redirect(req, res, `/admin/campaigns/${id}`, `Mailboxes of "${campaign.name}" saved: ${campaign.mailboxes.join(', ')}.`);
     });
-    // the steps editor of a linear campaign: its rows as the admin API's `steps`
+    // the steps editor: its rows as the admin API's `steps`, checked by the same schema, refused in the editor's words
     router.post('/campaigns/:id/steps', async (req, res) => {
       const id = validate(idParam, req.params.id);
-      const steps = formRows(req, 'step').map((row) => stepOf(row, ['id', 'subject', 'body']));
-      const changes = validate(campaignChanges, { steps });
-      const campaign = await auditAfter(req, res, 'console')(ctx.db, campaignChange(id), (db: Db) => changeCampaign(db, id, changes));
+      const campaign = await inEditorTerms(() => {
+        const changes = validate(campaignChanges, { steps: stepsOfForm(req) });
+        return auditAfter(req, res, 'console')(ctx.db, campaignChange(id), (db: Db) => changeCampaign(db, id, changes));
+      });
       await ctx.redirect(req, res, `/admin/campaigns/${id}#steps`, `Steps of "${campaign.name}" saved: ${campaign.steps.length}.`);
     });
     campaignSendingRoutes(router, ctx);
