@@ -53,7 +53,8 @@ export const inboundPage: ConsolePage = {
       ctx.render(req, res, 'inbound', 'Inbound', { readers, messages, addresses, mailbox: mailbox ? String(mailbox) : '', unmatched, limit: filter.limit });
     });
     router.get('/inbound/:id', async (req, res) => {
-      const id = validate<number>(Joi.number().integer().positive().max(2 ** 31 - 1).required().label('id'), req.params.id);
+      // an inbound id is a bigint of its time, below 2^53 (docs/partitions.md)
+      const id = validate<number>(Joi.number().integer().positive().max(Number.MAX_SAFE_INTEGER).required().label('id'), req.params.id);
       const m = await getReceived(ctx.db, id);
       if (!m) throw new NotFound(`no received email with id ${id}`);
       ctx.render(req, res, 'received', `Inbound: ${m.subject || '(no subject)'}`, { m, html: m.html ? sanitizedHtml(m.html) : null });
