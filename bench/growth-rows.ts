@@ -3,8 +3,7 @@
  * needs, and the kept database (BENCH_KEEP_GROWTH): its tenant, its names, and the rows a measured run added, removed.
  */
 import { Client } from 'pg';
-import { idFloor } from '../apps/core/src/ids';
-import { PARTITIONED, intervalStart, nextIntervalStart, partitionName } from '../apps/core/src/partitions';
+import { PARTITIONED, boundAt, intervalStart, nextIntervalStart, partitionName } from '../apps/core/src/partitions';
 
 export const GROWTH_MESSAGES = Number(process.env.BENCH_GROWTH_MESSAGES ?? 10_000_000);
 export const GROWTH_SUBSCRIBERS = Number(process.env.BENCH_GROWTH_SUBSCRIBERS ?? 1_000_000);
@@ -92,7 +91,7 @@ export async function fill(databaseUrl: string, tenant: { account: number; mailb
     for (let month = intervalStart(Date.now() - 366 * 86_400_000, 'month'); month < intervalStart(Date.now(), 'month'); month = nextIntervalStart(month, 'month')) {
       for (const { table } of PARTITIONED) {
         await pgs[0]!.query(
-          `CREATE TABLE IF NOT EXISTS ${partitionName(table, month)} PARTITION OF ${table} FOR VALUES FROM ('${idFloor(month)}') TO ('${idFloor(nextIntervalStart(month, 'month'))}')`,
+          `CREATE TABLE IF NOT EXISTS ${partitionName(table, month)} PARTITION OF ${table} FOR VALUES FROM ('${boundAt(table, month)}') TO ('${boundAt(table, nextIntervalStart(month, 'month'))}')`,
         );
       }
     }

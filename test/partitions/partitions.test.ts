@@ -1,7 +1,7 @@
 import request from 'supertest';
 import { db, rawQuery } from '../../apps/core/src/db';
 import { idFloor, newId } from '../../apps/core/src/ids';
-import { ensurePartitions, intervalStart, missingRanges, nextIntervalStart, partitionStates, PARTITIONED } from '../../apps/core/src/partitions';
+import { boundAt, ensurePartitions, intervalStart, missingRanges, nextIntervalStart, partitionStates, PARTITIONED } from '../../apps/core/src/partitions';
 import { createPartition, listPartitions } from '../../apps/core/src/partitions/repository';
 import { dropOldRecords } from '../../apps/core/src/retention';
 import { ADMIN_TOKEN, as, useApi } from '../helpers/api';
@@ -117,8 +117,8 @@ describe('retention by DROP', () => {
     const firstDay = intervalStart(old(100), 'day');
     const secondDay = firstDay + DAY;
     for (const { table } of PARTITIONED) {
-      await createPartition(db(), table, `${table}_p_old1`, idFloor(firstDay), idFloor(secondDay));
-      await createPartition(db(), table, `${table}_p_old2`, idFloor(secondDay), idFloor(secondDay + DAY));
+      await createPartition(db(), table, `${table}_p_old1`, boundAt(table, firstDay), boundAt(table, secondDay));
+      await createPartition(db(), table, `${table}_p_old2`, boundAt(table, secondDay), boundAt(table, secondDay + DAY));
     }
     const event = async (ms: number, dispatched: boolean) => {
       const id = newId(ms);
@@ -138,8 +138,8 @@ describe('retention by DROP', () => {
     const recent = await event(Date.now(), true);
 
     const dropped = await dropOldRecords(db());
-    // events' first day, the attempts' two days, and both days of the (empty) clicks, opens and MX partitions
-    expect(dropped).toMatchObject({ partitions: 9, events: 1 });
+    // events' first day, the attempts' two days, and both days of the (empty) clicks, opens, MX and inbound partitions
+    expect(dropped).toMatchObject({ partitions: 11, events: 1 });
     expect(await tableExists('events_p_old1')).toBe(false);
     expect(await tableExists('message_attempts_p_old1')).toBe(false);
     expect(await tableExists('message_attempts_p_old2')).toBe(false);

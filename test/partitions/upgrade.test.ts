@@ -1,14 +1,11 @@
-import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
 import { Client } from 'pg';
 import { createDb, rawQuery, type Db } from '../../apps/core/src/db';
 import { newId } from '../../apps/core/src/ids';
 import { createMailbox } from '../../apps/core/src/mailboxes';
-import { MIGRATIONS_DIR, migrate } from '../../apps/core/src/migrate';
+import { migrate } from '../../apps/core/src/migrate';
 import { createCampaign } from '../../apps/core/src/outreach/campaigns';
 import { createList } from '../../apps/core/src/subscribers/lists';
-import { databaseUrl } from '../setup/shared';
+import { usePreviousSchema } from '../helpers/previous-schema';
 
 /**
  * Upgrading an installation filled by the previous schema (docs/partitions.md, "Upgrading an existing installation"): the migration rebuilds
@@ -16,27 +13,17 @@ import { databaseUrl } from '../setup/shared';
  * arriving (they wait for the migration's locks, then land in the new tables): none lost, none twice.
  */
 const MIGRATION = '20261129190000_time_partitions';
-const name = `${process.env.MS_TEST_DATABASE}_upgrade`;
-const url = databaseUrl(name);
-let previous: string;
+const previous = usePreviousSchema(MIGRATION, 'upgrade');
+let url: string;
 let old: Db;
 
-beforeAll(async () => {
-  previous = fs.mkdtempSync(path.join(os.tmpdir(), 'ms-previous-schema-'));
-  for (const dir of fs.readdirSync(MIGRATIONS_DIR)) {
-    if (dir < MIGRATION) fs.cpSync(path.join(MIGRATIONS_DIR, dir), path.join(previous, dir), { recursive: true });
-  }
-  await migrate(url, previous);
+beforeAll(() => {
+  url = previous.url;
   old = createDb(url, 4);
 });
 
 afterAll(async () => {
   await old.$disconnect();
-  fs.rmSync(previous, { recursive: true, force: true });
-  const admin = new Client({ connectionString: databaseUrl('postgres') });
-  await admin.connect();
-  await admin.query(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`);
-  await admin.end();
 });
 
 const one = async <T>(text: string, values: unknown[] = []) => (await rawQuery<T>(old, text, values))[0]!;

@@ -1,4 +1,4 @@
-import type { MessageStatus } from '../../../../generated/prisma/enums';
+import { MessageStatus } from '../../../../generated/prisma/enums';
 import type { Tx } from '../db';
 import { deliveryCounts } from './repository';
 
@@ -14,6 +14,15 @@ export const isFinalStatus = (status: string): boolean => (FINAL_STATUSES as rea
 
 /** FINAL_STATUSES as an SQL list, `('sent', ...)`, for statements that need it in their text. */
 export const FINAL_STATUSES_SQL = `(${FINAL_STATUSES.map((s) => `'${s}'`).join(', ')})`;
+
+/**
+ * The other statuses (a message still to be sent), as an SQL list: `status IN` it is served by an index on status,
+ * where `status NOT IN FINAL_STATUSES_SQL` reads every row (retention's check of a partition, partitions/).
+ */
+export const OPEN_STATUSES_SQL = `(${Object.values(MessageStatus)
+  .filter((s) => !isFinalStatus(s))
+  .map((s) => `'${s}'`)
+  .join(', ')})`;
 
 export interface DeliveryStatus {
   /** rows per status, every status present (0 when none) */

@@ -24,7 +24,7 @@ export async function listInbound(db: Db, query: { mailbox?: number; unmatched?:
     take: query.limit,
   });
   return rows.map((r) => ({
-    id: r.id,
+    id: Number(r.id),
     mailbox: r.mailboxId,
     from: r.fromAddress,
     subject: r.subject,

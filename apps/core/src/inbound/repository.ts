@@ -46,11 +46,17 @@ export interface InboundHeader {
  * uidvalidity, uid): answers the new row's id, or undefined when another reader (or an earlier run) has it already.
  */
 export async function claimInbound(tx: Tx, mail: InboundHeader): Promise<number | undefined> {
-  const claimed = await tx.$queryRaw<{ id: number }[]>`
-        INSERT INTO inbound_messages (mailbox_id, uid_validity, uid, kind, from_address, subject, message_id, received_at)
-        VALUES (${mail.mailboxId}, ${mail.uidValidity}, ${mail.uid}, 'other', ${mail.from}, ${mail.subject}, ${mail.messageId}, ${mail.receivedAt})
-        ON CONFLICT (mailbox_id, uid_validity, uid) DO NOTHING RETURNING id`;
-  return claimed[0]?.id;
+  // the (mailbox, uidvalidity, uid) claimed in inbound_uids with the row's id (inbound_messages is partitioned:
+  // docs/partitions.md); the row is written only when the claim was this statement's
+  const claimed = await tx.$queryRaw<{ id: bigint }[]>`
+        WITH claim AS (
+          INSERT INTO inbound_uids (mailbox_id, uid_validity, uid, inbound_message_id)
+          VALUES (${mail.mailboxId}, ${mail.uidValidity}, ${mail.uid}, inbound_id())
+          ON CONFLICT (mailbox_id, uid_validity, uid) DO NOTHING RETURNING inbound_message_id)
+        INSERT INTO inbound_messages (id, mailbox_id, uid_validity, uid, kind, from_address, subject, message_id, received_at)
+        SELECT inbound_message_id, ${mail.mailboxId}, ${mail.uidValidity}, ${mail.uid}, 'other', ${mail.from}, ${mail.subject}, ${mail.messageId}, ${mail.receivedAt} FROM claim
+        RETURNING id`;
+  return claimed[0] ? Number(claimed[0].id) : undefined;
 }
 
 /** Moves the mailbox's cursor (for this uidvalidity) up to `uid`, never back. */
@@ -85,7 +91,7 @@ export async function recentMailboxBounces(tx: Tx, accountId: number, email: str
 
 /** Writes what the email said onto its inbound_messages row: the To address, text, html, and the raw bytes of invalid MIME. */
 export async function recordBody(tx: Tx, id: number, body: { to: string; text: string | null; html: string | null; raw: Buffer | null }): Promise<void> {
-  await tx.$executeRaw`UPDATE inbound_messages SET to_address = ${body.to}, text = ${body.text}, html = ${body.html}, raw = ${body.raw} WHERE id = ${id}`;
+  await tx.$executeRaw`UPDATE inbound_messages SET to_address = ${body.to}, text = ${body.text}, html = ${body.html}, raw = ${body.raw} WHERE id = ${id}::bigint`;
 }
 
 export interface AttachmentRow {
@@ -102,7 +108,7 @@ export async function insertAttachments(tx: Tx, rows: (AttachmentRow & { content
   if (!rows.length) return;
   await tx.$executeRawUnsafe(
     `INSERT INTO inbound_attachments (id, inbound_message_id, position, filename, content_type, size, content)
-     SELECT * FROM unnest($1::uuid[], $2::int[], $3::int[], $4::text[], $5::text[], $6::int[], $7::bytea[])`,
+     SELECT * FROM unnest($1::uuid[], $2::bigint[], $3::int[], $4::text[], $5::text[], $6::int[], $7::bytea[])`,
     rows.map((r) => r.id),
     rows.map((r) => r.inbound_message_id),
     rows.map((r) => r.position),
@@ -138,7 +144,9 @@ export interface ReceivedRow {
   received_at: Date;
 }
 
-const RECEIVED_COLUMNS = `i.id, i.mailbox_id, i.kind::text AS kind, i.from_address, i.to_address, i.subject, i.text, i.html, i.raw IS NOT NULL AS invalid,
+// an inbound id is a bigint below 2^53 (inbound_id(): docs/partitions.md), held exactly by a float8, which Prisma
+// answers as a number where it answers a bigint as a BigInt
+const RECEIVED_COLUMNS = `i.id::float8 AS id, i.mailbox_id, i.kind::text AS kind, i.from_address, i.to_address, i.subject, i.text, i.html, i.raw IS NOT NULL AS invalid,
   i.related_id, m.send_id, i.prospect_id, p.campaign_id, i.received_at`;
 
 /** The account's emails handed on as message.received (replies and messages, not reports), after the id `after`, oldest first. */
@@ -146,7 +154,7 @@ export function receivedAfter(tx: Tx, accountId: number, after: number, limit: n
   return tx.$queryRawUnsafe<ReceivedRow[]>(
     `SELECT ${RECEIVED_COLUMNS} FROM inbound_messages i JOIN mailboxes b ON b.id = i.mailbox_id
        LEFT JOIN messages m ON m.id = i.related_id LEFT JOIN prospects p ON p.id = i.prospect_id
-     WHERE b.account_id = $1 AND i.id > $2 AND i.kind IN ('reply', 'auto_reply', 'other') AND ($4::int IS NULL OR i.mailbox_id = $4::int)
+     WHERE b.account_id = $1 AND i.id > $2::bigint AND i.kind IN ('reply', 'auto_reply', 'other') AND ($4::int IS NULL OR i.mailbox_id = $4::int)
      ORDER BY i.id LIMIT $3`,
     accountId,
     after,
@@ -158,7 +166,7 @@ export function receivedAfter(tx: Tx, accountId: number, after: number, limit: n
 /** One handled email by id (any kind), with its links; undefined when there is none. */
 export async function receivedById(tx: Tx, id: number): Promise<ReceivedRow | undefined> {
   const [row] = await tx.$queryRawUnsafe<ReceivedRow[]>(
-    `SELECT ${RECEIVED_COLUMNS} FROM inbound_messages i LEFT JOIN messages m ON m.id = i.related_id LEFT JOIN prospects p ON p.id = i.prospect_id WHERE i.id = $1`,
+    `SELECT ${RECEIVED_COLUMNS} FROM inbound_messages i LEFT JOIN messages m ON m.id = i.related_id LEFT JOIN prospects p ON p.id = i.prospect_id WHERE i.id = $1::bigint`,
     id,
   );
   return row;
@@ -167,8 +175,8 @@ export async function receivedById(tx: Tx, id: number): Promise<ReceivedRow | un
 /** The attachments (without content) of these emails, in order. */
 export function attachmentsOf(tx: Tx, ids: number[]): Promise<(AttachmentRow & { stored: boolean })[]> {
   return tx.$queryRaw<(AttachmentRow & { stored: boolean })[]>`
-    SELECT id, inbound_message_id, position, filename, content_type, size, content IS NOT NULL AS stored
-    FROM inbound_attachments WHERE inbound_message_id = ANY(${ids}::int[]) ORDER BY inbound_message_id, position`;
+    SELECT id, inbound_message_id::float8 AS inbound_message_id, position, filename, content_type, size, content IS NOT NULL AS stored
+    FROM inbound_attachments WHERE inbound_message_id = ANY(${ids}::bigint[]) ORDER BY inbound_message_id, position`;
 }
 
 /** An attachment's content and type; undefined when it is gone (retention) or was kept as metadata only. */

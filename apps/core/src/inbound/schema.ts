@@ -9,3 +9,6 @@ export const inboundQuery = Joi.object({
   account: dbId(),
   limit: Joi.number().integer().min(1).max(1000).default(100),
 });
+
+/** An inbound email's id: a bigint that carries its time, below 2^53 (docs/partitions.md). */
+export const inboundId = Joi.number().integer().positive().max(Number.MAX_SAFE_INTEGER).required().label('id');

@@ -13,7 +13,8 @@ export const inboundPageQuery = Joi.object({
   after: Joi.when('source', {
     is: 'mx',
     then: Joi.string().guid().description('mx: the previous page\'s next (a message id)'),
-    otherwise: Joi.number().integer().min(0).max(2 ** 31 - 1).default(0),
+    // an inbound id is a bigint of its time, below 2^53 (docs/partitions.md)
+    otherwise: Joi.number().integer().min(0).max(Number.MAX_SAFE_INTEGER).default(0),
   }),
   limit: Joi.number().integer().min(1).max(MAX_RECEIVED_PAGE).default(50),
   mailbox: Joi.when('source', { is: 'mx', then: Joi.forbidden(), otherwise: dbId() }),

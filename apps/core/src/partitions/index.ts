@@ -1,10 +1,9 @@
 import { config, type PartitionInterval } from '../config';
 import type { Db } from '../db';
-import { idFloor, idTime } from '../ids';
 import { logger } from '../logger';
-import { PARTITIONED, createPartition, dropPartition, listPartitions, partitionStillNeeded, referencesTo, strayRows, type Partition, type PartitionedTable } from './repository';
+import { PARTITIONED, boundAt, boundTime, createPartition, detachedLeftovers, dropDetached, dropPartition, listPartitions, partitionStillNeeded, referencesTo, strayRows, type Partition, type PartitionedTable } from './repository';
 
-export { PARTITIONED, type PartitionedTable } from './repository';
+export { PARTITIONED, boundAt, type PartitionedTable } from './repository';
 
 /**
  * Time partitions (docs/partitions.md): messages, message_attempts and events are partitioned by
@@ -43,7 +42,7 @@ export function partitionName(table: PartitionedTable, fromMs: number): string {
 export function missingRanges(partitions: Partition[], now: number, interval: PartitionInterval): { from: number; to: number }[] {
   let horizon = intervalStart(now, interval);
   for (let i = 0; i <= AHEAD; i++) horizon = nextIntervalStart(horizon, interval);
-  const covered = Math.max(...partitions.filter((p) => p.to).map((p) => idTime(p.to!)), 0);
+  const covered = Math.max(...partitions.filter((p) => p.to).map((p) => boundTime(p.to!)), 0);
   // a gap before the current interval (the service was away) stays the default partition's
   let from = Math.max(covered, intervalStart(now, interval));
   const ranges: { from: number; to: number }[] = [];
@@ -62,7 +61,7 @@ export async function ensurePartitions(db: Db, now = Date.now(), interval = conf
     for (const range of missingRanges(await listPartitions(db, table), now, interval)) {
       const name = partitionName(table, range.from);
       try {
-        await createPartition(db, table, name, idFloor(range.from), idFloor(range.to));
+        await createPartition(db, table, name, boundAt(table, range.from), boundAt(table, range.to));
         made++;
       } catch (err) {
         // rows of that range in the default partition (strays), or a lock not had in time: the next run tries again
@@ -82,14 +81,16 @@ export async function ensurePartitions(db: Db, now = Date.now(), interval = conf
  * deleted one by one by retention, which leaves such rows alone). Answers the partitions dropped.
  */
 export async function dropOldPartitions(db: Db, table: PartitionedTable, cutoff: Date): Promise<string[]> {
+  await dropDetached(db, await detachedLeftovers(db, table));
   const references = await referencesTo(db, table);
   if (references.some((r) => !r.cascade)) return [];
   const dropped: string[] = [];
   for (const partition of await listPartitions(db, table)) {
-    if (!partition.to || idTime(partition.to) > cutoff.getTime()) continue;
+    if (!partition.to || boundTime(partition.to) > cutoff.getTime()) continue;
     if (await partitionStillNeeded(db, table, partition.name, cutoff)) continue;
     try {
-      await dropPartition(db, table, partition, references);
+      const { detached, detachMs, dropMs } = await dropPartition(db, table, partition, references);
+      logger.info({ table, detached, detachMs: Math.round(detachMs), dropMs: Math.round(dropMs) }, 'partitions: dropped a partition past retention');
       dropped.push(partition.name);
     } catch (err) {
       logger.warn({ table, partition: partition.name, err: (err as Error).message }, 'partitions: could not drop an old partition; trying again at the next run');
@@ -116,7 +117,7 @@ export async function partitionStates(db: Db): Promise<PartitionState[]> {
   return Promise.all(
     PARTITIONED.map(async ({ table }) => {
       const ranges = (await listPartitions(db, table)).filter((p) => p.from);
-      const oldest = ranges.length ? Math.min(...ranges.map((p) => idTime(p.from!))) : null;
+      const oldest = ranges.length ? Math.min(...ranges.map((p) => boundTime(p.from!))) : null;
       return { table, partitions: ranges.length, oldestFromMs: oldest, strays: await strayRows(db, table, STRAY_COUNT_CAP) };
     }),
   );

@@ -34,7 +34,7 @@ export async function dropOldContent(db: Db, now = new Date()): Promise<{ messag
 }
 
 /** The partitioned tables whose rows RETENTION_DAYS ends (messages' are MESSAGE_ROWS_DAYS'). */
-const RETENTION_DAYS_PARTITIONED = ['events', 'message_attempts', 'link_clicks', 'message_opens', 'mx_messages'] as const;
+const RETENTION_DAYS_PARTITIONED = ['events', 'message_attempts', 'link_clicks', 'message_opens', 'mx_messages', 'inbound_messages'] as const;
 
 /** Rows deleted by table (rule name), and `partitions`: the partitions dropped whole (their rows are not counted). */
 export type DroppedRecords = Record<(typeof RECORD_RULES)[number]['name'] | 'messages' | 'sends' | 'partitions', number>;

@@ -2,8 +2,8 @@ import { listInbound } from '../../../../core/src/inbound/list';
 import { getReceived, sanitizedHtml } from '../../../../core/src/inbound/received';
 import { NotFound } from '../../../../core/src/errors';
 import { listMailboxes } from '../../../../core/src/mailboxes';
-import { inboundQuery } from '../../../../core/src/inbound/schema';
-import { idParam, validate } from '../../../../core/src/validate';
+import { inboundId, inboundQuery } from '../../../../core/src/inbound/schema';
+import { validate } from '../../../../core/src/validate';
 import { formQuery, viewScope, type ConsolePage } from '../page';
 
 /** docs/inbound.md in the console: each mailbox's IMAP reader and the emails it handled, newest first. */
@@ -49,7 +49,7 @@ export const inboundPage: ConsolePage = {
       ctx.render(req, res, 'inbound', 'Inbound', { readers, messages, addresses, mailbox: mailbox ? String(mailbox) : '', unmatched, limit: filter.limit });
     });
     router.get('/inbound/:id', async (req, res) => {
-      const id = validate(idParam, req.params.id);
+      const id = validate<number>(inboundId, req.params.id);
       const m = await getReceived(ctx.db, id);
       if (!m) throw new NotFound(`no received email with id ${id}`);
       ctx.render(req, res, 'received', `Inbound: ${m.subject || '(no subject)'}`, { m, html: m.html ? sanitizedHtml(m.html) : null });
