@@ -3,7 +3,8 @@ import { mxConfig } from '../../apps/core/src/config-sections';
 import { recheckDueDomains } from '../../apps/core/src/domains/schedule';
 import { dnsLookup } from '../../apps/core/src/domains/resolver';
 import { ROUTES_CACHE_MS } from '../../apps/core/src/mx/recipients';
-import { asAdmin, useApi } from '../helpers/api';
+import request from 'supertest';
+import { ADMIN_TOKEN, asAdmin, useApi } from '../helpers/api';
 import { useDns, type ZoneRecord } from '../helpers/dns-server';
 import { makeAccount, makeMailbox } from '../helpers/factories';
 import { waitFor } from '../helpers/wait';
@@ -55,6 +56,15 @@ async function inboundDomain(name: string) {
   return { account, id, turned: turned.body.domain };
 }
 
+/** The console's page of the domain, signed in as the operator. */
+async function consolePage(id: number): Promise<string> {
+  const agent = request.agent(app.api.app);
+  const signin = await agent.get('/admin/signin');
+  const csrf = /name="_csrf" value="([^"]+)"/.exec(signin.text)![1]!;
+  await agent.post('/admin/signin').type('form').send({ _csrf: csrf, token: ADMIN_TOKEN }).expect(303);
+  return (await agent.get(`/admin/domains/${id}`).expect(200)).text;
+}
+
 /** The MX keeps a domain's answer ROUTES_CACHE_MS: sends until the 250 (each refusal before it stores nothing). */
 const takenWithin = (port: number, to: string) =>
   waitFor(async () => {
@@ -65,6 +75,7 @@ const takenWithin = (port: number, to: string) =>
 it('refuses an inbound domain\'s mail 550 5.7.1 at RCPT until a check on demand finds its MX record, then takes it; turned off and on, it waits for a check again', async () => {
   const { account, id, turned } = await inboundDomain('waits-mx.test');
   expect(turned).toMatchObject({ inbound: true, mx_found_at: null });
+  expect(await consolePage(id)).toContain('Inbound: the MX refuses its mail until a check finds the Inbound MX record below');
 
   // no MX record: refused at RCPT as a domain that is not inbound here, no DATA, nothing stored
   const before = await swaks(mx.port, 'hello@waits-mx.test');
@@ -90,6 +101,7 @@ it('refuses an inbound domain\'s mail 550 5.7.1 at RCPT until a check on demand 
   expect(Date.parse(foundAt)).toBeGreaterThan(Date.now() - 60_000);
   await takenWithin(mx.port, 'hello@waits-mx.test');
   expect(await stored(account.id)).toBe(1);
+  expect(await consolePage(id)).toContain('Inbound: the MX takes its mail (its MX record found');
 
   // once found, a later check that sees the record moved keeps it open (senders' resolvers still hold the old MX)
   withoutMx('waits-mx.test');
