@@ -13,7 +13,7 @@ import { runClient } from '../smtp/support';
 import { useMx } from './support';
 
 /**
- * DESIGN 23: an inbound domain's mail is taken only once a check has found its MX record (docs/mx.md, "DNS"): before,
+ * An inbound domain's mail is taken only once a check has found its MX record (docs/mx.md, "DNS"): before,
  * the MX refuses it at RCPT as it refuses a domain that is not inbound here; a check on demand (verify) or the worker's
  * periodic one (a domain just turned inbound is due at once) opens it.
  */

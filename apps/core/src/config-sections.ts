@@ -75,7 +75,7 @@ export interface MxConfig {
   /** the MX process serves GET /metrics on this port when set */
   readonly metricsPort: number | null;
   /**
-   * MX_REQUIRE_MX_RECORD: an inbound domain's mail is taken only once a check found its MX record (DESIGN 23); on by
+   * MX_REQUIRE_MX_RECORD: an inbound domain's mail is taken only once a check found its MX record (docs/mx.md); on by
    * default in production, off elsewhere (a developer's MX on localhost, with no public record)
    */
   readonly requireMxRecord: boolean;

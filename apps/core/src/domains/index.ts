@@ -211,7 +211,7 @@ export async function checkDomain(db: Db, id: number, dns: DnsLookup, memo?: Mai
     }
     const failures = check.passed ? 0 : d.status === 'verified' ? d.failures + 1 : 0;
     const status = check.passed ? 'verified' : d.status === 'verified' && failures >= 2 ? 'failed' : d.status;
-    // DESIGN 23: an inbound domain's mail is taken from the first check that finds its MX record on (docs/mx.md)
+    // an inbound domain's mail is taken from the first check that finds its MX record on (docs/mx.md, "DNS")
     const mxFound = check.records.some((r) => r.purpose === 'inbound' && r.status === 'found');
     const updated = await tx.domain.update({
       where: { id },
