@@ -75,7 +75,7 @@ async function measure(kit: MxKit, dns: DnsServer) {
   await pg.connect();
   const [domain] = (
     await pg.query<{ id: number }>(
-      `INSERT INTO domains (account_id, name, status, inbound, verified_at, updated_at) VALUES ($1, 'in.bench', 'verified', true, now(), now()) RETURNING id`,
+      `INSERT INTO domains (account_id, name, status, inbound, inbound_mx_found_at, verified_at, updated_at) VALUES ($1, 'in.bench', 'verified', true, now(), now(), now()) RETURNING id`,
       [tenant.account],
     )
   ).rows;

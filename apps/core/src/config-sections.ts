@@ -74,9 +74,14 @@ export interface MxConfig {
   readonly idleTimeoutSeconds: number;
   /** the MX process serves GET /metrics on this port when set */
   readonly metricsPort: number | null;
+  /**
+   * MX_REQUIRE_MX_RECORD: an inbound domain's mail is taken only once a check found its MX record (docs/mx.md); on by
+   * default in production, off elsewhere (a developer's MX on localhost, with no public record)
+   */
+  readonly requireMxRecord: boolean;
 }
 
-export function mxConfig(): MxConfig {
+export function mxConfig(env: string): MxConfig {
   const optionalPort = (name: string) => (process.env[name] ? integer(name, 0, 0, 65535) : null);
   const rspamd = (process.env.RSPAMD_URL ?? '').trim().replace(/\/+$/, '');
   if (rspamd) url('RSPAMD_URL', rspamd, ['http:', 'https:']);
@@ -89,6 +94,7 @@ export function mxConfig(): MxConfig {
     maxConnections: integer('MX_MAX_CONNECTIONS', 1000, 1, 1_000_000),
     idleTimeoutSeconds: integer('MX_IDLE_TIMEOUT_SECONDS', 300, 1, 3600),
     metricsPort: optionalPort('MX_METRICS_PORT'),
+    requireMxRecord: flag('MX_REQUIRE_MX_RECORD', env === 'production'),
   });
 }
 

@@ -236,7 +236,7 @@ export function loadConfig(): Config {
     spfInclude: hostName('SPF_INCLUDE'),
     returnPathHost: hostName('RETURN_PATH_HOST'),
     smtp: smtpConfig(env),
-    mx: mxConfig(),
+    mx: mxConfig(env),
     tracking: trackingConfig(publicUrl),
     oauth: Object.freeze({
       google: Object.freeze({ clientId: process.env.OAUTH_GOOGLE_CLIENT_ID || '', clientSecret: process.env.OAUTH_GOOGLE_CLIENT_SECRET || '' }),

@@ -25,8 +25,10 @@ export interface DomainView {
   /** what is missing, or why the last check could not conclude; null when verified and checked */
   reason: string | null;
   records: DomainRecord[];
-  /** its mail is taken by the MX (docs/mx.md) */
+  /** its mail is taken by the MX (docs/mx.md) once `mx_found_at` is set */
   inbound: boolean;
+  /** when a check first found the inbound domain's MX record: the MX takes its mail from then on (null: refused 550) */
+  mx_found_at: Date | null;
   dkim: { selector: string; algorithm: 'rsa' | 'ed25519'; state: string }[];
   checked_at: Date | null;
   verified_at: Date | null;
@@ -49,6 +51,7 @@ export function domainView(d: DomainWithKeys): DomainView {
     reason: d.reason,
     records: d.records as unknown as DomainRecord[],
     inbound: d.inbound,
+    mx_found_at: d.inboundMxFoundAt,
     dkim: keys.flatMap((k) => [
       { selector: `${k.selector}r`, algorithm: 'rsa' as const, state: k.state },
       { selector: `${k.selector}e`, algorithm: 'ed25519' as const, state: k.state },
@@ -208,9 +211,12 @@ export async function checkDomain(db: Db, id: number, dns: DnsLookup, memo?: Mai
     }
     const failures = check.passed ? 0 : d.status === 'verified' ? d.failures + 1 : 0;
     const status = check.passed ? 'verified' : d.status === 'verified' && failures >= 2 ? 'failed' : d.status;
+    // an inbound domain's mail is taken from the first check that finds its MX record on (docs/mx.md, "DNS")
+    const mxFound = check.records.some((r) => r.purpose === 'inbound' && r.status === 'found');
     const updated = await tx.domain.update({
       where: { id },
       data: {
+        ...(mxFound && d.inbound && !d.inboundMxFoundAt ? { inboundMxFoundAt: new Date() } : {}),
         status,
         failures,
         records: check.records as never,

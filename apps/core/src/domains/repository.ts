@@ -17,9 +17,11 @@ export async function claimDueDomainChecks(db: Db, leaseMs: number, limit: numbe
       RETURNING id`;
 }
 
-/** Locks a domain's row in the caller's transaction and reads its status; null when it is gone. */
-export async function lockDomain(tx: Tx, id: number): Promise<{ status: 'pending' | 'verified' | 'failed'; failures: number } | null> {
-  const rows = await tx.$queryRaw<{ status: 'pending' | 'verified' | 'failed'; failures: number }[]>`
-      SELECT status::text AS status, failures FROM domains WHERE id = ${id} FOR UPDATE`;
+type LockedDomain = { status: 'pending' | 'verified' | 'failed'; failures: number; inbound: boolean; inboundMxFoundAt: Date | null };
+
+/** Locks a domain's row in the caller's transaction and reads its status and whether its mail is taken; null when it is gone. */
+export async function lockDomain(tx: Tx, id: number): Promise<LockedDomain | null> {
+  const rows = await tx.$queryRaw<LockedDomain[]>`
+      SELECT status::text AS status, failures, inbound, inbound_mx_found_at AS "inboundMxFoundAt" FROM domains WHERE id = ${id} FOR UPDATE`;
   return rows[0] ?? null;
 }

@@ -19,14 +19,18 @@ export class Refusal extends Error {
 /** An inbound domain's account and routes by name (null: not inbound here). */
 export type DomainRoutes = (name: string) => Promise<{ id: number; accountId: number; name: string; routes: RouteRow[] } | null>;
 
-const uncached = (db: Db): DomainRoutes => (name) => inboundDomainRoutes(db, name);
+/** `requireMxRecord` (MX_REQUIRE_MX_RECORD): a domain is inbound here only once a check found its MX record. */
+const uncached = (db: Db, requireMxRecord: boolean): DomainRoutes => (name) => inboundDomainRoutes(db, name, requireMxRecord);
 
-/** How long the MX keeps a domain's routes: a route added, changed or removed takes effect within this. */
+/**
+ * How long the MX keeps a domain's routes: a route added, changed or removed, or a domain's MX record found, takes
+ * effect within this.
+ */
 export const ROUTES_CACHE_MS = 5_000;
 
 /** The domains' routes kept ROUTES_CACHE_MS (answers only: a failed lookup is asked again), made once per MX. */
-export function cachedDomainRoutes(db: Db): DomainRoutes {
-  const lookup = uncached(db);
+export function cachedDomainRoutes(db: Db, requireMxRecord: boolean): DomainRoutes {
+  const lookup = uncached(db, requireMxRecord);
   const cache = new Map<string, { until: number; answer: ReturnType<DomainRoutes> }>();
   return (name) => {
     const now = Date.now();
@@ -46,9 +50,10 @@ const LOOKS_VERP = /\+b-[a-z2-7]{34}$/i;
 /**
  * What the MX does with a RCPT TO (docs/mx.md): a VERP return path of ours (`local+b-<token>@domain`, or
  * `b-<token>@bounces.<domain>` / `@RETURN_PATH_HOST`) with a valid token is a report about that message; an address of
- * an inbound domain goes where its most specific route says; anything else is refused.
+ * an inbound domain (its MX record found) goes where its most specific route says; anything else is refused, a domain
+ * whose MX record no check has found yet as a domain that is not inbound here.
  */
-export async function resolveRecipient(db: Db, address: string, returnPathHost: string, domains: DomainRoutes = uncached(db)): Promise<Target> {
+export async function resolveRecipient(db: Db, address: string, returnPathHost: string, domains: DomainRoutes = uncached(db, true)): Promise<Target> {
   const lower = address.toLowerCase();
   const at = lower.lastIndexOf('@');
   const local = lower.slice(0, at);

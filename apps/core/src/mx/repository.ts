@@ -18,19 +18,20 @@ export interface RouteRow {
 }
 
 /**
- * The inbound domain of this name (verified and turned inbound) with its routes, or null: one statement through the pool,
- * so taking mail for a route never loads Prisma's query compiler (about 75 MB of the MX's RSS, bench/mx.ts).
+ * The inbound domain of this name (verified, turned inbound, and with `requireMxRecord` its MX record found by a check)
+ * with its routes, or null: one statement through the pool, so taking mail for a route never loads Prisma's query
+ * compiler (about 75 MB of the MX's RSS, bench/mx.ts).
  */
-export async function inboundDomainRoutes(db: Db, name: string): Promise<{ id: number; accountId: number; name: string; routes: RouteRow[] } | null> {
+export async function inboundDomainRoutes(db: Db, name: string, requireMxRecord: boolean): Promise<{ id: number; accountId: number; name: string; routes: RouteRow[] } | null> {
   const [row] = await rawQuery<{ id: number; account_id: number; name: string; routes: RouteRow[] }>(
     db,
     `SELECT d.id, d.account_id, d.name,
             COALESCE(json_agg(json_build_object('id', r.id, 'accountId', r.account_id, 'domainId', r.domain_id, 'match', r.match, 'action', r.action,
                                                 'endpointId', r.endpoint_id, 'spamThreshold', r.spam_threshold) ORDER BY r.id) FILTER (WHERE r.id IS NOT NULL), '[]') AS routes
      FROM domains d LEFT JOIN inbound_routes r ON r.domain_id = d.id
-     WHERE d.name = $1 AND d.status = 'verified' AND d.inbound
+     WHERE d.name = $1 AND d.status = 'verified' AND d.inbound AND (NOT $2 OR d.inbound_mx_found_at IS NOT NULL)
      GROUP BY d.id ORDER BY d.id LIMIT 1`,
-    [name],
+    [name, requireMxRecord],
     'mx-domain-routes',
   );
   return row ? { id: row.id, accountId: row.account_id, name: row.name, routes: row.routes } : null;

@@ -116,11 +116,17 @@ export async function removeRoute(db: Db, id: number, account?: number): Promise
   await db.inboundRoute.delete({ where: { id } });
 }
 
-/** PATCH /admin/api/domains/:id {inbound}: a verified domain's mail is taken by the MX; its records then list its MX. */
+/**
+ * PATCH /admin/api/domains/:id {inbound}: a verified domain's records then list its MX, and the MX takes its mail once a
+ * check finds that record (the worker checks a domain just turned inbound at once; `verify` checks on demand). Turned
+ * off, it forgets the record was found: turned on again, the record is checked again before mail is taken.
+ */
 export async function setDomainInbound(db: Db, id: number, inbound: boolean, account?: number): Promise<DomainView> {
   const domain = await getDomain(db, id, account);
   if (inbound && domain.status !== 'verified') throw new Conflict(`domain ${domain.name} is ${domain.status}: only a verified domain can receive mail`);
-  await db.domain.update({ where: { id }, data: { inbound } });
+  if (inbound !== domain.inbound) {
+    await db.domain.update({ where: { id }, data: inbound ? { inbound, nextCheckAt: new Date() } : { inbound, inboundMxFoundAt: null } });
+  }
   // an inbound domain's records list its MX (MX_HOSTNAME), checked in DNS with the others
   return refreshRecords(db, id);
 }

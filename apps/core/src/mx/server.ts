@@ -28,6 +28,8 @@ export interface MxSettings {
   idleTimeoutSeconds: number;
   returnPathHost: string;
   tls: { key: Buffer; cert: Buffer };
+  /** MX_REQUIRE_MX_RECORD: mail for an inbound domain is taken only once a check found its MX record */
+  requireMxRecord: boolean;
 }
 
 /** RFC 5321 4.5.3.1.8: at least 100 recipients must be taken; more are answered 452 (the client sends them again). */
@@ -63,7 +65,7 @@ export class Mx {
     private readonly parts: MxParts,
     private readonly settings: MxSettings,
   ) {
-    this.domains = cachedDomainRoutes(parts.db);
+    this.domains = cachedDomainRoutes(parts.db, settings.requireMxRecord);
     this.writer = new Batcher((arrivals) => insertArrivals(parts.db, arrivals).then(() => arrivals.map(() => undefined)), { maxInFlight: 2, maxBatch: 64 });
     const options: SMTPServerOptions & { maxCommandLength: number } = {
       key: settings.tls.key,

@@ -33,6 +33,7 @@ ${ACCOUNT_SELECT}
 <% if (it.domain.display_name !== it.domain.name) { %> · in DNS: <code><%= it.domain.name %></code><% } %>
  · checked <%= it.domain.checked_at || 'not yet' %><% if (it.domain.verified_at) { %> · verified <%= it.domain.verified_at %><% } %></p>
 <% if (it.domain.reason) { %><p class="<%= it.domain.status === 'verified' ? 'muted' : 'error' %>" id="domain-reason"><%= it.domain.reason %></p><% } %>
+<% if (it.domain.inbound) { %><p id="domain-inbound"><% if (it.domain.mx_found_at) { %>Inbound: the MX takes its mail (its MX record found <%= it.domain.mx_found_at %>)<% } else { %>Inbound: the MX refuses its mail until a check finds the Inbound MX record below (publish it, then Check now)<% } %></p><% } %>
 <form method="post" action="/admin/domains/<%= it.domain.id %>/verify" class="inline">${CSRF_FIELD}<button>Check now</button></form>
 <form method="post" action="/admin/domains/<%= it.domain.id %>/rotate" class="inline">${CSRF_FIELD}<button>Rotate keys</button></form>
 <form method="post" action="/admin/domains/<%= it.domain.id %>/delete" class="inline">${CSRF_FIELD}<button>Remove</button></form>
