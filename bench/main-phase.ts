@@ -12,49 +12,16 @@ import { combined, DELIVERY_TURNS, inTurns, load, meanOf, pipelineCpuRatio, TURN
 
 export async function mainPhases(results: Record<string, unknown>, serviceEnv: (phase: string) => Record<string, string>, sink: ChildProcess): Promise<void> {
   {
-    // 1. accept: the API alone (no worker), against bare Express, both up and loaded in turns (see `inTurns`)
-    const baseline = start('bench/baseline-express.ts', { PORT: String(PORTS.baseline) });
-    await until(async () => (await fetch(`http://127.0.0.1:${PORTS.baseline}/api/v1/send`, { method: 'POST', headers: jsonHeaders(), body: sendBody })).status === 202, 30_000, 'baseline');
-    const acceptEnv = serviceEnv('accept');
-    let api = start('apps/api/src/server.ts', acceptEnv);
-    await up(PORTS.api);
-    let tenant = await makeTenant();
-    const bare: autocannon.Options = { url: `http://127.0.0.1:${PORTS.baseline}/api/v1/send`, method: 'POST', headers: jsonHeaders(), body: sendBody };
-    const ours: autocannon.Options = { url: `http://127.0.0.1:${PORTS.api}/api/v1/send`, method: 'POST', headers: jsonHeaders(tenant.token), body: sendBody };
-    await load({ ...bare, duration: 2 });
-    await load({ ...ours, duration: 2 });
-    await settle(acceptEnv.DATABASE_URL);
-    const windows = { bare: [] as Load[], ours: [] as Load[] };
-    const cpu = { bare: [] as Record<string, number>[], ours: [] as Record<string, number>[] };
-    const turn = (side: 'bare' | 'ours', server: ChildProcess, options: autocannon.Options) => async () => {
-      const before = acceptCpu(server);
-      const window = await load({ ...options, duration: SECONDS / TURNS });
-      windows[side].push(window);
-      cpu[side].push(perRequest(before, acceptCpu(server), window.total2xx));
-    };
-    await inTurns(TURNS, turn('bare', baseline, bare), turn('ours', api, ours));
-    const acceptRss = peakRssMb(api);
-    await stop(api);
-    await stop(baseline);
-    const accept = combined(windows.ours);
-    const acceptBaseline = combined(windows.bare);
-    results.accept = {
-      api: accept,
-      baseline: acceptBaseline,
-      ratio: +(accept.rps / acceptBaseline.rps).toFixed(2),
-      turns: windows.ours.map((w, i) => +(w.rps / windows.bare[i]!.rps).toFixed(2)),
-      apiPeakRssMb: acceptRss,
-      cpuMsPerRequest: { api: meanOf(cpu.ours), baseline: meanOf(cpu.bare) },
-    };
-
+    // 1. accept (left out by BENCH_ONLY=delivery)
+    const acceptRss = ONLY === 'delivery' ? 0 : await acceptPhase(results, serviceEnv);
     if (ONLY === 'accept') return;
 
     // 2. delivery: MESSAGES accepted sends drained by one worker, against nodemailer's pool straight to the sink; both
     // sides DKIM-sign every email with the same RSA key
     const env = serviceEnv('delivery');
-    api = start('apps/api/src/server.ts', env);
+    const api = start('apps/api/src/server.ts', env);
     await up(PORTS.api);
-    tenant = await makeTenant(PORTS.sinkSmtp, { dkim: true });
+    const tenant = await makeTenant(PORTS.sinkSmtp, { dkim: true });
     const worker = start('apps/worker/src/main.ts', env);
     await resetSink();
     await autocannon({ url: `http://127.0.0.1:${PORTS.api}/api/v1/send`, method: 'POST', headers: jsonHeaders(tenant.token), body: sendBody, connections: CONNECTIONS, amount: WARMUP_MESSAGES });
@@ -122,6 +89,11 @@ export async function mainPhases(results: Record<string, unknown>, serviceEnv: (
       pipelineCpuRatioPem: pipelineCpuRatio(cpuMsPerEmail, nodemailerPemCpuMsPerEmail),
       postgresPerEmail: meanOf(perEmail.pg),
     };
+    if (ONLY === 'delivery') {
+      await stop(worker);
+      await stop(api);
+      return;
+    }
 
     // 2b. Prefer: wait: each request holds its connection until its copy is delivered (the worker announces, the API
     // wakes the waiter); 20 connections, against the same sends answered 202 at once in the accept phase
@@ -190,4 +162,42 @@ export async function mainPhases(results: Record<string, unknown>, serviceEnv: (
     await stop(worker);
     await stop(api);
   }
+}
+
+/** The accept phase: the API alone (no worker) against bare Express, loaded in turns; returns the API's peak RSS. */
+async function acceptPhase(results: Record<string, unknown>, serviceEnv: (phase: string) => Record<string, string>): Promise<number> {
+  const baseline = start('bench/baseline-express.ts', { PORT: String(PORTS.baseline) });
+  await until(async () => (await fetch(`http://127.0.0.1:${PORTS.baseline}/api/v1/send`, { method: 'POST', headers: jsonHeaders(), body: sendBody })).status === 202, 30_000, 'baseline');
+  const acceptEnv = serviceEnv('accept');
+  const api = start('apps/api/src/server.ts', acceptEnv);
+  await up(PORTS.api);
+  const tenant = await makeTenant();
+  const bare: autocannon.Options = { url: `http://127.0.0.1:${PORTS.baseline}/api/v1/send`, method: 'POST', headers: jsonHeaders(), body: sendBody };
+  const ours: autocannon.Options = { url: `http://127.0.0.1:${PORTS.api}/api/v1/send`, method: 'POST', headers: jsonHeaders(tenant.token), body: sendBody };
+  await load({ ...bare, duration: 2 });
+  await load({ ...ours, duration: 2 });
+  await settle(acceptEnv.DATABASE_URL);
+  const windows = { bare: [] as Load[], ours: [] as Load[] };
+  const cpu = { bare: [] as Record<string, number>[], ours: [] as Record<string, number>[] };
+  const turn = (side: 'bare' | 'ours', server: ChildProcess, options: autocannon.Options) => async () => {
+    const before = acceptCpu(server);
+    const window = await load({ ...options, duration: SECONDS / TURNS });
+    windows[side].push(window);
+    cpu[side].push(perRequest(before, acceptCpu(server), window.total2xx));
+  };
+  await inTurns(TURNS, turn('bare', baseline, bare), turn('ours', api, ours));
+  const acceptRss = peakRssMb(api);
+  await stop(api);
+  await stop(baseline);
+  const accept = combined(windows.ours);
+  const acceptBaseline = combined(windows.bare);
+  results.accept = {
+    api: accept,
+    baseline: acceptBaseline,
+    ratio: +(accept.rps / acceptBaseline.rps).toFixed(2),
+    turns: windows.ours.map((w, i) => +(w.rps / windows.bare[i]!.rps).toFixed(2)),
+    apiPeakRssMb: acceptRss,
+    cpuMsPerRequest: { api: meanOf(cpu.ours), baseline: meanOf(cpu.bare) },
+  };
+  return acceptRss;
 }

@@ -9,6 +9,9 @@ export function print(r: Record<string, any>): void {
     [`delivery: ${r.delivery.messages} sends x ${r.delivery.turns} turns, accept to last delivered, 1 worker`, `${r.delivery.perSecond} msg/s`, `nodemailer pool direct, key parsed once ${r.delivery.baselinePerSecond} msg/s: ratioBest ${r.delivery.ratioBest} (target >= 1.0); key as PEM text ${r.delivery.pemPerSecond} msg/s: ratio ${r.delivery.ratioPem}`],
     ['delivery: CPU per email, by process', Object.entries(r.delivery.cpuMsPerEmail as Record<string, number>).map(([k, v]) => `${k} ${v} ms`).join(', '), `nodemailer's own ${r.delivery.nodemailerCpuMsPerEmail} ms (PEM text ${r.delivery.nodemailerPemCpuMsPerEmail} ms): pipeline (API + worker + Postgres + Redis) ratioBest ${r.delivery.pipelineCpuRatioBest} (target <= 1.5), against PEM ${r.delivery.pipelineCpuRatioPem}`],
     ['delivery: Postgres per email (pg_stat_database)', Object.entries(r.delivery.postgresPerEmail as Record<string, number>).map(([k, v]) => `${k} ${v}`).join(', '), ''],
+  );
+  // BENCH_ONLY=delivery stops after the delivery rows
+  if (r.wait) rows.push(
     ['Prefer: wait=10 on POST /api/v1/send, 20 connections, answered once delivered', `${r.wait.rps} req/s, p50 ${r.wait.p50} ms, p99 ${r.wait.p99} ms, ${r.wait.errors + r.wait.non2xx} errors; API CPU ${r.wait.apiCpuMsPerRequest} ms a request`, ''],
     ['subscribers: POST /api/v1/subscribers, 50 connections', `${r.subscribers.rps} req/s, p99 ${r.subscribers.p99} ms, ${r.subscribers.errors + r.subscribers.non2xx} errors`, `${(r.subscribers.rps / r.accept.api.rps).toFixed(2)} of the accept rate (target >= 0.5, p99 < 50 ms)`],
     ['prospects: POST /api/v1/prospects, 100 per request, 10 connections', `${r.prospects.prospectsPerSecond} prospects/s (p99 ${r.prospects.p99} ms)`, ''],
@@ -129,7 +132,7 @@ export function print(r: Record<string, any>): void {
   }
   if (r.smtp) {
     const m = r.smtp.memory;
-    rows.push([`smtp: nodemailer pool (50) submitting ${r.smtp.messagesPerTurn} emails x 3 turns`, `${r.smtp.smtpAcceptsPerSecond} accepts/s`, `same emails to POST /api/v1/send ${r.smtp.apiAcceptsPerSecond}/s: ratio ${r.smtp.ratio} (target >= 0.8)`]);
+    rows.push([`smtp: nodemailer pool (50) submitting ${r.smtp.messagesPerTurn} emails x 3 turns`, `${r.smtp.smtpAcceptsPerSecond} accepts/s`, `same emails to POST /api/v1/send ${r.smtp.apiAcceptsPerSecond}/s: ratio ${r.smtp.ratio} (target >= 0.8); CPU an accept SMTP process ${r.smtp.cpuMsPerAccept?.smtp} ms, API ${r.smtp.cpuMsPerAccept?.api} ms`]);
     rows.push([`smtp: ${m.idleConnections} idle connections, ${m.bigClients} clients sending ${m.bigMessages} 1 MB messages`, `SMTP process peak RSS ${m.smtpPeakRssMb} MB; ${m.bigAccepted} accepted in ${m.bigSeconds} s`, 'target: under 250 MB']);
   }
   if (r.scale) {

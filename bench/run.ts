@@ -53,7 +53,7 @@ async function main(): Promise<void> {
   await up(PORTS.sinkHttp, '/count');
 
   try {
-    if (!ONLY || ONLY === 'main' || ONLY === 'accept') await mainPhases(results, serviceEnv, sink);
+    if (!ONLY || ONLY === 'main' || ONLY === 'accept' || ONLY === 'delivery') await mainPhases(results, serviceEnv, sink);
     if (!ONLY || ONLY === 'broadcast') results.broadcast = await broadcastPhase(serviceEnv('broadcast'));
     if (!ONLY || ONLY === 'scheduler') results.scheduler = await schedulerBench(serviceEnv('scheduler'));
     if (!ONLY || ONLY === 'memory') results.memory = { ...(results.memory as object), ...(await memoryBench(serviceEnv('memory'))) };

@@ -17,7 +17,7 @@ export const STAMP = Date.now().toString(36);
 // NODE_ENV=production takes an admin token of at least 32 random characters
 export const ADMIN_TOKEN = crypto.randomBytes(24).toString('hex');
 export const SECRET_KEY = 'ab'.repeat(32);
-/** the broadcast phase's list size; BENCH_ONLY=main (accept: its first phase alone), broadcast, scheduler, memory, growth, scale, templates, batch, domains, smtp or mx runs that phase alone */
+/** the broadcast phase's list size; BENCH_ONLY=main (accept: its first phase alone; delivery: its second alone), broadcast, scheduler, memory, growth, scale, templates, batch, domains, smtp or mx runs that phase alone */
 export const BROADCAST_SUBSCRIBERS = Number(process.env.BENCH_BROADCAST ?? 100_000);
 export const ONLY = process.env.BENCH_ONLY ?? '';
 /** BENCH_PORT_BASE moves the six loopback ports (two benches on one machine must not share a sink) */

@@ -3,6 +3,8 @@
  * 1. Accepts per second: nodemailer's pool (50 connections) submitting SMTP_MESSAGES emails to the SMTP process, and
  *    the same emails posted by 50 concurrent clients to POST /api/v1/send, in turns (three each); the ratio of the
  *    medians (target >= 0.8). No worker runs: both sides only accept (the rows wait in the queue alike).
+ *    Besides, the CPU an accept (the serving process, Postgres and Redis), median of the turns: a loaded host changes it
+ *    least.
  * 2. Memory: 200 idle authenticated connections, then 50 clients each submitting BIG_PER_CLIENT messages of about
  *    1 MB; the SMTP process's peak RSS (target < 250 MB).
  */
@@ -14,6 +16,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import nodemailer from 'nodemailer';
 import { submissionTls } from '../apps/core/src/submission/tls';
+import { cpuMs, cpuMsByName } from './processes';
 
 const SMTP_MESSAGES = Number(process.env.BENCH_SMTP_MESSAGES ?? 3000);
 const TURNS = 3;
@@ -132,14 +135,19 @@ export async function smtpPhase(kit: SmtpKit) {
   await viaApi(1000);
   const smtpRates: number[] = [];
   const apiRates: number[] = [];
+  // CPU an accept of the process serving it, and of Postgres and Redis (every such process on the host): what a loaded
+  // host changes least (ms)
+  const cpu = { smtp: [] as number[], api: [] as number[], smtpStores: [] as number[], apiStores: [] as number[] };
+  const stores = () => Object.values(cpuMsByName(['postgres', 'redis-server'])).reduce((a, b) => a + b, 0);
+  const measured = async (side: 'smtp' | 'api') => {
+    const server = side === 'smtp' ? smtp : api;
+    const [own, theirs] = [cpuMs(server), stores()];
+    (side === 'smtp' ? smtpRates : apiRates).push(await (side === 'smtp' ? viaSmtp : viaApi)(SMTP_MESSAGES));
+    cpu[side].push((cpuMs(server) - own) / SMTP_MESSAGES);
+    cpu[side === 'smtp' ? 'smtpStores' : 'apiStores'].push((stores() - theirs) / SMTP_MESSAGES);
+  };
   for (let turn = 0; turn < TURNS; turn++) {
-    if (turn % 2 === 0) {
-      smtpRates.push(await viaSmtp(SMTP_MESSAGES));
-      apiRates.push(await viaApi(SMTP_MESSAGES));
-    } else {
-      apiRates.push(await viaApi(SMTP_MESSAGES));
-      smtpRates.push(await viaSmtp(SMTP_MESSAGES));
-    }
+    for (const side of turn % 2 === 0 ? (['smtp', 'api'] as const) : (['api', 'smtp'] as const)) await measured(side);
   }
   pool.close();
   const acceptRss = kit.peakRssMb(smtp);
@@ -173,6 +181,11 @@ export async function smtpPhase(kit: SmtpKit) {
     apiAcceptsPerSecond: apiMedian,
     ratio: +(smtpMedian / apiMedian).toFixed(2),
     turns: { smtp: smtpRates.map(Math.round), api: apiRates.map(Math.round) },
+    cpuMsPerAccept: {
+      smtp: +median(cpu.smtp).toFixed(3),
+      api: +median(cpu.api).toFixed(3),
+      postgresAndRedis: { smtp: +median(cpu.smtpStores).toFixed(3), api: +median(cpu.apiStores).toFixed(3) },
+    },
     memory: {
       idleConnections: IDLE,
       bigClients: BIG_CLIENTS,

@@ -2,6 +2,7 @@ import nodemailer, { type Transporter } from 'nodemailer';
 import type SMTPPool from 'nodemailer/lib/smtp-pool';
 import type { Mailbox } from '../../../../generated/prisma/client';
 import type { Db } from '../db';
+import { signOnTheWay } from '../domains/sending';
 import { smtpSettings } from '../mailboxes';
 import { connectionOptions } from '../mailboxes/smtp-connection';
 import type { MailboxLogins } from './login';
@@ -38,8 +39,9 @@ export class Transports {
       connectionTimeout: 30_000,
       greetingTimeout: 30_000,
       socketTimeout: 60_000,
-      // no `dkim` here: the email comes signed, ready-made (domains/sending.ts DomainSigner)
+      // no `dkim` here: the signer's own, on the email's way to the wire (domains/sending.ts DomainSigner)
     });
+    transport.use('stream', signOnTheWay);
     this.pools.set(mailbox.id, { version, transport });
     return transport;
   }
