@@ -26,11 +26,11 @@ export function auditContext(req: Request, res: Response, via: 'admin-api' | 'co
 }
 
 /**
- * A console form that names a row by id but changes nothing (a login test, a preview): held to the row's account as a
- * change is (403 naming the permission), so a person of another account cannot use the row.
+ * A console form (or an admin API call) that names a row but changes nothing (a login test, a preview, a dry run): held
+ * to the row's account as a change is (403 naming the permission), so a person of another account cannot use the row.
  */
-export function holdTo(req: Request, res: Response, account: number): void {
-  const refusal = auditContext(req, res, 'console').refuses?.(account);
+export function holdTo(req: Request, res: Response, account: number, via: 'admin-api' | 'console' = 'console'): void {
+  const refusal = auditContext(req, res, via).refuses?.(account);
   if (refusal) throw new Forbidden(refusal);
 }
 

@@ -4,7 +4,7 @@ import { messageStory } from '../../../../core/src/operator/story';
 import { cancelMessage, messageIdParam, retryMessage } from '../../../../core/src/sending/message-actions';
 import { validate } from '../../../../core/src/validate';
 import type { ConsolePage } from '../page';
-import { query } from '../page';
+import { query, viewScope } from '../page';
 import { CSRF_FIELD } from '../views';
 import { messageChange } from '../../../../core/src/changes';
 import { auditAfter } from '../../middleware/audit';
@@ -71,7 +71,7 @@ export const messagesPage: ConsolePage = {
   },
   routes(router, ctx) {
     router.get('/messages', async (req, res) => {
-      const [page, readNote] = await Promise.all([searchMessages(ctx.reads.db, req.query), replicaNote(ctx.reads)]);
+      const [page, readNote] = await Promise.all([searchMessages(ctx.reads.db, req.query, viewScope(res)), replicaNote(ctx.reads)]);
       ctx.render(req, res, 'messages', 'Messages', {
         page,
         readNote,

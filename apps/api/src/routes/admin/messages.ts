@@ -27,7 +27,7 @@ export function messagesRouter(db: Db, kinds: EmailKinds): Router {
   router
     .route('/messages/search')
     .get(async (req, res) => {
-      const found = await searchMessages(db, req.query);
+      const found = await searchMessages(db, req.query, scopeOf(res));
       res.json({ ok: true, messages: found.rows, next: found.next, kind: found.kind });
     })
     .all(methodNotAllowed);

@@ -14,6 +14,7 @@ import {
 } from '../../../../core/src/templates/service';
 import { sendTestEmail } from '../../../../core/src/sending/template-test';
 import { templateChange } from '../../../../core/src/changes';
+import { scopeOf } from '../../middleware/admin';
 import { audit, auditAfter } from '../../middleware/audit';
 import { methodNotAllowed } from '../../middleware/errors';
 
@@ -29,7 +30,7 @@ export function templatesRouter(db: Db): Router {
     })
     .get(async (req, res) => {
       const { account, kind } = validate(schemas.templatesQuery, req.query);
-      res.json({ ok: true, templates: await listTemplates(db, account, kind) });
+      res.json({ ok: true, templates: await listTemplates(db, scopeOf(res, account), kind) });
     })
     .all(methodNotAllowed);
 
