@@ -27,7 +27,8 @@ import { trackingDomainsPage } from './pages/tracking-domains';
 import type { BodyBudget } from '../middleware/body-budget';
 import { clientOf } from '../middleware/client';
 import type { AuthFailures } from '../middleware/failures';
-import { can, endAllSessions, permissionFor, signIn, type Member } from '../../../core/src/teams';
+import { can, permissionFor, signIn, signOutUser, type Member } from '../../../core/src/teams';
+import { auditContext } from '../middleware/audit';
 import { accountOfPath } from '../../../core/src/changes/owners';
 import { accountOf } from '../middleware/admin';
 import { usersPage, teamsStrangerRoutes } from './pages/users';
@@ -226,9 +227,10 @@ export function consoleRouter(db: Db, bodies: { budget: BodyBudget; signInBudget
     res.redirect(303, '/admin/signin');
   });
 
-  router.post('/signout-everywhere', async (_req, res) => {
+  router.post('/signout-everywhere', async (req, res) => {
     const session = res.locals.session!;
-    if (session.user) await endAllSessions(db, session.user.id);
+    // a person's every session ends, audited (sign-out-everywhere, with the count); the admin token's console has one
+    if (session.user) await signOutUser(db, session.user.id, session.user, { ...auditContext(req, res, 'console'), refuses: undefined });
     await endSession(res, session);
     res.redirect(303, '/admin/signin');
   });
