@@ -3,6 +3,7 @@ import type { Mailbox } from '../../../../generated/prisma/client';
 import { config } from '../config';
 import { encryptSecret } from '../crypto';
 import { audited, type AuditContext } from '../audit';
+import { afterCommit } from '../after-commit';
 import type { Db, Tx } from '../db';
 import { BadRequest, Conflict, NotFound } from '../errors';
 import { requireAccount } from '../accounts';
@@ -282,7 +283,7 @@ export async function updateMailbox(db: Db, id: number, change: MailboxChange): 
   const updated = Object.keys(data).length ? await db.mailbox.update({ where: { id }, data }) : current;
   if (current.authStatus === 'needs_reconnect' && updated.authStatus === 'active') await reconnected(db, id);
   // new OAuth2 settings (another refresh token, client or endpoint): the cached access token is not theirs
-  else if (change.auth) await forgetAccessToken(id).catch(() => undefined);
+  else if (change.auth) await afterCommit(db, () => forgetAccessToken(id).catch(() => undefined));
   // steps held by the mailbox's cap or gap are planned again under the new limits (docs/outreach.md)
   const limits = [change.daily_limit, change.gap_seconds, change.gap_jitter, change.warmup];
   if (limits.some((l) => l !== undefined)) await replanHeldSteps(db, { mailboxId: id });
@@ -291,7 +292,7 @@ export async function updateMailbox(db: Db, id: number, change: MailboxChange): 
 
 /** A mailbox connected again (a new refresh token, or back to a password): its waiting mail goes out, once. */
 async function reconnected(db: Db, id: number): Promise<void> {
-  await forgetAccessToken(id).catch(() => undefined);
+  await afterCommit(db, () => forgetAccessToken(id).catch(() => undefined));
   await releaseWaiting(db, id);
 }
 

@@ -27,7 +27,7 @@ function editableSteps(steps: StepInput[]) {
   return [...rows, { blank: true, id: '', delay_hours: '', template: null, subject: '', body: '' }];
 }
 import { campaignChange, creation } from '../../../../core/src/changes';
-import { audit, auditAfter } from '../../middleware/audit';
+import { audit } from '../../middleware/audit';
 import type { Db } from '../../../../core/src/db';
 
 export const campaignsPage: ConsolePage = {
@@ -121,7 +121,7 @@ ${CAMPAIGN_DELIVERABILITY}
     router.post('/campaigns/:id/status', async (req, res) => {
       const id = validate(idParam, req.params.id);
       const changes = validate(campaignChanges, { status: field(req, 'status') });
-      const campaign = await auditAfter(req, res, 'console')(ctx.db, campaignChange(id), (db: Db) => changeCampaign(db, id, changes));
+      const campaign = await audit(req, res, 'console')(ctx.db, campaignChange(id), (db: Db) => changeCampaign(db, id, changes));
       await ctx.redirect(req, res, '/admin/campaigns', `Campaign ${campaign.id} "${campaign.name}" is ${campaign.status}.`);
     });
     router.get('/campaigns/:id', async (req, res) => {
@@ -144,7 +144,7 @@ ${CAMPAIGN_DELIVERABILITY}
       const id = validate(idParam, req.params.id);
       const mailboxes = formRows(req, 'box').filter((row) => row.use === 'yes').map((row) => typedNumber(row.mailbox));
       const changes = validate(campaignChanges, { mailboxes });
-      const campaign = await auditAfter(req, res, 'console')(ctx.db, campaignChange(id), (db: Db) => changeCampaign(db, id, changes));
+      const campaign = await audit(req, res, 'console')(ctx.db, campaignChange(id), (db: Db) => changeCampaign(db, id, changes));
       await ctx.redirect(req, res, `/admin/campaigns/${id}`, `Mailboxes of "${campaign.name}" saved: ${campaign.mailboxes.join(', ')}.`);
     });
     // the steps editor of a linear campaign: its rows as the admin API's `steps`
@@ -153,7 +153,7 @@ ${CAMPAIGN_DELIVERABILITY}
       const steps = formRows(req, 'step').map((row) => stepOf(row, ['id', 'subject', 'body']));
       if (!steps.length) throw new BadRequest('steps: a campaign keeps at least one step');
       const changes = validate(campaignChanges, { steps });
-      const campaign = await auditAfter(req, res, 'console')(ctx.db, campaignChange(id), (db: Db) => changeCampaign(db, id, changes));
+      const campaign = await audit(req, res, 'console')(ctx.db, campaignChange(id), (db: Db) => changeCampaign(db, id, changes));
       await ctx.redirect(req, res, `/admin/campaigns/${id}#steps`, `Steps of "${campaign.name}" saved: ${campaign.steps.length}.`);
     });
     campaignSendingRoutes(router, ctx);

@@ -7,7 +7,7 @@ import type { ConsolePage } from '../page';
 import { query, viewScope } from '../page';
 import { CSRF_FIELD } from '../views';
 import { messageChange } from '../../../../core/src/changes';
-import { auditAfter } from '../../middleware/audit';
+import { audit } from '../../middleware/audit';
 import type { Db } from '../../../../core/src/db';
 
 const KIND_WORDS: Record<string, string> = {
@@ -89,12 +89,12 @@ export const messagesPage: ConsolePage = {
     });
     router.post('/messages/:id/retry', async (req, res) => {
       const id = validate(messageIdParam, req.params.id);
-      const done = await auditAfter(req, res, 'console')(ctx.db, messageChange('retry', id), (db: Db) => retryMessage(db, id));
+      const done = await audit(req, res, 'console')(ctx.db, messageChange('retry', id), (db: Db) => retryMessage(db, id));
       await ctx.redirect(req, res, `/admin/messages/${id}`, `Message retried: it is ${done.status} and goes out now.`);
     });
     router.post('/messages/:id/cancel', async (req, res) => {
       const id = validate(messageIdParam, req.params.id);
-      await auditAfter(req, res, 'console')(ctx.db, messageChange('cancel', id), (db: Db) => cancelMessage(db, id));
+      await audit(req, res, 'console')(ctx.db, messageChange('cancel', id), (db: Db) => cancelMessage(db, id));
       await ctx.redirect(req, res, `/admin/messages/${id}`, 'Message cancelled: it will not be sent.');
     });
   },

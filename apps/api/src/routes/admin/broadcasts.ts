@@ -7,7 +7,7 @@ import { lagHeader, type Reads } from '../../../../core/src/replicas';
 import { idParam, validate } from '../../../../core/src/validate';
 import { broadcastCreation } from '../../../../core/src/changes';
 import { accountOfListKey } from '../../../../core/src/changes/owners';
-import { audit, auditAfter, holdTo, ownerIn } from '../../middleware/audit';
+import { audit, holdTo, ownerIn } from '../../middleware/audit';
 import { scopeOf } from '../../middleware/admin';
 import { methodNotAllowed } from '../../middleware/errors';
 import { broadcastLinks } from '../../../../core/src/analytics/tracking';
@@ -50,7 +50,7 @@ export function broadcastsRouter(db: Db, reads: Reads): Router {
       const changes = validate(broadcastChanges, req.body);
       const change = { action: 'update', resource: 'broadcast', id, before: (tx: Tx) => getBroadcast(tx, id), after: (b: unknown) => b, accountIn: ownerIn('broadcast', id) };
       // a broadcast set sending queues its snapshot's jobs once its rows are committed
-      res.json({ ok: true, broadcast: await auditAfter(req, res)(db, change, (db) => changeBroadcast(db, id, changes)) });
+      res.json({ ok: true, broadcast: await audit(req, res)(db, change, (db) => changeBroadcast(db, id, changes)) });
     })
     .all(methodNotAllowed);
 
