@@ -43,7 +43,7 @@ export function audit(req: Request, res: Response, via: 'admin-api' | 'console' 
   return <T>(db: Db, change: Change<NoInfer<T>>, work: (db: Db) => Promise<T>): Promise<T> => auditedChange(db, context, change, work);
 }
 
-/** `audit` for the few changes that wait on DNS or ACME between their writes (core/audit `auditedAfter`). */
+/** `audit` for a change that waits on ACME between its writes (core/audit `auditedAfter`). */
 export function auditAfter(req: Request, res: Response, via: 'admin-api' | 'console' = 'admin-api') {
   const context = auditContext(req, res, via);
   return <T>(db: Db, change: Change<NoInfer<T>>, work: (db: Db) => Promise<T>): Promise<T> => auditedAfter(db, context, change, work);

@@ -120,8 +120,8 @@ export async function auditedChange<T>(db: Db, context: AuditContext, change: Ch
 }
 
 /**
- * For a change that waits on a server outside (a domain's DNS check, a certificate's ACME order, whose challenge is
- * answered from committed rows) between its writes: holding a transaction open for it is not an option, so its entry
+ * For a change that waits on a server outside between its writes (a tracking domain's certificate order, whose ACME
+ * challenge is answered from committed rows): holding a transaction open for it is not an option, so its entry
  * is written at once after it instead. A change that only reaches Redis after its commit is `auditedChange`'s.
  */
 export async function auditedAfter<T>(db: Db, context: AuditContext, change: Change<NoInfer<T>>, work: (db: Db) => Promise<T>): Promise<T> {
