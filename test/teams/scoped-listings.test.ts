@@ -85,38 +85,36 @@ it.each(LISTINGS)('%s names no account: a member sees their own account only, th
   expect(named.status).toBe(403);
 });
 
-/** Reads, exports and previews of one row by id (`{id}` its id in the tenant's account, `{key}` its list's key). */
-const BY_ID: [string, string, string][] = [
-  ['GET', '/admin/api/templates/{templates}', 'templates'],
-  ['GET', '/admin/api/templates/{templates}/versions', 'templates'],
-  ['GET', '/admin/api/lists/{lists}', 'lists'],
-  ['GET', '/admin/api/lists/{lists}/subscribers', 'lists'],
-  ['GET', '/admin/api/lists/{lists}/subscribers.csv', 'lists'],
-  ['GET', '/admin/api/subscribers/{subscribers}/consent', 'subscribers'],
-  ['GET', '/admin/api/subscribers/{subscribers}/consent/export', 'subscribers'],
-  ['GET', '/admin/api/campaigns/{campaigns}', 'campaigns'],
-  ['GET', '/admin/api/campaigns/{campaigns}/stats', 'campaigns'],
-  ['GET', '/admin/api/campaigns/{campaigns}/prospects', 'campaigns'],
-  ['GET', '/admin/api/broadcasts/{broadcasts}', 'broadcasts'],
-  ['GET', '/admin/api/broadcasts/{broadcasts}/links', 'broadcasts'],
-  ['GET', '/admin/api/domains/{domains}', 'domains'],
-  ['GET', '/admin/api/routes/{routes}', 'routes'],
-  ['GET', '/admin/api/tracking-domains/{tracking_domains}', 'tracking_domains'],
-  ['GET', '/admin/api/webhooks/{webhooks}/deliveries', 'webhooks'],
-  ['GET', '/admin/api/messages/{messages}', 'messages'],
-  ['GET', '/admin/api/stats?campaign={campaigns}', 'campaigns'],
-  ['GET', '/admin/api/stats?mailbox={mailboxes}', 'mailboxes'],
+/** Reads, exports and stats of one row by id: `{kind}` is the id of the populated row of that kind. */
+const BY_ID: string[] = [
+  '/admin/api/templates/{templates}',
+  '/admin/api/templates/{templates}/versions',
+  '/admin/api/lists/{lists}',
+  '/admin/api/lists/{lists}/subscribers',
+  '/admin/api/lists/{lists}/subscribers.csv',
+  '/admin/api/subscribers/{subscribers}/consent',
+  '/admin/api/subscribers/{subscribers}/consent/export',
+  '/admin/api/campaigns/{campaigns}',
+  '/admin/api/campaigns/{campaigns}/stats',
+  '/admin/api/campaigns/{campaigns}/prospects',
+  '/admin/api/broadcasts/{broadcasts}',
+  '/admin/api/broadcasts/{broadcasts}/links',
+  '/admin/api/domains/{domains}',
+  '/admin/api/routes/{routes}',
+  '/admin/api/tracking-domains/{tracking_domains}',
+  '/admin/api/webhooks/{webhooks}/deliveries',
+  '/admin/api/messages/{messages}',
+  '/admin/api/stats?campaign={campaigns}',
+  '/admin/api/stats?mailbox={mailboxes}',
 ];
 
-it.each(BY_ID)("%s %s of another account's row: 403 naming the account; the member's own row answers", async (method, path, kind) => {
+it.each(BY_ID)("GET %s of another account's row: 403 naming the account; the member's own row answers", async (path) => {
   const fill = (rows: Record<string, number | string>) => path.replace(/\{(\w+)\}/g, (_, name: string) => String(rows[name]));
-  expect(method).toBe('GET');
   const refused = await request(ctx.api.app).get(fill(theirs)).set('Cookie', cookie);
   expect(refused.status).toBe(403);
   expect(refused.body).toEqual({ ok: false, error: `needs read in account ${other.account.id}` });
   const own = await request(ctx.api.app).get(fill(mine)).set('Cookie', cookie);
   expect(own.status).toBe(200);
-  expect(kind in mine).toBe(true);
 });
 
 it("answers 403 to a person's preview of another account's template and dry run of its list, and to the whole service's stats", async () => {
