@@ -133,4 +133,7 @@ it("answers 403 to a person's preview of another account's template and dry run 
   expect(whole.body.error).toMatch(/^needs instance\.manage/);
   expect((await request(ctx.api.app).get(`/admin/api/stats?account=${mineAccount}`).set('Cookie', cookie)).status).toBe(200);
   expect((await asAdmin(ctx.api).get('/admin/api/stats')).status).toBe(200);
+  // the whole service's delivery counts likewise
+  expect((await request(ctx.api.app).get('/admin/api/delivery/status').set('Cookie', cookie)).body).toEqual({ ok: false, error: 'needs instance.manage' });
+  expect((await asAdmin(ctx.api).get('/admin/api/delivery/status')).status).toBe(200);
 });
