@@ -8,5 +8,5 @@ export const CLI_AUDIT: AuditContext = { actor: { kind: 'admin-token', label: 'a
 /** A command's change and its entry, in one transaction (core/audit `auditedChange`). */
 export const cliChange = <T>(d: Db, change: Change<NoInfer<T>>, work: (db: Db) => Promise<T>): Promise<T> => auditedChange(d, CLI_AUDIT, change, work);
 
-/** A change that reaches Redis once committed: its entry follows it (core/audit `auditedAfter`). */
+/** A change that waits on ACME between its writes: its entry follows it (core/audit `auditedAfter`). */
 export const cliChangeAfter = <T>(d: Db, change: Change<NoInfer<T>>, work: (db: Db) => Promise<T>): Promise<T> => auditedAfter(d, CLI_AUDIT, change, work);

@@ -3,7 +3,7 @@ import { broadcastChanges, broadcastInput, broadcastsQuery } from '../apps/core/
 import { changeBroadcast, createBroadcast, getBroadcast, listBroadcasts } from '../apps/core/src/broadcasts/service';
 import type { Db } from '../apps/core/src/db';
 import { broadcastChange, broadcastCreation } from '../apps/core/src/changes';
-import { cliChange, cliChangeAfter } from './admin-audit';
+import { cliChange } from './admin-audit';
 import { closeQueues } from '../apps/core/src/queues';
 import { idParam, validate } from '../apps/core/src/validate';
 import { listRef } from '../apps/core/src/subscribers/lists';
@@ -68,7 +68,7 @@ export async function runBroadcastCommand(d: Db, command: string, arg: string | 
       try {
         const id = validate(idParam, arg);
         const changes = validate(broadcastChanges, { status: flags.status, ...content(flags) });
-        return { broadcast: await cliChangeAfter(d, broadcastChange(id), (db: Db) => changeBroadcast(db, id, changes)) };
+        return { broadcast: await cliChange(d, broadcastChange(id), (db: Db) => changeBroadcast(db, id, changes)) };
       } finally {
         await closeQueues();
       }

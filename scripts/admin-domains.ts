@@ -1,8 +1,8 @@
 /** `npm run admin -- domain ...`: the sending-domain operations (docs/domains.md), imported by scripts/admin.ts. */
 import type { Db } from '../apps/core/src/db';
 import { creation, domainChange } from '../apps/core/src/changes';
-import { cliChange, cliChangeAfter } from './admin-audit';
-import { addDomain, getDomain, listDomains, removeDomain, rotateDomain, verifyDomain } from '../apps/core/src/domains';
+import { cliChange } from './admin-audit';
+import { addDomain, getDomain, listDomains, removeDomain, rotateDomain, verifyDomain, type DomainView } from '../apps/core/src/domains';
 import { domainInput, domainsQuery } from '../apps/core/src/domains/schema';
 import { AppError } from '../apps/core/src/errors';
 import { idParam, validate } from '../apps/core/src/validate';
@@ -29,7 +29,8 @@ export async function domainCommand(d: Db, action: string | undefined, arg: stri
       return { domain: await getDomain(d, validate(idParam, arg)) };
     case 'verify': {
       const id = validate(idParam, arg);
-      return { domain: await cliChangeAfter(d, domainChange('verify', id), (db: Db) => verifyDomain(db, id)) };
+      const commit = (work: (db: Db) => Promise<DomainView>) => cliChange(d, domainChange('verify', id), work);
+      return { domain: await verifyDomain(d, id, { commit }) };
     }
     case 'rotate': {
       const id = validate(idParam, arg);

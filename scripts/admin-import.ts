@@ -3,7 +3,7 @@ import fs from 'node:fs';
 import { importQuery } from '../apps/core/src/imports/schema';
 import type { Db } from '../apps/core/src/db';
 import { importChange } from '../apps/core/src/changes';
-import { cliChangeAfter } from './admin-audit';
+import { cliChange } from './admin-audit';
 import { AppError } from '../apps/core/src/errors';
 import { getImport, IMPORT_STATUSES, receiveImport, type ImportFormat, type ImportStatusValue, type ImportView } from '../apps/core/src/imports';
 import { closeQueues } from '../apps/core/src/queues';
@@ -52,7 +52,8 @@ export async function importCommand(d: Db, action: string | undefined, arg: stri
   try {
     const { status } = validate<{ status?: ImportStatusValue }>(Joi.object({ status: Joi.string().valid(...IMPORT_STATUSES) }), { status: flags.status });
     const { verify } = validate<{ verify?: VerifyMode }>(importQuery, { verify: flags.verify });
-    const started = await cliChangeAfter(d, importChange(listId, format), (db: Db) => receiveImport(db, listId, format, fs.createReadStream(action), { defaultStatus: status, verify }));
+    const commit = (work: (db: Db) => Promise<ImportView>) => cliChange(d, importChange(listId, format), work);
+    const started = await receiveImport(d, listId, format, fs.createReadStream(action), { defaultStatus: status, verify, commit });
     process.stderr.write(`import ${started.id}: ${started.total} lines stored, applying\n`);
     let view = started;
     let moved = Date.now();

@@ -1,6 +1,6 @@
 import type { Db } from '../apps/core/src/db';
 import { messageChange } from '../apps/core/src/changes';
-import { cliChangeAfter } from './admin-audit';
+import { cliChange } from './admin-audit';
 import { browseProspects } from '../apps/core/src/operator/prospects';
 import { searchMessages } from '../apps/core/src/operator/search';
 import { messageStory } from '../apps/core/src/operator/story';
@@ -37,11 +37,11 @@ export async function messagesCommand(d: Db, command: string, arg: string | unde
       return messageStory(d, deliveryRegistrations().kinds, validate(messageIdParam, arg));
     case 'message retry': {
       const id = validate<string>(messageIdParam, arg);
-      return { message: await cliChangeAfter(d, messageChange('retry', id), (db: Db) => retryMessage(db, id)) };
+      return { message: await cliChange(d, messageChange('retry', id), (db: Db) => retryMessage(db, id)) };
     }
     case 'message cancel': {
       const id = validate<string>(messageIdParam, arg);
-      return { message: await cliChangeAfter(d, messageChange('cancel', id), (db: Db) => cancelMessage(db, id)) };
+      return { message: await cliChange(d, messageChange('cancel', id), (db: Db) => cancelMessage(db, id)) };
     }
     default:
       if (command.startsWith('prospects ') || command === 'prospects') {

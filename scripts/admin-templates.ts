@@ -2,7 +2,7 @@
 import fs from 'node:fs';
 import type { Db } from '../apps/core/src/db';
 import { creation, templateChange } from '../apps/core/src/changes';
-import { cliChange, cliChangeAfter } from './admin-audit';
+import { cliChange } from './admin-audit';
 import { AppError } from '../apps/core/src/errors';
 import { idParam, validate } from '../apps/core/src/validate';
 import * as schemas from '../apps/core/src/templates/schema';
@@ -94,7 +94,7 @@ export async function templateCommand(d: Db, action: string | undefined, arg: st
     case 'test': {
       const id = validate(idParam, arg);
       const input = validate(schemas.testSendInput, { to: flags.to, variables: variablesOf(flags), mailbox: flags.mailbox });
-      return { message: await cliChangeAfter(d, { ...templateChange('test-send', id), before: undefined }, (db: Db) => sendTestEmail(db, id, input)) };
+      return { message: await cliChange(d, { ...templateChange('test-send', id), before: undefined }, (db: Db) => sendTestEmail(db, id, input)) };
     }
     case 'delete': {
       const id = validate(idParam, arg);

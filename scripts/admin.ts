@@ -18,7 +18,7 @@ import { closeQueues } from '../apps/core/src/queues';
 import { closeRedis } from '../apps/core/src/redis';
 import { createAccountAudited, listAccounts } from '../apps/core/src/accounts';
 import { campaignChange, creation, listChange, mailboxChange, stopEntryDeletion, suppressionDeletion } from '../apps/core/src/changes';
-import { CLI_AUDIT, cliChange, cliChangeAfter } from './admin-audit';
+import { CLI_AUDIT, cliChange } from './admin-audit';
 import { changeCampaign, createCampaign } from '../apps/core/src/outreach/campaigns';
 import { createKeyAudited, listKeys, revokeKeyEverywhere } from '../apps/core/src/auth/keys';
 import { changeList, createList, getList, listLists, listRef } from '../apps/core/src/subscribers/lists';
@@ -188,7 +188,7 @@ async function run(command: string[], flags: Flags): Promise<unknown> {
       const change = { name: flags.name, smtp: flags.smtp, daily_limit: flags['daily-limit'], gap_seconds: flags['gap-seconds'], imap: flags.imap, ...mailboxExtras(flags), ...mailboxOutreach(flags) };
       const id = validate(idParam, arg);
       const input = validate(mailboxChangeRules, change);
-      return { mailbox: await cliChangeAfter(d, mailboxChange(id), (db: Db) => updateMailbox(db, id, input)) };
+      return { mailbox: await cliChange(d, mailboxChange(id), (db: Db) => updateMailbox(db, id, input)) };
     }
     case 'mailbox test': {
       const { smtp, imap } = await testMailbox(d, validate(idParam, arg));
@@ -242,7 +242,7 @@ async function run(command: string[], flags: Flags): Promise<unknown> {
         target: targetFrom(flags),
         ...campaignOutreach(flags),
       });
-      return { campaign: await cliChangeAfter(d, campaignChange(id), (db: Db) => changeCampaign(db, id, changes)) };
+      return { campaign: await cliChange(d, campaignChange(id), (db: Db) => changeCampaign(db, id, changes)) };
     }
     case 'campaign stats':
       return { stats: await campaignStats(d, validate(idParam, arg)) };

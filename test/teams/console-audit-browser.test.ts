@@ -9,7 +9,7 @@ import { linkToken } from './support';
 /**
  * The console in Chromium (docs/teams.md): a person's form writes an audit entry naming them as its actor, with the
  * browser's address and the request's id; a person of another account posting the same form gets a 403 page naming the
- * permission, and nothing changes.
+ * permission and the account (it cannot open the page either), and nothing changes.
  */
 jest.setTimeout(120_000);
 
@@ -44,11 +44,17 @@ it("a person's form writes an entry with them as its actor; another account's pe
     return answer;
   };
 
-  // the stranger: 403, the permission and the account named, nothing changed, no entry
+  // the stranger: the list's page is not theirs to read (403, the account named), and its form posted from their own
+  // session is refused too (403, the permission and the account named): nothing changed, no entry
   const entriesBefore = await db().auditEntry.count({ where: { resource: 'list', resourceId: String(list.id) } });
-  const refused = await save(stranger.page, { subject: 'Taken', text: 'Taken', delay_hours: 1 });
+  const page = await stranger.page.goto(`${view.base}/admin/lists/${list.id}`);
+  expect(page!.status()).toBe(403);
+  expect(await stranger.page.locator('.error').innerText()).toContain(`needs read in account ${tenant.account.id}`);
+  await stranger.page.goto(`${view.base}/admin`);
+  const csrf = await stranger.page.locator('input[name=_csrf]').first().inputValue();
+  const refused = await stranger.page.request.post(`${view.base}/admin/lists/${list.id}/series`, { form: { _csrf: csrf, 'steps[0].subject': 'Taken', 'steps[0].text': 'Taken', 'steps[0].delay_hours': '1' }, maxRedirects: 0 });
   expect(refused.status()).toBe(403);
-  expect(await stranger.page.locator('.error').innerText()).toContain(`needs lists.manage in account ${tenant.account.id}`);
+  expect(await refused.text()).toContain(`needs lists.manage in account ${tenant.account.id}`);
   expect(await db().seriesStep.count({ where: { listId: list.id } })).toBe(0);
   expect(await db().auditEntry.count({ where: { resource: 'list', resourceId: String(list.id) } })).toBe(entriesBefore);
 

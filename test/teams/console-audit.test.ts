@@ -8,7 +8,7 @@ import { db } from '../../apps/core/src/db';
 import { ADMIN_TOKEN, asAdmin, useApi } from '../helpers/api';
 import { useDns } from '../helpers/dns-server';
 import { makeList, makeTenant, type Tenant } from '../helpers/factories';
-import { linkToken } from './support';
+import { consoleClient, linkToken } from './support';
 
 /**
  * Every change a console form makes writes an audit entry (docs/teams.md): each POST route of the console's router is
@@ -25,7 +25,6 @@ useDns(['test']);
 const NOT_CHANGES: Record<string, string> = {
   '/signin': 'starts a session',
   '/signout': 'ends the own session',
-  '/signout-everywhere': "ends the own sessions (another person's: /users/:id/signout, audited)",
   '/signin/second-factor': 'completes a sign-in',
   '/signin/second-factor/passkey': 'completes a sign-in',
   '/reset': 'asks for a reset link by email; the reset itself (/reset/:token) is audited',
@@ -34,12 +33,13 @@ const NOT_CHANGES: Record<string, string> = {
   '/templates/:id/preview': 'renders a draft',
   '/mailboxes/:id/test': 'tries a login; nothing is stored',
   '/mailboxes/:id/test-imap': 'tries a login; nothing is stored',
-  '/security/totp': 'starts an enrolment; confirming it is the change (/security/totp/confirm)',
 };
 
 /** A person's own factors: audited, each entry checked where the factor is driven (TOTP by oathtool, passkeys in Chromium). */
 const CHECKED_ELSEWHERE: Record<string, string> = {
+  '/security/totp': 'test/teams/second-factor.test.ts (start-totp: the pending secret, redacted)',
   '/security/totp/confirm': 'test/teams/second-factor.test.ts (enable-totp)',
+  '/signout-everywhere': "test/teams/console-audit.test.ts (sign-out-everywhere: a person's sessions ended, below)",
   '/security/totp/disable': 'test/teams/second-factor.test.ts (disable-totp)',
   '/security/passkeys': 'test/teams/passkeys.test.ts (add-passkey)',
   '/security/passkeys/:id/remove': 'test/teams/passkeys.test.ts (remove-passkey)',
@@ -189,4 +189,26 @@ it('writes one entry, via the console, with the request id, for every change a f
   const list = await makeList(tenant.account.id, tenant.mailbox.id);
   expect((await agent.post('/admin/broadcasts/audience').type('form').send({ _csrf: csrf, list: list.key })).status).toBe(200);
   expect(await db().auditEntry.count()).toBe(before);
+});
+
+it("a person's sign-out everywhere ends each of their sessions and writes one entry with how many ended", async () => {
+  const tenant = await makeTenant();
+  const email = `everywhere-${randomUUID()}@example.com`;
+  const invited = await asAdmin(ctx.api).post('/admin/api/users').send({ email, name: 'E', role: 'viewer', account: tenant.account.id }).expect(201);
+  const first = consoleClient(ctx.api);
+  expect((await first.post(`/admin/invite/${linkToken(invited.body.invite_url)}`, { password: 'correct horse battery staple' })).status).toBe(303);
+  const second = consoleClient(ctx.api);
+  expect((await second.signIn(email, 'correct horse battery staple')).status).toBe(303);
+  const user = await db().user.findUniqueOrThrow({ where: { email } });
+  expect(await db().userSession.count({ where: { userId: user.id } })).toBe(2);
+
+  const requestId = `everywhere-${randomUUID()}`;
+  const csrf = await first.csrf('/admin');
+  const out = await first.agent.post('/admin/signout-everywhere').set('X-Request-Id', requestId).type('form').send({ _csrf: csrf });
+  expect(out.status).toBe(303);
+  expect(await db().userSession.count({ where: { userId: user.id } })).toBe(0);
+  expect((await second.agent.get('/admin')).headers.location).toBe('/admin/signin');
+  const entries = await db().auditEntry.findMany({ where: { requestId } });
+  expect(entries).toHaveLength(1);
+  expect(entries[0]).toMatchObject({ action: 'sign-out-everywhere', resource: 'user', resourceId: String(user.id), actorKind: 'user', actorId: user.id, actorLabel: email, via: 'console', accountId: tenant.account.id, after: { sessions: 2 } });
 });

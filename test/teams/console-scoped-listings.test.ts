@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import request from 'supertest';
 import { db } from '../../apps/core/src/db';
 import { asAdmin, useApi } from '../helpers/api';
 import { makeAccount, makeCampaign, makeList, makeTenant } from '../helpers/factories';
@@ -24,13 +25,16 @@ async function accountWithRows(marker: string) {
   const campaign = await makeCampaign(account, tenant.mailbox.id);
   await db().campaign.update({ where: { id: campaign.id }, data: { name: `campaign ${marker}` } });
   await db().mailbox.update({ where: { id: tenant.mailbox.id }, data: { name: `mailbox ${marker}` } });
-  await admin.post('/admin/api/templates').send({ account, name: `template ${marker}`, subject: 'Kept', text: 'Kept' }).expect(201);
+  const template = (await admin.post('/admin/api/templates').send({ account, name: `template ${marker}`, subject: 'Kept', text: 'Kept' }).expect(201)).body.template.id as number;
   await admin.post('/admin/api/webhooks').send({ account, url: `https://hooks.example.com/${marker}` }).expect(201);
-  await admin.post('/admin/api/domains').send({ account, name: `${marker}.test` }).expect(201);
+  const domain = (await admin.post('/admin/api/domains').send({ account, name: `${marker}.test` }).expect(201)).body.domain.id as number;
   await admin.post('/admin/api/broadcasts').send({ list: list.key, subject: `broadcast ${marker}`, text: 'Hi' }).expect(201);
   await db().suppression.create({ data: { accountId: account, email: `${marker}@example.com`, reason: 'bounced' } });
   await db().apiKey.updateMany({ where: { accountId: account }, data: { name: `key ${marker}` } });
-  return { tenant, account };
+  await request(ctx.api.app).post('/api/v1/send').set('Authorization', `Bearer ${tenant.token}`).send({ from: tenant.mailbox.address, to: `to-${marker}@example.com`, subject: `message ${marker}`, text: 't' }).expect(202);
+  const message = (await db().message.findFirstOrThrow({ where: { accountId: account } })).id;
+  const subscriber = (await db().subscriber.create({ data: { listId: list.id, email: `sub-${marker}@example.com`, status: 'active' } })).id;
+  return { tenant, account, pages: [`/admin/lists/${list.id}`, `/admin/lists/${list.id}/subscribers.csv`, `/admin/campaigns/${campaign.id}`, `/admin/templates/${template}`, `/admin/domains/${domain}`, `/admin/mailboxes/${tenant.mailbox.id}`, `/admin/messages/${message}`, `/admin/subscribers/${subscriber}`, `/admin/subscribers/${subscriber}/consent.json`] };
 }
 
 const PAGES = ['/admin/accounts', '/admin/lists', '/admin/campaigns', '/admin/mailboxes', '/admin/templates', '/admin/webhooks', '/admin/domains', '/admin/broadcasts', '/admin/suppressions', '/admin/keys', '/admin/mx', '/admin/inbound', '/admin/tracking-domains'];
@@ -67,4 +71,28 @@ it("a person's listing pages hold their own accounts' rows, and no other account
   const admin = consoleClient(ctx.api);
   expect((await admin.post('/admin/signin', { token: 'test-admin-token-0123456789' })).status).toBe(303);
   expect((await admin.agent.get('/admin/lists')).text).toContain(`list ${theirs}`);
+});
+
+it("a person's pages by id and the message search hold their own accounts' rows: another account's row is refused", async () => {
+  const mine = `mine${randomUUID().slice(0, 8)}`;
+  const theirs = `theirs${randomUUID().slice(0, 8)}`;
+  const a = await accountWithRows(mine);
+  const b = await accountWithRows(theirs);
+  const invited = await asAdmin(ctx.api).post('/admin/api/users').send({ email: `p-${randomUUID()}@example.com`, name: 'P', role: 'viewer', account: a.account }).expect(201);
+  const person = consoleClient(ctx.api);
+  expect((await person.post(`/admin/invite/${linkToken(invited.body.invite_url)}`, { password: PASSWORD })).status).toBe(303);
+
+  for (const [index, page] of b.pages.entries()) {
+    const refused = await person.agent.get(page);
+    expect([page, refused.status]).toEqual([page, 403]);
+    expect(refused.text).toContain(`needs read in account ${b.account}`);
+    expect(refused.text).not.toContain(theirs);
+    const own = await person.agent.get(a.pages[index]!);
+    expect([a.pages[index], own.status]).toEqual([a.pages[index], 200]);
+  }
+  const search = await person.agent.get('/admin/messages');
+  expect(search.status).toBe(200);
+  expect(search.text).toContain(`message ${mine}`);
+  expect(search.text).not.toContain(theirs);
+  expect((await person.agent.get(`/admin/messages?q=to-${theirs}@example.com`)).text).not.toContain(`message ${theirs}`);
 });

@@ -71,6 +71,16 @@ describe('TOTP', () => {
     const entry = await db().auditEntry.findFirst({ where: { action: 'enable-totp', resourceId: String(ann.id) } });
     expect(entry).toMatchObject({ actorLabel: 'ann@example.com', via: 'console' });
     expect(JSON.stringify(entry!.after)).not.toContain(secret);
+    // starting the enrolment stored a pending secret: audited, the secret redacted
+    const started = await db().auditEntry.findMany({ where: { action: 'start-totp', resourceId: String(ann.id) } });
+    expect(started).toHaveLength(1);
+    expect(started[0]).toMatchObject({ actorKind: 'user', actorLabel: 'ann@example.com', via: 'console', resource: 'user', after: { id: ann.id, totp: 'pending', secret: '[redacted]' } });
+    expect(JSON.stringify({ ...started[0], id: undefined })).not.toContain(secret);
+    // a start refused (TOTP is on already) changes nothing and writes no entry
+    const again = await ann.browser.post('/admin/security/totp', {}, '/admin/security');
+    expect(again.status).toBe(409);
+    expect(await db().auditEntry.count({ where: { action: 'start-totp', resourceId: String(ann.id) } })).toBe(1);
+    expect((await db().userTotp.findUniqueOrThrow({ where: { userId: ann.id } })).secretEnc).toBe(row.secretEnc);
     // the page says it is on
     expect((await ann.browser.agent.get('/admin/security')).text).toContain('On. Recovery codes left: 10.');
   });

@@ -4,6 +4,13 @@
  */
 export type AccountScope = number | readonly number[] | undefined;
 
+/** A filter on one account, held to the scope: that account when the scope holds it, else none (no rows). */
+export function narrow(scope: AccountScope, account: number | undefined): AccountScope {
+  if (account === undefined) return scope;
+  if (scope === undefined || scope === account || (Array.isArray(scope) && scope.includes(account))) return account;
+  return [];
+}
+
 /** The Prisma condition on `accountId` for a scope. */
 export function accountWhere(scope: AccountScope): { accountId?: number | { in: number[] } } {
   if (scope === undefined) return {};

@@ -28,7 +28,9 @@ import { trackingDomainsPage } from './pages/tracking-domains';
 import type { BodyBudget } from '../middleware/body-budget';
 import { clientOf } from '../middleware/client';
 import type { AuthFailures } from '../middleware/failures';
-import { can, endAllSessions, permissionFor, signIn, type Member } from '../../../core/src/teams';
+import { can, permissionFor, signIn, signOutUser, type Member } from '../../../core/src/teams';
+import { auditContext } from '../middleware/audit';
+import { accountOfPath } from '../../../core/src/changes/owners';
 import { accountOf } from '../middleware/admin';
 import { usersPage, teamsStrangerRoutes } from './pages/users';
 import { auditPage } from './pages/audit';
@@ -228,20 +230,23 @@ export function consoleRouter(db: Db, bodies: { budget: BodyBudget; signInBudget
     res.redirect(303, '/admin/signin');
   });
 
-  router.post('/signout-everywhere', async (_req, res) => {
+  router.post('/signout-everywhere', async (req, res) => {
     const session = res.locals.session!;
-    if (session.user) await endAllSessions(db, session.user.id);
+    // a person's every session ends, audited (sign-out-everywhere, with the count); the admin token's console has one
+    if (session.user) await signOutUser(db, session.user.id, session.user, { ...auditContext(req, res, 'console'), refuses: undefined });
     await endSession(res, session);
     res.redirect(303, '/admin/signin');
   });
 
-  // a person's form needs the permission the one table gives its path (teams/permissions.ts), as in the admin API
-  router.use((req, res, next) => {
+  // a person's page or form needs the permission the one table gives its path (teams/permissions.ts), as in the admin
+  // API: in the account the form names, else in the account of the row the path names (a page by id), else in any
+  router.use(async (req, res, next) => {
     const user = res.locals.session?.user;
     if (!user) return next();
     const permission = permissionFor(req.method, req.path);
-    if (can(user, permission, accountOf(req))) return next();
-    render(req, res, 'error', 'Refused', { error: `Your role does not allow this: needs ${permission}.`, back: consoleBack(req) }, 403);
+    const account = accountOf(req) ?? (user.operator ? undefined : await accountOfPath(db, req.path));
+    if (can(user, permission, account)) return next();
+    render(req, res, 'error', 'Refused', { error: `Your role does not allow this: needs ${permission}${account === undefined ? '' : ` in account ${account}`}.`, back: consoleBack(req) }, 403);
   });
 
   for (const page of PAGES) page.routes(router, ctx);

@@ -42,12 +42,8 @@ export function viewScope(res: Response, permission: Permission = 'read'): Accou
   return [...user.roles.keys()].filter((id) => can(user, permission, id));
 }
 
-/** A listing's filter on one account, held to the scope: that account when the scope holds it, else none. */
-export function narrow(scope: AccountScope, account: number | undefined): AccountScope {
-  if (account === undefined) return scope;
-  if (scope === undefined || scope === account || (Array.isArray(scope) && scope.includes(account))) return account;
-  return [];
-}
+/** A listing's filter on one account, held to the scope (account-scope.ts). */
+export { narrow } from '../../../core/src/account-scope';
 
 /** Form fields as strings: urlencoded bodies, one value per name. */
 export function field(req: Request, name: string): string {

@@ -5,6 +5,7 @@ import type { Db } from '../../../core/src/db';
 import { Forbidden, Unauthorized } from '../../../core/src/errors';
 import type { AccountScope } from '../../../core/src/account-scope';
 import { can, loadUserSession, permissionFor, USER_SESSION, type Changer, type Permission } from '../../../core/src/teams';
+import { accountOfPath, accountOfRow } from '../../../core/src/changes/owners';
 import { clientOf } from './client';
 import type { AuthFailures } from './failures';
 
@@ -108,6 +109,42 @@ export const permitted: RequestHandler = (req, res, next) => {
   res.locals.permission = permission;
   next();
 };
+
+/**
+ * A person's request that names a row by id (`/lists/7/subscribers.csv`, `/templates/3/preview`, `/messages/<id>`) is
+ * held to the row's account as `permitted` holds the account a request names: a read, an export, a preview or a test of
+ * another account's row answers 403 "needs <permission> in account <id>" (docs/teams.md). No such row: the route's 404.
+ */
+export function heldToRow(db: Db): RequestHandler {
+  return async (req, res, next) => {
+    const actor = res.locals.actor;
+    if (!actor || actor === 'admin-token' || actor.operator) return next();
+    const account = await accountOfPath(db, req.path);
+    if (account === undefined) return next();
+    const permission = permissionFor(req.method, req.path);
+    if (!can(actor, permission, account)) throw new Forbidden(`needs ${permission} in account ${account}`);
+    next();
+  };
+}
+
+/**
+ * A person's read of what the query names instead of an account (`/stats?mailbox=&campaign=&broadcast=`): each named
+ * row held to its account as `heldToRow` holds a path's; naming none (nor an account) reads the whole service's, the
+ * operator's. The admin token and an operator: nothing held.
+ */
+export async function heldToNamed(db: Db, req: Request, res: Response, named: Record<string, string>): Promise<void> {
+  const actor = res.locals.actor;
+  if (!actor || actor === 'admin-token' || actor.operator) return;
+  let any = accountOf(req) !== undefined;
+  for (const [field, resource] of Object.entries(named)) {
+    const id = req.query[field];
+    if (typeof id !== 'string' || id === '') continue;
+    any = true;
+    const account = await accountOfRow(db, resource, id.trim());
+    if (account !== undefined && !can(actor, 'read', account)) throw new Forbidden(`needs read in account ${account}`);
+  }
+  if (!any) throw new Forbidden(`needs instance.manage: name an account of yours (?account=) or one of its ${Object.keys(named).join(', ')}`);
+}
 
 /** Who changes something through the admin API: the signed-in person, or the admin token. */
 export const changerOf = (res: Response): Changer => res.locals.actor ?? 'admin-token';

@@ -26,11 +26,11 @@ export function auditContext(req: Request, res: Response, via: 'admin-api' | 'co
 }
 
 /**
- * A console form that names a row by id but changes nothing (a login test, a preview): held to the row's account as a
- * change is (403 naming the permission), so a person of another account cannot use the row.
+ * A console form (or an admin API call) that names a row but changes nothing (a login test, a preview, a dry run): held
+ * to the row's account as a change is (403 naming the permission), so a person of another account cannot use the row.
  */
-export function holdTo(req: Request, res: Response, account: number): void {
-  const refusal = auditContext(req, res, 'console').refuses?.(account);
+export function holdTo(req: Request, res: Response, account: number, via: 'admin-api' | 'console' = 'console'): void {
+  const refusal = auditContext(req, res, via).refuses?.(account);
   if (refusal) throw new Forbidden(refusal);
 }
 
@@ -43,7 +43,7 @@ export function audit(req: Request, res: Response, via: 'admin-api' | 'console' 
   return <T>(db: Db, change: Change<NoInfer<T>>, work: (db: Db) => Promise<T>): Promise<T> => auditedChange(db, context, change, work);
 }
 
-/** `audit` for the few changes that reach Redis after their commit (core/audit `auditedAfter`). */
+/** `audit` for a change that waits on ACME between its writes (core/audit `auditedAfter`). */
 export function auditAfter(req: Request, res: Response, via: 'admin-api' | 'console' = 'admin-api') {
   const context = auditContext(req, res, via);
   return <T>(db: Db, change: Change<NoInfer<T>>, work: (db: Db) => Promise<T>): Promise<T> => auditedAfter(db, context, change, work);

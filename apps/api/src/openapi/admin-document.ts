@@ -124,7 +124,7 @@ export const ADMIN_OPERATIONS: AdminOperation[] = [
   { method: 'get', path: '/delivery/status', summary: 'Messages by status and the oldest queued age, from Postgres', answer: ok() },
 
   { method: 'post', path: '/templates', summary: 'Create a template or a layout (400 naming the line when it does not parse)', body: templateInput, answer: created('template') },
-  { method: 'get', path: '/templates', summary: "An account's templates and layouts", query: templatesQuery, answer: ok('templates') },
+  { method: 'get', path: '/templates', summary: 'Templates and layouts: of the account named, else of every account the caller may read', query: templatesQuery, answer: ok('templates') },
   { method: 'get', path: '/templates/{id}', summary: 'A template', answer: ok('template') },
   { method: 'patch', path: '/templates/{id}', summary: 'Change a template (a new version)', body: templateChanges, answer: ok('template') },
   { method: 'delete', path: '/templates/{id}', summary: 'Delete a template no broadcast, step or template uses (409 otherwise)', answer: ok() },

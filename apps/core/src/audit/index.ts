@@ -3,6 +3,7 @@ import type { Db, Tx } from '../db';
 import { accountWhere, type AccountScope } from '../account-scope';
 import { Forbidden } from '../errors';
 import { iso } from '../validate';
+import { deferring, runKept } from '../after-commit';
 
 /**
  * The audit log (docs/teams.md): who changed what, written in the change's own transaction by `audited`, the one way
@@ -101,35 +102,27 @@ export async function audited<T>(db: Db, context: AuditContext, change: Change<N
   }, { maxWait: 10_000, timeout: 60_000 });
 }
 
-/**
- * The transaction's client as a `Db` for domain functions written over one: their own `$transaction` runs its work
- * inline, in this transaction (and `poolTransaction`/`rawQuery`, finding no pool of theirs, go through it too).
- */
-export function inTransaction(tx: Tx): Db {
-  const inline: Db = new Proxy(tx, {
-    get(target, prop) {
-      if (prop === '$transaction') return (work: unknown) => (typeof work === 'function' ? (work as (db: Db) => Promise<unknown>)(inline) : Promise.all(work as Promise<unknown>[]));
-      const value: unknown = Reflect.get(target, prop);
-      return typeof value === 'function' ? (value as (...args: unknown[]) => unknown).bind(target) : value;
-    },
-  }) as unknown as Db;
-  return inline;
-}
-
 /** The `account` a view names, if it names one. */
 function accountOfView(view: unknown): number | undefined {
   const account = (view as { account?: unknown } | null | undefined)?.account;
   return typeof account === 'number' ? account : undefined;
 }
 
-/** `audited` for a domain function that takes a `Db` (and may open its own transaction): it runs in the entry's. */
-export function auditedChange<T>(db: Db, context: AuditContext, change: Change<NoInfer<T>>, work: (db: Db) => Promise<T>): Promise<T> {
-  return audited(db, context, change, (tx) => work(inTransaction(tx)));
+/**
+ * `audited` for a domain function that takes a `Db` (and may open its own transaction): it runs in the entry's, and
+ * what it hands to `afterCommit` (a job queued, a cache dropped in Redis) runs once both are committed.
+ */
+export async function auditedChange<T>(db: Db, context: AuditContext, change: Change<NoInfer<T>>, work: (db: Db) => Promise<T>): Promise<T> {
+  const kept: Parameters<typeof runKept>[1] = [];
+  const result = await audited<T>(db, context, change, (tx) => work(deferring(tx, kept)));
+  await runKept(db, kept);
+  return result;
 }
 
 /**
- * For a change whose domain function reaches Redis once its rows are committed (a retry promotes its job): wrapping it
- * in a transaction would let a worker see the job before the row, so its entry is written at once after it instead.
+ * For a change that waits on a server outside between its writes (a tracking domain's certificate order, whose ACME
+ * challenge is answered from committed rows): holding a transaction open for it is not an option, so its entry
+ * is written at once after it instead. A change that only reaches Redis after its commit is `auditedChange`'s.
  */
 export async function auditedAfter<T>(db: Db, context: AuditContext, change: Change<NoInfer<T>>, work: (db: Db) => Promise<T>): Promise<T> {
   const before: unknown = change.before ? await change.before(db) : undefined;

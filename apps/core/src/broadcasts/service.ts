@@ -2,6 +2,7 @@ import { requireTopics } from '../topics';
 import { checkSources, templateIdOf } from '../templates/service';
 import { besideTemplate } from '../templates/schema';
 import type { Broadcast, List } from '../../../../generated/prisma/client';
+import { afterCommit } from '../after-commit';
 import { Prisma, type Db, type Tx } from '../db';
 import { BadRequest, Conflict, Forbidden, NotFound } from '../errors';
 import { mailboxStartRefusal } from '../domains/sending';
@@ -194,7 +195,7 @@ export async function changeBroadcast(db: Db, id: number, changes: BroadcastChan
     await deleteUnclaimedCopies(tx, id);
     return null;
   });
-  if (queued) await queueBroadcastJob(id, queued.runs, queued.delay);
+  if (queued) await afterCommit(db, () => queueBroadcastJob(id, queued.runs, queued.delay));
   return view(db, id);
 }
 

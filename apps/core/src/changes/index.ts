@@ -24,21 +24,21 @@ export const ownerIn =
 
 const same = (view: unknown) => view;
 
-/** A change of a campaign: its entry follows the commit (a running campaign's due steps reach the queue). */
+/** A change of a campaign (a running campaign's due steps reach the queue once it is committed). */
 export const campaignChange = (id: number) => ({ action: 'update', resource: 'campaign', id, before: (tx: Tx) => getCampaign(tx, id), after: same, accountIn: ownerIn('campaign', id) });
 
-/** A change of a mailbox: its entry follows the commit (a reconnected mailbox's waiting emails reach the queue). */
+/** A change of a mailbox (a reconnected mailbox's waiting emails reach the queue once it is committed). */
 export const mailboxChange = (id: number) => ({ action: 'update', resource: 'mailbox', id, before: async (tx: Tx) => mailboxView(await findMailbox(tx, id)), after: same });
 
-/** An import into a list: streamed on connections of its own and queued once committed, so its entry follows. */
+/** An import into a list: its lines streamed first, then the import marked received with this entry, then queued. */
 export const importChange = (id: number, format: string) => ({ action: 'import', resource: 'list', id, after: (i: { id: number; status: string }) => ({ import: i.id, status: i.status, format }), accountIn: ownerIn('list', id) });
 
 export const listChange = (id: number) => ({ action: 'update', resource: 'list', id, before: (tx: Tx) => getList(tx, id), after: same, accountIn: ownerIn('list', id) });
 
-/** A change of a broadcast: its entry follows the commit (one set sending reaches the queue). */
+/** A change of a broadcast (one set sending reaches the queue once it is committed). */
 export const broadcastChange = (id: number) => ({ action: 'update', resource: 'broadcast', id, before: (tx: Tx) => getBroadcast(tx, id), after: same, accountIn: ownerIn('broadcast', id) });
 
-/** A retry or a cancel of a message: its entry follows the commit (its job is promoted or removed). */
+/** A retry or a cancel of a message (its job is promoted or removed once it is committed). */
 export const messageChange = (action: 'retry' | 'cancel', id: string) => ({ action, resource: 'message', id, after: same, accountIn: ownerIn('message', id) });
 
 export const webhookChange = (action: string, id: number) => ({ action, resource: 'webhook', id, before: (tx: Tx) => getWebhook(tx, id), after: same });

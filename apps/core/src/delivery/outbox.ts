@@ -4,6 +4,7 @@ import type { Prisma } from '../../../../generated/prisma/client';
 import type { MessageKind } from '../../../../generated/prisma/enums';
 import { Batcher } from '../batch';
 import type { Tx } from '../db';
+import { afterCommit } from '../after-commit';
 import { DISPATCH, JOB_OPTIONS, QUEUE, jobId, queue, type DispatchPayload } from '../queues';
 import { markEnqueued } from './repository';
 import { dependencies, isRedisConnectionError, RedisNoAnswer } from '../outage';
@@ -172,11 +173,13 @@ export class DeliveryQueue {
 }
 
 /**
- * Puts delivery jobs on the queue and marks the rows enqueued (the reconciler re-queues rows left without the mark).
- * Call after the rows are committed.
+ * Puts delivery jobs on the queue and marks the rows enqueued (the reconciler re-queues rows left without the mark),
+ * once the rows are committed: at once on a db outside a transaction, after the commit of an audited change's.
  */
 export async function enqueueDelivery(db: Tx, messages: { id: string; notBefore?: Date | null }[], options: { first?: boolean } = {}): Promise<void> {
   if (!messages.length) return;
-  await addDeliveryJobs(messages, options);
-  await markEnqueued(db, messages.map((m) => m.id));
+  await afterCommit(db, async (committed) => {
+    await addDeliveryJobs(messages, options);
+    await markEnqueued(committed, messages.map((m) => m.id));
+  });
 }

@@ -162,11 +162,35 @@ export async function refreshRecords(db: Tx, id: number): Promise<DomainView> {
   return domainView(await db.domain.update({ where: { id }, data: { records: records as never }, include: { keys: true } }));
 }
 
-/** POST /admin/api/domains/:id/verify: check now, with the same rules as the periodic check. */
-export async function verifyDomain(db: Db, id: number, options: { account?: number; dns?: DnsLookup } = {}): Promise<DomainView> {
+/**
+ * POST /admin/api/domains/:id/verify: check now, with the same rules as the periodic check. DNS is asked first, outside
+ * any transaction; `commit` runs the writes of its outcome (an audited change's transaction: its entry written with them).
+ */
+export async function verifyDomain(db: Db, id: number, options: { account?: number; dns?: DnsLookup; commit?: (work: (db: Db) => Promise<DomainView>) => Promise<DomainView> } = {}): Promise<DomainView> {
   await load(db, id, options.account);
-  await checkDomain(db, id, options.dns ?? dnsLookup());
-  return domainView(await load(db, id));
+  const looked = await lookUpDomain(db, id, options.dns ?? dnsLookup());
+  const apply = async (tx: Db) => {
+    if (looked) await applyDomainCheck(tx, id, looked);
+    return domainView(await load(tx, id));
+  };
+  return options.commit ? options.commit(apply) : apply(db);
+}
+
+/** What DNS showed of a domain's records, asked outside any transaction (or that it did not answer). */
+interface Looked {
+  before: Domain & { keys: DomainKey[] };
+  result: CheckResult | DnsUnavailable;
+}
+
+async function lookUpDomain(db: Db, id: number, dns: DnsLookup, memo?: MailboxMemo): Promise<Looked | null> {
+  const before = await db.domain.findUnique({ where: { id }, include: { keys: true } });
+  if (!before) return null;
+  try {
+    return { before, result: await checkRecords(dns, await recordContext(db, before, memo)) };
+  } catch (err) {
+    if (!(err instanceof DnsUnavailable)) throw err;
+    return { before, result: err };
+  }
 }
 
 /**
@@ -176,15 +200,12 @@ export async function verifyDomain(db: Db, id: number, options: { account?: numb
  * answer changes no status and keeps the reason.
  */
 export async function checkDomain(db: Db, id: number, dns: DnsLookup, memo?: MailboxMemo): Promise<void> {
-  const before = await db.domain.findUnique({ where: { id }, include: { keys: true } });
-  if (!before) return;
-  let result: CheckResult | DnsUnavailable;
-  try {
-    result = await checkRecords(dns, await recordContext(db, before, memo));
-  } catch (err) {
-    if (!(err instanceof DnsUnavailable)) throw err;
-    result = err;
-  }
+  const looked = await lookUpDomain(db, id, dns, memo);
+  if (looked) await applyDomainCheck(db, id, looked);
+}
+
+/** The outcome of a check written, with the row locked (`checkDomain`'s rules). */
+async function applyDomainCheck(db: Db, id: number, { before, result }: Looked): Promise<void> {
   const next = new Date(Date.now() + config().domainRecheckHours * 3600_000);
   await db.$transaction(async (tx) => {
     const d = await lockDomain(tx, id);

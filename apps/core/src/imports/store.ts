@@ -1,6 +1,7 @@
 import { StringDecoder } from 'node:string_decoder';
 import type { Import } from '../../../../generated/prisma/client';
 import { config } from '../config';
+import { afterCommit } from '../after-commit';
 import type { Db } from '../db';
 import { BadRequest, NotFound, PayloadTooLarge } from '../errors';
 import { logger } from '../logger';
@@ -98,14 +99,15 @@ async function* ndjsonLines(lines: AsyncIterable<Line>): AsyncGenerator<Line> {
 /**
  * Stores an uploaded import and queues its job: the lines are written as they arrive, STORE_BATCH at a time, so the
  * API never holds the whole body; reading stops at the chunk that passes `maxBytes` (413). The import is taken by a worker only once all of it is stored (`received`); a body
- * cut off, too large, or whose CSV header is wrong leaves nothing behind.
+ * cut off, too large, or whose CSV header is wrong leaves nothing behind. `commit` runs the last write, the import
+ * marked received (an audited change's transaction: its entry written with it); its job is queued once that commits.
  */
 export async function receiveImport(
   db: Db,
   listId: number,
   format: ImportFormat,
   body: AsyncIterable<Buffer | string> | Iterable<Buffer | string>,
-  options: { defaultStatus?: ImportStatusValue; maxBytes?: number; verify?: VerifyMode } = {},
+  options: { defaultStatus?: ImportStatusValue; maxBytes?: number; verify?: VerifyMode; commit?: (work: (db: Db) => Promise<ImportView>) => Promise<ImportView> } = {},
 ): Promise<ImportView> {
   const maxBytes = options.maxBytes ?? importMaxBytes();
   await requireImportList(db, listId);
@@ -133,13 +135,16 @@ export async function receiveImport(
     }
     await flush();
     if (!total) throw new BadRequest('no lines to import');
+    const receive = async (tx: Db) => {
+      const received = await tx.import.update({ where: { id: row.id }, data: { received: true, total } });
+      await afterCommit(tx, () => queueImport(received.id));
+      return importView(received);
+    };
+    return await (options.commit ? options.commit(receive) : receive(db));
   } catch (err) {
-    await db.import.delete({ where: { id: row.id } }).catch(() => undefined);
+    await db.import.deleteMany({ where: { id: row.id, received: false } }).catch(() => undefined);
     throw err;
   }
-  const received = await db.import.update({ where: { id: row.id }, data: { received: true, total } });
-  await queueImport(received.id);
-  return importView(received);
 }
 
 /** Queues the import's job (one job per import: a repeated add is a no-op); a Redis hiccup leaves it to housekeeping. */

@@ -1,3 +1,4 @@
+import { afterCommit } from '../after-commit';
 import type { Db } from '../db';
 import { reconcileDeliveries } from '../delivery/reconcile';
 import { emitEvent } from '../events';
@@ -35,6 +36,7 @@ export async function markNeedsReconnect(db: Db, mailboxId: number, refusedToken
  */
 export async function releaseWaiting(db: Db, mailboxId: number): Promise<number> {
   const { count } = await db.message.updateMany({ where: { mailboxId, status: { in: ['queued', 'deferred'] } }, data: { enqueuedAt: null } });
-  if (count) await reconcileDeliveries(db);
+  // the reconciler reads committed rows
+  if (count) await afterCommit(db, (committed) => reconcileDeliveries(committed));
   return count;
 }

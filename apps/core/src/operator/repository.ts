@@ -30,7 +30,8 @@ export interface MessageSearchSql {
   domain?: string;
   words?: string;
   status?: string;
-  account?: number;
+  /** one account, or several (a person's own: docs/teams.md) */
+  account?: number | readonly number[];
   from?: Date;
   to?: Date;
   /** the keyset: rows strictly older than this (created_at, id) */
@@ -56,7 +57,8 @@ export async function searchMessageRows(db: Tx, s: MessageSearchSql): Promise<Me
   if (s.domain) where.push(`split_part(m."to", '@', 2) = ${param(s.domain)} AND m."to" LIKE '%@%'`);
   if (s.words) where.push(`to_tsvector('simple', m.subject) @@ plainto_tsquery('simple', ${param(s.words)}) AND m.subject <> ''`);
   if (s.status) where.push(`m.status = ${param(s.status)}::"MessageStatus"`);
-  if (s.account) where.push(`m.account_id = ${param(s.account)}`);
+  if (typeof s.account === 'number') where.push(`m.account_id = ${param(s.account)}`);
+  else if (s.account) where.push(`m.account_id = ANY(${param([...s.account])}::int[])`);
   if (s.from) where.push(`m.created_at >= ${param(s.from)}`);
   if (s.to) where.push(`m.created_at < ${param(s.to)}`);
   if (s.before) {

@@ -1,3 +1,4 @@
+import { narrow, type AccountScope } from '../account-scope';
 import type { Tx } from '../db';
 import { BadRequest } from '../errors';
 import { publicBounce, type Bounce, type PublicBounce } from '../inbound/bounce-policy';
@@ -88,7 +89,7 @@ function instant(value: string | undefined, field: string, end: boolean): Date |
  * Messages of every account that match, newest first, a page at a time by keyset (`before`: the `next` of the page
  * before). Each kind of query reads its own index, so a page costs about the same on a year of rows as on a day's.
  */
-export async function searchMessages(db: Tx, input: unknown): Promise<Page<FoundMessage> & { kind: SearchKind }> {
+export async function searchMessages(db: Tx, input: unknown, scope?: AccountScope): Promise<Page<FoundMessage> & { kind: SearchKind }> {
   const s = validate(messageSearchQuery, input ?? {}) as MessageSearch & { limit: number };
   const { kind, value } = readQuery(s.q ?? '');
   const from = instant(s.from, 'from', false);
@@ -97,7 +98,8 @@ export async function searchMessages(db: Tx, input: unknown): Promise<Page<Found
   const cursor = s.before ? /^(\d{1,15})_([0-9a-f-]{36})$/.exec(s.before) : null;
   const sql: MessageSearchSql = {
     status: s.status || undefined,
-    account: s.account,
+    // a person's search covers their own accounts (docs/teams.md); an account outside them finds nothing
+    account: narrow(scope, s.account),
     from,
     to,
     before: cursor ? { at: new Date(Number(cursor[1])), id: cursor[2]! } : undefined,

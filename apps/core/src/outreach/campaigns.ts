@@ -2,6 +2,7 @@ import { checkSources, templateIdOf } from '../templates/service';
 import type { Campaign, CampaignStep, Mailbox } from '../../../../generated/prisma/client';
 import { mailboxStartRefusal } from '../domains/sending';
 import type { CampaignGoal, CampaignStatus } from '../../../../generated/prisma/enums';
+import { afterCommit } from '../after-commit';
 import { Prisma, type Db, type Tx } from '../db';
 import { scheduleOf, type Schedule } from './windows';
 import { campaignMailboxes } from './repository/rotation';
@@ -319,8 +320,9 @@ export async function updateCampaign(db: Tx, id: number, changes: CampaignChange
 export async function changeCampaign(db: Db, id: number, changes: CampaignChanges): Promise<CampaignDetail> {
   const { before, after } = await db.$transaction((tx) => updateCampaign(tx, id, changes));
   if (after.status === 'running' && (before.status !== 'running' || changes.schedule !== undefined)) {
-    await scheduleDueSteps(db, { campaignId: id }).catch((err: Error) =>
-      logger.warn({ err: err.message, campaign: id }, 'could not queue due steps now; the schedule task will'),
+    // the scheduler reads committed rows
+    await afterCommit(db, (committed) =>
+      scheduleDueSteps(committed, { campaignId: id }).catch((err: Error) => logger.warn({ err: err.message, campaign: id }, 'could not queue due steps now; the schedule task will')),
     );
   }
   return after;

@@ -23,14 +23,18 @@ function newRecoveryCodes(): string[] {
 
 /**
  * Starts (or starts again) TOTP enrolment: a new secret, kept encrypted and not counted until a first code confirms
- * it. Answers the secret (base32) and its otpauth:// URI, shown once. A confirmed TOTP must be disabled first.
+ * it. Answers the secret (base32) and its otpauth:// URI, shown once. A confirmed TOTP must be disabled first. The
+ * pending secret is a change of the person's factors: audited (`start-totp`), the secret shown as "[redacted]".
  */
-export async function startTotp(db: Db, user: { id: number; email: string }): Promise<{ secret: string; uri: string }> {
-  const existing = await db.userTotp.findUnique({ where: { userId: user.id } });
-  if (existing?.confirmedAt) throw new Conflict('an authenticator app is set up already: disable it first (with a code from it)');
+export async function startTotp(db: Db, user: { id: number; email: string }, audit: AuditContext): Promise<{ secret: string; uri: string }> {
   const secret = newSecret();
   const secretEnc = encryptSecret(secret, config().secretKey);
-  await db.userTotp.upsert({ where: { userId: user.id }, create: { userId: user.id, secretEnc }, update: { secretEnc, lastStep: null } });
+  const change = { action: 'start-totp', resource: 'user', id: user.id, after: () => ({ id: user.id, totp: 'pending', secret }) };
+  await audited(db, audit, change, async (tx: Tx) => {
+    const existing = await tx.userTotp.findUnique({ where: { userId: user.id } });
+    if (existing?.confirmedAt) throw new Conflict('an authenticator app is set up already: disable it first (with a code from it)');
+    await tx.userTotp.upsert({ where: { userId: user.id }, create: { userId: user.id, secretEnc }, update: { secretEnc, lastStep: null } });
+  });
   return { secret, uri: otpauthUri('Mail service', user.email, secret) };
 }
 

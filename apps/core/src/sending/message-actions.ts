@@ -1,3 +1,4 @@
+import { afterCommit } from '../after-commit';
 import type { Db } from '../db';
 import { addDeliveryJobs } from '../delivery/outbox';
 import { Conflict, NotFound } from '../errors';
@@ -71,10 +72,12 @@ export async function retryMessage(db: Db, id: string): Promise<MessageAction> {
       await addDeliveryJobs([{ id, notBefore: before.notBefore }], { first: true });
     }
   };
-  // the row is written (enqueued just now): a Redis away or hanging leaves the job to the reconciler after its staleness
-  await withinRedisDeadline(requeue()).catch((err: unknown) => {
-    if (!noteOutage(err)) throw err;
-  });
+  // once the row is committed (enqueued just now): a Redis away or hanging leaves the job to the reconciler after its staleness
+  await afterCommit(db, () =>
+    withinRedisDeadline(requeue()).catch((err: unknown) => {
+      if (!noteOutage(err)) throw err;
+    }),
+  );
   logger.info({ message: id, was: before.status }, 'message retried by the operator');
   return { id, status: before.status === 'failed' ? 'queued' : 'deferred' };
 }
@@ -102,8 +105,10 @@ export async function cancelMessage(db: Db, id: string): Promise<MessageAction> 
     const job = await queue(QUEUE.delivery).getJob(jobId.delivery(id));
     if (job && (await job.getState()) !== 'active') await job.remove().catch(() => undefined);
   };
-  await withinRedisDeadline(tidy()).catch((err: unknown) => noteOutage(err));
-  announceFinished([id]);
+  await afterCommit(db, async () => {
+    await withinRedisDeadline(tidy()).catch((err: unknown) => noteOutage(err));
+    announceFinished([id]);
+  });
   logger.info({ message: id, was: before.status }, 'message cancelled by the operator');
   return { id, status: 'cancelled' };
 }

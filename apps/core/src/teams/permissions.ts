@@ -55,8 +55,8 @@ const RESOURCES: Record<string, Permission> = {
   security: 'read',
 };
 
-/** What reading needs where `read` is not enough. */
-const READS: Record<string, Permission> = { audit: 'audit.read', 'audit.ndjson': 'audit.read', users: 'users.manage' };
+/** What reading needs where `read` is not enough (the whole service's delivery counts are the operator's). */
+const READS: Record<string, Permission> = { audit: 'audit.read', 'audit.ndjson': 'audit.read', users: 'users.manage', delivery: 'instance.manage' };
 
 /**
  * The permission a request needs: reading needs `read`; a change needs its resource's permission (a resource not in

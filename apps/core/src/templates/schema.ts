@@ -42,7 +42,7 @@ export const templateInput = Joi.object({
 
 export const templateChanges = Joi.object(fields).min(1).messages({ 'object.min': 'nothing to change' });
 
-export const templatesQuery = Joi.object({ account: id().required(), kind: Joi.string().valid('template', 'layout') });
+export const templatesQuery = Joi.object({ account: id(), kind: Joi.string().valid('template', 'layout') });
 
 /** Variables of a render: a JSON object (names to values). */
 export const variables = () => Joi.object().max(200).unknown(true).messages({ 'object.base': 'variables must be a JSON object' });

@@ -15,7 +15,7 @@ import { viewScope, field, type ConsolePage } from '../page';
 import { broadcastCharts, broadcastLiveSection } from '../stats-section';
 import type { Db } from '../../../../core/src/db';
 import { broadcastChange, broadcastCreation } from '../../../../core/src/changes';
-import { audit, auditAfter } from '../../middleware/audit';
+import { audit } from '../../middleware/audit';
 
 /** The buttons a broadcast's state allows (the state machine of broadcasts/service.ts). */
 const ACTIONS: Record<string, { status: string; label: string }[]> = {
@@ -113,7 +113,7 @@ ${COMPOSE_FORM}`,
     router.post('/broadcasts/:id/status', async (req, res) => {
       const id = validate(idParam, req.params.id);
       const changes = validate(broadcastChanges, { status: field(req, 'status') });
-      const broadcast = await auditAfter(req, res, 'console')(ctx.db, broadcastChange(id), (db: Db) => changeBroadcast(db, id, changes));
+      const broadcast = await audit(req, res, 'console')(ctx.db, broadcastChange(id), (db: Db) => changeBroadcast(db, id, changes));
       await ctx.redirect(req, res, `/admin/broadcasts/${id}`, `Broadcast ${id} is ${broadcast.status}.`);
     });
     router.get('/broadcasts/:id', async (req, res) => {

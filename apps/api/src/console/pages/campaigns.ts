@@ -15,7 +15,7 @@ import { formRows, typedNumber } from '../editors';
 import { blankRows, inEditorTerms, NEW_CAMPAIGN_STEPS, STEP_CHOICES, stepRows, STEPS_EDITOR, stepsOfForm } from '../step-form';
 import { listTemplates } from '../../../../core/src/templates/service';
 import { campaignChange, creation } from '../../../../core/src/changes';
-import { audit, auditAfter } from '../../middleware/audit';
+import { audit } from '../../middleware/audit';
 import type { Db } from '../../../../core/src/db';
 
 export const campaignsPage: ConsolePage = {
@@ -93,7 +93,7 @@ ${CAMPAIGN_DELIVERABILITY}
     router.post('/campaigns/:id/status', async (req, res) => {
       const id = validate(idParam, req.params.id);
       const changes = validate(campaignChanges, { status: field(req, 'status') });
-      const campaign = await auditAfter(req, res, 'console')(ctx.db, campaignChange(id), (db: Db) => changeCampaign(db, id, changes));
+      const campaign = await audit(req, res, 'console')(ctx.db, campaignChange(id), (db: Db) => changeCampaign(db, id, changes));
       await ctx.redirect(req, res, '/admin/campaigns', `Campaign ${campaign.id} "${campaign.name}" is ${campaign.status}.`);
     });
     router.get('/campaigns/:id', async (req, res) => {
@@ -116,7 +116,7 @@ ${CAMPAIGN_DELIVERABILITY}
       const id = validate(idParam, req.params.id);
       const mailboxes = formRows(req, 'box').filter((row) => row.use === 'yes').map((row) => typedNumber(row.mailbox));
       const changes = validate(campaignChanges, { mailboxes });
-      const campaign = await auditAfter(req, res, 'console')(ctx.db, campaignChange(id), (db: Db) => changeCampaign(db, id, changes));
+      const campaign = await audit(req, res, 'console')(ctx.db, campaignChange(id), (db: Db) => changeCampaign(db, id, changes));
       await ctx.redirect(req, res, `/admin/campaigns/${id}`, `Mailboxes of "${campaign.name}" saved: ${campaign.mailboxes.join(', ')}.`);
     });
     // the steps editor: its rows as the admin API's `steps`, checked by the same schema, refused in the editor's words
@@ -124,7 +124,7 @@ ${CAMPAIGN_DELIVERABILITY}
       const id = validate(idParam, req.params.id);
       const campaign = await inEditorTerms(() => {
         const changes = validate(campaignChanges, { steps: stepsOfForm(req) });
-        return auditAfter(req, res, 'console')(ctx.db, campaignChange(id), (db: Db) => changeCampaign(db, id, changes));
+        return audit(req, res, 'console')(ctx.db, campaignChange(id), (db: Db) => changeCampaign(db, id, changes));
       });
       await ctx.redirect(req, res, `/admin/campaigns/${id}#steps`, `Steps of "${campaign.name}" saved: ${campaign.steps.length}.`);
     });

@@ -1,12 +1,12 @@
 import { listAccounts } from '../../../../core/src/accounts';
-import { addDomain, getDomain, listDomains, removeDomain, rotateDomain, verifyDomain } from '../../../../core/src/domains';
+import { addDomain, getDomain, listDomains, removeDomain, rotateDomain, verifyDomain, type DomainView } from '../../../../core/src/domains';
 import { domainInput } from '../../../../core/src/domains/schema';
 import { idParam, validate } from '../../../../core/src/validate';
 import { ACCOUNT_SELECT, CSRF_FIELD } from '../views';
 import { viewScope, field, numberField, type ConsolePage } from '../page';
 import type { Db } from '../../../../core/src/db';
 import { creation, domainChange } from '../../../../core/src/changes';
-import { audit, auditAfter } from '../../middleware/audit';
+import { audit } from '../../middleware/audit';
 
 /**
  * Sending domains (docs/domains.md): each domain's records to publish, with their status and what DNS answered, and
@@ -71,7 +71,8 @@ ${ACCOUNT_SELECT}
     });
     router.post('/domains/:id/verify', async (req, res) => {
       const id = validate(idParam, req.params.id);
-      const domain = await auditAfter(req, res, 'console')(ctx.db, domainChange('verify', id), (db: Db) => verifyDomain(db, id));
+      const commit = (work: (db: Db) => Promise<DomainView>) => audit(req, res, 'console')(ctx.db, domainChange('verify', id), work);
+      const domain = await verifyDomain(ctx.db, id, { commit });
       await ctx.redirect(req, res, `/admin/domains/${domain.id}`, `Checked: ${domain.status}.`);
     });
     router.post('/domains/:id/rotate', async (req, res) => {

@@ -7,7 +7,7 @@ import { browseLists, browseSubscribers } from '../../../../core/src/subscribers
 import { changeList, createList, formUrl, getList } from '../../../../core/src/subscribers/lists';
 import { embedSnippet } from '../../../../core/src/subscribers/html';
 import { BadRequest } from '../../../../core/src/errors';
-import { getImport, receiveImport } from '../../../../core/src/imports';
+import { getImport, receiveImport, type ImportView } from '../../../../core/src/imports';
 import type { VerifyMode } from '../../../../core/src/verify';
 import { MultipartReader } from '../multipart';
 import { csrfMatches } from '../session';
@@ -20,7 +20,7 @@ import { formRows, rowControls, STEP_TEMPLATE, stepOf } from '../editors';
 import { listTemplates } from '../../../../core/src/templates/service';
 import type { Db } from '../../../../core/src/db';
 import { creation, importChange, listChange } from '../../../../core/src/changes';
-import { audit, auditAfter } from '../../middleware/audit';
+import { audit } from '../../middleware/audit';
 
 export const listsPage: ConsolePage = {
   path: '/lists',
@@ -121,7 +121,8 @@ ${rowControls('step', 'Step')}
       if (!/^\s*"?email"?\s*(,|\r?\n|$)/i.test(csv)) csv = `email,name\n${csv}`;
       const verify = validate<{ verify?: VerifyMode }>(importQuery, { verify: field(req, 'verify') || undefined }).verify;
       const options = { defaultStatus: field(req, 'confirmed') === 'yes' ? ('active' as const) : undefined, verify };
-      const imported = await auditAfter(req, res, 'console')(ctx.db, importChange(id, 'csv'), (db: Db) => receiveImport(db, id, 'csv', [csv], options));
+      const commit = (work: (db: Db) => Promise<ImportView>) => audit(req, res, 'console')(ctx.db, importChange(id, 'csv'), work);
+      const imported = await receiveImport(ctx.db, id, 'csv', [csv], { ...options, commit });
       await ctx.redirect(req, res, `/admin/imports/${imported.id}`, `Import ${imported.id}: ${imported.total} lines stored.`);
     });
     // a file from the operator's computer: multipart, its CSRF token read first, the file streamed into the import
@@ -143,7 +144,8 @@ ${rowControls('step', 'Step')}
         else if (part.name === 'file' && !imported && part.filename) {
           const format = /\.(ndjson|jsonl)$/i.test(part.filename) ? 'ndjson' : 'csv';
           const options = { defaultStatus: confirmed ? ('active' as const) : undefined, verify };
-          imported = await auditAfter(req, res, 'console')(ctx.db, importChange(id, format), (db: Db) => receiveImport(db, id, format, reader.body(), options));
+          const commit = (work: (db: Db) => Promise<ImportView>) => audit(req, res, 'console')(ctx.db, importChange(id, format), work);
+          imported = await receiveImport(ctx.db, id, format, reader.body(), { ...options, commit });
         }
       }
       if (!imported) throw new BadRequest('choose a file to import');

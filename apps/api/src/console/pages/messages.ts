@@ -4,10 +4,10 @@ import { messageStory } from '../../../../core/src/operator/story';
 import { cancelMessage, messageIdParam, retryMessage } from '../../../../core/src/sending/message-actions';
 import { validate } from '../../../../core/src/validate';
 import type { ConsolePage } from '../page';
-import { query } from '../page';
+import { query, viewScope } from '../page';
 import { CSRF_FIELD } from '../views';
 import { messageChange } from '../../../../core/src/changes';
-import { auditAfter } from '../../middleware/audit';
+import { audit } from '../../middleware/audit';
 import type { Db } from '../../../../core/src/db';
 
 const KIND_WORDS: Record<string, string> = {
@@ -71,7 +71,7 @@ export const messagesPage: ConsolePage = {
   },
   routes(router, ctx) {
     router.get('/messages', async (req, res) => {
-      const [page, readNote] = await Promise.all([searchMessages(ctx.reads.db, req.query), replicaNote(ctx.reads)]);
+      const [page, readNote] = await Promise.all([searchMessages(ctx.reads.db, req.query, viewScope(res)), replicaNote(ctx.reads)]);
       ctx.render(req, res, 'messages', 'Messages', {
         page,
         readNote,
@@ -89,12 +89,12 @@ export const messagesPage: ConsolePage = {
     });
     router.post('/messages/:id/retry', async (req, res) => {
       const id = validate(messageIdParam, req.params.id);
-      const done = await auditAfter(req, res, 'console')(ctx.db, messageChange('retry', id), (db: Db) => retryMessage(db, id));
+      const done = await audit(req, res, 'console')(ctx.db, messageChange('retry', id), (db: Db) => retryMessage(db, id));
       await ctx.redirect(req, res, `/admin/messages/${id}`, `Message retried: it is ${done.status} and goes out now.`);
     });
     router.post('/messages/:id/cancel', async (req, res) => {
       const id = validate(messageIdParam, req.params.id);
-      await auditAfter(req, res, 'console')(ctx.db, messageChange('cancel', id), (db: Db) => cancelMessage(db, id));
+      await audit(req, res, 'console')(ctx.db, messageChange('cancel', id), (db: Db) => cancelMessage(db, id));
       await ctx.redirect(req, res, `/admin/messages/${id}`, 'Message cancelled: it will not be sent.');
     });
   },

@@ -7,7 +7,7 @@ import { idParam, validate } from '../../../../core/src/validate';
 import { CSRF_FIELD, mailboxSelect } from '../views';
 import { field, type PageContext } from '../page';
 import { campaignChange, mailboxChange } from '../../../../core/src/changes';
-import { auditAfter } from '../../middleware/audit';
+import { audit } from '../../middleware/audit';
 import type { Db } from '../../../../core/src/db';
 
 /**
@@ -86,7 +86,7 @@ export function campaignSendingRoutes(router: Router, ctx: PageContext): void {
   router.post('/campaigns/:id/sending', async (req, res) => {
     const id = validate(idParam, req.params.id);
     const changes = validate(campaignChanges, sendingChanges(req));
-    const campaign = await auditAfter(req, res, 'console')(ctx.db, campaignChange(id), (db: Db) => changeCampaign(db, id, changes));
+    const campaign = await audit(req, res, 'console')(ctx.db, campaignChange(id), (db: Db) => changeCampaign(db, id, changes));
     await ctx.redirect(req, res, `/admin/campaigns/${id}`, `Sending settings of "${campaign.name}" saved.`);
   });
 }
@@ -100,7 +100,7 @@ export function mailboxPacingRoutes(router: Router, ctx: PageContext): void {
       ...(field(req, 'warmup_off') === 'on' ? { warmup: null } : start !== undefined ? { warmup: { start, step: typed(req, 'warmup_step') ?? 0 } } : {}),
     };
     const input = validate(mailboxChangeRules, change);
-    const mailbox = await auditAfter(req, res, 'console')(ctx.db, mailboxChange(id), (db: Db) => updateMailbox(db, id, input));
+    const mailbox = await audit(req, res, 'console')(ctx.db, mailboxChange(id), (db: Db) => updateMailbox(db, id, input));
     await ctx.redirect(req, res, '/admin/mailboxes', `Pacing of ${mailbox.address} saved: jitter ${mailbox.gap_jitter}, today's cap ${mailbox.effective_daily_limit}.`);
   });
 }

@@ -75,7 +75,7 @@ export const securityPage: ConsolePage = {
     };
     router.get('/security', show);
     router.post('/security/totp', async (req, res) => {
-      const { secret, uri } = await startTotp(ctx.db, person(res));
+      const { secret, uri } = await startTotp(ctx.db, person(res), auditContext(req, res, 'console'));
       res.set('Cache-Control', 'no-store');
       ctx.render(req, res, 'security-totp', 'Authenticator app', { secret, uri });
     });

@@ -9,7 +9,6 @@ import type { Tx } from '../../../../core/src/db';
 import { listMailboxes } from '../../../../core/src/mailboxes';
 import { sendTestEmail } from '../../../../core/src/sending/template-test';
 import { templateVariables, variablesFromPaths } from '../../../../core/src/templates/variables';
-import { auditAfter } from '../../middleware/audit';
 import { ACCOUNT_SELECT, CSRF_FIELD } from '../views';
 import { viewScope, field, numberField, type ConsolePage } from '../page';
 import type { Db } from '../../../../core/src/db';
@@ -181,7 +180,7 @@ ${VARIABLE_FIELDS('test')}
       const id = validate(idParam, req.params.id);
       const input = validate<{ to: string; variables: Record<string, unknown>; mailbox?: number }>(schemas.testSendInput, { to: field(req, 'to'), variables: variablesField(req), mailbox: numberField(req, 'mailbox') });
       const change = { action: 'test-send', resource: 'template', id, after: (m: unknown) => m, accountIn: async (tx: Tx) => (await getTemplate(tx, id)).account };
-      const message = await auditAfter(req, res, 'console')(ctx.db, change, (db) => sendTestEmail(db, id, input));
+      const message = await audit(req, res, 'console')(ctx.db, change, (db) => sendTestEmail(db, id, input));
       await ctx.redirect(req, res, `/admin/templates/${id}#test-send`, `Test email to ${message.to} queued: "${message.subject}" (message ${message.id}).`);
     });
     router.post('/templates/:id/restore', async (req, res) => {

@@ -6,7 +6,8 @@ import type { Db, Tx } from '../../../../core/src/db';
 import { lagHeader, type Reads } from '../../../../core/src/replicas';
 import { idParam, validate } from '../../../../core/src/validate';
 import { broadcastCreation } from '../../../../core/src/changes';
-import { audit, auditAfter, ownerIn } from '../../middleware/audit';
+import { accountOfListKey } from '../../../../core/src/changes/owners';
+import { audit, holdTo, ownerIn } from '../../middleware/audit';
 import { scopeOf } from '../../middleware/admin';
 import { methodNotAllowed } from '../../middleware/errors';
 import { broadcastLinks } from '../../../../core/src/analytics/tracking';
@@ -32,6 +33,8 @@ export function broadcastsRouter(db: Db, reads: Reads): Router {
     .route('/broadcasts/audience')
     .post(async (req, res) => {
       const query = validate(audienceQuery, req.body);
+      const owner = await accountOfListKey(db, query.list);
+      if (owner !== undefined) holdTo(req, res, owner, 'admin-api');
       const count = await dryRunAudience(reads.db, query.list, query.audience ?? {}, query.topics);
       res.set(await lagHeader(reads)).json({ ok: true, count });
     })
@@ -47,7 +50,7 @@ export function broadcastsRouter(db: Db, reads: Reads): Router {
       const changes = validate(broadcastChanges, req.body);
       const change = { action: 'update', resource: 'broadcast', id, before: (tx: Tx) => getBroadcast(tx, id), after: (b: unknown) => b, accountIn: ownerIn('broadcast', id) };
       // a broadcast set sending queues its snapshot's jobs once its rows are committed
-      res.json({ ok: true, broadcast: await auditAfter(req, res)(db, change, (db) => changeBroadcast(db, id, changes)) });
+      res.json({ ok: true, broadcast: await audit(req, res)(db, change, (db) => changeBroadcast(db, id, changes)) });
     })
     .all(methodNotAllowed);
 

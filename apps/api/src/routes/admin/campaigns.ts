@@ -5,7 +5,7 @@ import { changeCampaign, createCampaign, getCampaign, listCampaigns } from '../.
 import { campaignStats } from '../../../../core/src/outreach/stats';
 import { browseProspects } from '../../../../core/src/operator/prospects';
 import { accountQuery, idParam, validate } from '../../../../core/src/validate';
-import { audit, auditAfter, campaignChange } from '../../middleware/audit';
+import { audit, campaignChange } from '../../middleware/audit';
 import { methodNotAllowed } from '../../middleware/errors';
 
 /** /admin/api/campaigns (docs/api.md, docs/outreach.md): create, list an account's, read and change one, its numbers. */
@@ -30,8 +30,8 @@ export function campaignsRouter(db: Db): Router {
     .patch(async (req, res) => {
       const id = validate(idParam, req.params.id);
       const changes = validate(campaignChanges, req.body);
-      // a running campaign's change queues its due steps once committed (the scheduler reads committed rows): the entry follows
-      res.json({ ok: true, campaign: await auditAfter(req, res)(db, campaignChange(id), (db) => changeCampaign(db, id, changes)) });
+      // a running campaign's due steps are queued once the change and its entry are committed (core/after-commit.ts)
+      res.json({ ok: true, campaign: await audit(req, res)(db, campaignChange(id), (db) => changeCampaign(db, id, changes)) });
     })
     .all(methodNotAllowed);
 

@@ -1,11 +1,11 @@
 import { Router } from 'express';
 import type { Db, Tx } from '../../../../core/src/db';
 import { idParam, validate } from '../../../../core/src/validate';
-import { addDomain, getDomain, listDomains, removeDomain, rotateDomain, verifyDomain } from '../../../../core/src/domains';
+import { addDomain, getDomain, listDomains, removeDomain, rotateDomain, verifyDomain, type DomainView } from '../../../../core/src/domains';
 import { domainInput, domainsQuery } from '../../../../core/src/domains/schema';
 import { domainInboundInput, setDomainInbound } from '../../../../core/src/mx/routes';
 import { domainChange } from '../../../../core/src/changes';
-import { audit, auditAfter } from '../../middleware/audit';
+import { audit } from '../../middleware/audit';
 import { scopeOf } from '../../middleware/admin';
 import { methodNotAllowed } from '../../middleware/errors';
 
@@ -46,8 +46,9 @@ export function domainsRouter(db: Db): Router {
     .route('/domains/:id/verify')
     .post(async (req, res) => {
       const [id, account] = [validate(idParam, req.params.id), scope(req.query)];
-      // DNS answers are awaited outside any transaction; the check writes its result in its own: the entry follows it
-      res.json({ ok: true, domain: await auditAfter(req, res)(db, domainChange('verify', id, account), (db) => verifyDomain(db, id, { account })) });
+      // DNS answers are awaited outside any transaction; the check's writes and the entry commit together
+      const commit = (work: (db: Db) => Promise<DomainView>) => audit(req, res)(db, domainChange('verify', id, account), work);
+      res.json({ ok: true, domain: await verifyDomain(db, id, { account, commit }) });
     })
     .all(methodNotAllowed);
 

@@ -2,10 +2,10 @@ import { Router } from 'express';
 import { importQuery } from '../../../../core/src/imports/schema';
 import type { Db } from '../../../../core/src/db';
 import { UnsupportedMediaType } from '../../../../core/src/errors';
-import { getImport, importMaxBytes, importTooLarge, receiveImport, type ImportFormat, type ImportStatusValue } from '../../../../core/src/imports';
+import { getImport, importMaxBytes, importTooLarge, receiveImport, type ImportFormat, type ImportStatusValue, type ImportView } from '../../../../core/src/imports';
 import { idParam, validate } from '../../../../core/src/validate';
 import type { VerifyMode } from '../../../../core/src/verify';
-import { auditAfter, importChange } from '../../middleware/audit';
+import { audit, importChange } from '../../middleware/audit';
 import { methodNotAllowed } from '../../middleware/errors';
 
 const FORMATS: Record<string, ImportFormat> = { 'text/csv': 'csv', 'application/x-ndjson': 'ndjson' };
@@ -35,12 +35,10 @@ export function importsRouter(db: Db): Router {
       // an iterator left early (at the limit, or at a bad header) must leave the request whole, not destroy it: a
       // destroyed request loses its socket, and with it the answer
       const body = req.iterator({ destroyOnReturn: false }) as AsyncIterable<Buffer>;
-      // the import streams into Postgres on connections of its own and its job runs once committed: the entry follows it
-      const imported = await auditAfter(req, res)(
-        db,
-        importChange(id, format),
-        (db: Db) => receiveImport(db, id, format, body, { defaultStatus: status, maxBytes, verify }),
-      );
+      // the lines stream into Postgres on connections of their own; the import marked received is the change, written
+      // with its entry (its job queued once both are committed)
+      const commit = (work: (db: Db) => Promise<ImportView>) => audit(req, res)(db, importChange(id, format), work);
+      const imported = await receiveImport(db, id, format, body, { defaultStatus: status, maxBytes, verify, commit });
       res.status(202).json({ ok: true, import: { id: imported.id, status: imported.status } });
     })
     .all(methodNotAllowed);

@@ -1,7 +1,7 @@
 import { Router, type RequestHandler } from 'express';
 import type { Db } from '../../../../core/src/db';
 import { createReads, type Reads } from '../../../../core/src/replicas';
-import { permitted } from '../../middleware/admin';
+import { heldToRow, permitted } from '../../middleware/admin';
 import { requireJsonBody } from '../../middleware/request';
 import { accountsRouter } from './accounts';
 import { auditRouter } from './audit';
@@ -40,6 +40,8 @@ export function adminRouter(db: Db, json: RequestHandler, kinds: EmailKinds, rea
   // a person's permission from the one table (teams/permissions.ts): before the import's body, and again once the JSON
   // body names its account
   router.use(permitted);
+  // a path naming a row by id: held to the row's account (reads and exports too, not only changes)
+  router.use(heldToRow(db));
   router.use(importsRouter(db));
   router.use(json, requireJsonBody, permitted);
   router.use(openApiRouter());

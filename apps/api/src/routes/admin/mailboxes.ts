@@ -5,7 +5,7 @@ import { createMailboxAudited, findMailbox, listMailboxes, mailboxView } from '.
 import { updateMailbox } from '../../../../core/src/mailbox-settings';
 import { testMailbox } from '../../../../core/src/mailbox-settings/connection';
 import { idParam, listingQuery, validate } from '../../../../core/src/validate';
-import { auditAfter, auditContext, mailboxChange } from '../../middleware/audit';
+import { audit, auditContext, mailboxChange } from '../../middleware/audit';
 import { scopeOf } from '../../middleware/admin';
 import { methodNotAllowed } from '../../middleware/errors';
 
@@ -28,7 +28,7 @@ export function mailboxesRouter(db: Db): Router {
       const id = validate(idParam, req.params.id);
       const input = validate(mailboxChangeRules, req.body);
       // a reconnected mailbox's waiting emails and a change of its limits reach the queue once committed: the entry follows
-      res.json({ ok: true, mailbox: await auditAfter(req, res)(db, mailboxChange(id), (db) => updateMailbox(db, id, input)) });
+      res.json({ ok: true, mailbox: await audit(req, res)(db, mailboxChange(id), (db) => updateMailbox(db, id, input)) });
     })
     .all(methodNotAllowed);
 

@@ -7,7 +7,7 @@ import type { EmailKinds } from '../../../../core/src/delivery/kinds';
 import { cancelMessage, messageIdParam, retryMessage } from '../../../../core/src/sending/message-actions';
 import { listMessages } from '../../../../core/src/sending/messages';
 import { validate } from '../../../../core/src/validate';
-import { auditAfter, ownerIn } from '../../middleware/audit';
+import { audit, ownerIn } from '../../middleware/audit';
 import { scopeOf } from '../../middleware/admin';
 import { methodNotAllowed } from '../../middleware/errors';
 
@@ -27,7 +27,7 @@ export function messagesRouter(db: Db, kinds: EmailKinds): Router {
   router
     .route('/messages/search')
     .get(async (req, res) => {
-      const found = await searchMessages(db, req.query);
+      const found = await searchMessages(db, req.query, scopeOf(res));
       res.json({ ok: true, messages: found.rows, next: found.next, kind: found.kind });
     })
     .all(methodNotAllowed);
@@ -41,15 +41,15 @@ export function messagesRouter(db: Db, kinds: EmailKinds): Router {
     .route('/messages/:id/retry')
     .post(async (req, res) => {
       const id = validate<string>(messageIdParam, req.params.id);
-      // its job is promoted or added once the row is committed: the entry follows (core/audit auditedAfter)
-      res.json({ ok: true, message: await auditAfter(req, res)(db, { action: 'retry', resource: 'message', id, after: (m) => m, accountIn: ownerIn('message', id) }, (db) => retryMessage(db, id)) });
+      // the row and the entry commit together; its job is promoted or added after (core/after-commit.ts)
+      res.json({ ok: true, message: await audit(req, res)(db, { action: 'retry', resource: 'message', id, after: (m) => m, accountIn: ownerIn('message', id) }, (db) => retryMessage(db, id)) });
     })
     .all(methodNotAllowed);
   router
     .route('/messages/:id/cancel')
     .post(async (req, res) => {
       const id = validate<string>(messageIdParam, req.params.id);
-      res.json({ ok: true, message: await auditAfter(req, res)(db, { action: 'cancel', resource: 'message', id, after: (m) => m, accountIn: ownerIn('message', id) }, (db) => cancelMessage(db, id)) });
+      res.json({ ok: true, message: await audit(req, res)(db, { action: 'cancel', resource: 'message', id, after: (m) => m, accountIn: ownerIn('message', id) }, (db) => cancelMessage(db, id)) });
     })
     .all(methodNotAllowed);
   return router;

@@ -14,7 +14,8 @@ import {
 } from '../../../../core/src/templates/service';
 import { sendTestEmail } from '../../../../core/src/sending/template-test';
 import { templateChange } from '../../../../core/src/changes';
-import { audit, auditAfter } from '../../middleware/audit';
+import { scopeOf } from '../../middleware/admin';
+import { audit } from '../../middleware/audit';
 import { methodNotAllowed } from '../../middleware/errors';
 
 /** The templates and layouts of docs/templates.md (under /admin/api): versions, restore, preview and a test send. */
@@ -29,7 +30,7 @@ export function templatesRouter(db: Db): Router {
     })
     .get(async (req, res) => {
       const { account, kind } = validate(schemas.templatesQuery, req.query);
-      res.json({ ok: true, templates: await listTemplates(db, account, kind) });
+      res.json({ ok: true, templates: await listTemplates(db, scopeOf(res, account), kind) });
     })
     .all(methodNotAllowed);
 
@@ -80,9 +81,9 @@ export function templatesRouter(db: Db): Router {
     .post(async (req, res) => {
       const id = validate(idParam, req.params.id);
       const input = validate(schemas.testSendInput, req.body);
-      // the test email is queued once its row is committed: the entry follows (core/audit auditedAfter)
+      // the test email's row and the entry commit together; its delivery is queued after (core/after-commit.ts)
       const change = { action: 'test-send', resource: 'template', id, after: (m: unknown) => m, accountIn: async (tx: Tx) => (await getTemplate(tx, id)).account };
-      res.status(202).json({ ok: true, message: await auditAfter(req, res)(db, change, (db) => sendTestEmail(db, id, input)) });
+      res.status(202).json({ ok: true, message: await audit(req, res)(db, change, (db) => sendTestEmail(db, id, input)) });
     })
     .all(methodNotAllowed);
 
