@@ -53,7 +53,10 @@ export default {
   coverageAnalysis: 'perTest',
   // two jest runners; the TypeScript checker (installed: add --checkers typescript --tsconfigFile tsconfig.json) doubles the time here
   concurrency: 2,
-  timeoutMS: 15_000,
+  // a mutant that takes this long over its tests' own time (x timeoutFactor) counts as killed: on a host at a load of 20 the
+  // tests alone ran 2-3 times their dry-run time, and 15 s let slow runs pass as kills
+  timeoutMS: 60_000,
+  timeoutFactor: 3,
   // the first run of a group's tests, with coverage, on a loaded 2-core host
   dryRunTimeoutMinutes: 30,
   ignoreStatic: group.ignoreStatic ?? true,
