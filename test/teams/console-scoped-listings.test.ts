@@ -96,3 +96,31 @@ it("a person's pages by id and the message search hold their own accounts' rows:
   expect(search.text).not.toContain(theirs);
   expect((await person.agent.get(`/admin/messages?q=to-${theirs}@example.com`)).text).not.toContain(`message ${theirs}`);
 });
+
+it("a person's overview shows their own account's charts, not the whole service's queues, counts and partitions", async () => {
+  const mine = `mine${randomUUID().slice(0, 8)}`;
+  const theirs = `theirs${randomUUID().slice(0, 8)}`;
+  const a = await accountWithRows(mine);
+  const b = await accountWithRows(theirs);
+  const invited = await asAdmin(ctx.api).post('/admin/api/users').send({ email: `p-${randomUUID()}@example.com`, name: 'P', role: 'viewer', account: a.account }).expect(201);
+  const person = consoleClient(ctx.api);
+  expect((await person.post(`/admin/invite/${linkToken(invited.body.invite_url)}`, { password: PASSWORD })).status).toBe(303);
+
+  const page = await person.agent.get('/admin/?range=24h');
+  expect(page.status).toBe(200);
+  expect(page.text).toContain(`account ${mine}`);
+  expect(page.text).not.toContain(theirs);
+  expect(page.text).not.toContain('id="partitions"');
+  expect(page.text).not.toContain('<h2>Queues</h2>');
+  // the range form keeps the account
+  expect(page.text).toContain(`<input type="hidden" name="account" value="${a.account}">`);
+  expect(page.text).toContain(`Emails accepted and delivered, account ${mine}`);
+  expect((await person.agent.get(`/admin/?account=${b.account}`)).status).toBe(403);
+
+  // the admin token's overview is the whole service's
+  const admin = consoleClient(ctx.api);
+  expect((await admin.post('/admin/signin', { token: 'test-admin-token-0123456789' })).status).toBe(303);
+  const whole = await admin.agent.get('/admin/');
+  expect(whole.text).toContain('id="partitions"');
+  expect(whole.text).toContain('<h2>Queues</h2>');
+});

@@ -37,9 +37,10 @@ const HOURLY_TROUBLE: LineSeries[] = [
 ];
 
 /** The range picker: a GET form back to the page, the range kept in its address (so it can be shared). */
-function rangeForm(path: string, range: ChartRange): string {
+function rangeForm(path: string, range: ChartRange, hidden: Record<string, number> = {}): string {
   const options = RANGES.map((r) => `<option value="${r}"${r === range.name ? ' selected' : ''}>${esc(RANGE_LABELS[r])}</option>`).join('');
-  return `<form method="get" action="${esc(path)}#charts" class="card range"><label>Range <select name="range">${options}</select></label>
+  const kept = Object.entries(hidden).map(([name, value]) => `<input type="hidden" name="${esc(name)}" value="${value}">`).join('');
+  return `<form method="get" action="${esc(path)}#charts" class="card range">${kept}<label>Range <select name="range">${options}</select></label>
 <label>From <input type="date" name="from" value="${esc(range.fromDay)}"></label> <label>To <input type="date" name="to" value="${esc(range.toDay)}"></label>
 <button>Show</button> <span class="muted">(From and To apply to a custom range; under three days the charts are hourly)</span></form>`;
 }
@@ -67,12 +68,12 @@ function rateFigures(buckets: { values: Record<string, number> }[], hourly: bool
   return `<dl class="rates">${items}<div class="rate"><dt>${hourly ? 'Accepted' : 'Sent'}</dt><dd>${sent.toLocaleString('en')}</dd></div></dl>`;
 }
 
-async function rangeCharts(db: Db, filter: Record<string, number>, what: string, extra: ChartSeries[], path: string, query: unknown, fallback?: RangeName): Promise<string> {
+async function rangeCharts(db: Db, filter: Record<string, number>, what: string, extra: ChartSeries[], path: string, query: unknown, fallback?: RangeName, hidden?: Record<string, number>): Promise<string> {
   const range = chartRange(query, new Date(), fallback);
   const buckets = await readBuckets(db, filter, range);
   const unit = range.unit === 'hour' ? 'Hour (UTC)' : 'Day';
   const head = `<section class="charts" id="charts"><h2>${esc(range.caption)} <span class="muted">(${esc(buckets[0]?.at ?? '')} to ${esc(buckets.at(-1)?.at ?? '')}, UTC, ${range.unit === 'hour' ? 'by the hour' : 'by the day'})</span></h2>`;
-  const section = [head, rateFigures(buckets, range.unit === 'hour'), rangeForm(path, range)];
+  const section = [head, rateFigures(buckets, range.unit === 'hour'), rangeForm(path, range, hidden)];
   if (range.unit === 'hour') {
     section.push(lineChart(`Emails accepted and delivered, ${what}`, buckets, HOURLY_EMAILS, unit));
     section.push(lineChart(`Bounces and failures, ${what}`, buckets, HOURLY_TROUBLE, unit));
@@ -92,6 +93,9 @@ export const overviewCharts = async (db: Db, query?: unknown) => {
   const asked = typeof (query as { range?: unknown } | undefined)?.range === 'string';
   return rangeCharts(db, {}, 'all accounts', ENGAGEMENT, '/admin', query, asked ? undefined : await overviewRange(db));
 };
+/** One account's charts on the overview of a person (docs/teams.md): the range form keeps the account. */
+export const accountCharts = (db: Db, account: { id: number; name: string }, query?: unknown) =>
+  rangeCharts(db, { account: account.id }, account.name, ENGAGEMENT, '/admin', query, undefined, { account: account.id });
 export const mailboxCharts = (db: Db, mailbox: number, query?: unknown) =>
   rangeCharts(db, { mailbox }, 'this mailbox', [...ENGAGEMENT, { key: 'replied', label: 'Replies' }], `/admin/mailboxes/${mailbox}`, query);
 export const campaignCharts = (db: Db, campaign: number, query?: unknown) =>

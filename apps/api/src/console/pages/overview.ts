@@ -1,13 +1,22 @@
 import { EXACT_COUNT_CAP, liveMessageCounts, messageCountsByStatus, queueDepths } from '../../../../core/src/metrics';
 import { partitionStates } from '../../../../core/src/partitions';
 import { readNote } from '../../../../core/src/replicas';
-import type { ConsolePage } from '../page';
-import { overviewCharts } from '../stats-section';
+import { dbId, Joi, validate } from '../../../../core/src/validate';
+import { Forbidden } from '../../../../core/src/errors';
+import { viewScope, type ConsolePage } from '../page';
+import { accountCharts, overviewCharts } from '../stats-section';
+
+const personQuery = Joi.object({ account: dbId() }).unknown(true);
 
 export const overviewPage: ConsolePage = {
   path: '/',
   title: 'Overview',
   templates: {
+    // a person's overview (docs/teams.md): one of their accounts' charts; the whole service's queues, counts and
+    // partitions are the operator's
+    'overview-person': `<% if (it.accounts.length > 1) { %><p>Account: <% it.accounts.forEach(function (a) { %><a href="/admin?account=<%= a.id %>"<% if (a.id === it.account) { %> aria-current="page"<% } %>><%= a.name %></a> <% }) %></p><% } %>
+<%~ it.charts %>
+<p class="muted">The queues, the counts of every account and the time partitions are shown to the operator.</p>`,
     overview: `<% if (it.readNote) { %><p class="muted" id="read-note">Charts: <%= it.readNote %></p><% } %>
 <%~ it.charts %>
 <h2>Queues</h2>
@@ -28,6 +37,15 @@ export const overviewPage: ConsolePage = {
   },
   routes(router, ctx) {
     router.get('/', async (req, res) => {
+      const scope = viewScope(res);
+      if (scope) {
+        const accounts = await ctx.db.account.findMany({ where: { id: { in: scope } }, select: { id: true, name: true }, orderBy: { id: 'asc' } });
+        const { account: asked } = validate<{ account?: number }>(personQuery, req.query);
+        const shown = asked === undefined ? accounts[0] : accounts.find((a) => a.id === asked);
+        if (!shown && asked !== undefined) throw new Forbidden(`needs read in account ${asked}`);
+        const charts = shown ? await accountCharts(ctx.reads.db, shown, req.query) : '<p class="muted">You have no account yet.</p>';
+        return ctx.render(req, res, 'overview-person', 'Overview', { accounts, account: shown?.id, charts });
+      }
       const [queues, live, byStatus, charts, states, note] = await Promise.all([
         queueDepths(),
         liveMessageCounts(ctx.db),
