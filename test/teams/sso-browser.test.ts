@@ -58,3 +58,32 @@ it('shows the refusal on the sign-in page when the groups map to nothing, and si
   expect((await person.context().cookies(`${base}/admin`)).map((c) => c.name)).not.toContain('ms_console');
   expect(await db().user.count({ where: { email: 'gus@example.test' } })).toBe(0);
 });
+
+it('refuses an ID token from another issuer on the sign-in page, and signs nobody in', async () => {
+  const person = await (await view.browser.newContext()).newPage();
+  await provider.login({ sub: 'hal', email: 'hal@example.test', email_verified: true, name: 'Hal', groups: ['sales-senders'] });
+  await provider.forge({ iss: 'http://127.0.0.1:21199' });
+  await person.goto(`${base}/admin/signin`);
+  await person.click('#signin-sso');
+  await person.waitForURL(/\/admin\/sso\/callback\?/);
+  expect(await person.locator('.error').innerText()).toContain(`the identity provider's ID token was refused: unexpected iss value, expected ${provider.issuer}`);
+  expect((await person.context().cookies(`${base}/admin`)).map((c) => c.name)).not.toContain('ms_console');
+  expect(await db().user.count({ where: { email: 'hal@example.test' } })).toBe(0);
+});
+
+it('refuses a sign-in started in another browser: the way back carries a state this browser never made', async () => {
+  // browser A starts the sign-in (its flow cookie is set) but never follows it to the provider
+  const started = await view.browser.newContext();
+  const start = await started.request.get(`${base}/admin/sso/start`, { maxRedirects: 0 });
+  expect(start.status()).toBe(303);
+  const authorize = start.headers().location;
+  expect(authorize.startsWith(provider.issuer)).toBe(true);
+  // browser B follows A's link: the provider signs B in and sends it back with A's state
+  const other = await (await view.browser.newContext()).newPage();
+  await provider.login({ sub: 'ivy', email: 'ivy@example.test', email_verified: true, name: 'Ivy', groups: ['sales-senders'] });
+  await other.goto(authorize);
+  await other.waitForURL(/\/admin\/sso\/callback\?/);
+  expect(await other.locator('.error').innerText()).toContain('this sign-in was started in another browser: start it again in this one');
+  expect((await other.context().cookies(`${base}/admin`)).map((c) => c.name)).not.toContain('ms_console');
+  expect(await db().user.count({ where: { email: 'ivy@example.test' } })).toBe(0);
+});
