@@ -145,7 +145,7 @@ describe('reports read over IMAP (dovecot)', () => {
     expect(genuine).toMatchObject({ kind: 'bounce', unmatched: null, reason: 'userunknown' });
     expect(await db().suppression.findMany({ where: { accountId: tenant.account.id }, select: { email: true } })).toEqual([{ email: 'ana@forged.test' }]);
     expect(await db().subscriber.findFirstOrThrow({ where: { listId: list.id, email: 'ana@forged.test' } })).toMatchObject({ status: 'bounced' });
-    expect((await asAdmin(ctx.api).get(`/admin/api/inbound?mailbox=${tenant.mailbox.id}&unmatched=false`)).body.messages).toEqual([expect.objectContaining({ id: genuine.id, unmatched: null })]);
+    expect((await asAdmin(ctx.api).get(`/admin/api/inbound?mailbox=${tenant.mailbox.id}&unmatched=false`)).body.messages).toEqual([expect.objectContaining({ id: Number(genuine.id), unmatched: null })]);
   });
 
   it('VERP mailbox: reports to the plain address or to a made-up token change nothing; a complaint whose original has our VERP Return-Path acts', async () => {
