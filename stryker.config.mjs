@@ -28,7 +28,7 @@ const GROUPS = {
   },
   'outreach-sql-prospects': {
     mutate: ['apps/core/src/outreach/repository/prospects.ts'],
-    tests: ['outreach/engine', 'outreach/state', 'outreach/api', 'outreach/opt-out', 'outreach/prospect-pages'],
+    tests: ['outreach/engine', 'outreach/state', 'outreach/api', 'outreach/opt-out', 'outreach/prospect-pages', 'outreach/sequence-end'],
   },
   'outreach-sql-counts': {
     mutate: ['apps/core/src/outreach/repository/stats.ts', 'apps/core/src/outreach/repository/windows.ts', 'apps/core/src/outreach/repository/verdicts.ts'],

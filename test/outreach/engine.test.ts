@@ -181,6 +181,28 @@ describe('the pre-send guard', () => {
     expect(sink.to('two-campaigns@ex.org')).toHaveLength(0);
   });
 
+  it('does not send a step when an out-of-office came in after it was written: the prospect goes back one step, for the step to go out on resuming', async () => {
+    const { tenant, campaign } = await setup();
+    const id = await addProspect(tenant.account.id, campaign.id, { email: 'away@ex.org' });
+    await runSequenceStep(db(), id, 1);
+    const first = (await stepMessage(id, 1))!;
+    expect((await deliver(worker.delivery, first.id)).kind).toBe('sent');
+    await db().prospect.update({ where: { id }, data: { nextAt: new Date() } });
+    await runSequenceStep(db(), id, 2);
+    const before = await db().prospect.findUniqueOrThrow({ where: { id } });
+    expect(before).toMatchObject({ step: 2, status: 'writing' });
+    // as the reader leaves a prospect whose out-of-office came in: later, due when the person is back
+    const back = new Date(Date.now() + 86_400_000);
+    await db().prospect.update({ where: { id }, data: { status: 'later', nextAt: back } });
+    const second = (await stepMessage(id, 2))!;
+    expect(await deliver(worker.delivery, second.id)).toEqual({ kind: 'cancelled', reason: 'the prospect is later' });
+    // back one step, its place the step taken back; step 1's thread and mailbox kept, its status and return date untouched
+    expect(await db().prospect.findUniqueOrThrow({ where: { id } })).toMatchObject({
+      step: 1, node: second.stepKey, status: 'later', nextAt: back, threadId: before.threadId, mailboxId: before.mailboxId,
+    });
+    expect(sink.to('away@ex.org')).toHaveLength(1);
+  });
+
   it('holds a step back when the campaign was paused, and sends it after resuming: never skipped', async () => {
     const { tenant, campaign } = await setup();
     const id = await addProspect(tenant.account.id, campaign.id, { email: 'paused@ex.org', name: 'Pat' });
