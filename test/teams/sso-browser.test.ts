@@ -76,7 +76,7 @@ it('refuses a sign-in started in another browser: the way back carries a state t
   const started = await view.browser.newContext();
   const start = await started.request.get(`${base}/admin/sso/start`, { maxRedirects: 0 });
   expect(start.status()).toBe(303);
-  const authorize = start.headers().location;
+  const authorize = start.headers().location ?? '';
   expect(authorize.startsWith(provider.issuer)).toBe(true);
   // browser B follows A's link: the provider signs B in and sends it back with A's state
   const other = await (await view.browser.newContext()).newPage();

@@ -1,4 +1,5 @@
 import http from 'node:http';
+import net from 'node:net';
 import request from 'supertest';
 import type https from 'node:https';
 import { createTrackingServer } from '../../apps/api/src/https';
@@ -11,6 +12,7 @@ import { DnsServer, type ZoneRecord } from '../helpers/dns-server';
 import { useMail } from '../helpers/mail';
 import { Pebble } from '../helpers/pebble';
 import { freePort, runTs, waitForHttp } from '../helpers/processes';
+import { waitFor } from '../helpers/wait';
 import { addSubscriber, broadcastTenant, waitStatus } from '../broadcasts/support';
 import { getOver, handshake } from './support';
 
@@ -223,6 +225,8 @@ it('the API process started with HTTPS_PORT serves the issued certificates by SN
   const proc = runTs('apps/api/src/server.ts', [], { PORT: String(port), HTTPS_PORT: String(httpsPort) });
   try {
     await waitForHttp(proc, `http://127.0.0.1:${port}/healthz`);
+    // the HTTPS port listens a moment after the HTTP one answers (a loaded host showed a refused handshake)
+    await waitFor(() => listening(httpsPort), { what: 'the HTTPS listener' });
     const root = roots.first!;
     // issued in the first test, while this process did not exist: read from Postgres
     expect(await handshake(httpsPort, 'track.later.test', root)).toMatchObject({ ok: true, names: 'DNS:track.later.test' });
@@ -233,3 +237,14 @@ it('the API process started with HTTPS_PORT serves the issued certificates by SN
   }
   expect(await proc.exited).toBe(0);
 }, 60_000);
+
+/** Whether a TCP connection to the port on loopback is accepted. */
+function listening(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = net.connect(port, '127.0.0.1', () => {
+      socket.end();
+      resolve(true);
+    });
+    socket.on('error', () => resolve(false));
+  });
+}

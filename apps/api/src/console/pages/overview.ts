@@ -39,7 +39,7 @@ export const overviewPage: ConsolePage = {
     router.get('/', async (req, res) => {
       const scope = viewScope(res);
       if (scope) {
-        const accounts = await ctx.db.account.findMany({ where: { id: { in: scope } }, select: { id: true, name: true }, orderBy: { id: 'asc' } });
+        const accounts = await ctx.db.account.findMany({ where: { id: { in: typeof scope === 'number' ? [scope] : [...scope] } }, select: { id: true, name: true }, orderBy: { id: 'asc' } });
         const { account: asked } = validate<{ account?: number }>(personQuery, req.query);
         const shown = asked === undefined ? accounts[0] : accounts.find((a) => a.id === asked);
         if (!shown && asked !== undefined) throw new Forbidden(`needs read in account ${asked}`);
