@@ -170,6 +170,8 @@ describe('the operator import', () => {
 describe('removals and suppressions', () => {
   it('absent, gone, or unsubscribed with what the person was; only an active one leaves the count', async () => {
     const f = await fixture(true);
+    // an endpoint that wants the event, so that it is written (events/index.ts: only if wanted)
+    await db().webhook.create({ data: { accountId: f.tenant.account.id, url: 'https://hooks.example.com/leaves', events: ['subscriber.unsubscribed'], secretEnc: 'x' } });
     const pending = address('pending-leaves');
     const active = address('active-leaves');
     await addSubscriber(db(), f.list, { email: pending }, 'api');
@@ -185,6 +187,12 @@ describe('removals and suppressions', () => {
     expect((await f.ledger(active)).at(-1)).toEqual({ kind: 'unsubscribe', source: 'api_key', ip: '', detail: { was: 'active' } });
     expect(await removeSubscriber(db(), f.list, active)).toBe('gone');
     expect(await f.count()).toBe(0);
+    // each move to unsubscribed is one subscriber.unsubscribed event (the second removal, gone, none)
+    const events = await db().event.findMany({ where: { accountId: f.tenant.account.id, type: 'subscriber.unsubscribed' }, orderBy: { createdAt: 'asc' } });
+    expect(events.map((e) => e.data)).toEqual([
+      { list: f.list.key, email: pending, status: 'unsubscribed' },
+      { list: f.list.key, email: active, status: 'unsubscribed' },
+    ]);
   });
 
   it('a suppression moves pending and active subscriptions, writes a ledger row each, and counts only the active', async () => {
