@@ -1,15 +1,15 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import { FINAL_STATUSES, FINAL_STATUSES_SQL, isFinalStatus } from '../../apps/core/src/delivery/status';
+import { FINAL_STATUSES, FINAL_STATUSES_SQL, isFinalStatus } from '../../apps/core/src/message-status';
 import { MessageStatus } from '../../generated/prisma/enums';
 
 /**
- * The final message statuses are written once, in apps/core/src/delivery/status.ts; the delivery's claim, a send's
+ * The final message statuses are written once, in apps/core/src/message-status.ts; the delivery's claim, a send's
  * status, `Prefer: wait` and retention's SQL read them from there. A list of exactly those statuses written anywhere
  * else in apps/ (TypeScript or SQL text) is a second copy that can drift.
  */
 const ROOT = path.join(__dirname, '..', '..');
-const HOME = 'apps/core/src/delivery/status.ts';
+const HOME = 'apps/core/src/message-status.ts';
 
 function sources(dir: string): string[] {
   return fs.readdirSync(dir, { withFileTypes: true }).flatMap((e) => {

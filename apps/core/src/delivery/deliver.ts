@@ -11,7 +11,7 @@ import { guardedKinds, preSendRefusal } from './guards';
 import { deliveryLeaseMs, HOLDER, stillHeld, whileHeld } from './lease';
 import { MailboxLoginAway, MailboxNeedsReconnect } from './login';
 import { lockMessage } from './repository';
-import { isFinalStatus } from './status';
+import { isFinalStatus } from '../message-status';
 
 export { deliveryLeaseMs } from './lease';
 export { createDelivery, TemporaryDeliveryError, type Delivery, type DeliveryOutcome, type SandboxOutlet } from './delivery';

@@ -1,5 +1,5 @@
 import { poolTransaction, rawQuery, type Db } from '../db';
-import { OPEN_STATUSES_SQL } from '../delivery/status';
+import { OPEN_STATUSES_SQL } from '../message-status';
 import { idFloor, idTime } from '../ids';
 
 /**

@@ -1,12 +1,12 @@
 import { rawQuery, type Db } from '../db';
-import { FINAL_STATUSES_SQL } from '../delivery/status';
+import { FINAL_STATUSES_SQL } from '../message-status';
 
 /** The SQL of retention: which rows are old, and the batched statements that clear or delete them. */
 
 /** Rows a statement clears at most: a big backlog is cleared over several statements, none holding many locks long. */
 export const BATCH = 1_000;
 
-/** Final states (delivery/status.ts): nothing will read the content of such an email again to send it. */
+/** Final states (message-status.ts): nothing will read the content of such an email again to send it. */
 const FINAL = FINAL_STATUSES_SQL;
 
 /** A table with the SQL condition that marks its rows old (`$1`: the cutoff). */

@@ -4,7 +4,7 @@ import { newId } from '../ids';
 import type { ApiKey } from '../../../../generated/prisma/client';
 import type { Db, Tx } from '../db';
 import { DeliveryQueue } from '../delivery/outbox';
-import { isFinalStatus } from '../delivery/status';
+import { isFinalStatus } from '../message-status';
 import { markNotEnqueued } from '../delivery/repository';
 import { BadRequest, Conflict, Forbidden, NotFound, Unprocessable } from '../errors';
 import { sha256 } from '../crypto';

@@ -1,7 +1,7 @@
 import type { Db, Tx } from '../db';
 import { addDeliveryJobs } from '../delivery/outbox';
 import { markEnqueued, markNotEnqueued } from '../delivery/repository';
-import { isFinalStatus } from '../delivery/status';
+import { isFinalStatus } from '../message-status';
 import { Conflict, NotFound } from '../errors';
 import { emitMessageEvent } from '../events/messages';
 import { logger } from '../logger';

@@ -2,7 +2,7 @@ import type { RedisClient as Redis } from '../redis-connect';
 import type { Tx } from '../db';
 import { logger } from '../logger';
 import { closeWithRedis, createRedis, redis, rkey } from '../redis';
-import { isFinalStatus } from '../delivery/status';
+import { isFinalStatus } from '../message-status';
 import { messageStatuses } from './repository';
 
 /**
