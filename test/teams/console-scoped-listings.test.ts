@@ -37,6 +37,18 @@ async function accountWithRows(marker: string) {
   return { tenant, account, pages: [`/admin/lists/${list.id}`, `/admin/lists/${list.id}/subscribers.csv`, `/admin/campaigns/${campaign.id}`, `/admin/templates/${template}`, `/admin/domains/${domain}`, `/admin/mailboxes/${tenant.mailbox.id}`, `/admin/messages/${message}`, `/admin/subscribers/${subscriber}`, `/admin/subscribers/${subscriber}/consent.json`] };
 }
 
+/** Two accounts with rows, and a viewer of the first signed in to the console. */
+async function twoAccountsAndAViewerOfTheFirst() {
+  const mine = `mine${randomUUID().slice(0, 8)}`;
+  const theirs = `theirs${randomUUID().slice(0, 8)}`;
+  const a = await accountWithRows(mine);
+  const b = await accountWithRows(theirs);
+  const invited = await asAdmin(ctx.api).post('/admin/api/users').send({ email: `p-${randomUUID()}@example.com`, name: 'P', role: 'viewer', account: a.account }).expect(201);
+  const person = consoleClient(ctx.api);
+  expect((await person.post(`/admin/invite/${linkToken(invited.body.invite_url)}`, { password: PASSWORD })).status).toBe(303);
+  return { mine, theirs, a, b, person };
+}
+
 const PAGES = ['/admin/accounts', '/admin/lists', '/admin/campaigns', '/admin/mailboxes', '/admin/templates', '/admin/webhooks', '/admin/domains', '/admin/broadcasts', '/admin/suppressions', '/admin/keys', '/admin/mx', '/admin/inbound', '/admin/tracking-domains'];
 
 it("a person's listing pages hold their own accounts' rows, and no other account's", async () => {
@@ -74,13 +86,7 @@ it("a person's listing pages hold their own accounts' rows, and no other account
 });
 
 it("a person's pages by id and the message search hold their own accounts' rows: another account's row is refused", async () => {
-  const mine = `mine${randomUUID().slice(0, 8)}`;
-  const theirs = `theirs${randomUUID().slice(0, 8)}`;
-  const a = await accountWithRows(mine);
-  const b = await accountWithRows(theirs);
-  const invited = await asAdmin(ctx.api).post('/admin/api/users').send({ email: `p-${randomUUID()}@example.com`, name: 'P', role: 'viewer', account: a.account }).expect(201);
-  const person = consoleClient(ctx.api);
-  expect((await person.post(`/admin/invite/${linkToken(invited.body.invite_url)}`, { password: PASSWORD })).status).toBe(303);
+  const { mine, theirs, a, b, person } = await twoAccountsAndAViewerOfTheFirst();
 
   for (const [index, page] of b.pages.entries()) {
     const refused = await person.agent.get(page);
@@ -98,13 +104,7 @@ it("a person's pages by id and the message search hold their own accounts' rows:
 });
 
 it("a person's overview shows their own account's charts, not the whole service's queues, counts and partitions", async () => {
-  const mine = `mine${randomUUID().slice(0, 8)}`;
-  const theirs = `theirs${randomUUID().slice(0, 8)}`;
-  const a = await accountWithRows(mine);
-  const b = await accountWithRows(theirs);
-  const invited = await asAdmin(ctx.api).post('/admin/api/users').send({ email: `p-${randomUUID()}@example.com`, name: 'P', role: 'viewer', account: a.account }).expect(201);
-  const person = consoleClient(ctx.api);
-  expect((await person.post(`/admin/invite/${linkToken(invited.body.invite_url)}`, { password: PASSWORD })).status).toBe(303);
+  const { mine, theirs, a, b, person } = await twoAccountsAndAViewerOfTheFirst();
 
   const page = await person.agent.get('/admin/?range=24h');
   expect(page.status).toBe(200);
