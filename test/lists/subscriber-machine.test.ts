@@ -2,7 +2,8 @@ import { db } from '../../apps/core/src/db';
 import { consentRows } from '../../apps/core/src/consent/repository';
 import { queue, QUEUE } from '../../apps/core/src/queues';
 import { redis } from '../../apps/core/src/redis';
-import { addSubscriber, findListByKey, importSubscriber, removeSubscriber, requireAccountList } from '../../apps/core/src/subscribers';
+import { addSubscriber, addSubscriberByKey, findListByKey, importSubscriber, removeSubscriber, requireAccountList } from '../../apps/core/src/subscribers';
+import { FastAdds } from '../../apps/core/src/subscribers/fast-add';
 import { suppressAddress } from '../../apps/core/src/suppressions/suppress';
 import { windowKey } from '../../apps/core/src/subscribers/limit';
 import { TAGS_MAX, FIELDS_MAX } from '../../apps/core/src/subscribers/schema';
@@ -74,6 +75,13 @@ describe('an add through the transaction', () => {
     expect(await addSubscriber(db(), f.list, { email }, 'api')).toBe('exists');
     expect(await f.slots('api')).toBe(1);
     expect(await f.count()).toBe(1);
+  });
+
+  it('a person given with their address alone is stored without a name, tags or fields', async () => {
+    const f = await fixture(false);
+    const email = address('bare');
+    expect(await addSubscriber(db(), f.list, { email }, 'api')).toBe('active');
+    expect(await f.row(email)).toMatchObject({ status: 'active', name: '', tags: [], fields: {}, topics: {} });
   });
 
   it('a pending person added again as confirmed: active, counted once, a confirm row with the merged data', async () => {
@@ -149,6 +157,21 @@ describe('an add through the transaction', () => {
     await addSubscriber(db(), f.list, { email, name: '', tags: [], fields: {} }, 'api');
     expect((await f.row(email)).tags).toHaveLength(TAGS_MAX + 1);
     expect(Object.keys((await f.row(email)).fields as object)).toHaveLength(FIELDS_MAX);
+  });
+});
+
+describe("the API's add by list key", () => {
+  it('writes a new person through the one statement with their name, tags and fields, taking one slot; a person already there takes none', async () => {
+    const f = await fixture(false);
+    const adds = new FastAdds(db());
+    const email = address('by-key');
+    expect(await addSubscriberByKey(db(), adds, f.tenant.account.id, f.list.key, { email, name: 'Kay', tags: ['a', 'b', 'a'], fields: { plan: 'pro' } })).toBe('active');
+    expect(await f.row(email)).toMatchObject({ status: 'active', name: 'Kay', tags: ['a', 'b'], fields: { plan: 'pro' } });
+    expect(await f.slots('api')).toBe(1);
+    expect(await f.count()).toBe(1);
+    expect(await addSubscriberByKey(db(), adds, f.tenant.account.id, f.list.key, { email, tags: ['c'] })).toBe('exists');
+    expect(await f.slots('api')).toBe(1);
+    expect(await f.count()).toBe(1);
   });
 });
 
