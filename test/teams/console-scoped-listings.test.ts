@@ -34,7 +34,9 @@ async function accountWithRows(marker: string) {
   await request(ctx.api.app).post('/api/v1/send').set('Authorization', `Bearer ${tenant.token}`).send({ from: tenant.mailbox.address, to: `to-${marker}@example.com`, subject: `message ${marker}`, text: 't' }).expect(202);
   const message = (await db().message.findFirstOrThrow({ where: { accountId: account } })).id;
   const subscriber = (await db().subscriber.create({ data: { listId: list.id, email: `sub-${marker}@example.com`, status: 'active' } })).id;
-  return { tenant, account, pages: [`/admin/lists/${list.id}`, `/admin/lists/${list.id}/subscribers.csv`, `/admin/campaigns/${campaign.id}`, `/admin/templates/${template}`, `/admin/domains/${domain}`, `/admin/mailboxes/${tenant.mailbox.id}`, `/admin/messages/${message}`, `/admin/subscribers/${subscriber}`, `/admin/subscribers/${subscriber}/consent.json`] };
+  // an email read from the mailbox: its id a bigint of its time (docs/partitions.md), far above 2^31
+  const inbound = (await db().inboundMessage.create({ data: { mailboxId: tenant.mailbox.id, uidValidity: 1n, uid: 1n, kind: 'reply', subject: `inbound ${marker}` } })).id;
+  return { tenant, account, pages: [`/admin/lists/${list.id}`, `/admin/lists/${list.id}/subscribers.csv`, `/admin/campaigns/${campaign.id}`, `/admin/templates/${template}`, `/admin/domains/${domain}`, `/admin/mailboxes/${tenant.mailbox.id}`, `/admin/messages/${message}`, `/admin/subscribers/${subscriber}`, `/admin/subscribers/${subscriber}/consent.json`, `/admin/inbound/${inbound}`] };
 }
 
 /** Two accounts with rows, and a viewer of the first signed in to the console. */

@@ -11,6 +11,8 @@ const INT = /^[1-9]\d{0,9}$/;
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const account = { accountId: true } as const;
 const byInt = (find: (db: Tx, id: number) => Promise<{ accountId: number } | null>): Owner => (db, id) => (INT.test(id) && Number(id) <= 2 ** 31 - 1 ? find(db, Number(id)) : Promise.resolve(null));
+/** A row whose id is a bigint that carries its time (inbound emails, docs/partitions.md): up to 2^53. */
+const bySafeInt = (find: (db: Tx, id: number) => Promise<{ accountId: number } | null>): Owner => (db, id) => (/^[1-9]\d{0,15}$/.test(id) && Number.isSafeInteger(Number(id)) ? find(db, Number(id)) : Promise.resolve(null));
 const byUuid = (find: (db: Tx, id: string) => Promise<{ accountId: number } | null>): Owner => (db, id) => (UUID.test(id) ? find(db, id.toLowerCase()) : Promise.resolve(null));
 const ofList = (list: { list: { accountId: number } } | null) => (list ? list.list : null);
 
@@ -36,7 +38,7 @@ const OWNERS: Record<string, Owner> = {
   inbound: async (db, id) =>
     UUID.test(id)
       ? db.mxMessage.findUnique({ where: { id: id.toLowerCase() }, select: account })
-      : byInt(async (db, id) => (await db.inboundMessage.findUnique({ where: { id }, select: { mailbox: { select: account } } }))?.mailbox ?? null)(db, id),
+      : bySafeInt(async (db, id) => (await db.inboundMessage.findUnique({ where: { id }, select: { mailbox: { select: account } } }))?.mailbox ?? null)(db, id),
 };
 
 /** The account of a list named by its key (a broadcast's audience), if it exists. */
