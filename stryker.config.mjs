@@ -10,7 +10,7 @@ const GROUPS = {
   'stop-list': { mutate: ['apps/core/src/stop-list/**/*.ts'], tests: ['lists/stop-list-entries', 'lists/stop-list-rule'] },
   bounce: { mutate: ['apps/core/src/inbound/bounce-policy.ts'], tests: ['inbound/bounce-policy', 'inbound/verp'] },
   pause: { mutate: ['apps/core/src/outreach/auto-pause.ts'], tests: ['outreach/auto-pause'] },
-  subscribe: { mutate: ['apps/core/src/subscribers/machine.ts'], tests: ['lists/subscriber-machine', 'lists/subscribers', 'lists/suppress', 'lists/become-active'] },
+  subscribe: { mutate: ['apps/core/src/subscribers/machine.ts'], tests: ['lists/subscriber-machine', 'lists/subscribers', 'lists/suppress', 'lists/become-active', 'lists/limit'] },
   // "becomes active", written once (activate.ts, and its SQL in repository.ts), against the test of every path to it
   // (the count, the welcome series, the ledger, the event): no test that waits for real time is needed. Equivalent:
   // recordActivation's statement name 'record-activation' -> '' (a name only lets Postgres keep the plan; inside a

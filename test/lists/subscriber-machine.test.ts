@@ -1,6 +1,6 @@
 import { db } from '../../apps/core/src/db';
 import { consentRows } from '../../apps/core/src/consent/repository';
-import { queue, QUEUE } from '../../apps/core/src/queues';
+import { jobId, queue, QUEUE } from '../../apps/core/src/queues';
 import { redis } from '../../apps/core/src/redis';
 import { addSubscriber, addSubscriberByKey, findListByKey, importSubscriber, removeSubscriber, requireAccountList } from '../../apps/core/src/subscribers';
 import { FastAdds } from '../../apps/core/src/subscribers/fast-add';
@@ -45,6 +45,7 @@ describe('the hosted form', () => {
     expect(message).toMatchObject({ to: email, kind: 'confirmation', mailboxId: f.list.mailboxId, accountId: f.list.accountId, subscriberId: (await f.row(email)).id });
     expect(message!.messageIdHeader).toMatch(new RegExp(`@${f.list.mailbox.address.split('@')[1]!.replace(/[.]/g, '\\.')}>$`));
     expect(message!.enqueuedAt).not.toBeNull();
+    expect(await queue(QUEUE.delivery).getJob(jobId.delivery(message!.id))).toMatchObject({ data: { messageId: message!.id } });
   });
 
   it('never rewrites what is stored about a person already on the list, and a consent without a source is the form', async () => {
