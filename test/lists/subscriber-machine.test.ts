@@ -85,6 +85,15 @@ describe('an add through the transaction', () => {
     expect(await f.row(email)).toMatchObject({ status: 'active', name: '', tags: [], fields: {}, topics: {} });
   });
 
+  it('an empty name leaves the stored one, and no topic ticked writes no topics to the ledger', async () => {
+    const f = await fixture(false);
+    const email = address('named');
+    expect(await addSubscriber(db(), f.list, { email, name: 'Ann', topics: {} }, 'api')).toBe('active');
+    expect(await addSubscriber(db(), f.list, { email, name: '' }, 'api')).toBe('exists');
+    expect((await f.row(email)).name).toBe('Ann');
+    expect(await f.ledger(email)).toEqual([{ kind: 'subscribe', source: 'api_key', ip: '', detail: { status: 'active' } }]);
+  });
+
   it('a pending person added again as confirmed: active, counted once, a confirm row with the merged data', async () => {
     const f = await fixture(true);
     const email = address('pending');
@@ -188,6 +197,15 @@ describe('the operator import', () => {
     expect((await f.ledger(confirmed))[0]).toEqual({ kind: 'import', source: 'import', ip: '', detail: { status: 'active' } });
     expect(await f.count()).toBe(1);
     expect([await f.slots('api'), await f.slots('form')]).toEqual([0, 0]);
+  });
+
+  it('an address suppressed in the account is not imported', async () => {
+    const f = await fixture(false);
+    const email = address('imported-suppressed');
+    await db().suppression.create({ data: { accountId: f.tenant.account.id, email, reason: 'bounced' } });
+    expect(await importSubscriber(db(), f.list, { email, confirmed: true })).toBe('suppressed');
+    expect(await db().subscriber.findUnique({ where: { listId_email: { listId: f.list.id, email } } })).toBeNull();
+    expect(await f.count()).toBe(0);
   });
 });
 
