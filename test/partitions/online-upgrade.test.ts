@@ -21,10 +21,11 @@ import { waitFor } from '../helpers/wait';
  * is there once with its last values, and the schema is the one the offline copy makes.
  */
 const MIGRATION = '20261129190000_time_partitions';
+const TRACKING = '20261130060000_partitions_tracking_mx';
 const online = usePreviousSchema(MIGRATION, 'online');
 const offline = usePreviousSchema(MIGRATION, 'offline');
 const unfinished = usePreviousSchema(MIGRATION, 'unfinished');
-const KEYS = { messages: 'id', message_attempts: 'message_id, attempt', events: 'id' } as const;
+const KEYS = { messages: 'id', message_attempts: 'message_id, attempt', events: 'id', link_clicks: 'id', message_opens: 'message_id' } as const;
 
 const connect = async (url: string) => {
   const client = new Client({ connectionString: url });
@@ -54,7 +55,8 @@ async function fill(url: string, messages: number): Promise<{ account: number; m
       [ids, account, mailbox.id, prospects, subscribers, broadcast],
     );
     await sql.query(`INSERT INTO message_attempts (message_id, attempt, outcome, response) SELECT id, a, 'deferred', '451 later' FROM messages, generate_series(1, 2) a`);
-    await sql.query(`INSERT INTO link_clicks (message_id, account_id, url) SELECT id, account_id, 'https://shop.example/' FROM messages LIMIT 20`);
+    await sql.query(`INSERT INTO link_clicks (message_id, account_id, url, scanner) SELECT id, account_id, 'https://shop.example/' || (n % 3), n % 2 = 0 FROM messages, generate_series(1, 3) n`);
+    await sql.query(`INSERT INTO message_opens (message_id, account_id) SELECT id, account_id FROM messages WHERE random() < 0.5`);
     await sql.query(`INSERT INTO events (account_id, type, data) SELECT $1, 'message.sent', jsonb_build_object('id', id) FROM messages`, [account]);
     const webhook = (await sql.query<{ id: number }>(`INSERT INTO webhooks (account_id, url, secret_enc) VALUES ($1, 'https://hooks.example.com/', 'x') RETURNING id`, [account])).rows[0]!.id;
     await sql.query('INSERT INTO webhook_jobs (event_id, webhook_id) SELECT id, $1 FROM events LIMIT 20', [webhook]);
@@ -74,7 +76,7 @@ function writers(url: string, account: number, mailbox: number, count = 3) {
   const loops = Array.from({ length: count }, async (_, w) => {
     const sql = await connect(url);
     const pick = async () => (await sql.query<{ id: string }>('SELECT id::text FROM messages TABLESAMPLE SYSTEM (5) LIMIT 1')).rows[0]?.id;
-    for (let i = 0; running; i++) {
+    const step = async (i: number) => {
       const op = (i + w) % 4;
       if (op === 0) {
         const id = newId();
@@ -82,6 +84,7 @@ function writers(url: string, account: number, mailbox: number, count = 3) {
         await sql.query(`INSERT INTO messages (id, account_id, mailbox_id, kind, "to", subject, message_id_header) VALUES ($1::uuid, $2, $3, 'transactional', 'new@example.org', 'N', '<' || $1::text || '@x>')`, [id, account, mailbox]);
         await sql.query(`INSERT INTO message_attempts (message_id, attempt, outcome, response) VALUES ($1, 1, 'sending', '')`, [id]);
         await sql.query(`INSERT INTO events (account_id, type, data) VALUES ($1, 'message.queued', jsonb_build_object('id', $2::text))`, [account, id]);
+        await sql.query(`INSERT INTO link_clicks (message_id, account_id, url) VALUES ($1, $2, 'https://new.example/')`, [id, account]);
         await sql.query('COMMIT');
         inserted.push(id);
       } else if (op === 3 && i % 3 === 0) {
@@ -92,14 +95,24 @@ function writers(url: string, account: number, mailbox: number, count = 3) {
         }
       } else {
         const id = await pick();
-        if (!id) continue;
+        if (!id) return;
         await sql.query('BEGIN');
         await sql.query(`UPDATE messages SET status = 'sent', attempts = attempts + 1, smtp_response = '250 ' || $2, sent_at = now(), updated_at = now() WHERE id = $1`, [id, String(i)]);
         await sql.query(`UPDATE message_attempts SET outcome = 'sent', response = '250 ok ' || $2 WHERE message_id = $1`, [id, String(i)]);
         await sql.query(`UPDATE events SET dispatched_at = now() WHERE data->>'id' = $1 AND type LIKE 'message.%'`, [id]);
+        await sql.query(`UPDATE link_clicks SET count = count + 1, at = now() WHERE message_id = $1`, [id]);
+        await sql.query(`INSERT INTO message_opens (message_id, account_id) VALUES ($1, $2)
+                         ON CONFLICT (message_id) DO UPDATE SET count = message_opens.count + 1, last_at = now()`, [id, account]);
         await sql.query('COMMIT');
         updates++;
       }
+    };
+    for (let i = 0; running; i++) {
+      // a message another writer deleted meanwhile (23503), two writers on one message (40P01): as a send would, give up this one
+      await step(i).catch(async (err: { code?: string }) => {
+        await sql.query('ROLLBACK');
+        if (err.code !== '23503' && err.code !== '40P01') throw err;
+      });
     }
     await sql.end();
   });
@@ -114,11 +127,15 @@ function writers(url: string, account: number, mailbox: number, count = 3) {
   };
 }
 
-async function rowsOf(url: string): Promise<Record<string, string[]>> {
+/** The rows of the upgraded tables, each as the text of its previous schema's columns (later migrations add some). */
+async function rowsOf(url: string, columns: Record<string, string>): Promise<Record<string, string[]>> {
   const sql = await connect(url);
   try {
     const rows: Record<string, string[]> = {};
-    for (const [table, key] of Object.entries(KEYS)) rows[table] = (await sql.query<{ r: string }>(`SELECT t::text AS r FROM ${table} t ORDER BY ${key}`)).rows.map((r) => r.r);
+    for (const [table, key] of Object.entries(KEYS)) {
+      columns[table] ??= (await sql.query<{ list: string }>(`SELECT string_agg(quote_ident(attname), ', ' ORDER BY attnum) AS list FROM pg_attribute WHERE attrelid = $1::regclass AND attnum > 0 AND NOT attisdropped`, [table])).rows[0]!.list;
+      rows[table] = (await sql.query<{ r: string }>(`SELECT row(${columns[table]})::text AS r FROM ${table} ORDER BY ${key}`)).rows.map((r) => r.r);
+    }
     rows.message_steps = (await sql.query<{ r: string }>(`SELECT prospect_id || ':' || step || ':' || id AS r FROM messages WHERE prospect_id IS NOT NULL AND step IS NOT NULL ORDER BY 1`)).rows.map((r) => r.r);
     return rows;
   } finally {
@@ -153,9 +170,9 @@ it('copies every row once with its last values while sends write, resumes after 
   const seen: Progress[] = [];
   const done = await prepare(url, { batch: 10, onProgress: (p) => seen.push(p) });
   expect(seen[0]!.copied).toBeGreaterThan(Number(atKill[0]!.copied));
-  expect(done.map((p) => p.done)).toEqual([true, true, true]);
+  expect(done.map((p) => p.done)).toEqual([true, true, true, true, true]);
   const finished = await progressRows(url);
-  expect(finished.map((p) => p.state)).toEqual(['copied', 'copied', 'copied']);
+  expect(finished.map((p) => p.state)).toEqual(['copied', 'copied', 'copied', 'copied', 'copied']);
   for (const p of finished) expect(Number(p.copied)).toBe(Number(p.total));
   expect(finished[0]!.started_at).toEqual(atKill[0]!.started_at);
   expect(progressLine(done[0]!)).toMatch(/^messages: [\d,]+ of [\d,]+ rows \(100%\), [\d,]+ rows\/s, done$/);
@@ -166,23 +183,29 @@ it('copies every row once with its last values while sends write, resumes after 
   await sends.stop();
   expect(sends.deleted.size).toBeGreaterThan(5);
   expect(sends.updates()).toBeGreaterThan(20);
-  const last = await rowsOf(url);
+  const columns: Record<string, string> = {};
+  const last = await rowsOf(url, columns);
 
-  // up to the time partitions only (later migrations add columns), then the rest
+  // up to the tracking tables' partitions, then the rest
   const upTo = fs.mkdtempSync(path.join(os.tmpdir(), 'ms-online-upgrade-'));
-  for (const dir of fs.readdirSync(MIGRATIONS_DIR)) if (dir <= MIGRATION) fs.cpSync(path.join(MIGRATIONS_DIR, dir), path.join(upTo, dir), { recursive: true });
+  for (const dir of fs.readdirSync(MIGRATIONS_DIR)) if (dir <= TRACKING) fs.cpSync(path.join(MIGRATIONS_DIR, dir), path.join(upTo, dir), { recursive: true });
   const { applied } = await migrate(url, upTo);
   fs.rmSync(upTo, { recursive: true, force: true });
-  expect(applied).toEqual([MIGRATION]);
+  expect(applied[0]).toBe(MIGRATION);
+  expect(applied.at(-1)).toBe(TRACKING);
   const sql = await connect(url);
   try {
-    const checksum = crypto.createHash('sha256').update(fs.readFileSync(path.join(MIGRATIONS_DIR, MIGRATION, 'migration.sql'))).digest('hex');
-    expect((await sql.query('SELECT checksum FROM "_prisma_migrations" WHERE migration_name = $1', [MIGRATION])).rows).toEqual([{ checksum }]);
+    for (const name of [MIGRATION, TRACKING]) {
+      const checksum = crypto.createHash('sha256').update(fs.readFileSync(path.join(MIGRATIONS_DIR, name, 'migration.sql'))).digest('hex');
+      expect((await sql.query('SELECT checksum FROM "_prisma_migrations" WHERE migration_name = $1', [name])).rows).toEqual([{ checksum }]);
+    }
     for (const table of Object.keys(KEYS)) expect((await sql.query('SELECT relkind::text FROM pg_class WHERE relname = $1', [table])).rows).toEqual([{ relkind: 'p' }]);
-    expect((await sql.query(`SELECT to_regclass('partitions_online') AS t, to_regclass('messages_online') AS s`)).rows).toEqual([{ t: null, s: null }]);
+    // the copies have the old names, the progress table, triggers and their functions are gone
+    expect((await sql.query(`SELECT (SELECT count(*) FROM pg_class WHERE relname LIKE '%\\_online%')::int AS relations,
+                                    (SELECT count(*) FROM pg_proc WHERE proname LIKE '%\\_online\\_mirror')::int AS functions`)).rows).toEqual([{ relations: 0, functions: 0 }]);
 
     // every row the old tables ended with, once, with its last values, where its id says; none of the deleted
-    const now = await rowsOf(url);
+    const now = await rowsOf(url, columns);
     for (const table of Object.keys(last)) {
       const [had, has] = [new Set(last[table]), new Set(now[table])];
       expect({ table, lost: last[table]!.filter((r) => !has.has(r)), extra: now[table]!.filter((r) => !had.has(r)) }).toEqual({ table, lost: [], extra: [] });
@@ -227,7 +250,7 @@ it('refuses to migrate over an unfinished preparation, recording nothing, and co
 
     const leftovers = `SELECT (SELECT count(*) FROM pg_class WHERE relname LIKE '%\\_online%' OR relname ~ '_(p\\d{8}|default)$')::int AS tables,
                               (SELECT count(*) FROM pg_trigger WHERE tgname LIKE '%_online_mirror')::int AS triggers`;
-    expect((await sql.query(leftovers)).rows).toEqual([{ tables: expect.any(Number), triggers: 3 }]);
+    expect((await sql.query(leftovers)).rows).toEqual([{ tables: expect.any(Number), triggers: 5 }]);
     await abandon(url);
     expect((await sql.query(leftovers)).rows).toEqual([{ tables: 0, triggers: 0 }]);
     const { applied } = await migrate(url);

@@ -1,11 +1,11 @@
 import { Client } from 'pg';
 import { logger } from '../logger';
-import { MIGRATION, PROGRESS, TABLES, columnsOf, ident, mirrorOf, monthsOf, shadowOf, stagedName, type Column, type StagedIndex } from './tables';
+import { MIGRATION, PROGRESS, TABLES, columnsOf, ident, mirrorOf, monthsLikeMessages, monthsOf, shadowOf, stagedName, type Column, type StagedIndex } from './tables';
 
 /**
  * `npm run partitions:prepare` (docs/partitions.md, "Upgrading an existing installation"), run against a database
  * still at the previous schema while the previous version serves: the partitioned copies of messages,
- * message_attempts and events under other names, triggers that mirror each write of the old tables into them, and a
+ * message_attempts, events, link_clicks and message_opens under other names, triggers that mirror each write of the old tables into them, and a
  * copy of the rows already there in batches, its position kept in `partitions_online` so that a killed run resumes.
  * The migration then swaps the copies in (swap.ts) instead of copying.
  */
@@ -71,8 +71,8 @@ async function stage(client: Client): Promise<void> {
       table_name text PRIMARY KEY, position int NOT NULL, state text NOT NULL DEFAULT 'copying',
       total bigint, copied bigint NOT NULL DEFAULT 0, last_key text[], indexes jsonb NOT NULL,
       started_at timestamptz NOT NULL DEFAULT now(), updated_at timestamptz NOT NULL DEFAULT now(), finished_at timestamptz)`);
-    for (const [position, { table, key }] of TABLES.entries()) {
-      const indexes = await makeShadow(client, table, key);
+    for (const [position, { table, key, plan }] of TABLES.entries()) {
+      const indexes = await makeShadow(client, table, key, plan.likeMessages);
       await makeMirror(client, table);
       await client.query(`INSERT INTO ${ident(PROGRESS)} (table_name, position, indexes) VALUES ($1, $2, $3)`, [table, position, JSON.stringify(indexes)]);
     }
@@ -84,12 +84,13 @@ async function stage(client: Client): Promise<void> {
 }
 
 /** The partitioned table the migration would make, as the migration makes it, under the name shadowOf(table). */
-async function makeShadow(client: Client, table: string, key: string): Promise<StagedIndex[]> {
+async function makeShadow(client: Client, table: string, key: string, likeMessages: boolean): Promise<StagedIndex[]> {
   const shadow = shadowOf(table);
   await client.query(`CREATE TABLE ${ident(shadow)} (LIKE ${ident(table)} INCLUDING DEFAULTS INCLUDING CONSTRAINTS INCLUDING GENERATED
     INCLUDING IDENTITY INCLUDING STORAGE INCLUDING COMMENTS) PARTITION BY RANGE (${ident(key)})`);
   await client.query(`CREATE TABLE ${ident(`${table}_default`)} PARTITION OF ${ident(shadow)} DEFAULT`);
-  for (const month of await monthsOf(client, table, key, table)) {
+  const months = likeMessages ? await monthsLikeMessages(client, shadowOf('messages'), table) : await monthsOf(client, table, key, table);
+  for (const month of months) {
     await client.query(`CREATE TABLE ${ident(month.name)} PARTITION OF ${ident(shadow)} FOR VALUES FROM ('${month.from}') TO ('${month.to}')`);
   }
   const { rows } = await client.query<{ name: string; unique: boolean; conname: string | null; condef: string | null; def: string; columns: string[] }>(
@@ -102,9 +103,13 @@ async function makeShadow(client: Client, table: string, key: string): Promise<S
   );
   const staged: StagedIndex[] = [];
   for (const index of rows) {
-    if (index.unique && !index.columns.includes(key)) {
-      // the migration's rule: the two keys that moved to message_steps and broadcast_copies become plain indexes
-      const moved = table === 'messages' && ['prospect_id,step', 'broadcast_id,subscriber_id'].includes(index.columns.join(','));
+    if (index.conname && likeMessages && index.condef?.startsWith('PRIMARY KEY') && !index.columns.includes(key)) {
+      // 20261130060000's rule: the primary key widened to hold the partition key, first
+      staged.push({ staged: stagedName(index.conname), final: index.conname, constraint: true });
+      await client.query(`ALTER TABLE ${ident(shadow)} ADD CONSTRAINT ${ident(stagedName(index.conname))} PRIMARY KEY (${[key, ...index.columns].map(ident).join(', ')})`);
+    } else if (index.unique && !index.columns.includes(key)) {
+      // 20261129190000's rule: the two keys that moved to message_steps and broadcast_copies become plain indexes
+      const moved = !likeMessages && table === 'messages' && ['prospect_id,step', 'broadcast_id,subscriber_id'].includes(index.columns.join(','));
       if (!moved) throw new Error(`unique index ${index.name} of ${table} does not hold the partition key ${key}: give it a table of its own`);
       const final = `${table}_${index.columns.join('_')}_idx`;
       staged.push({ staged: stagedName(final), final, constraint: false });
@@ -121,14 +126,15 @@ async function makeShadow(client: Client, table: string, key: string): Promise<S
   return staged;
 }
 
-/** Each INSERT, UPDATE and DELETE of the old table made on the copy too, by primary key (a row copied twice is one). */
+/** Each INSERT, UPDATE and DELETE of the old table made on the copy too, by the copy's primary key (a row copied twice is one). */
 async function makeMirror(client: Client, table: string): Promise<void> {
-  const { columns, primary } = await columnsOf(client, table);
+  const { columns } = await columnsOf(client, table);
+  const { primary } = await columnsOf(client, shadowOf(table));
   const shadow = ident(shadowOf(table));
   const match = (row: string) => primary.map((c) => `${ident(c.name)} = ${row}.${ident(c.name)}`).join(' AND ');
   const keyChanged = primary.map((c) => `OLD.${ident(c.name)} IS DISTINCT FROM NEW.${ident(c.name)}`).join(' OR ');
   const names = columns.map((c) => ident(c.name));
-  const others = columns.filter((c) => !primary.includes(c));
+  const others = columns.filter((c) => !primary.some((k) => k.name === c.name));
   await client.query(`CREATE FUNCTION ${ident(mirrorOf(table))}() RETURNS trigger LANGUAGE plpgsql AS $fn$
 BEGIN
   IF TG_OP = 'DELETE' THEN

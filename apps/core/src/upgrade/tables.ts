@@ -6,14 +6,34 @@ import type { Client } from 'pg';
  * reads both halves (prepare.ts, swap.ts) share.
  */
 
-/** The migration the preparation stands in for, and the tables it partitions, each with its partition key. */
-export const MIGRATION = '20261129190000_time_partitions';
-export const TABLES = [
-  { table: 'messages', key: 'id' },
-  { table: 'message_attempts', key: 'message_id' },
-  { table: 'events', key: 'id' },
-] as const;
-export type UpgradedTable = (typeof TABLES)[number]['table'];
+/**
+ * The migrations the preparation stands in for, each with the function its text calls once per table it copies, and
+ * those tables with their partition keys. `likeMessages`: partitioned on the bounds of messages' partitions, the
+ * primary key widened to hold the key (20261130060000's rule). mx_messages, which 20261130060000 partitions too, is
+ * left to its copy: 20261130040000 changes it after the preparation's point.
+ */
+export interface Plan {
+  migration: string;
+  call: string;
+  likeMessages: boolean;
+  tables: readonly { table: string; key: string }[];
+}
+export const PLANS: readonly Plan[] = [
+  {
+    migration: '20261129190000_time_partitions',
+    call: 'repartition',
+    likeMessages: false,
+    tables: [{ table: 'messages', key: 'id' }, { table: 'message_attempts', key: 'message_id' }, { table: 'events', key: 'id' }],
+  },
+  {
+    migration: '20261130060000_partitions_tracking_mx',
+    call: 'partition_like_messages',
+    likeMessages: true,
+    tables: [{ table: 'link_clicks', key: 'message_id' }, { table: 'message_opens', key: 'message_id' }],
+  },
+];
+export const MIGRATION = PLANS[0]!.migration;
+export const TABLES = PLANS.flatMap((plan) => plan.tables.map((t) => ({ ...t, plan })));
 
 /** The progress table: one row per table, its copy's position and counts. */
 export const PROGRESS = 'partitions_online';
@@ -83,14 +103,27 @@ export interface StagedIndex {
 }
 
 /** The foreign keys into and out of the upgraded tables (not the copies Postgres makes for partitions). */
-export async function foreignKeys(client: Client): Promise<{ table: string; name: string; def: string }[]> {
+export async function foreignKeys(client: Client, tables: readonly { table: string }[]): Promise<{ table: string; name: string; def: string }[]> {
   const { rows } = await client.query<{ table: string; name: string; def: string }>(
     `SELECT DISTINCT c.conrelid::regclass::text AS table, c.conname AS name, pg_get_constraintdef(c.oid) AS def
        FROM pg_constraint c
       WHERE c.contype = 'f' AND c.conparentid = 0
         AND (c.conrelid = ANY ($1::regclass[]) OR c.confrelid = ANY ($1::regclass[]))
       ORDER BY 1, 2`,
-    [TABLES.map((t) => t.table)],
+    [tables.map((t) => t.table)],
   );
   return rows;
+}
+
+/** The partitions of messages (or its copy) as the same months of `table`: 20261130060000's bounds. */
+export async function monthsLikeMessages(client: Client, messages: string, table: string): Promise<Month[]> {
+  const { rows } = await client.query<{ name: string; bound: string }>(
+    `SELECT c.relname AS name, pg_get_expr(c.relpartbound, c.oid) AS bound FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
+      WHERE i.inhparent = $1::regclass AND c.relname <> 'messages_default' ORDER BY c.relname`,
+    [messages],
+  );
+  return rows.map((r) => {
+    const [, from, to] = /FROM \('([^']+)'\) TO \('([^']+)'\)/.exec(r.bound)!;
+    return { name: r.name.replace(/^messages_/, `${table}_`), from: from!, to: to! };
+  });
 }
