@@ -79,6 +79,8 @@ async function stage(client: Client): Promise<void> {
     await client.query('COMMIT');
   } catch (err) {
     await client.query('ROLLBACK');
+    // 55P03 lock_not_available: a transaction of the service held a table past the lock_timeout
+    if ((err as { code?: string }).code === '55P03') throw new Error('waited 10 s for a table a transaction of the service holds: run it again');
     throw err;
   }
 }

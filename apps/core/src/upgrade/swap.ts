@@ -1,4 +1,5 @@
 import type { Client } from 'pg';
+import { logger } from '../logger';
 import { PLANS, PROGRESS, foreignKeys, ident, mirrorOf, monthsLikeMessages, monthsOf, shadowOf, type Plan, type StagedIndex } from './tables';
 
 /**
@@ -27,6 +28,7 @@ export async function preparedSwap(client: Client, migration: { name: string; sq
 }
 
 async function swap(client: Client, plan: Plan, progress: { table_name: string; indexes: StagedIndex[] }[], rest: string): Promise<void> {
+  const started = Date.now();
   // every foreign key into or out of the tables, made again on the new ones once they have the old names
   const keys = await foreignKeys(client, plan.tables);
   for (const fk of keys) await client.query(`ALTER TABLE ${fk.table} DROP CONSTRAINT ${ident(fk.name)}`);
@@ -53,11 +55,17 @@ async function swap(client: Client, plan: Plan, progress: { table_name: string; 
       if (!there!.made) await client.query(`CREATE TABLE ${ident(month.name)} PARTITION OF ${ident(table)} FOR VALUES FROM ('${month.from}') TO ('${month.to}')`);
     }
   }
+  const checked = Date.now();
   for (const fk of keys) await client.query(`ALTER TABLE ${fk.table} ADD CONSTRAINT ${ident(fk.name)} ${fk.def}`);
+  const renameMs = checked - started;
+  const foreignKeysMs = Date.now() - checked;
   await client.query(`DELETE FROM ${ident(PROGRESS)} WHERE table_name = ANY ($1)`, [plan.tables.map((t) => t.table)]);
   const { rows: [left] } = await client.query<{ n: number }>(`SELECT count(*)::int AS n FROM ${ident(PROGRESS)}`);
   if (left!.n === 0) await client.query(`DROP TABLE ${ident(PROGRESS)}`);
+  const restStarted = Date.now();
   await client.query(rest);
+  logger.info({ migration: plan.migration, renameMs, foreignKeysMs, restMs: Date.now() - restStarted },
+    `${plan.migration}: the prepared ${plan.tables.map((t) => t.table).join(', ')} swapped in, ${Date.now() - started} ms`);
 }
 
 /** The migration's text without the copies of the prepared tables (`SELECT pg_temp.<call>('table', 'key');`); refused if one is not there. */
