@@ -75,7 +75,11 @@ function writers(url: string, account: number, mailbox: number, count = 3) {
   let updates = 0;
   const loops = Array.from({ length: count }, async (_, w) => {
     const sql = await connect(url);
-    const pick = async () => (await sql.query<{ id: string }>('SELECT id::text FROM messages TABLESAMPLE SYSTEM (5) LIMIT 1')).rows[0]?.id;
+    // every other one just past where the copy of messages stands (a race with its batch), the others anywhere
+    const edge = `SELECT id::text FROM messages WHERE id > (SELECT last_key[1]::uuid FROM partitions_online WHERE table_name = 'messages' AND state = 'copying')
+                  ORDER BY id LIMIT 1 OFFSET floor(random() * 15)::int`;
+    const pick = async (i: number) => (i % 2 && (await sql.query<{ id: string }>(edge).catch(() => ({ rows: [] }))).rows[0]?.id)
+      || (await sql.query<{ id: string }>('SELECT id::text FROM messages TABLESAMPLE SYSTEM (5) LIMIT 1')).rows[0]?.id;
     const step = async (i: number) => {
       const op = (i + w) % 4;
       if (op === 0) {
@@ -88,13 +92,13 @@ function writers(url: string, account: number, mailbox: number, count = 3) {
         await sql.query('COMMIT');
         inserted.push(id);
       } else if (op === 3 && i % 3 === 0) {
-        const id = await pick();
+        const id = await pick(i);
         if (id) {
           await sql.query('DELETE FROM messages WHERE id = $1', [id]);
           deleted.add(id);
         }
       } else {
-        const id = await pick();
+        const id = await pick(i);
         if (!id) return;
         await sql.query('BEGIN');
         await sql.query(`UPDATE messages SET status = 'sent', attempts = attempts + 1, smtp_response = '250 ' || $2, sent_at = now(), updated_at = now() WHERE id = $1`, [id, String(i)]);
