@@ -9,7 +9,7 @@ const floors = [
     name: 'foundation',
     comment: 'what every part uses: the files at the top of apps/core/src and the small shared folders',
     folders: ['audit', 'consent', 'events', 'experiments', 'failover', 'health', 'housekeeping', 'idempotency',
-      'ids', 'ip', 'outbound', 'replicas', 'topics'],
+      'ids', 'ip', 'outbound', 'replicas', 'topics', 'upgrade'],
   },
   {
     name: 'resources',

@@ -3,6 +3,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { Client } from 'pg';
 import { writableUrl } from './failover';
+import { preparedSwap } from './upgrade/swap';
 
 /**
  * Applies prisma/migrations/<name>/migration.sql in order and records each in `_prisma_migrations` exactly as
@@ -126,6 +127,8 @@ export async function migrate(url: string, dir = MIGRATIONS_DIR): Promise<Migrat
         continue;
       }
       if (previous) throw new Error(`migration ${migration.name} failed earlier; resolve it before migrating again`);
+      // the time partitions prepared online (npm run partitions:prepare) are swapped in instead of copied
+      const swap = await preparedSwap(client, migration);
       const id = crypto.randomUUID();
       await client.query(
         'INSERT INTO "_prisma_migrations" (id, checksum, migration_name, started_at, applied_steps_count) VALUES ($1, $2, $3, now(), 0)',
@@ -133,7 +136,8 @@ export async function migrate(url: string, dir = MIGRATIONS_DIR): Promise<Migrat
       );
       try {
         await client.query('BEGIN');
-        await client.query(migration.sql);
+        if (swap) await swap();
+        else await client.query(migration.sql);
         await client.query('COMMIT');
       } catch (err) {
         await client.query('ROLLBACK');

@@ -1,0 +1,243 @@
+import { Client } from 'pg';
+import { logger } from '../logger';
+import { MIGRATION, PROGRESS, TABLES, columnsOf, ident, mirrorOf, monthsLikeMessages, monthsOf, shadowOf, stagedName, type Column, type StagedIndex } from './tables';
+
+/**
+ * `npm run partitions:prepare` (docs/partitions.md, "Upgrading an existing installation"), run against a database
+ * still at the previous schema while the previous version serves: the partitioned copies of messages,
+ * message_attempts, events, link_clicks and message_opens under other names, triggers that mirror each write of the old tables into them, and a
+ * copy of the rows already there in batches, its position kept in `partitions_online` so that a killed run resumes.
+ * The migration then swaps the copies in (swap.ts) instead of copying.
+ */
+
+// held while a preparation runs: a second one refuses to start
+const PREPARE_LOCK_KEY = 72707370;
+
+export interface Progress {
+  table: string;
+  copied: number;
+  total: number;
+  /** rows a second in this run */
+  rate: number;
+  done: boolean;
+}
+
+export interface PrepareOptions {
+  /** rows a transaction */
+  batch?: number;
+  /** a log line every this many batches (and one at each table's end) */
+  logEvery?: number;
+  onProgress?: (progress: Progress) => void;
+}
+
+/** `messages: 1,200,000 of 3,400,000 rows (35%), 41,000 rows/s` */
+export function progressLine(p: Progress): string {
+  const n = (v: number) => Math.round(v).toLocaleString('en-US');
+  const percent = p.total ? Math.min(100, Math.floor((p.copied / p.total) * 100)) : 100;
+  return `${p.table}: ${n(p.copied)} of ${n(Math.max(p.total, p.copied))} rows (${percent}%), ${n(p.rate)} rows/s${p.done ? ', done' : ''}`;
+}
+
+export async function prepare(url: string, options: PrepareOptions = {}): Promise<Progress[]> {
+  const client = new Client({ connectionString: url });
+  client.on('error', () => undefined);
+  await client.connect();
+  try {
+    const { rows: [lock] } = await client.query<{ held: boolean }>('SELECT pg_try_advisory_lock($1) AS held', [PREPARE_LOCK_KEY]);
+    if (!lock!.held) throw new Error('another partitions:prepare is running on this database');
+    await stage(client);
+    const done: Progress[] = [];
+    for (const { table } of TABLES) done.push(await copyRows(client, table, options));
+    return done;
+  } finally {
+    await client.end();
+  }
+}
+
+/** The copies, their partitions and indexes, the mirror triggers and the progress rows, in one transaction; once. */
+async function stage(client: Client): Promise<void> {
+  const { rows: [state] } = await client.query<{ migrated: boolean; staged: boolean }>(
+    `SELECT to_regclass($1) IS NOT NULL AS staged,
+            to_regclass('_prisma_migrations') IS NOT NULL
+              AND EXISTS (SELECT 1 FROM "_prisma_migrations" WHERE migration_name = $2 AND rolled_back_at IS NULL) AS migrated`,
+    [PROGRESS, MIGRATION],
+  );
+  if (state!.migrated) throw new Error(`${MIGRATION} is applied already: the tables are partitioned`);
+  if (state!.staged) return;
+  await client.query('BEGIN');
+  try {
+    // the trigger waits for the writes in flight and holds new ones meanwhile: give up rather than stall the service
+    await client.query("SET LOCAL lock_timeout = '10s'");
+    await client.query(`CREATE TABLE ${ident(PROGRESS)} (
+      table_name text PRIMARY KEY, position int NOT NULL, state text NOT NULL DEFAULT 'copying',
+      total bigint, copied bigint NOT NULL DEFAULT 0, last_key text[], indexes jsonb NOT NULL,
+      started_at timestamptz NOT NULL DEFAULT now(), updated_at timestamptz NOT NULL DEFAULT now(), finished_at timestamptz)`);
+    for (const [position, { table, key, plan }] of TABLES.entries()) {
+      const indexes = await makeShadow(client, table, key, plan.likeMessages);
+      await makeMirror(client, table);
+      await client.query(`INSERT INTO ${ident(PROGRESS)} (table_name, position, indexes) VALUES ($1, $2, $3)`, [table, position, JSON.stringify(indexes)]);
+    }
+    await client.query('COMMIT');
+  } catch (err) {
+    await client.query('ROLLBACK');
+    // 55P03 lock_not_available: a transaction of the service held a table past the lock_timeout
+    if ((err as { code?: string }).code === '55P03') throw new Error('waited 10 s for a table a transaction of the service holds: run it again');
+    throw err;
+  }
+}
+
+/** The partitioned table the migration would make, as the migration makes it, under the name shadowOf(table). */
+async function makeShadow(client: Client, table: string, key: string, likeMessages: boolean): Promise<StagedIndex[]> {
+  const shadow = shadowOf(table);
+  await client.query(`CREATE TABLE ${ident(shadow)} (LIKE ${ident(table)} INCLUDING DEFAULTS INCLUDING CONSTRAINTS INCLUDING GENERATED
+    INCLUDING IDENTITY INCLUDING STORAGE INCLUDING COMMENTS) PARTITION BY RANGE (${ident(key)})`);
+  await client.query(`CREATE TABLE ${ident(`${table}_default`)} PARTITION OF ${ident(shadow)} DEFAULT`);
+  const months = likeMessages ? await monthsLikeMessages(client, shadowOf('messages'), table) : await monthsOf(client, table, key, table);
+  for (const month of months) {
+    await client.query(`CREATE TABLE ${ident(month.name)} PARTITION OF ${ident(shadow)} FOR VALUES FROM ('${month.from}') TO ('${month.to}')`);
+  }
+  const { rows } = await client.query<{ name: string; unique: boolean; conname: string | null; condef: string | null; def: string; columns: string[] }>(
+    `SELECT i.relname AS name, x.indisunique AS unique, con.conname, pg_get_constraintdef(con.oid) AS condef, pg_get_indexdef(x.indexrelid) AS def,
+            array(SELECT a.attname::text FROM unnest(x.indkey) WITH ORDINALITY k(n, o) JOIN pg_attribute a ON a.attrelid = x.indrelid AND a.attnum = k.n ORDER BY k.o) AS columns
+       FROM pg_index x JOIN pg_class i ON i.oid = x.indexrelid
+       LEFT JOIN pg_constraint con ON con.conindid = x.indexrelid AND con.conrelid = x.indrelid
+      WHERE x.indrelid = $1::regclass ORDER BY x.indexrelid`,
+    [table],
+  );
+  const staged: StagedIndex[] = [];
+  for (const index of rows) {
+    if (index.conname && likeMessages && index.condef?.startsWith('PRIMARY KEY') && !index.columns.includes(key)) {
+      // 20261130060000's rule: the primary key widened to hold the partition key, first
+      staged.push({ staged: stagedName(index.conname), final: index.conname, constraint: true });
+      await client.query(`ALTER TABLE ${ident(shadow)} ADD CONSTRAINT ${ident(stagedName(index.conname))} PRIMARY KEY (${[key, ...index.columns].map(ident).join(', ')})`);
+    } else if (index.unique && !index.columns.includes(key)) {
+      // 20261129190000's rule: the two keys that moved to message_steps and broadcast_copies become plain indexes
+      const moved = !likeMessages && table === 'messages' && ['prospect_id,step', 'broadcast_id,subscriber_id'].includes(index.columns.join(','));
+      if (!moved) throw new Error(`unique index ${index.name} of ${table} does not hold the partition key ${key}: give it a table of its own`);
+      const final = `${table}_${index.columns.join('_')}_idx`;
+      staged.push({ staged: stagedName(final), final, constraint: false });
+      await client.query(`CREATE INDEX ${ident(stagedName(final))} ON ${ident(shadow)} (${index.columns.map(ident).join(', ')})`);
+    } else if (index.conname) {
+      staged.push({ staged: stagedName(index.conname), final: index.conname, constraint: true });
+      await client.query(`ALTER TABLE ${ident(shadow)} ADD CONSTRAINT ${ident(stagedName(index.conname))} ${index.condef}`);
+    } else {
+      staged.push({ staged: stagedName(index.name), final: index.name, constraint: false });
+      const def = index.def.replace(/^(CREATE (?:UNIQUE )?INDEX )\S+( ON (?:ONLY )?)\S+/, `$1${ident(stagedName(index.name))}$2${ident(shadow)}`);
+      await client.query(def);
+    }
+  }
+  return staged;
+}
+
+/** Each INSERT, UPDATE and DELETE of the old table made on the copy too, by the copy's primary key (a row copied twice is one). */
+async function makeMirror(client: Client, table: string): Promise<void> {
+  const { columns } = await columnsOf(client, table);
+  const { primary } = await columnsOf(client, shadowOf(table));
+  const shadow = ident(shadowOf(table));
+  const match = (row: string) => primary.map((c) => `${ident(c.name)} = ${row}.${ident(c.name)}`).join(' AND ');
+  const keyChanged = primary.map((c) => `OLD.${ident(c.name)} IS DISTINCT FROM NEW.${ident(c.name)}`).join(' OR ');
+  const names = columns.map((c) => ident(c.name));
+  const others = columns.filter((c) => !primary.some((k) => k.name === c.name));
+  await client.query(`CREATE FUNCTION ${ident(mirrorOf(table))}() RETURNS trigger LANGUAGE plpgsql AS $fn$
+BEGIN
+  IF TG_OP = 'DELETE' THEN
+    DELETE FROM ${shadow} WHERE ${match('OLD')};
+    RETURN NULL;
+  END IF;
+  IF TG_OP = 'UPDATE' THEN
+    IF ${keyChanged} THEN DELETE FROM ${shadow} WHERE ${match('OLD')}; END IF;
+  END IF;
+  INSERT INTO ${shadow} (${names.join(', ')}) VALUES (${names.map((n) => `NEW.${n}`).join(', ')})
+    ON CONFLICT (${primary.map((c) => ident(c.name)).join(', ')}) DO ${others.length ? `UPDATE SET ${others.map((c) => `${ident(c.name)} = EXCLUDED.${ident(c.name)}`).join(', ')}` : 'NOTHING'};
+  RETURN NULL;
+END
+$fn$`);
+  await client.query(`CREATE TRIGGER ${ident(mirrorOf(table))} AFTER INSERT OR UPDATE OR DELETE ON ${ident(table)}
+    FOR EACH ROW EXECUTE FUNCTION ${ident(mirrorOf(table))}()`);
+}
+
+/**
+ * Copies the table's rows into its copy in batches by primary key, from where the last run stopped. Each batch locks
+ * the rows it reads (FOR SHARE): a write in flight on one of them ends first, so the batch reads its last version, or
+ * skips the row when it was deleted, and a later write waits for the batch, whose row the mirror then updates.
+ */
+async function copyRows(client: Client, table: string, options: PrepareOptions): Promise<Progress> {
+  const batch = options.batch ?? 10_000;
+  const logEvery = options.logEvery ?? 10;
+  const { primary } = await columnsOf(client, table);
+  const { rows: [row] } = await client.query<{ state: string; total: string | null; copied: string; last_key: string[] | null }>(
+    `SELECT state, total, copied, last_key FROM ${ident(PROGRESS)} WHERE table_name = $1`,
+    [table],
+  );
+  if (!row) throw new Error(`${PROGRESS} has no row for ${table}: abandon the preparation and start again`);
+  let total = Number(row.total ?? 0);
+  if (row.total === null) {
+    total = Number((await client.query<{ n: string }>(`SELECT count(*) AS n FROM ${ident(table)}`)).rows[0]!.n);
+    await client.query(`UPDATE ${ident(PROGRESS)} SET total = $2 WHERE table_name = $1`, [table, total]);
+  }
+  let copied = Number(row.copied);
+  let last = row.last_key;
+  const started = Date.now();
+  let read = 0;
+  let batches = 0;
+  const progress = (done: boolean): Progress => ({ table, copied, total, rate: read / Math.max((Date.now() - started) / 1000, 0.001), done });
+  const select = batchStatement(table, primary, batch);
+  while (row.state !== 'copied') {
+    await client.query('BEGIN');
+    try {
+      const { rows: [result] } = await client.query<{ read: number; last: string[] | null }>(last ? select.after : select.first, last ?? []);
+      if (result!.read === 0) {
+        await client.query(`UPDATE ${ident(PROGRESS)} SET state = 'copied', total = greatest(total, copied), updated_at = now(), finished_at = now() WHERE table_name = $1`, [table]);
+        await client.query('COMMIT');
+        total = Math.max(total, copied);
+        break;
+      }
+      await client.query(`UPDATE ${ident(PROGRESS)} SET copied = copied + $2, last_key = $3, updated_at = now() WHERE table_name = $1`, [table, result!.read, result!.last]);
+      await client.query('COMMIT');
+      copied += result!.read;
+      read += result!.read;
+      last = result!.last;
+    } catch (err) {
+      await client.query('ROLLBACK');
+      throw err;
+    }
+    batches++;
+    options.onProgress?.(progress(false));
+    if (batches % logEvery === 0) logger.info({ table, copied, total }, `partitions:prepare ${progressLine(progress(false))}`);
+  }
+  const end = progress(true);
+  options.onProgress?.(end);
+  logger.info({ table, copied, total }, `partitions:prepare ${progressLine(end)}`);
+  return end;
+}
+
+/** The batch's statement: the next rows by primary key (after the last key, given as text), copied, and the new last key. */
+function batchStatement(table: string, primary: Column[], batch: number): { first: string; after: string } {
+  const key = primary.map((c) => ident(c.name)).join(', ');
+  const statement = (where: string) => `WITH batch AS (SELECT * FROM ${ident(table)} ${where} ORDER BY ${key} LIMIT ${batch} FOR SHARE),
+      copied AS (INSERT INTO ${ident(shadowOf(table))} SELECT * FROM batch ON CONFLICT DO NOTHING RETURNING 1)
+    SELECT (SELECT count(*) FROM batch)::int AS read, (SELECT count(*) FROM copied)::int AS written,
+           (SELECT ARRAY[${primary.map((c) => `${ident(c.name)}::text`).join(', ')}] FROM batch ORDER BY ${primary.map((c) => `${ident(c.name)} DESC`).join(', ')} LIMIT 1) AS last`;
+  return {
+    first: statement(''),
+    after: statement(`WHERE (${key}) > (${primary.map((c, i) => `$${i + 1}::${c.type}`).join(', ')})`),
+  };
+}
+
+/** Undoes a preparation (its triggers, copies and progress): the migration then copies offline, as without one. */
+export async function abandon(url: string): Promise<void> {
+  const client = new Client({ connectionString: url });
+  client.on('error', () => undefined);
+  await client.connect();
+  try {
+    await client.query('BEGIN');
+    for (const { table } of TABLES) {
+      await client.query(`DROP TRIGGER IF EXISTS ${ident(mirrorOf(table))} ON ${ident(table)}`);
+      await client.query(`DROP FUNCTION IF EXISTS ${ident(mirrorOf(table))}()`);
+      await client.query(`DROP TABLE IF EXISTS ${ident(shadowOf(table))}`);
+    }
+    await client.query(`DROP TABLE IF EXISTS ${ident(PROGRESS)}`);
+    await client.query('COMMIT');
+  } finally {
+    await client.end();
+  }
+}

@@ -1,0 +1,80 @@
+import type { Client } from 'pg';
+import { logger } from '../logger';
+import { PLANS, PROGRESS, foreignKeys, ident, mirrorOf, monthsLikeMessages, monthsOf, shadowOf, type Plan, type StagedIndex } from './tables';
+
+/**
+ * The migration's step when a preparation is there (prepare.ts): instead of copying the rows in its transaction, the
+ * runner swaps the prepared copies in, then runs the rest of the migration's own text (for 20261129190000 its
+ * functions, the key tables and their rows, the claim trigger, the events' default; for 20261130060000 the copy of
+ * mx_messages), so the database ends as the offline copy leaves it. Answers the swap to run in the migration's
+ * transaction, or undefined when there is nothing to swap (the migration then runs as written); refuses a preparation
+ * not finished, before anything is done.
+ */
+export async function preparedSwap(client: Client, migration: { name: string; sql: string }): Promise<(() => Promise<void>) | undefined> {
+  const plan = PLANS.find((p) => p.migration === migration.name);
+  if (!plan) return undefined;
+  const { rows: [found] } = await client.query<{ staged: boolean }>('SELECT to_regclass($1) IS NOT NULL AS staged', [PROGRESS]);
+  if (!found!.staged) return undefined;
+  const { rows: progress } = await client.query<{ table_name: string; state: string; indexes: StagedIndex[] }>(
+    `SELECT table_name, state, indexes FROM ${ident(PROGRESS)} WHERE table_name = ANY ($1) ORDER BY position`,
+    [plan.tables.map((t) => t.table)],
+  );
+  if (progress.length !== plan.tables.length || progress.some((p) => p.state !== 'copied')) {
+    throw new Error('the online preparation of the time partitions is not finished: run `npm run partitions:prepare` to its end '
+      + '(it resumes), or `npm run partitions:prepare -- --abandon` to upgrade by the offline copy');
+  }
+  const rest = withoutCopies(plan, migration.sql);
+  return () => swap(client, plan, progress, rest);
+}
+
+async function swap(client: Client, plan: Plan, progress: { table_name: string; indexes: StagedIndex[] }[], rest: string): Promise<void> {
+  const started = Date.now();
+  // every foreign key into or out of the tables, made again on the new ones once they have the old names
+  const keys = await foreignKeys(client, plan.tables);
+  for (const fk of keys) await client.query(`ALTER TABLE ${fk.table} DROP CONSTRAINT ${ident(fk.name)}`);
+  for (const { table, key } of plan.tables) {
+    // a serial column's sequence goes to the new table, as the migration moves it (dropping the old one would take it along)
+    const { rows: sequences } = await client.query<{ column: string; seq: string }>(
+      `SELECT a.attname AS column, pg_get_serial_sequence($1, a.attname) AS seq FROM pg_attribute a
+        WHERE a.attrelid = $1::regclass AND a.attnum > 0 AND NOT a.attisdropped AND pg_get_serial_sequence($1, a.attname) IS NOT NULL`,
+      [table],
+    );
+    for (const s of sequences) await client.query(`ALTER SEQUENCE ${s.seq} OWNED BY ${ident(shadowOf(table))}.${ident(s.column)}`);
+    await client.query(`DROP TABLE ${ident(table)}`);
+    await client.query(`DROP FUNCTION ${ident(mirrorOf(table))}()`);
+    await client.query(`ALTER TABLE ${ident(shadowOf(table))} RENAME TO ${ident(table)}`);
+    for (const index of progress.find((p) => p.table_name === table)!.indexes) {
+      await client.query(index.constraint
+        ? `ALTER TABLE ${ident(table)} RENAME CONSTRAINT ${ident(index.staged)} TO ${ident(index.final)}`
+        : `ALTER INDEX ${ident(index.staged)} RENAME TO ${ident(index.final)}`);
+    }
+    // the partitions the migration, run now, would make beyond those made at the preparation (a month may have begun)
+    const months = plan.likeMessages ? await monthsLikeMessages(client, 'messages', table) : await monthsOf(client, table, key, table);
+    for (const month of months) {
+      const { rows: [there] } = await client.query<{ made: boolean }>('SELECT to_regclass($1) IS NOT NULL AS made', [month.name]);
+      if (!there!.made) await client.query(`CREATE TABLE ${ident(month.name)} PARTITION OF ${ident(table)} FOR VALUES FROM ('${month.from}') TO ('${month.to}')`);
+    }
+  }
+  const checked = Date.now();
+  for (const fk of keys) await client.query(`ALTER TABLE ${fk.table} ADD CONSTRAINT ${ident(fk.name)} ${fk.def}`);
+  const renameMs = checked - started;
+  const foreignKeysMs = Date.now() - checked;
+  await client.query(`DELETE FROM ${ident(PROGRESS)} WHERE table_name = ANY ($1)`, [plan.tables.map((t) => t.table)]);
+  const { rows: [left] } = await client.query<{ n: number }>(`SELECT count(*)::int AS n FROM ${ident(PROGRESS)}`);
+  if (left!.n === 0) await client.query(`DROP TABLE ${ident(PROGRESS)}`);
+  const restStarted = Date.now();
+  await client.query(rest);
+  logger.info({ migration: plan.migration, renameMs, foreignKeysMs, restMs: Date.now() - restStarted },
+    `${plan.migration}: the prepared ${plan.tables.map((t) => t.table).join(', ')} swapped in, ${Date.now() - started} ms`);
+}
+
+/** The migration's text without the copies of the prepared tables (`SELECT pg_temp.<call>('table', 'key');`); refused if one is not there. */
+export function withoutCopies(plan: Plan, sql: string): string {
+  let rest = sql;
+  for (const { table, key } of plan.tables) {
+    const call = `SELECT pg_temp.${plan.call}('${table}', '${key}');\n`;
+    if (rest.split(call).length !== 2) throw new Error(`${plan.migration} does not copy ${table} as the preparation expects`);
+    rest = rest.replace(call, '');
+  }
+  return rest;
+}

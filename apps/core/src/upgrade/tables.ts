@@ -1,0 +1,129 @@
+import type { Client } from 'pg';
+
+/**
+ * The online upgrade to time partitions (docs/partitions.md, "Upgrading an existing installation"): what
+ * `20261129190000_time_partitions` rebuilds, the names the preparation uses beside the live tables, and the catalog
+ * reads both halves (prepare.ts, swap.ts) share.
+ */
+
+/**
+ * The migrations the preparation stands in for, each with the function its text calls once per table it copies, and
+ * those tables with their partition keys. `likeMessages`: partitioned on the bounds of messages' partitions, the
+ * primary key widened to hold the key (20261130060000's rule). mx_messages, which 20261130060000 partitions too, is
+ * left to its copy: 20261130040000 changes it after the preparation's point.
+ */
+export interface Plan {
+  migration: string;
+  call: string;
+  likeMessages: boolean;
+  tables: readonly { table: string; key: string }[];
+}
+export const PLANS: readonly Plan[] = [
+  {
+    migration: '20261129190000_time_partitions',
+    call: 'repartition',
+    likeMessages: false,
+    tables: [{ table: 'messages', key: 'id' }, { table: 'message_attempts', key: 'message_id' }, { table: 'events', key: 'id' }],
+  },
+  {
+    migration: '20261130060000_partitions_tracking_mx',
+    call: 'partition_like_messages',
+    likeMessages: true,
+    tables: [{ table: 'link_clicks', key: 'message_id' }, { table: 'message_opens', key: 'message_id' }],
+  },
+];
+export const MIGRATION = PLANS[0]!.migration;
+export const TABLES = PLANS.flatMap((plan) => plan.tables.map((t) => ({ ...t, plan })));
+
+/** The progress table: one row per table, its copy's position and counts. */
+export const PROGRESS = 'partitions_online';
+
+/** The partitioned copy of a table while the old one serves (its partitions have their final names already). */
+export const shadowOf = (table: string): string => `${table}_online`;
+/** The trigger (and its function) on the old table that mirrors each write into the copy. */
+export const mirrorOf = (table: string): string => `${table}_online_mirror`;
+/** An index's name on the copy until the swap gives it the old one's (index names are one namespace). */
+export const stagedName = (name: string): string => `${name.slice(0, 56)}_online`;
+
+export const ident = (name: string): string => `"${name.replace(/"/g, '""')}"`;
+
+/** The smallest UUIDv7 of an instant, as the migration's uuid_v7_floor (which does not exist before it). */
+const floorOf = (t: string) => `(lpad(to_hex(floor(extract(epoch FROM ${t}) * 1000)::bigint), 12, '0') || '00000000000000000000')::uuid`;
+
+export interface Month {
+  name: string;
+  from: string;
+  to: string;
+}
+
+/**
+ * The monthly partitions the migration makes for `table`: from the month of its oldest time-carrying id (ids before
+ * ids carried their time go to the default) to three months after the current one, bounded as uuid_v7_floor bounds.
+ */
+export async function monthsOf(client: Client, table: string, key: string, partitioned: string): Promise<Month[]> {
+  const { rows } = await client.query<Month>(
+    `WITH oldest AS (
+       SELECT (SELECT ('x' || substr(replace(${ident(key)}::text, '-', ''), 1, 12))::bit(48)::bigint FROM ${ident(table)}
+                WHERE substr(${ident(key)}::text, 15, 1) = '7' AND ${ident(key)} < ${floorOf("now() + interval '1 year'")}
+                ORDER BY ${ident(key)} LIMIT 1) AS ms)
+     SELECT $1 || '_p' || to_char(m, 'YYYYMMDD') AS name, ${floorOf("m AT TIME ZONE 'UTC'")}::text AS "from",
+            ${floorOf("(m + interval '1 month') AT TIME ZONE 'UTC'")}::text AS "to"
+       FROM oldest, generate_series(date_trunc('month', least(now(), coalesce(to_timestamp(ms / 1000.0), now())) AT TIME ZONE 'UTC'),
+                                    date_trunc('month', now() AT TIME ZONE 'UTC') + interval '3 months', interval '1 month') m`,
+    [partitioned],
+  );
+  return rows;
+}
+
+export interface Column {
+  name: string;
+  type: string;
+}
+
+/** The table's columns in order, and its primary key's, with their types. */
+export async function columnsOf(client: Client, table: string): Promise<{ columns: Column[]; primary: Column[] }> {
+  const { rows: columns } = await client.query<Column>(
+    `SELECT a.attname AS name, format_type(a.atttypid, a.atttypmod) AS type
+       FROM pg_attribute a WHERE a.attrelid = $1::regclass AND a.attnum > 0 AND NOT a.attisdropped ORDER BY a.attnum`,
+    [table],
+  );
+  const { rows: key } = await client.query<{ name: string }>(
+    `SELECT a.attname AS name FROM pg_index x, unnest(x.indkey) WITH ORDINALITY k(n, o), pg_attribute a
+      WHERE x.indrelid = $1::regclass AND x.indisprimary AND a.attrelid = x.indrelid AND a.attnum = k.n ORDER BY k.o`,
+    [table],
+  );
+  return { columns, primary: key.map((k) => columns.find((c) => c.name === k.name)!) };
+}
+
+export interface StagedIndex {
+  staged: string;
+  final: string;
+  /** made as a constraint (primary key, unique constraint): renamed with RENAME CONSTRAINT */
+  constraint: boolean;
+}
+
+/** The foreign keys into and out of the upgraded tables (not the copies Postgres makes for partitions). */
+export async function foreignKeys(client: Client, tables: readonly { table: string }[]): Promise<{ table: string; name: string; def: string }[]> {
+  const { rows } = await client.query<{ table: string; name: string; def: string }>(
+    `SELECT DISTINCT c.conrelid::regclass::text AS table, c.conname AS name, pg_get_constraintdef(c.oid) AS def
+       FROM pg_constraint c
+      WHERE c.contype = 'f' AND c.conparentid = 0
+        AND (c.conrelid = ANY ($1::regclass[]) OR c.confrelid = ANY ($1::regclass[]))
+      ORDER BY 1, 2`,
+    [tables.map((t) => t.table)],
+  );
+  return rows;
+}
+
+/** The partitions of messages (or its copy) as the same months of `table`: 20261130060000's bounds. */
+export async function monthsLikeMessages(client: Client, messages: string, table: string): Promise<Month[]> {
+  const { rows } = await client.query<{ name: string; bound: string }>(
+    `SELECT c.relname AS name, pg_get_expr(c.relpartbound, c.oid) AS bound FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
+      WHERE i.inhparent = $1::regclass AND c.relname <> 'messages_default' ORDER BY c.relname`,
+    [messages],
+  );
+  return rows.map((r) => {
+    const [, from, to] = /FROM \('([^']+)'\) TO \('([^']+)'\)/.exec(r.bound)!;
+    return { name: r.name.replace(/^messages_/, `${table}_`), from: from!, to: to! };
+  });
+}
