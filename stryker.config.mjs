@@ -38,7 +38,7 @@ const GROUPS = {
     mutate: ['apps/core/src/outreach/repository/paths.ts', 'apps/core/src/outreach/repository/held.ts'],
     tests: ['outreach/branches', 'outreach/ab-test', 'outreach/windows'],
   },
-  signing: { mutate: ['apps/core/src/domains/sending.ts'], tests: ['domains/dkim', 'domains/smtp-from', 'domains/required', 'domains/settings', 'domains/send-rules'] },
+  signing: { mutate: ['apps/core/src/domains/sending.ts'], tests: ['domains/dkim', 'domains/smtp-from', 'domains/required', 'domains/settings', 'domains/send-rules', 'broadcasts/dkim'] },
   // SIGNED_HEADERS is a module-level constant: its mutants are static (each runs every test of its group), so they run
   // here by its lines, against the signer's own test
   'signed-headers': { mutate: ['apps/core/src/domains/sending.ts:153-156'], tests: ['domains/dkim'], ignoreStatic: false },

@@ -1,11 +1,13 @@
 import { execFileSync } from 'node:child_process';
 import crypto from 'node:crypto';
 import path from 'node:path';
+import { simpleParser } from 'mailparser';
+import nodemailer from 'nodemailer';
 import MailComposer from 'nodemailer/lib/mail-composer';
 import { dkimSignatures, relaxedBody, relaxedHeader } from '../../apps/core/src/domains/dkim';
 import { generateKeyPairs, signingKeys } from '../../apps/core/src/domains/keys';
 import { expectedRecords } from '../../apps/core/src/domains/records';
-import { SIGNED_HEADERS } from '../../apps/core/src/domains/sending';
+import { SIGNED_HEADERS, signOnTheWay, type WireSignedMail } from '../../apps/core/src/domains/sending';
 import type { ReceivedMail } from '../helpers/smtp-sink';
 import { useDns } from '../helpers/dns-server';
 import { published, receiverVerdict, signatures } from './support';
@@ -130,4 +132,29 @@ it('canonicalises as RFC 6376 section 3.4.5 shows', () => {
   expect(relaxedBody(' C \r\nD \t E\r\n\r\n\r\n')).toBe(' C\r\nD E\r\n');
   expect(relaxedBody('')).toBe('');
   expect(relaxedBody('\r\n\r\n')).toBe('');
+});
+
+describe('signOnTheWay: the stream plugin that signs an email as nodemailer writes it (the worker sends this way)', () => {
+  const transport = () => {
+    const t = nodemailer.createTransport({ streamTransport: true, buffer: true });
+    t.use('stream', signOnTheWay);
+    return t;
+  };
+  const signed = (raw: Buffer) => dkimSignatures(raw, 'sign.test', keys, SIGNED_HEADERS);
+
+  it('signs an email written in many pieces (a 300 kB attachment) over all of its bytes, and every byte arrives', async () => {
+    const content = crypto.randomBytes(300_000);
+    const mail: WireSignedMail = { from: 'news@sign.test', to: 'a@example.com', subject: 'Big', text: 'Hi', attachments: [{ filename: 'big.bin', content }], dkimOnTheWay: signed };
+    const raw = (await transport().sendMail(mail)).message as Buffer;
+    expect(signatures(await receiverVerdict(dns, { raw } as ReceivedMail, 'news@sign.test'))).toEqual(bothPass.mailauth);
+    expect(mailDkim(raw)).toEqual(bothPass.mailDkim);
+    const parsed = await simpleParser(raw);
+    expect(parsed.attachments.map((a) => a.content.equals(content))).toEqual([true]);
+  });
+
+  it('leaves an email without keys as nodemailer writes it', async () => {
+    const raw = (await transport().sendMail({ from: 'news@sign.test', to: 'a@example.com', subject: 'Plain', text: 'Hi' })).message as Buffer;
+    expect(raw.toString('latin1')).not.toMatch(/dkim-signature/i);
+    expect((await simpleParser(raw)).text?.trim()).toBe('Hi');
+  });
 });
