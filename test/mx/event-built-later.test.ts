@@ -1,12 +1,11 @@
 import crypto from 'node:crypto';
-import MailComposer from 'nodemailer/lib/mail-composer';
 import nodemailer from 'nodemailer';
 import { db } from '../../apps/core/src/db';
 import { useApi } from '../helpers/api';
 import { txt, useDns } from '../helpers/dns-server';
 import { waitFor } from '../helpers/wait';
 import { hook, useLateWorker, useReceiver } from '../webhooks/support';
-import { inboundDomain, useMx } from './support';
+import { inboundDomain, useMx, withAttachment } from './support';
 
 /**
  * The MX answers 250 without parsing the message's body (docs/mx.md, "Durable before 250"): its `inbound.received` is
@@ -25,16 +24,10 @@ it("stores the event short at the 250 and builds what the receiver gets (reply_t
   await hook(ctx.api, tenant.account.id, first, ['inbound.received']);
   await hook(ctx.api, tenant.account.id, second, ['inbound.received']);
   const attachment = crypto.randomBytes(2000);
-  const raw = await new MailComposer({
-    from: 'Ann =?utf-8?q?M=C3=BCller?= <ann@plain.test>',
-    to: 'help@in-later.test',
-    subject: '=?utf-8?q?Re:_Dr=C3=BCcker?=',
-    inReplyTo: '<earlier@ours.test>',
-    text: 'Still jammed.\n\nOn Tue, 2 Jun 2026 at 09:00, Help <help@in-later.test> wrote:\n> Open the tray.\n',
-    attachments: [{ filename: 'jam.bin', content: attachment, contentType: 'application/octet-stream' }],
-  })
-    .compile()
-    .build();
+  // a reply quoting the message it answers, its From's name and its Subject in encoded words
+  const quoted = 'On Tue, 2 Jun 2026 at 09:00, Help <help@in-later.test> wrote:\n> Open the tray.\n';
+  const reply = { from: 'Ann =?utf-8?q?M=C3=BCller?= <ann@plain.test>', to: 'help@in-later.test', subject: '=?utf-8?q?Re:_Dr=C3=BCcker?=', inReplyTo: '<earlier@ours.test>', text: `Still jammed.\n\n${quoted}` };
+  const raw = await withAttachment(reply, { filename: 'jam.bin', content: attachment });
   const info = await nodemailer.createTransport({ host: '127.0.0.1', port: mx.port, secure: false, tls: { rejectUnauthorized: false } }).sendMail({ envelope: { from: 'ann@plain.test', to: ['help@in-later.test'] }, raw });
   const id = /OK: ([0-9a-f-]{36})/.exec(info.response)![1]!;
 

@@ -105,6 +105,8 @@ export async function insertArrivals(db: Db, arrivals: ArrivalWrite[]): Promise<
       JSON.stringify(arrivals.flatMap((a) => a.events.map((e) => ({ account_id: e.accountId, data: e.data, endpoint_id: e.endpointId })))),
       ...arrivals.map((a) => a.raw),
     ],
+    // prepared once per connection for each number of arrivals (its text has one raw parameter each)
+    `mx-arrivals-${arrivals.length}`,
   );
 }
 

@@ -187,6 +187,7 @@ export class Mx {
       throw new Refusal(451, '4.3.0 the message did not arrive in full', 'protocol');
     }
     if (stream.sizeExceeded || size > this.settings.maxBytes) throw new Refusal(552, `5.3.4 the message is over ${this.settings.maxBytes} bytes`, 'size');
-    return Buffer.concat(chunks, size);
+    // most messages arrive as one chunk: no copy of it
+    return chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size);
   }
 }
