@@ -2,7 +2,6 @@ import crypto from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import MailComposer from 'nodemailer/lib/mail-composer';
 import nodemailer from 'nodemailer';
 import request from 'supertest';
 import { db } from '../../apps/core/src/db';
@@ -16,7 +15,7 @@ import { waitFor } from '../helpers/wait';
 import { runClient } from '../smtp/support';
 import { hook, useDispatcher, useReceiver } from '../webhooks/support';
 import { verpAddress } from '../../apps/core/src/delivery/verp';
-import { dkimKey, inboundDomain, message, signed, useMx } from './support';
+import { dkimKey, inboundDomain, message, signed, useMx, withAttachment } from './support';
 
 /**
  * The MX (docs/mx.md) against real parts: dnsmasq answers the senders' SPF, DKIM and DMARC records, swaks
@@ -53,15 +52,15 @@ describe('the MX', () => {
     const tenant = await inboundDomain(ctx.api, 'in-one.test', [{ match: 'support+*', action: 'webhook' }, { match: '*', action: 'hold' }]);
     const h = await hook(ctx.api, tenant.account.id, receiver, ['inbound.received']);
     const attachment = crypto.randomBytes(3000);
-    const composed = await new MailComposer({
-      from: 'Ann <ann@signed.test>',
-      to: 'support+ticket-42@in-one.test',
-      subject: 'Printer on fire',
-      text: 'It is still burning.\n\nAnn\n\nOn Mon, 1 Jun 2026 at 10:00, Support <support@in-one.test> wrote:\n> Have you tried turning it off?\n',
-      attachments: [{ filename: 'photo.bin', content: attachment, contentType: 'application/octet-stream' }],
-    })
-      .compile()
-      .build();
+    const composed = await withAttachment(
+      {
+        from: 'Ann <ann@signed.test>',
+        to: 'support+ticket-42@in-one.test',
+        subject: 'Printer on fire',
+        text: 'It is still burning.\n\nAnn\n\nOn Mon, 1 Jun 2026 at 10:00, Support <support@in-one.test> wrote:\n> Have you tried turning it off?\n',
+      },
+      { filename: 'photo.bin', content: attachment },
+    );
     const raw = await signed(composed, { domain: 'signed.test', selector: 'mx2026', privateKey: signing.privateKey });
     const info = await send(mx.port, 'ann@signed.test', ['support+ticket-42@in-one.test'], raw);
     expect(info.response).toMatch(/^250 2\.0\.0 OK: [0-9a-f-]{36}$/);

@@ -1,5 +1,6 @@
 import crypto from 'node:crypto';
 import nodemailer from 'nodemailer';
+import MailComposer from 'nodemailer/lib/mail-composer';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -76,6 +77,11 @@ export async function message(headers: Record<string, string>, body: string, sig
     .map(([k, v]) => `${k}: ${v}`)
     .join('\r\n')}\r\n\r\n${body.replace(/\r?\n/g, '\r\n')}\r\n`;
   return sign ? (await signed(Buffer.from(raw), sign)).toString() : raw;
+}
+
+/** A message with one attachment (application/octet-stream) as a mail client writes it: nodemailer's MailComposer. */
+export function withAttachment(fields: { from: string; to: string; subject: string; text: string; inReplyTo?: string }, attachment: { filename: string; content: Buffer }): Promise<Buffer> {
+  return new MailComposer({ ...fields, attachments: [{ ...attachment, contentType: 'application/octet-stream' }] }).compile().build();
 }
 
 /** `raw` with a DKIM-Signature made by mailauth in front. */

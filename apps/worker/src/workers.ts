@@ -14,6 +14,7 @@ import { webhookProcessor } from './processors/webhook';
 import { broadcastProcessor } from './processors/broadcast';
 import { importProcessor } from './processors/imports';
 import { Verifier } from '../../core/src/verify';
+import { builtReceived } from '../../core/src/mx/store';
 
 export interface WorkerOptions {
   /** the process's database handle: every processor runs on it (main's `db()`) */
@@ -34,7 +35,8 @@ export function createWorkers(options: WorkerOptions): Worker[] {
     sequence: sequenceProcessor(db),
     maintenance: maintenanceProcessor(db),
     links: linkCheckProcessor(db),
-    webhook: webhookProcessor(db),
+    // the MX writes its inbound.received short: its content is built here, once, before the first POST
+    webhook: webhookProcessor(db, { 'inbound.received': builtReceived }),
     broadcast: broadcastProcessor(db, delivery.queue),
     imports: importProcessor(db, options.verifier ?? new Verifier()),
   };

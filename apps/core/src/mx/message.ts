@@ -2,6 +2,8 @@ import crypto from 'node:crypto';
 import type { AddressObject, ParsedMail } from 'mailparser';
 import { lazy } from '../lazy';
 import { config } from '../config';
+import { splitHeader } from '../mime-header';
+import { messageIdsIn } from '../inbound/thread-ids';
 import type { MxAuth } from './auth';
 import type { MxMessageRow } from './repository';
 import type { SpamResult } from './spam';
@@ -87,10 +89,45 @@ export function replyText(text: string | null): string | null {
   return kept.join('\n').trim();
 }
 
+/** What the session reads of a message's header: the row's From and Subject, and the Message-IDs a reply answers. */
+export interface ArrivalHeaders {
+  from: string;
+  subject: string;
+  /** In-Reply-To's and References' Message-IDs */
+  threadIds: string[];
+}
+
+const SESSION_FIELDS = new Set(['from', 'subject', 'in-reply-to', 'references']);
+
+type HeaderValues = Map<string, unknown>;
+/**
+ * mailparser's own reading of header fields (its `processHeaders`: encoded words, charsets, address lists), made once:
+ * the session's fields read as the full parse reads them, without parsing the body.
+ */
+const headerReader = lazy(() => new (require('mailparser') as typeof import('mailparser')).MailParser() as unknown as { processHeaders(lines: { key: string; line: string }[]): HeaderValues });
+
+/** The From, Subject, In-Reply-To and References of `raw` as mailparser gives them, from its header alone (docs/mx.md). */
+export function arrivalHeaders(raw: Buffer): ArrivalHeaders {
+  const lines = splitHeader(raw)
+    .fields.filter((f) => SESSION_FIELDS.has(f.name))
+    // as mailsplit hands them to mailparser: latin1, without the last line break
+    .map((f) => ({ key: f.name, line: raw.toString('latin1', f.start, f.end).replace(/\r?\n$/, '') }));
+  const values = headerReader().processHeaders(lines);
+  const subject = values.get('subject');
+  return {
+    from: addresses(values.get('from') as AddressObject | undefined)[0] ?? '',
+    subject: typeof subject === 'string' ? subject : '',
+    threadIds: [...messageIdsIn(values.get('in-reply-to')), ...messageIdsIn(values.get('references'))],
+  };
+}
+
 /** The parsed message (mailparser) of a stored row. */
 export function parse(raw: Buffer): Promise<ParsedMail> {
   return simpleParser()(raw, { skipImageLinks: true, skipTextToHtml: true });
 }
+
+/** An `inbound.received` as the session writes it: the message's id, its content built when it is sent (store.ts builtReceived). */
+export const pendingReceived = (id: string) => ({ id, pending: true as const });
 
 export async function receivedEvent(row: MxMessageRow, parsed?: ParsedMail, now = new Date()): Promise<InboundReceived> {
   const mail = parsed ?? (await parse(Buffer.from(row.raw)));

@@ -105,6 +105,8 @@ export async function insertArrivals(db: Db, arrivals: ArrivalWrite[]): Promise<
       JSON.stringify(arrivals.flatMap((a) => a.events.map((e) => ({ account_id: e.accountId, data: e.data, endpoint_id: e.endpointId })))),
       ...arrivals.map((a) => a.raw),
     ],
+    // prepared once per connection for each number of arrivals (its text has one raw parameter each)
+    `mx-arrivals-${arrivals.length}`,
   );
 }
 
@@ -129,6 +131,22 @@ export async function insertReceivedEvent(tx: Tx, event: ReceivedEvent): Promise
      WHERE ${wanted('e')}`,
     [event.accountId, JSON.stringify(event.data), event.endpointId],
   );
+}
+
+/**
+ * Puts an event's built data in place of its short form (mx/store.ts builtReceived) unless another sender did first,
+ * and answers the data kept, as Postgres stores it (so the first POST's body is a retry's). Two statements: a losing
+ * UPDATE's own snapshot would not see the winner's data.
+ */
+export async function keepEventData(db: Db, eventId: string, data: unknown): Promise<unknown> {
+  const [kept] = await rawQuery<{ data: unknown }>(
+    db,
+    `UPDATE events SET data = $2::jsonb WHERE id = $1::uuid AND data->>'pending' = 'true' RETURNING data`,
+    [eventId, JSON.stringify(data)],
+  );
+  if (kept) return kept.data;
+  const [current] = await rawQuery<{ data: unknown }>(db, `SELECT data FROM events WHERE id = $1::uuid`, [eventId]);
+  return current ? current.data : null;
 }
 
 /** The endpoint the message's route names, or null (every endpoint; also when the route is gone). */

@@ -1,13 +1,11 @@
 import crypto from 'node:crypto';
-import type { ParsedMail } from 'mailparser';
 import type { Db } from '../db';
 import { newId } from '../ids';
 import { lazy } from '../lazy';
 import { metrics } from '../metrics';
 import { dmarcDisposition, type MxAuth } from './auth';
-import { addresses, receivedEvent } from './message';
-import { messageIdsIn } from '../inbound/thread-ids';
-import { answeredMailboxOf, insertArrivals, insertReceivedEvent, leaveHeld, mxMessageById, routeEndpointOf, senderMailboxOf, type ArrivalWrite, type MxMessageRow, type NewMxMessage, type RouteRow } from './repository';
+import { pendingReceived, receivedEvent, type ArrivalHeaders } from './message';
+import { answeredMailboxOf, insertArrivals, insertReceivedEvent, keepEventData, leaveHeld, mxMessageById, routeEndpointOf, senderMailboxOf, type ArrivalWrite, type NewMxMessage, type RouteRow } from './repository';
 import type { SpamResult } from './spam';
 
 /** A recipient the MX took at RCPT: an inbound route's address, or a VERP return path of one of our messages. */
@@ -21,8 +19,8 @@ export interface Arrival {
   helo: string;
   auth: MxAuth;
   spam: SpamResult | null;
-  /** the message as mailparser reads it (once, for the row and the event) */
-  mail: ParsedMail;
+  /** its header's From, Subject and thread ids (the body is parsed after the 250, for the event: builtReceived) */
+  headers: ArrivalHeaders;
   receivedAt: Date;
 }
 
@@ -49,7 +47,8 @@ const reportUid = (raw: Buffer) => crypto.createHash('sha256').update(raw).diges
  * Writes what arrived before the MX answers 250 (docs/mx.md, "Durable before 250"): reports, and replies at a route
  * address, go through the inbound reader's classifier, proof and actions (inbound/handle.ts, exactly once per message);
  * each route it reached gets one row with the raw MIME, and a delivered one its `inbound.received` in the same
- * transaction. Throws when Postgres is away (the session answers 451 and the sender retries).
+ * statement, written short (`{id, pending}`: its content is built from the stored message when it is sent,
+ * builtReceived). Throws when Postgres is away (the session answers 451 and the sender retries).
  */
 export async function storeArrival(db: Db, arrival: Arrival, targets: Target[], write: (arrival: ArrivalWrite) => Promise<void> = (a) => insertArrivals(db, [a])): Promise<{ ids: string[] }> {
   const ids: string[] = [];
@@ -89,8 +88,8 @@ export async function storeArrival(db: Db, arrival: Arrival, targets: Target[], 
       rcptTo: to,
       clientAddress: arrival.clientAddress,
       helo: arrival.helo,
-      fromAddress: (addresses(arrival.mail.from)[0] ?? '').slice(0, 998),
-      subject: (arrival.mail.subject ?? '').slice(0, 998),
+      fromAddress: arrival.headers.from.slice(0, 998),
+      subject: arrival.headers.subject.slice(0, 998),
       auth: arrival.auth as never,
       spam: arrival.spam as never,
       raw: arrival.raw,
@@ -99,12 +98,10 @@ export async function storeArrival(db: Db, arrival: Arrival, targets: Target[], 
     };
   });
   const byRouteEndpoint = new Map([...byRoute.values()].map(({ target }) => [target.route.id, target.route.endpointId]));
-  // the events are made before the transaction (parsing takes time; the transaction holds a connection)
-  const events = await Promise.all(rows.map((r) => (r.event ? receivedEvent(asRow(r), arrival.mail) : null)));
   await write({
     raw: arrival.raw,
     rows: rows.map(({ event: _event, raw: _raw, ...row }) => row),
-    events: rows.flatMap((row, i) => (events[i] ? [{ accountId: row.accountId, endpointId: byRouteEndpoint.get(row.routeId!) ?? null, data: events[i] }] : [])),
+    events: rows.flatMap((row) => (row.event ? [{ accountId: row.accountId, endpointId: byRouteEndpoint.get(row.routeId!) ?? null, data: pendingReceived(row.id) }] : [])),
   });
   for (const row of rows) {
     ids.push(row.id);
@@ -122,7 +119,7 @@ export async function storeArrival(db: Db, arrival: Arrival, targets: Target[], 
  * message only.
  */
 async function answerReplies(db: Db, arrival: Arrival, routed: RouteTarget[]): Promise<void> {
-  const threadIds = [...messageIdsIn(arrival.mail.inReplyTo), ...messageIdsIn(arrival.mail.references)];
+  const threadIds = arrival.headers.threadIds;
   if (!threadIds.length) return;
   for (const accountId of new Set(routed.map((t) => t.accountId))) {
     const mailbox = await answeredMailboxOf(db, accountId, threadIds);
@@ -133,9 +130,18 @@ async function answerReplies(db: Db, arrival: Arrival, routed: RouteTarget[]): P
   }
 }
 
-function asRow(r: NewMxMessage): MxMessageRow {
-  // a view of the same bytes, not a copy of the message
-  return { ...r, raw: new Uint8Array(r.raw.buffer as ArrayBuffer, r.raw.byteOffset, r.raw.byteLength), size: r.raw.length, spam: r.spam ?? null, auth: r.auth } as MxMessageRow;
+/**
+ * The webhook sender's fill of `inbound.received` (webhooks/deliver.ts, wired by the worker): an event the MX wrote
+ * short is built from the stored message once, before its first POST, and kept in the event, so every endpoint and
+ * every retry posts the same body; its URLs expire RETENTION_DAYS after the arrival, with the message. Null when the
+ * message is gone (past retention).
+ */
+export async function builtReceived(db: Db, event: { id: string; data: unknown }): Promise<unknown> {
+  const data = event.data as { id?: string; pending?: boolean };
+  if (data.pending !== true || typeof data.id !== 'string') return event.data;
+  const row = await mxMessageById(db, data.id);
+  if (!row) return null;
+  return keepEventData(db, event.id, await receivedEvent(row, undefined, row.receivedAt));
 }
 
 /** A held message goes on to the customer as `inbound.received` (console, admin API); NotFound-like false when not held. */

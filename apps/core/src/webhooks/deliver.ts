@@ -24,6 +24,13 @@ export type WebhookOutcome =
   /** failed, and this failure disabled the endpoint: no retry */
   | { kind: 'disabled'; error: string };
 
+/**
+ * Builds the data of an event written short, before it is posted (the MX's `inbound.received`: mx/store.ts
+ * builtReceived), by event type; handed in by the worker (webhooks know no domain). It keeps what it built in the
+ * event, so a retry posts the same body, and answers the data to post, or null when it can no longer be made.
+ */
+export type EventFills = Partial<Record<string, (db: Db, event: { id: string; data: unknown }) => Promise<unknown>>>;
+
 /** A failed attempt: the job throws it so BullMQ retries (same event id, fresh timestamp and signature). */
 export class WebhookAttemptError extends Error {
   override name = 'WebhookAttemptError';
@@ -85,7 +92,7 @@ function post(url: string, body: string, headers: Record<string, string>, policy
  * recorded (only while its `webhook_jobs` row says it is owed); a 2xx clears the endpoint's failure record, anything else starts or extends it and throws, and a failure
  * three days after the first one since the last success disables the endpoint instead.
  */
-export async function deliverWebhook(db: Db, eventId: string, webhookId: number, attempt: number): Promise<WebhookOutcome> {
+export async function deliverWebhook(db: Db, eventId: string, webhookId: number, attempt: number, fills: EventFills = {}): Promise<WebhookOutcome> {
   const [webhook, event, owed] = await Promise.all([
     db.webhook.findUnique({ where: { id: webhookId } }),
     db.event.findUnique({ where: { id: eventId } }),
@@ -100,7 +107,13 @@ export async function deliverWebhook(db: Db, eventId: string, webhookId: number,
     await done();
     return { kind: 'dropped', why: !webhook ? 'the webhook was deleted' : !webhook.enabled ? 'the webhook is disabled' : 'the event is gone' };
   }
-  const body = webhookBody(event);
+  const fill = fills[event.type];
+  const data = fill ? await fill(db, event) : event.data;
+  if (data === null) {
+    await done();
+    return { kind: 'dropped', why: 'the event can no longer be built' };
+  }
+  const body = webhookBody({ ...event, data });
   const stopTimer = metrics.webhookSeconds.startTimer();
   const { status, error } = await post(webhook.url, body, signedHeaders(event.id, body, signingSecrets(webhook)), { allowPrivate: config().webhookAllowPrivate });
   stopTimer();
