@@ -204,6 +204,9 @@ export async function grownRows(databaseUrl: string): Promise<number> {
     // a database kept before the ids became time-ordered is filled anew
     const { rows: v7 } = await pg.query(`SELECT 1 FROM messages WHERE subject = 'Grown 1' AND substr(id::text, 15, 1) = '7'`);
     if (!v7.length) return 0;
+    // nor one whose indexes of messages were left invalid (built ON ONLY by an earlier fill)
+    const { rows: invalid } = await pg.query(`SELECT 1 FROM pg_index WHERE indrelid = 'messages'::regclass AND NOT indisvalid`);
+    if (invalid.length) return 0;
     const { rows } = await pg.query(`SELECT count(*)::int AS n FROM messages WHERE subject LIKE 'Grown %'`);
     return rows[0].n as number;
   } finally {
