@@ -1,4 +1,5 @@
 import { rawQuery, type Db, type Prisma, type Tx } from '../db';
+import { idSpan } from '../ids';
 import { stopListed } from '../stop-list/repository';
 import type { FieldValue } from '../subscribers/schema';
 
@@ -222,7 +223,7 @@ export async function insertCopies(db: Db, b: { id: number; accountId: number; m
 
 /** The ids among these still waiting for a worker (queued or sending). */
 export async function stillWaiting(db: Db, ids: string[]): Promise<string[]> {
-  const rows = await rawQuery<{ id: string }>(db, `SELECT id::text FROM messages WHERE id = ANY($1::uuid[]) AND status IN ('queued', 'sending')`, [ids]);
+  const rows = await rawQuery<{ id: string }>(db, `SELECT id::text FROM messages WHERE id = ANY($1::uuid[]) AND id BETWEEN $2::uuid AND $3::uuid AND status IN ('queued', 'sending')`, [ids, ...idSpan(ids)]);
   return rows.map((r) => r.id);
 }
 

@@ -1,6 +1,7 @@
 import type { MessageKind } from '../../../../generated/prisma/enums';
 import { countMessagesSql } from '../analytics/repository';
 import { rawQuery, type Db, type Tx } from '../db';
+import { idSpan } from '../ids';
 import { MESSAGE_EVENT_DATA, subscribed } from '../events/repository';
 
 /**
@@ -13,7 +14,7 @@ import { MESSAGE_EVENT_DATA, subscribed } from '../events/repository';
 export const CLAIM_UNGUARDED = `
 WITH claimed AS (
   UPDATE messages SET status = 'sending', locked_until = now() + $2 * interval '1 millisecond', locked_by = $4, attempts = attempts + 1, updated_at = now()
-  WHERE id = ANY($1::uuid[]) AND kind::text <> ALL($3::text[])
+  WHERE id = ANY($1::uuid[]) AND id BETWEEN $5::uuid AND $6::uuid AND kind::text <> ALL($3::text[])
     AND status::text IN ('queued', 'deferred')
     AND (not_before IS NULL OR not_before <= now())
     AND NOT EXISTS (SELECT 1 FROM suppressions s WHERE s.account_id = messages.account_id AND s.email = messages."to")
@@ -44,7 +45,7 @@ export async function claimUnguardedRows(db: Db, ids: string[], leaseMs: number,
   return rawQuery<ClaimedJson>(
     db,
     CLAIM_UNGUARDED,
-    [ids, leaseMs, guarded, holder],
+    [ids, leaseMs, guarded, holder, ...idSpan(ids)],
     'claim-unguarded',
   );
 }
@@ -124,7 +125,7 @@ export async function lockMessage(tx: Tx, messageId: string): Promise<boolean> {
 
 /** Sets `enqueued_at` of the messages to now: their delivery jobs are in Redis. */
 export async function markEnqueued(db: Tx, ids: string[]): Promise<void> {
-  await rawQuery(db, 'UPDATE messages SET enqueued_at = now() WHERE id = ANY($1::uuid[])', [ids]);
+  await rawQuery(db, 'UPDATE messages SET enqueued_at = now() WHERE id = ANY($1::uuid[]) AND id BETWEEN $2::uuid AND $3::uuid', [ids, ...idSpan(ids)]);
 }
 
 /**
@@ -137,14 +138,15 @@ export async function markStillEnqueued(db: Tx, ids: string[], at: Date): Promis
   await rawQuery(
     db,
     `UPDATE messages SET enqueued_at = $2
-     WHERE id IN (SELECT id FROM messages WHERE id = ANY($1::uuid[]) FOR UPDATE SKIP LOCKED)`,
-    [ids, at],
+     WHERE id IN (SELECT id FROM messages WHERE id = ANY($1::uuid[]) AND id BETWEEN $3::uuid AND $4::uuid FOR UPDATE SKIP LOCKED)
+       AND id BETWEEN $3::uuid AND $4::uuid`,
+    [ids, at, ...idSpan(ids)],
   );
 }
 
 /** Clears the enqueued mark of rows whose jobs Redis did not take, so the reconciler queues them on its next run. */
 export async function markNotEnqueued(db: Tx, ids: string[]): Promise<void> {
-  await rawQuery(db, 'UPDATE messages SET enqueued_at = NULL WHERE id = ANY($1::uuid[])', [ids]);
+  await rawQuery(db, 'UPDATE messages SET enqueued_at = NULL WHERE id = ANY($1::uuid[]) AND id BETWEEN $2::uuid AND $3::uuid', [ids, ...idSpan(ids)]);
 }
 
 /**
@@ -157,8 +159,9 @@ export async function renewLeases(db: Tx, ids: string[], leaseMs: number): Promi
   await rawQuery(
     db,
     `UPDATE messages SET locked_until = now() + $2 * interval '1 millisecond'
-     WHERE id IN (SELECT id FROM messages WHERE id = ANY($1::uuid[]) AND status::text = 'sending' FOR UPDATE SKIP LOCKED)`,
-    [ids, leaseMs],
+     WHERE id IN (SELECT id FROM messages WHERE id = ANY($1::uuid[]) AND id BETWEEN $3::uuid AND $4::uuid AND status::text = 'sending' FOR UPDATE SKIP LOCKED)
+       AND id BETWEEN $3::uuid AND $4::uuid`,
+    [ids, leaseMs, ...idSpan(ids)],
     'renew-leases',
   );
 }

@@ -29,3 +29,26 @@ export function idFloor(ms: number): string {
 export function idTime(id: string): number {
   return parseInt(id.replace(/-/g, '').slice(0, 12), 16);
 }
+
+const CANONICAL = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+const WHOLE_SPAN: [string, string] = ['00000000-0000-0000-0000-000000000000', 'ffffffff-ffff-ffff-ffff-ffffffffffff'];
+
+/**
+ * The least and the greatest of the ids. A statement that names its rows by a parameter array (`id = ANY($1)`) cannot
+ * be pruned to the time partitions holding them (partitions/): Postgres prunes by an array only when it is a constant,
+ * so a prepared statement's generic plan reads each partition's primary key for each id. Given `id BETWEEN $lo AND
+ * $hi` beside the array, it prunes at the start of each execution to the partitions the span touches: usually one, the
+ * current interval's. Ids compare as their canonical text does (lower-case hex, bytes in order); an id written another
+ * way Postgres accepts (upper case, braces, no dashes), or none at all, gives the whole span: nothing pruned, nothing
+ * missed.
+ */
+export function idSpan(ids: readonly string[]): [string, string] {
+  let lo: string | null = null;
+  let hi: string | null = null;
+  for (const id of ids) {
+    if (!CANONICAL.test(id)) return WHOLE_SPAN;
+    if (lo === null || id < lo) lo = id;
+    if (hi === null || id > hi) hi = id;
+  }
+  return lo === null || hi === null ? WHOLE_SPAN : [lo, hi];
+}

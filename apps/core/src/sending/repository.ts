@@ -1,5 +1,6 @@
 import type { Prisma } from '../../../../generated/prisma/client';
 import { rawQuery, type Db, type Tx } from '../db';
+import { idSpan } from '../ids';
 import { stopListed } from '../stop-list/repository';
 import type { SendRequest } from './schema';
 
@@ -187,7 +188,7 @@ function byteaArray(values: (Buffer | null)[]): Buffer {
 
 /** Reads the status of each of the messages (by id): the rows found. */
 export async function messageStatuses(db: Tx, ids: string[]): Promise<{ id: string; status: string }[]> {
-  return rawQuery<{ id: string; status: string }>(db, 'SELECT id::text, status::text FROM messages WHERE id = ANY($1::uuid[])', [ids], 'wait-statuses');
+  return rawQuery<{ id: string; status: string }>(db, 'SELECT id::text, status::text FROM messages WHERE id = ANY($1::uuid[]) AND id BETWEEN $2::uuid AND $3::uuid', [ids, ...idSpan(ids)], 'wait-statuses');
 }
 
 // ---- cancel and reschedule (cancel.ts) ----

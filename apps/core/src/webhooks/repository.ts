@@ -1,4 +1,5 @@
 import { rawQuery, type Db, type Tx } from '../db';
+import { idSpan } from '../ids';
 import { wants } from '../events/repository';
 
 /**
@@ -32,8 +33,8 @@ export async function deliveriesFor(tx: Tx, eventIds: string[]): Promise<{ event
     `SELECT e.id::text AS event_id, w.id AS webhook_id FROM events e
          JOIN webhooks w ON w.account_id = e.account_id
               AND CASE WHEN e.endpoint_id IS NULL THEN ${wants('w', 'e.type')} ELSE w.id = e.endpoint_id AND w.enabled END
-         WHERE e.id = ANY($1::uuid[])`,
-    [eventIds],
+         WHERE e.id = ANY($1::uuid[]) AND e.id BETWEEN $2::uuid AND $3::uuid`,
+    [eventIds, ...idSpan(eventIds)],
   );
 }
 
@@ -48,7 +49,7 @@ export async function insertWebhookJobs(tx: Tx, pairs: { event_id: string; webho
 
 /** Sets `dispatched_at` of the events to now. */
 export async function markDispatched(tx: Tx, eventIds: string[]): Promise<void> {
-  await rawQuery(tx, `UPDATE events SET dispatched_at = now() WHERE id = ANY($1::uuid[])`, [eventIds]);
+  await rawQuery(tx, `UPDATE events SET dispatched_at = now() WHERE id = ANY($1::uuid[]) AND id BETWEEN $2::uuid AND $3::uuid`, [eventIds, ...idSpan(eventIds)]);
 }
 
 /**
