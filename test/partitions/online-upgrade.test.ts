@@ -22,10 +22,18 @@ import { waitFor } from '../helpers/wait';
  */
 const MIGRATION = '20261129190000_time_partitions';
 const TRACKING = '20261130060000_partitions_tracking_mx';
+const MX_DELIVERED_AT = '20261130040000_mx_delivered_at';
 const online = usePreviousSchema(MIGRATION, 'online');
 const offline = usePreviousSchema(MIGRATION, 'offline');
 const unfinished = usePreviousSchema(MIGRATION, 'unfinished');
-const KEYS = { messages: 'id', message_attempts: 'message_id, attempt', events: 'id', link_clicks: 'id', message_opens: 'message_id' } as const;
+const KEYS = { messages: 'id', message_attempts: 'message_id, attempt', events: 'id', link_clicks: 'id', message_opens: 'message_id', mx_messages: 'id' } as const;
+const PREPARED = Object.keys(KEYS).length;
+
+/** An MX message as the previous version writes it (held until its route takes it). */
+const MX_ROW = `INSERT INTO mx_messages (id, account_id, domain, status, mail_from, rcpt_to, client_address, helo, auth, raw, size)
+  SELECT m.id, $2, 'in.example', (CASE WHEN m.n % 3 = 0 THEN 'held' ELSE 'delivered' END)::"MxMessageStatus", 'a@example.org',
+         ARRAY['b@in.example'], '192.0.2.1', 'mx.example.org', '{}', convert_to('Subject: ' || m.n, 'UTF8'), 12
+    FROM unnest($1::uuid[]) WITH ORDINALITY m(id, n)`;
 
 const connect = async (url: string) => {
   const client = new Client({ connectionString: url });
@@ -34,7 +42,7 @@ const connect = async (url: string) => {
   return client;
 };
 
-/** An installation's rows: messages (a few with ids of before ids carried their time), their attempts, clicks, events. */
+/** An installation's rows: messages (a few with ids of before ids carried their time), their attempts, clicks, events; MX messages. */
 async function fill(url: string, messages: number): Promise<{ account: number; mailbox: number }> {
   const db: Db = createDb(url, 2);
   const sql = await connect(url);
@@ -60,6 +68,7 @@ async function fill(url: string, messages: number): Promise<{ account: number; m
     await sql.query(`INSERT INTO events (account_id, type, data) SELECT $1, 'message.sent', jsonb_build_object('id', id) FROM messages`, [account]);
     const webhook = (await sql.query<{ id: number }>(`INSERT INTO webhooks (account_id, url, secret_enc) VALUES ($1, 'https://hooks.example.com/', 'x') RETURNING id`, [account])).rows[0]!.id;
     await sql.query('INSERT INTO webhook_jobs (event_id, webhook_id) SELECT id, $1 FROM events LIMIT 20', [webhook]);
+    await sql.query(MX_ROW, [ids.slice(0, Math.ceil(messages / 2)).map((id) => (id.charAt(14) === '7' ? newId() : id)), account]);
     return { account, mailbox: mailbox.id };
   } finally {
     await sql.end();
@@ -89,12 +98,14 @@ function writers(url: string, account: number, mailbox: number, count = 3) {
         await sql.query(`INSERT INTO message_attempts (message_id, attempt, outcome, response) VALUES ($1, 1, 'sending', '')`, [id]);
         await sql.query(`INSERT INTO events (account_id, type, data) VALUES ($1, 'message.queued', jsonb_build_object('id', $2::text))`, [account, id]);
         await sql.query(`INSERT INTO link_clicks (message_id, account_id, url) VALUES ($1, $2, 'https://new.example/')`, [id, account]);
+        await sql.query(MX_ROW, [[newId()], account]);
         await sql.query('COMMIT');
         inserted.push(id);
       } else if (op === 3 && i % 3 === 0) {
         const id = await pick(i);
         if (id) {
           await sql.query('DELETE FROM messages WHERE id = $1', [id]);
+          await sql.query('DELETE FROM mx_messages WHERE id = (SELECT id FROM mx_messages TABLESAMPLE SYSTEM (5) LIMIT 1)');
           deleted.add(id);
         }
       } else {
@@ -107,6 +118,8 @@ function writers(url: string, account: number, mailbox: number, count = 3) {
         await sql.query(`UPDATE link_clicks SET count = count + 1, at = now() WHERE message_id = $1`, [id]);
         await sql.query(`INSERT INTO message_opens (message_id, account_id) VALUES ($1, $2)
                          ON CONFLICT (message_id) DO UPDATE SET count = message_opens.count + 1, last_at = now()`, [id, account]);
+        // a held MX message released: delivered, which 20261130040000 gives a delivered_at
+        await sql.query(`UPDATE mx_messages SET status = 'delivered' WHERE id = (SELECT id FROM mx_messages WHERE status = 'held' LIMIT 1 FOR UPDATE SKIP LOCKED)`);
         await sql.query('COMMIT');
         updates++;
       }
@@ -174,9 +187,9 @@ it('copies every row once with its last values while sends write, resumes after 
   const seen: Progress[] = [];
   const done = await prepare(url, { batch: 10, onProgress: (p) => seen.push(p) });
   expect(seen[0]!.copied).toBeGreaterThan(Number(atKill[0]!.copied));
-  expect(done.map((p) => p.done)).toEqual([true, true, true, true, true]);
+  expect(done.map((p) => p.done)).toEqual(Array(PREPARED).fill(true));
   const finished = await progressRows(url);
-  expect(finished.map((p) => p.state)).toEqual(['copied', 'copied', 'copied', 'copied', 'copied']);
+  expect(finished.map((p) => p.state)).toEqual(Array(PREPARED).fill('copied'));
   for (const p of finished) expect(Number(p.copied)).toBe(Number(p.total));
   expect(finished[0]!.started_at).toEqual(atKill[0]!.started_at);
   expect(progressLine(done[0]!)).toMatch(/^messages: [\d,]+ of [\d,]+ rows \(100%\), [\d,]+ rows\/s, done$/);
@@ -190,16 +203,22 @@ it('copies every row once with its last values while sends write, resumes after 
   const columns: Record<string, string> = {};
   const last = await rowsOf(url, columns);
 
-  // up to the tracking tables' partitions, then the rest
-  const upTo = fs.mkdtempSync(path.join(os.tmpdir(), 'ms-online-upgrade-'));
-  for (const dir of fs.readdirSync(MIGRATIONS_DIR)) if (dir <= TRACKING) fs.cpSync(path.join(MIGRATIONS_DIR, dir), path.join(upTo, dir), { recursive: true });
-  const { applied } = await migrate(url, upTo);
-  fs.rmSync(upTo, { recursive: true, force: true });
-  expect(applied[0]).toBe(MIGRATION);
+  // up to mx_messages' delivered_at (made on its copy already: the preparation stays until its swap), then up to the
+  // tracking tables' partitions, then the rest
+  const migrateUpTo = async (last: string) => {
+    const upTo = fs.mkdtempSync(path.join(os.tmpdir(), 'ms-online-upgrade-'));
+    for (const dir of fs.readdirSync(MIGRATIONS_DIR)) if (dir <= last) fs.cpSync(path.join(MIGRATIONS_DIR, dir), path.join(upTo, dir), { recursive: true });
+    const { applied } = await migrate(url, upTo);
+    fs.rmSync(upTo, { recursive: true, force: true });
+    return applied;
+  };
+  expect((await migrateUpTo(MX_DELIVERED_AT)).at(-1)).toBe(MX_DELIVERED_AT);
+  await expect(abandon(url)).rejects.toThrow(`${MX_DELIVERED_AT} was applied over the prepared mx_messages`);
+  const applied = await migrateUpTo(TRACKING);
   expect(applied.at(-1)).toBe(TRACKING);
   const sql = await connect(url);
   try {
-    for (const name of [MIGRATION, TRACKING]) {
+    for (const name of [MIGRATION, MX_DELIVERED_AT, TRACKING]) {
       const checksum = crypto.createHash('sha256').update(fs.readFileSync(path.join(MIGRATIONS_DIR, name, 'migration.sql'))).digest('hex');
       expect((await sql.query('SELECT checksum FROM "_prisma_migrations" WHERE migration_name = $1', [name])).rows).toEqual([{ checksum }]);
     }
@@ -219,6 +238,11 @@ it('copies every row once with its last values while sends write, resumes after 
     expect((await sql.query('SELECT count(*)::int AS n FROM messages WHERE id = ANY($1::uuid[])', [kept])).rows).toEqual([{ n: kept.length }]);
     expect((await sql.query('SELECT count(*)::int AS n FROM messages WHERE id = ANY($1::uuid[])', [[...sends.deleted]])).rows).toEqual([{ n: 0 }]);
     expect((await sql.query(`SELECT count(*)::int AS n FROM messages_default WHERE substr(id::text, 15, 1) = '7'`)).rows).toEqual([{ n: 0 }]);
+    // 20261130040000's rule on every MX message's last values: delivered_at is received_at for the delivered ones
+    const mx = (await sql.query<{ wrong: number; delivered: number }>(`SELECT count(*) FILTER (WHERE delivered_at IS DISTINCT FROM CASE WHEN status = 'delivered' THEN received_at END)::int AS wrong,
+                                    count(*) FILTER (WHERE delivered_at IS NOT NULL)::int AS delivered FROM mx_messages`)).rows[0]!;
+    expect(mx.wrong).toBe(0);
+    expect(mx.delivered).toBeGreaterThan(500);
     expect((await sql.query('SELECT prospect_id || \':\' || step || \':\' || message_id AS r FROM message_steps ORDER BY 1')).rows.map((r) => r.r)).toEqual(last.message_steps);
     // the keys and references hold as the offline copy leaves them
     const claimed = (await sql.query<{ prospect_id: number }>('SELECT prospect_id FROM message_steps LIMIT 1')).rows[0]!.prospect_id;
@@ -254,7 +278,7 @@ it('refuses to migrate over an unfinished preparation, recording nothing, and co
 
     const leftovers = `SELECT (SELECT count(*) FROM pg_class WHERE relname LIKE '%\\_online%' OR relname ~ '_(p\\d{8}|default)$')::int AS tables,
                               (SELECT count(*) FROM pg_trigger WHERE tgname LIKE '%_online_mirror')::int AS triggers`;
-    expect((await sql.query(leftovers)).rows).toEqual([{ tables: expect.any(Number), triggers: 5 }]);
+    expect((await sql.query(leftovers)).rows).toEqual([{ tables: expect.any(Number), triggers: PREPARED }]);
     await abandon(url);
     expect((await sql.query(leftovers)).rows).toEqual([{ tables: 0, triggers: 0 }]);
     const { applied } = await migrate(url);

@@ -1,11 +1,12 @@
 import { Client } from 'pg';
 import { logger } from '../logger';
-import { MIGRATION, PROGRESS, TABLES, columnsOf, ident, mirrorOf, monthsLikeMessages, monthsOf, shadowOf, stagedName, type Column, type StagedIndex } from './tables';
+import { MIGRATION, PROGRESS, TABLES, columnsOf, ident, mirrorOf, monthsLikeMessages, monthsOf, shadowOf, stagedName, type Ahead, type Column, type StagedIndex } from './tables';
 
 /**
  * `npm run partitions:prepare` (docs/partitions.md, "Upgrading an existing installation"), run against a database
  * still at the previous schema while the previous version serves: the partitioned copies of messages,
- * message_attempts, events, link_clicks and message_opens under other names, triggers that mirror each write of the old tables into them, and a
+ * message_attempts, events, link_clicks, message_opens and mx_messages under other names (mx_messages with what
+ * 20261130040000 adds to it), triggers that mirror each write of the old tables into them, and a
  * copy of the rows already there in batches, its position kept in `partitions_online` so that a killed run resumes.
  * The migration then swaps the copies in (swap.ts) instead of copying.
  */
@@ -46,7 +47,7 @@ export async function prepare(url: string, options: PrepareOptions = {}): Promis
     if (!lock!.held) throw new Error('another partitions:prepare is running on this database');
     await stage(client);
     const done: Progress[] = [];
-    for (const { table } of TABLES) done.push(await copyRows(client, table, options));
+    for (const { table, ahead } of TABLES) done.push(await copyRows(client, table, ahead, options));
     return done;
   } finally {
     await client.end();
@@ -71,9 +72,9 @@ async function stage(client: Client): Promise<void> {
       table_name text PRIMARY KEY, position int NOT NULL, state text NOT NULL DEFAULT 'copying',
       total bigint, copied bigint NOT NULL DEFAULT 0, last_key text[], indexes jsonb NOT NULL,
       started_at timestamptz NOT NULL DEFAULT now(), updated_at timestamptz NOT NULL DEFAULT now(), finished_at timestamptz)`);
-    for (const [position, { table, key, plan }] of TABLES.entries()) {
-      const indexes = await makeShadow(client, table, key, plan.likeMessages);
-      await makeMirror(client, table);
+    for (const [position, { table, key, plan, ahead }] of TABLES.entries()) {
+      const indexes = await makeShadow(client, table, key, plan.likeMessages, ahead);
+      await makeMirror(client, table, ahead);
       await client.query(`INSERT INTO ${ident(PROGRESS)} (table_name, position, indexes) VALUES ($1, $2, $3)`, [table, position, JSON.stringify(indexes)]);
     }
     await client.query('COMMIT');
@@ -85,11 +86,15 @@ async function stage(client: Client): Promise<void> {
   }
 }
 
-/** The partitioned table the migration would make, as the migration makes it, under the name shadowOf(table). */
-async function makeShadow(client: Client, table: string, key: string, likeMessages: boolean): Promise<StagedIndex[]> {
+/**
+ * The partitioned table the migration would make, as the migration makes it, under the name shadowOf(table); with the
+ * columns a migration `ahead` adds after the old ones (where its ADD COLUMN puts them), and its indexes.
+ */
+async function makeShadow(client: Client, table: string, key: string, likeMessages: boolean, ahead?: Ahead): Promise<StagedIndex[]> {
   const shadow = shadowOf(table);
   await client.query(`CREATE TABLE ${ident(shadow)} (LIKE ${ident(table)} INCLUDING DEFAULTS INCLUDING CONSTRAINTS INCLUDING GENERATED
     INCLUDING IDENTITY INCLUDING STORAGE INCLUDING COMMENTS) PARTITION BY RANGE (${ident(key)})`);
+  for (const column of ahead?.columns ?? []) await client.query(`ALTER TABLE ${ident(shadow)} ADD COLUMN ${ident(column.name)} ${column.type}`);
   await client.query(`CREATE TABLE ${ident(`${table}_default`)} PARTITION OF ${ident(shadow)} DEFAULT`);
   const months = likeMessages ? await monthsLikeMessages(client, shadowOf('messages'), table) : await monthsOf(client, table, key, table);
   for (const month of months) {
@@ -125,18 +130,24 @@ async function makeShadow(client: Client, table: string, key: string, likeMessag
       await client.query(def);
     }
   }
+  for (const index of ahead?.indexes ?? []) {
+    staged.push({ staged: stagedName(index.name), final: index.name, constraint: false });
+    await client.query(`CREATE INDEX ${ident(stagedName(index.name))} ON ${ident(shadow)} (${index.columns.map(ident).join(', ')})`);
+  }
   return staged;
 }
 
-/** Each INSERT, UPDATE and DELETE of the old table made on the copy too, by the copy's primary key (a row copied twice is one). */
-async function makeMirror(client: Client, table: string): Promise<void> {
-  const { columns } = await columnsOf(client, table);
+/**
+ * Each INSERT, UPDATE and DELETE of the old table made on the copy too, by the copy's primary key (a row copied twice
+ * is one); the columns a migration `ahead` adds, from the row's last values as its UPDATE would set them.
+ */
+async function makeMirror(client: Client, table: string, ahead?: Ahead): Promise<void> {
   const { primary } = await columnsOf(client, shadowOf(table));
   const shadow = ident(shadowOf(table));
   const match = (row: string) => primary.map((c) => `${ident(c.name)} = ${row}.${ident(c.name)}`).join(' AND ');
   const keyChanged = primary.map((c) => `OLD.${ident(c.name)} IS DISTINCT FROM NEW.${ident(c.name)}`).join(' OR ');
-  const names = columns.map((c) => ident(c.name));
-  const others = columns.filter((c) => !primary.some((k) => k.name === c.name));
+  const { names, values } = await copiedColumns(client, table, 'NEW', ahead);
+  const others = names.filter((name) => !primary.some((k) => ident(k.name) === name));
   await client.query(`CREATE FUNCTION ${ident(mirrorOf(table))}() RETURNS trigger LANGUAGE plpgsql AS $fn$
 BEGIN
   IF TG_OP = 'DELETE' THEN
@@ -146,8 +157,8 @@ BEGIN
   IF TG_OP = 'UPDATE' THEN
     IF ${keyChanged} THEN DELETE FROM ${shadow} WHERE ${match('OLD')}; END IF;
   END IF;
-  INSERT INTO ${shadow} (${names.join(', ')}) VALUES (${names.map((n) => `NEW.${n}`).join(', ')})
-    ON CONFLICT (${primary.map((c) => ident(c.name)).join(', ')}) DO ${others.length ? `UPDATE SET ${others.map((c) => `${ident(c.name)} = EXCLUDED.${ident(c.name)}`).join(', ')}` : 'NOTHING'};
+  INSERT INTO ${shadow} (${names.join(', ')}) VALUES (${values.join(', ')})
+    ON CONFLICT (${primary.map((c) => ident(c.name)).join(', ')}) DO ${others.length ? `UPDATE SET ${others.map((name) => `${name} = EXCLUDED.${name}`).join(', ')}` : 'NOTHING'};
   RETURN NULL;
 END
 $fn$`);
@@ -155,12 +166,21 @@ $fn$`);
     FOR EACH ROW EXECUTE FUNCTION ${ident(mirrorOf(table))}()`);
 }
 
+/** The copy's columns the mirror and the batches write, and their values from the old table's row named `row`. */
+async function copiedColumns(client: Client, table: string, row: string, ahead?: Ahead): Promise<{ names: string[]; values: string[] }> {
+  const { columns } = await columnsOf(client, table);
+  return {
+    names: [...columns.map((c) => ident(c.name)), ...(ahead?.columns ?? []).map((c) => ident(c.name))],
+    values: [...columns.map((c) => `${row}.${ident(c.name)}`), ...(ahead?.columns ?? []).map((c) => c.value(row))],
+  };
+}
+
 /**
  * Copies the table's rows into its copy in batches by primary key, from where the last run stopped. Each batch locks
  * the rows it reads (FOR SHARE): a write in flight on one of them ends first, so the batch reads its last version, or
  * skips the row when it was deleted, and a later write waits for the batch, whose row the mirror then updates.
  */
-async function copyRows(client: Client, table: string, options: PrepareOptions): Promise<Progress> {
+async function copyRows(client: Client, table: string, ahead: Ahead | undefined, options: PrepareOptions): Promise<Progress> {
   const batch = options.batch ?? 10_000;
   const logEvery = options.logEvery ?? 10;
   const { primary } = await columnsOf(client, table);
@@ -180,7 +200,7 @@ async function copyRows(client: Client, table: string, options: PrepareOptions):
   let read = 0;
   let batches = 0;
   const progress = (done: boolean): Progress => ({ table, copied, total, rate: read / Math.max((Date.now() - started) / 1000, 0.001), done });
-  const select = batchStatement(table, primary, batch);
+  const select = batchStatement(table, primary, await copiedColumns(client, table, 'batch', ahead), batch);
   while (row.state !== 'copied') {
     await client.query('BEGIN');
     try {
@@ -211,10 +231,10 @@ async function copyRows(client: Client, table: string, options: PrepareOptions):
 }
 
 /** The batch's statement: the next rows by primary key (after the last key, given as text), copied, and the new last key. */
-function batchStatement(table: string, primary: Column[], batch: number): { first: string; after: string } {
+function batchStatement(table: string, primary: Column[], copied: { names: string[]; values: string[] }, batch: number): { first: string; after: string } {
   const key = primary.map((c) => ident(c.name)).join(', ');
   const statement = (where: string) => `WITH batch AS (SELECT * FROM ${ident(table)} ${where} ORDER BY ${key} LIMIT ${batch} FOR SHARE),
-      copied AS (INSERT INTO ${ident(shadowOf(table))} SELECT * FROM batch ON CONFLICT DO NOTHING RETURNING 1)
+      copied AS (INSERT INTO ${ident(shadowOf(table))} (${copied.names.join(', ')}) SELECT ${copied.values.join(', ')} FROM batch ON CONFLICT DO NOTHING RETURNING 1)
     SELECT (SELECT count(*) FROM batch)::int AS read, (SELECT count(*) FROM copied)::int AS written,
            (SELECT ARRAY[${primary.map((c) => `${ident(c.name)}::text`).join(', ')}] FROM batch ORDER BY ${primary.map((c) => `${ident(c.name)} DESC`).join(', ')} LIMIT 1) AS last`;
   return {
@@ -223,12 +243,23 @@ function batchStatement(table: string, primary: Column[], batch: number): { firs
   };
 }
 
-/** Undoes a preparation (its triggers, copies and progress): the migration then copies offline, as without one. */
+/**
+ * Undoes a preparation (its triggers, copies and progress): the migration then copies offline, as without one. Refused
+ * once a migration ahead of a swap ran without the statements the copy holds (the old table lacks them then).
+ */
 export async function abandon(url: string): Promise<void> {
   const client = new Client({ connectionString: url });
   client.on('error', () => undefined);
   await client.connect();
   try {
+    for (const { table, ahead } of TABLES) {
+      if (!ahead) continue;
+      const { rows: [state] } = await client.query<{ ahead: boolean }>(
+        `SELECT to_regclass($1) IS NOT NULL AND EXISTS (SELECT 1 FROM "_prisma_migrations" WHERE migration_name = $2 AND rolled_back_at IS NULL) AS ahead`,
+        [shadowOf(table), ahead.migration],
+      );
+      if (state!.ahead) throw new Error(`${ahead.migration} was applied over the prepared ${table}, which the migrations still to run swap in: finish with \`npm run migrate\``);
+    }
     await client.query('BEGIN');
     for (const { table } of TABLES) {
       await client.query(`DROP TRIGGER IF EXISTS ${ident(mirrorOf(table))} ON ${ident(table)}`);

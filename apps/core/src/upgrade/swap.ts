@@ -1,20 +1,36 @@
 import type { Client } from 'pg';
 import { logger } from '../logger';
-import { PLANS, PROGRESS, foreignKeys, ident, mirrorOf, monthsLikeMessages, monthsOf, shadowOf, type Plan, type StagedIndex } from './tables';
+import { PLANS, PROGRESS, foreignKeys, ident, mirrorOf, monthsLikeMessages, monthsOf, shadowOf, type Ahead, type Plan, type StagedIndex } from './tables';
 
 /**
  * The migration's step when a preparation is there (prepare.ts): instead of copying the rows in its transaction, the
  * runner swaps the prepared copies in, then runs the rest of the migration's own text (for 20261129190000 its
- * functions, the key tables and their rows, the claim trigger, the events' default; for 20261130060000 the copy of
- * mx_messages), so the database ends as the offline copy leaves it. Answers the swap to run in the migration's
- * transaction, or undefined when there is nothing to swap (the migration then runs as written); refuses a preparation
- * not finished, before anything is done.
+ * functions, the key tables and their rows, the claim trigger, the events' default; for 20261130060000 nothing more),
+ * so the database ends as the offline copy leaves it. Answers the swap to run in the migration's transaction, or
+ * undefined when there is nothing to swap (the migration then runs as written); refuses a preparation not finished,
+ * before anything is done. A migration that changes a prepared table before its swap (20261130040000: mx_messages'
+ * delivered_at, made on the copy at the preparation) runs without the statements the copy holds already.
  */
 export async function preparedSwap(client: Client, migration: { name: string; sql: string }): Promise<(() => Promise<void>) | undefined> {
   const plan = PLANS.find((p) => p.migration === migration.name);
-  if (!plan) return undefined;
+  const ahead = PLANS.flatMap((p) => p.tables.filter((t) => t.ahead?.migration === migration.name).map((t) => ({ plan: p, ahead: t.ahead! })))[0];
+  if (!plan && !ahead) return undefined;
   const { rows: [found] } = await client.query<{ staged: boolean }>('SELECT to_regclass($1) IS NOT NULL AS staged', [PROGRESS]);
   if (!found!.staged) return undefined;
+  // ahead of a swap, what is skipped commits the migration to it: the swap's tables must all be ready
+  const progress = await finished(client, (plan ?? ahead!.plan));
+  if (ahead) {
+    const rest = withoutDone(ahead.ahead, migration.sql);
+    return async () => {
+      await client.query(rest);
+    };
+  }
+  const rest = withoutCopies(plan!, migration.sql);
+  return () => swap(client, plan!, progress, rest);
+}
+
+/** The progress rows of the plan's tables; refused unless each is copied. */
+async function finished(client: Client, plan: Plan): Promise<{ table_name: string; indexes: StagedIndex[] }[]> {
   const { rows: progress } = await client.query<{ table_name: string; state: string; indexes: StagedIndex[] }>(
     `SELECT table_name, state, indexes FROM ${ident(PROGRESS)} WHERE table_name = ANY ($1) ORDER BY position`,
     [plan.tables.map((t) => t.table)],
@@ -23,8 +39,7 @@ export async function preparedSwap(client: Client, migration: { name: string; sq
     throw new Error('the online preparation of the time partitions is not finished: run `npm run partitions:prepare` to its end '
       + '(it resumes), or `npm run partitions:prepare -- --abandon` to upgrade by the offline copy');
   }
-  const rest = withoutCopies(plan, migration.sql);
-  return () => swap(client, plan, progress, rest);
+  return progress;
 }
 
 async function swap(client: Client, plan: Plan, progress: { table_name: string; indexes: StagedIndex[] }[], rest: string): Promise<void> {
@@ -66,6 +81,16 @@ async function swap(client: Client, plan: Plan, progress: { table_name: string; 
   await client.query(rest);
   logger.info({ migration: plan.migration, renameMs, foreignKeysMs, restMs: Date.now() - restStarted },
     `${plan.migration}: the prepared ${plan.tables.map((t) => t.table).join(', ')} swapped in, ${Date.now() - started} ms`);
+}
+
+/** The migration's text without the statements the prepared copy holds already; refused if one is not there. */
+export function withoutDone(ahead: Ahead, sql: string): string {
+  let rest = sql;
+  for (const statement of ahead.done) {
+    if (rest.split(statement).length !== 2) throw new Error(`${ahead.migration} does not change the prepared table as the preparation expects`);
+    rest = rest.replace(statement, '');
+  }
+  return rest;
 }
 
 /** The migration's text without the copies of the prepared tables (`SELECT pg_temp.<call>('table', 'key');`); refused if one is not there. */

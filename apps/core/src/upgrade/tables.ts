@@ -9,15 +9,46 @@ import type { Client } from 'pg';
 /**
  * The migrations the preparation stands in for, each with the function its text calls once per table it copies, and
  * those tables with their partition keys. `likeMessages`: partitioned on the bounds of messages' partitions, the
- * primary key widened to hold the key (20261130060000's rule). mx_messages, which 20261130060000 partitions too, is
- * left to its copy: 20261130040000 changes it after the preparation's point.
+ * primary key widened to hold the key (20261130060000's rule).
  */
 export interface Plan {
   migration: string;
   call: string;
   likeMessages: boolean;
-  tables: readonly { table: string; key: string }[];
+  tables: readonly PlannedTable[];
 }
+
+export interface PlannedTable {
+  table: string;
+  key: string;
+  /** a migration between the preparation's point and this table's that changes the table: the copy has its shape from the start */
+  ahead?: Ahead;
+}
+
+/**
+ * What a migration applied before the swap adds to a prepared table, made on the copy at the preparation instead: its
+ * columns, each with its value from the old row's columns (the migration's UPDATE, applied to every row the copy and
+ * the mirror write), and its indexes. `done` are its statements, as written in it, that the copy holds already: the
+ * runner leaves them out and runs the rest (its ADD COLUMN, on the old table that the swap then drops).
+ */
+export interface Ahead {
+  migration: string;
+  columns: readonly { name: string; type: string; value: (row: string) => string }[];
+  indexes: readonly { name: string; columns: readonly string[] }[];
+  done: readonly string[];
+}
+
+/** 20261130040000: mx_messages' delivered_at, set to received_at for the delivered ones, and its index. */
+const MX_DELIVERED_AT: Ahead = {
+  migration: '20261130040000_mx_delivered_at',
+  columns: [{ name: 'delivered_at', type: 'timestamptz(3)', value: (row) => `CASE WHEN ${row}."status" = 'delivered' THEN ${row}."received_at" END` }],
+  indexes: [{ name: 'mx_messages_account_id_delivered_at_idx', columns: ['account_id', 'delivered_at'] }],
+  done: [
+    `UPDATE "mx_messages" SET "delivered_at" = "received_at" WHERE "status" = 'delivered';\n`,
+    `CREATE INDEX "mx_messages_account_id_delivered_at_idx" ON "mx_messages"("account_id", "delivered_at");\n`,
+  ],
+};
+
 export const PLANS: readonly Plan[] = [
   {
     migration: '20261129190000_time_partitions',
@@ -29,7 +60,7 @@ export const PLANS: readonly Plan[] = [
     migration: '20261130060000_partitions_tracking_mx',
     call: 'partition_like_messages',
     likeMessages: true,
-    tables: [{ table: 'link_clicks', key: 'message_id' }, { table: 'message_opens', key: 'message_id' }],
+    tables: [{ table: 'link_clicks', key: 'message_id' }, { table: 'message_opens', key: 'message_id' }, { table: 'mx_messages', key: 'id', ahead: MX_DELIVERED_AT }],
   },
 ];
 export const MIGRATION = PLANS[0]!.migration;
