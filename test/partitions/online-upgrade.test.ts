@@ -26,7 +26,7 @@ const MX_DELIVERED_AT = '20261130040000_mx_delivered_at';
 const online = usePreviousSchema(MIGRATION, 'online');
 const offline = usePreviousSchema(MIGRATION, 'offline');
 const unfinished = usePreviousSchema(MIGRATION, 'unfinished');
-const KEYS = { messages: 'id', message_attempts: 'message_id, attempt', events: 'id', link_clicks: 'id', message_opens: 'message_id', mx_messages: 'id' } as const;
+const KEYS = { messages: 'id', message_attempts: 'message_id, attempt', events: 'id', link_clicks: 'id', message_opens: 'message_id', mx_messages: 'id', inbound_messages: 'id' } as const;
 const PREPARED = Object.keys(KEYS).length;
 
 /** An MX message as the previous version writes it (held until its route takes it). */
@@ -34,6 +34,10 @@ const MX_ROW = `INSERT INTO mx_messages (id, account_id, domain, status, mail_fr
   SELECT m.id, $2, 'in.example', (CASE WHEN m.n % 3 = 0 THEN 'held' ELSE 'delivered' END)::"MxMessageStatus", 'a@example.org',
          ARRAY['b@in.example'], '192.0.2.1', 'mx.example.org', '{}', convert_to('Subject: ' || m.n, 'UTF8'), 12
     FROM unnest($1::uuid[]) WITH ORDINALITY m(id, n)`;
+
+/** Inbound emails read over IMAP as the previous version writes them, at the uids given (serial ids). */
+const INBOUND_ROW = `INSERT INTO inbound_messages (mailbox_id, uid_validity, uid, kind, from_address, subject)
+  SELECT $1, 7, u, (CASE WHEN u % 4 = 0 THEN 'bounce' ELSE 'reply' END)::"InboundKind", 'them@example.org', 'Re: ' || u FROM unnest($2::bigint[]) u`;
 
 const connect = async (url: string) => {
   const client = new Client({ connectionString: url });
@@ -69,6 +73,9 @@ async function fill(url: string, messages: number): Promise<{ account: number; m
     const webhook = (await sql.query<{ id: number }>(`INSERT INTO webhooks (account_id, url, secret_enc) VALUES ($1, 'https://hooks.example.com/', 'x') RETURNING id`, [account])).rows[0]!.id;
     await sql.query('INSERT INTO webhook_jobs (event_id, webhook_id) SELECT id, $1 FROM events LIMIT 20', [webhook]);
     await sql.query(MX_ROW, [ids.slice(0, Math.ceil(messages / 2)).map((id) => (id.charAt(14) === '7' ? newId() : id)), account]);
+    await sql.query(INBOUND_ROW, [mailbox.id, Array.from({ length: Math.ceil(messages / 2) }, (_, i) => i + 1)]);
+    await sql.query(`INSERT INTO inbound_attachments (id, inbound_message_id, position, filename, size, content)
+                     SELECT gen_random_uuid(), id, 1, 'a.txt', 2, '\\x6869' FROM inbound_messages WHERE id % 5 = 0`);
     return { account, mailbox: mailbox.id };
   } finally {
     await sql.end();
@@ -99,6 +106,7 @@ function writers(url: string, account: number, mailbox: number, count = 3) {
         await sql.query(`INSERT INTO events (account_id, type, data) VALUES ($1, 'message.queued', jsonb_build_object('id', $2::text))`, [account, id]);
         await sql.query(`INSERT INTO link_clicks (message_id, account_id, url) VALUES ($1, $2, 'https://new.example/')`, [id, account]);
         await sql.query(MX_ROW, [[newId()], account]);
+        await sql.query(INBOUND_ROW, [mailbox, [10_000_000 + w * 1_000_000 + i]]);
         await sql.query('COMMIT');
         inserted.push(id);
       } else if (op === 3 && i % 3 === 0) {
@@ -106,6 +114,7 @@ function writers(url: string, account: number, mailbox: number, count = 3) {
         if (id) {
           await sql.query('DELETE FROM messages WHERE id = $1', [id]);
           await sql.query('DELETE FROM mx_messages WHERE id = (SELECT id FROM mx_messages TABLESAMPLE SYSTEM (5) LIMIT 1)');
+          await sql.query('DELETE FROM inbound_messages WHERE id = (SELECT id FROM inbound_messages ORDER BY random() LIMIT 1)');
           deleted.add(id);
         }
       } else {
@@ -120,6 +129,9 @@ function writers(url: string, account: number, mailbox: number, count = 3) {
                          ON CONFLICT (message_id) DO UPDATE SET count = message_opens.count + 1, last_at = now()`, [id, account]);
         // a held MX message released: delivered, which 20261130040000 gives a delivered_at
         await sql.query(`UPDATE mx_messages SET status = 'delivered' WHERE id = (SELECT id FROM mx_messages WHERE status = 'held' LIMIT 1 FOR UPDATE SKIP LOCKED)`);
+        // an inbound email's row changed, now and then its uid too (its claim in inbound_uids follows)
+        await sql.query(`UPDATE inbound_messages SET detail = 'seen ' || $1, uid = uid + CASE WHEN $1::int % 5 = 0 THEN 100000000 ELSE 0 END
+                          WHERE id = (SELECT id FROM inbound_messages ORDER BY random() LIMIT 1)`, [i]);
         await sql.query('COMMIT');
         updates++;
       }
@@ -154,6 +166,8 @@ async function rowsOf(url: string, columns: Record<string, string>): Promise<Rec
       rows[table] = (await sql.query<{ r: string }>(`SELECT row(${columns[table]})::text AS r FROM ${table} ORDER BY ${key}`)).rows.map((r) => r.r);
     }
     rows.message_steps = (await sql.query<{ r: string }>(`SELECT prospect_id || ':' || step || ':' || id AS r FROM messages WHERE prospect_id IS NOT NULL AND step IS NOT NULL ORDER BY 1`)).rows.map((r) => r.r);
+    rows.inbound_uids = (await sql.query<{ r: string }>(`SELECT concat_ws(':', mailbox_id, uid_validity, uid, id) AS r FROM inbound_messages ORDER BY 1`)).rows.map((r) => r.r);
+    rows.inbound_attachments = (await sql.query<{ r: string }>(`SELECT inbound_message_id || ':' || position AS r FROM inbound_attachments ORDER BY 1`)).rows.map((r) => r.r);
     return rows;
   } finally {
     await sql.end();
@@ -222,10 +236,12 @@ it('copies every row once with its last values while sends write, resumes after 
       const checksum = crypto.createHash('sha256').update(fs.readFileSync(path.join(MIGRATIONS_DIR, name, 'migration.sql'))).digest('hex');
       expect((await sql.query('SELECT checksum FROM "_prisma_migrations" WHERE migration_name = $1', [name])).rows).toEqual([{ checksum }]);
     }
-    for (const table of Object.keys(KEYS)) expect((await sql.query('SELECT relkind::text FROM pg_class WHERE relname = $1', [table])).rows).toEqual([{ relkind: 'p' }]);
-    // the copies have the old names, the progress table, triggers and their functions are gone
-    expect((await sql.query(`SELECT (SELECT count(*) FROM pg_class WHERE relname LIKE '%\\_online%')::int AS relations,
-                                    (SELECT count(*) FROM pg_proc WHERE proname LIKE '%\\_online\\_mirror')::int AS functions`)).rows).toEqual([{ relations: 0, functions: 0 }]);
+    for (const table of Object.keys(KEYS)) {
+      expect((await sql.query('SELECT relkind::text FROM pg_class WHERE relname = $1', [table])).rows).toEqual([{ relkind: table === 'inbound_messages' ? 'r' : 'p' }]);
+    }
+    // the copies have the old names, their triggers and functions are gone; inbound_messages' wait for 20261202050100
+    expect((await sql.query(`SELECT (SELECT count(*) FROM pg_class WHERE relname LIKE '%\\_online%' AND relname NOT LIKE 'inbound\\_%' AND relname NOT LIKE 'partitions\\_online%')::int AS relations,
+                                    (SELECT count(*) FROM pg_proc WHERE proname LIKE '%\\_online\\_mirror')::int AS functions`)).rows).toEqual([{ relations: 0, functions: 1 }]);
 
     // every row the old tables ended with, once, with its last values, where its id says; none of the deleted
     const now = await rowsOf(url, columns);
@@ -251,7 +267,25 @@ it('copies every row once with its last values while sends write, resumes after 
   } finally {
     await sql.end();
   }
+  // the rest, inbound_messages' swap among them: its rows as they were, their uid claims in inbound_uids
   await migrate(url);
+  expect(await rowsOf(url, columns)).toEqual(last);
+  const after = await connect(url);
+  try {
+    expect((await after.query<{ r: string }>(`SELECT concat_ws(':', mailbox_id, uid_validity, uid, inbound_message_id) AS r FROM inbound_uids ORDER BY 1`)).rows.map((r) => r.r))
+      .toEqual(last.inbound_uids);
+    expect((await after.query(`SELECT relkind::text FROM pg_class WHERE relname = 'inbound_messages'`)).rows).toEqual([{ relkind: 'p' }]);
+    expect((await after.query('SELECT count(*)::int AS n FROM inbound_messages_default')).rows).toEqual([{ n: last.inbound_messages!.length }]);
+    expect((await after.query(`SELECT relname FROM pg_class WHERE relname LIKE '%\\_online%' OR relname = 'partitions_online'`)).rows).toEqual([]);
+    // a new email gets inbound_id()'s id, in this month's partition, and its uid is claimed once
+    const made = (await after.query<{ id: string; part: string }>(`INSERT INTO inbound_messages (mailbox_id, uid_validity, uid, kind) VALUES ($1, 8, 1, 'reply') RETURNING id, tableoid::regclass::text AS part`, [mailbox])).rows[0]!;
+    expect(made.part).toMatch(/^inbound_messages_p\d{8}$/);
+    await after.query('INSERT INTO inbound_uids (mailbox_id, uid_validity, uid, inbound_message_id) VALUES ($1, 8, 1, $2)', [mailbox, made.id]);
+    await expect(after.query('INSERT INTO inbound_uids (mailbox_id, uid_validity, uid, inbound_message_id) VALUES ($1, 8, 1, $2)', [mailbox, made.id])).rejects.toMatchObject({ code: '23505' });
+    await after.query('DELETE FROM inbound_messages WHERE id = $1', [made.id]);
+  } finally {
+    await after.end();
+  }
 
   // the offline copy of an installation of the same schema: the same catalog, line for line
   await fill(offline.url, 100);

@@ -1,12 +1,13 @@
 import { Client } from 'pg';
 import { logger } from '../logger';
-import { MIGRATION, PROGRESS, TABLES, columnsOf, ident, mirrorOf, monthsLikeMessages, monthsOf, shadowOf, stagedName, type Ahead, type Column, type StagedIndex } from './tables';
+import { readMigrations } from '../migrate';
+import { MIGRATION, PROGRESS, TABLES, columnsOf, ident, mirrorOf, monthsFor, shadowOf, stagedName, statementsOf, type Ahead, type Claims, type Column, type Plan, type PlannedTable, type StagedIndex } from './tables';
 
 /**
  * `npm run partitions:prepare` (docs/partitions.md, "Upgrading an existing installation"), run against a database
  * still at the previous schema while the previous version serves: the partitioned copies of messages,
- * message_attempts, events, link_clicks, message_opens and mx_messages under other names (mx_messages with what
- * 20261130040000 adds to it), triggers that mirror each write of the old tables into them, and a
+ * message_attempts, events, link_clicks, message_opens, mx_messages (with what 20261130040000 adds to it) and
+ * inbound_messages (its ids bigint, its uid claims in a copy of inbound_uids) under other names, triggers that mirror each write of the old tables into them, and a
  * copy of the rows already there in batches, its position kept in `partitions_online` so that a killed run resumes.
  * The migration then swaps the copies in (swap.ts) instead of copying.
  */
@@ -47,7 +48,7 @@ export async function prepare(url: string, options: PrepareOptions = {}): Promis
     if (!lock!.held) throw new Error('another partitions:prepare is running on this database');
     await stage(client);
     const done: Progress[] = [];
-    for (const { table, ahead } of TABLES) done.push(await copyRows(client, table, ahead, options));
+    for (const planned of TABLES) done.push(await copyRows(client, planned, options));
     return done;
   } finally {
     await client.end();
@@ -72,9 +73,11 @@ async function stage(client: Client): Promise<void> {
       table_name text PRIMARY KEY, position int NOT NULL, state text NOT NULL DEFAULT 'copying',
       total bigint, copied bigint NOT NULL DEFAULT 0, last_key text[], indexes jsonb NOT NULL,
       started_at timestamptz NOT NULL DEFAULT now(), updated_at timestamptz NOT NULL DEFAULT now(), finished_at timestamptz)`);
-    for (const [position, { table, key, plan, ahead }] of TABLES.entries()) {
-      const indexes = await makeShadow(client, table, key, plan.likeMessages, ahead);
-      await makeMirror(client, table, ahead);
+    for (const [position, planned] of TABLES.entries()) {
+      const { table, plan, ahead, claims } = planned;
+      const indexes = await makeShadow(client, planned, plan);
+      if (claims) await makeClaims(client, plan, claims);
+      await makeMirror(client, table, ahead, claims);
       await client.query(`INSERT INTO ${ident(PROGRESS)} (table_name, position, indexes) VALUES ($1, $2, $3)`, [table, position, JSON.stringify(indexes)]);
     }
     await client.query('COMMIT');
@@ -90,13 +93,21 @@ async function stage(client: Client): Promise<void> {
  * The partitioned table the migration would make, as the migration makes it, under the name shadowOf(table); with the
  * columns a migration `ahead` adds after the old ones (where its ADD COLUMN puts them), and its indexes.
  */
-async function makeShadow(client: Client, table: string, key: string, likeMessages: boolean, ahead?: Ahead): Promise<StagedIndex[]> {
+async function makeShadow(client: Client, { table, key, ahead, widen, unique }: PlannedTable, plan: Plan): Promise<StagedIndex[]> {
+  const { likeMessages } = plan;
   const shadow = shadowOf(table);
-  await client.query(`CREATE TABLE ${ident(shadow)} (LIKE ${ident(table)} INCLUDING DEFAULTS INCLUDING CONSTRAINTS INCLUDING GENERATED
-    INCLUDING IDENTITY INCLUDING STORAGE INCLUDING COMMENTS) PARTITION BY RANGE (${ident(key)})`);
+  const like = `INCLUDING DEFAULTS INCLUDING CONSTRAINTS INCLUDING GENERATED INCLUDING IDENTITY INCLUDING STORAGE INCLUDING COMMENTS`;
+  // a widened key, as the migration widens it: on a table like the old one, which the copy is then made like
+  const template = widen ? `${shadow}_like` : table;
+  if (widen) {
+    await client.query(`CREATE TABLE ${ident(template)} (LIKE ${ident(table)} ${like})`);
+    await client.query(`ALTER TABLE ${ident(template)} ALTER COLUMN ${ident(key)} SET DATA TYPE ${widen}`);
+  }
+  await client.query(`CREATE TABLE ${ident(shadow)} (LIKE ${ident(template)} ${like}) PARTITION BY RANGE (${ident(key)})`);
+  if (widen) await client.query(`DROP TABLE ${ident(template)}`);
   for (const column of ahead?.columns ?? []) await client.query(`ALTER TABLE ${ident(shadow)} ADD COLUMN ${ident(column.name)} ${column.type}`);
   await client.query(`CREATE TABLE ${ident(`${table}_default`)} PARTITION OF ${ident(shadow)} DEFAULT`);
-  const months = likeMessages ? await monthsLikeMessages(client, shadowOf('messages'), table) : await monthsOf(client, table, key, table);
+  const months = await monthsFor(client, plan, table, key, shadowOf('messages'));
   for (const month of months) {
     await client.query(`CREATE TABLE ${ident(month.name)} PARTITION OF ${ident(shadow)} FOR VALUES FROM ('${month.from}') TO ('${month.to}')`);
   }
@@ -114,6 +125,9 @@ async function makeShadow(client: Client, table: string, key: string, likeMessag
       // 20261130060000's rule: the primary key widened to hold the partition key, first
       staged.push({ staged: stagedName(index.conname), final: index.conname, constraint: true });
       await client.query(`ALTER TABLE ${ident(shadow)} ADD CONSTRAINT ${ident(stagedName(index.conname))} PRIMARY KEY (${[key, ...index.columns].map(ident).join(', ')})`);
+    } else if (index.unique && !index.columns.includes(key) && unique?.includes(index.columns.join(','))) {
+      // 20261202050100's rule: the uid claims' key is inbound_uids' (makeClaims), not the table's
+      continue;
     } else if (index.unique && !index.columns.includes(key)) {
       // 20261129190000's rule: the two keys that moved to message_steps and broadcast_copies become plain indexes
       const moved = !likeMessages && table === 'messages' && ['prospect_id,step', 'broadcast_id,subscriber_id'].includes(index.columns.join(','));
@@ -137,19 +151,31 @@ async function makeShadow(client: Client, table: string, key: string, likeMessag
   return staged;
 }
 
+/** The copy of the claims table, made by the migration's own statements (its constraints and indexes keep their names: none exists yet). */
+async function makeClaims(client: Client, plan: Plan, claims: Claims): Promise<void> {
+  const migration = readMigrations().find((m) => m.name === plan.migration);
+  const made = statementsOf(migration?.sql ?? '').filter((statement) => claims.made.some((start) => statement.startsWith(start)));
+  if (made.length !== claims.made.length) throw new Error(`${plan.migration} does not make ${claims.table} as the preparation expects`);
+  for (const statement of made) await client.query(statement.split(ident(claims.table)).join(ident(shadowOf(claims.table))));
+}
+
 /**
  * Each INSERT, UPDATE and DELETE of the old table made on the copy too, by the copy's primary key (a row copied twice
- * is one); the columns a migration `ahead` adds, from the row's last values as its UPDATE would set them.
+ * is one); the columns a migration `ahead` adds, from the row's last values as its UPDATE would set them; the row's
+ * claim, made again from its last values.
  */
-async function makeMirror(client: Client, table: string, ahead?: Ahead): Promise<void> {
+async function makeMirror(client: Client, table: string, ahead?: Ahead, claims?: Claims): Promise<void> {
   const { primary } = await columnsOf(client, shadowOf(table));
   const shadow = ident(shadowOf(table));
   const match = (row: string) => primary.map((c) => `${ident(c.name)} = ${row}.${ident(c.name)}`).join(' AND ');
   const keyChanged = primary.map((c) => `OLD.${ident(c.name)} IS DISTINCT FROM NEW.${ident(c.name)}`).join(' OR ');
   const { names, values } = await copiedColumns(client, table, 'NEW', ahead);
   const others = names.filter((name) => !primary.some((k) => ident(k.name) === name));
+  const claim = claims && claimStatements(claims, shadowOf(claims.table));
   await client.query(`CREATE FUNCTION ${ident(mirrorOf(table))}() RETURNS trigger LANGUAGE plpgsql AS $fn$
 BEGIN
+  ${claim ? `IF TG_OP <> 'INSERT' THEN ${claim.remove('OLD')}; END IF;
+  IF TG_OP <> 'DELETE' THEN ${claim.insert('VALUES', 'NEW')}; END IF;` : ''}
   IF TG_OP = 'DELETE' THEN
     DELETE FROM ${shadow} WHERE ${match('OLD')};
     RETURN NULL;
@@ -166,6 +192,18 @@ $fn$`);
     FOR EACH ROW EXECUTE FUNCTION ${ident(mirrorOf(table))}()`);
 }
 
+/** The claim of an old row `row`: removed by its owner column, written from the row's values (a claim there already is kept). */
+function claimStatements(claims: Claims, target: string): { remove: (row: string) => string; insert: (form: 'VALUES' | 'SELECT', row: string) => string } {
+  const names = claims.columns.map((c) => ident(c.name)).join(', ');
+  return {
+    remove: (row) => `DELETE FROM ${ident(target)} WHERE ${ident(claims.owner.column)} = ${row}.${ident(claims.owner.key)}`,
+    insert: (form, row) => {
+      const values = claims.columns.map((c) => c.value(row)).join(', ');
+      return `INSERT INTO ${ident(target)} (${names}) ${form === 'VALUES' ? `VALUES (${values})` : `SELECT ${values} FROM ${row}`} ON CONFLICT DO NOTHING`;
+    },
+  };
+}
+
 /** The copy's columns the mirror and the batches write, and their values from the old table's row named `row`. */
 async function copiedColumns(client: Client, table: string, row: string, ahead?: Ahead): Promise<{ names: string[]; values: string[] }> {
   const { columns } = await columnsOf(client, table);
@@ -180,7 +218,7 @@ async function copiedColumns(client: Client, table: string, row: string, ahead?:
  * the rows it reads (FOR SHARE): a write in flight on one of them ends first, so the batch reads its last version, or
  * skips the row when it was deleted, and a later write waits for the batch, whose row the mirror then updates.
  */
-async function copyRows(client: Client, table: string, ahead: Ahead | undefined, options: PrepareOptions): Promise<Progress> {
+async function copyRows(client: Client, { table, ahead, claims }: PlannedTable, options: PrepareOptions): Promise<Progress> {
   const batch = options.batch ?? 10_000;
   const logEvery = options.logEvery ?? 10;
   const { primary } = await columnsOf(client, table);
@@ -200,7 +238,8 @@ async function copyRows(client: Client, table: string, ahead: Ahead | undefined,
   let read = 0;
   let batches = 0;
   const progress = (done: boolean): Progress => ({ table, copied, total, rate: read / Math.max((Date.now() - started) / 1000, 0.001), done });
-  const select = batchStatement(table, primary, await copiedColumns(client, table, 'batch', ahead), batch);
+  const claim = claims && claimStatements(claims, shadowOf(claims.table)).insert('SELECT', 'batch');
+  const select = batchStatement(table, primary, await copiedColumns(client, table, 'batch', ahead), claim, batch);
   while (row.state !== 'copied') {
     await client.query('BEGIN');
     try {
@@ -231,10 +270,11 @@ async function copyRows(client: Client, table: string, ahead: Ahead | undefined,
 }
 
 /** The batch's statement: the next rows by primary key (after the last key, given as text), copied, and the new last key. */
-function batchStatement(table: string, primary: Column[], copied: { names: string[]; values: string[] }, batch: number): { first: string; after: string } {
+function batchStatement(table: string, primary: Column[], copied: { names: string[]; values: string[] }, claim: string | undefined, batch: number): { first: string; after: string } {
   const key = primary.map((c) => ident(c.name)).join(', ');
   const statement = (where: string) => `WITH batch AS (SELECT * FROM ${ident(table)} ${where} ORDER BY ${key} LIMIT ${batch} FOR SHARE),
-      copied AS (INSERT INTO ${ident(shadowOf(table))} (${copied.names.join(', ')}) SELECT ${copied.values.join(', ')} FROM batch ON CONFLICT DO NOTHING RETURNING 1)
+      copied AS (INSERT INTO ${ident(shadowOf(table))} (${copied.names.join(', ')}) SELECT ${copied.values.join(', ')} FROM batch ON CONFLICT DO NOTHING RETURNING 1)${claim ? `,
+      claimed AS (${claim})` : ''}
     SELECT (SELECT count(*) FROM batch)::int AS read, (SELECT count(*) FROM copied)::int AS written,
            (SELECT ARRAY[${primary.map((c) => `${ident(c.name)}::text`).join(', ')}] FROM batch ORDER BY ${primary.map((c) => `${ident(c.name)} DESC`).join(', ')} LIMIT 1) AS last`;
   return {
@@ -261,10 +301,11 @@ export async function abandon(url: string): Promise<void> {
       if (state!.ahead) throw new Error(`${ahead.migration} was applied over the prepared ${table}, which the migrations still to run swap in: finish with \`npm run migrate\``);
     }
     await client.query('BEGIN');
-    for (const { table } of TABLES) {
+    for (const { table, claims } of TABLES) {
       await client.query(`DROP TRIGGER IF EXISTS ${ident(mirrorOf(table))} ON ${ident(table)}`);
       await client.query(`DROP FUNCTION IF EXISTS ${ident(mirrorOf(table))}()`);
       await client.query(`DROP TABLE IF EXISTS ${ident(shadowOf(table))}`);
+      if (claims) await client.query(`DROP TABLE IF EXISTS ${ident(shadowOf(claims.table))}`);
     }
     await client.query(`DROP TABLE IF EXISTS ${ident(PROGRESS)}`);
     await client.query('COMMIT');

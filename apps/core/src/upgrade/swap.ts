@@ -1,12 +1,13 @@
 import type { Client } from 'pg';
 import { logger } from '../logger';
-import { PLANS, PROGRESS, foreignKeys, ident, mirrorOf, monthsLikeMessages, monthsOf, shadowOf, type Ahead, type Plan, type StagedIndex } from './tables';
+import { PLANS, PROGRESS, foreignKeys, ident, mirrorOf, monthsFor, shadowOf, statementsOf, type Ahead, type Plan, type StagedIndex } from './tables';
 
 /**
  * The migration's step when a preparation is there (prepare.ts): instead of copying the rows in its transaction, the
  * runner swaps the prepared copies in, then runs the rest of the migration's own text (for 20261129190000 its
  * functions, the key tables and their rows, the claim trigger, the events' default; for 20261130060000 nothing more),
- * so the database ends as the offline copy leaves it. Answers the swap to run in the migration's transaction, or
+ * so the database ends as the offline copy leaves it. A migration whose text copies by statements (20261202050100)
+ * runs without those the preparation did, the swap in place of the statement that made the new table. Answers the swap to run in the migration's transaction, or
  * undefined when there is nothing to swap (the migration then runs as written); refuses a preparation not finished,
  * before anything is done. A migration that changes a prepared table before its swap (20261130040000: mx_messages'
  * delivered_at, made on the copy at the preparation) runs without the statements the copy holds already.
@@ -25,9 +26,15 @@ export async function preparedSwap(client: Client, migration: { name: string; sq
       await client.query(rest);
     };
   }
+  if (plan!.statements) {
+    const { before, after } = aroundSwap(plan!, plan!.statements, migration.sql);
+    return () => swapInPlace(client, plan!, progress, before, after);
+  }
   const rest = withoutCopies(plan!, migration.sql);
   return () => swap(client, plan!, progress, rest);
 }
+
+type Prepared = { table_name: string; indexes: StagedIndex[] }[];
 
 /** The progress rows of the plan's tables; refused unless each is copied. */
 async function finished(client: Client, plan: Plan): Promise<{ table_name: string; indexes: StagedIndex[] }[]> {
@@ -42,7 +49,7 @@ async function finished(client: Client, plan: Plan): Promise<{ table_name: strin
   return progress;
 }
 
-async function swap(client: Client, plan: Plan, progress: { table_name: string; indexes: StagedIndex[] }[], rest: string): Promise<void> {
+async function swap(client: Client, plan: Plan, progress: Prepared, rest: string): Promise<void> {
   const started = Date.now();
   // every foreign key into or out of the tables, made again on the new ones once they have the old names
   const keys = await foreignKeys(client, plan.tables);
@@ -57,30 +64,86 @@ async function swap(client: Client, plan: Plan, progress: { table_name: string; 
     for (const s of sequences) await client.query(`ALTER SEQUENCE ${s.seq} OWNED BY ${ident(shadowOf(table))}.${ident(s.column)}`);
     await client.query(`DROP TABLE ${ident(table)}`);
     await client.query(`DROP FUNCTION ${ident(mirrorOf(table))}()`);
-    await client.query(`ALTER TABLE ${ident(shadowOf(table))} RENAME TO ${ident(table)}`);
-    for (const index of progress.find((p) => p.table_name === table)!.indexes) {
-      await client.query(index.constraint
-        ? `ALTER TABLE ${ident(table)} RENAME CONSTRAINT ${ident(index.staged)} TO ${ident(index.final)}`
-        : `ALTER INDEX ${ident(index.staged)} RENAME TO ${ident(index.final)}`);
-    }
-    // the partitions the migration, run now, would make beyond those made at the preparation (a month may have begun)
-    const months = plan.likeMessages ? await monthsLikeMessages(client, 'messages', table) : await monthsOf(client, table, key, table);
-    for (const month of months) {
-      const { rows: [there] } = await client.query<{ made: boolean }>('SELECT to_regclass($1) IS NOT NULL AS made', [month.name]);
-      if (!there!.made) await client.query(`CREATE TABLE ${ident(month.name)} PARTITION OF ${ident(table)} FOR VALUES FROM ('${month.from}') TO ('${month.to}')`);
-    }
+    await takeNames(client, plan, progress, table, key);
   }
   const checked = Date.now();
   for (const fk of keys) await client.query(`ALTER TABLE ${fk.table} ADD CONSTRAINT ${ident(fk.name)} ${fk.def}`);
   const renameMs = checked - started;
   const foreignKeysMs = Date.now() - checked;
-  await client.query(`DELETE FROM ${ident(PROGRESS)} WHERE table_name = ANY ($1)`, [plan.tables.map((t) => t.table)]);
-  const { rows: [left] } = await client.query<{ n: number }>(`SELECT count(*)::int AS n FROM ${ident(PROGRESS)}`);
-  if (left!.n === 0) await client.query(`DROP TABLE ${ident(PROGRESS)}`);
+  await forget(client, plan);
   const restStarted = Date.now();
   await client.query(rest);
   logger.info({ migration: plan.migration, renameMs, foreignKeysMs, restMs: Date.now() - restStarted },
     `${plan.migration}: the prepared ${plan.tables.map((t) => t.table).join(', ')} swapped in, ${Date.now() - started} ms`);
+}
+
+/**
+ * The swap of a migration that copies by statements: its statements before the one that makes the new table (for
+ * 20261202050100 its function, the attachments' key widened, the old table renamed aside), then the prepared copies
+ * under the final names, then its statements after (the sequence moved, the new default, the old table dropped with
+ * its trigger, the foreign keys made and checked). The statements the preparation did are left out of both.
+ */
+async function swapInPlace(client: Client, plan: Plan, progress: Prepared, before: string, after: string): Promise<void> {
+  const started = Date.now();
+  await client.query(before);
+  const renamed = Date.now();
+  for (const { table, key } of plan.tables) await takeNames(client, plan, progress, table, key);
+  const afterStarted = Date.now();
+  await client.query(after);
+  for (const { table } of plan.tables) await client.query(`DROP FUNCTION ${ident(mirrorOf(table))}()`);
+  await forget(client, plan);
+  logger.info({ migration: plan.migration, beforeMs: renamed - started, renameMs: afterStarted - renamed, afterMs: Date.now() - afterStarted },
+    `${plan.migration}: the prepared ${plan.tables.map((t) => t.table).join(', ')} swapped in, ${Date.now() - started} ms`);
+}
+
+/**
+ * The prepared copy of `table` (and of its claims) under the final names, with the partitions the migration, run now,
+ * would make: those of a month that began since the preparation made, and for months made ahead (`ahead`) those of
+ * months that ended since dropped (empty: the ids made before the swap all sit in the default partition).
+ */
+async function takeNames(client: Client, plan: Plan, progress: Prepared, table: string, key: string): Promise<void> {
+  await client.query(`ALTER TABLE ${ident(shadowOf(table))} RENAME TO ${ident(table)}`);
+  for (const index of progress.find((p) => p.table_name === table)!.indexes) {
+    await client.query(index.constraint
+      ? `ALTER TABLE ${ident(table)} RENAME CONSTRAINT ${ident(index.staged)} TO ${ident(index.final)}`
+      : `ALTER INDEX ${ident(index.staged)} RENAME TO ${ident(index.final)}`);
+  }
+  const claims = plan.tables.find((t) => t.table === table)!.claims;
+  if (claims) await client.query(`ALTER TABLE ${ident(shadowOf(claims.table))} RENAME TO ${ident(claims.table)}`);
+  const months = await monthsFor(client, plan, table, key, 'messages');
+  for (const month of months) {
+    const { rows: [there] } = await client.query<{ made: boolean }>('SELECT to_regclass($1) IS NOT NULL AS made', [month.name]);
+    if (!there!.made) await client.query(`CREATE TABLE ${ident(month.name)} PARTITION OF ${ident(table)} FOR VALUES FROM ('${month.from}') TO ('${month.to}')`);
+  }
+  if (plan.months !== 'ahead') return;
+  const { rows: ended } = await client.query<{ name: string }>(
+    `SELECT c.relname AS name FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
+      WHERE i.inhparent = $1::regclass AND pg_get_expr(c.relpartbound, c.oid) <> 'DEFAULT' AND NOT (c.relname = ANY ($2))`,
+    [table, months.map((m) => m.name)],
+  );
+  for (const { name } of ended) await client.query(`DROP TABLE ${ident(name)}`);
+}
+
+/** The plan's progress rows deleted, and the progress table once it has none. */
+async function forget(client: Client, plan: Plan): Promise<void> {
+  await client.query(`DELETE FROM ${ident(PROGRESS)} WHERE table_name = ANY ($1)`, [plan.tables.map((t) => t.table)]);
+  const { rows: [left] } = await client.query<{ n: number }>(`SELECT count(*)::int AS n FROM ${ident(PROGRESS)}`);
+  if (left!.n === 0) await client.query(`DROP TABLE ${ident(PROGRESS)}`);
+}
+
+/**
+ * The migration's statements without those the preparation did, split at the one the swap replaces; refused unless
+ * each statement named is there (the replaced one once).
+ */
+export function aroundSwap(plan: Plan, statements: NonNullable<Plan['statements']>, sql: string): { before: string; after: string } {
+  const all = statementsOf(sql);
+  const at = all.filter((s) => s.startsWith(statements.at));
+  if (at.length !== 1 || statements.done.some((start) => !all.some((s) => s.startsWith(start)))) {
+    throw new Error(`${plan.migration} does not copy ${plan.tables.map((t) => t.table).join(', ')} as the preparation expects`);
+  }
+  const kept = (part: string[]) => part.filter((s) => !statements.done.some((start) => s.startsWith(start))).join('\n');
+  const split = all.indexOf(at[0]!);
+  return { before: kept(all.slice(0, split)), after: kept(all.slice(split + 1)) };
 }
 
 /** The migration's text without the statements the prepared copy holds already; refused if one is not there. */

@@ -7,14 +7,19 @@ import type { Client } from 'pg';
  */
 
 /**
- * The migrations the preparation stands in for, each with the function its text calls once per table it copies, and
- * those tables with their partition keys. `likeMessages`: partitioned on the bounds of messages' partitions, the
- * primary key widened to hold the key (20261130060000's rule).
+ * The migrations the preparation stands in for, and the tables each copies with their partition keys. How the text
+ * copies: `call`, the function it calls once per table (`SELECT pg_temp.<call>('table', 'key');`), or `statements`,
+ * those of its statements the preparation has done (by their beginnings), with the one the swap runs in place of
+ * (`at`). `likeMessages`: partitioned on the bounds of messages' partitions, the primary key widened to hold the key
+ * (20261130060000's rule). `months`: the partitions made, from the oldest row's month (`oldest`), as messages'
+ * (`messages`), or the current month and three ahead of bigint ids of milliseconds (`ahead`, 20261202050100's DO block).
  */
 export interface Plan {
   migration: string;
-  call: string;
+  call?: string;
+  statements?: { done: readonly string[]; at: string };
   likeMessages: boolean;
+  months: 'oldest' | 'messages' | 'ahead';
   tables: readonly PlannedTable[];
 }
 
@@ -23,6 +28,25 @@ export interface PlannedTable {
   key: string;
   /** a migration between the preparation's point and this table's that changes the table: the copy has its shape from the start */
   ahead?: Ahead;
+  /** the key's type in the copy, when the migration widens it before it copies (a partition key's type cannot change after) */
+  widen?: string;
+  /** unique indexes (by their columns) the migration leaves out: what they kept unique moved to a table of its own */
+  unique?: readonly string[];
+  /** that table, filled from the old rows by the migration: made by its own statements on a copy, filled by the mirror and the batches */
+  claims?: Claims;
+}
+
+/**
+ * A table a migration makes and fills with one row per old row (20261202050100's inbound_uids), prepared as its copy:
+ * `made`, the migration's statements that make it (by their beginnings), run on the copy's name at the preparation;
+ * `columns`, each with its value from the old row (the migration's INSERT ... SELECT); `owner`, its column naming the
+ * old row by that row's key, by which the mirror finds it.
+ */
+export interface Claims {
+  table: string;
+  made: readonly string[];
+  columns: readonly { name: string; value: (row: string) => string }[];
+  owner: { column: string; key: string };
 }
 
 /**
@@ -54,13 +78,49 @@ export const PLANS: readonly Plan[] = [
     migration: '20261129190000_time_partitions',
     call: 'repartition',
     likeMessages: false,
+    months: 'oldest',
     tables: [{ table: 'messages', key: 'id' }, { table: 'message_attempts', key: 'message_id' }, { table: 'events', key: 'id' }],
   },
   {
     migration: '20261130060000_partitions_tracking_mx',
     call: 'partition_like_messages',
     likeMessages: true,
+    months: 'messages',
     tables: [{ table: 'link_clicks', key: 'message_id' }, { table: 'message_opens', key: 'message_id' }, { table: 'mx_messages', key: 'id', ahead: MX_DELIVERED_AT }],
+  },
+  {
+    // ids widened to bigint (kept as they are: all sit in the default partition), the uid claims moved to inbound_uids
+    migration: '20261202050100_inbound_partitions',
+    statements: {
+      done: [
+        'ALTER TABLE "inbound_messages_legacy" ALTER COLUMN "id" SET DATA TYPE BIGINT',
+        'CREATE TABLE "inbound_messages" (',
+        'CREATE TABLE "inbound_messages_default"',
+        'DO $$',
+        'ALTER TABLE "inbound_messages" ADD CONSTRAINT "inbound_messages_pkey"',
+        'CREATE INDEX "inbound_messages_mailbox_id_id_idx"',
+        'CREATE TABLE "inbound_uids"',
+        'CREATE UNIQUE INDEX "inbound_uids_inbound_message_id_key"',
+        'INSERT INTO "inbound_messages"',
+        'INSERT INTO "inbound_uids"',
+      ],
+      at: 'CREATE TABLE "inbound_messages" (',
+    },
+    likeMessages: false,
+    months: 'ahead',
+    tables: [{
+      table: 'inbound_messages',
+      key: 'id',
+      widen: 'bigint',
+      unique: ['mailbox_id,uid_validity,uid'],
+      claims: {
+        table: 'inbound_uids',
+        made: ['CREATE TABLE "inbound_uids"', 'CREATE UNIQUE INDEX "inbound_uids_inbound_message_id_key"'],
+        columns: ['mailbox_id', 'uid_validity', 'uid'].map((name) => ({ name, value: (row: string) => `${row}.${ident(name)}` }))
+          .concat({ name: 'inbound_message_id', value: (row: string) => `${row}."id"` }),
+        owner: { column: 'inbound_message_id', key: 'id' },
+      },
+    }],
   },
 ];
 export const MIGRATION = PLANS[0]!.migration;
@@ -144,6 +204,47 @@ export async function foreignKeys(client: Client, tables: readonly { table: stri
     [tables.map((t) => t.table)],
   );
   return rows;
+}
+
+/**
+ * The current month and the three after it, as 20261202050100 makes them for `partitioned`: bounds of bigint ids, the
+ * month's Unix milliseconds times 1,000 (inbound_id()).
+ */
+export async function monthsAhead(client: Client, partitioned: string): Promise<Month[]> {
+  const bound = (t: string) => `(floor(extract(epoch FROM ${t} AT TIME ZONE 'UTC') * 1000)::bigint * 1000)::text`;
+  const { rows } = await client.query<Month>(
+    `SELECT $1 || '_p' || to_char(m, 'YYYYMMDD') AS name, ${bound('m')} AS "from", ${bound("(m + interval '1 month')")} AS "to"
+       FROM generate_series(date_trunc('month', now() AT TIME ZONE 'UTC'), date_trunc('month', now() AT TIME ZONE 'UTC') + interval '3 months', interval '1 month') m`,
+    [partitioned],
+  );
+  return rows;
+}
+
+/** The partitions the plan's migration makes for `table` (named for it) at this moment; `messages`: messages' table to copy the bounds of. */
+export async function monthsFor(client: Client, plan: Plan, table: string, key: string, messages: string): Promise<Month[]> {
+  if (plan.months === 'messages') return monthsLikeMessages(client, messages, table);
+  if (plan.months === 'ahead') return monthsAhead(client, table);
+  return monthsOf(client, table, key, table);
+}
+
+/**
+ * A migration's text as its statements, each from its first line that is not a comment to the line that ends it with
+ * `;` outside a `$$` body; comments and blank lines between statements are left out.
+ */
+export function statementsOf(sql: string): string[] {
+  const statements: string[] = [];
+  let current: string[] = [];
+  for (const line of sql.split('\n')) {
+    if (!current.length && (!line.trim() || line.startsWith('--'))) continue;
+    current.push(line);
+    const text = current.join('\n');
+    if (line.trimEnd().endsWith(';') && (text.split('$$').length - 1) % 2 === 0) {
+      statements.push(text);
+      current = [];
+    }
+  }
+  if (current.length) statements.push(current.join('\n'));
+  return statements;
 }
 
 /** The partitions of messages (or its copy) as the same months of `table`: 20261130060000's bounds. */
