@@ -26,7 +26,7 @@ const MX_DELIVERED_AT = '20261130040000_mx_delivered_at';
 const online = usePreviousSchema(MIGRATION, 'online');
 const offline = usePreviousSchema(MIGRATION, 'offline');
 const unfinished = usePreviousSchema(MIGRATION, 'unfinished');
-const KEYS = { messages: 'id', message_attempts: 'message_id, attempt', events: 'id', link_clicks: 'id', message_opens: 'message_id', mx_messages: 'id', inbound_messages: 'id' } as const;
+const KEYS = { messages: 'id', message_attempts: 'message_id, attempt', events: 'id', link_clicks: 'id', message_opens: 'message_id', mx_messages: 'id', inbound_messages: 'id', inbound_attachments: 'id' } as const;
 const PREPARED = Object.keys(KEYS).length;
 
 /** An MX message as the previous version writes it (held until its route takes it). */
@@ -106,7 +106,8 @@ function writers(url: string, account: number, mailbox: number, count = 3) {
         await sql.query(`INSERT INTO events (account_id, type, data) VALUES ($1, 'message.queued', jsonb_build_object('id', $2::text))`, [account, id]);
         await sql.query(`INSERT INTO link_clicks (message_id, account_id, url) VALUES ($1, $2, 'https://new.example/')`, [id, account]);
         await sql.query(MX_ROW, [[newId()], account]);
-        await sql.query(INBOUND_ROW, [mailbox, [10_000_000 + w * 1_000_000 + i]]);
+        const inbound = (await sql.query<{ id: number }>(`${INBOUND_ROW} RETURNING id`, [mailbox, [10_000_000 + w * 1_000_000 + i]])).rows[0]!.id;
+        await sql.query(`INSERT INTO inbound_attachments (id, inbound_message_id, position, size) VALUES (gen_random_uuid(), $1, 1, 0)`, [inbound]);
         await sql.query('COMMIT');
         inserted.push(id);
       } else if (op === 3 && i % 3 === 0) {
@@ -167,7 +168,6 @@ async function rowsOf(url: string, columns: Record<string, string>): Promise<Rec
     }
     rows.message_steps = (await sql.query<{ r: string }>(`SELECT prospect_id || ':' || step || ':' || id AS r FROM messages WHERE prospect_id IS NOT NULL AND step IS NOT NULL ORDER BY 1`)).rows.map((r) => r.r);
     rows.inbound_uids = (await sql.query<{ r: string }>(`SELECT concat_ws(':', mailbox_id, uid_validity, uid, id) AS r FROM inbound_messages ORDER BY 1`)).rows.map((r) => r.r);
-    rows.inbound_attachments = (await sql.query<{ r: string }>(`SELECT inbound_message_id || ':' || position AS r FROM inbound_attachments ORDER BY 1`)).rows.map((r) => r.r);
     return rows;
   } finally {
     await sql.end();
@@ -216,6 +216,15 @@ it('copies every row once with its last values while sends write, resumes after 
   expect(sends.updates()).toBeGreaterThan(20);
   const columns: Record<string, string> = {};
   const last = await rowsOf(url, columns);
+  // as a preparation made a month before leaves inbound_messages' copy: a month ended since, the last month ahead not made
+  const months = await connect(url);
+  try {
+    await months.query('CREATE TABLE inbound_messages_p20000101 PARTITION OF inbound_messages_online FOR VALUES FROM (946684800000000) TO (949363200000000)');
+    const ahead = (await months.query<{ name: string }>(`SELECT max(relname) AS name FROM pg_class WHERE relname ~ '^inbound_messages_p\\d{8}$'`)).rows[0]!.name;
+    await months.query(`DROP TABLE ${ahead}`);
+  } finally {
+    await months.end();
+  }
 
   // up to mx_messages' delivered_at (made on its copy already: the preparation stays until its swap), then up to the
   // tracking tables' partitions, then the rest
@@ -237,11 +246,11 @@ it('copies every row once with its last values while sends write, resumes after 
       expect((await sql.query('SELECT checksum FROM "_prisma_migrations" WHERE migration_name = $1', [name])).rows).toEqual([{ checksum }]);
     }
     for (const table of Object.keys(KEYS)) {
-      expect((await sql.query('SELECT relkind::text FROM pg_class WHERE relname = $1', [table])).rows).toEqual([{ relkind: table === 'inbound_messages' ? 'r' : 'p' }]);
+      expect((await sql.query('SELECT relkind::text FROM pg_class WHERE relname = $1', [table])).rows).toEqual([{ relkind: table.startsWith('inbound_') ? 'r' : 'p' }]);
     }
     // the copies have the old names, their triggers and functions are gone; inbound_messages' wait for 20261202050100
     expect((await sql.query(`SELECT (SELECT count(*) FROM pg_class WHERE relname LIKE '%\\_online%' AND relname NOT LIKE 'inbound\\_%' AND relname NOT LIKE 'partitions\\_online%')::int AS relations,
-                                    (SELECT count(*) FROM pg_proc WHERE proname LIKE '%\\_online\\_mirror')::int AS functions`)).rows).toEqual([{ relations: 0, functions: 1 }]);
+                                    (SELECT count(*) FROM pg_proc WHERE proname LIKE '%\\_online\\_mirror')::int AS functions`)).rows).toEqual([{ relations: 0, functions: 2 }]);
 
     // every row the old tables ended with, once, with its last values, where its id says; none of the deleted
     const now = await rowsOf(url, columns);
@@ -267,7 +276,7 @@ it('copies every row once with its last values while sends write, resumes after 
   } finally {
     await sql.end();
   }
-  // the rest, inbound_messages' swap among them: its rows as they were, their uid claims in inbound_uids
+  // the rest, inbound_messages' swap among them: its rows and attachments as they were, their uid claims in inbound_uids
   await migrate(url);
   expect(await rowsOf(url, columns)).toEqual(last);
   const after = await connect(url);

@@ -91,25 +91,28 @@ async function stage(client: Client): Promise<void> {
 
 /**
  * The partitioned table the migration would make, as the migration makes it, under the name shadowOf(table); with the
- * columns a migration `ahead` adds after the old ones (where its ADD COLUMN puts them), and its indexes.
+ * columns a migration `ahead` adds after the old ones (where its ADD COLUMN puts them), and its indexes. A `plain`
+ * table's copy is not partitioned: the old table as the migration leaves it.
  */
-async function makeShadow(client: Client, { table, key, ahead, widen, unique }: PlannedTable, plan: Plan): Promise<StagedIndex[]> {
+async function makeShadow(client: Client, { table, key, ahead, widen, unique, plain }: PlannedTable, plan: Plan): Promise<StagedIndex[]> {
   const { likeMessages } = plan;
   const shadow = shadowOf(table);
   const like = `INCLUDING DEFAULTS INCLUDING CONSTRAINTS INCLUDING GENERATED INCLUDING IDENTITY INCLUDING STORAGE INCLUDING COMMENTS`;
-  // a widened key, as the migration widens it: on a table like the old one, which the copy is then made like
+  // a widened column, as the migration widens it: on a table like the old one, which the copy is then made like
   const template = widen ? `${shadow}_like` : table;
   if (widen) {
     await client.query(`CREATE TABLE ${ident(template)} (LIKE ${ident(table)} ${like})`);
-    await client.query(`ALTER TABLE ${ident(template)} ALTER COLUMN ${ident(key)} SET DATA TYPE ${widen}`);
+    await client.query(`ALTER TABLE ${ident(template)} ALTER COLUMN ${ident(widen.column)} SET DATA TYPE ${widen.type}`);
   }
-  await client.query(`CREATE TABLE ${ident(shadow)} (LIKE ${ident(template)} ${like}) PARTITION BY RANGE (${ident(key)})`);
+  await client.query(`CREATE TABLE ${ident(shadow)} (LIKE ${ident(template)} ${like})${plain ? '' : ` PARTITION BY RANGE (${ident(key)})`}`);
   if (widen) await client.query(`DROP TABLE ${ident(template)}`);
   for (const column of ahead?.columns ?? []) await client.query(`ALTER TABLE ${ident(shadow)} ADD COLUMN ${ident(column.name)} ${column.type}`);
-  await client.query(`CREATE TABLE ${ident(`${table}_default`)} PARTITION OF ${ident(shadow)} DEFAULT`);
-  const months = await monthsFor(client, plan, table, key, shadowOf('messages'));
-  for (const month of months) {
-    await client.query(`CREATE TABLE ${ident(month.name)} PARTITION OF ${ident(shadow)} FOR VALUES FROM ('${month.from}') TO ('${month.to}')`);
+  if (!plain) {
+    await client.query(`CREATE TABLE ${ident(`${table}_default`)} PARTITION OF ${ident(shadow)} DEFAULT`);
+    const months = await monthsFor(client, plan, table, key, shadowOf('messages'));
+    for (const month of months) {
+      await client.query(`CREATE TABLE ${ident(month.name)} PARTITION OF ${ident(shadow)} FOR VALUES FROM ('${month.from}') TO ('${month.to}')`);
+    }
   }
   const { rows } = await client.query<{ name: string; unique: boolean; conname: string | null; condef: string | null; def: string; columns: string[] }>(
     `SELECT i.relname AS name, x.indisunique AS unique, con.conname, pg_get_constraintdef(con.oid) AS condef, pg_get_indexdef(x.indexrelid) AS def,
@@ -128,7 +131,7 @@ async function makeShadow(client: Client, { table, key, ahead, widen, unique }: 
     } else if (index.unique && !index.columns.includes(key) && unique?.includes(index.columns.join(','))) {
       // 20261202050100's rule: the uid claims' key is inbound_uids' (makeClaims), not the table's
       continue;
-    } else if (index.unique && !index.columns.includes(key)) {
+    } else if (index.unique && !index.columns.includes(key) && !plain) {
       // 20261129190000's rule: the two keys that moved to message_steps and broadcast_copies become plain indexes
       const moved = !likeMessages && table === 'messages' && ['prospect_id,step', 'broadcast_id,subscriber_id'].includes(index.columns.join(','));
       if (!moved) throw new Error(`unique index ${index.name} of ${table} does not hold the partition key ${key}: give it a table of its own`);

@@ -102,14 +102,17 @@ async function swapInPlace(client: Client, plan: Plan, progress: Prepared, befor
  * months that ended since dropped (empty: the ids made before the swap all sit in the default partition).
  */
 async function takeNames(client: Client, plan: Plan, progress: Prepared, table: string, key: string): Promise<void> {
+  const { claims, plain } = plan.tables.find((t) => t.table === table)!;
+  // a table the migration changes in place (not renamed aside by its text): dropped, with its trigger
+  if (plain) await client.query(`DROP TABLE ${ident(table)}`);
   await client.query(`ALTER TABLE ${ident(shadowOf(table))} RENAME TO ${ident(table)}`);
   for (const index of progress.find((p) => p.table_name === table)!.indexes) {
     await client.query(index.constraint
       ? `ALTER TABLE ${ident(table)} RENAME CONSTRAINT ${ident(index.staged)} TO ${ident(index.final)}`
       : `ALTER INDEX ${ident(index.staged)} RENAME TO ${ident(index.final)}`);
   }
-  const claims = plan.tables.find((t) => t.table === table)!.claims;
   if (claims) await client.query(`ALTER TABLE ${ident(shadowOf(claims.table))} RENAME TO ${ident(claims.table)}`);
+  if (plain) return;
   const months = await monthsFor(client, plan, table, key, 'messages');
   for (const month of months) {
     const { rows: [there] } = await client.query<{ made: boolean }>('SELECT to_regclass($1) IS NOT NULL AS made', [month.name]);

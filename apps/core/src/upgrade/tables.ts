@@ -28,8 +28,10 @@ export interface PlannedTable {
   key: string;
   /** a migration between the preparation's point and this table's that changes the table: the copy has its shape from the start */
   ahead?: Ahead;
-  /** the key's type in the copy, when the migration widens it before it copies (a partition key's type cannot change after) */
-  widen?: string;
+  /** a column's type in the copy, when the migration widens it (the partition key's before it copies: it cannot change after) */
+  widen?: { column: string; type: string };
+  /** not partitioned: a copy like the old table, which the migration changes in place (a column widened: a rewrite) */
+  plain?: boolean;
   /** unique indexes (by their columns) the migration leaves out: what they kept unique moved to a table of its own */
   unique?: readonly string[];
   /** that table, filled from the old rows by the migration: made by its own statements on a copy, filled by the mirror and the batches */
@@ -93,6 +95,7 @@ export const PLANS: readonly Plan[] = [
     migration: '20261202050100_inbound_partitions',
     statements: {
       done: [
+        'ALTER TABLE "inbound_attachments" ALTER COLUMN "inbound_message_id" SET DATA TYPE BIGINT',
         'ALTER TABLE "inbound_messages_legacy" ALTER COLUMN "id" SET DATA TYPE BIGINT',
         'CREATE TABLE "inbound_messages" (',
         'CREATE TABLE "inbound_messages_default"',
@@ -111,7 +114,7 @@ export const PLANS: readonly Plan[] = [
     tables: [{
       table: 'inbound_messages',
       key: 'id',
-      widen: 'bigint',
+      widen: { column: 'id', type: 'bigint' },
       unique: ['mailbox_id,uid_validity,uid'],
       claims: {
         table: 'inbound_uids',
@@ -120,7 +123,7 @@ export const PLANS: readonly Plan[] = [
           .concat({ name: 'inbound_message_id', value: (row: string) => `${row}."id"` }),
         owner: { column: 'inbound_message_id', key: 'id' },
       },
-    }],
+    }, { table: 'inbound_attachments', key: 'id', plain: true, widen: { column: 'inbound_message_id', type: 'bigint' } }],
   },
 ];
 export const MIGRATION = PLANS[0]!.migration;
