@@ -7,9 +7,10 @@ import { MIGRATION, PROGRESS, TABLES, columnsOf, ident, mirrorOf, monthsFor, sha
  * `npm run partitions:prepare` (docs/partitions.md, "Upgrading an existing installation"), run against a database
  * still at the previous schema while the previous version serves: the partitioned copies of messages,
  * message_attempts, events, link_clicks, message_opens, mx_messages (with what 20261130040000 adds to it) and
- * inbound_messages (its ids bigint, its uid claims in a copy of inbound_uids) under other names, triggers that mirror each write of the old tables into them, and a
- * copy of the rows already there in batches, its position kept in `partitions_online` so that a killed run resumes.
- * The migration then swaps the copies in (swap.ts) instead of copying.
+ * inbound_messages (its ids bigint; its uid claims in a copy of inbound_uids; inbound_attachments copied with their
+ * key bigint) under other names, triggers that mirror each write of the old tables into them, and a copy of the rows
+ * already there in batches, its position kept in `partitions_online` so that a killed run resumes. The migrations then
+ * swap the copies in (swap.ts) instead of copying.
  */
 
 // held while a preparation runs: a second one refuses to start

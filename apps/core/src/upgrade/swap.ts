@@ -6,11 +6,12 @@ import { PLANS, PROGRESS, foreignKeys, ident, mirrorOf, monthsFor, shadowOf, sta
  * The migration's step when a preparation is there (prepare.ts): instead of copying the rows in its transaction, the
  * runner swaps the prepared copies in, then runs the rest of the migration's own text (for 20261129190000 its
  * functions, the key tables and their rows, the claim trigger, the events' default; for 20261130060000 nothing more),
- * so the database ends as the offline copy leaves it. A migration whose text copies by statements (20261202050100)
- * runs without those the preparation did, the swap in place of the statement that made the new table. Answers the swap to run in the migration's transaction, or
- * undefined when there is nothing to swap (the migration then runs as written); refuses a preparation not finished,
- * before anything is done. A migration that changes a prepared table before its swap (20261130040000: mx_messages'
- * delivered_at, made on the copy at the preparation) runs without the statements the copy holds already.
+ * so the database ends as the offline copy leaves it. A migration that copies by statements (20261202050100) runs
+ * without those the preparation did, the swap in place of the one that makes the new table (swapInPlace). A migration
+ * that changes a prepared table before its swap (20261130040000: mx_messages' delivered_at, made on the copy at the
+ * preparation) runs without the statements the copy holds already. Answers the step to run in the migration's
+ * transaction, or undefined when there is nothing to swap (the migration then runs as written); refuses a preparation
+ * not finished, before anything is done.
  */
 export async function preparedSwap(client: Client, migration: { name: string; sql: string }): Promise<(() => Promise<void>) | undefined> {
   const plan = PLANS.find((p) => p.migration === migration.name);
@@ -19,7 +20,7 @@ export async function preparedSwap(client: Client, migration: { name: string; sq
   const { rows: [found] } = await client.query<{ staged: boolean }>('SELECT to_regclass($1) IS NOT NULL AS staged', [PROGRESS]);
   if (!found!.staged) return undefined;
   // ahead of a swap, what is skipped commits the migration to it: the swap's tables must all be ready
-  const progress = await finished(client, (plan ?? ahead!.plan));
+  const progress = await finished(client, plan ?? ahead!.plan);
   if (ahead) {
     const rest = withoutDone(ahead.ahead, migration.sql);
     return async () => {
@@ -37,7 +38,7 @@ export async function preparedSwap(client: Client, migration: { name: string; sq
 type Prepared = { table_name: string; indexes: StagedIndex[] }[];
 
 /** The progress rows of the plan's tables; refused unless each is copied. */
-async function finished(client: Client, plan: Plan): Promise<{ table_name: string; indexes: StagedIndex[] }[]> {
+async function finished(client: Client, plan: Plan): Promise<Prepared> {
   const { rows: progress } = await client.query<{ table_name: string; state: string; indexes: StagedIndex[] }>(
     `SELECT table_name, state, indexes FROM ${ident(PROGRESS)} WHERE table_name = ANY ($1) ORDER BY position`,
     [plan.tables.map((t) => t.table)],
@@ -141,22 +142,25 @@ async function forget(client: Client, plan: Plan): Promise<void> {
 export function aroundSwap(plan: Plan, statements: NonNullable<Plan['statements']>, sql: string): { before: string; after: string } {
   const all = statementsOf(sql);
   const at = all.filter((s) => s.startsWith(statements.at));
-  if (at.length !== 1 || statements.done.some((start) => !all.some((s) => s.startsWith(start)))) {
-    throw new Error(`${plan.migration} does not copy ${plan.tables.map((t) => t.table).join(', ')} as the preparation expects`);
-  }
-  const kept = (part: string[]) => part.filter((s) => !statements.done.some((start) => s.startsWith(start))).join('\n');
+  if (at.length !== 1) throw new Error(`${plan.migration} does not make ${plan.tables[0]!.table} as the preparation expects`);
   const split = all.indexOf(at[0]!);
-  return { before: kept(all.slice(0, split)), after: kept(all.slice(split + 1)) };
+  return {
+    before: without(plan.migration, all.slice(0, split), statements.done, all),
+    after: without(plan.migration, all.slice(split + 1), statements.done, all),
+  };
 }
 
-/** The migration's text without the statements the prepared copy holds already; refused if one is not there. */
+/** A migration's text without the statements the prepared copy holds already. */
 export function withoutDone(ahead: Ahead, sql: string): string {
-  let rest = sql;
-  for (const statement of ahead.done) {
-    if (rest.split(statement).length !== 2) throw new Error(`${ahead.migration} does not change the prepared table as the preparation expects`);
-    rest = rest.replace(statement, '');
-  }
-  return rest;
+  const all = statementsOf(sql);
+  return without(ahead.migration, all, ahead.done, all);
+}
+
+/** `part` of the migration's statements without those that begin as one of `done` says; refused unless each begins one of `all`. */
+function without(migration: string, part: string[], done: readonly string[], all: string[]): string {
+  const missing = done.find((start) => !all.some((s) => s.startsWith(start)));
+  if (missing) throw new Error(`${migration} has no statement \`${missing}...\` as the preparation expects`);
+  return part.filter((s) => !done.some((start) => s.startsWith(start))).join('\n');
 }
 
 /** The migration's text without the copies of the prepared tables (`SELECT pg_temp.<call>('table', 'key');`); refused if one is not there. */

@@ -54,8 +54,8 @@ export interface Claims {
 /**
  * What a migration applied before the swap adds to a prepared table, made on the copy at the preparation instead: its
  * columns, each with its value from the old row's columns (the migration's UPDATE, applied to every row the copy and
- * the mirror write), and its indexes. `done` are its statements, as written in it, that the copy holds already: the
- * runner leaves them out and runs the rest (its ADD COLUMN, on the old table that the swap then drops).
+ * the mirror write), and its indexes. `done`: its statements (by their beginnings) that the copy holds already, which
+ * the runner leaves out, running the rest (its ADD COLUMN, on the old table that the swap then drops).
  */
 export interface Ahead {
   migration: string;
@@ -69,10 +69,7 @@ const MX_DELIVERED_AT: Ahead = {
   migration: '20261130040000_mx_delivered_at',
   columns: [{ name: 'delivered_at', type: 'timestamptz(3)', value: (row) => `CASE WHEN ${row}."status" = 'delivered' THEN ${row}."received_at" END` }],
   indexes: [{ name: 'mx_messages_account_id_delivered_at_idx', columns: ['account_id', 'delivered_at'] }],
-  done: [
-    `UPDATE "mx_messages" SET "delivered_at" = "received_at" WHERE "status" = 'delivered';\n`,
-    `CREATE INDEX "mx_messages_account_id_delivered_at_idx" ON "mx_messages"("account_id", "delivered_at");\n`,
-  ],
+  done: ['UPDATE "mx_messages" SET "delivered_at"', 'CREATE INDEX "mx_messages_account_id_delivered_at_idx"'],
 };
 
 export const PLANS: readonly Plan[] = [
