@@ -1,9 +1,10 @@
 /**
  * The upgrade to time partitions both ways on the same rows (docs/partitions.md, "Upgrading an existing
  * installation"): a database at the schema before 20261129190000_time_partitions filled with ROWS emails over four
- * months (two attempts, an event and a click each, an open for one in two), copied (CREATE DATABASE ... TEMPLATE); one
- * copy migrated offline, the other prepared online (BATCH rows a transaction) and then migrated (the swaps). The
- * migration's time is the service's downtime either way. Run:
+ * months (two attempts, an event and a click each, an open for one in two) and ROWS / 2 MX messages and inbound emails
+ * each (an attachment of 1 KB for one inbound email in five), copied (CREATE DATABASE ... TEMPLATE); one copy migrated
+ * offline to the last migration, the other prepared online (BATCH rows a transaction) and then migrated (the swaps).
+ * The migration's time is the service's downtime either way. Run:
  *   ROWS=300000 npx tsx bench/online-upgrade.ts
  */
 import fs from 'node:fs';
@@ -63,6 +64,19 @@ async function fill(name: string): Promise<void> {
         [ROWS, start, Math.min(ROWS, start + 100_000) - 1],
       );
     }
+    await pg.query(
+      `INSERT INTO mx_messages (id, account_id, domain, status, mail_from, rcpt_to, client_address, helo, auth, raw, size, received_at)
+       SELECT id, 1, 'in.example', (CASE WHEN n % 10 = 0 THEN 'held' ELSE 'delivered' END)::"MxMessageStatus", 's' || n || '@example.org',
+              ARRAY['in@in.example'], '192.0.2.1', 'mx.example.org', '{}', convert_to(repeat('x', 2000), 'UTF8'), 2000, created_at
+         FROM (SELECT id, created_at, row_number() OVER () AS n FROM messages) m WHERE n % 2 = 0`,
+    );
+    await pg.query(
+      `INSERT INTO inbound_messages (mailbox_id, uid_validity, uid, kind, from_address, subject, received_at)
+       SELECT 1, 1, n, 'reply', 'r' || n || '@example.org', 'Re: Hello ' || n, now() - (n::float8 / $1) * interval '90 days' FROM generate_series(1, $1::int / 2) n`,
+      [ROWS],
+    );
+    await pg.query(`INSERT INTO inbound_attachments (id, inbound_message_id, position, size, content)
+                    SELECT gen_random_uuid(), id, 1, 1024, convert_to(repeat('a', 1024), 'UTF8') FROM inbound_messages WHERE id % 5 = 0`);
     await pg.query('VACUUM ANALYZE');
   });
 }
@@ -76,18 +90,16 @@ async function timed<T>(what: string, work: () => Promise<T>): Promise<T> {
 
 async function main(): Promise<void> {
   const previous = migrationsUpTo('20261129190000_time_partitions', true);
-  const upgrade = migrationsUpTo('20261130060000_partitions_tracking_mx');
   try {
     await migrate(url(NAME), previous);
     await timed(`fill ${ROWS.toLocaleString('en-US')} emails`, () => fill(NAME));
     await sql('postgres', (pg) => pg.query(`CREATE DATABASE ${NAME}_offline TEMPLATE ${NAME}`));
-    await timed('offline: migrate (the copies in the migrations, the service stopped)', () => migrate(url(`${NAME}_offline`), upgrade));
+    await timed('offline: migrate (the copies in the migrations, the service stopped)', () => migrate(url(`${NAME}_offline`)));
     await timed(`online: partitions:prepare, BATCH ${BATCH} (the service running)`, () =>
       prepare(url(NAME), { batch: BATCH, logEvery: Number.MAX_SAFE_INTEGER, onProgress: (p) => p.done && console.log(`  ${progressLine(p)}`) }));
-    await timed('online: migrate (the swaps, the service stopped)', () => migrate(url(NAME), upgrade));
+    await timed('online: migrate (the swaps, the service stopped)', () => migrate(url(NAME)));
   } finally {
     fs.rmSync(previous, { recursive: true, force: true });
-    fs.rmSync(upgrade, { recursive: true, force: true });
     await sql('postgres', async (pg) => {
       for (const name of [NAME, `${NAME}_offline`]) await pg.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
     });
