@@ -46,7 +46,7 @@ const connect = async (url: string) => {
   return client;
 };
 
-/** An installation's rows: messages (a few with ids of before ids carried their time), their attempts, clicks, events; MX messages. */
+/** An installation's rows: messages (a few with ids of before ids carried their time), their attempts, clicks, events; MX messages, inbound emails and attachments. */
 async function fill(url: string, messages: number): Promise<{ account: number; mailbox: number }> {
   const db: Db = createDb(url, 2);
   const sql = await connect(url);
@@ -83,7 +83,10 @@ async function fill(url: string, messages: number): Promise<{ account: number; m
   }
 }
 
-/** Sends through the old schema as the previous version makes them: new messages with their attempt and event, status changes, deletions. */
+/**
+ * Sends through the old schema as the previous version makes them: new messages with their attempt and event, status
+ * changes, deletions; with them MX messages (released from held) and inbound emails (an attachment each) come and go.
+ */
 function writers(url: string, account: number, mailbox: number, count = 3) {
   let running = true;
   const inserted: string[] = [];
