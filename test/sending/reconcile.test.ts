@@ -4,7 +4,7 @@ import { reconcileDeliveries, STALE_AFTER_MS } from '../../apps/core/src/deliver
 import { FastClaims } from '../../apps/core/src/delivery/fast-claim';
 import { deliveryRegistrations } from '../../apps/core/src/email-kinds';
 import { HOLDER, HOLDER_TTL_MS, liveHolders, startHolderBeacon } from '../../apps/core/src/delivery/lease';
-import { QUEUE, jobId, queue } from '../../apps/core/src/queues';
+import { DISPATCH, QUEUE, jobId, queue } from '../../apps/core/src/queues';
 import { redis, rkey } from '../../apps/core/src/redis';
 import { waitFor } from '../helpers/wait';
 import { asAdmin, useApi } from '../helpers/api';
@@ -49,6 +49,26 @@ it('re-queues the whole backlog Redis lost in one run, and rows marked queued ha
   expect(await db().message.count({ where: { enqueuedAt: null } })).toBe(0);
   // the next run finds every job there
   expect(await reconcileDeliveries(db(), new Date(Date.now() + STALE_AFTER_MS + 1_000))).toEqual({ requeued: 5, onTheirWay: 1230, held: 0 });
+});
+
+it('leaves rows whose batch job still waits to it, and queues again only those in no job', async () => {
+  const tenant = await makeTenant({ smtp: 'smtp://127.0.0.1:9' });
+  // the API queues the rows of a batch as one dispatch job (outbox.ts); a worker that starts behind a backlog finds
+  // their marks older than the staleness: each used to be queued a second time, its update waiting on the claims
+  const batched = await strand(tenant, 40, STALE_AFTER_MS + 5_000);
+  const alone = await strand(tenant, 3, STALE_AFTER_MS + 5_000);
+  await queue(QUEUE.delivery).add(DISPATCH, { messages: batched.map((id) => ({ id, notBefore: null })) }, { jobId: jobId.dispatch(batched[0]!) });
+
+  expect(await reconcileDeliveries(db())).toEqual({ requeued: 3, onTheirWay: 40, held: 0 });
+  for (const id of alone) expect(await queue(QUEUE.delivery).getJob(jobId.delivery(id))).toBeDefined();
+  for (const id of [batched[0]!, batched[39]!]) expect(await queue(QUEUE.delivery).getJob(jobId.delivery(id))).toBeUndefined();
+  // their marks are fresh again: the next run does not look at them
+  const marks = await db().message.findMany({ where: { id: { in: batched } }, select: { enqueuedAt: true } });
+  expect(marks.every((m) => Date.now() - m.enqueuedAt!.getTime() < STALE_AFTER_MS)).toBe(true);
+
+  // the batch job gone (Redis lost it): its rows are queued each on its own
+  await (await queue(QUEUE.delivery).getJob(jobId.dispatch(batched[0]!)))!.remove();
+  expect(await reconcileDeliveries(db(), new Date(Date.now() + STALE_AFTER_MS + 1_000))).toMatchObject({ requeued: 40 });
 });
 
 it("puts a dead worker's rows at the head of the queue, ahead of the backlog already waiting", async () => {

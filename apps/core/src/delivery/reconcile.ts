@@ -1,6 +1,6 @@
 import type { Db } from '../db';
 import { logger } from '../logger';
-import { QUEUE, jobId, queue } from '../queues';
+import { DISPATCH, QUEUE, jobId, queue, type DispatchPayload } from '../queues';
 import { liveHolders } from './lease';
 import { enqueueDelivery } from './outbox';
 import { markStillEnqueued } from './repository';
@@ -18,6 +18,33 @@ export const EXPIRED_GRACE_MS = 5_000;
 const PAGE = 1_000;
 /** One run looks at this many pages at most (a million rows behind would otherwise hold one run for long). */
 const MAX_PAGES = 100;
+/** Jobs read at most by one run looking for the dispatch batches its rows are in (a page at a time). */
+const MAX_DISPATCH_READ = 20_000;
+const DISPATCH_PAGE = 500;
+/** The states of a job that will still deliver its rows. */
+const PENDING = ['active', 'waiting', 'prioritized', 'delayed'] as const;
+
+/**
+ * The rows of the dispatch jobs still to run (outbox.ts: the API queues the rows of a batch as one job, named after its
+ * first row): such a row has no job of its own, and is on its way all the same. Read once a run, and only when a row
+ * has no job of its own, at most MAX_DISPATCH_READ jobs (a row in a batch past them is queued again: delivered once
+ * all the same, its claim decides).
+ */
+async function rowsInDispatches(deliveries: ReturnType<typeof queue>): Promise<Set<string>> {
+  const rows = new Set<string>();
+  let read = 0;
+  for (const state of PENDING) {
+    for (let start = 0; read < MAX_DISPATCH_READ; start += DISPATCH_PAGE) {
+      const jobs = await deliveries.getJobs(state, start, start + DISPATCH_PAGE - 1, true);
+      read += jobs.length;
+      for (const job of jobs) {
+        if (job?.name === DISPATCH) for (const m of (job.data as DispatchPayload).messages) rows.add(m.id);
+      }
+      if (jobs.length < DISPATCH_PAGE) break;
+    }
+  }
+  return rows;
+}
 
 /**
  * Re-queues messages Postgres holds but Redis does not: rows never queued (Redis was down at accept time, or the
@@ -33,6 +60,7 @@ export async function reconcileDeliveries(db: Db, now = new Date()): Promise<{ r
   let waiting = 0;
   let held = 0;
   let after: { createdAt: Date; id: string } | undefined;
+  let inDispatches: Promise<Set<string>> | undefined;
   for (let page = 0; page < MAX_PAGES; page++) {
     const stranded = await db.message.findMany({
       where: {
@@ -63,7 +91,8 @@ export async function reconcileDeliveries(db: Db, now = new Date()): Promise<{ r
         const job = await deliveries.getJob(jobId.delivery(message.id));
         const state = job ? await job.getState() : 'unknown';
         if (state === 'completed' || state === 'failed') return (await job!.remove().then(() => true, () => false)) ? 'requeue' : 'busy';
-        if (state === 'unknown') return 'requeue';
+        // no job of its own: a row of a batch still waiting is on its way (before this, each was queued a second time)
+        if (state === 'unknown') return (await (inDispatches ??= rowsInDispatches(deliveries))).has(message.id) ? 'busy' : 'requeue';
         // waiting, delayed, prioritized, or active (a dead worker's job comes back through BullMQ's stalled check)
         return 'busy';
       }),
