@@ -2,7 +2,7 @@ import crypto from 'node:crypto';
 import type { AddressObject, ParsedMail } from 'mailparser';
 import { lazy } from '../lazy';
 import { config } from '../config';
-import { splitHeader } from '../mime-header';
+import { splitHeader, type SplitHeader } from '../mime-header';
 import { messageIdsIn } from '../inbound/thread-ids';
 import type { MxAuth } from './auth';
 import type { MxMessageRow } from './repository';
@@ -107,9 +107,8 @@ type HeaderValues = Map<string, unknown>;
 const headerReader = lazy(() => new (require('mailparser') as typeof import('mailparser')).MailParser() as unknown as { processHeaders(lines: { key: string; line: string }[]): HeaderValues });
 
 /** The From, Subject, In-Reply-To and References of `raw` as mailparser gives them, from its header alone (docs/mx.md). */
-export function arrivalHeaders(raw: Buffer): ArrivalHeaders {
-  const lines = splitHeader(raw)
-    .fields.filter((f) => SESSION_FIELDS.has(f.name))
+export function arrivalHeaders(raw: Buffer, header: SplitHeader = splitHeader(raw)): ArrivalHeaders {
+  const lines = header.fields.filter((f) => SESSION_FIELDS.has(f.name))
     // as mailsplit hands them to mailparser: latin1, without the last line break
     .map((f) => ({ key: f.name, line: raw.toString('latin1', f.start, f.end).replace(/\r?\n$/, '') }));
   const values = headerReader().processHeaders(lines);

@@ -3,6 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { Batcher, Semaphore } from '../batch';
 import type { Db } from '../db';
 import { logger } from '../logger';
+import { splitHeader } from '../mime-header';
 import { metrics } from '../metrics';
 import { dependencies, isDatabaseUnavailable } from '../outage';
 import { authenticateMessage, dmarcDisposition, type Resolver } from './auth';
@@ -66,7 +67,7 @@ export class Mx {
     private readonly settings: MxSettings,
   ) {
     this.domains = cachedDomainRoutes(parts.db, settings.requireMxRecord);
-    this.writer = new Batcher((arrivals) => insertArrivals(parts.db, arrivals).then(() => arrivals.map(() => undefined)), { maxInFlight: 2, maxBatch: 64 });
+    this.writer = new Batcher((arrivals) => insertArrivals(parts.db, arrivals).then(() => arrivals.map(() => undefined)), { maxInFlight: 2, maxBatch: 64, overlapAt: 8 });
     const options: SMTPServerOptions & { maxCommandLength: number } = {
       key: settings.tls.key,
       cert: settings.tls.cert,
@@ -159,7 +160,9 @@ export class Mx {
       mailFrom: session.envelope.mailFrom ? session.envelope.mailFrom.address : '',
       mta: this.settings.hostname,
     };
-    const auth = await authenticateMessage(raw, context, this.parts.resolver);
+    // the header split once, for the authentication and the row's fields
+    const header = splitHeader(raw);
+    const auth = await authenticateMessage(raw, context, this.parts.resolver, header);
     if (dmarcDisposition(auth) === 'reject') throw new Refusal(550, "5.7.1 the message fails DMARC and its domain's policy is reject", 'dmarc');
     let spam: SpamResult | null = null;
     if (this.settings.rspamdUrl) {
@@ -169,7 +172,7 @@ export class Mx {
         return null;
       });
     }
-    const { ids } = await storeArrival(this.parts.db, { raw, mailFrom: context.mailFrom, clientAddress: context.ip, helo: context.helo, auth, spam, headers: arrivalHeaders(raw), receivedAt: new Date() }, targets, (a) => this.writer.submit(a));
+    const { ids } = await storeArrival(this.parts.db, { raw, mailFrom: context.mailFrom, clientAddress: context.ip, helo: context.helo, auth, spam, headers: arrivalHeaders(raw, header), receivedAt: new Date() }, targets, (a) => this.writer.submit(a));
     dependencies.up('postgres');
     return `2.0.0 OK${ids.length ? `: ${ids.join(' ')}` : ''}`;
   }
