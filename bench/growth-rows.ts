@@ -227,6 +227,7 @@ export async function keptTenant(o: AdminApi, databaseUrl: string): Promise<{ to
   return { token: key.token, account, mailbox };
 }
 
+/** The rows a measurement needs, read from a kept database; its subscriber lists first topped up to ADD_LISTS (a write). */
 export async function keptNames(databaseUrl: string): Promise<Names> {
   const pg = new Client({ connectionString: databaseUrl });
   await pg.connect();

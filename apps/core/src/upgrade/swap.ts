@@ -1,6 +1,6 @@
 import type { Client } from 'pg';
 import { logger } from '../logger';
-import { PLANS, PROGRESS, foreignKeys, ident, mirrorOf, monthsFor, shadowOf, statementsOf, type Ahead, type Plan, type StagedIndex } from './tables';
+import { PLANS, PROGRESS, foreignKeys, ident, mirrorOf, monthsFor, shadowOf, statementsOf, type Ahead, type Plan, type PlannedTable, type StagedIndex } from './tables';
 
 /**
  * The migration's step when a preparation is there (prepare.ts): instead of copying the rows in its transaction, the
@@ -55,7 +55,8 @@ async function swap(client: Client, plan: Plan, progress: Prepared, rest: string
   // every foreign key into or out of the tables, made again on the new ones once they have the old names
   const keys = await foreignKeys(client, plan.tables);
   for (const fk of keys) await client.query(`ALTER TABLE ${fk.table} DROP CONSTRAINT ${ident(fk.name)}`);
-  for (const { table, key } of plan.tables) {
+  for (const planned of plan.tables) {
+    const { table } = planned;
     // a serial column's sequence goes to the new table, as the migration moves it (dropping the old one would take it along)
     const { rows: sequences } = await client.query<{ column: string; seq: string }>(
       `SELECT a.attname AS column, pg_get_serial_sequence($1, a.attname) AS seq FROM pg_attribute a
@@ -65,7 +66,7 @@ async function swap(client: Client, plan: Plan, progress: Prepared, rest: string
     for (const s of sequences) await client.query(`ALTER SEQUENCE ${s.seq} OWNED BY ${ident(shadowOf(table))}.${ident(s.column)}`);
     await client.query(`DROP TABLE ${ident(table)}`);
     await client.query(`DROP FUNCTION ${ident(mirrorOf(table))}()`);
-    await takeNames(client, plan, progress, table, key);
+    await takeNames(client, plan, progress, planned);
   }
   const checked = Date.now();
   for (const fk of keys) await client.query(`ALTER TABLE ${fk.table} ADD CONSTRAINT ${ident(fk.name)} ${fk.def}`);
@@ -88,7 +89,7 @@ async function swapInPlace(client: Client, plan: Plan, progress: Prepared, befor
   const started = Date.now();
   await client.query(before);
   const renamed = Date.now();
-  for (const { table, key } of plan.tables) await takeNames(client, plan, progress, table, key);
+  for (const planned of plan.tables) await takeNames(client, plan, progress, planned);
   const afterStarted = Date.now();
   await client.query(after);
   for (const { table } of plan.tables) await client.query(`DROP FUNCTION ${ident(mirrorOf(table))}()`);
@@ -102,8 +103,7 @@ async function swapInPlace(client: Client, plan: Plan, progress: Prepared, befor
  * would make: those of a month that began since the preparation made, and for months made ahead (`ahead`) those of
  * months that ended since dropped (empty: the ids made before the swap all sit in the default partition).
  */
-async function takeNames(client: Client, plan: Plan, progress: Prepared, table: string, key: string): Promise<void> {
-  const { claims, plain } = plan.tables.find((t) => t.table === table)!;
+async function takeNames(client: Client, plan: Plan, progress: Prepared, { table, key, claims, plain }: PlannedTable): Promise<void> {
   // a table the migration changes in place (not renamed aside by its text): dropped, with its trigger
   if (plain) await client.query(`DROP TABLE ${ident(table)}`);
   await client.query(`ALTER TABLE ${ident(shadowOf(table))} RENAME TO ${ident(table)}`);
