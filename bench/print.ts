@@ -135,6 +135,11 @@ export function print(r: Record<string, any>): void {
     rows.push([`smtp: nodemailer pool (50) submitting ${r.smtp.messagesPerTurn} emails x 3 turns`, `${r.smtp.smtpAcceptsPerSecond} accepts/s`, `same emails to POST /api/v1/send ${r.smtp.apiAcceptsPerSecond}/s: ratio ${r.smtp.ratio} (target >= 0.8); CPU an accept SMTP process ${r.smtp.cpuMsPerAccept?.smtp} ms, API ${r.smtp.cpuMsPerAccept?.api} ms`]);
     rows.push([`smtp: ${m.idleConnections} idle connections, ${m.bigClients} clients sending ${m.bigMessages} 1 MB messages`, `SMTP process peak RSS ${m.smtpPeakRssMb} MB; ${m.bigAccepted} accepted in ${m.bigSeconds} s`, 'target: under 250 MB']);
   }
+  if (r.mx) {
+    const m = r.mx;
+    rows.push([`mx: nodemailer pool (50) sending ${m.messagesPerTurn} messages x 3 turns to a webhook route`, `${m.mxAcceptsPerSecond} msg/s (turns ${m.turns.mx.join(', ')}), CPU ${m.cpuMsPerMessage.mx} ms a message`, `bare smtp-server ${m.bareSmtpServerPerSecond} msg/s (turns ${m.turns.bare.join(', ')}, CPU ${m.cpuMsPerMessage.bare} ms): ratio ${m.ratio} (target >= 0.8)`]);
+    rows.push([`mx: ${m.memory.connections} connections sending ${m.memory.messages} messages of 100 KB`, `MX peak RSS ${m.memory.mxPeakRssMb} MB; ${m.memory.accepted} accepted`, 'target: under 250 MB']);
+  }
   if (r.scale) {
     for (const row of r.scale.rows) {
       rows.push([`scale: ${r.scale.messages} sends, sink ${r.scale.sinkDelayMs} ms an email, ${row.workers} worker(s)`, `${row.perSecond} msg/s`, `nodemailer pool of ${row.baselineConnections} connections ${row.baselinePerSecond} msg/s: ratio ${row.ratio}`]);

@@ -57,3 +57,91 @@ it.each([
   if (sign === 'tampered') expect(fromPart.dkim[0]).toMatchObject({ result: 'neutral' });
   if (headers.From.endsWith('strict.test')) expect(fromPart.dmarc).toEqual({ result: 'fail', policy: 'reject' });
 });
+
+/**
+ * Plain mail is not handed to mailauth's `authenticate` at all (mx/auth.ts, unsignedResult): its SPF and DMARC checks
+ * are called with what `authenticate` would give them. The answers must be the same for every From and envelope a
+ * sender may write; the DNS is a table here, so each case reads the same records both ways.
+ */
+describe('plain mail without mailauth reading it', () => {
+  const records: Record<string, string[]> = {
+    'pass.test': ['v=spf1 ip4:127.0.0.1 -all'],
+    '_dmarc.pass.test': ['v=DMARC1; p=reject'],
+    'soft.test': ['v=spf1 ip4:10.9.9.9 ~all'],
+    '_dmarc.soft.test': ['v=DMARC1; p=quarantine'],
+    'mail.pass.test': ['v=spf1 ip4:127.0.0.1 -all'],
+    'strict.test': ['v=spf1 ip4:127.0.0.1 -all'],
+    '_dmarc.strict.test': ['v=DMARC1; p=reject; aspf=s'],
+    'mail.strict.test': ['v=spf1 ip4:127.0.0.1 -all'],
+    'client.test': ['v=spf1 ip4:127.0.0.1 -all'],
+  };
+  const table = async (name: string, type: string): Promise<unknown[]> => {
+    const found = type === 'TXT' ? records[name.toLowerCase()] : undefined;
+    if (!found) throw Object.assign(new Error(`${name} ${type}: not found`), { code: 'ENOTFOUND' });
+    return found.map((value) => [value]);
+  };
+  const froms = [
+    ['a bare address', 'From: ann@pass.test'],
+    ['a display name', 'From: "Ann Example" <ann@pass.test>'],
+    ['an encoded name', 'From: =?UTF-8?B?w4RubmNoZW4=?= <ann@pass.test>'],
+    ['a raw UTF-8 name', 'From: Ännchen <ann@pass.test>'],
+    ['two authors', 'From: Ann <ann@pass.test>, Bob <bob@soft.test>'],
+    ['two From fields', 'From: ann@pass.test\r\nFrom: bob@soft.test'],
+    ['a group', 'From: Team: ann@pass.test, bob@pass.test;'],
+    ['a folded field', 'From: "Ann\r\n Example"\r\n <ann@pass.test>'],
+    ['a comment', 'From: ann@pass.test (Ann)'],
+    ['a space before its colon', 'From : ann@strict.test'],
+    ['an upper-case name', 'FROM: ann@soft.test'],
+    ['a strict domain', 'From: ann@strict.test'],
+    ['no From', 'Sender: ann@pass.test'],
+    ['an empty From', 'From: '],
+  ] as const;
+  const envelopes = [
+    { ip: '127.0.0.1', helo: 'client.test', mailFrom: 'ann@pass.test' },
+    { ip: '127.0.0.1', helo: 'client.test', mailFrom: 'bounce@mail.pass.test' },
+    { ip: '127.0.0.1', helo: 'client.test', mailFrom: 'bounce@mail.strict.test' },
+    { ip: '127.0.0.1', helo: '127.0.0.1', mailFrom: 'bob@soft.test' },
+    { ip: '10.1.2.3', helo: '', mailFrom: 'ann@pass.test' },
+    { ip: '127.0.0.1', helo: 'client.test', mailFrom: '' },
+    { ip: '127.0.0.1', helo: '127.0.0.1', mailFrom: '' },
+    { ip: '127.0.0.1', helo: '', mailFrom: '' },
+  ];
+
+  it.each(froms)('gives the answers of authenticate for %s', async (_name, from) => {
+    const raw = Buffer.from(`${from}\r\nTo: in@in.test\r\nSubject: plain\r\n\r\nHello\r\n`);
+    for (const envelope of envelopes) {
+      const context = { ...envelope, mta: 'mx.test' };
+      const fromWhole = summary(await authenticate(whole(raw), { ip: context.ip, helo: context.helo, sender: context.mailFrom, mta: context.mta, resolver: table as never, disableBimi: true }));
+      expect({ envelope, auth: await authenticateMessage(raw, context, table) }).toEqual({ envelope, auth: fromWhole });
+    }
+  });
+
+  it('calls authenticate only for signed mail, ARC sets and headers it reads differently', async () => {
+    const mailauth = require('mailauth') as typeof import('mailauth');
+    const calls = jest.spyOn(mailauth, 'authenticate');
+    try {
+      const plain = Buffer.from('From: ann@pass.test\r\nSubject: plain\r\n\r\nHello\r\n');
+      const context = { ...envelopes[0]!, mta: 'mx.test' };
+      expect(await authenticateMessage(plain, context, table)).toEqual({
+        spf: { result: 'pass' },
+        dkim: [{ domain: '', selector: '', result: 'none' }],
+        dmarc: { result: 'pass', policy: 'reject' },
+        arc: { result: 'none' },
+      });
+      expect(calls).not.toHaveBeenCalled();
+      for (const raw of [
+        Buffer.from(`ARC-Authentication-Results: i=1; mx.other; spf=pass\r\n${plain.toString()}`),
+        Buffer.from(`DKIM-Signature: v=1; a=rsa-sha256; d=pass.test; s=x; h=from; bh=x; b=x\r\n${plain.toString()}`),
+        // a line that is neither a field nor a folded one; and a header with no empty line after it
+        Buffer.from(`not a field\r\n${plain.toString()}`),
+        Buffer.from('From: ann@pass.test\r\nSubject: plain\r\n'),
+      ]) {
+        calls.mockClear();
+        await authenticateMessage(raw, context, table);
+        expect(calls).toHaveBeenCalledTimes(1);
+      }
+    } finally {
+      calls.mockRestore();
+    }
+  });
+});
