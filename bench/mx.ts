@@ -69,7 +69,8 @@ export async function mxPhase(kit: MxKit) {
 }
 
 async function measure(kit: MxKit, dns: DnsServer) {
-  const api = kit.start('apps/api/src/server.ts', kit.env);
+  // the endpoint is on loopback (nothing listens: the MX only writes the events)
+  const api = kit.start('apps/api/src/server.ts', { ...kit.env, WEBHOOK_ALLOW_PRIVATE: 'true' });
   await kit.up(kit.apiPort);
   const tenant = await kit.makeTenant();
   const pg = new Client({ connectionString: kit.env.DATABASE_URL });
@@ -82,11 +83,12 @@ async function measure(kit: MxKit, dns: DnsServer) {
   ).rows;
   await pg.query(`INSERT INTO inbound_routes (account_id, domain_id, match, action) VALUES ($1, $2, '*', 'webhook')`, [tenant.account, domain!.id]);
   // an endpoint wants inbound.received, so every message writes its event too (as a customer's would)
-  await fetch(`http://127.0.0.1:${kit.apiPort}/admin/api/webhooks`, {
+  const hook = await fetch(`http://127.0.0.1:${kit.apiPort}/admin/api/webhooks`, {
     method: 'POST',
     headers: { Authorization: `Bearer ${kit.env.ADMIN_TOKEN}`, 'Content-Type': 'application/json' },
     body: JSON.stringify({ account: tenant.account, url: 'http://127.0.0.1:9/hooks', events: ['inbound.received'] }),
   });
+  if (!hook.ok) throw new Error(`bench: the webhook endpoint was refused: ${hook.status} ${await hook.text()}`);
   await pg.end();
 
   const mx = kit.start('apps/mx/src/main.ts', { ...kit.env, MX_PORT: String(kit.mxPort), MX_HOST: '127.0.0.1', MX_HOSTNAME: 'mx.bench', DNS_SERVERS: dns.address });
