@@ -4,8 +4,15 @@
  *
  * A young generation of 8 MB semi-spaces instead of Node 20's 16: the API's short-lived request objects are collected
  * before the heap grows to hold them. Its peak in the bench's main phases fell from 238-240 MB to 225-231, under 50
- * kept-alive connections of refusals from 222 to 204, with no throughput lost (bench/README.md). The worker keeps the
- * default: with the flag a 100,000-subscriber broadcast peaked at 251 MB against 217 without, its longer-lived
- * objects promoted sooner into a heap that then grew.
+ * kept-alive connections of refusals from 222 to 204, with no throughput lost (bench/README.md).
  */
 export const API_NODE_FLAGS: readonly string[] = ['--max-semi-space-size=8'];
+
+/**
+ * The worker's: semi-spaces of 4 MB. Of its peak during a broadcast (about 250 MB) the live objects were 65 MB and V8's
+ * pages 140 MB, a young generation of two 16 MB semi-spaces among them; with 4 MB ones a 100,000-subscriber broadcast
+ * peaked at 228 MB against 254-257 (a 30,000 one at 209 against 247), at the same pace; the worker's CPU an email in
+ * the delivery phase stayed within the host's noise (1.17-1.24 ms against 1.02-1.28). `npm start`, the compose file
+ * and the bench.
+ */
+export const WORKER_NODE_FLAGS: readonly string[] = ['--max-semi-space-size=4'];

@@ -7,7 +7,7 @@
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
-import { API_NODE_FLAGS } from './node-options';
+import { API_NODE_FLAGS, WORKER_NODE_FLAGS } from './node-options';
 
 const root = path.resolve(__dirname, '..');
 const tsx = require.resolve('tsx/cli');
@@ -22,7 +22,7 @@ for (const args of steps) {
 
 const children: ChildProcess[] = [
   [...API_NODE_FLAGS, path.join(root, 'dist/apps/api/src/server.js')],
-  [path.join(root, 'dist/apps/worker/src/main.js')],
+  [...WORKER_NODE_FLAGS, path.join(root, 'dist/apps/worker/src/main.js')],
   // SMTP submission (docs/smtp.md) runs beside them when a port is set
   // (with the API's V8 flag: it too holds request bodies, up to 1 MB each)
   ...(process.env.SMTP_PORT || process.env.SMTPS_PORT ? [[...API_NODE_FLAGS, path.join(root, 'dist/apps/smtp/src/main.js')]] : []),

@@ -1,7 +1,7 @@
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import { API_NODE_FLAGS } from '../../scripts/node-options';
+import { API_NODE_FLAGS, WORKER_NODE_FLAGS } from '../../scripts/node-options';
 import { ROOT } from '../helpers/processes';
 
 // js-yaml is in node_modules through jest (@istanbuljs/load-nyc-config); it only reads this file
@@ -71,11 +71,11 @@ describe('docker-compose.yml starts with no .env', () => {
     expect(section).toContain('REQUIRE_VERIFIED_DOMAIN=true');
   });
 
-  it('the image and the compose file run the API with the V8 flag npm start and the bench give it, the worker without', () => {
+  it('the image and the compose file run the API and the worker with the V8 flags npm start and the bench give them', () => {
     const cmd = /^CMD (\[.*\])$/m.exec(fs.readFileSync(path.join(ROOT, 'Dockerfile'), 'utf8'))?.[1];
     expect(JSON.parse(cmd!)).toEqual(['node', ...API_NODE_FLAGS, 'dist/apps/api/src/server.js']);
     expect(compose.services.api!.command).toEqual(['node', ...API_NODE_FLAGS, 'dist/apps/api/src/server.js']);
-    expect(compose.services.worker!.command).toEqual(['node', 'dist/apps/worker/src/main.js']);
+    expect(compose.services.worker!.command).toEqual(['node', ...WORKER_NODE_FLAGS, 'dist/apps/worker/src/main.js']);
     expect(compose.services.smtp!.command).toEqual(['node', ...API_NODE_FLAGS, 'dist/apps/smtp/src/main.js']);
   });
 
