@@ -9,6 +9,14 @@ import { API_NODE_FLAGS, WORKER_NODE_FLAGS } from '../scripts/node-options';
 
 const ROOT = path.resolve(__dirname, '..');
 
+/** the V8 flags each service ships with (scripts/node-options.ts), as `npm start` gives them */
+const SERVICE_FLAGS: Record<string, readonly string[]> = {
+  'apps/api/src/server.ts': API_NODE_FLAGS,
+  'apps/smtp/src/main.ts': API_NODE_FLAGS,
+  'apps/mx/src/main.ts': API_NODE_FLAGS,
+  'apps/worker/src/main.ts': WORKER_NODE_FLAGS,
+};
+
 /** every process the run started, killed at its end whatever happened */
 export const children: ChildProcess[] = [];
 
@@ -18,8 +26,7 @@ export function start(entry: string, env: Record<string, string>): ChildProcess 
   const compiled = entry.startsWith('apps/');
   // BENCH_CPU_PROF=<dir>: each service writes a V8 CPU profile there when it stops (figures are then not comparable)
   const profile = compiled && process.env.BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : [];
-  // the API, the SMTP process, the MX and the worker with the V8 flags they ship with (scripts/node-options.ts)
-  const flags = entry === 'apps/api/src/server.ts' || entry === 'apps/smtp/src/main.ts' || entry === 'apps/mx/src/main.ts' ? API_NODE_FLAGS : entry === 'apps/worker/src/main.ts' ? WORKER_NODE_FLAGS : [];
+  const flags = SERVICE_FLAGS[entry] ?? [];
   const args = compiled ? [...profile, ...flags, path.join(ROOT, 'dist', entry.replace(/\.ts$/, '.js'))] : ['--import', 'tsx', path.join(ROOT, entry)];
   const child = spawn(process.execPath, args, {
     cwd: ROOT,
