@@ -137,7 +137,7 @@ export function print(r: Record<string, any>): void {
   }
   if (r.mx) {
     const m = r.mx;
-    rows.push([`mx: nodemailer pool (50) sending ${m.messagesPerTurn} messages x ${m.turns.mx.length} turns to a webhook route`, `${m.mxAcceptsPerSecond} msg/s (turns ${m.turns.mx.join(', ')}), CPU ${m.cpuMsPerMessage.mx} ms a message`, `bare smtp-server ${m.bareSmtpServerPerSecond} msg/s (turns ${m.turns.bare.join(', ')}, CPU ${m.cpuMsPerMessage.bare} ms): ratio ${m.ratio} (target >= 0.8)`]);
+    rows.push([`mx: nodemailer pool (50) sending ${m.messagesPerTurn} messages x ${m.turns.mx.length} turns to a webhook route`, `${m.mxAcceptsPerSecond} msg/s (turns ${m.turns.mx.join(', ')}), CPU ${m.cpuMsPerMessage.mx} ms a message (Postgres ${m.cpuMsPerMessage.postgres}, load generator ${m.cpuMsPerMessage.client})`, `bare smtp-server ${m.bareSmtpServerPerSecond} msg/s (turns ${m.turns.bare.join(', ')}, CPU ${m.cpuMsPerMessage.bare} ms): ratio ${m.ratio} (target >= 0.8)`]);
     rows.push([`mx: ${m.memory.connections} connections sending ${m.memory.messages} messages of 100 KB`, `MX peak RSS ${m.memory.mxPeakRssMb} MB; ${m.memory.accepted} accepted`, 'target: under 250 MB']);
   }
   if (r.scale) {
