@@ -1,3 +1,4 @@
+import crypto from 'node:crypto';
 import net from 'node:net';
 import nodemailer from 'nodemailer';
 import { KeyAuthenticator } from '../../apps/core/src/auth/authenticator';
@@ -173,13 +174,36 @@ describe('SMTP submission against misbehaving clients', () => {
     };
     const full = await Promise.all(Array.from({ length: 9 }, startData));
     await new Promise((r) => setTimeout(r, 500));
+    const past = await counter('mailservice_smtp_data_past_bound_total');
     const started = Date.now();
     const client = nodemailer.createTransport({ host: '127.0.0.1', port: patient.port, secure: false, ignoreTLS: true, auth: { user: 'app', pass: tenant.token } });
     const tenth = await client.sendMail({ from: tenant.mailbox.address, to: 'tenth@abuse.example', subject: 's', text: 'waited' });
     expect(tenth.response).toMatch(/^250 /);
     expect(Date.now() - started).toBeGreaterThanOrEqual(4_500);
+    expect(await counter('mailservice_smtp_data_past_bound_total')).toBeGreaterThan(past);
     full.forEach((c) => c.end());
   });
+
+  it('fifty clients sending 1 MB messages at once (six times what is held at once) all get their 250, no piece read past the bound', async () => {
+    const tenant = await makeTenant({ smtp: sink.url });
+    const before = await counter('mailservice_smtp_data_past_bound_total');
+    const pool = nodemailer.createTransport({
+      pool: true, maxConnections: 50, maxMessages: Infinity, host: '127.0.0.1', port: patient.port, secure: false, ignoreTLS: true, auth: { user: 'app', pass: tenant.token },
+    });
+    // random bytes: about 975 KB once in base64, each message begun before any ends
+    const attachment = crypto.randomBytes(720_000);
+    const sent = await Promise.all(
+      Array.from({ length: 50 }, (_, i) =>
+        pool.sendMail({ from: tenant.mailbox.address, to: `big${i}@abuse.example`, subject: `big ${i}`, text: 'attached', attachments: [{ filename: 'big.bin', content: attachment }] }),
+      ),
+    );
+    pool.close();
+    expect(sent.map((s) => s.response.slice(0, 4))).toEqual(Array(50).fill('250 '));
+    // each piece got its room: none waited HELD_WAIT_MS for it (as when the messages, each holding part of the room,
+    // waited on one another: then one message took over 60 s and was closed with 421)
+    expect(await counter('mailservice_smtp_data_past_bound_total')).toBe(before);
+    expect(await db().send.count({ where: { accountId: tenant.account.id } })).toBe(50);
+  }, 120_000);
 
   it('failed logins count in the API’s failure rule: past the allowance even the right key is refused', async () => {
     const tenant = await makeTenant({ smtp: sink.url });

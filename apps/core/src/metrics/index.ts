@@ -180,6 +180,11 @@ export const metrics = {
     labelNames: ['table'] as const,
     registers: [registry],
   }),
+  smtpDataPastBound: new Counter({
+    name: 'mailservice_smtp_data_past_bound_total',
+    help: 'Pieces of DATA read past the bound on bytes held at once, after waiting 5 s for room: clients slow to send their DATA held it',
+    registers: [registry],
+  }),
   smtpRefusals: new Counter({
     name: 'mailservice_smtp_refusals_total',
     help: 'SMTP submission refusals by reason (auth, from, quota, size, recipients, malformed, nobody, unavailable, shutdown, too_many_connections, auth_timeout, data_timeout, protocol)',

@@ -14,6 +14,7 @@ import { dependencies, isDatabaseUnavailable } from '../outage';
 import { acceptRawSend, type Sending } from '../sending/accept';
 import { SEND_LIMITS } from '../sending/schema';
 import { Semaphore } from '../batch';
+import { HeldRoom, type Share } from './held-room';
 import { MalformedMessage, prepareMessage } from './mime';
 
 /** An SMTP answer: smtp-server sends `responseCode` and the message (which starts with the enhanced status code). */
@@ -65,11 +66,12 @@ const UNAUTHENTICATED_COMMANDS = 10;
  */
 const ACCEPT_BYTES_IN_FLIGHT = 2 * 1024 * 1024;
 /**
- * Bytes of messages one SMTP process holds at once, from the start of their DATA to its answer: each piece of a DATA
- * takes room for itself before the next is read, and until then the rest waits in the client's socket. A session slow to send its
- * DATA holds only what it sent, so twenty of them do not hold up another client's message (a message reserving its
- * whole size up front made the next one wait 5 s behind eight). Fifty clients sending 1 MB messages faster than
- * Postgres stores them held fifty of them, and the garbage they left once they had waited (bench/smtp.ts).
+ * Bytes of messages one SMTP process holds at once, from the start of their DATA to its answer (HeldRoom: the message
+ * holding the most may go past it, by at most its size): each piece of a DATA takes room for itself before the next is
+ * read, and until then the rest waits in the client's socket. A session slow to send its DATA holds only what it sent,
+ * so twenty of them do not hold up another client's message (a message reserving its whole size up front made the next
+ * one wait 5 s behind eight). Fifty clients sending 1 MB messages faster than Postgres stores them held fifty of them,
+ * and the garbage they left once they had waited (bench/smtp.ts).
  */
 const MESSAGE_BYTES_HELD = 8 * 1024 * 1024;
 /** How long a message waits for that room before it is read anyway: clients slow to send their DATA hold up others no longer. */
@@ -91,7 +93,7 @@ export class Submission {
   private readonly sessions = new Map<string, { client: string; timers: NodeJS.Timeout[] }>();
   private closing = false;
   private readonly accepting = new Semaphore(ACCEPT_BYTES_IN_FLIGHT);
-  private readonly holding = new Semaphore(MESSAGE_BYTES_HELD);
+  private readonly holding = new HeldRoom(MESSAGE_BYTES_HELD);
 
   constructor(
     private readonly parts: SubmissionParts,
@@ -263,7 +265,7 @@ export class Submission {
    * accepted; 250 with the send's id.
    */
   private async onData(stream: SMTPServerDataStream, session: SMTPServerSession): Promise<string> {
-    const room = { held: 0 };
+    const room = this.holding.open();
     try {
       const { chunks, size } = await this.read(stream, session, room);
       const user = session.user as unknown as SessionUser;
@@ -278,7 +280,7 @@ export class Submission {
         this.accepting.release(bytes);
       }
     } finally {
-      this.holding.release(room.held);
+      this.holding.release(room);
     }
   }
 
@@ -286,7 +288,7 @@ export class Submission {
    * The DATA, in the pieces it came in, within the deadline; 552 past the size limit (counted, not kept). Each kept
    * piece takes its room first (`room.held` counts it), waiting at most HELD_WAIT_MS, then is read anyway.
    */
-  private async read(stream: SMTPServerDataStream, session: SMTPServerSession, room: { held: number }): Promise<{ chunks: Buffer[]; size: number }> {
+  private async read(stream: SMTPServerDataStream, session: SMTPServerSession, room: Share): Promise<{ chunks: Buffer[]; size: number }> {
     const entry = this.sessions.get(session.id);
     const deadline = setTimeout(() => {
       this.drop(session, '4.4.2 the message took too long to arrive; closing', 'data_timeout');
@@ -299,7 +301,7 @@ export class Submission {
       for await (const chunk of stream as AsyncIterable<Buffer>) {
         size += chunk.length;
         if (size > SEND_LIMITS.emailBytes) continue;
-        if (await this.holding.acquireWithin(chunk.length, HELD_WAIT_MS)) room.held += chunk.length;
+        if (!(await this.holding.take(room, chunk.length, HELD_WAIT_MS))) metrics.smtpDataPastBound.inc();
         chunks.push(chunk);
       }
     } catch {
