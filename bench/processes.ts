@@ -5,14 +5,14 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import { API_NODE_FLAGS, WORKER_NODE_FLAGS } from '../scripts/node-options';
+import { API_NODE_FLAGS, SMTP_NODE_FLAGS, WORKER_NODE_FLAGS } from '../scripts/node-options';
 
 const ROOT = path.resolve(__dirname, '..');
 
 /** the V8 flags each service ships with (scripts/node-options.ts), as `npm start` gives them */
 const SERVICE_FLAGS: Record<string, readonly string[]> = {
   'apps/api/src/server.ts': API_NODE_FLAGS,
-  'apps/smtp/src/main.ts': API_NODE_FLAGS,
+  'apps/smtp/src/main.ts': SMTP_NODE_FLAGS,
   'apps/mx/src/main.ts': API_NODE_FLAGS,
   'apps/worker/src/main.ts': WORKER_NODE_FLAGS,
 };

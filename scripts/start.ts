@@ -7,7 +7,7 @@
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
-import { API_NODE_FLAGS, WORKER_NODE_FLAGS } from './node-options';
+import { API_NODE_FLAGS, SMTP_NODE_FLAGS, WORKER_NODE_FLAGS } from './node-options';
 
 const root = path.resolve(__dirname, '..');
 const tsx = require.resolve('tsx/cli');
@@ -25,7 +25,7 @@ const children: ChildProcess[] = [
   [...WORKER_NODE_FLAGS, path.join(root, 'dist/apps/worker/src/main.js')],
   // SMTP submission (docs/smtp.md) runs beside them when a port is set
   // (with the API's V8 flag: it too holds request bodies, up to 1 MB each)
-  ...(process.env.SMTP_PORT || process.env.SMTPS_PORT ? [[...API_NODE_FLAGS, path.join(root, 'dist/apps/smtp/src/main.js')]] : []),
+  ...(process.env.SMTP_PORT || process.env.SMTPS_PORT ? [[...SMTP_NODE_FLAGS, path.join(root, 'dist/apps/smtp/src/main.js')]] : []),
   // the MX (docs/mx.md) when MX_PORT is set, with the same V8 flag: it too holds messages while it checks them
   ...(process.env.MX_PORT ? [[...API_NODE_FLAGS, path.join(root, 'dist/apps/mx/src/main.js')]] : []),
 ].map((args) => spawn(process.execPath, args, { cwd: root, stdio: 'inherit' }));

@@ -1,7 +1,7 @@
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import { API_NODE_FLAGS, WORKER_NODE_FLAGS } from '../../scripts/node-options';
+import { API_NODE_FLAGS, SMTP_NODE_FLAGS, WORKER_NODE_FLAGS } from '../../scripts/node-options';
 import { ROOT } from '../helpers/processes';
 
 // js-yaml is in node_modules through jest (@istanbuljs/load-nyc-config); it only reads this file
@@ -76,7 +76,7 @@ describe('docker-compose.yml starts with no .env', () => {
     expect(JSON.parse(cmd!)).toEqual(['node', ...API_NODE_FLAGS, 'dist/apps/api/src/server.js']);
     expect(compose.services.api!.command).toEqual(['node', ...API_NODE_FLAGS, 'dist/apps/api/src/server.js']);
     expect(compose.services.worker!.command).toEqual(['node', ...WORKER_NODE_FLAGS, 'dist/apps/worker/src/main.js']);
-    expect(compose.services.smtp!.command).toEqual(['node', ...API_NODE_FLAGS, 'dist/apps/smtp/src/main.js']);
+    expect(compose.services.smtp!.command).toEqual(['node', ...SMTP_NODE_FLAGS, 'dist/apps/smtp/src/main.js']);
   });
 
   it('`docker compose config` accepts it with an empty environment, where Docker Compose is installed', () => {
