@@ -23,10 +23,9 @@ for (const args of steps) {
 const children: ChildProcess[] = [
   [...API_NODE_FLAGS, path.join(root, 'dist/apps/api/src/server.js')],
   [...WORKER_NODE_FLAGS, path.join(root, 'dist/apps/worker/src/main.js')],
-  // SMTP submission (docs/smtp.md) runs beside them when a port is set
-  // (with the API's V8 flag: it too holds request bodies, up to 1 MB each)
+  // SMTP submission (docs/smtp.md) runs beside them when a port is set, with its own V8 flag (scripts/node-options.ts)
   ...(process.env.SMTP_PORT || process.env.SMTPS_PORT ? [[...SMTP_NODE_FLAGS, path.join(root, 'dist/apps/smtp/src/main.js')]] : []),
-  // the MX (docs/mx.md) when MX_PORT is set, with the same V8 flag: it too holds messages while it checks them
+  // the MX (docs/mx.md) when MX_PORT is set, with the API's V8 flag: it too holds messages while it checks them
   ...(process.env.MX_PORT ? [[...API_NODE_FLAGS, path.join(root, 'dist/apps/mx/src/main.js')]] : []),
 ].map((args) => spawn(process.execPath, args, { cwd: root, stdio: 'inherit' }));
 
