@@ -150,20 +150,3 @@ describe('Semaphore', () => {
     expect(order).toEqual(['big', 'small']);
   });
 });
-
-describe('Semaphore.acquireWithin', () => {
-  it('takes the units when they free in time; past the wait it answers false, takes nothing, and lets those behind it in', async () => {
-    const slots = new Semaphore(3);
-    expect(await slots.acquireWithin(2, 1_000)).toBe(true);
-    const late = slots.acquireWithin(3, 50);
-    const behind = slots.acquireWithin(1, 1_000);
-    // the one free unit waits behind the first request, which gives up after 50 ms; then the second gets it
-    expect(await late).toBe(false);
-    expect(await behind).toBe(true);
-    const inTime = slots.acquireWithin(2, 1_000);
-    slots.release(2);
-    expect(await inTime).toBe(true);
-    // 3 in use: nothing more fits
-    expect(await slots.acquireWithin(1, 20)).toBe(false);
-  });
-});

@@ -96,32 +96,6 @@ export class Semaphore {
     return new Promise((resolve) => this.waiting.push({ n, resolve }));
   }
 
-  /** acquire(n), waiting at most `ms`: false, with nothing taken, when the units were not free in time. */
-  acquireWithin(n: number, ms: number): Promise<boolean> {
-    if (n > this.capacity) throw new RangeError(`cannot take ${n} of ${this.capacity} units at once`);
-    if (!this.waiting.length && this.used + n <= this.capacity) {
-      this.used += n;
-      return Promise.resolve(true);
-    }
-    return new Promise((resolve) => {
-      const timer = setTimeout(() => {
-        this.waiting.splice(this.waiting.indexOf(waiter), 1);
-        // those behind it may fit now
-        this.release(0);
-        resolve(false);
-      }, ms);
-      timer.unref();
-      const waiter = {
-        n,
-        resolve: () => {
-          clearTimeout(timer);
-          resolve(true);
-        },
-      };
-      this.waiting.push(waiter);
-    });
-  }
-
   release(n = 1): void {
     this.used -= n;
     while (this.waiting.length && this.used + this.waiting[0]!.n <= this.capacity) {
