@@ -72,7 +72,7 @@ export class PgCluster {
   /** A streaming standby of `primary` (pg_basebackup -R), started. */
   standby(primary: PgServer, port: number): PgServer {
     const dir = path.join(this.root, `pg${port}`);
-    run('pg_basebackup', ['-h', '127.0.0.1', '-p', String(primary.port), '-U', 'postgres', '-D', dir, '-R', '-X', 'stream', '--no-sync']);
+    run('pg_basebackup', ['-h', '127.0.0.1', '-p', String(primary.port), '-U', 'postgres', '-D', dir, '-R', '-X', 'stream', '--no-sync', '--checkpoint=fast']);
     fs.appendFileSync(path.join(dir, 'postgresql.auto.conf'), `port = ${port}\n`);
     const server = new PgServer(dir, port);
     server.start();
