@@ -8,7 +8,10 @@ import { idFloor, idTime } from '../ids';
  * (PARTITIONED and names made from dates), never a caller's text; bounds are made by boundAt.
  */
 
-/** Each partitioned table, the column its ranges are on, and what in a partition is still needed past the cutoff ($1). */
+/**
+ * Each partitioned table, the column its ranges are on, what in a partition is still needed past the cutoff ($1), and
+ * the storage options each new partition is made with (`with`).
+ */
 export const PARTITIONED = [
   // an email not finished, or finished after the cutoff (MESSAGE_ROWS_DAYS), keeps its partition; read from the
   // indexes on (status, created_at) and the BRIN on updated_at, not the partition's rows
@@ -20,8 +23,9 @@ export const PARTITIONED = [
   // an email's clicks and opens, by its id on the same bounds as messages (RETENTION_DAYS, as their row rules)
   { table: 'link_clicks', key: 'message_id', needed: 'at >= $1' },
   { table: 'message_opens', key: 'message_id', needed: 'last_at >= $1' },
-  // the MX's messages: a held one waits for a person (docs/mx.md)
-  { table: 'mx_messages', key: 'id', needed: `status = 'held' OR received_at >= $1` },
+  // the MX's messages: a held one waits for a person (docs/mx.md); a raw of up to about 8 KB stays in its row
+  // (migration 20261204010000_mx_raw_inline)
+  { table: 'mx_messages', key: 'id', needed: `status = 'held' OR received_at >= $1`, with: 'toast_tuple_target = 8160' },
   // inbound emails read over IMAP, by their bigint ids of milliseconds (inbound_id(): docs/partitions.md)
   { table: 'inbound_messages', key: 'id', needed: 'received_at >= $1', bound: 'ms' },
 ] as const;
@@ -78,10 +82,12 @@ export async function listPartitions(db: Db, table: PartitionedTable): Promise<P
  */
 export async function createPartition(db: Db, table: PartitionedTable, name: string, from: string, to: string): Promise<void> {
   if (!BOUND.test(from) || !BOUND.test(to)) throw new Error('a partition bound is an id');
+  const rule = PARTITIONED.find((p) => p.table === table)!;
+  const storage = 'with' in rule ? ` WITH (${rule.with})` : '';
   await poolTransaction(db, async (query) => {
     // it locks the table for a moment: a long wait for a lock would hold every insert queued behind it
     await query(`SET LOCAL lock_timeout = '5s'`, []);
-    await query(`CREATE TABLE IF NOT EXISTS ${checked(name)} PARTITION OF ${table} FOR VALUES FROM ('${from}') TO ('${to}')`, []);
+    await query(`CREATE TABLE IF NOT EXISTS ${checked(name)} PARTITION OF ${table} FOR VALUES FROM ('${from}') TO ('${to}')${storage}`, []);
   });
 }
 
