@@ -130,3 +130,58 @@ describe('plain mail without mailauth reading it', () => {
     }
   });
 });
+
+/**
+ * A plain message's results are kept by all they are computed from, as long as the resolver keeps the records they
+ * were read from (mx/auth.ts, keptPlainResult): the next message of that sender is not worked out again, a message of
+ * another sender, address or From is, and a temporary error is asked again.
+ */
+describe('plain results kept for a sender', () => {
+  const plain = (from: string) => Buffer.from(`From: ${from}\r\nTo: in@in.test\r\nSubject: plain\r\n\r\nHello\r\n`);
+  const envelope = { ip: '127.0.0.1', helo: 'client.test', mailFrom: 'ann@pass.test', mta: 'mx.test' };
+  let down = false;
+  const asked: string[] = [];
+  const records: Record<string, string> = { 'pass.test': 'v=spf1 ip4:127.0.0.1 -all', '_dmarc.pass.test': 'v=DMARC1; p=reject' };
+  const flaky = async (name: string, type: string): Promise<unknown[]> => {
+    asked.push(`${type} ${name}`);
+    if (down) throw Object.assign(new Error('timed out'), { code: 'ETIMEOUT' });
+    const found = type === 'TXT' ? records[name.toLowerCase()] : undefined;
+    if (!found) throw Object.assign(new Error(`${name} ${type}: not found`), { code: 'ENOTFOUND' });
+    return [[found]];
+  };
+
+  it('works out the next message of the same sender once, and another sender anew', async () => {
+    const mailauth = require('mailauth') as typeof import('mailauth');
+    const spf = jest.spyOn(mailauth, 'spf');
+    try {
+      const resolver = mxResolver(flaky);
+      const first = await authenticateMessage(plain('ann@pass.test'), envelope, resolver);
+      expect(first).toMatchObject({ spf: { result: 'pass' }, dmarc: { result: 'pass', policy: 'reject' } });
+      expect(await authenticateMessage(plain('ann@pass.test'), envelope, resolver)).toEqual(first);
+      expect(spf).toHaveBeenCalledTimes(1);
+      // another client address, another envelope sender, another From: each its own
+      expect(await authenticateMessage(plain('ann@pass.test'), { ...envelope, ip: '10.1.2.3' }, resolver)).toMatchObject({ spf: { result: 'fail' } });
+      await authenticateMessage(plain('ann@pass.test'), { ...envelope, mailFrom: 'bob@pass.test' }, resolver);
+      expect(await authenticateMessage(plain('ceo@other.test'), envelope, resolver)).toMatchObject({ dmarc: { result: 'none' } });
+      expect(spf).toHaveBeenCalledTimes(4);
+      // a resolver of its own keeps nothing of another's
+      await authenticateMessage(plain('ann@pass.test'), envelope, mxResolver(flaky));
+      expect(spf).toHaveBeenCalledTimes(5);
+    } finally {
+      spf.mockRestore();
+    }
+  });
+
+  it('does not keep a temporary error', async () => {
+    const resolver = mxResolver(flaky);
+    down = true;
+    try {
+      expect(await authenticateMessage(plain('ann@pass.test'), envelope, resolver)).toMatchObject({ spf: { result: 'temperror' } });
+    } finally {
+      down = false;
+    }
+    asked.length = 0;
+    expect(await authenticateMessage(plain('ann@pass.test'), envelope, resolver)).toMatchObject({ spf: { result: 'pass' }, dmarc: { result: 'pass' } });
+    expect(asked).toContain('TXT pass.test');
+  });
+});
