@@ -1,6 +1,6 @@
 import { checkResolver } from '../../apps/core/src/domains/resolver';
 import { authenticate } from 'mailauth';
-import { authenticateMessage, mxResolver, summary } from '../../apps/core/src/mx/auth';
+import { authenticateMessage, mxResolver, summary, type KeptResults } from '../../apps/core/src/mx/auth';
 import { DnsServer, txt } from '../helpers/dns-server';
 import { dkimKey, message } from './support';
 
@@ -132,7 +132,7 @@ describe('plain mail without mailauth reading it', () => {
 });
 
 /**
- * A plain message's results are kept by all they are computed from, as long as the resolver keeps the records they
+ * A plain message's results are kept by all they are computed from, as long as the MX's resolver keeps the records they
  * were read from (mx/auth.ts, keptPlainResult): the next message of that sender is not worked out again, a message of
  * another sender, address or From is, and a temporary error is asked again.
  */
@@ -149,39 +149,43 @@ describe('plain results kept for a sender', () => {
     if (!found) throw Object.assign(new Error(`${name} ${type}: not found`), { code: 'ENOTFOUND' });
     return [[found]];
   };
+  /** one MX's resolver and the results it keeps */
+  const mx = () => ({ resolver: mxResolver(flaky), kept: new Map() as KeptResults });
+  const check = (raw: Buffer, session: typeof envelope, m: ReturnType<typeof mx>) => authenticateMessage(raw, session, m.resolver, undefined, m.kept);
 
   it('works out the next message of the same sender once, and another sender anew', async () => {
     const mailauth = require('mailauth') as typeof import('mailauth');
     const spf = jest.spyOn(mailauth, 'spf');
     try {
-      const resolver = mxResolver(flaky);
-      const first = await authenticateMessage(plain('ann@pass.test'), envelope, resolver);
+      const one = mx();
+      const first = await check(plain('ann@pass.test'), envelope, one);
       expect(first).toMatchObject({ spf: { result: 'pass' }, dmarc: { result: 'pass', policy: 'reject' } });
-      expect(await authenticateMessage(plain('ann@pass.test'), envelope, resolver)).toEqual(first);
+      expect(await check(plain('ann@pass.test'), envelope, one)).toEqual(first);
       expect(spf).toHaveBeenCalledTimes(1);
       // another client address, another envelope sender, another From: each its own
-      expect(await authenticateMessage(plain('ann@pass.test'), { ...envelope, ip: '10.1.2.3' }, resolver)).toMatchObject({ spf: { result: 'fail' } });
-      await authenticateMessage(plain('ann@pass.test'), { ...envelope, mailFrom: 'bob@pass.test' }, resolver);
-      expect(await authenticateMessage(plain('ceo@other.test'), envelope, resolver)).toMatchObject({ dmarc: { result: 'none' } });
+      expect(await check(plain('ann@pass.test'), { ...envelope, ip: '10.1.2.3' }, one)).toMatchObject({ spf: { result: 'fail' } });
+      await check(plain('ann@pass.test'), { ...envelope, mailFrom: 'bob@pass.test' }, one);
+      expect(await check(plain('ceo@other.test'), envelope, one)).toMatchObject({ dmarc: { result: 'none' } });
       expect(spf).toHaveBeenCalledTimes(4);
-      // a resolver of its own keeps nothing of another's
-      await authenticateMessage(plain('ann@pass.test'), envelope, mxResolver(flaky));
-      expect(spf).toHaveBeenCalledTimes(5);
+      // another MX keeps nothing of this one's; without kept results, nothing is kept
+      await check(plain('ann@pass.test'), envelope, mx());
+      await authenticateMessage(plain('ann@pass.test'), envelope, one.resolver);
+      expect(spf).toHaveBeenCalledTimes(6);
     } finally {
       spf.mockRestore();
     }
   });
 
   it('does not keep a temporary error', async () => {
-    const resolver = mxResolver(flaky);
+    const one = mx();
     down = true;
     try {
-      expect(await authenticateMessage(plain('ann@pass.test'), envelope, resolver)).toMatchObject({ spf: { result: 'temperror' } });
+      expect(await check(plain('ann@pass.test'), envelope, one)).toMatchObject({ spf: { result: 'temperror' } });
     } finally {
       down = false;
     }
     asked.length = 0;
-    expect(await authenticateMessage(plain('ann@pass.test'), envelope, resolver)).toMatchObject({ spf: { result: 'pass' }, dmarc: { result: 'pass' } });
+    expect(await check(plain('ann@pass.test'), envelope, one)).toMatchObject({ spf: { result: 'pass' }, dmarc: { result: 'pass' } });
     expect(asked).toContain('TXT pass.test');
   });
 });

@@ -70,8 +70,16 @@ export function isUnsigned(header: SplitHeader): boolean {
   return header.malformedAt === null && header.body > header.end && !header.fields.some((f) => SIGNED.has(f.name));
 }
 
-export async function authenticateMessage(raw: Buffer, session: Session, resolver: Resolver, header: SplitHeader = splitHeader(raw)): Promise<MxAuth> {
-  if (isUnsigned(header)) return keptPlainResult(raw, header, session, resolver);
+/**
+ * The results of plain messages, by all they are computed from (the session's IP, HELO, envelope sender and name, and
+ * the message's From fields), each kept CACHE_MS: the time the MX's resolver keeps the SPF and DMARC records read for
+ * it, so a result kept is the one those records would give again. One for each MX, beside its resolver.
+ */
+export type KeptResults = Map<string, { until: number; result: Promise<MxAuth> }>;
+
+/** With `kept`, a plain message's results are taken from it and kept there (keptPlainResult). */
+export async function authenticateMessage(raw: Buffer, session: Session, resolver: Resolver, header: SplitHeader = splitHeader(raw), kept?: KeptResults): Promise<MxAuth> {
+  if (isUnsigned(header)) return kept ? keptPlainResult(raw, header, session, resolver, kept) : unsignedResult(raw, header, session, resolver);
   // signed mail (and the rare header mailauth would read differently): every byte, as its body hashes need
   const result: AuthenticateResult = await mailauth().authenticate(raw, {
     ip: session.ip,
@@ -85,17 +93,11 @@ export async function authenticateMessage(raw: Buffer, session: Session, resolve
 }
 
 /**
- * The results of plain messages by all they are computed from (the session's IP, HELO, envelope sender and name, and
- * the message's From fields), each kept CACHE_MS: the time its resolver keeps the SPF and DMARC records read for it,
- * so a result kept is the one those records would give again. A sender delivering many messages from one address
- * (notifications, DSNs from one relay) has its SPF and DMARC worked out once a minute, not for each message, about a
- * tenth of the MX's CPU a message (bench/mx.ts). A temporary error is not kept. Each resolver has its own.
+ * A sender delivering many messages from one address (notifications, DSNs from one relay) has its SPF and DMARC worked
+ * out once a minute, not for each message: they were about a tenth of the MX's CPU a message (bench/mx.ts). A
+ * temporary error is not kept.
  */
-const plainResults = new WeakMap<Resolver, Map<string, { until: number; result: Promise<MxAuth> }>>();
-
-function keptPlainResult(raw: Buffer, header: SplitHeader, session: Session, resolver: Resolver): Promise<MxAuth> {
-  let kept = plainResults.get(resolver);
-  if (!kept) plainResults.set(resolver, (kept = new Map()));
+function keptPlainResult(raw: Buffer, header: SplitHeader, session: Session, resolver: Resolver, kept: KeptResults): Promise<MxAuth> {
   let key = `${session.ip}\n${session.helo}\n${session.mailFrom}\n${session.mta}`;
   for (const field of header.fields) if (field.name === 'from') key += `\n${raw.toString('utf8', field.start, field.end)}`;
   const now = Date.now();
