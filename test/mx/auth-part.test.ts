@@ -1,6 +1,6 @@
 import { checkResolver } from '../../apps/core/src/domains/resolver';
 import { authenticate } from 'mailauth';
-import { authenticateMessage, mxResolver, summary, type KeptResults } from '../../apps/core/src/mx/auth';
+import { authenticateMessage, keptResults, mxResolver, summary } from '../../apps/core/src/mx/auth';
 import { DnsServer, txt } from '../helpers/dns-server';
 import { dkimKey, message } from './support';
 
@@ -150,7 +150,7 @@ describe('plain results kept for a sender', () => {
     return [[found]];
   };
   /** one MX's resolver and the results it keeps */
-  const mx = () => ({ resolver: mxResolver(flaky), kept: new Map() as KeptResults });
+  const mx = () => ({ resolver: mxResolver(flaky), kept: keptResults() });
   const check = (raw: Buffer, session: typeof envelope, m: ReturnType<typeof mx>) => authenticateMessage(raw, session, m.resolver, undefined, m.kept);
 
   it('works out the next message of the same sender once, and another sender anew', async () => {

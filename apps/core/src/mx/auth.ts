@@ -1,6 +1,7 @@
 import { isIP } from 'node:net';
 import type { AuthenticateResult } from 'mailauth';
 import { checkResolver } from '../domains/resolver';
+import { KeptAnswers } from '../kept';
 import { lazy } from '../lazy';
 import { splitHeader, type SplitHeader } from '../mime-header';
 
@@ -43,20 +44,8 @@ const DEFINITE = new Set(['ENOTFOUND', 'ENODATA']);
  * the MX's main and handed to the server.
  */
 export function mxResolver(raw: Resolver = checkResolver().raw): Resolver {
-  const cache = new Map<string, { until: number; answer: Promise<unknown[]> }>();
-  return (name, type) => {
-    const key = `${type} ${name.toLowerCase()}`;
-    const now = Date.now();
-    const hit = cache.get(key);
-    if (hit && hit.until > now) return hit.answer;
-    if (cache.size >= CACHE_ENTRIES) cache.clear();
-    const answer = raw(name, type);
-    cache.set(key, { until: now + CACHE_MS, answer });
-    answer.catch((err: NodeJS.ErrnoException) => {
-      if (!DEFINITE.has(err.code ?? '')) cache.delete(key);
-    });
-    return answer;
-  };
+  const kept = new KeptAnswers<unknown[]>({ ms: CACHE_MS, entries: CACHE_ENTRIES, keepFailure: (err) => DEFINITE.has((err as NodeJS.ErrnoException).code ?? '') });
+  return (name, type) => kept.get(`${type} ${name.toLowerCase()}`, () => raw(name, type));
 }
 
 /** The fields mailauth reads beyond the From: with none of them, nothing is signed and there is no ARC chain. */
@@ -73,9 +62,13 @@ export function isUnsigned(header: SplitHeader): boolean {
 /**
  * The results of plain messages, by all they are computed from (the session's IP, HELO, envelope sender and name, and
  * the message's From fields), each kept CACHE_MS: the time the MX's resolver keeps the SPF and DMARC records read for
- * it, so a result kept is the one those records would give again. One for each MX, beside its resolver.
+ * it, so a result kept is the one those records would give again. A temporary error is not kept. One for each MX,
+ * beside its resolver (keptResults).
  */
-export type KeptResults = Map<string, { until: number; result: Promise<MxAuth> }>;
+export type KeptResults = KeptAnswers<MxAuth>;
+
+export const keptResults = (): KeptResults =>
+  new KeptAnswers<MxAuth>({ ms: CACHE_MS, entries: CACHE_ENTRIES, keep: (auth) => auth.spf.result !== 'temperror' && auth.dmarc.result !== 'temperror' });
 
 /** With `kept`, a plain message's results are taken from it and kept there (keptPlainResult). */
 export async function authenticateMessage(raw: Buffer, session: Session, resolver: Resolver, header: SplitHeader = splitHeader(raw), kept?: KeptResults): Promise<MxAuth> {
@@ -94,25 +87,12 @@ export async function authenticateMessage(raw: Buffer, session: Session, resolve
 
 /**
  * A sender delivering many messages from one address (notifications, DSNs from one relay) has its SPF and DMARC worked
- * out once a minute, not for each message: they were about a tenth of the MX's CPU a message (bench/mx.ts). A
- * temporary error is not kept.
+ * out once a minute, not for each message: they were about a tenth of the MX's CPU a message (bench/mx.ts).
  */
 function keptPlainResult(raw: Buffer, header: SplitHeader, session: Session, resolver: Resolver, kept: KeptResults): Promise<MxAuth> {
   let key = `${session.ip}\n${session.helo}\n${session.mailFrom}\n${session.mta}`;
   for (const field of header.fields) if (field.name === 'from') key += `\n${raw.toString('utf8', field.start, field.end)}`;
-  const now = Date.now();
-  const hit = kept.get(key);
-  if (hit && hit.until > now) return hit.result;
-  if (kept.size >= CACHE_ENTRIES) kept.clear();
-  const result = unsignedResult(raw, header, session, resolver);
-  kept.set(key, { until: now + CACHE_MS, result });
-  const forget = () => {
-    if (kept.get(key)?.result === result) kept.delete(key);
-  };
-  result.then((auth) => {
-    if (auth.spf.result === 'temperror' || auth.dmarc.result === 'temperror') forget();
-  }, forget);
-  return result;
+  return kept.get(key, () => unsignedResult(raw, header, session, resolver));
 }
 
 /**

@@ -1,5 +1,6 @@
 import type { Db } from '../db';
 import { messageOfVerp } from '../delivery/verp';
+import { KeptAnswers } from '../kept';
 import { inboundDomainRoutes, type RouteRow } from './repository';
 import { matchRoute } from './routes';
 import type { Target } from './store';
@@ -31,17 +32,8 @@ export const ROUTES_CACHE_MS = 5_000;
 /** The domains' routes kept ROUTES_CACHE_MS (answers only: a failed lookup is asked again), made once per MX. */
 export function cachedDomainRoutes(db: Db, requireMxRecord: boolean): DomainRoutes {
   const lookup = uncached(db, requireMxRecord);
-  const cache = new Map<string, { until: number; answer: ReturnType<DomainRoutes> }>();
-  return (name) => {
-    const now = Date.now();
-    const hit = cache.get(name);
-    if (hit && hit.until > now) return hit.answer;
-    if (cache.size >= 10_000) cache.clear();
-    const answer = lookup(name);
-    cache.set(name, { until: now + ROUTES_CACHE_MS, answer });
-    answer.catch(() => cache.delete(name));
-    return answer;
-  };
+  const kept = new KeptAnswers<Awaited<ReturnType<DomainRoutes>>>({ ms: ROUTES_CACHE_MS });
+  return (name) => kept.get(name, () => lookup(name));
 }
 
 const VERP_LOCAL = /^b-[a-z2-7]{34}$/i;

@@ -6,7 +6,7 @@ import { logger } from '../logger';
 import { splitHeader } from '../mime-header';
 import { metrics } from '../metrics';
 import { dependencies, isDatabaseUnavailable } from '../outage';
-import { authenticateMessage, dmarcDisposition, type KeptResults, type Resolver } from './auth';
+import { authenticateMessage, dmarcDisposition, keptResults, type Resolver } from './auth';
 import { arrivalHeaders } from './message';
 import { cachedDomainRoutes, Refusal, resolveRecipient, type DomainRoutes } from './recipients';
 import { spamScore, type SpamResult } from './spam';
@@ -62,7 +62,7 @@ export class Mx {
    */
   private readonly writer: Batcher<ArrivalWrite, void>;
   /** the results of plain mail, kept as long as the resolver keeps the records they were read from */
-  private readonly keptResults: KeptResults = new Map();
+  private readonly keptResults = keptResults();
 
   constructor(
     private readonly parts: MxParts,
