@@ -1,6 +1,5 @@
 import crypto from 'node:crypto';
 import type { Prisma } from '../../../../generated/prisma/client';
-import { Batcher } from '../batch';
 import type { Db, Tx } from '../db';
 import { AppError, BadRequest, Conflict, Unprocessable } from '../errors';
 import { logger } from '../logger';
@@ -60,71 +59,51 @@ export type IdempotentStart = { kind: 'new'; recordId: number } | { kind: 'repla
  * Takes the key for this request (an insert that only one of many parallel requests wins), or answers from an earlier
  * one: the stored answer for the same body, 422 for another body, 409 while the first is still being processed.
  */
-export async function startIdempotent(db: Tx, scope: IdempotencyScope, fingerprint: string, options: { doneWithSend?: boolean } = {}): Promise<IdempotentStart> {
-  const { apiKeyId, route, key } = scope;
+export async function startIdempotent(db: Tx, scope: IdempotencyScope, fingerprint: string): Promise<IdempotentStart> {
   for (let round = 0; round < 3; round++) {
     const taken = await insertRecordIfAbsent(db, scope, fingerprint, new Date(Date.now() + IDEMPOTENCY_TTL_MS));
     if (taken !== null) return { kind: 'new', recordId: taken };
-    const earlier = await db.idempotencyRecord.findUnique({ where: { apiKeyId_route_key: { apiKeyId, route, key } } });
-    if (!earlier) continue;
-    const now = Date.now();
-    // a record written with its answer (IdempotencyClaims) is done once the send it names exists
-    if (earlier.state === 'processing' && options.doneWithSend && (await sendWritten(db, earlier.responseBody))) earlier.state = 'done';
-    const abandoned = earlier.state === 'processing' && now - earlier.createdAt.getTime() > ABANDONED_AFTER_MS;
-    if (earlier.expiresAt.getTime() <= now || abandoned) {
-      await db.idempotencyRecord.deleteMany({ where: { id: earlier.id, state: earlier.state } });
-      continue;
-    }
-    if (earlier.fingerprint !== fingerprint) {
-      throw new Unprocessable('this Idempotency-Key was already used with a different request');
-    }
-    if (earlier.state === 'processing') {
-      throw new Conflict('a request with this Idempotency-Key is still being processed; repeat it in a moment', inProgress);
-    }
-    return { kind: 'replay', status: earlier.responseStatus ?? 202, body: earlier.responseBody };
+    const earlier = await earlierAnswer(db, scope, fingerprint);
+    if (earlier) return earlier;
   }
-  throw new Conflict('the Idempotency-Key is changing hands; repeat the request in a moment', inProgress);
+  throw keyChangingHands();
+}
+
+/** 409 for a key freed and taken again by others while this request tried to take it three times. */
+export function keyChangingHands(): Conflict {
+  return new Conflict('the Idempotency-Key is changing hands; repeat the request in a moment', inProgress);
+}
+
+/**
+ * What the record holding a key answers: the stored answer for the same body, 422 for another body, 409 while its
+ * request is still being processed; null once there is none (it was deleted, or it expired or was abandoned and is
+ * deleted now): the key is free to take again. `doneWithSend`: a record that carries its send's answer from the start
+ * (a submitted message's, sending/repository.ts WRITE_SENDS) is done once that send exists.
+ */
+export async function earlierAnswer(db: Tx, scope: IdempotencyScope, fingerprint: string, options: { doneWithSend?: boolean } = {}): Promise<{ kind: 'replay'; status: number; body: unknown } | null> {
+  const { apiKeyId, route, key } = scope;
+  const earlier = await db.idempotencyRecord.findUnique({ where: { apiKeyId_route_key: { apiKeyId, route, key } } });
+  if (!earlier) return null;
+  const now = Date.now();
+  if (earlier.state === 'processing' && options.doneWithSend && (await sendWritten(db, earlier.responseBody))) earlier.state = 'done';
+  const abandoned = earlier.state === 'processing' && now - earlier.createdAt.getTime() > ABANDONED_AFTER_MS;
+  if (earlier.expiresAt.getTime() <= now || abandoned) {
+    await db.idempotencyRecord.deleteMany({ where: { id: earlier.id, state: earlier.state } });
+    return null;
+  }
+  if (earlier.fingerprint !== fingerprint) {
+    throw new Unprocessable('this Idempotency-Key was already used with a different request');
+  }
+  if (earlier.state === 'processing') {
+    throw new Conflict('a request with this Idempotency-Key is still being processed; repeat it in a moment', inProgress);
+  }
+  return { kind: 'replay', status: earlier.responseStatus ?? 202, body: earlier.responseBody };
 }
 
 /** Whether the send an answer names (`{id}`) was written. */
 async function sendWritten(db: Tx, body: unknown): Promise<boolean> {
   const id = (body as { id?: unknown } | null)?.id;
   return typeof id === 'string' && (await db.send.count({ where: { id } })) > 0;
-}
-
-/**
- * startIdempotent for callers that arrive together: their keys are taken in one insert and one commit (a commit per
- * message was most of what SMTP submission cost against POST /api/v1/send, bench/smtp.ts). A key already taken, or
- * repeated within the batch, goes through startIdempotent alone (the earlier answer, 409 or 422). One per process,
- * made by createSending and passed down.
- *
- * Each record is written with the answer of the send it is for (the send's id is made before its key is taken) and
- * stays `processing`: it counts as done once that send exists. So the send's one write leaves the record alone (its
- * update to `done` was a sixth of what a submitted message cost the writer's statement, bench/README.md), and the send
- * and its being done still commit together, being the same row. A refused send frees its key (releaseIdempotent); one
- * whose process died before the write is taken over once abandoned, as any other.
- */
-export class IdempotencyClaims {
-  private readonly batcher: Batcher<{ scope: IdempotencyScope; fingerprint: string; answer: { status: number; body: { id: string } } }, number | null>;
-
-  constructor(private readonly db: Db) {
-    this.batcher = new Batcher(
-      async (claims) => {
-        const keys = claims.map(({ scope }) => `${scope.apiKeyId} ${scope.route} ${scope.key}`);
-        const first = keys.map((key, i) => keys.indexOf(key) === i);
-        const ids = await insertRecordsIfAbsent(db, claims.filter((_, i) => first[i]), new Date(Date.now() + IDEMPOTENCY_TTL_MS));
-        let next = 0;
-        return first.map((isFirst) => (isFirst ? (ids[next++] ?? null) : null));
-      },
-      { maxInFlight: 1, maxBatch: 50 },
-    );
-  }
-
-  /** `answer`: what a replay of this key answers once the send `answer.body.id` is written. */
-  async start(scope: IdempotencyScope, fingerprint: string, answer: { status: number; body: { id: string } }): Promise<IdempotentStart> {
-    const taken = await this.batcher.submit({ scope, fingerprint, answer });
-    return taken !== null ? { kind: 'new', recordId: taken } : startIdempotent(this.db, scope, fingerprint, { doneWithSend: true });
-  }
 }
 
 /**

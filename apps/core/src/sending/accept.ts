@@ -11,10 +11,10 @@ import { sha256 } from '../crypto';
 import { config } from '../config';
 import { DomainStandings, ForeignMailboxes, displayNameRefusal, fromRefusal } from '../domains/sending';
 import { logger } from '../logger';
-import { finishIdempotent, IdempotencyClaims, releaseIdempotent, requestFingerprint, startIdempotent } from '../idempotency';
+import { earlierAnswer, finishIdempotent, keyChangingHands, releaseIdempotent, requestFingerprint, startIdempotent } from '../idempotency';
 import { MailboxCache } from './mailbox';
 import { dailyQuota, refuseOverLimit, secondsToNextUtcMidnight, type DailyQuota } from './quota';
-import { SendWriter, type SkipReason } from './write';
+import { SendWriter, type AcceptedWrite, type SkipReason } from './write';
 import { publicBounce, type Bounce, type PublicBounce } from '../inbound/bounce-policy';
 import { SEND_LIMITS, checkEmailSize, checkRenderedSubject, parseSendRequest, type SendRequest } from './schema';
 import { TemplateCache, type TemplateStamp } from '../templates/cache';
@@ -67,8 +67,6 @@ export interface Sending {
   /** which Reply-To and Sender addresses are other accounts' mailboxes, briefly */
   foreignMailboxes: ForeignMailboxes;
   finished: FinishedWaits;
-  /** SMTP submission's Message-ID keys, taken together for the messages that arrive together */
-  claims: IdempotencyClaims;
   /** the write of test keys' sends (docs/sandbox.md): into the sandbox, no quota */
   sandbox: SandboxWriter;
 }
@@ -82,7 +80,6 @@ export function createSending(db: Db): Sending {
     domains: new DomainStandings(),
     foreignMailboxes: new ForeignMailboxes(),
     finished: new FinishedWaits(),
-    claims: new IdempotencyClaims(db),
     sandbox: new SandboxWriter(db),
   };
 }
@@ -209,7 +206,8 @@ export interface RawSubmission {
  * A message submitted over SMTP, accepted with every rule of POST /api/v1/send and the same write: the From rule, the
  * recipients (de-duplicated, at most 50), suppressions, the stop list, the key's daily limit (all or nothing), the
  * Send and one copy per recipient in one statement and commit, then delivery queued. The MIME is kept as written. A
- * Message-ID the key used within 24 hours answers the first send again and writes nothing.
+ * Message-ID the key used within 24 hours answers the first send again and writes nothing: the same statement takes
+ * the Message-ID's key, one round trip and one commit in all.
  */
 export async function acceptRawSend(db: Db, sending: Sending, key: ApiKey, message: RawSubmission): Promise<AcceptedSend> {
   const mailbox = await sending.mailboxes.sendingMailbox(db, key.mailboxId);
@@ -224,33 +222,37 @@ export async function acceptRawSend(db: Db, sending: Sending, key: ApiKey, messa
   const to = [...new Set(message.to.map((address) => address.toLowerCase()))];
   if (!to.length) throw new Unprocessable('nobody to write to');
   if (to.length > SEND_LIMITS.recipients) throw new BadRequest(`at most ${SEND_LIMITS.recipients} recipients per message`);
-  // the fingerprint is the same whatever the body: a client's retry is the same message, however it was re-encoded
-  // the record carries the send's answer from the start and is done once the send exists (IdempotencyClaims)
-  const idempotent = message.messageId
-    ? await sending.claims.start({ apiKeyId: key.id, route: SMTP_ROUTE, key: sha256(message.messageId) }, sha256(SMTP_ROUTE), {
-        status: 202,
-        body: { ok: true, id: message.sendId, status: 'queued' } as SendAnswer,
-      })
-    : null;
-  if (idempotent?.kind === 'replay') {
-    return { status: idempotent.status as 200 | 202, body: idempotent.body as SendAnswer, quota: await dailyQuota(db, key), replayed: true };
+  // the fingerprint is the same whatever the body: a client's retry is the same message, however it was re-encoded. The
+  // write takes the key itself (WRITE_SENDS): its record carries the send's answer and is done once the send exists
+  const scope = message.messageId ? { apiKeyId: key.id, route: SMTP_ROUTE, key: sha256(message.messageId) } : null;
+  const claim = scope ? { route: scope.route, key: scope.key, fingerprint: sha256(SMTP_ROUTE) } : undefined;
+  const request = {
+    to,
+    subject: message.subject,
+    text: null,
+    html: null,
+    fromName: message.fromName,
+    replyTo: null,
+    headers: {},
+    attachments: [],
+    sendAt: null,
+    metadata: {},
+  };
+  const writer = key.mode === 'test' ? sending.sandbox : sending.writer;
+  let written: AcceptedWrite | undefined;
+  for (let round = 0; round < 3 && !written; round++) {
+    const attempt = await writer.write({ key, mailbox, request, sendId: message.sendId, idempotencyRecord: undefined, raw: message.raw, headerFrom: message.from, messageIdHeader: message.messageIdHeader, claim });
+    if (attempt.claimed !== null) {
+      written = attempt;
+      break;
+    }
+    // the key is held: the earlier send's answer, 409 while it is being accepted, or (expired, abandoned) free again
+    const earlier = await earlierAnswer(db, scope!, claim!.fingerprint, { doneWithSend: true });
+    if (earlier) return { status: earlier.status as 200 | 202, body: earlier.body as SendAnswer, quota: await dailyQuota(db, key), replayed: true };
   }
-  const recordId = idempotent?.recordId;
+  if (!written) throw keyChangingHands();
   let accepted: { answer: SendAnswer; quota: DailyQuota; rows: { id: string }[] };
   try {
-    const request = {
-      to,
-      subject: message.subject,
-      text: null,
-      html: null,
-      fromName: message.fromName,
-      replyTo: null,
-      headers: {},
-      attachments: [],
-      sendAt: null,
-      metadata: {},
-    };
-    const written = await (key.mode === 'test' ? sending.sandbox : sending.writer).write({ key, mailbox, request, sendId: message.sendId, idempotencyRecord: undefined /* the send is the record's mark */, raw: message.raw, headerFrom: message.from, messageIdHeader: message.messageIdHeader });
     if (!written.kept.length) throw new Unprocessable('nobody to write to: every recipient is suppressed or on the stop list');
     if (written.used === null) await refuseOverLimit(db, key, written.kept.length);
     accepted = {
@@ -259,7 +261,8 @@ export async function acceptRawSend(db: Db, sending: Sending, key: ApiKey, messa
       rows: written.kept.map((m) => ({ id: m.id })),
     };
   } catch (err) {
-    if (recordId !== undefined) await releaseIdempotent(db, recordId);
+    // refused: the key is free for the client's next try
+    if (written.claimed != null) await releaseIdempotent(db, written.claimed);
     throw err;
   }
   queueAccepted(db, sending, accepted.answer.id, accepted.rows);

@@ -1,5 +1,6 @@
 import type { Prisma } from '../../../../generated/prisma/client';
 import { rawQuery, type Db, type Tx } from '../db';
+import { IDEMPOTENCY_TTL_MS } from '../idempotency';
 import { idSpan } from '../ids';
 import { stopListed } from '../stop-list/repository';
 import type { SendRequest } from './schema';
@@ -24,6 +25,18 @@ export interface SendToWrite {
   headerFrom?: string;
   /** and the Message-ID it carries: every copy is stored with it (a report quoting it finds the copy) */
   messageIdHeader?: string;
+  /**
+   * The key of the send's idempotency record, taken by the write itself (a message submitted over SMTP, keyed by its
+   * Message-ID): the send is written only if the key is free, and its record carries the send's answer from then on.
+   */
+  claim?: SendClaim;
+}
+
+/** An idempotency key of the send's API key (`route` and `key` as in IdempotencyScope) and its fingerprint. */
+export interface SendClaim {
+  route: string;
+  key: string;
+  fingerprint: string;
 }
 
 /**
@@ -35,6 +48,11 @@ export interface SendToWrite {
  * 2. per key, the kept copies of all its sends in the batch are counted against the key's usage for today, only if
  *    they all stay within the limit (the usage rows are locked in key order, so two batches cannot deadlock);
  * 3. the Send, one Message per kept recipient, and the answer an Idempotency-Key will replay.
+ * A send with a claim (a submitted message's Message-ID) first takes its key's record, which carries the send's answer
+ * from then on: only one send of a key is written, however many statements carry it at once, and a send whose key was
+ * held writes nothing (`claimed` null: the caller reads the earlier record). The keys are taken in key order, before
+ * any usage row is locked, so two statements cannot deadlock. A claimed send refused by a later step leaves its record
+ * `processing`: the caller frees it (releaseIdempotent).
  * A send rendered from stored templates is written only while each version it rendered is still the template's
  * (`stale` otherwise, and nothing written: the caller renders again): the API's cache of templates costs no query.
  * Each step reads the one before it, so a send with nobody kept, or whose key's sends would pass the limit, writes
@@ -44,11 +62,26 @@ export interface SendToWrite {
  */
 const WRITE_SENDS = `
 WITH s AS (
-  -- the batch's sends, one row each: $2 to $19, one array a column (writeSendsValues)
+  -- the batch's sends, one row each: $2 to $19 and $24 to $26, one array a column (writeSendsValues)
   SELECT * FROM unnest($2::uuid[], $3::int[], $4::int[], $5::int[], $6::int[], $7::text[], $8::text[], $9::text[],
-                       $10::text[], $11::text[], $12::text[], $13::text[], $14::text[], $15::timestamptz[], $16::int[], $17::text[], $18::bytea[], $19::text[])
+                       $10::text[], $11::text[], $12::text[], $13::text[], $14::text[], $15::timestamptz[], $16::int[], $17::text[], $18::bytea[], $19::text[],
+                       $24::text[], $25::text[], $26::text[])
     WITH ORDINALITY AS s(id, account_id, key_id, daily_limit, mailbox_id, from_name, reply_to, subject, text, html,
-                         headers, attachments, metadata, send_at, idempotency_id, templates, raw, header_from, ord)
+                         headers, attachments, metadata, send_at, idempotency_id, templates, raw, header_from,
+                         claim_route, claim_key, claim_fingerprint, ord)
+), claimed AS (
+  -- the free keys of the sends' claims, taken in key order (the first send of a key repeated in the batch takes it),
+  -- each record carrying its send's answer ($27: when it expires)
+  INSERT INTO idempotency_records (api_key_id, route, key, fingerprint, expires_at, response_status, response_body)
+  SELECT s.key_id, s.claim_route, s.claim_key, s.claim_fingerprint, $27::timestamptz, 202,
+         jsonb_build_object('ok', true, 'id', s.id::text, 'status', 'queued')
+  FROM s WHERE s.claim_key IS NOT NULL
+  ORDER BY s.key_id, s.claim_route, s.claim_key, s.ord
+  ON CONFLICT (api_key_id, route, key) DO NOTHING
+  RETURNING id, (response_body->>'id')::uuid AS send_id
+), unclaimed AS (
+  -- the sends whose key was held: written by nobody
+  SELECT s.ord FROM s WHERE s.claim_key IS NOT NULL AND s.id NOT IN (SELECT send_id FROM claimed)
 ), stale AS (
   -- the sends rendered from a template version that is no longer the template's: written by nobody
   SELECT s.ord FROM s, jsonb_to_recordset(s.templates::jsonb) AS t(id int, version int)
@@ -67,10 +100,10 @@ WITH s AS (
   SELECT send_ord, json_agg(json_build_object('to', recipient, 'reason', reason) ORDER BY ord) AS list
   FROM verdict WHERE reason IS NOT NULL GROUP BY send_ord
 ), wanted AS (
-  -- each send's kept copies, unless it is stale
+  -- each send's kept copies, unless it is stale or its key was held
   SELECT s.ord, s.key_id, count(*)::int AS n
   FROM s JOIN verdict v ON v.send_ord = s.ord AND v.reason IS NULL
-  WHERE s.ord NOT IN (SELECT ord FROM stale)
+  WHERE s.ord NOT IN (SELECT ord FROM stale) AND s.ord NOT IN (SELECT ord FROM unclaimed)
   GROUP BY s.ord, s.key_id
 ), per_key AS (
   -- the kept copies of each key's sends together, against its daily limit
@@ -111,13 +144,18 @@ WITH s AS (
   WHERE r.id = s.idempotency_id
   RETURNING 1
 )
--- one row per send, in order: its count (null: over the limit), its recipients left out, whether it was stale
-SELECT s.ord::int, a.used, coalesce(sk.list, '[]'::json) AS skipped, s.ord IN (SELECT ord FROM stale) AS stale
+-- one row per send, in order: its count (null: over the limit), its recipients left out, whether it was stale, and the
+-- record its claim took (null: its key was held; no claim: null too)
+SELECT s.ord::int, a.used, coalesce(sk.list, '[]'::json) AS skipped, s.ord IN (SELECT ord FROM stale) AS stale,
+       (SELECT c.id FROM claimed c WHERE c.send_id = s.id) AS claimed
 FROM s LEFT JOIN accepted a ON a.ord = s.ord LEFT JOIN skipped sk ON sk.send_ord = s.ord
 ORDER BY s.ord`;
 
-/** A send's row of WRITE_SENDS: its count for the key today (null: over the limit) and the recipients left out. */
-export type WrittenSend = { ord: number; used: number | null; skipped: { to: string; reason: SkipReason }[]; stale: boolean };
+/**
+ * A send's row of WRITE_SENDS: its count for the key today (null: over the limit), the recipients left out, and the id
+ * of the record its claim took (null when its key was held, or it had no claim).
+ */
+export type WrittenSend = { ord: number; used: number | null; skipped: { to: string; reason: SkipReason }[]; stale: boolean; claimed: number | null };
 
 /**
  * Runs WRITE_SENDS for a batch of sends (`day`: today, UTC, as YYYY-MM-DD; `copies`: each recipient's Message row
@@ -133,7 +171,10 @@ export async function insertAcceptedSends(
   return rawQuery<WrittenSend>(db, WRITE_SENDS, writeSendsValues(day, sends, copies), 'write-sends');
 }
 
-/** WRITE_SENDS's 23 parameters, in their order: the day, the sends' columns (`s`), then the copies' columns (`c`). */
+/**
+ * WRITE_SENDS's 27 parameters, in their order: the day, the sends' columns (`s`), the copies' columns (`c`), the sends'
+ * claims (more columns of `s`) and the claims' expiry.
+ */
 function writeSendsValues(day: string, sends: SendToWrite[], copies: { send: number; row: Prisma.MessageCreateManyInput }[]): unknown[] {
   const column = <T>(pick: (send: SendToWrite) => T) => sends.map(pick);
   return [
@@ -163,6 +204,12 @@ function writeSendsValues(day: string, sends: SendToWrite[], copies: { send: num
     copies.map((c) => c.row.id), // id: its Message row's
     copies.map((c) => c.row.to), // recipient
     copies.map((c) => c.row.messageIdHeader), // header: its Message-ID
+    // $24 to $26: the claims, more columns of `s` (null: the send has none)
+    column((s) => s.claim?.route ?? null), // claim_route
+    column((s) => s.claim?.key ?? null), // claim_key
+    column((s) => s.claim?.fingerprint ?? null), // claim_fingerprint
+    // $27: when the records the claims take expire
+    new Date(Date.now() + IDEMPOTENCY_TTL_MS),
   ];
 }
 

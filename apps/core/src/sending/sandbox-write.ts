@@ -1,5 +1,7 @@
 import type { Prisma } from '../../../../generated/prisma/client';
 import type { Db } from '../db';
+import { IDEMPOTENCY_TTL_MS } from '../idempotency';
+import { insertRecordIfAbsent } from '../idempotency/repository';
 import { messageRow } from '../delivery/outbox';
 import { skippedRecipients } from './repository';
 import type { AcceptedWrite, SendToWrite } from './write';
@@ -15,12 +17,21 @@ export class SandboxWriter {
   async write(send: SendToWrite): Promise<AcceptedWrite> {
     const { key, mailbox, request, sendId, messageIdHeader } = send;
     return this.db.$transaction(async (tx) => {
+      // a submitted message's key, taken as the live write takes it (sending/repository.ts WRITE_SENDS)
+      const claimed = send.claim
+        ? await insertRecordIfAbsent(tx, { apiKeyId: key.id, route: send.claim.route, key: send.claim.key }, send.claim.fingerprint, new Date(Date.now() + IDEMPOTENCY_TTL_MS), {
+            status: 202,
+            body: { ok: true, id: sendId, status: 'queued' },
+          })
+        : undefined;
+      const claim = claimed === undefined ? {} : { claimed };
+      if (claimed === null) return { used: null, kept: [], skipped: [], stale: false, ...claim };
       const skipped = await skippedRecipients(tx, key.accountId, request.to);
       const left = new Set(skipped.map((s) => s.to));
       const rows = request.to
         .filter((to) => !left.has(to))
         .map((to) => ({ ...messageRow({ accountId: key.accountId, mailboxId: mailbox.id, fromAddress: mailbox.address, kind: 'transactional', sendId, to, subject: request.subject, notBefore: request.sendAt }), ...(messageIdHeader ? { messageIdHeader } : {}), enqueuedAt: new Date() }));
-      if (!rows.length) return { used: 0, kept: [], skipped, stale: false };
+      if (!rows.length) return { used: 0, kept: [], skipped, stale: false, ...claim };
       await tx.send.create({
         data: {
           id: sendId,
@@ -47,7 +58,7 @@ export class SandboxWriter {
         const answer = { ok: true, id: sendId, status: 'queued', messages: kept.map((k) => ({ ...k, status: 'queued' })), skipped };
         await tx.idempotencyRecord.updateMany({ where: { id: send.idempotencyRecord }, data: { state: 'done', responseStatus: 202, responseBody: answer } });
       }
-      return { used: 0, kept, skipped, stale: false };
+      return { used: 0, kept, skipped, stale: false, ...claim };
     });
   }
 }

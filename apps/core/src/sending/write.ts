@@ -13,6 +13,11 @@ export interface AcceptedWrite {
   skipped: { to: string; reason: SkipReason }[];
   /** a template it was rendered from changed meanwhile: nothing written (render again) */
   stale: boolean;
+  /**
+   * For a send with a claim: the idempotency record it took (its send may still have been refused: then the caller
+   * frees it), or null when its key was held and nothing was written. Absent for a send without a claim.
+   */
+  claimed?: number | null;
 }
 
 /**
@@ -30,22 +35,26 @@ export async function writeBatch(db: Db, sends: SendToWrite[]): Promise<Accepted
   );
   const copies = rows.flatMap((list, i) => list.map((row) => ({ send: i + 1, row })));
   const result = await insertAcceptedSends(db, utcDay().toISOString().slice(0, 10), sends, copies);
-  return result.map(({ used, skipped, stale }, i) => {
+  return result.map(({ used, skipped, stale, claimed }, i) => {
     const skippedSet = new Set(skipped.map((s) => s.to));
     const kept = rows[i]!.filter((r) => !skippedSet.has(r.to)).map((r) => ({ id: r.id!, to: r.to }));
-    return { used, kept, skipped, stale };
+    return { used, kept, skipped, stale, ...(sends[i]!.claim ? { claimed } : {}) };
   });
 }
 
 /**
  * A batch, then, for each send its key's limit refused inside a batch of several, that send again alone and in order:
- * the limit answers exactly as if every send had come by itself.
+ * the limit answers exactly as if every send had come by itself. Its claim was taken by the batch (or its key held):
+ * alone it is written under that record, or not at all.
  */
 export async function writeSends(db: Db, sends: SendToWrite[]): Promise<AcceptedWrite[]> {
   const written = await writeBatch(db, sends);
   if (sends.length > 1) {
     for (let i = 0; i < sends.length; i++) {
-      if (written[i]!.used === null && written[i]!.kept.length && !written[i]!.stale) written[i] = (await writeBatch(db, [sends[i]!]))[0]!;
+      const first = written[i]!;
+      if (first.used !== null || !first.kept.length || first.stale || first.claimed === null) continue;
+      const alone = (await writeBatch(db, [{ ...sends[i]!, claim: undefined }]))[0]!;
+      written[i] = 'claimed' in first ? { ...alone, claimed: first.claimed } : alone;
     }
   }
   return written;
