@@ -1,13 +1,14 @@
 import { execFileSync } from 'node:child_process';
 import crypto from 'node:crypto';
 import path from 'node:path';
+import { Readable } from 'node:stream';
 import { simpleParser } from 'mailparser';
 import nodemailer from 'nodemailer';
 import MailComposer from 'nodemailer/lib/mail-composer';
 import { dkimSignatures, relaxedBody, relaxedHeader } from '../../apps/core/src/domains/dkim';
 import { generateKeyPairs, signingKeys } from '../../apps/core/src/domains/keys';
 import { expectedRecords } from '../../apps/core/src/domains/records';
-import { SIGNED_HEADERS, signOnTheWay, type WireSignedMail } from '../../apps/core/src/domains/sending';
+import { ONE_WRITE_BYTES, SIGNED_HEADERS, signOnTheWay, wireStream, type WireSignedMail } from '../../apps/core/src/domains/sending';
 import type { ReceivedMail } from '../helpers/smtp-sink';
 import { useDns } from '../helpers/dns-server';
 import { published, receiverVerdict, signatures } from './support';
@@ -156,5 +157,39 @@ describe('signOnTheWay: the stream plugin that signs an email as nodemailer writ
     const raw = (await transport().sendMail({ from: 'news@sign.test', to: 'a@example.com', subject: 'Plain', text: 'Hi' })).message as Buffer;
     expect(raw.toString('latin1')).not.toMatch(/dkim-signature/i);
     expect((await simpleParser(raw)).text?.trim()).toBe('Hi');
+  });
+
+  /** The pieces a stream gives, in order, each as its own 'data' event (as the SMTP connection's pipe takes them). */
+  const pieces = (stream: Readable) =>
+    new Promise<Buffer[]>((resolve, reject) => {
+      const out: Buffer[] = [];
+      stream.on('data', (chunk: Buffer) => out.push(chunk));
+      stream.once('end', () => resolve(out));
+      stream.once('error', reject);
+    });
+
+  it('hands an unsigned email of a few kB to the wire as one piece, as nodemailer composed it', async () => {
+    // without the plugin nodemailer streams the same email in many pieces: a write (and a system call) each
+    const plain = nodemailer.createTransport({ streamTransport: true });
+    const withPlugin = nodemailer.createTransport({ streamTransport: true });
+    withPlugin.use('stream', signOnTheWay);
+    const mail = { from: 'news@sign.test', to: 'a@example.com', subject: 'Copy', text: 'Hi '.repeat(300), html: `<p>${'Hi '.repeat(300)}</p>`, messageId: '<fixed@sign.test>', date: new Date('2026-11-30T00:00:00Z') };
+    const composed = await pieces((await plain.sendMail(mail)).message as Readable);
+    const written = await pieces((await withPlugin.sendMail(mail)).message as Readable);
+    expect(composed.length).toBeGreaterThan(5);
+    expect(written).toHaveLength(1);
+    // the same bytes but for the MIME boundaries, which nodemailer draws at random for each composition
+    const boundaries = (raw: Buffer) => raw.toString('latin1').replace(/--_NmP-[0-9a-f-]+/g, 'B').replace(/boundary="[^"]+"/g, 'b');
+    expect(boundaries(written[0]!)).toBe(boundaries(Buffer.concat(composed)));
+  });
+
+  it('streams an unsigned email past ONE_WRITE_BYTES on as it comes, without holding it whole, every byte in order', async () => {
+    const input = Array.from({ length: 100 }, (_, i) => Buffer.alloc(4096, i));
+    const out = await pieces(wireStream(Readable.from(input)));
+    expect(Buffer.concat(out).equals(Buffer.concat(input))).toBe(true);
+    // the first ONE_WRITE_BYTES and a piece as one write, then each piece as it came
+    expect(out[0]!.length).toBe(Math.ceil((ONE_WRITE_BYTES + 1) / 4096) * 4096);
+    expect(out.length).toBe(1 + 100 - Math.ceil((ONE_WRITE_BYTES + 1) / 4096));
+    expect(Math.max(...out.map((c) => c.length))).toBeLessThanOrEqual(ONE_WRITE_BYTES + 4096);
   });
 });
