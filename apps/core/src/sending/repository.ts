@@ -39,37 +39,8 @@ export interface SendClaim {
   fingerprint: string;
 }
 
-/**
- * Everything accepted sends do to Postgres, as ONE statement for a whole batch of sends, so one round trip and one
- * atomic commit:
- * 1. each recipient is checked against its account's suppression list (bounced, complained) and stop list (the
- *    address, or its domain or a parent domain: stop-list/repository.ts): those go to the
- *    send's `skipped`, in request order;
- * 2. per key, the kept copies of all its sends in the batch are counted against the key's usage for today, only if
- *    they all stay within the limit (the usage rows are locked in key order, so two batches cannot deadlock);
- * 3. the Send, one Message per kept recipient, and the answer an Idempotency-Key will replay.
- * A send with a claim (a submitted message's Message-ID) first takes its key's record, which carries the send's answer
- * from then on: only one send of a key is written, however many statements carry it at once, and a send whose key was
- * held writes nothing (`claimed` null: the caller reads the earlier record). The keys are taken in key order, before
- * any usage row is locked, so two statements cannot deadlock. A claimed send refused by a later step leaves its record
- * `processing`: the caller frees it (releaseIdempotent).
- * A send rendered from stored templates is written only while each version it rendered is still the template's
- * (`stale` otherwise, and nothing written: the caller renders again): the API's cache of templates costs no query.
- * Each step reads the one before it, so a send with nobody kept, or whose key's sends would pass the limit, writes
- * nothing at all. `used` is each send's count as if its key's sends had been written one by one in batch order.
- * The copies are written already marked enqueued (the caller queues them right after); if Redis refuses the jobs the
- * caller clears the mark, and a crash in between leaves a mark the reconciler treats as stale after five minutes.
- */
-const WRITE_SENDS = `
-WITH s AS (
-  -- the batch's sends, one row each: $2 to $19 and $24 to $26, one array a column (writeSendsValues)
-  SELECT * FROM unnest($2::uuid[], $3::int[], $4::int[], $5::int[], $6::int[], $7::text[], $8::text[], $9::text[],
-                       $10::text[], $11::text[], $12::text[], $13::text[], $14::text[], $15::timestamptz[], $16::int[], $17::text[], $18::bytea[], $19::text[],
-                       $24::text[], $25::text[], $26::text[])
-    WITH ORDINALITY AS s(id, account_id, key_id, daily_limit, mailbox_id, from_name, reply_to, subject, text, html,
-                         headers, attachments, metadata, send_at, idempotency_id, templates, raw, header_from,
-                         claim_route, claim_key, claim_fingerprint, ord)
-), claimed AS (
+/** WRITE_SENDS's claims (writeSendsStatement): the keys of the sends that carry one, taken first. */
+const CLAIMS = `claimed AS (
   -- the free keys of the sends' claims, taken in key order (the first send of a key repeated in the batch takes it),
   -- each record carrying its send's answer ($27: when it expires)
   INSERT INTO idempotency_records (api_key_id, route, key, fingerprint, expires_at, response_status, response_body)
@@ -82,7 +53,40 @@ WITH s AS (
 ), unclaimed AS (
   -- the sends whose key was held: written by nobody
   SELECT s.ord FROM s WHERE s.claim_key IS NOT NULL AND s.id NOT IN (SELECT send_id FROM claimed)
-), stale AS (
+), `;
+
+/**
+ * Everything accepted sends do to Postgres, as ONE statement for a whole batch of sends, so one round trip and one
+ * atomic commit:
+ * 1. each recipient is checked against its account's suppression list (bounced, complained) and stop list (the
+ *    address, or its domain or a parent domain: stop-list/repository.ts): those go to the
+ *    send's `skipped`, in request order;
+ * 2. per key, the kept copies of all its sends in the batch are counted against the key's usage for today, only if
+ *    they all stay within the limit (the usage rows are locked in key order, so two batches cannot deadlock);
+ * 3. the Send, one Message per kept recipient, and the answer an Idempotency-Key will replay.
+ * A send with a claim (a submitted message's Message-ID: WRITE_CLAIMED_SENDS, the statement with CLAIMS) first takes
+ * its key's record, which carries its answer from then on: only one send of a key is written, however many statements
+ * carry it at once, and a send whose key was held writes nothing (`claimed` null: the caller reads the earlier record).
+ * The keys are taken in key order, before any usage row is locked, so two statements cannot deadlock. A claimed send refused by a later step leaves its record
+ * `processing`: the caller frees it (releaseIdempotent).
+ * A send rendered from stored templates is written only while each version it rendered is still the template's
+ * (`stale` otherwise, and nothing written: the caller renders again): the API's cache of templates costs no query.
+ * Each step reads the one before it, so a send with nobody kept, or whose key's sends would pass the limit, writes
+ * nothing at all. `used` is each send's count as if its key's sends had been written one by one in batch order.
+ * The copies are written already marked enqueued (the caller queues them right after); if Redis refuses the jobs the
+ * caller clears the mark, and a crash in between leaves a mark the reconciler treats as stale after five minutes.
+ */
+function writeSendsStatement(claims: boolean): string {
+  return `
+WITH s AS (
+  -- the batch's sends, one row each: $2 to $19 (and $24 to $26 with claims), one array a column (writeSendsValues)
+  SELECT * FROM unnest($2::uuid[], $3::int[], $4::int[], $5::int[], $6::int[], $7::text[], $8::text[], $9::text[],
+                       $10::text[], $11::text[], $12::text[], $13::text[], $14::text[], $15::timestamptz[], $16::int[], $17::text[], $18::bytea[], $19::text[]
+                       ${claims ? ', $24::text[], $25::text[], $26::text[]' : ''})
+    WITH ORDINALITY AS s(id, account_id, key_id, daily_limit, mailbox_id, from_name, reply_to, subject, text, html,
+                         headers, attachments, metadata, send_at, idempotency_id, templates, raw, header_from,
+                         ${claims ? 'claim_route, claim_key, claim_fingerprint, ' : ''}ord)
+), ${claims ? CLAIMS : ''}stale AS (
   -- the sends rendered from a template version that is no longer the template's: written by nobody
   SELECT s.ord FROM s, jsonb_to_recordset(s.templates::jsonb) AS t(id int, version int)
   WHERE s.templates IS NOT NULL
@@ -103,7 +107,7 @@ WITH s AS (
   -- each send's kept copies, unless it is stale or its key was held
   SELECT s.ord, s.key_id, count(*)::int AS n
   FROM s JOIN verdict v ON v.send_ord = s.ord AND v.reason IS NULL
-  WHERE s.ord NOT IN (SELECT ord FROM stale) AND s.ord NOT IN (SELECT ord FROM unclaimed)
+  WHERE s.ord NOT IN (SELECT ord FROM stale)${claims ? ' AND s.ord NOT IN (SELECT ord FROM unclaimed)' : ''}
   GROUP BY s.ord, s.key_id
 ), per_key AS (
   -- the kept copies of each key's sends together, against its daily limit
@@ -147,9 +151,14 @@ WITH s AS (
 -- one row per send, in order: its count (null: over the limit), its recipients left out, whether it was stale, and the
 -- record its claim took (null: its key was held; no claim: null too)
 SELECT s.ord::int, a.used, coalesce(sk.list, '[]'::json) AS skipped, s.ord IN (SELECT ord FROM stale) AS stale,
-       (SELECT c.id FROM claimed c WHERE c.send_id = s.id) AS claimed
+       ${claims ? '(SELECT c.id FROM claimed c WHERE c.send_id = s.id)' : 'NULL::int'} AS claimed
 FROM s LEFT JOIN accepted a ON a.ord = s.ord LEFT JOIN skipped sk ON sk.send_ord = s.ord
 ORDER BY s.ord`;
+}
+
+/** WRITE_SENDS without claims (POST /send, batches) and with them (SMTP submission): the API's statement plans no claim. */
+const WRITE_SENDS = writeSendsStatement(false);
+const WRITE_CLAIMED_SENDS = writeSendsStatement(true);
 
 /**
  * A send's row of WRITE_SENDS: its count for the key today (null: over the limit), the recipients left out, and the id
@@ -168,16 +177,17 @@ export async function insertAcceptedSends(
   sends: SendToWrite[],
   copies: { send: number; row: Prisma.MessageCreateManyInput }[],
 ): Promise<WrittenSend[]> {
-  return rawQuery<WrittenSend>(db, WRITE_SENDS, writeSendsValues(day, sends, copies), 'write-sends');
+  const claims = sends.some((s) => s.claim);
+  return rawQuery<WrittenSend>(db, claims ? WRITE_CLAIMED_SENDS : WRITE_SENDS, writeSendsValues(day, sends, copies, claims), claims ? 'write-claimed-sends' : 'write-sends');
 }
 
 /**
- * WRITE_SENDS's 27 parameters, in their order: the day, the sends' columns (`s`), the copies' columns (`c`), the sends'
- * claims (more columns of `s`) and the claims' expiry.
+ * WRITE_SENDS's 23 parameters, in their order: the day, the sends' columns (`s`), the copies' columns (`c`); with
+ * `claims`, WRITE_CLAIMED_SENDS's 4 more: the sends' claims (more columns of `s`) and the claims' expiry.
  */
-function writeSendsValues(day: string, sends: SendToWrite[], copies: { send: number; row: Prisma.MessageCreateManyInput }[]): unknown[] {
+function writeSendsValues(day: string, sends: SendToWrite[], copies: { send: number; row: Prisma.MessageCreateManyInput }[], claims: boolean): unknown[] {
   const column = <T>(pick: (send: SendToWrite) => T) => sends.map(pick);
-  return [
+  const values = [
     // $1: today (UTC), the day of the keys' usage rows
     day,
     // $2 to $19: one array per column of `s`, a send an element
@@ -204,6 +214,10 @@ function writeSendsValues(day: string, sends: SendToWrite[], copies: { send: num
     copies.map((c) => c.row.id), // id: its Message row's
     copies.map((c) => c.row.to), // recipient
     copies.map((c) => c.row.messageIdHeader), // header: its Message-ID
+  ];
+  if (!claims) return values;
+  return [
+    ...values,
     // $24 to $26: the claims, more columns of `s` (null: the send has none)
     column((s) => s.claim?.route ?? null), // claim_route
     column((s) => s.claim?.key ?? null), // claim_key
