@@ -3,8 +3,8 @@
  * 1. Accepts per second: nodemailer's pool (50 connections) submitting SMTP_MESSAGES emails to the SMTP process, and
  *    the same emails posted by 50 concurrent clients to POST /api/v1/send, in turns (three each); the ratio of the
  *    medians (target >= 0.8). No worker runs: both sides only accept (the rows wait in the queue alike).
- *    Besides, the CPU an accept (the serving process, Postgres and Redis), median of the turns: a loaded host changes it
- *    least.
+ *    Besides, the CPU an accept (the serving process, Postgres and Redis, and the clients in this process: nodemailer's
+ *    pool or fetch), median of the turns: a loaded host changes it least.
  * 2. Memory: 200 idle authenticated connections, then 50 clients each submitting BIG_PER_CLIENT messages of about
  *    1 MB; the SMTP process's peak RSS (target < 250 MB).
  */
@@ -135,14 +135,16 @@ export async function smtpPhase(kit: SmtpKit) {
   await viaApi(1000);
   const smtpRates: number[] = [];
   const apiRates: number[] = [];
-  // CPU an accept of the process serving it, and of Postgres and Redis (every such process on the host): what a loaded
-  // host changes least (ms)
-  const cpu = { smtp: [] as number[], api: [] as number[], smtpStores: [] as number[], apiStores: [] as number[] };
+  // CPU an accept of the process serving it, of Postgres and Redis (every such process on the host) and of the clients
+  // (this process): what a loaded host changes least (ms)
+  const cpu = { smtp: [] as number[], api: [] as number[], smtpStores: [] as number[], apiStores: [] as number[], smtpClient: [] as number[], apiClient: [] as number[] };
   const stores = () => Object.values(cpuMsByName(['postgres', 'redis-server'])).reduce((a, b) => a + b, 0);
   const measured = async (side: 'smtp' | 'api') => {
     const server = side === 'smtp' ? smtp : api;
-    const [own, theirs] = [cpuMs(server), stores()];
+    const [own, theirs, client] = [cpuMs(server), stores(), process.cpuUsage()];
     (side === 'smtp' ? smtpRates : apiRates).push(await (side === 'smtp' ? viaSmtp : viaApi)(SMTP_MESSAGES));
+    const used = process.cpuUsage(client);
+    cpu[side === 'smtp' ? 'smtpClient' : 'apiClient'].push((used.user + used.system) / 1000 / SMTP_MESSAGES);
     cpu[side].push((cpuMs(server) - own) / SMTP_MESSAGES);
     cpu[side === 'smtp' ? 'smtpStores' : 'apiStores'].push((stores() - theirs) / SMTP_MESSAGES);
   };
@@ -185,6 +187,7 @@ export async function smtpPhase(kit: SmtpKit) {
       smtp: +median(cpu.smtp).toFixed(3),
       api: +median(cpu.api).toFixed(3),
       postgresAndRedis: { smtp: +median(cpu.smtpStores).toFixed(3), api: +median(cpu.apiStores).toFixed(3) },
+      client: { smtp: +median(cpu.smtpClient).toFixed(3), api: +median(cpu.apiClient).toFixed(3) },
     },
     memory: {
       idleConnections: IDLE,
