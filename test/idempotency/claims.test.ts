@@ -8,8 +8,8 @@ import { makeTenant, type Tenant } from '../helpers/factories';
 
 /**
  * The Message-ID keys of submitted messages (SMTP_ROUTE), taken by the accepted sends' one statement
- * (sending/repository.ts WRITE_SENDS): a send is written only if its key is free, and the record it takes carries its
- * answer from then on.
+ * (sending/repository.ts WRITE_CLAIMED_SENDS): a send is written only if its key is free, and the record it takes
+ * carries its answer from then on.
  */
 const FINGERPRINT = 'f'.repeat(64);
 const claim = (key: string) => ({ route: SMTP_ROUTE, key, fingerprint: FINGERPRINT });

@@ -78,7 +78,7 @@ export function keyChangingHands(): Conflict {
  * What the record holding a key answers: the stored answer for the same body, 422 for another body, 409 while its
  * request is still being processed; null once there is none (it was deleted, or it expired or was abandoned and is
  * deleted now): the key is free to take again. `doneWithSend`: a record that carries its send's answer from the start
- * (a submitted message's, sending/repository.ts WRITE_SENDS) is done once that send exists.
+ * (a submitted message's, sending/repository.ts WRITE_CLAIMED_SENDS) is done once that send exists.
  */
 export async function earlierAnswer(db: Tx, scope: IdempotencyScope, fingerprint: string, options: { doneWithSend?: boolean } = {}): Promise<{ kind: 'replay'; status: number; body: unknown } | null> {
   const { apiKeyId, route, key } = scope;

@@ -12,7 +12,7 @@ export interface IdempotencyScope {
 /**
  * Inserts the `processing` record of the key unless one exists (an insert only one of many parallel requests wins);
  * returns its id, or null when the key was taken. `answer`: what the record answers once its send exists (a submitted
- * message's, which the record carries from the start: sending/repository.ts WRITE_SENDS takes such keys for live sends).
+ * message's, which the record carries from the start: sending/repository.ts WRITE_CLAIMED_SENDS takes such keys for live sends).
  */
 export async function insertRecordIfAbsent(db: Tx, scope: IdempotencyScope, fingerprint: string, expiresAt: Date, answer?: { status: number; body: unknown }): Promise<number | null> {
   const { apiKeyId, route, key } = scope;

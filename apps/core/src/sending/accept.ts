@@ -223,9 +223,8 @@ export async function acceptRawSend(db: Db, sending: Sending, key: ApiKey, messa
   if (!to.length) throw new Unprocessable('nobody to write to');
   if (to.length > SEND_LIMITS.recipients) throw new BadRequest(`at most ${SEND_LIMITS.recipients} recipients per message`);
   // the fingerprint is the same whatever the body: a client's retry is the same message, however it was re-encoded. The
-  // write takes the key itself (WRITE_SENDS): its record carries the send's answer and is done once the send exists
-  const scope = message.messageId ? { apiKeyId: key.id, route: SMTP_ROUTE, key: sha256(message.messageId) } : null;
-  const claim = scope ? { route: scope.route, key: scope.key, fingerprint: sha256(SMTP_ROUTE) } : undefined;
+  // write takes the key itself (WRITE_CLAIMED_SENDS): its record carries the send's answer and is done once the send exists
+  const claim = message.messageId ? { route: SMTP_ROUTE, key: sha256(message.messageId), fingerprint: sha256(SMTP_ROUTE) } : undefined;
   const request = {
     to,
     subject: message.subject,
@@ -240,14 +239,14 @@ export async function acceptRawSend(db: Db, sending: Sending, key: ApiKey, messa
   };
   const writer = key.mode === 'test' ? sending.sandbox : sending.writer;
   let written: AcceptedWrite | undefined;
-  for (let round = 0; round < 3 && !written; round++) {
+  for (let round = 0; round < 3; round++) {
     const attempt = await writer.write({ key, mailbox, request, sendId: message.sendId, idempotencyRecord: undefined, raw: message.raw, headerFrom: message.from, messageIdHeader: message.messageIdHeader, claim });
-    if (attempt.claimed !== null) {
+    if (attempt.claimed !== null || !claim) {
       written = attempt;
       break;
     }
     // the key is held: the earlier send's answer, 409 while it is being accepted, or (expired, abandoned) free again
-    const earlier = await earlierAnswer(db, scope!, claim!.fingerprint, { doneWithSend: true });
+    const earlier = await earlierAnswer(db, { apiKeyId: key.id, route: claim.route, key: claim.key }, claim.fingerprint, { doneWithSend: true });
     if (earlier) return { status: earlier.status as 200 | 202, body: earlier.body as SendAnswer, quota: await dailyQuota(db, key), replayed: true };
   }
   if (!written) throw keyChangingHands();

@@ -39,7 +39,7 @@ export interface SendClaim {
   fingerprint: string;
 }
 
-/** WRITE_SENDS's claims (writeSendsStatement): the keys of the sends that carry one, taken first. */
+/** What WRITE_CLAIMED_SENDS has beyond WRITE_SENDS (writeSendsStatement): the sends' keys, taken first. */
 const CLAIMS = `claimed AS (
   -- the free keys of the sends' claims, taken in key order (the first send of a key repeated in the batch takes it),
   -- each record carrying its send's answer ($27: when it expires)
@@ -67,8 +67,8 @@ const CLAIMS = `claimed AS (
  * A send with a claim (a submitted message's Message-ID: WRITE_CLAIMED_SENDS, the statement with CLAIMS) first takes
  * its key's record, which carries its answer from then on: only one send of a key is written, however many statements
  * carry it at once, and a send whose key was held writes nothing (`claimed` null: the caller reads the earlier record).
- * The keys are taken in key order, before any usage row is locked, so two statements cannot deadlock. A claimed send refused by a later step leaves its record
- * `processing`: the caller frees it (releaseIdempotent).
+ * The keys are taken in key order, before any usage row is locked, so two statements cannot deadlock. A claimed send
+ * refused by a later step leaves its record `processing`: the caller frees it (releaseIdempotent).
  * A send rendered from stored templates is written only while each version it rendered is still the template's
  * (`stale` otherwise, and nothing written: the caller renders again): the API's cache of templates costs no query.
  * Each step reads the one before it, so a send with nobody kept, or whose key's sends would pass the limit, writes
@@ -161,7 +161,7 @@ const WRITE_SENDS = writeSendsStatement(false);
 const WRITE_CLAIMED_SENDS = writeSendsStatement(true);
 
 /**
- * A send's row of WRITE_SENDS: its count for the key today (null: over the limit), the recipients left out, and the id
+ * A send's row of WRITE_SENDS or WRITE_CLAIMED_SENDS: its count for the key today (null: over the limit), the recipients left out, and the id
  * of the record its claim took (null when its key was held, or it had no claim).
  */
 export type WrittenSend = { ord: number; used: number | null; skipped: { to: string; reason: SkipReason }[]; stale: boolean; claimed: number | null };

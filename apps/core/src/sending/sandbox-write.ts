@@ -17,7 +17,7 @@ export class SandboxWriter {
   async write(send: SendToWrite): Promise<AcceptedWrite> {
     const { key, mailbox, request, sendId, messageIdHeader } = send;
     return this.db.$transaction(async (tx) => {
-      // a submitted message's key, taken as the live write takes it (sending/repository.ts WRITE_SENDS)
+      // a submitted message's key, taken as the live write takes it (sending/repository.ts WRITE_CLAIMED_SENDS)
       const claimed = send.claim
         ? await insertRecordIfAbsent(tx, { apiKeyId: key.id, route: send.claim.route, key: send.claim.key }, send.claim.fingerprint, new Date(Date.now() + IDEMPOTENCY_TTL_MS), {
             status: 202,
