@@ -12,7 +12,6 @@ import { deliveryLeaseMs, HOLDER, stillHeld, whileHeld } from './lease';
 import { MailboxLoginAway, MailboxNeedsReconnect } from './login';
 import { lockMessage } from './repository';
 import { isFinalStatus } from '../message-status';
-import { wireMail } from './wire-mime';
 
 export { deliveryLeaseMs } from './lease';
 export { createDelivery, TemporaryDeliveryError, type Delivery, type DeliveryOutcome, type SandboxOutlet } from './delivery';
@@ -145,8 +144,7 @@ async function talkAndMark(
   const mail = await delivery.signer.sign(delivery.db, composeMail(delivery.kinds, message, message.mailbox, message.send), message.mailbox);
   const stopWatch = metrics.smtpSeconds.startTimer();
   try {
-    // the common email's MIME written in one pass, as nodemailer would write it (wire-mime.ts)
-    info = await delivery.transports.for(message.mailbox).sendMail(wireMail(mail));
+    info = await delivery.transports.send(message.mailbox, mail);
   } catch (caught) {
     options.afterWire?.();
     stopWatch({ outcome: 'error' });

@@ -8,12 +8,11 @@ import * as qp from 'nodemailer/lib/qp';
 /**
  * The MIME of the common email (one recipient, text and/or html, string headers, no attachments), written here in one
  * synchronous pass with the same bytes nodemailer's MailComposer writes (test/sending/wire-mime.test.ts compares them
- * on many shapes), and handed to nodemailer as `raw`. MailComposer streams every node through Transform streams with a
- * tick each: a broadcast copy cost 0.19 to 0.24 ms of CPU that way, against 0.11 to 0.12 ms written here and sent as
- * `raw`; in the delivery bench the worker's CPU an email fell from 1.11-1.20 ms to 1.00-1.09 (bench/README.md). Every
- * value is encoded by nodemailer's own functions (a node's `encodeHeaderValue`, `foldLines`, the QP and base64
- * encoders): only the layout is written here. Anything else (attachments, a body over 64 KB, a header nodemailer writes
- * itself) is left to nodemailer, whole.
+ * on many shapes), and handed to nodemailer's pool as they are (transport.ts `send`). MailComposer streams every node
+ * through Transform streams with a tick each: a broadcast copy cost 0.19 to 0.24 ms of CPU that way, against 0.11 to
+ * 0.12 ms written here and sent as `raw` through sendMail (bench/README.md). Every value is encoded by nodemailer's own
+ * functions (a node's `encodeHeaderValue`, `foldLines`, the QP and base64 encoders): only the layout is written here.
+ * Anything else (attachments, a body over 64 KB, a header nodemailer writes itself) is left to nodemailer, whole.
  */
 
 /** The fields composeMail gives (compose.ts), with the signer's (domains/sending.ts); any other sends the email to nodemailer. */
@@ -45,15 +44,6 @@ const encoder = new MimeNode() as unknown as Partial<HeaderEncoder>;
 /** Whether this nodemailer has what the module uses: when it does not, every email goes through nodemailer. */
 const usable = ['encodeHeaderValue', '_normalizeHeaderKey', '_getTextEncoding'].every((name) => typeof encoder[name as keyof HeaderEncoder] === 'function');
 const node = encoder as HeaderEncoder;
-
-/** The email with its MIME written here (`raw`, with its envelope, Message-ID and signer), or the email itself when its shape is not the common one. */
-export function wireMail<M extends Mail.Options>(mail: M): M {
-  const raw = wireMime(mail);
-  if (!raw) return mail;
-  const wire: Record<string, unknown> = { envelope: mail.envelope, raw, messageId: mail.messageId };
-  if ('dkimOnTheWay' in mail) wire.dkimOnTheWay = (mail as { dkimOnTheWay?: unknown }).dkimOnTheWay;
-  return wire as M;
-}
 
 /** The bytes MailComposer would write for `mail` (its boundary aside), or null when the mail is not of the common shape. */
 export function wireMime(mail: Mail.Options): Buffer | null {
