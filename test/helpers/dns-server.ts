@@ -1,4 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
+import crypto from 'node:crypto';
 import dgram from 'node:dgram';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -54,8 +55,17 @@ export class DnsServer {
   }
 
   async start(records: ZoneRecord[] = []): Promise<void> {
-    this.port ||= await freePort();
-    await this.publish(records);
+    // the port is free when picked, not when dnsmasq binds it: a test file beside this one may take it in between
+    // (its dnsmasq then answers for zones of the same names, with its own keys), so a lost port is picked again
+    for (let attempt = 1; ; attempt++) {
+      this.port ||= await freePort();
+      try {
+        return await this.publish(records);
+      } catch (err) {
+        if (attempt >= 3) throw err;
+        this.port = 0;
+      }
+    }
   }
 
   /** The zones' records become exactly these. */
@@ -63,7 +73,9 @@ export class DnsServer {
     this.records = records;
     await this.halt();
     const conf = path.join(this.dir, 'dnsmasq.conf');
-    const lines = [...this.zones.map((z) => `local=/${z}/`), `txt-record=ready.${this.zones[0]},"${Date.now()}"`, ...records.map(line)];
+    // this server's own token: an answer without it comes from another server on the port
+    const token = crypto.randomUUID();
+    const lines = [...this.zones.map((z) => `local=/${z}/`), `txt-record=ready.${this.zones[0]},"${token}"`, ...records.map(line)];
     fs.writeFileSync(conf, lines.join('\n') + '\n');
     const proc = spawn('/usr/sbin/dnsmasq', ['--no-daemon', `--port=${this.port}`, '--listen-address=127.0.0.1', '--bind-interfaces', '--no-resolv', '--no-hosts', '--pid-file=', '--cache-size=0', `--conf-file=${conf}`], {
       stdio: ['ignore', 'ignore', 'pipe'],
@@ -76,7 +88,7 @@ export class DnsServer {
     await waitFor(
       async () => {
         if (proc.exitCode !== null) throw new Error(`dnsmasq exited: ${stderr}`);
-        return (await resolver.resolveTxt(`ready.${this.zones[0]}`).catch(() => null))?.length;
+        return (await resolver.resolveTxt(`ready.${this.zones[0]}`).catch(() => null))?.flat().includes(token);
       },
       { timeout: 10_000, what: 'dnsmasq answering' },
     );
