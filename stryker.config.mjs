@@ -41,7 +41,7 @@ const GROUPS = {
   signing: { mutate: ['apps/core/src/domains/sending.ts'], tests: ['domains/dkim', 'domains/smtp-from', 'domains/required', 'domains/settings', 'domains/send-rules', 'broadcasts/dkim'] },
   // SIGNED_HEADERS is a module-level constant: its mutants are static (each runs every test of its group), so they run
   // here by its lines, against the signer's own test
-  'signed-headers': { mutate: ['apps/core/src/domains/sending.ts:255-258'], tests: ['domains/dkim'], ignoreStatic: false },
+  'signed-headers': { mutate: ['apps/core/src/domains/sending.ts:254-257'], tests: ['domains/dkim'], ignoreStatic: false },
 };
 const name = process.env.MUTATE_GROUP ?? '';
 const group = GROUPS[name];

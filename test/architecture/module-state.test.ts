@@ -33,7 +33,7 @@ const EXCEPTIONS: Record<string, Record<string, string>> = {
     registry: "the process's Prometheus registry: metric definitions made once; values only grow, and tests read differences",
   },
   'apps/core/src/outage.ts': { dependencies: "the dependency watch: one line per outage for the whole process (the errors helper's file)" },
-  'apps/core/src/delivery/wire-mime.ts': { encoder: 'a nodemailer node kept only for its header encoding, a pure function of its arguments' },
+  'apps/core/src/delivery/wire-mime.ts': { node: 'a nodemailer node kept only for its header encoding, a pure function of its arguments' },
   'apps/core/src/outbound/guard.ts': { special: 'the IANA special-purpose ranges, filled once at import and only read after' },
   'apps/core/src/validate.ts': { prepared: 'a memo of a pure function (each joi schema with our preferences): the same answer whatever ran before' },
   'apps/core/src/outreach/windows.ts': {

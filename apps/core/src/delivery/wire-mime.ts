@@ -9,8 +9,9 @@ import * as qp from 'nodemailer/lib/qp';
  * The MIME of the common email (one recipient, text and/or html, string headers, no attachments), written here in one
  * synchronous pass with the same bytes nodemailer's MailComposer writes (test/sending/wire-mime.test.ts compares them
  * on many shapes), and handed to nodemailer's pool as they are (transport.ts `send`). MailComposer streams every node
- * through Transform streams with a tick each: a broadcast copy cost 0.19 to 0.24 ms of CPU that way, against 0.11 to
- * 0.12 ms written here and sent as `raw` through sendMail (bench/README.md). Every value is encoded by nodemailer's own
+ * through Transform streams with a tick each: in a microbenchmark a broadcast copy cost 0.19 to 0.24 ms of CPU that
+ * way, against 0.11 to 0.12 ms written here and sent as `raw` through sendMail (the delivery bench's worker figures:
+ * bench/README.md). Every value is encoded by nodemailer's own
  * functions (a node's `encodeHeaderValue`, `foldLines`, the QP and base64 encoders): only the layout is written here.
  * Anything else (attachments, a body over 64 KB, a header nodemailer writes itself) is left to nodemailer, whole.
  */
@@ -40,10 +41,9 @@ interface HeaderEncoder {
   _getTextEncoding(value: string): 'Q' | 'B';
 }
 
-const encoder = new MimeNode() as unknown as Partial<HeaderEncoder>;
+const node = new MimeNode() as unknown as HeaderEncoder;
 /** Whether this nodemailer has what the module uses: when it does not, every email goes through nodemailer. */
-const usable = ['encodeHeaderValue', '_normalizeHeaderKey', '_getTextEncoding'].every((name) => typeof encoder[name as keyof HeaderEncoder] === 'function');
-const node = encoder as HeaderEncoder;
+const usable = (['encodeHeaderValue', '_normalizeHeaderKey', '_getTextEncoding'] as const).every((name) => typeof node[name] === 'function');
 
 /** The bytes MailComposer would write for `mail` (its boundary aside), or null when the mail is not of the common shape. */
 export function wireMime(mail: Mail.Options): Buffer | null {
@@ -56,19 +56,18 @@ export function wireMime(mail: Mail.Options): Buffer | null {
 
   const head = custom;
   for (const [key, field] of FIELD_HEADERS) if (mail[field]) header(head, key, mail[field]);
-  const single = text && html ? null : (text ? { type: 'text/plain', ...text } : { type: 'text/html', ...html! });
-  if (single) {
-    head.push(`Content-Transfer-Encoding: ${single.encoding}`, 'MIME-Version: 1.0', `Content-Type: ${single.type}; charset=utf-8`);
-    const body = single.body;
+  if (!text || !html) {
+    const { type, encoding, body } = text ? { type: 'text/plain', ...text } : { type: 'text/html', ...html! };
+    head.push(`Content-Transfer-Encoding: ${encoding}`, 'MIME-Version: 1.0', `Content-Type: ${type}; charset=utf-8`);
     return Buffer.concat([Buffer.from(head.join('\r\n') + '\r\n\r\n', 'utf8'), body, lastNewline(body)]);
   }
   const boundary = `--_NmP-${randomHex()}-Part_1`;
   head.push('MIME-Version: 1.0', mimeFuncs.foldLines(`Content-Type: multipart/alternative; boundary="${boundary}"`, 76));
   return Buffer.concat([
-    Buffer.from(`${head.join('\r\n')}\r\n\r\n--${boundary}\r\n${partHead('text/plain', text!.encoding)}`, 'utf8'),
-    text!.body,
-    Buffer.from(`\r\n--${boundary}\r\n${partHead('text/html', html!.encoding)}`, 'latin1'),
-    html!.body,
+    Buffer.from(`${head.join('\r\n')}\r\n\r\n--${boundary}\r\n${partHead('text/plain', text.encoding)}`, 'utf8'),
+    text.body,
+    Buffer.from(`\r\n--${boundary}\r\n${partHead('text/html', html.encoding)}`, 'latin1'),
+    html.body,
     Buffer.from(`\r\n--${boundary}--\r\n`, 'latin1'),
   ]);
 }

@@ -242,8 +242,7 @@ export function wireStream(input: Readable, signatures?: (raw: Buffer) => string
     try {
       const raw = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, length);
       if (!signatures) return void output.end(raw);
-      const head = Buffer.from(signatures(raw), 'latin1');
-      output.end(Buffer.concat([head, raw], head.length + raw.length));
+      output.end(signedBytes(raw, signatures));
     } catch (err) {
       output.destroy(err as Error);
     }
@@ -256,3 +255,9 @@ export const SIGNED_HEADERS: readonly string[] = [
   'from', 'sender', 'reply-to', 'subject', 'date', 'message-id', 'to', 'cc', 'mime-version', 'content-type', 'content-transfer-encoding',
   'in-reply-to', 'references', 'list-id', 'list-unsubscribe', 'list-unsubscribe-post',
 ];
+
+/** An email's bytes with the DKIM-Signature fields `signatures` makes over them put on top. */
+export function signedBytes(raw: Buffer, signatures: (raw: Buffer) => string): Buffer {
+  const head = Buffer.from(signatures(raw), 'latin1');
+  return Buffer.concat([head, raw], head.length + raw.length);
+}
