@@ -23,6 +23,7 @@ const EXCEPTIONS: Record<string, Record<string, string>> = {
     shared: "the process's database client, made by a main's first db() and closed by closeDb(): the handle passed down",
     pools: 'the pg pool under each client, so rawQuery runs on the pool of the client it is given (no state of its own)',
     unnamed: 'the pools behind a transaction pooler, fixed when the pool is made',
+    planOnce: "each client's second pool, for statements planned once: opened on first use, closed with its client (closeClient)",
   },
   'apps/core/src/redis.ts': {
     shared: "the process's Redis connection, made on first use and closed by closeRedis()",

@@ -178,7 +178,8 @@ export async function insertAcceptedSends(
   copies: { send: number; row: Prisma.MessageCreateManyInput }[],
 ): Promise<WrittenSend[]> {
   const claims = sends.some((s) => s.claim);
-  return rawQuery<WrittenSend>(db, claims ? WRITE_CLAIMED_SENDS : WRITE_SENDS, writeSendsValues(day, sends, copies, claims), claims ? 'write-claimed-sends' : 'write-sends');
+  // planned once per connection (db.ts planOnce): a batch of one send costs its execution, not its planning too
+  return rawQuery<WrittenSend>(db, claims ? WRITE_CLAIMED_SENDS : WRITE_SENDS, writeSendsValues(day, sends, copies, claims), claims ? 'write-claimed-sends' : 'write-sends', 'once');
 }
 
 /**

@@ -129,6 +129,8 @@ export async function fastAddRows(db: Db, adds: FastAdd[]): Promise<FastAddOutco
       column((a) => a.keyId ?? null),
     ],
     'fast-add-subscribers',
+    // planned once per connection (db.ts planOnce): a lone sign-up costs its execution, not its planning too
+    'once',
   );
   return rows.map((r) => r.outcome);
 }
