@@ -164,6 +164,9 @@ export async function mainPhases(results: Record<string, unknown>, serviceEnv: (
   }
 }
 
+/** The lone client's window, each side. */
+const LONE_SECONDS = 3;
+
 /** The accept phase: the API alone (no worker) against bare Express, loaded in turns; returns the API's peak RSS. */
 async function acceptPhase(results: Record<string, unknown>, serviceEnv: (phase: string) => Record<string, string>): Promise<number> {
   const baseline = start('bench/baseline-express.ts', { PORT: String(PORTS.baseline) });
@@ -174,6 +177,15 @@ async function acceptPhase(results: Record<string, unknown>, serviceEnv: (phase:
   const tenant = await makeTenant();
   const bare: autocannon.Options = { url: `http://127.0.0.1:${PORTS.baseline}/api/v1/send`, method: 'POST', headers: jsonHeaders(), body: sendBody };
   const ours: autocannon.Options = { url: `http://127.0.0.1:${PORTS.api}/api/v1/send`, method: 'POST', headers: jsonHeaders(tenant.token), body: sendBody };
+  // first a lone client that waits for each answer, as most programs send (its time a send is the whole round trip),
+  // before the load below has made every statement's batches large
+  const lone = { connections: 1, duration: LONE_SECONDS };
+  await load({ ...bare, ...lone, duration: 1 });
+  await load({ ...ours, ...lone, duration: 1 });
+  const loneBare = await load({ ...bare, ...lone });
+  const loneBefore = acceptCpu(api);
+  const loneOurs = await load({ ...ours, ...lone });
+  const loneCpu = perRequest(loneBefore, acceptCpu(api), loneOurs.total2xx);
   await load({ ...bare, duration: 2 });
   await load({ ...ours, duration: 2 });
   await settle(acceptEnv.DATABASE_URL);
@@ -198,6 +210,7 @@ async function acceptPhase(results: Record<string, unknown>, serviceEnv: (phase:
     turns: windows.ours.map((w, i) => +(w.rps / windows.bare[i]!.rps).toFixed(2)),
     apiPeakRssMb: acceptRss,
     cpuMsPerRequest: { api: meanOf(cpu.ours), baseline: meanOf(cpu.bare) },
+    oneConnection: { api: loneOurs.rps, baseline: loneBare.rps, cpuMsPerRequest: loneCpu },
   };
   return acceptRss;
 }
