@@ -27,12 +27,15 @@ const planOnce = new WeakMap<Db, { open: () => Pool; pool?: Pool }>();
 const PLANNED_ONCE_CONNECTIONS = 4;
 
 export function createDb(url = config().databaseUrl, max = 10, pooled = url === config().databaseUrl && config().databaseTransactionPooling): Db {
-  const pool = openPool(url, max, pooled, []);
+  // several hosts (a primary and its standbys): each connection goes to the one that accepts writes (failover/); both
+  // pools of the client follow it with one view of which host that is, so a failover is told once
+  const following = followingClient(url);
+  const pool = openPool(url, following, max, pooled, []);
   if (pooled) unnamed.add(pool);
   const client = new PrismaClient({ adapter: new PrismaPg(pool) });
   pools.set(client, pool);
   // a transaction pooler keeps no named statement, so none is planned once: there every statement is planned anew
-  if (!pooled) planOnce.set(client, { open: () => openPool(url, PLANNED_ONCE_CONNECTIONS, false, ['plan_cache_mode=force_generic_plan']) });
+  if (!pooled) planOnce.set(client, { open: () => openPool(url, following, PLANNED_ONCE_CONNECTIONS, false, ['plan_cache_mode=force_generic_plan']) });
   return client;
 }
 
@@ -42,9 +45,7 @@ export function createDb(url = config().databaseUrl, max = 10, pooled = url === 
  * jit_above_cost and spend 50 ms compiling what then runs in 2 (the scheduler's claim: bench/README.md). A
  * transaction pooler refuses startup options: there `ALTER DATABASE ... SET jit = off` does it (docs/deploy.md).
  */
-function openPool(url: string, max: number, pooled: boolean, settings: string[]): Pool {
-  // several hosts (a primary and its standbys): each connection goes to the one that accepts writes (failover/)
-  const following = followingClient(url);
+function openPool(url: string, following: ReturnType<typeof followingClient>, max: number, pooled: boolean, settings: string[]): Pool {
   const options = ['jit=off', ...settings].map((setting) => `-c ${setting}`).join(' ');
   const pool = new Pool({ connectionString: firstHostUrl(url), max, ...(pooled ? {} : { options }), ...(following ? { Client: following } : {}) });
   pool.on('error', (err) => {

@@ -65,8 +65,9 @@ const named = (h: PgHost) => `${h.host}:${h.port}`;
 export function followingClient(url: string): (new (config?: ClientConfig) => Client) | null {
   const { hosts, urlFor } = parseHosts(url);
   if (hosts.length < 2) return null;
-  // the process's view of which host is the primary, shared by the pool's connections (one pool, one view); `found`
-  // once a primary was found: the first one found is where the service starts, not a move
+  // the process's view of which host is the primary, shared by the connections of the pools given this class (a
+  // client's two pools, db.ts: one view); `found` once a primary was found: the first one found is where the service
+  // starts, not a move
   const view = { current: hosts[0]!, trusted: false, found: false };
   const distrust = (host: PgHost) => {
     if (host === view.current) view.trusted = false;
