@@ -30,8 +30,9 @@ describe('statements planned once', () => {
       const [written] = await writeSends(db(), [sendToWrite(tenant, [`lone${i}@example.org`])]);
       expect(written!.kept).toHaveLength(1);
     }
-    expect(await plansOf('write-sends')).toEqual({ generic: expect.any(Number), custom: 0 });
-    expect((await plansOf('write-sends'))!.generic).toBeGreaterThanOrEqual(8);
+    const plans = await plansOf('write-sends');
+    expect(plans?.custom).toBe(0);
+    expect(plans?.generic).toBeGreaterThanOrEqual(8);
   });
 
   it('runs lone sign-ups one after another on one plan too', async () => {
@@ -41,8 +42,9 @@ describe('statements planned once', () => {
       const add = { accountId: tenant.account.id, listKey: list.key, email: `signup${i}-${list.key.toLowerCase()}@example.org`, name: '', tags: [], fields: {}, confirmed: true };
       expect(await fastAddRows(db(), [add])).toEqual(['active']);
     }
-    expect(await plansOf('fast-add-subscribers')).toEqual({ generic: expect.any(Number), custom: 0 });
-    expect((await plansOf('fast-add-subscribers'))!.generic).toBeGreaterThanOrEqual(8);
+    const plans = await plansOf('fast-add-subscribers');
+    expect(plans?.custom).toBe(0);
+    expect(plans?.generic).toBeGreaterThanOrEqual(8);
   });
 
   it('plans generically only on the connections of those statements: Prisma and the other raw statements choose as Postgres does', async () => {
