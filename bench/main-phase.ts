@@ -5,7 +5,7 @@
 import type { ChildProcess } from 'node:child_process';
 import autocannon from 'autocannon';
 import { plainMail, rawPool } from './nodemailer-pool';
-import { acceptCpu, cpuMs, cpuMsByName, peakRssMb, perRequest, start, stop } from './processes';
+import { acceptCpu, cpuMs, cpuMsByName, mainThreadMs, peakRssMb, perRequest, start, stop } from './processes';
 import { admin, jsonHeaders, makeTenant, pgCounters, resetSink, sendBody, settle, sinkCount, sinkSigned, until, up } from './service';
 import { CONNECTIONS, MESSAGES, ONLY, PORTS, SECONDS, WARMUP_MESSAGES } from './settings';
 import { combined, DELIVERY_TURNS, inTurns, load, meanOf, pipelineCpuRatio, TURNS, type Load } from './turns';
@@ -191,11 +191,15 @@ async function acceptPhase(results: Record<string, unknown>, serviceEnv: (phase:
   await settle(acceptEnv.DATABASE_URL);
   const windows = { bare: [] as Load[], ours: [] as Load[] };
   const cpu = { bare: [] as Record<string, number>[], ours: [] as Record<string, number>[] };
+  // each server's main thread a second of its turns: how long it ran, how long it waited for a core
+  const thread = { bare: [] as Record<string, number>[], ours: [] as Record<string, number>[] };
   const turn = (side: 'bare' | 'ours', server: ChildProcess, options: autocannon.Options) => async () => {
     const before = acceptCpu(server);
+    const [threadBefore, started] = [mainThreadMs(server), performance.now()];
     const window = await load({ ...options, duration: SECONDS / TURNS });
     windows[side].push(window);
     cpu[side].push(perRequest(before, acceptCpu(server), window.total2xx));
+    thread[side].push(perRequest(threadBefore, mainThreadMs(server), (performance.now() - started) / 1000, 0));
   };
   await inTurns(TURNS, turn('bare', baseline, bare), turn('ours', api, ours));
   const acceptRss = peakRssMb(api);
@@ -210,6 +214,7 @@ async function acceptPhase(results: Record<string, unknown>, serviceEnv: (phase:
     turns: windows.ours.map((w, i) => +(w.rps / windows.bare[i]!.rps).toFixed(2)),
     apiPeakRssMb: acceptRss,
     cpuMsPerRequest: { api: meanOf(cpu.ours), baseline: meanOf(cpu.bare) },
+    mainThreadMsPerSecond: { api: meanOf(thread.ours), baseline: meanOf(thread.bare) },
     oneConnection: { api: loneOurs.rps, baseline: loneBare.rps, cpuMsPerRequest: loneCpu },
   };
   return acceptRss;

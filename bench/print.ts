@@ -4,6 +4,7 @@ export function print(r: Record<string, any>): void {
   const rows: [string, string, string][] = !r.accept ? [] : [
     ['accept: POST /api/v1/send, 1 recipient, 50 connections', `${r.accept.api.rps} req/s, p50 ${r.accept.api.p50} ms, p99 ${r.accept.api.p99} ms, ${r.accept.api.errors + r.accept.api.non2xx} errors`, `bare Express ${r.accept.baseline.rps} req/s (p99 ${r.accept.baseline.p99} ms): ratio ${r.accept.ratio} (turns ${r.accept.turns.join(', ')})`],
     ['accept: CPU per request (ms), ours / bare Express', Object.keys(r.accept.cpuMsPerRequest.api).map((k) => `${k} ${r.accept.cpuMsPerRequest.api[k]} / ${r.accept.cpuMsPerRequest.baseline[k]}`).join(', '), ''],
+    ...((r.accept.mainThreadMsPerSecond ? [['accept: the server\'s main thread a second (ms), ours / bare Express', `ran ${Math.round(r.accept.mainThreadMsPerSecond.api.ran)} / ${Math.round(r.accept.mainThreadMsPerSecond.baseline.ran)}, waited for a core ${Math.round(r.accept.mainThreadMsPerSecond.api.waited)} / ${Math.round(r.accept.mainThreadMsPerSecond.baseline.waited)}`, '']] : []) as [string, string, string][]),
     ...((r.accept.oneConnection ? [['accept: one connection, each answer awaited', `${r.accept.oneConnection.api} req/s (${(1000 / r.accept.oneConnection.api).toFixed(2)} ms a send); CPU a send: ${Object.entries(r.accept.oneConnection.cpuMsPerRequest).map(([k, v]) => `${k} ${v}`).join(', ')}`, `bare Express ${r.accept.oneConnection.baseline} req/s`]] : []) as [string, string, string][]),
   ];
   if (r.delivery) rows.push(

@@ -83,6 +83,15 @@ export function cpuMs(child: ChildProcess): number {
   return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100; // utime and stime, in clock ticks (USER_HZ = 100)
 }
 
+/**
+ * A live process's main thread so far (/proc/<pid>/task/<pid>/schedstat): the time it ran and the time it was ready to
+ * run but waited for a core, in ms. On a shared host the second says whether a server waits on its work or on the CPU.
+ */
+export function mainThreadMs(child: ChildProcess): { ran: number; waited: number } {
+  const [ran, waited] = fs.readFileSync(`/proc/${child.pid}/task/${child.pid}/schedstat`, 'utf8').split(' ').map(Number);
+  return { ran: ran! / 1e6, waited: waited! / 1e6 };
+}
+
 /** CPU used so far by the server under load, Postgres, Redis and this process (the load generator runs in it), in ms. */
 export function acceptCpu(server: ChildProcess): Record<string, number> {
   const own = process.cpuUsage();
