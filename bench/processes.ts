@@ -98,7 +98,7 @@ export function acceptCpu(server: ChildProcess): Record<string, number> {
   return { server: cpuMs(server), ...cpuMsByName(['postgres', 'redis-server']), 'load generator': (own.user + own.system) / 1000 };
 }
 
-/** Each counter's growth from `before` to `after`, divided by the requests (or emails) it served. */
+/** Each counter's growth from `before` to `after`, divided by `requests`: the requests or emails it served, or the seconds it ran. */
 export function perRequest(before: Record<string, number>, after: Record<string, number>, requests: number, digits = 3): Record<string, number> {
   return Object.fromEntries(Object.entries(after).map(([k, v]) => [k, +((v - before[k]!) / Math.max(1, requests)).toFixed(digits)]));
 }
