@@ -33,7 +33,7 @@ export async function broadcastPhase(env: Record<string, string>) {
   // worker was told to stop with the broadcast still running)
   await resetSink();
   await autocannon({ url: `http://127.0.0.1:${PORTS.api}/api/v1/send`, method: 'POST', headers: jsonHeaders(tenant.token), body: sendBody, connections: 10, amount: WARMUP_MESSAGES });
-  await until(async () => (await sinkCount()) >= WARMUP_MESSAGES, 5 * 60_000, 'the warm-up deliveries');
+  await until(async () => (await sinkCount()) >= WARMUP_MESSAGES, 5 * 60_000, 'the broadcast phase\'s warm-up deliveries');
   await resetSink();
   const { broadcast } = await admin<{ broadcast: { id: number } }>('/broadcasts', { list: list.key, subject: 'Hello {{name}}', html: '<p>Hello {{name}}, number {{fields.n}}.</p><p><a href="{{unsubscribe_url}}">Unsubscribe</a></p>' });
   await settle(env.DATABASE_URL);

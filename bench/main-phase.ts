@@ -25,7 +25,7 @@ export async function mainPhases(results: Record<string, unknown>, serviceEnv: (
     const worker = start('apps/worker/src/main.ts', env);
     await resetSink();
     await autocannon({ url: `http://127.0.0.1:${PORTS.api}/api/v1/send`, method: 'POST', headers: jsonHeaders(tenant.token), body: sendBody, connections: CONNECTIONS, amount: WARMUP_MESSAGES });
-    await until(async () => (await sinkCount()) >= WARMUP_MESSAGES, 5 * 60_000, 'the warm-up deliveries');
+    await until(async () => (await sinkCount()) >= WARMUP_MESSAGES, 5 * 60_000, 'the delivery phase\'s warm-up deliveries');
     await resetSink();
     await settle(env.DATABASE_URL);
     // our side and nodemailer's in turns, as in the accept phase; the CPU and Postgres figures are of our turns

@@ -33,6 +33,9 @@ import { ADMIN_TOKEN, CONNECTIONS, MESSAGES, ONLY, PG_SERVER, PORTS, REDIS_URL, 
 import { DELIVERY_TURNS } from './turns';
 
 async function main(): Promise<void> {
+  // this process's own imports of apps/core (the scheduler's claims, the memory phase's unsubscribe links) read config()
+  // once, whichever comes first: they sign with the services' key only if it is set before any of them
+  Object.assign(process.env, { SECRET_KEY, ADMIN_TOKEN });
   const databases: string[] = [];
   const serviceEnv = (phase: string) => {
     const database = `ms_bench_${STAMP}_${phase}`;
@@ -122,7 +125,6 @@ async function makePublicList(): Promise<{ formPath: string; unsubscribePaths: s
   const page = await fetch(`http://127.0.0.1:${PORTS.api}/admin/api/lists/${list.id}/subscribers?limit=1000`, { headers: { Authorization: `Bearer ${ADMIN_TOKEN}` } });
   const { subscribers } = (await page.json()) as { subscribers: { id: number }[] };
   // the links their emails would carry, made as the worker makes them (subscriber-links/unsubscribe.ts), under the service's SECRET_KEY
-  process.env.SECRET_KEY = SECRET_KEY;
   const { unsubscribeToken } = await import('../apps/core/src/subscriber-links/unsubscribe');
   return { formPath: `/f/${list.key}`, unsubscribePaths: subscribers.map((s) => `/u/${unsubscribeToken(s.id)}`) };
 }

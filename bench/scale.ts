@@ -69,7 +69,7 @@ export async function scalePhase(deps: ScaleDeps): Promise<ScaleFigures> {
       // warm-up: every worker's JIT and SMTP connections (the sends spread over the workers by the queue)
       await reset();
       await send(WARMUP * n);
-      await waitFor(async () => (await count()) >= WARMUP * n, 5 * 60_000, 'the warm-up deliveries');
+      await waitFor(async () => (await count()) >= WARMUP * n, 5 * 60_000, 'the scale phase\'s warm-up deliveries');
       await reset();
       const t0 = performance.now();
       const accepted = await send(MESSAGES);
