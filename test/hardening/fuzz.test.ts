@@ -129,7 +129,10 @@ describe('fuzzed requests never fault', () => {
         if (route.auth === 'key') req = req.set('Authorization', `Bearer ${tenant.token}`);
         if (route.auth === 'admin') req = req.set('Authorization', `Bearer ${ADMIN_TOKEN}`);
         if (route.path('x') === '/f/x' && route.method === 'post') {
-          req = req.type('form').send(new URLSearchParams(Object.entries((body ?? {}) as Record<string, unknown>).map(([k, v]): [string, string] => [k, String(v)])).toString());
+          // a form carries text: a fuzzed value that is not a string goes as its JSON (String() throws on an object
+          // whose own toString is not a function, such as {"toString": 0})
+          const text = (v: unknown) => (typeof v === 'string' ? v : (JSON.stringify(v) ?? ''));
+          req = req.type('form').send(new URLSearchParams(Object.entries((body ?? {}) as Record<string, unknown>).map(([k, v]): [string, string] => [k, text(v)])).toString());
         } else if (body !== undefined && route.method !== 'get') {
           req = req.set('Content-Type', 'application/json').send(JSON.stringify(body));
         }
