@@ -77,11 +77,14 @@ async function scheduledSend(subject: string): Promise<string> {
   return (answer.body as { id: string }).id;
 }
 
-/** Each write path once, in order: a sign-up by the API and by the form, a cancel, a reschedule, a send, readiness. */
-async function writesWith(label: string, toCancel?: string, toMove?: string, fault?: () => void) {
-  toCancel ??= await scheduledSend(`${label} cancel`);
-  toMove ??= await scheduledSend(`${label} move`);
-  fault?.();
+/**
+ * A send to cancel and one to move, then `fault`, then each write path once: sign-ups by the API and by the form, the
+ * cancel, the move, a send, readiness.
+ */
+async function writesWith(label: string, fault = () => {}) {
+  const toCancel = await scheduledSend(`${label} cancel`);
+  const toMove = await scheduledSend(`${label} move`);
+  fault();
   return {
     subscriber: await call('/api/v1/subscribers', 'POST', { list: listKey, email: `${label}-new@example.org` }),
     form: await call(`/f/${listKey}`, 'POST', { email: `${label}-form@example.org`, name: 'Form' }, true),
@@ -89,15 +92,15 @@ async function writesWith(label: string, toCancel?: string, toMove?: string, fau
     reschedule: await call(`/api/v1/send/${toMove}`, 'PATCH', { send_at: new Date(Date.now() + 7_200_000).toISOString() }),
     send: await call('/api/v1/send', 'POST', { to: 'now@example.org', subject: `${label} now`, text: 'x' }),
     ready: await call('/readyz', 'GET'),
+    toCancel,
+    toMove,
   };
 }
 
 /** Every write path during the fault: each answered within a second, a success or a 503 with Retry-After. */
 async function writesDuring(fault: () => void, label: string) {
-  const toCancel = await scheduledSend(`${label} cancel`);
-  const toMove = await scheduledSend(`${label} move`);
   const before = api.stdout().length;
-  const answers = await writesWith(label, toCancel, toMove, fault);
+  const { toCancel, toMove, ...answers } = await writesWith(label, fault);
   for (const [path, answer] of Object.entries(answers)) {
     expect([path, answer.ms < 1_000]).toEqual([path, true]);
     if (answer.status === 503) expect([path, answer.retryAfter]).toEqual([path, '5']);
