@@ -11,5 +11,7 @@ CREATE INDEX "messages_broadcast_id_subscriber_id_idx" ON "messages"("broadcast_
 -- (status, not_before): the rows still on their way (message-status.ts OPEN_STATUSES_SQL), which the delivery's
 -- counts, the metrics' live counts and the due scans read; a final status is searched through (status, created_at).
 -- The "sent" mark then leaves this index alone.
+-- Each CREATE reads every partition once while writes to messages wait (about 0.2 s a 2,000,000 rows in memory; a
+-- year of mail read from disk takes seconds to tens of seconds): the service's own migration at start-up runs it.
 DROP INDEX "messages_status_not_before_idx";
 CREATE INDEX "messages_status_not_before_idx" ON "messages"("status", "not_before") WHERE "status" IN ('queued', 'sending', 'deferred');
