@@ -1,3 +1,4 @@
+import net from 'node:net';
 import { Client } from 'pg';
 import { readMigrations } from '../../apps/core/src/migrate';
 import { databaseUrl, runId } from '../setup/shared';
@@ -50,6 +51,19 @@ describe('starting with a bad configuration ends the process with one clear line
     expect(lines).toHaveLength(1);
     expect(lines[0]).toMatch(line);
     expect(proc.stderr()).not.toContain('hunter2');
+  }, 30_000);
+
+  it('a port another process listens on (Express 5 hands the error to the callback: not a process without a socket)', async () => {
+    const holder = net.createServer();
+    await new Promise<void>((resolve) => holder.listen(0, resolve));
+    const port = (holder.address() as net.AddressInfo).port;
+    try {
+      const proc = runTs('apps/api/src/server.ts', [], { DATABASE_URL: process.env.DATABASE_URL, PORT: String(port) });
+      expect(await proc.exited).toBe(1);
+      expect(proc.stderr().trim().split('\n')).toEqual([`api: cannot listen on port ${port}: listen EADDRINUSE: address already in use :::${port}`]);
+    } finally {
+      await new Promise((resolve) => holder.close(resolve));
+    }
   }, 30_000);
 });
 

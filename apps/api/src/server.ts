@@ -4,7 +4,7 @@ import { logger } from '../../core/src/logger';
 import { collectProcessMetrics } from '../../core/src/metrics';
 import { tuneRuntime } from '../../core/src/runtime';
 import { onShutdown } from '../../core/src/shutdown';
-import { preflight } from '../../core/src/startup';
+import { failStart, preflight } from '../../core/src/startup';
 import { createApp } from './app';
 import { SERVER_TIMEOUTS, configureServer } from './edge';
 import { createTrackingServer } from './https';
@@ -16,7 +16,10 @@ async function main(): Promise<void> {
   const cfg = config();
   const api = createApp(db());
   await api.start();
-  const server = api.app.listen(cfg.port, () => {
+  // Express 5 hands a listen error (a port taken) to this callback instead of throwing: the process would live on
+  // without a socket, so it ends as a failed start does
+  const server = api.app.listen(cfg.port, (err?: Error) => {
+    if (err) failStart('api', `cannot listen on port ${cfg.port}: ${err.message}`);
     logger.info({ port: cfg.port, publicUrl: cfg.publicUrl }, 'api listening');
     if (!process.env.ADMIN_TOKEN) {
       process.stdout.write(`admin token (kept in ${localSecretsFile()}): ${cfg.adminToken}\n`);

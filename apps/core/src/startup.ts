@@ -14,7 +14,8 @@ export function redactUrl(raw: string): string {
   }
 }
 
-function fail(processName: string, line: string): never {
+/** Ends a process that cannot start: one line on stderr, exit code 1. */
+export function failStart(processName: string, line: string): never {
   process.stderr.write(`${processName}: ${line}\n`);
   process.exit(1);
 }
@@ -39,7 +40,7 @@ export async function preflight(processName: string): Promise<void> {
   try {
     cfg = config();
   } catch (err) {
-    if (err instanceof ConfigError) fail(processName, `configuration error: ${err.message}`);
+    if (err instanceof ConfigError) failStart(processName, `configuration error: ${err.message}`);
     throw err;
   }
   // production refuses a weak admin token (config.ts); elsewhere it is said once at start
@@ -47,11 +48,11 @@ export async function preflight(processName: string): Promise<void> {
   try {
     await migrate(cfg.directDatabaseUrl);
   } catch (err) {
-    fail(processName, `cannot prepare the database at ${redactUrl(cfg.directDatabaseUrl)}: ${(err as Error).message || String(err)}`);
+    failStart(processName, `cannot prepare the database at ${redactUrl(cfg.directDatabaseUrl)}: ${(err as Error).message || String(err)}`);
   }
   try {
     await checkRedis();
   } catch (err) {
-    fail(processName, `cannot reach Redis at ${redactUrl(cfg.redisUrl)}: ${(err as Error).message || String(err)}`);
+    failStart(processName, `cannot reach Redis at ${redactUrl(cfg.redisUrl)}: ${(err as Error).message || String(err)}`);
   }
 }
