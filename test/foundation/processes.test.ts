@@ -65,6 +65,19 @@ describe('starting with a bad configuration ends the process with one clear line
       await new Promise((resolve) => holder.close(resolve));
     }
   }, 30_000);
+
+  it('an HTTPS_PORT another process listens on (tracking domains): one line and exit 1, not a crash with a stack', async () => {
+    const holder = net.createServer();
+    await new Promise<void>((resolve) => holder.listen(0, resolve));
+    const port = (holder.address() as net.AddressInfo).port;
+    try {
+      const proc = runTs('apps/api/src/server.ts', [], { DATABASE_URL: process.env.DATABASE_URL, PORT: String(await freePort()), HTTPS_PORT: String(port) });
+      expect(await proc.exited).toBe(1);
+      expect(proc.stderr().trim().split('\n')).toEqual([`api: cannot listen on HTTPS_PORT ${port}: listen EADDRINUSE: address already in use :::${port}`]);
+    } finally {
+      await new Promise((resolve) => holder.close(resolve));
+    }
+  }, 30_000);
 });
 
 describe('the API process', () => {

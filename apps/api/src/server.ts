@@ -32,7 +32,15 @@ async function main(): Promise<void> {
   });
   // tracking domains by SNI (docs/tracking-domains.md), when HTTPS_PORT is set
   const secure = cfg.tracking.httpsPort === null ? null : createTrackingServer(api.app, db());
-  secure?.listen(cfg.tracking.httpsPort, () => logger.info({ port: cfg.tracking.httpsPort }, 'https listening for tracking domains'));
+  if (secure) {
+    const port = cfg.tracking.httpsPort;
+    const refuse = (err: Error) => failStart('api', `cannot listen on HTTPS_PORT ${port}: ${err.message}`);
+    secure.once('error', refuse);
+    secure.listen(port, () => {
+      secure.removeListener('error', refuse);
+      logger.info({ port }, 'https listening for tracking domains');
+    });
+  }
 
   onShutdown('api', async () => {
     await new Promise<void>((resolve) => server.close(() => resolve()));
