@@ -20,6 +20,10 @@ export const SECRET_KEY = 'ab'.repeat(32);
 /** the broadcast phase's list size; BENCH_ONLY=main (accept: its first phase alone; delivery: its second alone), broadcast, scheduler, memory, growth, scale, templates, batch, domains, smtp or mx runs that phase alone */
 export const BROADCAST_SUBSCRIBERS = Number(process.env.BENCH_BROADCAST ?? 100_000);
 export const ONLY = process.env.BENCH_ONLY ?? '';
-/** BENCH_PORT_BASE moves the six loopback ports (two benches on one machine must not share a sink) */
-const PORT_BASE = Number(process.env.BENCH_PORT_BASE ?? 39100);
+/**
+ * BENCH_PORT_BASE moves the nine loopback ports (two benches on one machine must not share a sink). The default lies
+ * below Linux's ephemeral range (32768-60999): inside it, one of the bench's own thousands of connections can hold a
+ * port when a server is about to bind it.
+ */
+const PORT_BASE = Number(process.env.BENCH_PORT_BASE ?? 29100);
 export const PORTS = { api: PORT_BASE, baseline: PORT_BASE + 1, sinkSmtp: PORT_BASE + 2, sinkHttp: PORT_BASE + 3, slowSmtp: PORT_BASE + 4, slowHttp: PORT_BASE + 5, submission: PORT_BASE + 6, mx: PORT_BASE + 7, mxBaseline: PORT_BASE + 8 };

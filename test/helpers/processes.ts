@@ -45,12 +45,34 @@ export async function terminate(proc: ChildProcess | null): Promise<void> {
   await exited;
 }
 
+// Ports for servers a test starts as a child process (which binds the port itself, later) come from below Linux's
+// ephemeral range (ip_local_port_range, 32768-60999). A port from listen(0) lies inside it: between the pick and the
+// child's listen, the kernel may hand it to another test's listen(0) or to any outgoing connection, and the child fails
+// to start. Each jest worker draws from its own block, walking it in turn, so two workers never pick the same port and
+// one worker does not pick a port again until it has used its whole block. 21000-21999 stays for the fixed ports of
+// tests that need one.
+const PICKED = { first: 22_000, block: 1_000, blocks: 10 };
+let nextPick = -1;
+
+/** A loopback port nothing listens on, below the ephemeral range and in this jest worker's own block. */
 export async function freePort(): Promise<number> {
+  const worker = Number(process.env.JEST_WORKER_ID ?? 1) - 1;
+  const start = PICKED.first + (worker % PICKED.blocks) * PICKED.block;
+  if (nextPick < 0) nextPick = Math.floor(Math.random() * PICKED.block);
+  for (let tried = 0; tried < PICKED.block; tried++) {
+    const port = start + (nextPick++ % PICKED.block);
+    if ((await canListen(port, '127.0.0.1')) && (await canListen(port, '::'))) return port;
+  }
+  throw new Error(`no free port in ${start}-${start + PICKED.block - 1}`);
+}
+
+function canListen(port: number, host: string): Promise<boolean> {
   const server = net.createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const port = (server.address() as net.AddressInfo).port;
-  await new Promise((resolve) => server.close(resolve));
-  return port;
+  return new Promise((resolve) => {
+    // taken (or reserved); a host this machine lacks (no IPv6) says nothing about the port
+    server.once('error', (err: NodeJS.ErrnoException) => resolve(err.code !== 'EADDRINUSE' && err.code !== 'EACCES'));
+    server.listen(port, host, () => server.close(() => resolve(true)));
+  });
 }
 
 /** Waits until the process answers GET url with 200 (or dies). */

@@ -12,7 +12,8 @@ import { inboundDomain, sendToMx, useMx } from './support';
  * RSPAMD_URL as in production. Each message's score and symbols go into the row and the event; GTUBE scores high and
  * is held on a route with a spam_threshold, while an ordinary message goes on with its (low) score.
  */
-const RSPAMD_PORT = 41310;
+// a fixed port below Linux's ephemeral range (32768-60999), so no connection of another test can hold it
+const RSPAMD_PORT = 21310;
 process.env.RSPAMD_URL = `http://127.0.0.1:${RSPAMD_PORT}`;
 const GTUBE = 'XJS*C4JDBQADN1.NSBN3*2IDNEN*GTUBE-STANDARD-ANTI-UBE-TEST-EMAIL*C.34X';
 
