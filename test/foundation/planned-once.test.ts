@@ -1,12 +1,18 @@
 import { config } from '../../apps/core/src/config';
 import { closeClient, createDb, db, rawQuery, type Db } from '../../apps/core/src/db';
 import { writeSends } from '../../apps/core/src/sending/write';
+import { deliveryRegistrations } from '../../apps/core/src/email-kinds';
+import { guardedKinds } from '../../apps/core/src/delivery/guards';
+import { FastClaims } from '../../apps/core/src/delivery/fast-claim';
 import { fastAddRows } from '../../apps/core/src/subscribers/repository';
 import { makeList, makeTenant } from '../helpers/factories';
 import { waitFor } from '../helpers/wait';
-import { sendToWrite } from '../sending/helpers';
+import { sendToWrite, writtenCopies } from '../sending/helpers';
 
-/** db.ts planOnce: the accept and sign-up statements keep one plan per connection; nothing else is planned that way. */
+/**
+ * db.ts planOnce: the accept and sign-up statements, and the worker's claim and "sent" mark, keep one plan per
+ * connection; nothing else is planned that way.
+ */
 describe('statements planned once', () => {
   const mode = async (client: Db, plan: 'once' | 'chosen') =>
     (await rawQuery<{ mode: string }>(client, "SELECT current_setting('plan_cache_mode') AS mode", [], `plan-mode-${plan}`, plan))[0]!.mode;
@@ -45,6 +51,25 @@ describe('statements planned once', () => {
     const plans = await plansOf('fast-add-subscribers');
     expect(plans?.custom).toBe(0);
     expect(plans?.generic).toBeGreaterThanOrEqual(8);
+  });
+
+  it("runs a worker's lone claims and \"sent\" marks on one plan each", async () => {
+    const tenant = await makeTenant();
+    const ids = [...(await writtenCopies(tenant, Array.from({ length: 8 }, (_, i) => `lone-claim${i}@example.org`))).values()];
+    const kinds = deliveryRegistrations().kinds;
+    const claims = new FastClaims(db(), kinds);
+    // one row at a time, as a worker with one delivery in flight claims and marks: Postgres's own choice planned the
+    // claim anew whenever a plan for its few ids was estimated cheaper than the kept one
+    for (const id of ids) {
+      expect((await claims.claimUnguarded(id, 60_000, guardedKinds(kinds.guards)))?.id).toBe(id);
+      await claims.markSent({ id, kind: 'transactional' }, '250 ok');
+    }
+    expect(claims.stats).toEqual({ claims: 8, marks: 8 });
+    for (const name of ['claim-unguarded', 'mark-sent']) {
+      const plans = await plansOf(name);
+      expect(plans?.custom).toBe(0);
+      expect(plans?.generic).toBeGreaterThanOrEqual(8);
+    }
   });
 
   it('plans generically only on the connections of those statements: Prisma and the other raw statements choose as Postgres does', async () => {

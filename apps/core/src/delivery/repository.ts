@@ -47,6 +47,7 @@ export async function claimUnguardedRows(db: Db, ids: string[], leaseMs: number,
     CLAIM_UNGUARDED,
     [ids, leaseMs, guarded, holder, ...idSpan(ids)],
     'claim-unguarded',
+    'once',
   );
 }
 
@@ -88,6 +89,7 @@ export async function markRowsSent(db: Db, sent: { id: string; response: string 
     MARK_SENT,
     [sent.map((s) => s.id), sent.map((s) => s.response)],
     'mark-sent',
+    'once',
   );
 }
 
