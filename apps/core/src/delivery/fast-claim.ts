@@ -100,18 +100,23 @@ type SentMark = { id: string; kind: MessageKind; response: string };
 /**
  * A worker's concurrent deliveries share their claim and their "sent" statements (group commit: see batch.ts): the
  * claims of all its `dispatch` jobs and single deliveries, and the marks of every email it sent. A worker's jobs start
- * one after another, so only waiting makes batches: one statement in flight at a time, and each waits 3 ms for
- * company. A statement costs Postgres about 0.45 ms of CPU whatever its size, and each row about 0.1 ms more (the mark
- * of 1, 3, 10 and 30 rows: 0.55, 0.24, 0.13 and 0.09 ms a row). Measured on worker-alone drains of 5,000 sends
- * (bench/README.md): with each job claiming alone and marks not waiting, 2.17 ms of CPU an email over the worker,
- * Postgres, Redis and the sink; with shared claims 1.94; with marks waiting too 1.52.
+ * one after another, so only waiting makes batches: one statement in flight at a time, and each waits for company
+ * (a claim 3 ms, a mark 10). A statement costs Postgres about 0.45 ms of CPU whatever its size, and each row about
+ * 0.1 ms more (the mark of 1, 3, 10 and 30 rows: 0.55, 0.24, 0.13 and 0.09 ms a row). Measured on worker-alone drains
+ * of 5,000 sends (bench/README.md): with each job claiming alone and marks not waiting, 2.17 ms of CPU an email over
+ * the worker, Postgres, Redis and the sink; with shared claims 1.94; with marks waiting too 1.52.
+ *
+ * A claim holds up its email, a mark only the end of its job and a `Prefer: wait` answer: so the marks wait longer. In
+ * the delivery bench, marks waiting 3 ms carried 12 to 13 rows each and cost Postgres 111 to 127 us an email; waiting
+ * 10 ms, 24 to 25 rows and 88 to 98 us, at the same pace.
  *
  * Between the SMTP server's 250 and the mark's commit is the window in which a killed worker sends an email twice
- * (docs/reliability.md): the marks' wait widens it by 3 ms, against the 50 ms a busy Postgres already puts there.
+ * (docs/reliability.md): the marks' wait widens it by 10 ms, against the 50 ms a busy Postgres already puts there.
  *
  * One per worker process (createDelivery, delivery/delivery.ts), so that all its deliveries share the batches.
  */
-const LINGER_MS = 3;
+const CLAIM_LINGER_MS = 3;
+const MARK_LINGER_MS = 10;
 
 export class FastClaims {
   readonly stats: StatementStats = { claims: 0, marks: 0 };
@@ -122,8 +127,8 @@ export class FastClaims {
   constructor(db: Db, kinds: EmailKinds) {
     const state: ClaimState = { stats: this.stats, columns: new Map() };
     // one lease and guard list for the whole batch: the first caller's (every caller of a process passes the same)
-    this.claims = new Batcher((items) => claimBatch(db, state, items.map((i) => i.id), items[0]!.leaseMs, items[0]!.guarded), { maxInFlight: 1, maxBatch: 100, lingerMs: LINGER_MS });
-    this.marks = new Batcher((items) => markSentBatch(db, kinds, this.stats, items), { maxInFlight: 1, maxBatch: 100, lingerMs: LINGER_MS });
+    this.claims = new Batcher((items) => claimBatch(db, state, items.map((i) => i.id), items[0]!.leaseMs, items[0]!.guarded), { maxInFlight: 1, maxBatch: 100, lingerMs: CLAIM_LINGER_MS });
+    this.marks = new Batcher((items) => markSentBatch(db, kinds, this.stats, items), { maxInFlight: 1, maxBatch: 100, lingerMs: MARK_LINGER_MS });
   }
 
   /**
