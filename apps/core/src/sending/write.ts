@@ -61,14 +61,16 @@ export async function writeSends(db: Db, sends: SendToWrite[]): Promise<Accepted
 }
 
 /**
- * A second statement starts beside the one in flight once this many sends wait. Under load the next statement is then
- * at Postgres when the one before commits (it waits for that commit where both count against one key's usage row),
- * instead of starting only once the API has read that answer behind the requests it was reading: accept 0.99 of bare
- * Express against 0.94 with one statement in flight (seven runs in turns, bench/README.md). A second statement for
- * every send that arrived, however few, made them small: 3.3 sends a statement in the delivery phase, and Postgres
- * and the API took more of the two cores from delivering.
+ * A second statement starts beside the one in flight once this many sends wait (a batch is 50 at most). Under a burst
+ * the next statement is then at Postgres when the one before commits (it waits for that commit where both count
+ * against one key's usage row), instead of starting only once the API has read that answer behind the requests it was
+ * reading. A second statement for every send that arrived, however few, made them small: 3.3 sends a statement in the
+ * delivery phase, and Postgres and the API took more of the two cores from delivering. Each statement costs Postgres
+ * about 1 ms of CPU whatever its size (over half of it its commit's flush) beside about 0.08 ms a send: at 20, the accept
+ * phase's statements carried 13 to 14 sends; at 45, 17 to 19, and Postgres spent 0.13 ms a send instead of 0.15 to
+ * 0.19 and the API 0.17 to 0.20 instead of 0.20 to 0.27 (bench/README.md, 2026-12-02, three runs each in turns).
  */
-const OVERLAP_AT = 20;
+const OVERLAP_AT = 45;
 
 /**
  * Sends accepted at the same moment share one statement and one commit (bench/README.md: the commit and the statement,
