@@ -66,9 +66,8 @@ export async function writeSends(db: Db, sends: SendToWrite[]): Promise<Accepted
  * against one key's usage row), instead of starting only once the API has read that answer behind the requests it was
  * reading. A second statement for every send that arrived, however few, made them small: 3.3 sends a statement in the
  * delivery phase, and Postgres and the API took more of the two cores from delivering. Each statement costs Postgres
- * about 1 ms of CPU whatever its size (over half of it its commit's flush) beside about 0.08 ms a send: at 20, the accept
- * phase's statements carried 13 to 14 sends; at 45, 17 to 19, and Postgres spent 0.13 ms a send instead of 0.15 to
- * 0.19 and the API 0.17 to 0.20 instead of 0.20 to 0.27 (bench/README.md, 2026-12-02, three runs each in turns).
+ * about 1 ms of CPU whatever its size, over half of it its commit (bench/README.md, What is left): so the second one
+ * waits for a near-full batch, and a burst's statements stay large (the figures of 20 against 45: commit 4631a24).
  */
 const OVERLAP_AT = 45;
 
