@@ -13,6 +13,7 @@ import { campaignChanges, campaignInput } from '../apps/core/src/outreach/schema
 import { messagesQuery } from '../apps/core/src/sending/schema';
 import { listChanges, listInput, subscribersQuery } from '../apps/core/src/subscribers/schema';
 import { closeDb, db, type Db } from '../apps/core/src/db';
+import { baselineWasmOnly } from '../apps/core/src/short-lived';
 import { AppError } from '../apps/core/src/errors';
 import { closeQueues } from '../apps/core/src/queues';
 import { closeRedis } from '../apps/core/src/redis';
@@ -292,6 +293,7 @@ async function main(): Promise<void> {
     process.stdout.write(HELP);
     return;
   }
+  baselineWasmOnly();
   await migrate(config().directDatabaseUrl);
   try {
     const answer = await run(positionals, values as Flags);

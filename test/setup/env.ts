@@ -1,4 +1,5 @@
 import crypto from 'node:crypto';
+import { baselineWasmOnly } from '../../apps/core/src/short-lived';
 import { databaseUrl, runId } from './shared';
 
 /** Before each test file loads: its own database and Redis prefix, fixed secrets, quiet logs. */
@@ -15,3 +16,6 @@ process.env.LOG_LEVEL = process.env.LOG_LEVEL ?? 'silent';
 process.env.INBOX_POLL_SECONDS = '1';
 // every test's webhook receiver listens on loopback; test/webhooks/guard.test.ts turns this off to see the refusals
 process.env.WEBHOOK_ALLOW_PRIVATE = process.env.WEBHOOK_ALLOW_PRIVATE ?? 'true';
+// each test file makes its own Prisma client: its query compiler at the baseline tier (core/short-lived.ts), a tenth of the
+// test processes' CPU
+baselineWasmOnly();
