@@ -1,6 +1,7 @@
 import http from 'node:http';
 import net from 'node:net';
 import { useApi } from '../helpers/api';
+import { waitFor } from '../helpers/wait';
 
 // a file of its own: its 31 refusals spend the failed-authentication window of the address (middleware/failures.ts),
 // which surface.test.ts's own limit test counts on
@@ -27,25 +28,34 @@ describe('refused bodies on a kept-alive connection', () => {
         setTimeout(() => req.end(body), 20);
       });
     const closeListeners = () => sockets[0]!.listenerCount('close');
-    const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
     try {
       expect(await refused()).toBe(401);
       // the body goes 20 ms after the headers and its drain lets go when it ends, which a loaded machine may take
       // longer than that to read: the count at rest is the one that holds over three looks 50 ms apart
-      let after1 = closeListeners();
-      for (let still = 0; still < 3; ) {
-        await pause(50);
-        const now = closeListeners();
-        still = now === after1 ? still + 1 : 0;
-        after1 = now;
-      }
+      let after1 = -1;
+      let still = 0;
+      await waitFor(
+        () => {
+          const now = closeListeners();
+          still = now === after1 ? still + 1 : 0;
+          after1 = now;
+          return still >= 3;
+        },
+        { interval: 50, timeout: 5_000, what: 'the close listeners of the first refusal to settle' },
+      );
       const statuses: number[] = [];
       for (let i = 0; i < 30; i++) statuses.push(await refused());
       expect(sockets).toHaveLength(1);
       expect(statuses.every((s) => s === 401 || s === 429)).toBe(true);
       // before the fix every refusal left a 'close' listener holding its request until the client hung up: 31 of
       // them here, which no wait lets go; the last refusal's drain may still be reading its body for a moment
-      for (let waited = 0; closeListeners() > after1 && waited < 3000; waited += 50) await pause(50);
+      await waitFor(
+        () => {
+          if (closeListeners() > after1) throw new Error(`${closeListeners()} close listeners, ${after1} at rest`);
+          return true;
+        },
+        { interval: 50, timeout: 3_000, what: 'the refusals to let go of the socket' },
+      );
       expect(closeListeners()).toBe(after1);
     } finally {
       agent.destroy();

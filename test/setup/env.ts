@@ -16,6 +16,6 @@ process.env.LOG_LEVEL = process.env.LOG_LEVEL ?? 'silent';
 process.env.INBOX_POLL_SECONDS = '1';
 // every test's webhook receiver listens on loopback; test/webhooks/guard.test.ts turns this off to see the refusals
 process.env.WEBHOOK_ALLOW_PRIVATE = process.env.WEBHOOK_ALLOW_PRIVATE ?? 'true';
-// each test file makes its own Prisma client: its query compiler at the baseline tier (core/short-lived.ts), a tenth of the
-// test processes' CPU
+// each test file makes its own Prisma client: its query compiler stays at the baseline tier (core/short-lived.ts),
+// a tenth of the test processes' CPU
 baselineWasmOnly();
