@@ -2,6 +2,8 @@
  * `npm run admin -- <resource> <action> [--flags]`: the admin API's operations from a shell, over the same core services
  * and validation. Answers are printed as JSON. Run without arguments for help.
  */
+// first: the Prisma client regenerated if schema.prisma changed, before the imports below load it
+import './fresh-client';
 import { consentExport } from '../apps/core/src/consent/ledger';
 import fs from 'node:fs';
 import { parseArgs } from 'node:util';
