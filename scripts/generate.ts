@@ -13,7 +13,7 @@ import path from 'node:path';
  * A compiled copy of this file (dist/scripts) finds no schema beside it and does nothing: the build generated the
  * client it ships with.
  */
-export function generateIfStale(root = path.resolve(__dirname, '..'), force = false): boolean {
+export function generateIfStale({ root = path.resolve(__dirname, '..'), force = false }: { root?: string; force?: boolean } = {}): boolean {
   const schemaFile = path.join(root, 'prisma/schema.prisma');
   if (!fs.existsSync(schemaFile)) return false;
   const stamp = path.join(root, 'generated/prisma/.schema-sha256');
@@ -33,4 +33,4 @@ export function generateIfStale(root = path.resolve(__dirname, '..'), force = fa
   return true;
 }
 
-if (require.main === module) generateIfStale(undefined, process.argv.includes('--force'));
+if (require.main === module) generateIfStale({ force: process.argv.includes('--force') });

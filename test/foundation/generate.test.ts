@@ -19,20 +19,20 @@ afterAll(() => fs.rmSync(project, { recursive: true, force: true }));
 
 it('generates a missing client, skips a fresh one, and generates again once the schema changes', () => {
   const client = path.join(project, 'generated/prisma/client.ts');
-  expect(generateIfStale(project)).toBe(true);
+  expect(generateIfStale({ root: project })).toBe(true);
   expect(fs.readFileSync(client, 'utf8')).toContain('PrismaClient');
   const written = fs.statSync(client).mtimeMs;
 
-  expect(generateIfStale(project)).toBe(false);
+  expect(generateIfStale({ root: project })).toBe(false);
   expect(fs.statSync(client).mtimeMs).toBe(written);
 
   fs.appendFileSync(path.join(project, 'prisma/schema.prisma'), '\nmodel Probe {\n  id Int @id\n}\n');
-  expect(generateIfStale(project)).toBe(true);
+  expect(generateIfStale({ root: project })).toBe(true);
   expect(fs.readFileSync(path.join(project, 'generated/prisma/models.ts'), 'utf8')).toContain('Probe');
 }, 60_000);
 
 it('a copy without a schema beside it (dist/scripts) generates nothing', () => {
-  expect(generateIfStale(path.join(project, 'nowhere'))).toBe(false);
+  expect(generateIfStale({ root: path.join(project, 'nowhere') })).toBe(false);
 });
 
 it('the admin CLI checks before anything it imports loads the client', () => {
