@@ -1,6 +1,7 @@
+import { Client } from 'pg';
 import request from 'supertest';
 import { db, rawQuery } from '../../apps/core/src/db';
-import { idFloor, newId } from '../../apps/core/src/ids';
+import { idFloor, newId, sendCopiesFloor } from '../../apps/core/src/ids';
 import { boundAt, ensurePartitions, intervalStart, missingRanges, nextIntervalStart, partitionStates, PARTITIONED } from '../../apps/core/src/partitions';
 import { createPartition, listPartitions } from '../../apps/core/src/partitions/repository';
 import { dropOldRecords } from '../../apps/core/src/retention';
@@ -39,6 +40,17 @@ describe('the interval arithmetic', () => {
     expect(days).toEqual(['2026-12-01', '2026-12-02']);
     const months = missingRanges(covered, Date.UTC(2027, 4, 10), 'month').map((r) => new Date(r.from).toISOString().slice(0, 7));
     expect(months).toEqual(['2027-05', '2027-06', '2027-07', '2027-08']);
+  });
+});
+
+describe("a send's copies' floor", () => {
+  it('is a day before a time-ordered send id, and the least id for any other', () => {
+    const at = Date.UTC(2026, 10, 29, 15, 4, 5);
+    expect(sendCopiesFloor(newId(at))).toBe(idFloor(at - DAY));
+    expect(sendCopiesFloor(newId(at)) < newId(at - DAY + 1)).toBe(true);
+    // a random (version 4) id, as sends had before time-ordered ids, and one in upper case prune nothing
+    expect(sendCopiesFloor('f47ac10b-58cc-4372-a567-0e02b2c3d479')).toBe('00000000-0000-0000-0000-000000000000');
+    expect(sendCopiesFloor(newId(at).toUpperCase())).toBe('00000000-0000-0000-0000-000000000000');
   });
 });
 
@@ -86,6 +98,40 @@ describe('a fresh database', () => {
     // the key goes with its message, so a cancelled step can be written again
     await db().message.delete({ where: { id: first } });
     await insertMessage(t, newId(), { prospectId: prospect.id, step: 1 });
+  });
+
+  it("reads a send's copies from the send's month on: an older partition held by another session does not stop its lookup, cancel or reschedule", async () => {
+    const t = await makeTenant();
+    const from = intervalStart(Date.now() - 200 * DAY, 'day');
+    const old = 'messages_p_before_sends';
+    await createPartition(db(), 'messages', old, boundAt('messages', from), boundAt('messages', from + DAY));
+    const sent = await as(ctx.api, t.token).post('/api/v1/send').send({ to: ['a@example.org', 'b@example.org'], subject: 'Hi', text: 'Hello', send_at: new Date(Date.now() + DAY).toISOString() });
+    expect(sent.status).toBe(202);
+    // a copy made a minute before its send (a clock set back between the two ids) is still one of its copies
+    const early = newId(Date.now() - 60_000);
+    await insertMessage(t, early, { status: 'queued' });
+    await db().message.update({ where: { id: early }, data: { sendId: sent.body.id } });
+    // another session holds the old partition: a statement that planned it would wait for the lock
+    const holder = new Client({ connectionString: process.env.DATABASE_URL });
+    await holder.connect();
+    try {
+      await holder.query('BEGIN');
+      await holder.query(`LOCK TABLE ${old} IN ACCESS EXCLUSIVE MODE`);
+      const within = <T>(what: string, answer: Promise<T>) =>
+        Promise.race([answer, new Promise<never>((_, reject) => setTimeout(() => reject(new Error(`${what} waited for the old partition`)), 3_000))]);
+      const found = await within('GET /send/:id', as(ctx.api, t.token).get(`/api/v1/send/${sent.body.id}`));
+      expect(found.status).toBe(200);
+      expect(found.body.messages.map((m: { id: string }) => m.id).sort()).toEqual([...sent.body.messages.map((m: { id: string }) => m.id), early].sort());
+      const moved = await within('PATCH /send/:id', as(ctx.api, t.token).patch(`/api/v1/send/${sent.body.id}`).send({ send_at: new Date(Date.now() + 2 * DAY).toISOString() }));
+      expect(moved.status).toBe(200);
+      const cancelled = await within('POST /send/:id/cancel', as(ctx.api, t.token).post(`/api/v1/send/${sent.body.id}/cancel`));
+      expect(cancelled.status).toBe(200);
+      expect(cancelled.body.send.messages.map((m: { status: string }) => m.status)).toEqual(['cancelled', 'cancelled', 'cancelled']);
+    } finally {
+      await holder.query('ROLLBACK');
+      await holder.end();
+      await rawQuery(db(), `DROP TABLE ${old}`);
+    }
   });
 });
 

@@ -1,6 +1,6 @@
 import { FinishedWaits } from './finished';
 import { keyDomainRefusal } from '../auth/keys';
-import { newId } from '../ids';
+import { newId, sendCopiesFloor } from '../ids';
 import type { ApiKey } from '../../../../generated/prisma/client';
 import type { Db, Tx } from '../db';
 import { DeliveryQueue } from '../delivery/outbox';
@@ -287,7 +287,14 @@ export async function findSend(db: Tx, accountId: number, id: string): Promise<S
   const send = UUID.test(id)
     ? await db.send.findFirst({
         where: { id, accountId },
-        include: { messages: { select: { id: true, to: true, status: true, bounce: true, messageIdHeader: true }, orderBy: [{ createdAt: 'asc' }, { id: 'asc' }] } },
+        // the copies are read from the send's month on (ids/sendCopiesFloor), not from every time partition
+        include: {
+          messages: {
+            where: { id: { gte: sendCopiesFloor(id) } },
+            select: { id: true, to: true, status: true, bounce: true, messageIdHeader: true },
+            orderBy: [{ createdAt: 'asc' }, { id: 'asc' }],
+          },
+        },
       })
     : null;
   if (!send) throw new NotFound(`no send with id ${id}`);

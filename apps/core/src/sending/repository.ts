@@ -1,7 +1,7 @@
 import type { Prisma } from '../../../../generated/prisma/client';
 import { rawQuery, type Db, type Tx } from '../db';
 import { IDEMPOTENCY_TTL_MS } from '../idempotency';
-import { idSpan } from '../ids';
+import { idSpan, sendCopiesFloor } from '../ids';
 import { stopListed } from '../stop-list/repository';
 import type { SendRequest } from './schema';
 
@@ -267,7 +267,7 @@ export interface LockedCopy {
  * copy is `sending` here) or waits for this transaction and then finds the copy cancelled or moved.
  */
 export function lockSendCopies(tx: Tx, sendId: string): Promise<LockedCopy[]> {
-  return rawQuery<LockedCopy>(tx, 'SELECT id::text, status::text FROM messages WHERE send_id = $1::uuid ORDER BY id FOR UPDATE', [sendId]);
+  return rawQuery<LockedCopy>(tx, 'SELECT id::text, status::text FROM messages WHERE send_id = $1::uuid AND id >= $2::uuid ORDER BY id FOR UPDATE', [sendId, sendCopiesFloor(sendId)]);
 }
 
 /** Cancels the send's copies not yet claimed (queued or deferred); answers their ids. */
@@ -275,8 +275,8 @@ export async function cancelUnclaimedCopies(tx: Tx, sendId: string): Promise<str
   const rows = await rawQuery<{ id: string }>(
     tx,
     `UPDATE messages SET status = 'cancelled', last_error = 'cancelled by the sender', locked_until = NULL, updated_at = now()
-     WHERE send_id = $1::uuid AND status IN ('queued', 'deferred') RETURNING id::text`,
-    [sendId],
+     WHERE send_id = $1::uuid AND id >= $2::uuid AND status IN ('queued', 'deferred') RETURNING id::text`,
+    [sendId, sendCopiesFloor(sendId)],
   );
   return rows.map((r) => r.id);
 }
@@ -284,7 +284,7 @@ export async function cancelUnclaimedCopies(tx: Tx, sendId: string): Promise<str
 /** Moves the send and its queued copies to `at` (null: now). */
 export async function moveSend(tx: Tx, sendId: string, at: Date | null): Promise<void> {
   await rawQuery(tx, 'UPDATE sends SET send_at = $2 WHERE id = $1::uuid', [sendId, at]);
-  await rawQuery(tx, `UPDATE messages SET not_before = $2, updated_at = now() WHERE send_id = $1::uuid AND status = 'queued'`, [sendId, at]);
+  await rawQuery(tx, `UPDATE messages SET not_before = $2, updated_at = now() WHERE send_id = $1::uuid AND id >= $3::uuid AND status = 'queued'`, [sendId, at, sendCopiesFloor(sendId)]);
 }
 
 /**
