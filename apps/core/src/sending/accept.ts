@@ -1,6 +1,6 @@
 import { FinishedWaits } from './finished';
 import { keyDomainRefusal } from '../auth/keys';
-import { newId, sendCopiesFloor } from '../ids';
+import { newId } from '../ids';
 import type { ApiKey } from '../../../../generated/prisma/client';
 import type { Db, Tx } from '../db';
 import { DeliveryQueue } from '../delivery/outbox';
@@ -19,6 +19,7 @@ import { publicBounce, type Bounce, type PublicBounce } from '../inbound/bounce-
 import { SEND_LIMITS, checkEmailSize, checkRenderedSubject, parseSendRequest, type SendRequest } from './schema';
 import { TemplateCache, type TemplateStamp } from '../templates/cache';
 import { SandboxWriter } from './sandbox-write';
+import { sendWithCopies } from './repository';
 
 /** How many times a send renders again when a template it used changed before its write (each time: a change). */
 const RENDER_ATTEMPTS = 3;
@@ -284,24 +285,12 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /** GET /api/v1/send/:id: the same shape as the POST answer with current statuses, for the key's own account only. */
 export async function findSend(db: Tx, accountId: number, id: string): Promise<SendAnswer> {
-  const send = UUID.test(id)
-    ? await db.send.findFirst({
-        where: { id, accountId },
-        // the copies are read from the send's month on (ids/sendCopiesFloor), not from every time partition
-        include: {
-          messages: {
-            where: { id: { gte: sendCopiesFloor(id) } },
-            select: { id: true, to: true, status: true, bounce: true, messageIdHeader: true },
-            orderBy: [{ createdAt: 'asc' }, { id: 'asc' }],
-          },
-        },
-      })
-    : null;
+  const send = UUID.test(id) ? await sendWithCopies(db, accountId, id) : undefined;
   if (!send) throw new NotFound(`no send with id ${id}`);
-  const messages = send.messages.map((m) => {
-    const bounce = publicBounce(m.bounce as unknown as Bounce | null);
+  const messages = send.copies.map((m) => {
+    const bounce = publicBounce(m.bounce as Bounce | null);
     // the Message-ID header is fixed when the copy is written (delivery/outbox.ts), so it is known before it goes out
-    return { id: m.id, to: m.to, status: m.status as string, message_id: m.messageIdHeader, ...(bounce ? { bounce } : {}) };
+    return { id: m.id, to: m.to, status: m.status, message_id: m.message_id, ...(bounce ? { bounce } : {}) };
   });
   return {
     ok: true,
@@ -309,6 +298,6 @@ export async function findSend(db: Tx, accountId: number, id: string): Promise<S
     status: sendStatus(messages.map((m) => m.status)),
     messages,
     skipped: send.skipped as SendAnswer['skipped'],
-    send_at: iso(send.sendAt),
+    send_at: iso(send.send_at),
   };
 }

@@ -253,6 +253,35 @@ export async function messageStatuses(db: Tx, ids: string[]): Promise<{ id: stri
   return rawQuery<{ id: string; status: string }>(db, 'SELECT id::text, status::text FROM messages WHERE id = ANY($1::uuid[]) AND id BETWEEN $2::uuid AND $3::uuid', [ids, ...idSpan(ids)], 'wait-statuses');
 }
 
+// ---- a send as GET /api/v1/send/:id answers it (accept.ts findSend) ----
+
+/** A send of the account with its copies, in the order they were written; none when it is not the account's. */
+export interface SendWithCopies {
+  id: string;
+  skipped: unknown;
+  send_at: Date | null;
+  copies: { id: string; to: string; status: string; bounce: unknown; message_id: string }[];
+}
+
+/**
+ * The send and its copies in one statement, one round trip: the status lookup programs poll. The copies are read from
+ * the send's month on (`id >= $3`, ids/sendCopiesFloor), so the partitions before it are pruned when each execution
+ * starts.
+ */
+export async function sendWithCopies(db: Tx, accountId: number, sendId: string): Promise<SendWithCopies | undefined> {
+  const [send] = await rawQuery<SendWithCopies>(
+    db,
+    `SELECT s.id::text, s.skipped, s.send_at,
+            coalesce((SELECT json_agg(json_build_object('id', m.id::text, 'to', m."to", 'status', m.status::text, 'bounce', m.bounce,
+                                                        'message_id', m.message_id_header) ORDER BY m.created_at, m.id)
+                      FROM messages m WHERE m.send_id = s.id AND m.id >= $3::uuid), '[]'::json) AS copies
+     FROM sends s WHERE s.id = $1::uuid AND s.account_id = $2`,
+    [sendId, accountId, sendCopiesFloor(sendId)],
+    'send-with-copies',
+  );
+  return send;
+}
+
 // ---- cancel and reschedule (cancel.ts) ----
 
 /** A send's copy as its cancel or reschedule sees it, locked. */
