@@ -265,8 +265,9 @@ export interface SendWithCopies {
 
 /**
  * The send and its copies in one statement, one round trip: the status lookup programs poll. The copies are read from
- * the send's month on (`id >= $3`, ids/sendCopiesFloor), so the partitions before it are pruned when each execution
- * starts.
+ * the send's month on (`id >= $3`, ids/sendCopiesFloor): the partitions before it are left out when the statement is
+ * planned (Postgres plans this one for each execution, its parameters known), or when an execution starts under a
+ * generic plan.
  */
 export async function sendWithCopies(db: Tx, accountId: number, sendId: string): Promise<SendWithCopies | undefined> {
   const [send] = await rawQuery<SendWithCopies>(
