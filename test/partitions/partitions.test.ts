@@ -117,8 +117,11 @@ describe('a fresh database', () => {
     try {
       await holder.query('BEGIN');
       await holder.query(`LOCK TABLE ${old} IN ACCESS EXCLUSIVE MODE`);
-      const within = <T>(what: string, answer: Promise<T>) =>
-        Promise.race([answer, new Promise<never>((_, reject) => setTimeout(() => reject(new Error(`${what} waited for the old partition`)), 3_000))]);
+      const within = async <T>(what: string, answer: Promise<T>) => {
+        let timer: NodeJS.Timeout | undefined;
+        const late = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`${what} waited for the old partition`)), 3_000)));
+        return Promise.race([answer, late]).finally(() => clearTimeout(timer));
+      };
       const found = await within('GET /send/:id', as(ctx.api, t.token).get(`/api/v1/send/${sent.body.id}`));
       expect(found.status).toBe(200);
       expect(found.body.messages.map((m: { id: string }) => m.id).sort()).toEqual([...sent.body.messages.map((m: { id: string }) => m.id), early].sort());
