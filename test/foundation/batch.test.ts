@@ -54,6 +54,30 @@ describe('Batcher (group commit)', () => {
   });
 });
 
+describe('Batcher: the next batch first', () => {
+  it("writes the next batch before the callers of the one that ended go on, though its run starts on the next tick (as pg-pool's query does)", async () => {
+    const events: string[] = [];
+    const finish: (() => void)[] = [];
+    const run = (items: number[]) =>
+      new Promise<string[]>((resolve) => {
+        // pg-pool hands out an idle connection on the next tick: only then is the statement written
+        process.nextTick(() => events.push(`written ${items.join(',')}`));
+        finish.push(() => resolve(items.map((i) => `done ${i}`)));
+      });
+    const batcher = new Batcher(run, { maxInFlight: 1, maxBatch: 10 });
+    const first = batcher.submit(1).then((out) => events.push(`answered ${out}`));
+    const rest = [2, 3].map((i) => batcher.submit(i).then((out) => events.push(`answered ${out}`)));
+    await new Promise((r) => setImmediate(r));
+    expect(events).toEqual(['written 1']);
+    finish.shift()!();
+    await first;
+    expect(events).toEqual(['written 1', 'written 2,3', 'answered done 1']);
+    finish.shift()!();
+    await Promise.all(rest);
+    expect(events).toEqual(['written 1', 'written 2,3', 'answered done 1', 'answered done 2', 'answered done 3']);
+  });
+});
+
 describe('Batcher with lingerMs', () => {
   it('waits that long for company before a batch starts, and starts a full batch at once', async () => {
     const m = manualRun();

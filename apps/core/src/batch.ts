@@ -57,23 +57,33 @@ export class Batcher<In, Out> {
       lingered = false;
       const batch = this.waiting.splice(0, this.options.maxBatch);
       this.running++;
-      void this.execute(batch).finally(() => {
-        this.running--;
-        this.pump();
-      });
+      void this.execute(batch);
     }
   }
 
+  /**
+   * Runs a batch, then starts the next one before answering this one's callers: the next statement is on its way
+   * while they go on (their answers, their next steps), not only once they all have.
+   */
   private async execute(batch: Batcher<In, Out>['waiting']): Promise<void> {
     let outs: Out[];
     try {
       outs = await this.run(batch.map((b) => b.item));
     } catch (err) {
-      if (batch.length === 1) return batch[0]!.reject(err);
-      await Promise.all(batch.map((b) => this.run([b.item]).then(([out]) => b.resolve(out!), b.reject)));
+      if (batch.length > 1) await Promise.all(batch.map((b) => this.run([b.item]).then(([out]) => b.resolve(out!), b.reject)));
+      this.done();
+      if (batch.length === 1) batch[0]!.reject(err);
       return;
     }
-    batch.forEach((b, i) => b.resolve(outs[i]!));
+    this.done();
+    // after the ticks already queued: the pool's (pg-pool hands out its connection on the next tick), so the next
+    // batch's statement is written before this batch's callers take the thread to answer
+    process.nextTick(() => batch.forEach((b, i) => b.resolve(outs[i]!)));
+  }
+
+  private done(): void {
+    this.running--;
+    this.pump();
   }
 }
 
