@@ -1,6 +1,7 @@
 import { Client } from 'pg';
 import request from 'supertest';
 import { db, rawQuery } from '../../apps/core/src/db';
+import { within } from '../../apps/core/src/deadline';
 import { idFloor, newId, sendCopiesFloor } from '../../apps/core/src/ids';
 import { boundAt, ensurePartitions, intervalStart, missingRanges, nextIntervalStart, partitionStates, PARTITIONED } from '../../apps/core/src/partitions';
 import { createPartition, listPartitions } from '../../apps/core/src/partitions/repository';
@@ -117,17 +118,13 @@ describe('a fresh database', () => {
     try {
       await holder.query('BEGIN');
       await holder.query(`LOCK TABLE ${old} IN ACCESS EXCLUSIVE MODE`);
-      const within = async <T>(what: string, answer: Promise<T>) => {
-        let timer: NodeJS.Timeout | undefined;
-        const late = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`${what} waited for the old partition`)), 3_000)));
-        return Promise.race([answer, late]).finally(() => clearTimeout(timer));
-      };
-      const found = await within('GET /send/:id', as(ctx.api, t.token).get(`/api/v1/send/${sent.body.id}`));
+      // a statement that waits for the old partition's lock misses the 3 s
+      const found = await within(as(ctx.api, t.token).get(`/api/v1/send/${sent.body.id}`), 3_000, 'GET /send/:id did not answer');
       expect(found.status).toBe(200);
       expect(found.body.messages.map((m: { id: string }) => m.id).sort()).toEqual([...sent.body.messages.map((m: { id: string }) => m.id), early].sort());
-      const moved = await within('PATCH /send/:id', as(ctx.api, t.token).patch(`/api/v1/send/${sent.body.id}`).send({ send_at: new Date(Date.now() + 2 * DAY).toISOString() }));
+      const moved = await within(as(ctx.api, t.token).patch(`/api/v1/send/${sent.body.id}`).send({ send_at: new Date(Date.now() + 2 * DAY).toISOString() }), 3_000, 'PATCH /send/:id did not answer');
       expect(moved.status).toBe(200);
-      const cancelled = await within('POST /send/:id/cancel', as(ctx.api, t.token).post(`/api/v1/send/${sent.body.id}/cancel`));
+      const cancelled = await within(as(ctx.api, t.token).post(`/api/v1/send/${sent.body.id}/cancel`), 3_000, 'POST /send/:id/cancel did not answer');
       expect(cancelled.status).toBe(200);
       expect(cancelled.body.send.messages.map((m: { status: string }) => m.status)).toEqual(['cancelled', 'cancelled', 'cancelled']);
     } finally {

@@ -1,4 +1,5 @@
 import type { Db } from '../db';
+import { within } from '../deadline';
 import { logger } from '../logger';
 import { noteOutage } from '../outage';
 import { JOB_OPTIONS, QUEUE, jobId, queue } from '../queues';
@@ -15,15 +16,6 @@ import { claimUndispatched, deliveriesFor, eventsPending, insertWebhookJobs, mar
  */
 const BATCH = 500;
 const REDIS_WAIT_MS = 10_000;
-
-function within<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`${what} within ${ms / 1000} s`)), ms);
-  });
-  promise.catch(() => undefined); // its failure after the timeout has no one to tell
-  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
-}
 
 /** Passes that found events waiting and opened their transaction (a test of the idle pass). */
 export interface DispatchStats {
