@@ -1,6 +1,7 @@
 import { Router } from 'express';
 import type { Db } from '../../../core/src/db';
 import { pingDatabase } from '../../../core/src/health/repository';
+import { within } from '../../../core/src/deadline';
 import { dependencies, OUTAGE_RETRY_AFTER_SECONDS } from '../../../core/src/outage';
 import { redis } from '../../../core/src/redis';
 import { methodNotAllowed } from '../middleware/errors';
@@ -8,15 +9,12 @@ import { methodNotAllowed } from '../middleware/errors';
 /** How long the readiness probe waits for each dependency: a hung Redis or Postgres answers "not ready" in time. */
 const READY_WITHIN_MS = 800;
 
-const within = <T>(ms: number, work: Promise<T>) =>
-  Promise.race([work, new Promise<never>((_, reject) => setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms).unref())]);
-
 /**
  * Whether a dependency answers in time. A probe every second during an outage is not a line each: the dependency watch
  * writes the outage's one warn line and, when the probe finds it back, its info line.
  */
 function answers(dependency: 'postgres' | 'redis', work: Promise<unknown>): Promise<boolean> {
-  return within(READY_WITHIN_MS, work).then(
+  return within(work, READY_WITHIN_MS, `${dependency} did not answer`).then(
     () => (dependencies.up(dependency), true),
     (err: unknown) => (dependencies.down(dependency, err), false),
   );
