@@ -41,6 +41,8 @@ const mx = useMx(dns, { maxBytes: MAX_BYTES });
 const proxy = new PgProxy();
 beforeAll(() => proxy.start());
 const cut = useMx(dns, { database: () => proxy.url() });
+// a proxy left listening keeps the jest worker alive after the suite (in band: "Jest did not exit one second after the test run")
+afterAll(() => proxy.stop());
 
 const transport = (port: number) => nodemailer.createTransport({ host: '127.0.0.1', port, secure: false, tls: { rejectUnauthorized: false } });
 const send = (port: number, from: string, to: string[], raw: string | Buffer) => transport(port).sendMail({ envelope: { from, to }, raw });
